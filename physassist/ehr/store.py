@@ -1,0 +1,327 @@
+"""The EHR store: one DuckDB file per source, built once, then opened read-only and shared.
+
+``build_store`` loads every canonical table (``tables.py``) with DuckDB's own streaming CSV
+reader (explicit column types, no pandas, no type sniffing), sorts per-subject tables by
+``(subject_id, time)`` so a subject's rows sit in one or two row groups that zone maps find
+without scanning the rest, and writes into a temporary file that is renamed into place
+only when complete: an interrupted or failed build leaves no store behind. Stores are
+cached as ``<cache_dir>/<fingerprint>.duckdb`` (see ``EHRSource.fingerprint``), so the same
+source is loaded once and a changed source gets a fresh store.
+
+``open_store`` returns an ``EHRStore``: a read-only connection that hands out one cursor per
+call or thread. DuckDB allows any number of read-only processes on the same file, so
+parallel sweeps can share one store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import duckdb
+
+from physassist.ehr.sources import (
+    STORE_SCHEMA_VERSION,
+    EHRSource,
+    EHRSourceError,
+    SourceFile,
+    detect_source,
+)
+from physassist.ehr.tables import ROW_COLUMN, TABLES, TableSpec, create_table_sql
+
+__all__ = [
+    "EHRBuildError",
+    "EHRSourceError",
+    "EHRStore",
+    "build_store",
+    "default_cache_dir",
+    "open_store",
+]
+
+log = logging.getLogger(__name__)
+
+META_TABLE = "_physassist_meta"
+COUNTS_TABLE = "_physassist_tables"
+_TEMP_MARK = ".building"
+_MAX_LINE = 64 * 1024 * 1024  # discharge notes are long; be generous
+
+
+class EHRBuildError(RuntimeError):
+    """Loading a source into a store failed (message names the table and file)."""
+
+
+def default_cache_dir() -> Path:
+    """``$PHYSASSIST_CACHE`` if set, else ``~/.cache/physassist/stores``."""
+    env = os.environ.get("PHYSASSIST_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "physassist" / "stores"
+
+
+def build_store(
+    source: str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    force: bool = False,
+) -> Path:
+    """Build (or reuse) the store for ``source`` and return the path of its ``.duckdb`` file."""
+    src = detect_source(source)
+    fingerprint = src.fingerprint()
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    final = cache / f"{fingerprint}.duckdb"
+    if final.exists() and not force:
+        return final
+    with _exclusive(cache / ".build.lock"):
+        if final.exists() and not force:  # another process built it while we waited
+            return final
+        _remove_abandoned_temps(cache)
+        tmp = cache / f".{fingerprint}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_TEMP_MARK}"
+        spill = Path(f"{tmp}.spill")
+        try:
+            started = time.perf_counter()
+            _load(src, fingerprint, tmp, spill)
+            log.info(
+                "built %s from %s in %.1fs", final.name, src.root, time.perf_counter() - started
+            )
+            os.replace(tmp, final)
+        finally:
+            for leftover in (tmp, Path(f"{tmp}.wal")):
+                leftover.unlink(missing_ok=True)
+            shutil.rmtree(spill, ignore_errors=True)
+        _write_sidecar(final, src, fingerprint)
+        _remove_superseded(cache, src.root, keep=final)
+    return final
+
+
+def open_store(
+    source_or_db: str | os.PathLike[str],
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> EHRStore:
+    """Open a store read-only: a ``.duckdb`` file as is, or a source (built first if needed)."""
+    path = Path(source_or_db).expanduser() if str(source_or_db) != "sample" else None
+    if path is not None and path.is_file() and path.suffix == ".duckdb":
+        return EHRStore(path)
+    return EHRStore(build_store(source_or_db, cache_dir=cache_dir))
+
+
+class EHRStore:
+    """A built store opened read-only; ``cursor()`` gives each call or thread its own handle."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).resolve()
+        try:
+            self._con = duckdb.connect(str(self.path), read_only=True)
+        except duckdb.Error as exc:
+            raise EHRSourceError(f"cannot open EHR store {self.path}: {exc}") from exc
+        try:
+            meta = dict(self._con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+            counts = self._con.execute(f"SELECT name, n_rows FROM {COUNTS_TABLE}").fetchall()
+        except duckdb.CatalogException as exc:
+            self._con.close()
+            raise EHRSourceError(f"{self.path} is not a PhysAssist EHR store") from exc
+        self.fingerprint: str = meta["fingerprint"]
+        self.source = Path(meta["source"])
+        self.layout: str = meta["layout"]
+        self.schema_version = int(meta["schema_version"])
+        self._rows: dict[str, int] = {name: int(n) for name, n in counts}
+        self._lock = threading.Lock()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new read-only cursor on the shared database; use one per call or thread."""
+        with self._lock:
+            return self._con.cursor()
+
+    def has_rows(self, table: str) -> bool:
+        """Whether ``table`` (a canonical name) holds any row in this store."""
+        if table not in self._rows:
+            raise KeyError(f"unknown EHR table {table!r}; known: {', '.join(self._rows)}")
+        return self._rows[table] > 0
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per canonical table, recorded at build time."""
+        return dict(self._rows)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> EHRStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EHRStore({self.path.name}, layout={self.layout}, source={self.source})"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
+    con = duckdb.connect(str(target))
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        con.execute("SET temp_directory = ?", [str(spill)])
+        con.execute("SET memory_limit = ?", [_memory_limit()])
+        counts: dict[str, tuple[int, int]] = {}
+        for name, spec in TABLES.items():
+            con.execute(create_table_sql(spec))
+            files = src.files.get(name, ())
+            if files:
+                _load_table(con, spec, files)
+            n_rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+            counts[name] = (n_rows, len(files))
+        con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR, value VARCHAR)")
+        meta = {
+            "fingerprint": fingerprint,
+            "schema_version": str(STORE_SCHEMA_VERSION),
+            "layout": src.layout,
+            "source": str(src.root),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "duckdb_version": duckdb.__version__,
+        }
+        con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", list(meta.items()))
+        con.execute(f"CREATE TABLE {COUNTS_TABLE} (name VARCHAR, n_rows BIGINT, n_files INTEGER)")
+        con.executemany(
+            f"INSERT INTO {COUNTS_TABLE} VALUES (?, ?, ?)",
+            [(n, r, f) for n, (r, f) in counts.items()],
+        )
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def _load_table(
+    con: duckdb.DuckDBPyConnection, spec: TableSpec, files: tuple[SourceFile, ...]
+) -> None:
+    """Insert all files of one table, sorted by its sort key then source order."""
+    groups: dict[tuple[str, ...], list[SourceFile]] = {}
+    for f in files:
+        groups.setdefault(_header(f.path), []).append(f)
+    parts, params = [], []
+    for g, (header, group) in enumerate(groups.items()):
+        types = ", ".join(f"'{c}': '{spec.columns.get(c, 'VARCHAR')}'" for c in header)
+        select = ", ".join(
+            f'"{c}"' if c in header else f'CAST(NULL AS {t}) AS "{c}"'
+            for c, t in spec.columns.items()
+        )
+        parts.append(
+            f"SELECT {select}, row_number() OVER () + {g << 40} AS {ROW_COLUMN} "
+            f"FROM read_csv(?, header = true, auto_detect = false, delim = ',', quote = '\"', "
+            f"escape = '\"', max_line_size = {_MAX_LINE}, columns = {{{types}}})"
+        )
+        params.append([str(f.path) for f in group])
+    order = ", ".join(f'"{c}"' for c in (*spec.sort_key, ROW_COLUMN))
+    sql = f'INSERT INTO "{spec.name}" SELECT * FROM ({" UNION ALL ".join(parts)}) ORDER BY {order}'
+    try:
+        con.execute(sql, params)
+    except duckdb.Error as exc:
+        where = (
+            files[0].path if len(files) == 1 else f"{len(files)} files under {files[0].path.parent}"
+        )
+        raise EHRBuildError(f"cannot load table {spec.name!r} from {where}: {exc}") from exc
+
+
+def _header(path: Path) -> tuple[str, ...]:
+    """The CSV header (lower-cased), read without decompressing more than the first line."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as raw:
+            first = raw.readline().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EHRBuildError(f"cannot read the header of {path}: {exc}") from exc
+    row = next(csv.reader(io.StringIO(first)), [])
+    if not row:
+        raise EHRBuildError(f"{path} has no CSV header line")
+    return tuple(c.strip().lower() for c in row)
+
+
+def _memory_limit() -> str:
+    """``$PHYSASSIST_DUCKDB_MEMORY`` or 60% of RAM: leaves room for the rest of the machine."""
+    env = os.environ.get("PHYSASSIST_DUCKDB_MEMORY")
+    if env:
+        return env
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "4GB"
+    return f"{max(1, int(total * 0.6) // 2**20)}MB"
+
+
+# --------------------------------------------------------------------------- cache housekeeping
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialise builds in one cache dir across processes (joblib sweeps open stores at once)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock; temp-file + rename still keeps it safe
+        yield
+        return
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_abandoned_temps(cache: Path) -> None:
+    """Delete temp files of builds whose process died (e.g. killed by SIGKILL)."""
+    for tmp in cache.glob(f".*{_TEMP_MARK}*"):
+        parts = tmp.name.split(".")
+        pid = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+        if pid is not None and pid != os.getpid() and _alive(pid):
+            continue
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_sidecar(store: Path, src: EHRSource, fingerprint: str) -> None:
+    info = {"fingerprint": fingerprint, "source": str(src.root), "layout": src.layout}
+    store.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def _remove_superseded(cache: Path, root: Path, *, keep: Path) -> None:
+    """Drop older stores of the same source directory (its files changed since)."""
+    for sidecar in cache.glob("*.json"):
+        store = sidecar.with_suffix(".duckdb")
+        if store == keep:
+            continue
+        try:
+            info = json.loads(sidecar.read_text())
+        except (OSError, ValueError):
+            continue
+        if info.get("source") == str(root):
+            store.unlink(missing_ok=True)
+            sidecar.unlink(missing_ok=True)
