@@ -1,0 +1,320 @@
+"""PhysAssistBench metrics over a per-turn table (pure pandas/numpy, no Inspect).
+
+Definitions (one documented set; DESIGN.md §1):
+
+* A *trial* is one (session, epoch). A turn is *scored* when its status is `scored`;
+  unscored turns (`undecided`, `failed`) are counted, never dropped silently, never 0.
+* `mrs`: mean over sessions of the session's mean turn score, x100. A session's mean is
+  taken over its scored turns (over all its epochs' trials, each trial weighted equally).
+  Sessions without any scored turn are left out and counted in `sessions_unscored`.
+* `pass_turn_<tau>`: share of scored turns (pooled) with score >= tau.
+* `pass_session_<tau>`: share of trials whose turns are all scored and all >= tau. A trial
+  with an unscored turn cannot be known to pass, so it is excluded from the denominator
+  (not counted as failed) and reported as `pass_session_excluded`.
+* `*_ci_low` / `*_ci_high`: percentile bootstrap 95% interval, resampling sessions (all
+  epochs of a session move together), `n_boot` resamples, seeded.
+* Breakdowns `<metric>.<dimension>.<value>`: `mrs.*` is the same mean of session means
+  restricted to the group's turns (for a turn-level group such as a task type, each session
+  contributes the mean of its turns in the group); `pass_turn_<tau>.*` pools the group's
+  scored turns; `pass_session_<tau>.*` only for session-level dimensions (scenario, tier,
+  language, query); `n_turns.*` counts the group's scored turns and `unscored_turns.*` its
+  unscored ones. Dimensions: `task_type` (IL/DG/CR/WU), `implicitness` (NA/PE/AE/none),
+  `task_type_x_implicitness` (e.g. `CR_AE`), `scenario`, `tier`, `turn` (T0..T3),
+  `channel` (`ehr_only` / `patient_interview`, the latter = tool source patient or mixed),
+  `tool_source`, `language`, `query`.
+* Tool metrics over all turns (they do not depend on the judge): `tool_recall` (mean over
+  turns with gold tools of |gold & called| / |gold|), `tool_exact` (share of those turns
+  whose called tool set equals the gold set), `tool_extra_per_turn`,
+  `tool_missed_per_turn` (distinct tools), `tool_calls_per_turn`.
+* Counts: `n_sessions`, `n_trials`, `n_turns`, `scored_turns`, `unscored_turns`,
+  `unscored_turns.<status>`, `end.<reason>` (how turns ended: answered/nudged/budget/error).
+* With more than one epoch: `pass_hat_<k>_<tau>` for k = 1..n (tau-bench's pass^k: the
+  chance that k trials drawn from a session's n all pass, C(c, k) / C(n, k) averaged over
+  sessions; k = n means every trial passed), sessions with an ineligible trial excluded
+  (`pass_hat_excluded`); `session_score_var` (mean over sessions of the population variance
+  of the trial mean score, 0-1 scale) and `session_score_sd` (its square root, x100).
+
+Names are flat and MLflow-safe: letters, digits, `_ - .`, tau written with two decimals.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SESSION_DIMENSIONS", "TURN_DIMENSIONS", "metric_key", "summarize", "tau_key"]
+
+REQUIRED_COLUMNS = ("session_id", "turn", "score", "status")
+SESSION_DIMENSIONS = ("scenario", "tier", "language", "query")
+TURN_DIMENSIONS = (
+    "task_type",
+    "implicitness",
+    "task_type_x_implicitness",
+    "turn",
+    "channel",
+    "tool_source",
+)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def tau_key(tau: float) -> str:
+    return f"{tau:.2f}"
+
+
+def metric_key(*parts: object) -> str:
+    """Join name parts with '.', replacing characters MLflow does not accept."""
+    return ".".join(_UNSAFE.sub("_", str(p)).strip("_") or "none" for p in parts)
+
+
+def _prepare(turns: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in REQUIRED_COLUMNS if c not in turns.columns]
+    if missing:
+        raise ValueError(f"summarize: turn table lacks column(s) {missing}")
+    df = turns.copy()
+    if "epoch" not in df.columns:
+        df["epoch"] = 1
+    df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
+    df["scored"] = (df["status"] == "scored") & df["score"].notna()
+    df.loc[~df["scored"], "score"] = np.nan
+    df["session_id"] = df["session_id"].astype(str)
+    if "implicitness" not in df.columns and "subtype" in df.columns:
+        df["implicitness"] = df["subtype"].fillna("none").replace("", "none")
+    if "task_type" in df.columns and "implicitness" in df.columns:
+        df["task_type_x_implicitness"] = (
+            df["task_type"].astype(str) + "_" + df["implicitness"].astype(str)
+        )
+    if "channel" not in df.columns and "tool_source" in df.columns:
+        df["channel"] = np.where(
+            df["tool_source"].isin(["patient", "mixed"]), "patient_interview", "ehr_only"
+        )
+    if "turn" in df.columns:
+        df["turn_label"] = "T" + df["turn"].astype(int).astype(str)
+    return df
+
+
+def _session_aggregates(df: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
+    """Per session: mean score, scored/passing turn counts, eligible/passing trial counts."""
+    trial = df.groupby(["session_id", "epoch"], sort=True)
+    trials = pd.DataFrame(
+        {
+            "mean": trial["score"].mean(),
+            "all_scored": trial["scored"].all(),
+        }
+    )
+    for tau in taus:
+        passed = (df["score"] >= tau - 1e-12) & df["scored"]
+        trials[f"pass_{tau}"] = (
+            passed.groupby([df["session_id"], df["epoch"]]).all() & trials["all_scored"]
+        )
+    by_session = trials.groupby(level="session_id")
+    agg = pd.DataFrame(
+        {
+            "mean": by_session["mean"].mean(),  # NaN when no trial of the session has a scored turn
+            "eligible": by_session["all_scored"].sum().astype(float),
+            "n_trials": by_session.size().astype(float),
+        }
+    )
+    sess = df.groupby("session_id")
+    agg["n_scored"] = sess["scored"].sum().astype(float)
+    for tau in taus:
+        agg[f"turn_pass_{tau}"] = (
+            ((df["score"] >= tau - 1e-12) & df["scored"]).groupby(df["session_id"]).sum()
+        )
+        agg[f"session_pass_{tau}"] = by_session[f"pass_{tau}"].sum().astype(float)
+    return agg
+
+
+def _headline(agg: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    means = agg["mean"].dropna()
+    out["mrs"] = float(means.mean() * 100) if len(means) else math.nan
+    n_scored = agg["n_scored"].sum()
+    eligible = agg["eligible"].sum()
+    for tau in taus:
+        t = tau_key(tau)
+        out[f"pass_turn_{t}"] = (
+            float(agg[f"turn_pass_{tau}"].sum() / n_scored) if n_scored else math.nan
+        )
+        out[f"pass_session_{t}"] = (
+            float(agg[f"session_pass_{tau}"].sum() / eligible) if eligible else math.nan
+        )
+    return out
+
+
+def _bootstrap(
+    agg: pd.DataFrame, taus: Sequence[float], n_boot: int, seed: int
+) -> dict[str, float]:
+    """Percentile 95% intervals of the headline metrics, resampling sessions."""
+    n = len(agg)
+    keys = (
+        ["mrs"]
+        + [f"pass_turn_{tau_key(t)}" for t in taus]
+        + [f"pass_session_{tau_key(t)}" for t in taus]
+    )
+    if n == 0 or n_boot <= 0:
+        return {f"{k}_ci_{side}": math.nan for k in keys for side in ("low", "high")}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    mean = agg["mean"].to_numpy()
+    has = ~np.isnan(mean)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = {"mrs": np.where(has, mean, 0.0)[idx].sum(1) / has[idx].sum(1) * 100}
+        n_scored = agg["n_scored"].to_numpy()[idx].sum(1)
+        eligible = agg["eligible"].to_numpy()[idx].sum(1)
+        for tau in taus:
+            t = tau_key(tau)
+            stats[f"pass_turn_{t}"] = agg[f"turn_pass_{tau}"].to_numpy()[idx].sum(1) / n_scored
+            stats[f"pass_session_{t}"] = (
+                agg[f"session_pass_{tau}"].to_numpy()[idx].sum(1) / eligible
+            )
+    out: dict[str, float] = {}
+    for key in keys:
+        values = stats[key]
+        values = values[np.isfinite(values)]
+        low, high = np.percentile(values, [2.5, 97.5]) if len(values) else (math.nan, math.nan)
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(low), float(high)
+    return out
+
+
+def _breakdowns(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    dims = [(d, d) for d in SESSION_DIMENSIONS] + [(d, d) for d in TURN_DIMENSIONS]
+    for dim, column in dims:
+        column = "turn_label" if dim == "turn" else column
+        if column not in df.columns:
+            continue
+        for value, group in df.groupby(df[column].astype(str), sort=True):
+            agg = _session_aggregates(group, taus)
+            head = _headline(agg, taus)
+            out[metric_key("mrs", dim, value)] = head["mrs"]
+            for tau in taus:
+                t = tau_key(tau)
+                out[metric_key(f"pass_turn_{t}", dim, value)] = head[f"pass_turn_{t}"]
+                if dim in SESSION_DIMENSIONS:
+                    out[metric_key(f"pass_session_{t}", dim, value)] = head[f"pass_session_{t}"]
+            out[metric_key("n_turns", dim, value)] = float(group["scored"].sum())
+            out[metric_key("unscored_turns", dim, value)] = float((~group["scored"]).sum())
+    return out
+
+
+def _as_set(value: object) -> set[str]:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return set()
+    if isinstance(value, str):
+        return {value} if value else set()
+    if isinstance(value, Iterable):
+        return {str(v) for v in value}
+    return set()
+
+
+def _tool_metrics(df: pd.DataFrame) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if "n_calls" in df.columns:
+        out["tool_calls_per_turn"] = float(pd.to_numeric(df["n_calls"], errors="coerce").mean())
+    if "tools" not in df.columns or "gold_tools" not in df.columns:
+        return out
+    called = df["tools"].map(_as_set)
+    gold = df["gold_tools"].map(_as_set)
+    extra = [len(c - g) for c, g in zip(called, gold, strict=True)]
+    missed = [len(g - c) for c, g in zip(called, gold, strict=True)]
+    with_gold = [(c, g) for c, g in zip(called, gold, strict=True) if g]
+    out["tool_recall"] = (
+        float(np.mean([len(c & g) / len(g) for c, g in with_gold])) if with_gold else math.nan
+    )
+    out["tool_exact"] = float(np.mean([c == g for c, g in with_gold])) if with_gold else math.nan
+    out["tool_extra_per_turn"] = float(np.mean(extra)) if extra else math.nan
+    out["tool_missed_per_turn"] = float(np.mean(missed)) if missed else math.nan
+    return out
+
+
+def _counts(df: pd.DataFrame, agg: pd.DataFrame) -> dict[str, float]:
+    out: dict[str, float] = {
+        "n_sessions": float(df["session_id"].nunique()),
+        "n_trials": float(agg["n_trials"].sum()),
+        "n_turns": float(len(df)),
+        "scored_turns": float(df["scored"].sum()),
+        "unscored_turns": float((~df["scored"]).sum()),
+        "sessions_unscored": float(agg["mean"].isna().sum()),
+        "pass_session_excluded": float((agg["n_trials"] - agg["eligible"]).sum()),
+    }
+    for status in ("undecided", "failed"):
+        out[f"unscored_turns.{status}"] = float(((df["status"] == status) & ~df["scored"]).sum())
+    if "end" in df.columns:
+        ends = df["end"].fillna("unknown").astype(str)
+        for reason in ("answered", "nudged", "budget", "error"):
+            out[f"end.{reason}"] = float((ends == reason).sum())
+        for reason in sorted(set(ends) - {"answered", "nudged", "budget", "error"}):
+            out[metric_key("end", reason)] = float((ends == reason).sum())
+    return out
+
+
+def _epochs(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
+    """pass^k and per-session score spread across epochs (only when epochs > 1)."""
+    trial_groups = df.groupby(["session_id", "epoch"])
+    trials = pd.DataFrame(
+        {"mean": trial_groups["score"].mean(), "all_scored": trial_groups["scored"].all()}
+    )
+    n_epochs = int(trials.groupby(level="session_id").size().max()) if len(trials) else 0
+    if n_epochs <= 1:
+        return {}
+    out: dict[str, float] = {"epochs": float(n_epochs)}
+    sessions = trials.groupby(level="session_id")
+    eligible = sessions["all_scored"].all()
+    out["pass_hat_excluded"] = float((~eligible).sum())
+    for tau in taus:
+        passed = (
+            ((df["score"] >= tau - 1e-12) & df["scored"])
+            .groupby([df["session_id"], df["epoch"]])
+            .all()
+        )
+        per_session = passed.groupby(level="session_id").agg(["sum", "size"])[eligible]
+        for k in range(1, n_epochs + 1):
+            values = [
+                math.comb(int(c), k) / math.comb(int(n), k)
+                for c, n in zip(per_session["sum"], per_session["size"], strict=True)
+                if n >= k
+            ]
+            out[f"pass_hat_{k}_{tau_key(tau)}"] = float(np.mean(values)) if values else math.nan
+    variances = sessions["mean"].agg(
+        lambda s: float(np.var(s.dropna())) if s.notna().sum() >= 2 else np.nan
+    )
+    out["session_score_var"] = float(variances.mean()) if variances.notna().any() else math.nan
+    out["session_score_sd"] = (
+        float(math.sqrt(out["session_score_var"]) * 100)
+        if not math.isnan(out["session_score_var"])
+        else math.nan
+    )
+    return out
+
+
+def summarize(
+    turns: pd.DataFrame,
+    taus: Sequence[float] = (0.6, 0.75),
+    n_boot: int = 1000,
+    seed: int = 0,
+    *,
+    breakdowns: bool = True,
+) -> dict[str, float]:
+    """All metrics of a run from its turn table (one row per session, epoch, turn).
+
+    Required columns: session_id, turn, score, status; optional: epoch, scenario, tier,
+    language, query, task_type, subtype/implicitness, tool_source, end, n_calls, tools,
+    gold_tools. See the module docstring for the definitions and names.
+    """
+    taus = tuple(float(t) for t in taus)
+    if any(not 0 <= t <= 1 for t in taus):
+        raise ValueError(f"summarize: every tau must be in [0, 1], got {taus}")
+    df = _prepare(turns)
+    agg = _session_aggregates(df, taus)
+    out = _headline(agg, taus)
+    out.update(_bootstrap(agg, taus, n_boot, seed))
+    out.update(_counts(df, agg))
+    out.update(_tool_metrics(df))
+    out.update(_epochs(df, taus))
+    if breakdowns:
+        out.update(_breakdowns(df, taus))
+    return out

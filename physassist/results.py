@@ -1,0 +1,176 @@
+"""The per-turn result table of an evaluation: one row per (session, epoch, turn).
+
+Joins the Sample's metadata (scenario, tier, task type, implicitness, tool source,
+language), the scorer's per-turn metadata (score, status, items) and the assistant loop's
+per-turn record in the sample store (end reason, tool calls, tokens, time). The tracking
+layer logs it and `physassist.metrics.summarize` computes the metrics from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+
+__all__ = ["SCORER_NAME", "TASK_ABBREVIATIONS", "TURN_COLUMNS", "turn_rows", "turn_table"]
+
+SCORER_NAME = "physassist_scorer"
+STORE_KEY = "physassist:turns"
+CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
+TASK_ABBREVIATIONS = {
+    "Information Lookup": "IL",
+    "Data Gathering": "DG",
+    "Clinical Reasoning": "CR",
+    "Write/Update": "WU",
+}
+TURN_COLUMNS = [
+    "session_id",
+    "epoch",
+    "turn",
+    "scenario",
+    "tier",
+    "language",
+    "query",
+    "task_type",
+    "subtype",
+    "tool_source",
+    "question",
+    "score",
+    "status",
+    "judge",
+    "n_items",
+    "n_passed",
+    "n_undecided",
+    "end",
+    "n_calls",
+    "tools",
+    "gold_tools",
+    "tokens_in",
+    "tokens_out",
+    "seconds",
+]
+
+
+def _at(values: Any, index: int) -> Any:
+    return (
+        values[index]
+        if isinstance(values, Sequence) and not isinstance(values, str) and index < len(values)
+        else None
+    )
+
+
+def _gold_tools(session: Mapping[str, Any] | None, turn: int) -> list[str]:
+    if not session:
+        return []
+    trajectory = _at(session.get("answer_list"), turn) or []
+    names: dict[str, None] = {}
+    for item in trajectory:
+        name = (item.get("action") or {}).get("name") if isinstance(item, dict) else None
+        if isinstance(name, str) and name not in CONTROL_TOOLS:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def turn_rows(
+    sample_id: str | int,
+    epoch: int,
+    sample_metadata: Mapping[str, Any] | None,
+    score_turns: Sequence[Mapping[str, Any]],
+    store_turns: Sequence[Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`."""
+    md = dict(sample_metadata or {})
+    session = md.get("session") if isinstance(md.get("session"), Mapping) else None
+    records = {r.get("turn"): r for r in (store_turns or []) if isinstance(r, Mapping)}
+    tier = md.get("tier", session.get("difficulty_level") if session else None)
+    rows = []
+    for st in score_turns:
+        t = int(st["turn"])
+        rec = records.get(t, {})
+        task = md.get("task_types") and _at(md.get("task_types"), t)
+        if task is None and session:
+            task = _at(session.get("task_types"), t)
+        subtype = (
+            _at(md.get("subtypes"), t)
+            if "subtypes" in md
+            else _at((session or {}).get("turn_subtypes"), t)
+        )
+        source = (
+            _at(md.get("tool_sources"), t)
+            if "tool_sources" in md
+            else _at((session or {}).get("tool_sources"), t)
+        )
+        items = st.get("items") or []
+        calls = [c for c in (rec.get("calls") or []) if c.get("name") not in CONTROL_TOOLS]
+        tools = st.get("tools")
+        if tools is None:
+            tools = list(dict.fromkeys(c.get("name") for c in calls))
+        score = st.get("score")
+        rows.append(
+            {
+                "session_id": str(sample_id),
+                "epoch": int(epoch),
+                "turn": t,
+                "scenario": md.get("scenario", (session or {}).get("clinical_scenario")),
+                "tier": int(tier) if tier is not None else None,
+                "language": md.get("language", "en"),
+                "query": md.get("query", "implicit"),
+                "task_type": TASK_ABBREVIATIONS.get(str(task), str(task) if task else None),
+                "subtype": subtype if subtype else "none",
+                "tool_source": source,
+                "question": rec.get("question", st.get("question")),
+                "score": float(score) if score is not None else math.nan,
+                "status": st.get("status"),
+                "judge": st.get("judge"),
+                "n_items": len(items),
+                "n_passed": sum(1 for i in items if i.get("passed") is True),
+                "n_undecided": sum(1 for i in items if i.get("passed") is None),
+                "end": rec.get("end", st.get("end")),
+                "n_calls": len(calls) if rec else st.get("n_calls"),
+                "tools": list(tools),
+                "gold_tools": list(st["gold_tools"])
+                if st.get("gold_tools") is not None
+                else _gold_tools(session, t),
+                "tokens_in": rec.get("tokens_in"),
+                "tokens_out": rec.get("tokens_out"),
+                "seconds": rec.get("seconds"),
+            }
+        )
+    return rows
+
+
+def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.DataFrame:
+    """One row per (session, epoch, turn) of an Inspect log (an `EvalLog` or a log path).
+
+    Samples that have no score from `scorer` (e.g. a sample that errored) yield no rows;
+    their count is in the log itself (`EvalLog.samples[*].error`).
+    """
+    from inspect_ai.log import EvalLog, read_eval_log
+
+    log = eval_log if isinstance(eval_log, EvalLog) else read_eval_log(str(eval_log))
+    if log.samples is None:
+        raise ValueError(
+            f"turn_table: log {log.location or '<in memory>'} has no samples (read it without header_only)"
+        )
+    rows: list[dict[str, Any]] = []
+    for sample in log.samples:
+        score = (sample.scores or {}).get(scorer)
+        if score is None:
+            continue
+        turns = (score.metadata or {}).get("turns")
+        if not isinstance(turns, list):
+            raise ValueError(
+                f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no metadata['turns']"
+            )
+        rows.extend(
+            turn_rows(
+                sample.id, sample.epoch, sample.metadata, turns, (sample.store or {}).get(STORE_KEY)
+            )
+        )
+    return pd.DataFrame(rows, columns=TURN_COLUMNS)

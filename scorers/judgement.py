@@ -1,0 +1,87 @@
+"""What a judge sees of one turn, and what it returns.
+
+The judges are plain functions of a `TurnInput`, so they are testable without an eval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
+
+Status = Literal["scored", "undecided", "failed"]
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One physician turn as the judges need it."""
+
+    session: SessionView
+    turn: int
+    language: str
+    question: str
+    answer: str
+    calls: list[dict[str, Any]]
+    end: str
+    items: list[str]
+    checks: list[dict[str, Any] | None]
+    history: list[dict[str, str]] = field(default_factory=list)  # the model's own earlier turns
+
+    @property
+    def task_type(self) -> str:
+        return self.session.task_type(self.turn)
+
+    @property
+    def is_write(self) -> bool:
+        return self.task_type == WRITE_TASK
+
+    def executed_calls(self) -> list[dict[str, Any]]:
+        """Calls that ran: refused or malformed calls come back as an OperationOutcome."""
+        return [c for c in self.calls if not _is_outcome(c.get("raw"))]
+
+    def write_calls(self) -> list[dict[str, Any]]:
+        return [c for c in self.executed_calls() if c.get("name") in WRITE_TOOLS]
+
+
+def _is_outcome(raw: Any) -> bool:
+    return isinstance(raw, dict) and raw.get("resourceType") == "OperationOutcome"
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    passed: bool | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class TurnJudgement:
+    """A judged turn. `score` is None unless every item was decided and judging succeeded."""
+
+    items: list[ItemResult]
+    judge: str
+    status: Status
+    error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        if self.status != "scored" or not self.items:
+            return None
+        return sum(1 for i in self.items if i.passed) / len(self.items)
+
+    @classmethod
+    def from_items(cls, items: list[ItemResult], judge: str) -> TurnJudgement:
+        status: Status = "undecided" if any(i.passed is None for i in items) else "scored"
+        return cls(items=items, judge=judge, status=status)
+
+    @classmethod
+    def failed(cls, n_items: int, judge: str, error: str) -> TurnJudgement:
+        return cls(
+            items=[ItemResult(None, f"judge failed: {error}")] * n_items,
+            judge=judge,
+            status="failed",
+            error=error,
+        )

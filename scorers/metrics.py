@@ -1,0 +1,123 @@
+"""Inspect metrics and the epoch reducer for the session scorer.
+
+Both metrics rebuild the per-turn table from the sample scores and call
+`physassist.metrics.summarize`, so the numbers in the Inspect log and in the tracking
+layer are computed by the same code. The thresholds come from the scores' metadata
+(`metadata["taus"]`, set by the scorer).
+
+Caveat: Inspect hands metrics only the samples whose value is not NaN, so a session with
+no scored turn at all is missing here; Inspect counts it as `unscored_samples` in the
+results, and `physassist.results.turn_table` + `summarize` see every turn.
+
+With `epochs` > 1, use `session_epochs()` as the task's epoch reducer: it keeps every
+epoch's per-turn metadata, so the metrics can compute pass^k and per-session variance
+(Inspect's default reducer keeps only the first epoch's metadata).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    ScoreReducer,
+    metric,
+    score_reducer,
+)
+
+from physassist.metrics import summarize
+from physassist.results import turn_rows
+
+DEFAULT_TAUS = (0.6, 0.75)
+
+
+def scores_table(scores: list[SampleScore]) -> tuple[pd.DataFrame, tuple[float, ...]]:
+    """The per-turn table and thresholds behind a list of session scores."""
+    rows = []
+    taus: tuple[float, ...] = DEFAULT_TAUS
+    for s in scores:
+        md = s.score.metadata or {}
+        taus = tuple(md.get("taus") or taus)
+        epochs = md.get("epochs") or [md.get("turns") or []]
+        for epoch, turns in enumerate(epochs, start=1):
+            rows.extend(
+                turn_rows(
+                    s.sample_id if s.sample_id is not None else "?", epoch, s.sample_metadata, turns
+                )
+            )
+    return pd.DataFrame(rows), taus
+
+
+def _finite_or_nan(values: dict[str, float]) -> dict[str, float]:
+    return {
+        k: (float(v) if v is not None and not math.isnan(float(v)) else float("nan"))
+        for k, v in values.items()
+    }
+
+
+HEADLINE_PREFIXES = ("mrs", "pass_turn_", "pass_session_", "pass_hat_")
+HEADLINE_COUNTS = (
+    "n_sessions",
+    "scored_turns",
+    "unscored_turns",
+    "pass_session_excluded",
+    "session_score_sd",
+)
+
+
+def _is_headline(name: str) -> bool:
+    base = name.split(".", 1)[0]
+    return "." not in name and (base.startswith(HEADLINE_PREFIXES) or base in HEADLINE_COUNTS)
+
+
+@metric
+def physassist_metrics() -> Metric:
+    """Headline numbers: mRS, Pass@Turn/Session per tau with 95% CIs, pass^k, unscored turns."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        df, taus = scores_table(scores)
+        if df.empty:
+            return {}
+        summary = summarize(df, taus, breakdowns=False)
+        return _finite_or_nan({k: v for k, v in summary.items() if _is_headline(k)})
+
+    return compute
+
+
+@metric
+def physassist_breakdowns() -> Metric:
+    """Everything else: breakdowns, tool metrics, how turns ended, unscored by status."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        df, taus = scores_table(scores)
+        if df.empty:
+            return {}
+        summary = summarize(df, taus, n_boot=0)
+        return _finite_or_nan(
+            {k: v for k, v in summary.items() if not _is_headline(k) and "_ci_" not in k}
+        )
+
+    return compute
+
+
+@score_reducer(name="session_epochs")
+def session_epochs() -> ScoreReducer:
+    """Mean of the epochs' session scores, keeping every epoch's turns in metadata["epochs"]."""
+
+    def reduce(scores: list[Score]) -> Score:
+        values = [
+            s.value
+            for s in scores
+            if isinstance(s.value, int | float) and not math.isnan(float(s.value))
+        ]
+        first = scores[0].metadata or {}
+        metadata = {
+            **first,
+            "epochs": [(s.metadata or {}).get("turns") or [] for s in scores],
+        }
+        return Score(value=sum(values) / len(values) if values else math.nan, metadata=metadata)
+
+    return reduce

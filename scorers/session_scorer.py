@@ -1,0 +1,177 @@
+"""The session scorer: judges each physician turn of a sample and returns one Score.
+
+Score (ARCHITECTURE.md §5): `value` = mean over the scored turns (NaN when none was
+scored); `metadata["turns"]` = per turn {turn, score (None = unscored), items [{passed,
+reason}], judge, status scored|undecided|failed, error, end, n_calls, tools, gold_tools};
+`metadata["taus"]`, `["judge"]`, `["context"]` record the options so metrics can read them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from inspect_ai.model import Model, get_model
+from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.solver import TaskState
+
+from scorers import llm_judge, rules_judge, write_judge
+from scorers.judgement import TurnInput, TurnJudgement
+from scorers.metrics import physassist_breakdowns, physassist_metrics
+from scorers.session_view import CONTROL_TOOLS, SessionView
+
+STORE_KEY = "physassist:turns"
+JUDGES = ("rules", "llm")
+
+
+def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int) -> None:
+    """Fail early, naming the option, on a bad scorer configuration."""
+    if judge not in JUDGES:
+        raise ValueError(f"scorer option judge must be one of {JUDGES}, got {judge!r}")
+    if context not in llm_judge.CONTEXTS:
+        raise ValueError(
+            f"scorer option judge_context must be one of {llm_judge.CONTEXTS}, got {context!r}"
+        )
+    if not taus or any(not isinstance(t, int | float) or not 0 <= t <= 1 for t in taus):
+        raise ValueError(f"scorer option taus must be numbers in [0, 1], got {taus!r}")
+    if max_attempts < 1:
+        raise ValueError(f"scorer option max_attempts must be >= 1, got {max_attempts}")
+
+
+def _question(session: SessionView, turn: int, language: str, query: str) -> str:
+    """Fallback question text when the loop recorded none (e.g. it never reached the turn)."""
+    suffix = "_explicit" if query == "explicit" else ""
+    keys = (f"tasks_{language}{suffix}", f"tasks{suffix}", f"tasks_{language}", "tasks")
+    for key in keys:
+        values = session.data.get(key)
+        if isinstance(values, list) and turn < len(values):
+            return str(values[turn])
+    return ""
+
+
+def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[TurnInput]:
+    """Build the judges' view of every turn from sample metadata and the loop's records.
+
+    A turn the loop never recorded is judged as an empty reply with no calls (end "missing"):
+    the assistant did not answer it, which is the assistant's failure, not the judge's.
+    """
+    if "session" not in metadata:
+        raise ValueError("sample metadata has no 'session' (see ARCHITECTURE.md §6)")
+    session = SessionView(metadata["session"])
+    language = str(metadata.get("language", "en"))
+    query = str(metadata.get("query", "implicit"))
+    by_turn = {int(r["turn"]): r for r in records if isinstance(r, dict) and "turn" in r}
+    history: list[dict[str, str]] = []
+    out = []
+    for turn in range(session.n_turns()):
+        rec = by_turn.get(turn, {})
+        question = str(rec.get("question") or _question(session, turn, language, query))
+        answer = str(rec.get("answer") or "")
+        out.append(
+            TurnInput(
+                session=session,
+                turn=turn,
+                language=language,
+                question=question,
+                answer=answer,
+                calls=list(rec.get("calls") or []),
+                end=str(rec.get("end", "missing")),
+                items=session.rubric(turn, language),
+                checks=session.rubric_checks(turn),
+                history=list(history),
+            )
+        )
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+    return out
+
+
+def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
+    called = [c.get("name") for c in ti.calls if c.get("name") not in CONTROL_TOOLS]
+    return {
+        "turn": ti.turn,
+        "score": judgement.score,
+        "items": [i.as_dict() for i in judgement.items],
+        "judge": judgement.judge,
+        "status": judgement.status,
+        "error": judgement.error,
+        "end": ti.end,
+        "n_calls": len(called),
+        "tools": list(dict.fromkeys(called)),
+        "gold_tools": ti.session.gold_tools(ti.turn),
+    }
+
+
+def _explanation(turns: list[dict[str, Any]]) -> str:
+    lines = []
+    for t in turns:
+        passed = sum(1 for i in t["items"] if i["passed"] is True)
+        score = "unscored" if t["score"] is None else f"{t['score']:.2f}"
+        lines.append(
+            f"T{t['turn']}: {score} ({passed}/{len(t['items'])} items, {t['status']}, {t['end']})"
+        )
+    return "\n".join(lines)
+
+
+@scorer(metrics=[physassist_metrics(), physassist_breakdowns()])
+def physassist_scorer(
+    judge: str = "rules",
+    context: str = "gold_answer",
+    taus: Sequence[float] = (0.6, 0.75),
+    grader: str | Model | None = None,
+    max_attempts: int = 3,
+    max_tokens: int = 2000,
+    structured: bool = False,
+):
+    """Score a PhysAssistBench session turn by turn.
+
+    Args:
+        judge: `rules` (deterministic, decides items with a machine-checkable form) or
+            `llm` (the grader model judges every item).
+        context: llm judge context, `gold_answer` (reference behaviour) or `evidence`.
+        taus: pass thresholds, recorded for the metrics.
+        grader: grader model; default the model bound to role `grader` (required for `llm`).
+        max_attempts: grader calls per turn before the turn counts as failed.
+        max_tokens: grader reply budget.
+        structured: request the verdict through structured output (`ResponseSchema`).
+    """
+    taus = tuple(float(t) for t in taus)
+    validate_options(judge, context, taus, max_attempts)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        inputs = turn_inputs(state.metadata, state.store.get(STORE_KEY, []) or [])
+        if judge == "rules":
+            judgements = [rules_judge.judge_turn(ti) for ti in inputs]
+        else:
+            model = (
+                get_model(grader) if grader is not None else get_model(role="grader", required=True)
+            )
+
+            async def judge_one(ti: TurnInput) -> TurnJudgement:
+                module = write_judge if ti.is_write else llm_judge
+                return await module.judge_turn(
+                    ti,
+                    model,
+                    context,
+                    max_attempts=max_attempts,
+                    max_tokens=max_tokens,
+                    structured=structured,
+                )
+
+            judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
+        turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]
+        scored = [t["score"] for t in turns if t["score"] is not None]
+        value = sum(scored) / len(scored) if scored else math.nan
+        return Score(
+            value=value,
+            explanation=_explanation(turns),
+            reason=None
+            if scored
+            else "grader_failed"
+            if any(t["status"] == "failed" for t in turns)
+            else "undecided",
+            metadata={"turns": turns, "taus": list(taus), "judge": judge, "context": context},
+        )
+
+    return score
