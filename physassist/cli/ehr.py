@@ -1,0 +1,113 @@
+"""``physassist-ehr``: build an EHR store, or answer one tool call against it.
+
+    physassist-ehr build SOURCE [--cache-dir D] [--force]
+    physassist-ehr call SOURCE --subject N [--hadm H] [--date YYYY-MM-DD]
+                        [--semantics strict|compat] [--render full|compat|json] TOOL '{json}'
+
+SOURCE is a MIMIC-IV directory, a per-subject split, a synthetic cohort, a built
+``.duckdb`` store, or ``sample``. Errors print one line on stderr and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from physassist.ehr.sources import EHRSourceError
+from physassist.ehr.store import EHRBuildError, EHRStore, build_store, open_store
+
+
+class _UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="physassist-ehr", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="build (or reuse) the store of a source")
+    build.add_argument(
+        "source", help="MIMIC-IV dir, per-subject split, synthetic cohort or 'sample'"
+    )
+    build.add_argument("--cache-dir", default=None, help="store cache (default $PHYSASSIST_CACHE)")
+    build.add_argument("--force", action="store_true", help="rebuild even if cached")
+
+    call = sub.add_parser("call", help="answer one tool call for one subject")
+    call.add_argument("source", help="a source (as for build) or a built .duckdb store")
+    call.add_argument("tool", help="dotted tool name, e.g. Observation.search")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    call.add_argument("--subject", type=int, required=True, help="the session's subject_id")
+    call.add_argument("--hadm", type=int, default=None, help="the session's hadm_id")
+    call.add_argument("--date", default=None, help="session current_date, YYYY-MM-DD")
+    call.add_argument("--semantics", choices=("strict", "compat"), default="strict")
+    call.add_argument("--render", choices=("full", "compat", "json"), default="full")
+    call.add_argument("--cache-dir", default=None, help="store cache (default $PHYSASSIST_CACHE)")
+    return parser
+
+
+def _build(args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    path = build_store(args.source, cache_dir=args.cache_dir, force=args.force)
+    seconds = time.perf_counter() - started
+    with EHRStore(path) as store:
+        print(f"store:       {store.path}")
+        print(f"fingerprint: {store.fingerprint}")
+        print(f"source:      {store.source} ({store.layout})")
+        print(f"seconds:     {seconds:.1f}")
+        counts = store.row_counts()
+        width = max(map(len, counts))
+        for table, n in counts.items():
+            print(f"  {table:<{width}}  {n:>12,}")
+
+
+def _call(args: argparse.Namespace) -> None:
+    try:
+        from physassist.ehr.tools import ToolContext, call_tool, render
+    except ImportError as exc:
+        raise _UsageError(f"the EHR tool layer cannot be imported: {exc}") from exc
+
+    if args.date is not None:
+        try:
+            dt.date.fromisoformat(args.date)
+        except ValueError:
+            raise _UsageError(f"--date must be YYYY-MM-DD, got {args.date!r}") from None
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"tool arguments are not valid JSON ({exc.msg}): {args.arguments!r}"
+        ) from None
+    if not isinstance(arguments, dict):
+        raise _UsageError(f"tool arguments must be a JSON object, got: {args.arguments!r}")
+    with open_store(args.source, cache_dir=args.cache_dir) as store:
+        ctx = ToolContext(
+            store=store,
+            subject_id=args.subject,
+            hadm_id=args.hadm,
+            current_date=args.date,
+            semantics=args.semantics,
+        )
+        result = call_tool(ctx, args.tool, arguments)
+        print(render(result, args.render))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``physassist-ehr``; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "build":
+            _build(args)
+        else:
+            _call(args)
+    except (_UsageError, EHRSourceError, EHRBuildError) as exc:
+        print(f"physassist-ehr: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
