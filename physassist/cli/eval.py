@@ -1,0 +1,573 @@
+"""``physassist-eval``: compose an experiment with Hydra, run it with Inspect, track it in MLflow.
+
+    physassist-eval                                   # the offline default experiment
+    physassist-eval model=openai language=zh          # change groups
+    physassist-eval -m model=oracle,baseline query=implicit,explicit   # a 2x2 sweep
+    physassist-eval -m experiment=paper_main model=openai              # a paper table
+
+Order of work, so that bad input never leaves a half-made run behind: the composed config is
+checked (mandatory values, option values, data paths, API keys) and the Inspect task is built
+(which validates the session files) BEFORE anything is evaluated or logged. Then Inspect writes
+its log, and only then is the run logged to MLflow, so a tracking failure can never lose the
+Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
+``physassist.tracking.runs``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def conf_dir() -> Path:
+    """The config directory: $PHYSASSIST_CONF_DIR, else ``conf/`` of the source tree.
+
+    The project is installed editable (``pip install -e .``), so the package sits in the
+    repository and ``conf/`` is found beside it, from any working directory.
+    """
+    env = os.environ.get("PHYSASSIST_CONF_DIR")
+    return Path(env).resolve() if env else REPO_ROOT / "conf"
+
+
+SAMPLE_SESSIONS = REPO_ROOT / "data" / "sample" / "sessions"
+SAMPLE_COHORT = REPO_ROOT / "data" / "sample" / "cohort"
+
+# Accepted values of the keys that select behaviour (a YAML typo fails before any run).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "judge.mode": ("rules", "llm"),
+    "judge.context": ("gold_answer", "evidence"),
+    "ehr.semantics": ("compat", "strict"),
+    "ehr.render": ("compat", "full", "json"),
+    "query.mode": ("implicit", "explicit"),
+    "menu.mode": ("on", "off", "scenario", "gold"),
+    "observations.mode": ("keep", "removed", "history_removed"),
+    "terminal.mode": ("prepare_to_answer", "natural", "submit"),
+    "patient.mode": ("replay", "live"),
+    "patient.literacy": ("high", "medium", "low"),
+    "patient.miss": ("unknown", "same_tool"),
+    "language.code": ("en", "zh"),
+}
+SCENARIOS = ("diagnostic_workup", "med_safety", "treatment_response", "discharge_planning")
+
+
+class ConfigError(ValueError):
+    """The composed config cannot run; the message names the key and the problem."""
+
+
+# -- config -> arguments ----------------------------------------------------------------------
+
+
+def resolve(cfg: DictConfig) -> dict[str, Any]:
+    """The experiment config as a plain dict, every interpolation resolved, ``hydra`` removed."""
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        raise ConfigError(f"{key} is required but not set: add `{key}=<value>` to the command") from exc
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config error: {exc}".splitlines()[0]) from exc
+    assert isinstance(data, dict)
+    data.pop("hydra", None)
+    return data
+
+
+def _get(config: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ConfigError(f"{dotted} is missing from the config")
+        node = node[part]
+    return node
+
+
+def _is_hf(source: str) -> bool:
+    return source.startswith("hf:")
+
+
+def dataset_path(config: Mapping[str, Any]) -> Path | None:
+    """The local session files of the dataset (None for a Hub dataset)."""
+    source = str(_get(config, "dataset.source"))
+    if source == "sample":
+        return SAMPLE_SESSIONS
+    if _is_hf(source):
+        local = Path(source[len("hf:") :])
+        return local if local.exists() else None
+    return Path(source).expanduser()
+
+
+def ehr_path(config: Mapping[str, Any]) -> Path:
+    source = str(_get(config, "ehr.source"))
+    return SAMPLE_COHORT if source == "sample" else Path(source).expanduser()
+
+
+def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``tasks.physassistbench.physassistbench`` for this config."""
+    scenarios = config.get("scenarios")
+    tiers = config.get("tiers")
+    return {
+        "dataset": str(_get(config, "dataset.source")),
+        "ehr_source": str(_get(config, "ehr.source")),
+        "language": _get(config, "language.code"),
+        "query": _get(config, "query.mode"),
+        "menu": _get(config, "menu.mode"),
+        "observations": _get(config, "observations.mode"),
+        "terminal": _get(config, "terminal.mode"),
+        "tool_budget": int(_get(config, "terminal.budget")),
+        "nudge": bool(_get(config, "terminal.nudge")),
+        "patient": _get(config, "patient.mode"),
+        "literacy": _get(config, "patient.literacy"),
+        "patient_miss": _get(config, "patient.miss"),
+        "semantics": _get(config, "ehr.semantics"),
+        "render": _get(config, "ehr.render"),
+        "judge": _get(config, "judge.mode"),
+        "judge_context": _get(config, "judge.context"),
+        "taus": [float(t) for t in _get(config, "taus")],
+        "scenarios": list(scenarios) if scenarios else None,
+        "tiers": [int(t) for t in tiers] if tiers else None,
+        "temperature": _get(config, "model.temperature"),
+    }
+
+
+def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default)."""
+    ins = _get(config, "inspect")
+    options = {
+        "max_connections": ins.get("max_connections"),
+        "max_samples": ins.get("max_samples"),
+        "limit": ins.get("limit"),
+        "epochs": ins.get("epochs"),
+        "fail_on_error": ins.get("fail_on_error"),
+        "retry_on_error": ins.get("retry_on_error"),
+        "seed": ins.get("seed"),
+        "max_tokens": _get(config, "model").get("max_tokens"),
+        "display": ins.get("display"),
+        "log_level": ins.get("log_level"),
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An Inspect model: name plus how to reach it (the key is read from the environment)."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self):  # -> inspect_ai.model.Model
+        from inspect_ai.model import get_model
+
+        kwargs: dict[str, Any] = dict(self.args)
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ[self.api_key_env]
+        return get_model(self.name, base_url=self.base_url, memoize=False, **kwargs)
+
+
+def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
+    """The assistant model and the model roles (``grader`` for judge=llm, ``patient`` for live)."""
+    model = _get(config, "model")
+    assistant = ModelSpec(model["name"], model.get("base_url"), model.get("api_key_env"), model.get("args") or {})
+    roles: dict[str, ModelSpec] = {}
+    judge = _get(config, "judge")
+    if judge["mode"] == "llm":
+        if not judge.get("model"):
+            raise ConfigError("judge.model is required for judge=llm (e.g. openai/gpt-5.4-mini)")
+        roles["grader"] = ModelSpec(judge["model"], judge.get("base_url"), judge.get("api_key_env"))
+    patient = _get(config, "patient")
+    if patient["mode"] == "live":
+        if not patient.get("model"):
+            raise ConfigError("patient.model is required for patient=live")
+        roles["patient"] = ModelSpec(patient["model"], patient.get("base_url"), patient.get("api_key_env"))
+    return assistant, roles
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Fail with one message naming the key when the experiment cannot run as configured."""
+    for key, allowed in CHOICES.items():
+        value = _get(config, key)
+        if value not in allowed:
+            raise ConfigError(f"{key}={value!r} is not one of {', '.join(allowed)}")
+    budget = _get(config, "terminal.budget")
+    if not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"terminal.budget={budget!r} must be a positive integer (tool calls per turn)")
+    taus = _get(config, "taus")
+    if not taus or any(not isinstance(t, int | float) or not 0 < t <= 1 for t in taus):
+        raise ConfigError(f"taus={taus!r} must be a non-empty list of thresholds in (0, 1]")
+    for scenario in config.get("scenarios") or ():
+        if scenario not in SCENARIOS:
+            raise ConfigError(f"scenarios: {scenario!r} is not one of {', '.join(SCENARIOS)}")
+    for tier in config.get("tiers") or ():
+        if tier not in (1, 2, 3):
+            raise ConfigError(f"tiers: {tier!r} is not one of 1, 2, 3")
+    source = str(_get(config, "dataset.source"))
+    if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
+        raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
+    ehr = str(_get(config, "ehr.source"))
+    if ehr != "sample" and not Path(ehr).expanduser().exists():
+        raise ConfigError(f"ehr.source: {ehr} does not exist (expected a MIMIC-IV directory or a built store)")
+    assistant, roles = model_specs(config)
+    for role, spec in {"model": assistant, **roles}.items():
+        if spec.api_key_env and not os.environ.get(spec.api_key_env):
+            raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
+
+
+def run_name(config: Mapping[str, Any], job_overrides: list[str] | None = None) -> str:
+    """``<model> <language> <query>`` (+ the job's overrides in a sweep) unless set in tracking."""
+    explicit = (config.get("tracking") or {}).get("run_name")
+    if explicit:
+        return str(explicit)
+    name = f"{str(_get(config, 'model.name')).split('/')[-1]} {_get(config, 'language.code')} {_get(config, 'query.mode')}"
+    return f"{name} [{' '.join(job_overrides)}]" if job_overrides else name
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+@dataclass
+class JobContext:
+    """Where a composition runs: alone, or as one job of a sweep."""
+
+    overrides: list[str] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
+    sweep_dir: Path | None = None  # set for multirun jobs
+
+    @classmethod
+    def from_hydra(cls) -> JobContext:
+        hc = HydraConfig.get()
+        multirun = hc.mode == RunMode.MULTIRUN
+        choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/")}
+        return cls(
+            overrides=list(hc.overrides.task),
+            choices=choices,
+            sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
+        )
+
+
+@dataclass
+class Outcome:
+    """What one experiment produced."""
+
+    status: str  # FINISHED, FAILED or SKIPPED
+    log_path: str | None = None
+    run_id: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    tracking_error: str | None = None
+
+
+def build_task(args: Mapping[str, Any]):
+    """Build the Inspect task; data problems (bad session file, ...) become a ConfigError."""
+    from tasks.physassistbench import physassistbench
+
+    try:
+        return physassistbench(**args)
+    except (ValueError, FileNotFoundError, OSError, KeyError) as exc:
+        lines = str(exc).strip().splitlines() or [repr(exc)]
+        more = f"\n  ... and {len(lines) - 6} more" if len(lines) > 6 else ""
+        raise ConfigError("\n".join(lines[:6]) + more) from exc
+
+
+def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, resumable: bool, tags: list[str]):
+    """Run Inspect (eval_set in a per-job directory when resumable) and return the log."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai import eval_set
+    from inspect_ai.log import read_eval_log
+
+    common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
+    if resumable:
+        _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
+    else:
+        logs = inspect_eval(task, log_dir=str(log_dir), **common)
+    log = logs[0]
+    if log.samples is None and log.location:
+        log = read_eval_log(log.location)
+    return log
+
+
+def _results(log, taus: list[float]):
+    """The per-turn table and every metric of the benchmark for an Inspect log."""
+    from physassist.metrics import summarize
+    from physassist.results import turn_table
+
+    turns = turn_table(log)
+    metrics = summarize(turns, taus=taus)
+    for name, value in _inspect_stats(log).items():
+        metrics.setdefault(name, value)
+    return turns, metrics
+
+
+def _inspect_stats(log) -> dict[str, float]:
+    """Counts Inspect knows and the turn table does not: errored samples, token usage."""
+    out: dict[str, float] = {}
+    samples = log.samples or []
+    out["samples_total"] = float(len(samples))
+    out["samples_error"] = float(sum(1 for s in samples if s.error))
+    usage = getattr(log.stats, "model_usage", None) or {}
+    out["tokens_input"] = float(sum(u.input_tokens or 0 for u in usage.values()))
+    out["tokens_output"] = float(sum(u.output_tokens or 0 for u in usage.values()))
+    return out
+
+
+def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
+    """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
+    from physassist.tracking import runs
+    from physassist.tracking.mlflow_store import TrackingError
+    from physassist.tracking.params import flatten_config
+    from physassist.tracking.tags import provenance_tags
+
+    config = resolve(cfg)
+    check_config(config)
+    args = task_args(config)
+    task = build_task(args)
+    assistant_spec, role_specs = model_specs(config)
+    try:
+        assistant = assistant_spec.build()
+        roles = {role: spec.build() for role, spec in role_specs.items()}
+    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
+        raise ConfigError(f"model: cannot create {assistant_spec.name}: {str(exc).splitlines()[0]}") from exc
+
+    tracking = config.get("tracking") or {}
+    tracker: runs.Tracker | None = None
+    tracking_error: str | None = None
+    if tracking.get("enabled"):
+        try:
+            tracker = runs.Tracker(
+                tracking.get("uri"),
+                tracking.get("experiment") or "physassist",
+                artifact_root=tracking.get("artifact_root"),
+                retries=int(tracking.get("retries") or 0),
+            )
+        except TrackingError as exc:
+            tracking_error = str(exc)
+
+    sweep = runs.SweepInfo.read(job.sweep_dir) if job.sweep_dir else None
+    if job.sweep_dir and sweep is None:  # no callback ran (e.g. hydra.callbacks overridden)
+        sweep = runs.SweepInfo(runs.sweep_key([str(job.sweep_dir)], {}), None)
+    key = runs.job_key(job.overrides) if sweep else None
+    previous = None
+    if tracker and sweep and key:
+        try:
+            previous = tracker.find_job(sweep.sweep_id, key)
+        except Exception as exc:  # noqa: BLE001
+            tracking_error = f"cannot read MLflow store {tracker.uri}: {exc}"
+            tracker = None
+        if previous is not None and previous.info.status == "FINISHED":
+            return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id)
+
+    log_root = Path(str(_get(config, "inspect.log_dir"))).expanduser()
+    log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
+    log = _evaluate(
+        task,
+        assistant,
+        roles,
+        eval_options(config),
+        log_dir,
+        resumable=bool(sweep),
+        tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
+    )
+    log_path = log.location
+    status = "FINISHED" if log.status == "success" else "FAILED"
+    turns, metrics = None, {}
+    if log.status == "success":
+        turns, metrics = _results(log, args["taus"])
+    outcome = Outcome(status, log_path, None, metrics, tracking_error)
+    if tracker is None:
+        return outcome
+
+    name = run_name(config, job.overrides if sweep else None)
+    tags = provenance_tags(dataset_path=dataset_path(config), ehr_path=ehr_path(config), inspect_log=log_path)
+    tags.update({f"choice.{k}": v for k, v in job.choices.items()})
+    tags["physassist.inspect_status"] = str(log.status)
+    if log.error:
+        tags["physassist.error"] = str(log.error.message)[:5000]
+    if sweep and key:
+        tags.update({runs.SWEEP_TAG: sweep.sweep_id, runs.JOB_TAG: key})
+    tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
+    staging = runs.staging_dir()
+    try:
+        files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
+        outcome.run_id = tracker.log_run(
+            run_name=name,
+            params=flatten_config(config),
+            tags=tags,
+            metrics=metrics,
+            files=files,
+            table=turns if tracking.get("log_table") else None,
+            status=status,
+            run_id=previous.info.run_id if previous is not None else None,
+            parent_run_id=sweep.parent_run_id if sweep else None,
+        )
+    except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
+        outcome.tracking_error = f"logging to {tracker.uri} failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
+    finally:
+        runs.remove_dir(staging)
+    outcome.tracking_error = outcome.tracking_error or tracking_error
+    return outcome
+
+
+def _stage_artifacts(cfg, config, log_path, turns, staging: Path, tracking, title: str) -> list[tuple[Path, str]]:
+    """Write the files to log (config, turn table, plots) and list them with the Inspect log."""
+    from physassist.tracking import plots, runs
+
+    files: list[tuple[Path, str]] = []
+    resolved = staging / "resolved.yaml"
+    resolved.write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
+    files.append((resolved, "config"))
+    if log_path and tracking.get("log_eval") and Path(log_path).is_file():
+        files.append((Path(log_path), "inspect"))
+    if turns is not None and len(turns):
+        if tracking.get("log_table"):
+            files += [(p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")]
+        if tracking.get("plots"):
+            taus = [float(t) for t in config.get("taus") or (0.6, 0.75)]
+            files += [(p, "plots") for p in plots.run_plots(turns, staging / "plots", taus=taus, title=title)]
+    return files
+
+
+# -- printing ---------------------------------------------------------------------------------
+
+HEADLINE = ("mrs", "pass_turn", "pass_session")
+
+
+def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
+    """The headline metrics (with 95% intervals) and the per-tier mRS, as a text table."""
+    from physassist.metrics import tau_key
+
+    def pct(value: float | None, scale: float) -> str:
+        return "-" if value is None or value != value else f"{value * scale:.1f}"
+
+    rows = [("metric", "value", "95% CI")]
+    names = ["mrs"] + [f"{m}_{tau_key(t)}" for t in taus for m in ("pass_turn", "pass_session")]
+    for name in names:
+        scale = 1.0 if name == "mrs" else 100.0
+        ci = f"[{pct(metrics.get(name + '_ci_low'), scale)}, {pct(metrics.get(name + '_ci_high'), scale)}]"
+        rows.append((name, pct(metrics.get(name), scale), ci))
+    for key in sorted(k for k in metrics if k.startswith("mrs.tier.")):
+        rows.append((key, pct(metrics[key], 1.0), ""))
+    for key in ("n_sessions", "n_turns", "unscored_turns"):
+        if key in metrics:
+            rows.append((key, f"{metrics[key]:.0f}", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
+    """Print the result table and where the Inspect log and the MLflow run are."""
+    if outcome.status == "SKIPPED":
+        print(f"already finished in MLflow run {outcome.run_id}; skipped (log: {outcome.log_path})")
+        return
+    if outcome.metrics:
+        print(result_table(outcome.metrics, [float(t) for t in config.get("taus") or (0.6, 0.75)]))
+    print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
+    tracking = config.get("tracking") or {}
+    if outcome.run_id:
+        from physassist.tracking.mlflow_store import resolve_tracking_uri
+
+        uri = resolve_tracking_uri(tracking.get("uri"))
+        print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.status}) in {uri}")
+        print(f"  browse: mlflow ui --backend-store-uri {uri}")
+    if outcome.tracking_error:
+        print(f"tracking failed: {outcome.tracking_error}; the Inspect log above is complete", file=sys.stderr)
+
+
+# -- Hydra ------------------------------------------------------------------------------------
+
+
+class SweepCallback(Callback):
+    """Before a multirun: check the base config, then find-or-create the sweep's parent run.
+
+    The parent's id is written into the sweep directory, where every job (joblib worker, Ray
+    task, SLURM job) reads it. After the sweep the parent is marked FINISHED or FAILED.
+    """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from physassist.tracking import runs
+        from physassist.tracking.mlflow_store import TrackingError
+
+        try:
+            base = resolve(config)
+            check_config(base)
+        except ConfigError as exc:
+            _fail(str(exc))
+        arguments = [str(o) for o in config.hydra.overrides.task]
+        params = config.hydra.sweeper.get("params") or {}
+        arguments += [f"{k}={v}" for k, v in params.items()]
+        sweep_id = runs.sweep_key(arguments, base)
+        parent = None
+        tracking = base.get("tracking") or {}
+        if tracking.get("enabled"):
+            try:
+                tracker = runs.Tracker(
+                    tracking.get("uri"),
+                    tracking.get("experiment") or "physassist",
+                    artifact_root=tracking.get("artifact_root"),
+                    retries=int(tracking.get("retries") or 0),
+                )
+                parent = tracker.start_sweep(sweep_id, arguments, f"sweep {sweep_id}")
+            except (TrackingError, Exception) as exc:  # noqa: BLE001
+                print(f"tracking failed: {exc}; jobs still run and keep their Inspect logs", file=sys.stderr)
+        runs.SweepInfo(sweep_id, parent, tuple(arguments)).write(Path(config.hydra.sweep.dir).resolve())
+        print(f"sweep {sweep_id}: parent MLflow run {parent}")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from physassist.tracking import runs
+
+        info = runs.SweepInfo.read(Path(config.hydra.sweep.dir).resolve())
+        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+        if info is None or info.parent_run_id is None or not tracking.get("enabled"):
+            return
+        try:
+            tracker = runs.Tracker(tracking.get("uri"), tracking.get("experiment") or "physassist", retries=8)
+            status = tracker.end_sweep(info.parent_run_id, info.sweep_id)
+            print(f"sweep {info.sweep_id}: parent MLflow run {info.parent_run_id} {status}")
+        except Exception as exc:  # noqa: BLE001
+            print(f"tracking failed when closing sweep {info.sweep_id}: {exc}", file=sys.stderr)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"physassist-eval: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+@hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
+def _hydra_main(cfg: DictConfig) -> Outcome | None:
+    job = JobContext.from_hydra()
+    try:
+        outcome = run_experiment(cfg, job)
+    except ConfigError as exc:
+        if job.sweep_dir is not None:  # a sweep job: let the launcher report it with the job
+            raise
+        _fail(str(exc))
+        return None
+    report(outcome, resolve(cfg))
+    if outcome.status == "FAILED":
+        if job.sweep_dir is not None:
+            raise RuntimeError(f"evaluation failed; see {outcome.log_path}")
+        _fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
+    if outcome.tracking_error and job.sweep_dir is None:
+        raise SystemExit(3)
+    return outcome
+
+
+def main() -> None:
+    """Console entry point (``physassist-eval``)."""
+    _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""``physassist-report``: the paper's tables and figures from MLflow runs.
+
+    physassist-report                                  # every finished run of experiment physassist
+    physassist-report --sweep 3f2a9c1b0d4e             # the runs of one sweep
+    physassist-report --filter "params.language = 'en'" --out outputs/reports/en
+    physassist-report --tracking-uri http://127.0.0.1:5000 --experiment physassist --no-log
+
+Writes Markdown + CSV tables and PNG figures into ``--out`` and logs them to MLflow as a run
+tagged ``physassist.kind=report`` (unless ``--no-log``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from physassist.tracking.mlflow_store import DEFAULT_URI
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="physassist-report", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow tracking URI (default {DEFAULT_URI})")
+    p.add_argument("--experiment", action="append", help="MLflow experiment name (repeatable; default physassist)")
+    p.add_argument("--filter", default="", help="MLflow filter string, e.g. \"params.model = 'physassist/oracle'\"")
+    p.add_argument("--sweep", default=None, help="only the runs of this sweep id (tag physassist.sweep_id)")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default outputs/reports/<sweep|experiment>)")
+    p.add_argument("--no-log", action="store_true", help="do not log the report to MLflow")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from physassist.report.build import ReportError, log_report, select_runs, write_report
+
+    args = parser().parse_args(argv)
+    experiments = args.experiment or ["physassist"]
+    out = args.out or Path("outputs") / "reports" / (args.sweep or "-".join(experiments))
+    try:
+        runs = select_runs(args.tracking_uri, experiments, args.filter, args.sweep)
+    except ReportError as exc:
+        print(f"physassist-report: error: {exc}", file=sys.stderr)
+        return 2
+    report = write_report(runs, out)
+    for table in report.tables:
+        print(table.markdown())
+    print(f"{len(report.runs)} run(s); tables and figures in {out.resolve()}")
+    if not args.no_log:
+        try:
+            run_id = log_report(report, args.tracking_uri, experiments[0], args.sweep)
+            print(f"MLflow report run: {run_id}")
+        except Exception as exc:  # noqa: BLE001 - the files are written already
+            print(f"physassist-report: logging the report failed: {exc}", file=sys.stderr)
+            return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

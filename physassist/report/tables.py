@@ -1,0 +1,163 @@
+"""The paper's tables, rebuilt from MLflow runs (one row of ``mlflow.search_runs`` per run).
+
+* Table 2, per language: mRS per tier and overall, Pass@Turn / Pass@Session at each tau.
+* Table 3: implicit vs explicit per implicitness subtype, pairing runs that differ only in
+  ``query``; ``delta = implicit - explicit`` (negative = implicit phrasing costs points).
+* Table I1: mRS per scenario. Table I2: mRS, Pass@Turn and Pass@Session per tier.
+
+Every number is copied from a run's logged metrics (pass rates scaled to percent); nothing is
+recomputed here, so a table always agrees with the runs it cites.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from physassist.tracking.params import experiment_params
+
+TIERS = ("1", "2", "3")
+SUBTYPES = ("NA", "PE", "AE")
+SCENARIOS = ("diagnostic_workup", "med_safety", "treatment_response", "discharge_planning")
+_TAU = re.compile(r"^metrics\.pass_turn_(\d\.\d\d)$")
+RUN_NAME = "tags.mlflow.runName"
+
+
+@dataclass
+class Table:
+    """A named table: the frame (full precision, for CSV) and how many decimals to show."""
+
+    name: str
+    title: str
+    frame: pd.DataFrame
+    decimals: int = 1
+
+    def markdown(self) -> str:
+        shown = self.frame.copy()
+        for col in shown.columns:
+            if pd.api.types.is_float_dtype(shown[col]):
+                shown[col] = shown[col].map(lambda v: "-" if pd.isna(v) else f"{v:.{self.decimals}f}")
+        header = "| " + " | ".join(map(str, shown.columns)) + " |"
+        rule = "|" + "|".join("---" for _ in shown.columns) + "|"
+        body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
+        return "\n".join([f"### {self.title}", "", header, rule, *body, ""])
+
+
+def taus_of(runs: pd.DataFrame) -> list[str]:
+    """The tau keys (``0.60``) for which the runs logged headline pass rates."""
+    return sorted({m.group(1) for c in runs.columns if (m := _TAU.match(c))})
+
+
+def _metric(runs: pd.DataFrame, name: str) -> pd.Series:
+    col = f"metrics.{name}"
+    return runs[col].astype(float) if col in runs.columns else pd.Series(np.nan, index=runs.index)
+
+
+def _param(runs: pd.DataFrame, name: str) -> pd.Series:
+    col = f"params.{name}"
+    return runs[col] if col in runs.columns else pd.Series(None, index=runs.index, dtype=object)
+
+
+def _label(runs: pd.DataFrame) -> pd.Series:
+    return runs[RUN_NAME] if RUN_NAME in runs.columns else runs["run_id"]
+
+
+def _base(runs: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"run": _label(runs).values, "run_id": runs["run_id"].values, "model": _param(runs, "model").values})
+
+
+def table2(runs: pd.DataFrame, language: str) -> Table:
+    """Main results for one language (paper Table 2)."""
+    sel = runs[_param(runs, "language") == language]
+    out = _base(sel)
+    for tier in TIERS:
+        out[f"L{tier}"] = _metric(sel, f"mrs.tier.{tier}").values
+    out["mRS"] = _metric(sel, "mrs").values
+    for tau in taus_of(sel):
+        short = tau[1:]  # ".60"
+        out[f"@T{short}"] = (_metric(sel, f"pass_turn_{tau}") * 100).values
+        out[f"@S{short}"] = (_metric(sel, f"pass_session_{tau}") * 100).values
+    return Table(f"table2_{language}", f"Table 2 ({language.upper()}): mRS by tier, Pass@Turn (@T) and Pass@Session (@S)", out)
+
+
+def query_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
+    """(implicit run, explicit run) pairs whose experiment params differ only in ``query``."""
+    params_cols = [c for c in runs.columns if c.startswith("params.")]
+
+    def key(row: pd.Series) -> tuple:
+        params = {c[len("params.") :]: row[c] for c in params_cols if pd.notna(row[c])}
+        params = experiment_params(params)
+        params.pop("query", None)
+        return tuple(sorted(params.items()))
+
+    implicit = [r for _, r in runs.iterrows() if r.get("params.query") == "implicit"]
+    explicit = [r for _, r in runs.iterrows() if r.get("params.query") == "explicit"]
+    pairs = []
+    for imp in implicit:
+        matches = [e for e in explicit if key(e) == key(imp)]
+        if matches:
+            pairs.append((imp, matches[0]))  # runs are sorted newest first
+    return pairs
+
+
+def table3(runs: pd.DataFrame) -> Table:
+    """Implicit vs explicit mRS per subtype for every pair of runs differing only in query."""
+    rows = []
+    for imp, exp in query_pairs(runs):
+        label = imp.get(RUN_NAME) or imp["run_id"]
+        for subtype in (*SUBTYPES, "all"):
+            name = "mrs" if subtype == "all" else f"mrs.implicitness.{subtype}"
+            i = float(imp.get(f"metrics.{name}", np.nan))
+            e = float(exp.get(f"metrics.{name}", np.nan))
+            rows.append(
+                {
+                    "pair": label,
+                    "model": imp.get("params.model"),
+                    "language": imp.get("params.language"),
+                    "subtype": subtype,
+                    "implicit": i,
+                    "explicit": e,
+                    "delta": i - e,
+                    "implicit_run_id": imp["run_id"],
+                    "explicit_run_id": exp["run_id"],
+                }
+            )
+    columns = ["pair", "model", "language", "subtype", "implicit", "explicit", "delta", "implicit_run_id", "explicit_run_id"]
+    return Table("table3", "Table 3: implicit vs explicit questions by subtype (delta = implicit - explicit)", pd.DataFrame(rows, columns=columns))
+
+
+def table_i1(runs: pd.DataFrame) -> Table:
+    """mRS per scenario (paper Table I1)."""
+    out = _base(runs)
+    out["language"] = _param(runs, "language").values
+    for scenario in SCENARIOS:
+        out[scenario] = _metric(runs, f"mrs.scenario.{scenario}").values
+    out["all"] = _metric(runs, "mrs").values
+    return Table("table_i1", "Table I1: mRS per scenario", out)
+
+
+def table_i2(runs: pd.DataFrame) -> Table:
+    """mRS, Pass@Turn and Pass@Session per tier (paper Table I2)."""
+    out = _base(runs)
+    out["language"] = _param(runs, "language").values
+    taus = taus_of(runs)
+    for tier in TIERS:
+        out[f"L{tier} mRS"] = _metric(runs, f"mrs.tier.{tier}").values
+        for tau in taus:
+            out[f"L{tier} @T{tau[1:]}"] = (_metric(runs, f"pass_turn_{tau}.tier.{tier}") * 100).values
+            out[f"L{tier} @S{tau[1:]}"] = (_metric(runs, f"pass_session_{tau}.tier.{tier}") * 100).values
+    return Table("table_i2", "Table I2: results per tier", out)
+
+
+def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None) -> list[Table]:
+    """Every table the selected runs support (Table 2 once per language present)."""
+    langs = languages or sorted(str(v) for v in _param(runs, "language").dropna().unique())
+    tables = [table2(runs, lang) for lang in langs]
+    t3 = table3(runs)
+    if len(t3.frame):
+        tables.append(t3)
+    return [*tables, table_i1(runs), table_i2(runs)]

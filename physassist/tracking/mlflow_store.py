@@ -1,0 +1,187 @@
+"""Where MLflow runs go, and how to write to a SQLite store from many processes safely.
+
+MLflow 3.17 refuses the old ``./mlruns`` file store, so the default store is a SQLite database
+inside ``mlruns/`` with the artifacts beside it. SQLite takes one writer at a time: parallel sweep
+jobs serialise their writes through an advisory file lock next to the database, the database runs
+in WAL mode (readers never block the writer), and every call is retried with backoff on
+"database is locked" and on transient server errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
+
+T = TypeVar("T")
+
+_TRANSIENT = (
+    "database is locked",
+    "database table is locked",
+    "unable to open database",
+    "disk i/o error",
+    "temporarily unavailable",
+    "connection reset",
+    "too many requests",
+    "503",
+    "502",
+)
+
+
+class TrackingError(RuntimeError):
+    """The tracking store could not be written; the Inspect log is unaffected."""
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, or None for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    raw = uri[len("sqlite:///") :].split("?", 1)[0]
+    return Path(raw)
+
+
+def resolve_tracking_uri(uri: str | None, base: Path | None = None) -> str:
+    """Make a relative SQLite URI absolute (jobs may run in another working directory).
+
+    ``sqlite:///mlruns/mlflow.db`` is relative to ``base`` (default: the current directory);
+    ``sqlite:////abs/path.db`` and non-SQLite URIs (http, databricks, postgresql) are kept.
+    """
+    uri = uri or DEFAULT_URI
+    path = sqlite_path(uri)
+    if path is None:
+        return uri
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    return f"sqlite:///{path.resolve()}"
+
+
+def resolve_artifact_root(tracking_uri: str, artifact_root: str | None) -> str | None:
+    """Artifact location (a file URI) for experiments created in a local SQLite store.
+
+    Default: ``artifacts/`` beside the database, so ``mlruns/`` holds everything. A relative
+    ``artifact_root`` is relative to the current directory. Servers choose their own (None).
+    """
+    db = sqlite_path(tracking_uri)
+    if db is None and not artifact_root:
+        return None
+    if artifact_root:
+        return Path(artifact_root).resolve().as_uri()
+    return (db.parent / "artifacts").resolve().as_uri()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: SQLite lock contention and overloaded or restarting servers."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(marker in text for marker in _TRANSIENT)
+
+
+def with_retries(
+    fn: Callable[[], T], *, retries: int = 8, base_delay: float = 0.1, max_delay: float = 5.0
+) -> T:
+    """Call ``fn``; on a transient error wait (exponential backoff) and try again."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - classified below
+            if attempt >= retries or not is_transient(exc):
+                raise
+            time.sleep(min(max_delay, base_delay * (2**attempt)))
+            attempt += 1
+
+
+@contextlib.contextmanager
+def store_lock(tracking_uri: str) -> Iterator[None]:
+    """Hold an exclusive advisory lock on a SQLite store (no-op for other stores).
+
+    The lock file sits beside the database, so every process of a sweep (joblib workers, Ray
+    tasks or SLURM jobs on a shared file system) agrees on it.
+    """
+    db = sqlite_path(tracking_uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _enable_wal(db: Path) -> None:
+    """Switch the database to WAL (persistent in the file): readers stop blocking writers."""
+    con = sqlite3.connect(db, timeout=30)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+    finally:
+        con.close()
+
+
+def open_client(tracking_uri: str, *, retries: int = 8):  # -> mlflow.MlflowClient
+    """An MlflowClient on an initialised store.
+
+    The first process to touch a new SQLite database creates its schema under the lock (MLflow's
+    migrations are not safe to run concurrently) and switches it to WAL mode.
+    """
+    from mlflow import MlflowClient
+
+    db = sqlite_path(tracking_uri)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    if db is None:
+        return client
+    with store_lock(tracking_uri):
+        with_retries(lambda: client.search_experiments(max_results=1), retries=retries)
+        with_retries(lambda: _enable_wal(db), retries=retries)
+    return client
+
+
+def get_or_create_experiment(
+    client, name: str, artifact_location: str | None, *, retries: int = 8
+) -> str:
+    """The id of experiment ``name``, created (race-safely) with the given artifact location."""
+    from mlflow.exceptions import MlflowException
+
+    def find() -> str | None:
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            return None
+        if exp.lifecycle_stage == "deleted":
+            client.restore_experiment(exp.experiment_id)
+        return exp.experiment_id
+
+    found = with_retries(find, retries=retries)
+    if found is not None:
+        return found
+    with store_lock(client.tracking_uri):
+        found = with_retries(find, retries=retries)
+        if found is not None:
+            return found
+        try:
+            return with_retries(
+                lambda: client.create_experiment(name, artifact_location=artifact_location),
+                retries=retries,
+            )
+        except MlflowException:
+            found = with_retries(find, retries=retries)
+            if found is None:
+                raise
+            return found
+
+
+def http_quiet() -> None:
+    """Bound MLflow's HTTP retries so a tracking server that is down fails in seconds, not minutes.
+
+    Only sets the variables when the user has not chosen values.
+    """
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")

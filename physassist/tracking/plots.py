@@ -1,0 +1,187 @@
+"""Paper-style figures from a per-turn table (one row per session, epoch and turn).
+
+* ``task_implicitness_heatmap``: mean turn score by task type x implicitness (paper Fig. 3);
+* ``pass_curves``: Pass@Turn and Pass@Session against the threshold tau (paper Fig. I1);
+* ``source_bars``: mean turn score of EHR-only vs patient-interview turns (paper Fig. 4).
+
+Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg canvas, no pyplot global
+state), so they are safe in worker processes and without a display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+TASK_TYPE_ORDER = ("IL", "DG", "CR", "WU")
+TASK_TYPE_ABBREV = {
+    "information lookup": "IL",
+    "lookup": "IL",
+    "data gathering": "DG",
+    "clinical reasoning": "CR",
+    "write/update": "WU",
+    "write": "WU",
+}
+IMPLICITNESS_ORDER = ("none", "NA", "PE", "AE")
+SOURCE_ORDER = ("ehr", "patient", "mixed", "write")
+
+# Column names of physassist.results.turn_table, with accepted alternatives.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "score": ("score", "turn_score", "rubric_score"),
+    "task_type": ("task_type", "task_types"),
+    "implicitness": ("implicitness", "subtype", "turn_subtype"),
+    "source": ("tool_source", "source", "tool_sources"),
+}
+
+
+def column(turns: pd.DataFrame, role: str) -> str | None:
+    """The column of ``turns`` playing ``role`` (see COLUMNS), or None."""
+    for name in COLUMNS[role]:
+        if name in turns.columns:
+            return name
+    return None
+
+
+def task_type_label(value: object) -> str:
+    """IL / DG / CR / WU for either the abbreviation or the released long form."""
+    text = str(value).strip()
+    return TASK_TYPE_ABBREV.get(text.lower(), text)
+
+
+def implicitness_label(value: object) -> str:
+    """NA / PE / AE, or ``none`` for explicit turns (null subtype)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "none"
+    text = str(value).strip()
+    return "none" if text.lower() in {"", "none", "null", "explicit", "nan"} else text
+
+
+def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
+    known = [v for v in order if v in values]
+    return known + sorted(v for v in values if v not in order)
+
+
+def _scores(turns: pd.DataFrame) -> pd.Series:
+    col = column(turns, "score")
+    if col is None:
+        raise ValueError(f"turn table has no score column (looked for {COLUMNS['score']})")
+    return pd.to_numeric(turns[col], errors="coerce")
+
+
+def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
+    """Mean turn score (x100) per task type x implicitness, each cell annotated with n."""
+    tt, im = column(turns, "task_type"), column(turns, "implicitness")
+    if tt is None or im is None:
+        raise ValueError("turn table needs task type and implicitness columns for the heatmap")
+    frame = pd.DataFrame(
+        {
+            "task_type": turns[tt].map(task_type_label),
+            "implicitness": turns[im].map(implicitness_label),
+            "score": _scores(turns) * 100.0,
+        }
+    )
+    mean = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="mean")
+    count = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="count")
+    rows = _ordered(list(mean.index), TASK_TYPE_ORDER)
+    cols = _ordered(list(mean.columns), IMPLICITNESS_ORDER)
+    mean = mean.reindex(index=rows, columns=cols)
+    count = count.reindex(index=rows, columns=cols).fillna(0).astype(int)
+
+    fig = Figure(figsize=(1.4 * len(cols) + 2, 0.8 * len(rows) + 1.6))
+    ax = fig.add_subplot()
+    image = ax.imshow(mean.to_numpy(dtype=float), vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
+    ax.set_xticks(range(len(cols)), labels=[c if c != "none" else "explicit" for c in cols])
+    ax.set_yticks(range(len(rows)), labels=rows)
+    ax.set_xlabel("implicitness")
+    ax.set_ylabel("task type")
+    for i, row in enumerate(rows):
+        for j, col in enumerate(cols):
+            value = mean.loc[row, col]
+            text = "-" if pd.isna(value) else f"{value:.1f}\nn={count.loc[row, col]}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, label="mean turn score x100")
+    ax.set_title(title or "Turn score by task type and implicitness")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def pass_rates(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
+    """Pass@Turn and Pass@Session at each tau, with the definitions of the logged metrics.
+
+    Delegates to ``physassist.metrics.summarize`` (no bootstrap, no breakdowns), so the curve
+    passes exactly through the logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` values.
+    """
+    from physassist.metrics import summarize, tau_key
+
+    rows = []
+    for tau in taus:
+        m = summarize(turns, taus=(float(tau),), n_boot=0, breakdowns=False)
+        t = tau_key(float(tau))
+        rows.append({"tau": float(tau), "pass_turn": m[f"pass_turn_{t}"], "pass_session": m[f"pass_session_{t}"]})
+    return pd.DataFrame(rows)
+
+
+def pass_curves(
+    turns: pd.DataFrame, path: Path, marked: Sequence[float] = (0.6, 0.75), title: str = ""
+) -> Path:
+    """Pass@Turn and Pass@Session (x100) against tau in [0, 1], the paper's taus marked."""
+    rates = pass_rates(turns, np.round(np.linspace(0.0, 1.0, 41), 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    ax.plot(rates["tau"], rates["pass_turn"] * 100, label="Pass@Turn", marker=".")
+    ax.plot(rates["tau"], rates["pass_session"] * 100, label="Pass@Session", marker=".")
+    for tau in marked:
+        ax.axvline(tau, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("threshold tau")
+    ax.set_ylabel("pass rate (%)")
+    ax.set_ylim(-2, 102)
+    ax.legend()
+    ax.set_title(title or "Pass@Turn / Pass@Session vs tau")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
+    """Mean turn score (x100) per tool source (EHR-only vs patient-interview turns)."""
+    src = column(turns, "source")
+    if src is None:
+        raise ValueError("turn table needs a tool source column for the EHR/patient bars")
+    frame = pd.DataFrame({"source": turns[src].astype(str), "score": _scores(turns) * 100.0})
+    stats = frame.groupby("source")["score"].agg(["mean", "count"])
+    stats = stats.reindex(_ordered(list(stats.index), SOURCE_ORDER))
+    fig = Figure(figsize=(5, 4))
+    ax = fig.add_subplot()
+    bars = ax.bar(stats.index, stats["mean"].fillna(0), color="#4c72b0")
+    for bar, (mean, n) in zip(bars, stats.itertuples(index=False), strict=True):
+        label = "-" if pd.isna(mean) else f"{mean:.1f}\nn={n}"
+        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, 110)
+    ax.set_ylabel("mean turn score x100")
+    ax.set_xlabel("tool source")
+    ax.set_title(title or "EHR vs patient turns")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], title: str = "") -> list[Path]:
+    """Every per-run figure that the turn table supports; skipped figures are not errors."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    makers = (
+        ("task_implicitness_heatmap.png", lambda p: task_implicitness_heatmap(turns, p, title)),
+        ("pass_vs_tau.png", lambda p: pass_curves(turns, p, taus, title)),
+        ("ehr_vs_patient.png", lambda p: source_bars(turns, p, title)),
+    )
+    for name, make in makers:
+        try:
+            made.append(make(out_dir / name))
+        except ValueError:
+            continue
+    return made

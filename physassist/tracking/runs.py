@@ -1,0 +1,324 @@
+"""MLflow runs of experiments and sweeps: find-or-create, log, finish.
+
+One experiment = one run. A multirun sweep = one parent run (tag ``physassist.kind=sweep``) and
+one child run per job (``mlflow.parentRunId``). Sweeps and jobs are identified by deterministic
+keys (a hash of the sweep's arguments and base config; a hash of the job's overrides), so a sweep
+re-run with the same arguments finds its parent again, skips jobs whose child run FINISHED, and
+reuses the child run of an interrupted job instead of logging a duplicate.
+
+All writes go through ``mlflow_store`` (file lock + retries for SQLite). This module works on
+plain values; it never reads Hydra config objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from physassist.tracking.mlflow_store import (
+    TrackingError,
+    get_or_create_experiment,
+    http_quiet,
+    open_client,
+    resolve_artifact_root,
+    resolve_tracking_uri,
+    store_lock,
+    with_retries,
+)
+
+SWEEP_FILE = "physassist_sweep.json"
+KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "report"
+SWEEP_TAG = "physassist.sweep_id"
+JOB_TAG = "physassist.job_key"
+OVERRIDES_TAG = "physassist.overrides"
+
+_UNSAFE_METRIC = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def stable_hash(*parts: Any, length: int = 12) -> str:
+    """A short sha256 of JSON-serialised parts (key order independent)."""
+    text = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def sweep_key(sweep_arguments: Sequence[str], base_config: Mapping[str, Any]) -> str:
+    """Deterministic id of a sweep: its command-line arguments (order-free) + base config."""
+    return stable_hash(sorted(sweep_arguments), base_config)
+
+
+def job_key(job_overrides: Sequence[str]) -> str:
+    """Deterministic id of one job within a sweep: its overrides (order-free)."""
+    return stable_hash(sorted(job_overrides))
+
+
+def metric_name(name: str) -> str:
+    """An MLflow-safe metric name (``pass_turn@0.6`` -> ``pass_turn_at_0.6``)."""
+    return _UNSAFE_METRIC.sub("_", name.replace("@", "_at_"))
+
+
+def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """Numeric metrics under MLflow-safe names; non-numbers are dropped, NaN is kept."""
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if isinstance(value, bool) or value is None:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isinf(number):
+            continue
+        out[metric_name(str(key))] = number
+    return out
+
+
+def loggable_table(turns: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose nested cells (lists, dicts) are JSON strings: Parquet and log_table safe."""
+    out = turns.copy()
+    for col in out.columns:
+        if out[col].dtype == object or str(out[col].dtype).startswith(("string", "str")):
+            if out[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
+                out[col] = out[col].map(
+                    lambda v: json.dumps(v, ensure_ascii=False, default=str)
+                    if isinstance(v, list | dict | tuple)
+                    else v
+                )
+    return out
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """What a sweep job needs to attach itself to its parent run."""
+
+    sweep_id: str
+    parent_run_id: str | None
+    arguments: tuple[str, ...] = ()
+
+    def write(self, sweep_dir: Path) -> Path:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        path = sweep_dir / SWEEP_FILE
+        path.write_text(
+            json.dumps(
+                {
+                    "sweep_id": self.sweep_id,
+                    "parent_run_id": self.parent_run_id,
+                    "arguments": list(self.arguments),
+                },
+                indent=1,
+            )
+        )
+        return path
+
+    @classmethod
+    def read(cls, sweep_dir: Path) -> SweepInfo | None:
+        path = sweep_dir / SWEEP_FILE
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())))
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Tracker:
+    """An MLflow experiment in one tracking store, written to safely from many processes."""
+
+    def __init__(
+        self,
+        uri: str | None,
+        experiment: str,
+        *,
+        artifact_root: str | None = None,
+        retries: int = 8,
+    ) -> None:
+        http_quiet()
+        self.uri = resolve_tracking_uri(uri)
+        self.retries = retries
+        try:
+            self.client = open_client(self.uri, retries=retries)
+            self.experiment_id = get_or_create_experiment(
+                self.client,
+                experiment,
+                resolve_artifact_root(self.uri, artifact_root),
+                retries=retries,
+            )
+        except Exception as exc:  # noqa: BLE001 - any store failure is a tracking failure
+            raise TrackingError(f"cannot open MLflow store {self.uri}: {exc}") from exc
+        self.experiment = experiment
+
+    # -- reading ---------------------------------------------------------------------------
+    def _call(self, fn):
+        return with_retries(fn, retries=self.retries)
+
+    def _write(self, fn):
+        with store_lock(self.uri):
+            return with_retries(fn, retries=self.retries)
+
+    def find_runs(self, tags: Mapping[str, str], *, status: str | None = None) -> list:
+        """Runs of this experiment carrying all ``tags`` (newest first)."""
+        clauses = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
+        if status:
+            clauses.append(f"attributes.status = '{status}'")
+        return self._call(
+            lambda: self.client.search_runs(
+                [self.experiment_id],
+                filter_string=" and ".join(clauses),
+                order_by=["attributes.start_time DESC"],
+                max_results=1000,
+            )
+        )
+
+    def find_job(self, sweep_id: str, key: str):
+        """The child run of job ``key`` in sweep ``sweep_id`` (a FINISHED one first), or None."""
+        runs = self.find_runs({SWEEP_TAG: sweep_id, JOB_TAG: key, KIND_TAG: "job"})
+        finished = [r for r in runs if r.info.status == "FINISHED"]
+        return (finished or runs or [None])[0]
+
+    # -- sweeps ----------------------------------------------------------------------------
+    def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str) -> str:
+        """Find (re-run) or create the parent run of a sweep; returns its run id."""
+        with store_lock(self.uri):
+            found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
+            if found:
+                run_id = found[0].info.run_id
+                self._call(lambda: self.client.update_run(run_id, status="RUNNING"))
+                return run_id
+            run = self._call(
+                lambda: self.client.create_run(
+                    self.experiment_id,
+                    run_name=run_name,
+                    tags={
+                        KIND_TAG: "sweep",
+                        SWEEP_TAG: sweep_id,
+                        OVERRIDES_TAG: " ".join(arguments)[:5000],
+                    },
+                )
+            )
+            return run.info.run_id
+
+    def end_sweep(self, parent_run_id: str, sweep_id: str) -> str:
+        """Close the parent: FINISHED when every child finished, else FAILED; returns it."""
+        children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})
+        ok = bool(children) and all(r.info.status == "FINISHED" for r in children)
+        status = "FINISHED" if ok else "FAILED"
+        counts = {"jobs_total": len(children), "jobs_finished": sum(r.info.status == "FINISHED" for r in children)}
+        self._write(
+            lambda: self.client.log_batch(
+                parent_run_id,
+                metrics=[_metric(k, float(v)) for k, v in counts.items()],
+            )
+        )
+        self._write(lambda: self.client.set_terminated(parent_run_id, status))
+        return status
+
+    # -- one experiment run ----------------------------------------------------------------
+    def log_run(
+        self,
+        *,
+        run_name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        metrics: Mapping[str, Any],
+        files: Sequence[tuple[Path, str]] = (),
+        table: pd.DataFrame | None = None,
+        status: str = "FINISHED",
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> str:
+        """Create (or resume ``run_id``) and log everything about one experiment run.
+
+        ``files`` are (local path, artifact directory) pairs. Returns the run id. The run is
+        created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
+        """
+        from mlflow.entities import Param, RunTag
+
+        all_tags = {KIND_TAG: "job", **tags}
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        if run_id is None:
+            run = self._write(
+                lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
+            )
+            run_id = run.info.run_id
+        else:
+            self._write(lambda: self.client.update_run(run_id, status="RUNNING", name=run_name))
+        try:
+            existing = self._call(lambda: self.client.get_run(run_id)).data.params
+            new_params = [Param(k, v) for k, v in params.items() if k not in existing]
+            for chunk in _chunks(new_params, 100):
+                self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
+            tag_list = [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()]
+            for chunk in _chunks(tag_list, 100):
+                self._write(lambda c=chunk: self.client.log_batch(run_id, tags=c))
+            now = int(time.time() * 1000)
+            metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
+            for chunk in _chunks(metric_list, 1000):
+                self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+            for path, artifact_dir in files:
+                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+            if table is not None and len(table):
+                frame = loggable_table(table)
+                self._write(
+                    lambda: self.client.log_table(run_id, data=frame, artifact_file="tables/turns.json")
+                )
+            self._write(lambda: self.client.set_terminated(run_id, status))
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._write(lambda: self.client.set_terminated(run_id, "FAILED"))
+            raise
+        return run_id
+
+    def mark_failed(self, run_name: str, tags: Mapping[str, str], reason: str, parent_run_id: str | None = None) -> str:
+        """Record a run that could not be evaluated (status FAILED, the reason as a tag)."""
+        return self.log_run(
+            run_name=run_name,
+            params={},
+            tags={**tags, "physassist.error": reason[:5000]},
+            metrics={},
+            status="FAILED",
+            parent_run_id=parent_run_id,
+        )
+
+
+def _metric(key: str, value: float, timestamp: int | None = None):
+    from mlflow.entities import Metric
+
+    return Metric(key, value, timestamp or int(time.time() * 1000), 0)
+
+
+def write_turn_tables(turns: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """The per-turn table as CSV and Parquet (Parquet skipped if pyarrow rejects a column)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = loggable_table(turns)
+    paths = [out_dir / "turns.csv"]
+    frame.to_csv(paths[0], index=False)
+    try:
+        frame.to_parquet(out_dir / "turns.parquet", index=False)
+        paths.append(out_dir / "turns.parquet")
+    except (ValueError, TypeError, ImportError):
+        pass
+    return paths
+
+
+def staging_dir() -> Path:
+    """A fresh temporary directory for files about to be logged as artifacts."""
+    return Path(tempfile.mkdtemp(prefix="physassist-run-"))
+
+
+def remove_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
