@@ -1,0 +1,440 @@
+"""Typed, lossless model of one PhysAssistBench session (one line of the released JSONL).
+
+The released files are the canonical format (official-implementation.md §1): the model reads
+every key of §1.1 unchanged, both the main-pipeline and the discharge-planning-pipeline shapes,
+keeps unknown keys and the original key order, and dumps back to semantically identical JSON.
+Accessors implement the released fallbacks (`tasks_en` -> `tasks`, `answer_list_zh` ->
+`answer_list`, ...) in one place so that no caller re-implements them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    model_serializer,
+    model_validator,
+)
+
+from physassist.data.checks import Check, parse_check
+
+SEPARATOR = "=" * 60
+SCENARIOS: tuple[str, ...] = (
+    "diagnostic_workup",
+    "med_safety",
+    "treatment_response",
+    "discharge_planning",
+)
+INFORMATION_LOOKUP = "Information Lookup"
+DATA_GATHERING = "Data Gathering"
+CLINICAL_REASONING = "Clinical Reasoning"
+WRITE_UPDATE = "Write/Update"
+TASK_TYPES: tuple[str, ...] = (INFORMATION_LOOKUP, DATA_GATHERING, CLINICAL_REASONING, WRITE_UPDATE)
+SUBTYPES: tuple[str, ...] = ("NA", "PE", "AE")
+TOOL_SOURCES: tuple[str, ...] = ("ehr", "patient", "mixed", "write")
+TIERS: tuple[int, ...] = (1, 2, 3)
+LANGUAGES: tuple[str, ...] = ("en", "zh")
+N_TURNS = 4
+PREPARE_TO_ANSWER = "prepare_to_answer"
+WRITE_TOOLS = frozenset({"MedicationRequest.create", "ServiceRequest.create", "Flag.create"})
+PATIENT_TOOL_PREFIX = "patient."
+
+_TIER_SUFFIX = re.compile(r"_L(\d+)$")
+_ENV_DATE = re.compile(r"Current date:\s*(\d{4}-\d{2}-\d{2})")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, located as precisely as we know it."""
+
+    file: str | None
+    line: int | None
+    session_id: str | None
+    turn: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file or "<in memory>"
+        if self.line is not None:
+            where += f":{self.line}"
+        parts = [f"session {self.session_id if self.session_id is not None else '?'}"]
+        if self.turn is not None:
+            parts.append(f"turn {self.turn}")
+        if self.field is not None:
+            parts.append(f"field {self.field}")
+        return f"{where}: {', '.join(parts)}: {self.message}"
+
+
+class SessionFormatError(ValueError):
+    """Malformed session data. The message lists every problem found, one per line."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems: list[Problem] = list(problems or [])
+
+    @classmethod
+    def from_problems(cls, problems: list[Problem], source: str | None = None) -> SessionFormatError:
+        n_sessions = len({(p.file, p.line, p.session_id) for p in problems})
+        head = f"{len(problems)} problem(s) in {n_sessions} session(s)"
+        if source:
+            head += f" of {source}"
+        lines = [head + ":"] + [f"  - {p}" for p in problems]
+        return cls("\n".join(lines), problems)
+
+
+def _lang(language: str) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
+    return language
+
+
+class _OrderedModel(BaseModel):
+    """Keeps unknown keys and dumps keys in the order they were read (lossless round trip)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    _key_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: Any) -> Any:
+        instance = handler(data)
+        if isinstance(data, dict):
+            instance._key_order = tuple(data)
+        return instance
+
+    @model_serializer(mode="wrap")
+    def _dump_in_read_order(self, handler: Any) -> Any:
+        out = handler(self)
+        if not self._key_order or not isinstance(out, dict):
+            return out
+        ordered = {key: out[key] for key in self._key_order if key in out}
+        ordered.update((key, value) for key, value in out.items() if key not in ordered)
+        return ordered
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON: only keys that were read or set, in read order, unknown keys kept."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def _raw(self, key: str) -> Any:
+        """A declared field or an unknown key, None when absent."""
+        attribute = _attribute_of(type(self), key)
+        if attribute is not None:
+            return getattr(self, attribute)
+        return (self.__pydantic_extra__ or {}).get(key)
+
+
+@lru_cache(maxsize=512)
+def _attribute_of(model: type[BaseModel], key: str) -> str | None:
+    """The attribute holding released key `key` (fields may be aliased)."""
+    for name, info in model.model_fields.items():
+        if (info.alias or name) == key:
+            return name
+    return None
+
+
+class ToolAction(_OrderedModel):
+    """`action` of a gold trajectory item: a dotted tool name and its arguments."""
+
+    name: str
+    arguments: dict[str, Any] | str | None = None
+
+
+class GoldAction(_OrderedModel):
+    """One item of `answer_list[t]` (official-implementation.md §1.3)."""
+
+    action: ToolAction
+    observation: dict[str, Any] | str | None = None
+    dependency_list: list[StrictInt] | None = None
+    idx: StrictInt | None = None
+
+    @property
+    def name(self) -> str:
+        return self.action.name
+
+
+GoldTurn = list[GoldAction]
+
+
+class Session(_OrderedModel):
+    """One released session. Field names are the released keys; absent keys stay absent."""
+
+    # identity and environment
+    id: str
+    env_info: str
+    subject_id: StrictInt
+    hadm_id: StrictInt | None = None
+    session_id: str | None = None
+    current_date: str | None = None
+    generated_at: str | None = None
+    # tools offered
+    tools: list[dict[str, Any]] | None = None
+    tools_en: list[dict[str, Any]] | None = None
+    tools_zh: list[dict[str, Any]] | None = None
+    tool_set: str | None = None
+    # questions
+    tasks: list[str] | None = None
+    tasks_en: list[str] | None = None
+    tasks_explicit: list[str] | None = None
+    tasks_en_explicit: list[str] | None = None
+    tasks_zh: list[str] | None = None
+    tasks_zh_explicit: list[str] | None = None
+    # gold conversation and trajectories
+    messages: list[dict[str, Any] | str] | None = None
+    messages_en: list[dict[str, Any] | str] | None = None
+    messages_zh: list[dict[str, Any] | str] | None = None
+    answer_list: list[GoldTurn]
+    answer_list_en: list[GoldTurn] | None = None
+    answer_list_zh: list[GoldTurn] | None = None
+    # per-turn labels
+    turn_types: list[bool] | None = None
+    task_types: list[str]
+    task_sequence: list[str] | None = None
+    turn_subtypes: list[str | None] | None = None
+    tool_sources: list[str | None] | None = None
+    workup_modes: list[str | None] | None = None
+    # scenario, tier, arc
+    clinical_task_domain: str | None = None
+    clinical_scenario: str | None = None
+    sequence_idx: StrictInt | None = None
+    difficulty_level: StrictInt | None = None
+    dep_graph: Any = None
+    session_plan: Any = None
+    # grading
+    rubrics: list[list[str]]
+    rubrics_zh: list[list[str]] | None = None
+    # released key `rubric_checks` (the attribute name is taken by the accessor method)
+    checks_data: list[list[dict[str, Any] | None] | None] | None = Field(
+        default=None, alias="rubric_checks")
+    # patient side
+    persona_config: dict[str, Any] | None = None
+    patient_agent_annotations: list[Any] | None = None
+    patient_model: dict[str, Any] | None = None
+    # discharge-planning pipeline extras
+    health_literacy: Any = None
+    note_grounding: Any = None
+    write_gold_params: Any = None
+
+    _origin: tuple[str | None, int | None] = PrivateAttr(default=(None, None))
+
+    @model_validator(mode="after")
+    def _require_one_of_each(self) -> Session:
+        for keys in (("tasks_en", "tasks"), ("tools_en", "tools"), ("messages_en", "messages")):
+            if all(self._raw(k) is None for k in keys):
+                raise ValueError(f"missing key {keys[1]!r} (or {keys[0]!r})")
+        return self
+
+    # ---- serialization -------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @property
+    def origin(self) -> tuple[str | None, int | None]:
+        """(file, 1-based line) the session was read from, (None, None) if built in memory."""
+        return self._origin
+
+    def set_origin(self, file: str | None, line: int | None) -> None:
+        self._origin = (file, line)
+
+    # ---- derived identity ----------------------------------------------------------------
+
+    @property
+    def scenario(self) -> str | None:
+        """`clinical_scenario`, else the scenario named in the id (`dp_...` = discharge planning)."""
+        if self.clinical_scenario is not None:
+            return self.clinical_scenario
+        for name in SCENARIOS:
+            if name in self.id:
+                return name
+        if self.id.startswith("dp_") or self.clinical_task_domain == "DischargePlan":
+            return "discharge_planning"
+        return None
+
+    @property
+    def tier(self) -> int | None:
+        """`difficulty_level`, else the `_L<d>` suffix of the id."""
+        if self.difficulty_level is not None:
+            return self.difficulty_level
+        match = _TIER_SUFFIX.search(self.id)
+        return int(match.group(1)) if match else None
+
+    @property
+    def effective_date(self) -> str | None:
+        """`current_date`, else the date parsed from `env_info` ("Current date: YYYY-MM-DD")."""
+        if self.current_date:
+            return self.current_date
+        match = _ENV_DATE.search(self.env_info)
+        return match.group(1) if match else None
+
+    @property
+    def n_turns(self) -> int:
+        return len(self._first("tasks_en", "tasks") or [])
+
+    def has_language(self, language: str) -> bool:
+        """Whether the questions, rubrics and gold answers exist in `language`."""
+        if _lang(language) == "en":
+            return True
+        return (
+            self.tasks_zh is not None
+            and self.rubrics_zh is not None
+            and (self.answer_list_zh is not None or self.messages_zh is not None)
+        )
+
+    # ---- per-turn accessors --------------------------------------------------------------
+
+    def _first(self, *keys: str) -> Any:
+        for key in keys:
+            value = self._raw(key)
+            if value is not None:
+                return value
+        return None
+
+    def _missing(self, turn: int | None, field: str, what: str = "missing") -> SessionFormatError:
+        file, line = self._origin
+        problem = Problem(file, line, self.id, turn, field, what)
+        return SessionFormatError(str(problem), [problem])
+
+    def _per_turn(self, keys: tuple[str, ...], turn: int) -> Any:
+        values = self._first(*keys)
+        if values is None:
+            raise self._missing(turn, keys[0])
+        if not 0 <= turn < len(values):
+            raise self._missing(turn, keys[0], f"has {len(values)} entries, no turn {turn}")
+        return values[turn]
+
+    def question(self, turn: int, language: str = "en", explicit: bool = False) -> str:
+        """The physician's question (implicit as asked, or the explicit paraphrase)."""
+        if _lang(language) == "en":
+            keys = ("tasks_en_explicit", "tasks_explicit") if explicit else ("tasks_en", "tasks")
+        else:
+            keys = ("tasks_zh_explicit",) if explicit else ("tasks_zh",)
+        return self._per_turn(keys, turn)
+
+    def rubric(self, turn: int, language: str = "en") -> list[str]:
+        keys = ("rubrics_en", "rubrics") if _lang(language) == "en" else ("rubrics_zh",)
+        return list(self._per_turn(keys, turn))
+
+    def rubric_checks(self, turn: int) -> list[Check | None]:
+        """Structured form per rubric item (same length as the rubric; all None when absent)."""
+        n_items = len(self.rubric(turn, "en"))
+        per_turn = self.rubric_checks_raw(turn)
+        if per_turn is None:
+            return [None] * n_items
+        if len(per_turn) != n_items:
+            raise self._missing(
+                turn, "rubric_checks", f"has {len(per_turn)} checks for {n_items} rubric items"
+            )
+        return [parse_check(item) for item in per_turn]
+
+    def rubric_checks_raw(self, turn: int) -> list[dict[str, Any] | None] | None:
+        if self.checks_data is None or turn >= len(self.checks_data):
+            return None
+        return self.checks_data[turn]
+
+    def _gold_turn(self, turn: int, language: str) -> GoldTurn:
+        keys = ("answer_list_en", "answer_list") if _lang(language) == "en" else (
+            "answer_list_zh", "answer_list")
+        return self._per_turn(keys, turn)
+
+    def gold_actions(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
+        """The gold trajectory of a turn as released dicts (ZH falls back to English)."""
+        return [item.to_dict() for item in self._gold_turn(turn, language)]
+
+    def gold_tool_names(self, turn: int) -> list[str]:
+        """Dotted names of the gold tool calls, without `prepare_to_answer`."""
+        return [a.name for a in self._gold_turn(turn, "en") if a.name != PREPARE_TO_ANSWER]
+
+    def gold_answer(self, turn: int, language: str = "en") -> str:
+        """The gold answer: the final `prepare_to_answer` observation, else the gold messages."""
+        if _lang(language) == "en":
+            trajectory = self._first("answer_list_en", "answer_list")
+            conversation = self.conversation("en")
+        else:
+            trajectory = self.answer_list_zh
+            conversation = self.conversation("zh") if self.messages_zh is not None else []
+        if trajectory is not None and turn < len(trajectory):
+            answer = prepared_answer(trajectory[turn])
+            if answer:
+                return answer
+        if turn < len(conversation) and conversation[turn].get("assistant"):
+            return conversation[turn]["assistant"]
+        key = "answer_list" if language == "en" else "answer_list_zh"
+        raise self._missing(turn, key, "no gold answer (prepare_to_answer observation or messages)")
+
+    def conversation(self, language: str = "en") -> list[dict[str, str]]:
+        """Gold exchanges per turn: `{"user": question, "assistant": answer}` (separators dropped)."""
+        raw = self._first("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        if raw is None:
+            raise self._missing(None, "messages" if language == "en" else "messages_zh")
+        turns: list[dict[str, str]] = []
+        for message in raw:
+            if not isinstance(message, dict):
+                continue  # the "=" * 60 separator strings between turns
+            role, content = message.get("role"), message.get("content")
+            if role == "user" or not turns:
+                turns.append({})
+            if isinstance(role, str) and isinstance(content, str):
+                turns[-1].setdefault(role, content)
+        return turns
+
+    def gold_history(self, turn: int, language: str = "en") -> list[dict[str, str]]:
+        """Role/content messages of the gold conversation before `turn` (no separators)."""
+        raw = self._first("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        if raw is None:
+            raise self._missing(turn, "messages" if language == "en" else "messages_zh")
+        dicts = [m for m in raw if isinstance(m, dict)]
+        return [{"role": m.get("role"), "content": m.get("content")} for m in dicts[: 2 * turn]]
+
+    def gold_patient_answers(self, language: str = "en") -> list[dict[str, Any]]:
+        """Every gold patient-tool reply, in trajectory order, for replaying the patient."""
+        trajectory = self._first("answer_list_en", "answer_list") if _lang(language) == "en" else (
+            self._first("answer_list_zh", "answer_list"))
+        replies: list[dict[str, Any]] = []
+        for turn, actions in enumerate(trajectory):
+            for item in actions:
+                obs = item.observation
+                if isinstance(obs, dict) and "patient_response" in obs:
+                    replies.append({
+                        "turn": turn,
+                        "idx": item.idx,
+                        "tool": item.name,
+                        "arguments": item.action.arguments,
+                        "patient_response": obs["patient_response"],
+                        "variants": dict(obs.get("patient_responses_all_literacy") or {}),
+                    })
+        return replies
+
+    def tools_for(self, language: str = "en") -> list[dict[str, Any]]:
+        """The tool schemas offered in this session (verbatim; ZH falls back to English)."""
+        keys = ("tools_en", "tools") if _lang(language) == "en" else ("tools_zh", "tools")
+        return list(self._first(*keys) or [])
+
+
+def prepared_answer(actions: GoldTurn) -> str | None:
+    """The answer text stored as the observation of the final `prepare_to_answer` item."""
+    for item in reversed(actions):
+        if item.name == PREPARE_TO_ANSWER:
+            obs = item.observation
+            return obs if isinstance(obs, str) and obs.strip() else None
+    return None
+
+
+def tool_source_of(names: list[str]) -> str:
+    """Tool source implied by gold tool names, for sessions without `tool_sources`."""
+    if any(n in WRITE_TOOLS for n in names):
+        return "write"
+    patient = any(n.startswith(PATIENT_TOOL_PREFIX) for n in names)
+    ehr = any(not n.startswith(PATIENT_TOOL_PREFIX) for n in names)
+    if patient and ehr:
+        return "mixed"
+    return "patient" if patient else "ehr"
