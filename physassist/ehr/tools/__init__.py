@@ -1,0 +1,136 @@
+"""The 18 PhysAssistBench tools as plain Python callables over the EHR store (no Inspect here).
+
+``call_tool(ctx, name, arguments)`` returns raw FHIR (or a patient-answer dict) and never
+raises: every failure becomes a FHIR ``OperationOutcome`` whose diagnostics tell a model how to
+correct the call. ``render`` turns a result into the text a model sees.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from . import compat, strict
+from .args import compat_arguments, parse_arguments, strict_arguments
+from .context import PatientResponder, Semantics, ToolContext, WriteSandbox
+from .errors import ToolError
+from .fhir import operation_outcome
+from .names import (
+    CONTROL_TOOLS,
+    EHR_READ_TOOLS,
+    PATIENT_TOOLS,
+    TOOL_NAMES,
+    WRITE_TOOLS,
+    from_api_name,
+    to_api_name,
+)
+from .render import render
+from .schemas import tool_schemas
+from .writes import compat_write, strict_write
+
+__all__ = [
+    "CONTROL_TOOLS",
+    "EHR_READ_TOOLS",
+    "PATIENT_TOOLS",
+    "TOOL_NAMES",
+    "WRITE_TOOLS",
+    "PatientResponder",
+    "Semantics",
+    "ToolContext",
+    "WriteSandbox",
+    "call_tool",
+    "from_api_name",
+    "render",
+    "to_api_name",
+    "tool_schemas",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _outcome(err: ToolError) -> dict[str, Any]:
+    out = operation_outcome(err.diagnostics, code=err.code)
+    if err.reference_error is not None:
+        out["_error"] = err.reference_error  # compat renders this as the reference's {"error": ...}
+    return out
+
+
+def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict[str, Any]:
+    """Run one tool call in the session ``ctx``. Never raises (see module docstring)."""
+    tool = from_api_name(str(name))
+    try:
+        if tool not in TOOL_NAMES:
+            raise ToolError(
+                f"Unknown tool: {name}. Available tools: {', '.join(sorted(ctx.allowed or TOOL_NAMES))}.",
+                code="not-supported",
+                reference_error=f"Unknown tool: {name}" if ctx.semantics == "compat" else None,
+            )
+        if ctx.allowed is not None and tool not in ctx.allowed:
+            raise ToolError(
+                f"Tool {tool} is not offered in this session. Offered tools: {', '.join(sorted(ctx.allowed))}.",
+                code="not-supported",
+            )
+        args = parse_arguments(tool, arguments)
+        if ctx.semantics == "compat":
+            return _compat(ctx, tool, args)
+        return _strict(ctx, tool, args)
+    except ToolError as err:
+        return _outcome(err)
+    except Exception as exc:  # a bug or a store failure must not kill the agent loop
+        log.exception("tool %s failed", tool)
+        return operation_outcome(
+            f"Tool execution error for {tool}: {type(exc).__name__}: {exc}", code="exception"
+        )
+
+
+def _patient(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    if ctx.patient is None:
+        return operation_outcome(
+            f"{tool}: no patient is available to interview in this session.", code="not-supported"
+        )
+    args = dict(args)
+    args["subject_id"] = ctx.subject_id
+    if ctx.session_id is not None:
+        args["session_id"] = ctx.session_id
+    answer = ctx.patient.respond(tool, args)
+    if not isinstance(answer, dict):
+        answer = {"patient_response": str(answer)}
+    return answer
+
+
+def _prepare(args: dict[str, Any]) -> dict[str, Any]:
+    return {"status": "ready", "answer_type": args.get("answer_type") or "tool"}
+
+
+def _compat(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+    if tool in WRITE_TOOLS:
+        return compat_write(ctx, tool, raw)
+    args = compat_arguments(tool, raw, ctx.current_date)
+    if tool in PATIENT_TOOLS:
+        return _patient(ctx, tool, args)
+    if tool in CONTROL_TOOLS:
+        return _prepare(args)
+    return compat.READ_TOOLS[tool](ctx, args)
+
+
+def _strict(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+    if tool in PATIENT_TOOLS:
+        # the interview is always with this session's patient: ids the model left out are filled
+        raw = {"subject_id": ctx.subject_id, **raw, "session_id": ctx.session_id or "session"}
+    if tool in CONTROL_TOOLS:  # ids a model adds out of habit are harmless here
+        raw = {k: v for k, v in raw.items() if k not in ("subject_id", "session_id")}
+    args = strict_arguments(tool, raw)
+    if tool in CONTROL_TOOLS:
+        return _prepare(args)
+    subject = args.get("subject_id")
+    if subject != ctx.subject_id:
+        raise ToolError(
+            f"{tool}: this session is about subject_id {ctx.subject_id}; records of subject "
+            f"{subject} are not accessible.",
+            code="forbidden",
+        )
+    if tool in PATIENT_TOOLS:
+        return _patient(ctx, tool, args)
+    if tool in WRITE_TOOLS:
+        return strict_write(ctx, tool, args)
+    return strict.READ_TOOLS[tool](ctx, args)

@@ -1,0 +1,190 @@
+"""Argument handling: JSON parsing, alias renaming, placeholders, and (strict) type coercion.
+
+``compat`` mirrors the reference: aliases renamed, unknown keys silently dropped, blank strings
+and integer 0 treated as "not given", and no type coercion at all (type problems surface later,
+where the reference's pandas code would have failed). ``strict`` validates every argument
+against :data:`~physassist.ehr.tools.schemas.PARAMS` and says exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .errors import ToolError, bad_arguments
+from .names import CONTROL_TOOLS, EHR_READ_TOOLS
+from .schemas import PARAMS, STRICT_MAX_COUNT
+
+ALIASES: dict[str, dict[str, str]] = {
+    "Observation.search": {
+        "test_name": "code",
+        "lab_test": "code",
+        "item_name": "code",
+        "vital_name": "code",
+        "type": "category",
+        "limit": "_count",
+    },
+    "Condition.search": {"icd_code": "code", "diagnosis": "code"},
+    "MedicationRequest.search": {"drug": "medication", "med": "medication"},
+    "DiagnosticReport.search": {"type": "report_type"},
+    "DocumentReference.search": {"type": "type_code", "query": "keyword"},
+}
+
+# strict accepts a few more spellings the schema does not list, so a model is not punished
+STRICT_EXTRA_ALIASES: dict[str, dict[str, str]] = {
+    "MedicationAdministration.search": {"drug": "medication", "med": "medication"},
+    "Observation.search": {"count": "_count", "name": "code"},
+}
+
+# placeholder coercion exemptions (reference: ids and counts keep their raw value)
+_PLACEHOLDER_EXEMPT = {"subject_id", "_count", "_sort", "abnormal_only", "answer_type"}
+# tools the reference's placeholder decorator wrapped: the FHIR searches except Patient.read
+_PLACEHOLDER_TOOLS = set(EHR_READ_TOOLS) - {"Patient.read"}
+
+ENUM_SYNONYMS: dict[str, dict[str, str]] = {
+    "category": {
+        "lab": "laboratory",
+        "labs": "laboratory",
+        "vital_signs": "vital-signs",
+        "vitals": "vital-signs",
+        "vital signs": "vital-signs",
+        "vital": "vital-signs",
+        "micro": "microbiology",
+        "culture": "microbiology",
+        "cultures": "microbiology",
+        "discharge_planning": "discharge-planning",
+        "follow-up": "followup",
+        "follow_up": "followup",
+    },
+    "type_code": {
+        "discharge": "discharge-summary",
+        "discharge_summary": "discharge-summary",
+        "discharge summary": "discharge-summary",
+    },
+}
+
+
+def parse_arguments(tool: str, arguments: Any) -> dict[str, Any]:
+    """Accept a dict or a JSON object string; anything else is a ToolError naming the tool."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if not text:
+            return {}
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise bad_arguments(
+                tool, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+            ) from None
+    if not isinstance(arguments, dict):
+        raise bad_arguments(
+            tool, f"arguments must be a JSON object, got {type(arguments).__name__}"
+        )
+    return {str(k): v for k, v in arguments.items()}
+
+
+def _rename(args: dict[str, Any], aliases: dict[str, str]) -> dict[str, Any]:
+    out = dict(args)
+    for alias, canonical in aliases.items():
+        if alias in out:
+            value = out.pop(alias)
+            out.setdefault(canonical, value)
+    return out
+
+
+def compat_arguments(
+    tool: str, args: dict[str, Any], gate_date: str | None = None
+) -> dict[str, Any]:
+    """The reference's normalisation, in its order: rename aliases, drop unknown keys, the
+    Observation date gate (``date_to = gate_date`` when the caller gave none), then blank/0 ->
+    not given. Because the gate runs first, ``date_to=""`` escapes it (no upper bound at all)."""
+    args = _rename(args, ALIASES.get(tool, {}))
+    known = PARAMS[tool]
+    args = {k: v for k, v in args.items() if k in known}
+    if tool == "Observation.search" and gate_date and "date_to" not in args:
+        args["date_to"] = gate_date
+    if tool in _PLACEHOLDER_TOOLS:
+        for key, value in list(args.items()):
+            if key in _PLACEHOLDER_EXEMPT:
+                continue
+            if isinstance(value, str):
+                value = value.strip()
+                args[key] = value or None
+            elif isinstance(value, int) and not isinstance(value, bool) and value == 0:
+                args[key] = None
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _as_int(tool: str, key: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise ToolError(f"{tool}: '{key}' must be an integer, got a boolean ({value}).")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number) and number.is_integer() and abs(number) < 2**63:
+            return int(number)
+    raise ToolError(f"{tool}: '{key}' must be an integer, got {value!r}.")
+
+
+def _as_enum(tool: str, key: str, value: str, choices: tuple[str, ...]) -> str:
+    low = value.strip().lower()
+    low = ENUM_SYNONYMS.get(key, {}).get(low, low)
+    for choice in choices:
+        if low == choice.lower():
+            return choice
+    raise ToolError(f"{tool}: '{key}' must be one of {list(choices)}, got {value!r}.")
+
+
+def strict_arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Validate and coerce against the schema; unknown keys and bad values are refused.
+
+    Ids and counts given as strings or integral floats are coerced; ``_count`` is capped at
+    :data:`STRICT_MAX_COUNT`; blank strings and ``hadm_id=0`` mean "not given".
+    """
+    aliases = {**ALIASES.get(tool, {}), **STRICT_EXTRA_ALIASES.get(tool, {})}
+    args = _rename(args, aliases)
+    spec = PARAMS[tool]
+    unknown = sorted(k for k in args if k not in spec)
+    if unknown:
+        raise ToolError(
+            f"{tool}: unknown parameter(s) {unknown}; accepted parameters are {list(spec)}."
+        )
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        param = spec[key]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        if param.type == "integer":
+            number = _as_int(tool, key, value)
+            if key == "hadm_id" and number == 0:
+                continue
+            if key == "_count":
+                if number < 1:
+                    raise ToolError(f"{tool}: '_count' must be at least 1, got {number}.")
+                number = min(number, STRICT_MAX_COUNT)
+            out[key] = number
+        else:
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise ToolError(
+                    f"{tool}: '{key}' must be a string, got {type(value).__name__} {value!r}."
+                )
+            text = str(value).strip()
+            if len(text) > 500:
+                raise ToolError(
+                    f"{tool}: '{key}' is too long ({len(text)} characters; at most 500)."
+                )
+            out[key] = _as_enum(tool, key, text, param.enum) if param.enum else text
+    missing = [k for k, p in spec.items() if p.required and k not in out]
+    if missing and tool not in CONTROL_TOOLS:
+        raise ToolError(f"{tool}: missing required parameter(s) {missing}.")
+    return out

@@ -1,0 +1,39 @@
+"""Thin, parameterized access to the store: every value travels as a bound parameter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import ToolContext
+
+
+def rows(
+    ctx: ToolContext, sql: str, params: list[Any] | tuple[Any, ...] = ()
+) -> list[dict[str, Any]]:
+    """Run one read-only query and return the rows as dicts.
+
+    Uses the store's memoised ``rows`` when every parameter is hashable (lists are not), so a
+    session re-asking the same question costs a dictionary lookup; otherwise a fresh cursor.
+    """
+    memo = getattr(ctx.store, "rows", None)
+    if memo is not None and not any(isinstance(p, list | dict | set) for p in params):
+        return memo(sql, list(params))
+    cur = ctx.store.cursor()
+    try:
+        result = cur.execute(sql, list(params))
+        names = [d[0] for d in result.description]
+        return [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+    finally:
+        close = getattr(cur, "close", None)
+        if close is not None:
+            close()
+
+
+def ts(column: str) -> str:
+    """SQL text of a time column as ``YYYY-MM-DD HH:MM:SS`` whether stored as TIMESTAMP or text."""
+    return f"CAST({column} AS VARCHAR)"
+
+
+def like_escape(text: str) -> str:
+    """Escape ``%``, ``_`` and ``\\`` so user text is matched literally by ``ILIKE ... ESCAPE '\\'``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,122 @@
+"""Small builders shared by both semantics: Bundle, OperationOutcome, references, dates.
+
+Non-standard keys (leading ``_``) appear only in compat results, where the reference emitted
+them (``_fhir_resource_type``, ``_anchor_age``, ``_mimic``, ``_seq_num``, ``_drug_type``,
+``_event_txt``, ``_stay_id``, ``_simulated``, ``_created_at``). Strict results are valid
+FHIR R4 (checked against ``fhir.resources`` R4B models in the tests).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from typing import Any
+
+OBS_CATEGORY = "http://terminology.hl7.org/CodeSystem/observation-category"
+INTERPRETATION = "http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation"
+CONDITION_CLINICAL = "http://terminology.hl7.org/CodeSystem/condition-clinical"
+CONDITION_CATEGORY = "http://terminology.hl7.org/CodeSystem/condition-category"
+ICD10 = "http://hl7.org/fhir/sid/icd-10-cm"
+ICD9 = "http://hl7.org/fhir/sid/icd-9-cm"
+LOINC = "http://loinc.org"
+CAREPLAN_CATEGORY = "http://hl7.org/fhir/us/core/CodeSystem/careplan-category"
+ACT_CODE = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
+
+
+def operation_outcome(
+    diagnostics: str, code: str = "not-found", severity: str = "error"
+) -> dict[str, Any]:
+    return {
+        "resourceType": "OperationOutcome",
+        "issue": [{"severity": severity, "code": code, "diagnostics": diagnostics}],
+    }
+
+
+def compat_bundle(resource_type: str, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """The reference's searchset: ``total`` = entries returned, plus ``_fhir_resource_type``."""
+    return {
+        "resourceType": "Bundle",
+        "type": "searchset",
+        "total": len(resources),
+        "entry": [{"resource": r} for r in resources],
+        "_fhir_resource_type": resource_type,
+    }
+
+
+def strict_bundle(
+    resources: list[dict[str, Any]], total: int, hint: str | None = None
+) -> dict[str, Any]:
+    """A valid searchset: ``total`` = number of matches; an optional outcome entry carries hints."""
+    entries: list[dict[str, Any]] = [
+        {"fullUrl": f"{r['resourceType']}/{r['id']}", "resource": r, "search": {"mode": "match"}}
+        for r in resources
+    ]
+    if hint:
+        entries.append(
+            {
+                "resource": operation_outcome(hint, code="informational", severity="information"),
+                "search": {"mode": "outcome"},
+            }
+        )
+    return {"resourceType": "Bundle", "type": "searchset", "total": total, "entry": entries}
+
+
+def patient_ref(subject_id: Any) -> dict[str, str]:
+    return {"reference": f"Patient/{subject_id}"}
+
+
+def encounter_ref(hadm_id: Any, as_float: bool = False) -> dict[str, str] | None:
+    """``Encounter/encounter-<hadm>``; ``as_float`` reproduces the reference's ``.0`` quirk."""
+    if hadm_id is None or (isinstance(hadm_id, float) and math.isnan(hadm_id)):
+        return None
+    hid = f"{float(hadm_id)!r}" if as_float else str(int(hadm_id))
+    return {"reference": f"Encounter/encounter-{hid}"}
+
+
+def fhir_datetime(value: Any) -> str | None:
+    """MIMIC ``YYYY-MM-DD HH:MM:SS`` -> FHIR dateTime. MIMIC times carry no zone (they are
+    date-shifted local times); FHIR requires one once a time is given, so ``+00:00`` is added."""
+    if value is None:
+        return None
+    text = str(value)
+    if len(text) <= 10:
+        return text
+    return text[:19].replace(" ", "T") + "+00:00"
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def stable_id(prefix: str, *parts: Any) -> str:
+    """Deterministic FHIR id from key fields (not row order): ``prefix-<12 hex>``."""
+    digest = hashlib.sha1("|".join("" if p is None else str(p) for p in parts).encode()).hexdigest()
+    return f"{prefix}-{digest[:12]}"
+
+
+def safe_id(text: str) -> str:
+    """Make a FHIR-legal id ([A-Za-z0-9-.], <= 64 chars) from a key."""
+    cleaned = "".join(c if c.isalnum() or c in "-." else "-" for c in text)
+    return cleaned[:64]
+
+
+def as_number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def clean(obj: Any) -> Any:
+    """Drop ``None`` values and empty containers recursively (FHIR forbids empty elements)."""
+    if isinstance(obj, dict):
+        out = {k: clean(v) for k, v in obj.items()}
+        return {k: v for k, v in out.items() if v is not None and v != [] and v != {}}
+    if isinstance(obj, list):
+        items = [clean(v) for v in obj]
+        return [v for v in items if v is not None and v != [] and v != {}]
+    return obj
