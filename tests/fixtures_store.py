@@ -1,0 +1,94 @@
+"""Shared EHR-store fixtures. Bind the ones you need in a test module (keeps ruff quiet):
+
+    import fixtures_store as fx
+    demo_store = fx.demo_store
+    store_cache = fx.store_cache  # every store fixture depends on it
+
+``demo_store`` builds the MIMIC-IV demo once per test session (per xdist worker) into a
+session temp cache; ``sample_store`` does the same for ``data/sample/cohort``. Both skip
+with the reason when their data is absent.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from physassist.ehr.sources import sample_cohort_dir
+from physassist.ehr.store import EHRStore, open_store
+from physassist.ehr.tables import TABLES
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+
+#: A small subject of the demo with labs, prescriptions, eMAR and microbiology.
+DEMO_SUBJECT = 10000032
+
+
+def require_demo() -> Path:
+    if not (DEMO_DIR / "hosp").is_dir():
+        pytest.skip(f"MIMIC-IV demo not found at {DEMO_DIR}")
+    return DEMO_DIR
+
+
+def demo_file(table: str) -> Path | None:
+    """The demo's CSV for a canonical table, or None if the demo lacks it."""
+    path = DEMO_DIR / TABLES[table].module / f"{table}.csv.gz"
+    return path if path.is_file() else None
+
+
+def read_demo(table: str) -> pd.DataFrame:
+    """A demo table as text, exactly as in the file (test oracle, independent of DuckDB)."""
+    path = demo_file(table)
+    assert path is not None, table
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+@pytest.fixture(scope="session")
+def store_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stores")
+
+
+@pytest.fixture(scope="session")
+def demo_store(store_cache: Path) -> Iterator[EHRStore]:
+    require_demo()
+    store = open_store(DEMO_DIR, cache_dir=store_cache)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def sample_store(store_cache: Path) -> Iterator[EHRStore]:
+    cohort = sample_cohort_dir()
+    if not (cohort / "hosp").is_dir():
+        pytest.skip(f"sample cohort not generated yet at {cohort}")
+    store = open_store(cohort, cache_dir=store_cache)
+    yield store
+    store.close()
+
+
+# --------------------------------------------------------------------------- a tiny hand-written source
+
+TINY_PATIENTS = "subject_id,gender,anchor_age,anchor_year,anchor_year_group,dod\n1,F,70,2150,2011 - 2013,\n2,M,55,2160,2014 - 2016,2165-03-01\n"
+TINY_LABITEMS = "itemid,label,fluid,category\n50912,Creatinine,Blood,Chemistry\n50971,Potassium,Blood,Chemistry\n"
+TINY_LABEVENTS = (
+    "labevent_id,subject_id,hadm_id,specimen_id,itemid,order_provider_id,charttime,storetime,"
+    "value,valuenum,valueuom,ref_range_lower,ref_range_upper,flag,priority,comments\n"
+    "3,2,200,30,50971,,2160-01-02 08:00:00,,5.9,5.9,mEq/L,3.3,5.1,abnormal,STAT,\n"
+    "1,1,100,10,50912,,2150-05-02 06:00:00,,1.4,1.4,mg/dL,0.4,1.1,abnormal,ROUTINE,\n"
+    "2,1,100,11,50912,,2150-05-01 06:00:00,,1.1,1.1,mg/dL,0.4,1.1,,ROUTINE,\n"
+)
+
+
+def write_tiny_source(root: Path) -> Path:
+    """A three-table MIMIC-IV-layout source (mixed .csv and .csv.gz), built in milliseconds."""
+    hosp = root / "hosp"
+    hosp.mkdir(parents=True, exist_ok=True)
+    (hosp / "patients.csv").write_text(TINY_PATIENTS)
+    (hosp / "d_labitems.csv").write_text(TINY_LABITEMS)
+    with gzip.open(hosp / "labevents.csv.gz", "wt") as f:
+        f.write(TINY_LABEVENTS)
+    return root

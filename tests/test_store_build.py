@@ -1,0 +1,167 @@
+"""The store built from the MIMIC-IV demo holds exactly the demo's rows, typed and sorted."""
+
+from __future__ import annotations
+
+import math
+
+import fixtures_store as fx
+import pytest
+from fixtures_store import DEMO_SUBJECT, demo_file, read_demo
+
+from physassist.ehr.sources import detect_source
+from physassist.ehr.store import EHRStore
+from physassist.ehr.tables import ROW_COLUMN, SUBJECT_TABLES, TABLES
+
+demo_store = fx.demo_store
+store_cache = fx.store_cache
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_row_counts_equal_csv_row_counts(demo_store: EHRStore, table: str) -> None:
+    path = demo_file(table)
+    expected = len(read_demo(table)) if path is not None else 0
+    assert demo_store.row_counts()[table] == expected
+    got = demo_store.cursor().execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    assert got == expected
+
+
+def test_absent_tables_exist_empty_with_canonical_columns(demo_store: EHRStore) -> None:
+    for table in ("chartevents", "discharge", "radiology"):  # not in the demo
+        assert not demo_store.has_rows(table)
+        cols = demo_store.cursor().execute(f'DESCRIBE "{table}"').fetchall()
+        assert [c[0] for c in cols] == [*TABLES[table].columns, ROW_COLUMN]
+        assert [c[1] for c in cols] == [*TABLES[table].columns.values(), "BIGINT"]
+    assert demo_store.has_rows("labevents")
+    with pytest.raises(KeyError, match="unknown EHR table"):
+        demo_store.has_rows("lab_events")
+
+
+def test_columns_have_canonical_types(demo_store: EHRStore) -> None:
+    for table, spec in TABLES.items():
+        cols = dict(
+            demo_store.cursor()
+            .execute(f'SELECT column_name, column_type FROM (DESCRIBE "{table}")')
+            .fetchall()
+        )
+        assert cols == {**spec.columns, ROW_COLUMN: "BIGINT"}, table
+
+
+def test_known_subject_labs_match_the_csv(demo_store: EHRStore) -> None:
+    csv = read_demo("labevents")
+    csv = csv[csv.subject_id == str(DEMO_SUBJECT)]
+    got = (
+        demo_store.cursor()
+        .execute(
+            "SELECT labevent_id, itemid, CAST(charttime AS VARCHAR), value, valuenum, valueuom, flag "
+            "FROM labevents WHERE subject_id = ?",
+            [DEMO_SUBJECT],
+        )
+        .fetchall()
+    )
+    assert len(got) == len(csv) > 0
+    by_id = {r[0]: r for r in got}
+    for row in csv.itertuples():
+        labevent_id, itemid, charttime, value, valuenum, unit, flag = by_id[int(row.labevent_id)]
+        assert itemid == int(row.itemid)
+        assert charttime == row.charttime
+        assert (value or "") == row.value
+        assert (unit or "") == row.valueuom
+        assert (flag or "") == row.flag
+        if row.valuenum:
+            assert math.isclose(valuenum, float(row.valuenum))
+        else:
+            assert valuenum is None
+
+
+def test_known_subject_patient_and_admissions(demo_store: EHRStore) -> None:
+    patients = read_demo("patients").set_index("subject_id").loc[str(DEMO_SUBJECT)]
+    gender, age = (
+        demo_store.cursor()
+        .execute("SELECT gender, anchor_age FROM patients WHERE subject_id = ?", [DEMO_SUBJECT])
+        .fetchone()
+    )
+    assert (gender, age) == (patients.gender, int(patients.anchor_age))
+    adm = read_demo("admissions")
+    expected = sorted(int(h) for h in adm[adm.subject_id == str(DEMO_SUBJECT)].hadm_id)
+    got = (
+        demo_store.cursor()
+        .execute(
+            "SELECT hadm_id FROM admissions WHERE subject_id = ? ORDER BY hadm_id", [DEMO_SUBJECT]
+        )
+        .fetchall()
+    )
+    assert [h for (h,) in got] == expected
+
+
+def test_codes_keep_leading_zeros(demo_store: EHRStore) -> None:
+    csv_codes = set(read_demo("diagnoses_icd").icd_code)
+    store_codes = {
+        c for (c,) in demo_store.cursor().execute("SELECT icd_code FROM diagnoses_icd").fetchall()
+    }
+    assert store_codes == csv_codes
+    assert any(c.startswith("0") for c in store_codes)
+
+
+@pytest.mark.parametrize("table", SUBJECT_TABLES)
+def test_per_subject_tables_are_physically_sorted(demo_store: EHRStore, table: str) -> None:
+    order = ", ".join(f'"{c}"' for c in (*TABLES[table].sort_key, ROW_COLUMN))
+    out_of_place = (
+        demo_store.cursor()
+        .execute(
+            f'SELECT count(*) FROM (SELECT rowid, row_number() OVER (ORDER BY {order}) - 1 AS pos FROM "{table}") '
+            "WHERE rowid <> pos"
+        )
+        .fetchone()[0]
+    )
+    assert out_of_place == 0
+
+
+def test_subject_lookup_prunes_row_groups(demo_store: EHRStore) -> None:
+    """The plan pushes the subject filter into the scan (zone maps skip other row groups)."""
+    plan = (
+        demo_store.cursor()
+        .execute("EXPLAIN SELECT * FROM labevents WHERE subject_id = ?", [DEMO_SUBJECT])
+        .fetchall()[0][1]
+    )
+    assert "Filters:" in plan and "subject_id=" in plan.replace(" ", "")
+
+
+def test_row_column_reproduces_per_subject_file_order(demo_store: EHRStore) -> None:
+    """Rank of ``_row`` within a subject == the row index in the reference's per-subject CSV."""
+    csv = read_demo("prescriptions")
+    csv = csv[csv.subject_id == str(DEMO_SUBJECT)].reset_index(drop=True)
+    got = (
+        demo_store.cursor()
+        .execute(
+            "SELECT pharmacy_id, drug, row_number() OVER (ORDER BY _row) - 1 AS idx "
+            "FROM prescriptions WHERE subject_id = ? ORDER BY idx",
+            [DEMO_SUBJECT],
+        )
+        .fetchall()
+    )
+    assert [(p, d) for p, d, _ in got] == [
+        (int(p), d) for p, d in zip(csv.pharmacy_id, csv.drug, strict=True)
+    ]
+
+
+def test_store_metadata(demo_store: EHRStore) -> None:
+    src = detect_source(demo_store.source)
+    assert src.layout == "mimic"
+    assert demo_store.fingerprint == src.fingerprint()
+    assert demo_store.path.name == f"{demo_store.fingerprint}.duckdb"
+
+
+def test_store_is_read_only(demo_store: EHRStore) -> None:
+    import duckdb
+
+    with pytest.raises(duckdb.Error, match="read-only"):
+        demo_store.cursor().execute("DELETE FROM patients")
+
+
+def test_rows_memoises_and_returns_fresh_dicts(demo_store: EHRStore) -> None:
+    sql = "SELECT itemid, label FROM d_labitems WHERE itemid = ?"
+    first = demo_store.rows(sql, [50912])
+    assert first == [{"itemid": 50912, "label": "Creatinine"}]
+    first[0]["label"] = "mutated"
+    assert demo_store.rows(sql, [50912]) == [{"itemid": 50912, "label": "Creatinine"}]
+    assert demo_store.rows(sql, [50971]) == [{"itemid": 50971, "label": "Potassium"}]

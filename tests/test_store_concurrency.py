@@ -1,0 +1,74 @@
+"""One store serves many threads (a cursor each) and several processes at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import fixtures_store as fx
+
+from physassist.ehr.store import EHRStore
+
+demo_store = fx.demo_store
+store_cache = fx.store_cache
+
+_PER_SUBJECT = (
+    "SELECT count(*), coalesce(sum(valuenum), 0), max(CAST(charttime AS VARCHAR)) "
+    "FROM labevents WHERE subject_id = ?"
+)
+
+
+def _subjects(store: EHRStore) -> list[int]:
+    return [
+        s
+        for (s,) in store.cursor().execute("SELECT subject_id FROM patients ORDER BY 1").fetchall()
+    ]
+
+
+def test_threads_each_with_a_cursor_agree_with_serial(demo_store: EHRStore) -> None:
+    subjects = _subjects(demo_store) * 4
+    serial = [demo_store.cursor().execute(_PER_SUBJECT, [s]).fetchone() for s in subjects]
+
+    def one(sid: int) -> tuple:
+        cur = demo_store.cursor()
+        try:
+            return cur.execute(_PER_SUBJECT, [sid]).fetchone()
+        finally:
+            cur.close()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parallel = list(pool.map(one, subjects))
+    assert parallel == serial
+
+
+def test_threads_share_the_memoised_rows(demo_store: EHRStore) -> None:
+    subjects = _subjects(demo_store)
+    serial = [demo_store.rows(_PER_SUBJECT, [s]) for s in subjects]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parallel = list(pool.map(lambda s: demo_store.rows(_PER_SUBJECT, [s]), subjects * 3))
+    assert parallel == serial * 3
+
+
+_CHILD = """
+import json, sys
+from physassist.ehr.store import open_store
+with open_store(sys.argv[1]) as store:
+    rows = [store.cursor().execute(sys.argv[2], [s]).fetchone() for s in json.loads(sys.argv[3])]
+print(json.dumps(rows))
+"""
+
+
+def test_two_processes_read_the_store_while_this_one_has_it_open(demo_store: EHRStore) -> None:
+    subjects = _subjects(demo_store)[:20]
+    expected = [list(demo_store.cursor().execute(_PER_SUBJECT, [s]).fetchone()) for s in subjects]
+    args = [sys.executable, "-c", _CHILD, str(demo_store.path), _PER_SUBJECT, json.dumps(subjects)]
+    children = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert json.loads(out) == json.loads(json.dumps(expected))
