@@ -1,0 +1,1 @@
+"""Inspect AI tasks of PhysAssist."""

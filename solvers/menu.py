@@ -1,0 +1,113 @@
+"""Which tools the assistant is offered in a turn (the ``menu`` ablation).
+
+* ``on``: every tool of the session's own ``tools`` list (the paper's setting).
+* ``off``: no tools at all; the model answers from the conversation alone.
+* ``scenario``: the session's tools restricted to the scenario's families (below), so the
+  menu is smaller but does not reveal the turn's gold tools.
+* ``gold``: only the tools the gold trajectory of this turn calls (an upper bound on tool
+  selection).
+
+Control tools (``prepare_to_answer``, ``submit``) are added or removed by the terminal
+strategy, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+MENUS = ("on", "off", "scenario", "gold")
+CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
+
+_READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
+
+SCENARIO_TOOLS: dict[str, frozenset[str]] = {
+    "diagnostic_workup": frozenset(
+        _READ_CORE
+        + ("DiagnosticReport.search", "DocumentReference.search")
+        + ("patient.get_symptom_history", "patient.get_pain_assessment")
+        + ("ServiceRequest.create", "Flag.create")
+    ),
+    "med_safety": frozenset(
+        _READ_CORE
+        + ("MedicationRequest.search", "MedicationAdministration.search")
+        + ("patient.get_medication_adherence", "patient.get_symptom_history")
+        + ("MedicationRequest.create", "Flag.create")
+    ),
+    "treatment_response": frozenset(
+        _READ_CORE
+        + ("MedicationRequest.search", "MedicationAdministration.search", "DiagnosticReport.search")
+        + ("patient.get_symptom_history", "patient.get_pain_assessment")
+        + ("MedicationRequest.create", "ServiceRequest.create")
+    ),
+    "discharge_planning": frozenset(
+        _READ_CORE
+        + ("MedicationRequest.search", "DocumentReference.search", "CarePlan.search")
+        + (
+            "patient.get_medication_adherence",
+            "patient.get_social_history",
+            "patient.get_functional_status",
+        )
+        + ("MedicationRequest.create", "ServiceRequest.create", "Flag.create")
+    ),
+}
+
+
+def schema_name(schema: dict[str, Any]) -> str:
+    """Dotted tool name of an OpenAI function schema (``{"type": "function", "function": {...}}``
+    or the bare function object)."""
+    fn = schema.get("function", schema)
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tool schema without a name: {str(schema)[:120]}")
+    return name
+
+
+def validate_menu(menu: str) -> str:
+    if menu not in MENUS:
+        raise ValueError(f"menu={menu!r} is not valid; valid options: {', '.join(MENUS)}")
+    return menu
+
+
+def gold_tool_names(gold_actions: Iterable[dict[str, Any]]) -> list[str]:
+    """Distinct non-control tool names of one turn's gold trajectory, in order."""
+    names: list[str] = []
+    for item in gold_actions:
+        name = (item.get("action") or {}).get("name")
+        if isinstance(name, str) and name not in CONTROL_TOOLS and name not in names:
+            names.append(name)
+    return names
+
+
+def menu_schemas(
+    menu: str,
+    session_tools: list[dict[str, Any]],
+    *,
+    scenario: str | None,
+    gold_names: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """The session's tool schemas offered under ``menu`` (control tools excluded)."""
+    validate_menu(menu)
+    data_tools = [s for s in session_tools if schema_name(s) not in CONTROL_TOOLS]
+    if menu == "on":
+        return data_tools
+    if menu == "off":
+        return []
+    if menu == "scenario":
+        allowed = SCENARIO_TOOLS.get(scenario or "")
+        if allowed is None:
+            raise ValueError(
+                f"menu='scenario' needs a known clinical_scenario, got {scenario!r}; "
+                f"valid: {', '.join(SCENARIO_TOOLS)}"
+            )
+        return [s for s in data_tools if schema_name(s) in allowed]
+    wanted = set(gold_names)
+    return [s for s in data_tools if schema_name(s) in wanted]
+
+
+def control_schema(session_tools: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The session's own schema for a control tool (e.g. ``prepare_to_answer``), if any."""
+    for s in session_tools:
+        if schema_name(s) == name:
+            return s
+    return None

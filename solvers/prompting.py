@@ -1,0 +1,75 @@
+"""The texts the assistant and the simulated patient see, in EN and ZH.
+
+The wording lives in ``solvers/prompts/*.txt|json`` (our own words, not the reference's);
+this module only loads and fills them, so that prompt edits never touch code.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+LANGUAGES = ("en", "zh")
+
+
+def _check_language(language: str) -> str:
+    if language not in LANGUAGES:
+        raise ValueError(f"language={language!r} is not supported; valid options: {', '.join(LANGUAGES)}")
+    return language
+
+
+@cache
+def prompt_text(name: str, language: str) -> str:
+    """The raw text of ``prompts/<name>_<language>.txt`` (trailing whitespace stripped)."""
+    path = PROMPTS_DIR / f"{name}_{_check_language(language)}.txt"
+    return path.read_text(encoding="utf-8").rstrip()
+
+
+@cache
+def prompt_json(name: str, language: str) -> dict[str, Any]:
+    """The parsed ``prompts/<name>_<language>.json``."""
+    path = PROMPTS_DIR / f"{name}_{_check_language(language)}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def system_prompt(language: str, terminal: str) -> str:
+    """System prompt for the assistant; the last rule says how to finish a turn."""
+    return prompt_text("system", language).format(
+        terminal_rule=prompt_text(f"terminal_{terminal}", language)
+    )
+
+
+def opening_message(session: dict[str, Any], language: str) -> str:
+    """First user message: the session's environment (ids, date, env_info)."""
+    return prompt_text("opening", language).format(
+        env_info=str(session.get("env_info") or "").strip(),
+        subject_id=session.get("subject_id"),
+        hadm_id=session.get("hadm_id"),
+        session_id=session_key(session),
+        current_date=session.get("current_date") or "",
+    )
+
+
+def session_key(session: dict[str, Any]) -> str:
+    """The session id shown to the model: ``session_id`` or, when the released entry has
+    none (discharge-planning pipeline), the entry ``id``. Offline agents look sessions up
+    by this key, and patient tools receive it as their ``session_id`` argument."""
+    return str(session.get("session_id") or session.get("id"))
+
+
+def nudge_message(language: str) -> str:
+    """Temporary tool-free request for a final answer (never kept in the history)."""
+    return prompt_text("nudge", language)
+
+
+def all_nudge_texts() -> frozenset[str]:
+    """Every nudge text, so offline agents can recognise a nudge in any language."""
+    return frozenset(nudge_message(lang) for lang in LANGUAGES)
+
+
+def patient_miss_answer(language: str) -> str:
+    """The fixed patient answer when replay has no recorded reply for a question."""
+    return prompt_text("patient_miss", language)

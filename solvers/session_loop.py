@@ -1,0 +1,335 @@
+"""The assistant loop: one Inspect sample = one four-turn session.
+
+System prompt, opening environment message, then each physician question in order with the
+conversation kept across turns. Within a turn the model calls tools (Inspect
+``Model.generate`` + ``execute_tools``) until the terminal strategy says the turn is over,
+the per-turn tool-call budget is exhausted, or the model errs; a missing answer is asked
+for with a temporary, tool-free nudge that is not kept in the history.
+
+Per turn the loop appends to ``state.store["physassist:turns"]`` exactly the record of
+ARCHITECTURE.md §5 and writes a readable summary to the transcript.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from inspect_ai.log import transcript
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    Model,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import ToolDef
+from inspect_ai.util import LimitExceededError, span
+
+from physassist.data import Session
+from physassist.ehr.tools import call_tool, render, to_api_name
+
+from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
+from .menu import MENUS, control_schema, menu_schemas, schema_name, validate_menu
+from .observations import OBSERVATION_MODES, drop_tool_traffic, validate_observations
+from .patient_replay import LITERACY_LEVELS, MISS_POLICIES
+from .prompting import LANGUAGES, nudge_message, system_prompt
+from .terminal import STRATEGIES, TerminalStrategy, terminal_strategy
+from .tools import SessionToolbox, operation_outcome
+
+TURNS_KEY = "physassist:turns"
+ERRORS_KEY = "physassist:errors"
+QUERIES = ("implicit", "explicit")
+RENDERS = ("full", "compat", "json")
+NUDGE_TRIES = 2
+
+
+def _check(name: str, value: Any, valid: tuple[Any, ...]) -> None:
+    if value not in valid:
+        raise ValueError(
+            f"{name}={value!r} is not valid; valid options: {', '.join(map(str, valid))}"
+        )
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Every knob of the loop; validated on construction (bad values fail before any sample)."""
+
+    language: str = "en"
+    query: str = "implicit"
+    menu: str = "on"
+    observations: str = "keep"
+    terminal: str = "prepare_to_answer"
+    tool_budget: int = 16
+    nudge: bool = True
+    patient: str = "replay"
+    literacy: str = "high"
+    patient_miss: str = "unknown"
+    semantics: str = "strict"
+    render: str = "full"
+    ehr_source: str = "sample"
+
+    def __post_init__(self) -> None:
+        _check("language", self.language, LANGUAGES)
+        _check("query", self.query, QUERIES)
+        validate_menu(self.menu)
+        validate_observations(self.observations)
+        _check("terminal", self.terminal, tuple(STRATEGIES))
+        if not isinstance(self.tool_budget, int) or self.tool_budget < 0:
+            raise ValueError(f"tool_budget={self.tool_budget!r} must be an integer >= 0")
+        _check("patient", self.patient, PATIENT_MODES)
+        _check("literacy", self.literacy, LITERACY_LEVELS)
+        _check("patient_miss", self.patient_miss, MISS_POLICIES)
+        _check("semantics", self.semantics, SEMANTICS)
+        _check("render", self.render, RENDERS)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+VALID_OPTIONS = {
+    "language": LANGUAGES,
+    "query": QUERIES,
+    "menu": MENUS,
+    "observations": OBSERVATION_MODES,
+    "terminal": tuple(STRATEGIES),
+    "patient": PATIENT_MODES,
+    "literacy": LITERACY_LEVELS,
+    "patient_miss": MISS_POLICIES,
+    "semantics": SEMANTICS,
+    "render": RENDERS,
+}
+
+
+@dataclass
+class TurnResult:
+    """The per-turn record (ARCHITECTURE.md §5)."""
+
+    turn: int
+    question: str
+    answer: str = ""
+    end: str = "answered"
+    calls: list[dict[str, Any]] | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+
+    def as_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["calls"] = list(self.calls or [])
+        return record
+
+    def count(self, output: ModelOutput) -> None:
+        if output.usage is not None:
+            self.tokens_in += int(output.usage.input_tokens or 0)
+            self.tokens_out += int(output.usage.output_tokens or 0)
+
+
+class SessionRun:
+    """Runs the turns of one sample; holds its toolbox, strategy and settings."""
+
+    def __init__(
+        self,
+        model: Model,
+        session: Session,
+        settings: LoopSettings,
+        toolbox: SessionToolbox,
+        strategy: TerminalStrategy,
+        set_allowed: Any = None,
+    ) -> None:
+        self.model = model
+        self.session = session
+        self.settings = settings
+        self.toolbox = toolbox
+        self.strategy = strategy
+        self._set_allowed = set_allowed or (lambda names: None)
+        self._tools_schemas = session.tools_for(settings.language)
+
+    def turn_tools(self, turn: int) -> list[ToolDef]:
+        """The ToolDefs offered in ``turn`` (menu + the strategy's control tool)."""
+        if self.settings.menu == "off":
+            self._set_allowed(frozenset())
+            return []
+        schemas = menu_schemas(
+            self.settings.menu,
+            self._tools_schemas,
+            scenario=self.session.scenario,
+            gold_names=self.session.gold_tool_names(turn) if self.settings.menu == "gold" else (),
+        )
+        tools = [self.toolbox.data_tool(s) for s in schemas]
+        names = {schema_name(s) for s in schemas}
+        control = self.strategy.control_tool
+        if control is not None:
+            tools.append(
+                self.toolbox.control_tool(control, control_schema(self._tools_schemas, control))
+            )
+            names.add(control)
+        self._set_allowed(frozenset(names))
+        return tools
+
+    async def nudge(self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnResult) -> str:
+        """Ask for a plain-text final answer without tools; the request is not kept."""
+        request = [*messages, ChatMessageUser(content=nudge_message(self.settings.language))]
+        for _ in range(NUDGE_TRIES):
+            output = await self.model.generate(request, tools=tools, tool_choice="none")
+            result.count(output)
+            text = output.message.text.strip()
+            if text:
+                return text
+        return ""
+
+    async def run_turn(self, messages: list[ChatMessage], turn: int, question: str) -> TurnResult:
+        """One physician turn; ``messages`` (already ending with the question) is extended."""
+        result = TurnResult(turn=turn, question=question, calls=[])
+        tools = self.turn_tools(turn)
+        budget = self.settings.tool_budget
+        used = 0
+        answer: str | None = None
+        end = "answered"
+        budget_text = render(
+            operation_outcome(
+                f"Tool-call budget of {budget} calls for this question is exhausted; "
+                "the call was not executed.",
+                code="throttled",
+            ),
+            self.settings.render,
+        )
+        for _ in range(budget + 4):  # every round but the last executes at least one call
+            output = await self.model.generate(messages, tools=tools)
+            result.count(output)
+            message = output.message
+            messages.append(message)
+            calls = message.tool_calls or []
+            if calls:
+                data_calls = [c for c in calls if not self.toolbox.is_control(c.function)]
+                over = frozenset(c.id for c in data_calls[max(budget - used, 0) :])
+                tool_messages, records = await self.toolbox.run(
+                    messages, tools, over_budget=over, budget_text=budget_text
+                )
+                messages.extend(tool_messages)
+                result.calls.extend(records)  # type: ignore[union-attr]
+                used += len(data_calls) - len(over)
+                if over:
+                    end = "budget"
+                    break
+            decision = self.strategy.decide(message)
+            if decision.finished:
+                answer = decision.answer
+                if answer is None:
+                    end = "nudged"
+                break
+        else:
+            end = "budget"
+        if answer is None:
+            if self.settings.nudge:
+                answer = await self.nudge(messages, tools, result)
+                if end == "answered":
+                    end = "nudged"
+                if answer:
+                    last = messages[-1]
+                    if isinstance(last, ChatMessageAssistant) and not last.tool_calls:
+                        messages.pop()  # the empty reply the nudge replaces
+                    messages.append(ChatMessageAssistant(content=answer, model=self.model.name))
+            else:
+                answer = ""
+        result.answer = answer
+        result.end = end
+        return result
+
+
+def _summary(record: dict[str, Any]) -> str:
+    calls = "\n".join(
+        f"  - `{c['name']}` {c['arguments']} -> {c['text'][:160]!r}" for c in record["calls"]
+    ) or "  - (no tool calls)"
+    return (
+        f"### Turn {record['turn']} ({record['end']}, {record['seconds']:.2f}s, "
+        f"{record['tokens_in']}/{record['tokens_out']} tokens)\n\n"
+        f"**Physician:** {record['question']}\n\n**Calls:**\n{calls}\n\n"
+        f"**Answer:** {record['answer']}"
+    )
+
+
+@solver
+def physassist_session(**options: Any) -> Solver:
+    """The PhysAssistBench assistant loop; ``options`` are the ``LoopSettings`` fields."""
+    settings = LoopSettings(**options)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        session = Session.model_validate(state.metadata["session"])
+        language = settings.language
+        if not session.has_language(language):
+            raise ValueError(f"session {session.id}: no {language!r} questions/rubrics/answers")
+        model = get_model()
+        store = cached_store(settings.ehr_source)
+        ctx = tool_context(session, store, semantics=settings.semantics)
+        ctx.patient = patient_responder(
+            session,
+            ctx,
+            mode=settings.patient,
+            language=language,
+            literacy=settings.literacy,
+            miss=settings.patient_miss,
+        )
+        toolbox = SessionToolbox(
+            functools.partial(call_tool, ctx),
+            functools.partial(render, mode=settings.render),
+            observations=settings.observations,
+            language=language,
+            inject={"subject_id": session.subject_id},
+            session_key=ctx.session_id,
+        )
+
+        def set_allowed(names: frozenset[str]) -> None:
+            ctx.allowed = names
+
+        run = SessionRun(
+            model, session, settings, toolbox, terminal_strategy(settings.terminal), set_allowed
+        )
+        opening = state.messages[0] if state.messages else ChatMessageUser(content=state.input_text)
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=system_prompt(language, settings.terminal)),
+            opening,
+        ]
+        turns: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        for turn in range(session.n_turns):
+            if settings.observations == "history_removed" and turn > 0:
+                messages = drop_tool_traffic(messages)
+            question = session.question(turn, language, explicit=settings.query == "explicit")
+            start_len = len(messages)
+            messages.append(ChatMessageUser(content=question))
+            started = time.perf_counter()
+            async with span(f"turn {turn}"):
+                try:
+                    result = await run.run_turn(messages, turn, question)
+                except LimitExceededError:
+                    raise
+                except Exception as ex:  # a failed turn is recorded, the session goes on
+                    del messages[start_len + 1 :]
+                    result = TurnResult(turn=turn, question=question, answer="", end="error", calls=[])
+                    errors.append({"turn": turn, "error": f"{type(ex).__name__}: {ex}"})
+                    transcript().info(f"Turn {turn} failed: {type(ex).__name__}: {ex}")
+                result.seconds = round(time.perf_counter() - started, 4)
+                record = result.as_record()
+                transcript().info(_summary(record), source="physassist")
+            turns.append(record)
+            state.store.set(TURNS_KEY, turns)
+            state.store.set(ERRORS_KEY, errors)
+            state.messages = messages
+        state.output = ModelOutput.from_content(
+            model=model.name,
+            content="\n\n".join(f"T{r['turn']}: {r['answer']}" for r in turns),
+        )
+        return state
+
+    return solve
+
+
+def api_names(dotted: list[str]) -> list[str]:
+    """API-safe spelling of dotted tool names (for tests and offline agents)."""
+    return [to_api_name(n) for n in dotted]

@@ -1,0 +1,236 @@
+"""Inspect ``ToolDef``s built from a session's own ``tools`` schemas.
+
+Each data tool is bound to one sample's executor (``physassist.ehr.tools.call_tool`` on
+that sample's ``ToolContext``) and renderer, is exposed under its API-safe name
+(``Observation.search`` -> ``Observation__search``, since provider APIs reject dots) and
+records every execution (dotted name, arguments, raw FHIR result, text the model saw).
+
+Inspect's ``execute_tools`` runs the calls. Calls Inspect itself refuses (unknown name,
+unparseable arguments, arguments failing the JSON schema) are answered here with what the
+EHR layer returns for them -- an ``OperationOutcome``, or the result after the EHR layer's
+own type coercion -- so the model always gets a FHIR answer and the loop continues.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool, execute_tools
+from inspect_ai.tool import ToolCall, ToolDef, ToolParams
+
+from physassist.ehr.tools import from_api_name, to_api_name
+
+from .menu import schema_name
+from .observations import seen_text
+
+Executor = Callable[[str, dict[str, Any]], dict[str, Any]]
+Renderer = Callable[[dict[str, Any]], str]
+
+PREPARE_TO_ANSWER = "prepare_to_answer"
+SUBMIT = "submit"
+
+_PREPARE_SCHEMA: dict[str, Any] = {
+    "name": PREPARE_TO_ANSWER,
+    "description": "Signal that information gathering for this question is finished; "
+    "write the answer to the physician in the same message.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "answer_type": {
+                "type": "string",
+                "enum": ["tool", "chat"],
+                "description": "'tool' if tools were used for this answer, else 'chat'.",
+            }
+        },
+        "required": [],
+    },
+}
+
+_SUBMIT_SCHEMA: dict[str, Any] = {
+    "name": SUBMIT,
+    "description": "Submit your final answer to the physician's current question. "
+    "The argument is the complete answer the physician will read.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "answer": {
+                "type": "string",
+                "description": "The complete final answer to the physician.",
+            }
+        },
+        "required": ["answer"],
+    },
+}
+
+
+def operation_outcome(diagnostics: str, code: str = "invalid") -> dict[str, Any]:
+    """A FHIR ``OperationOutcome`` with one error issue."""
+    return {
+        "resourceType": "OperationOutcome",
+        "issue": [{"severity": "error", "code": code, "diagnostics": diagnostics}],
+    }
+
+
+def _params(fn: dict[str, Any]) -> ToolParams:
+    params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+    params.setdefault("properties", {})
+    params.setdefault("required", [])
+    return ToolParams.model_validate(params)
+
+
+class SessionToolbox:
+    """The tools of one sample, with their execution log.
+
+    ``executor(dotted_name, arguments) -> raw dict`` must never raise (the EHR layer's
+    ``call_tool`` contract); it runs in a worker thread so DuckDB queries and live-patient
+    calls do not block other samples.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        renderer: Renderer,
+        *,
+        observations: str,
+        language: str,
+        inject: dict[str, Any] | None = None,
+        session_key: str | None = None,
+    ) -> None:
+        self._executor = executor
+        self._renderer = renderer
+        self._observations = observations
+        self._language = language
+        self._inject = dict(inject or {})
+        self._session_key = session_key
+        self._batch: list[dict[str, Any]] = []
+        self.control_names: set[str] = set()
+
+    # -- tool definitions ---------------------------------------------------------------
+    def data_tool(self, schema: dict[str, Any]) -> ToolDef:
+        """A ToolDef that executes ``schema``'s tool through the sample's executor."""
+        fn = schema.get("function", schema)
+        dotted = schema_name(schema)
+
+        async def execute(**kwargs: Any) -> str:
+            record = await self.call(dotted, kwargs)
+            self._batch.append(record)
+            return record["text"]
+
+        return ToolDef(
+            execute,
+            name=to_api_name(dotted),
+            description=str(fn.get("description") or dotted),
+            parameters=_params(fn),
+            parallel=False,
+        )
+
+    def control_tool(self, name: str, session_schema: dict[str, Any] | None = None) -> ToolDef:
+        """``prepare_to_answer`` (session schema when present) or ``submit``."""
+        fn = (session_schema or {}).get("function", session_schema) or (
+            _PREPARE_SCHEMA if name == PREPARE_TO_ANSWER else _SUBMIT_SCHEMA
+        )
+        reply = json.dumps({"status": "ready"}) if name == PREPARE_TO_ANSWER else "Answer received."
+
+        async def execute(**kwargs: Any) -> str:
+            return reply
+
+        self.control_names.add(to_api_name(name))
+        return ToolDef(
+            execute,
+            name=to_api_name(name),
+            description=str(fn.get("description") or name),
+            parameters=_params(fn),
+            parallel=False,
+        )
+
+    def is_control(self, api_name: str) -> bool:
+        return api_name in self.control_names
+
+    # -- execution ----------------------------------------------------------------------
+    def _with_ids(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Fill in ids the model left out (never overriding what it passed)."""
+        args = dict(arguments)
+        for key, value in self._inject.items():
+            if value is not None:
+                args.setdefault(key, value)
+        if dotted.startswith("patient.") and self._session_key is not None:
+            args.setdefault("session_id", self._session_key)
+        return args
+
+    async def call(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Execute one call and return its record ``{name, arguments, raw, text}``."""
+        args = self._with_ids(dotted, arguments)
+        raw = await anyio.to_thread.run_sync(self._executor, dotted, args)
+        return self._record(dotted, args, raw)
+
+    def _record(self, dotted: str, args: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        text = seen_text(self._observations, self._renderer(raw), self._language)
+        return {"name": dotted, "arguments": args, "raw": raw, "text": text}
+
+    async def _fallback(self, call: ToolCall) -> dict[str, Any]:
+        """Answer a call Inspect refused (unknown tool, bad JSON, schema violation)."""
+        dotted = from_api_name(call.function)
+        if call.parse_error:
+            raw = operation_outcome(
+                f"Could not parse the arguments of {dotted}: {call.parse_error}"
+            )
+            return self._record(dotted, {}, raw)
+        return await self.call(dotted, dict(call.arguments or {}))
+
+    async def run(
+        self,
+        conversation: list[ChatMessage],
+        tooldefs: list[ToolDef],
+        *,
+        over_budget: frozenset[str] = frozenset(),
+        budget_text: str = "",
+    ) -> tuple[list[ChatMessageTool], list[dict[str, Any]]]:
+        """Execute the tool calls of the last assistant message of ``conversation``.
+
+        Returns the tool messages in the calls' declared order and the records of the
+        executed data calls. Calls whose id is in ``over_budget`` are not executed; they
+        get ``budget_text`` as their result.
+        """
+        message = conversation[-1]
+        assert isinstance(message, ChatMessageAssistant) and message.tool_calls
+        calls = message.tool_calls
+        runnable = [c for c in calls if c.id not in over_budget]
+        results: dict[str, ChatMessageTool] = {}
+        self._batch = []
+        if runnable:
+            exec_message = (
+                message
+                if len(runnable) == len(calls)
+                else message.model_copy(update={"tool_calls": runnable})
+            )
+            executed = await execute_tools([*conversation[:-1], exec_message], tooldefs)
+            for m in executed.messages:
+                if isinstance(m, ChatMessageTool) and m.tool_call_id:
+                    results[m.tool_call_id] = m
+        done = list(self._batch)
+        self._batch = []
+
+        tool_messages: list[ChatMessageTool] = []
+        records: list[dict[str, Any]] = []
+        for call in calls:
+            result = results.get(call.id)
+            if call.id in over_budget:
+                tool_messages.append(_tool_message(call, budget_text))
+            elif result is not None and result.error is None:
+                if not self.is_control(call.function):
+                    records.append(done.pop(0))
+                tool_messages.append(result)
+            elif self.is_control(call.function) and result is not None:
+                tool_messages.append(result)
+            else:
+                record = await self._fallback(call)
+                records.append(record)
+                tool_messages.append(_tool_message(call, record["text"]))
+        return tool_messages, records
+
+
+def _tool_message(call: ToolCall, text: str) -> ChatMessageTool:
+    return ChatMessageTool(content=text, tool_call_id=call.id, function=call.function)

@@ -1,0 +1,189 @@
+"""PhysAssistBench as an Inspect task: one sample per four-turn session.
+
+Run with ``inspect eval physassist/physassistbench`` (registered through the package's
+``inspect_ai`` entry point) or ``inspect eval tasks/physassistbench.py``; task parameters
+(``-T name=value``) cover every ablation of DESIGN.md §5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
+
+from physassist.data import Session, load_sessions
+from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS
+from scorers import physassist_scorer
+from solvers import LoopSettings, physassist_session
+from solvers.prompting import opening_message
+
+JUDGES = ("rules", "llm")
+JUDGE_CONTEXTS = ("gold_answer", "evidence")
+
+
+def _as_list(value: Any, name: str) -> list[Any] | None:
+    """``None``, a list, or a comma-separated string (as ``-T`` passes it)."""
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, Sequence):
+        return list(value)
+    raise ValueError(f"{name}={value!r} must be a list or a comma-separated string")
+
+
+def _tool_source(names: list[str]) -> str:
+    if any(n in WRITE_TOOLS for n in names):
+        return "write"
+    patient = any(n in PATIENT_TOOLS for n in names)
+    ehr = any(n not in PATIENT_TOOLS for n in names)
+    return "mixed" if patient and ehr else "patient" if patient else "ehr"
+
+
+def session_sample(session: Session, language: str, query: str, settings: dict[str, Any]) -> Sample:
+    """The Sample of one session (ARCHITECTURE.md §6)."""
+    data = session.to_dict()
+    n = session.n_turns
+    tool_sources = list(session.tool_sources or [])
+    if len(tool_sources) != n:
+        tool_sources = [_tool_source(session.gold_tool_names(t)) for t in range(n)]
+    return Sample(
+        id=session.id,
+        input=opening_message(data, language),
+        metadata={
+            "session": data,
+            "language": language,
+            "query": query,
+            "scenario": session.scenario,
+            "tier": session.tier,
+            "task_types": list(session.task_types),
+            "subtypes": list(session.turn_subtypes or [None] * n),
+            "tool_sources": tool_sources,
+            "settings": settings,
+        },
+    )
+
+
+def build_dataset(
+    dataset: str,
+    *,
+    language: str,
+    query: str,
+    settings: dict[str, Any],
+    scenarios: list[str] | None = None,
+    tiers: list[int] | None = None,
+) -> MemoryDataset:
+    """Samples for the sessions of ``dataset`` ("sample", a JSONL/Parquet file or directory,
+    or ``hf:<id>``), filtered by scenario and tier."""
+    loaded = load_sessions(dataset, language=language, scenarios=scenarios)
+    sessions = [s for s in loaded.sessions if tiers is None or s.tier in tiers]
+    if not sessions:
+        raise ValueError(
+            f"dataset={dataset!r} has no sessions for scenarios={scenarios} tiers={tiers} "
+            f"language={language!r}"
+        )
+    return MemoryDataset(
+        [session_sample(s, language, query, settings) for s in sessions],
+        name=f"physassistbench-{dataset}" if dataset == "sample" else str(dataset),
+    )
+
+
+@task
+def physassistbench(
+    dataset: str = "sample",
+    ehr_source: str = "sample",
+    language: str = "en",
+    query: str = "implicit",
+    menu: str = "on",
+    observations: str = "keep",
+    terminal: str = "prepare_to_answer",
+    tool_budget: int = 16,
+    nudge: bool = True,
+    patient: str = "replay",
+    literacy: str = "high",
+    patient_miss: str = "unknown",
+    semantics: str = "strict",
+    render: str = "full",
+    judge: str = "rules",
+    judge_context: str = "gold_answer",
+    taus: Sequence[float] = (0.6, 0.75),
+    scenarios: Sequence[str] | str | None = None,
+    tiers: Sequence[int] | str | None = None,
+    temperature: float = 0.2,
+) -> Task:
+    """PhysAssistBench: an LLM assists a physician over FHIR EHR tools, four turns per session.
+
+    Args:
+        dataset: "sample", a released JSONL file/directory, Parquet, or "hf:<id>".
+        ehr_source: "sample", a MIMIC-IV / cohort directory, or a built .duckdb store.
+        language: "en" or "zh".
+        query: "implicit" (as asked) or "explicit" (the paraphrases).
+        menu: "on", "off", "scenario" or "gold" (tools offered).
+        observations: "keep", "removed" or "history_removed".
+        terminal: "prepare_to_answer", "natural" or "submit".
+        tool_budget: tool calls allowed per turn.
+        nudge: ask for a final answer when a turn ends without one.
+        patient: "replay" or "live" (model role ``patient``).
+        literacy: replayed patient literacy variant: "high", "medium", "low".
+        patient_miss: replay miss policy: "unknown" or "same_tool".
+        semantics: EHR tool semantics, "strict" or "compat".
+        render: tool result rendering, "full", "compat" or "json".
+        judge: "rules" or "llm" (model role ``grader``).
+        judge_context: "gold_answer" or "evidence" (llm judge).
+        taus: pass thresholds.
+        scenarios: scenarios to keep (list or comma-separated), default all.
+        tiers: tiers to keep (list or comma-separated), default all.
+        temperature: assistant sampling temperature (paper: 0.2).
+    """
+    settings = LoopSettings(
+        language=language,
+        query=query,
+        menu=menu,
+        observations=observations,
+        terminal=terminal,
+        tool_budget=int(tool_budget),
+        nudge=bool(nudge),
+        patient=patient,
+        literacy=literacy,
+        patient_miss=patient_miss,
+        semantics=semantics,
+        render=render,
+        ehr_source=str(ehr_source),
+    )
+    if judge not in JUDGES:
+        raise ValueError(f"judge={judge!r} is not valid; valid options: {', '.join(JUDGES)}")
+    if judge_context not in JUDGE_CONTEXTS:
+        raise ValueError(
+            f"judge_context={judge_context!r} is not valid; valid options: {', '.join(JUDGE_CONTEXTS)}"
+        )
+    tier_list = _as_list(tiers, "tiers")
+    tau_list = _as_list(taus, "taus") or [0.6, 0.75]
+    options = {
+        **settings.as_dict(),
+        "dataset": str(dataset),
+        "judge": judge,
+        "judge_context": judge_context,
+        "taus": [float(t) for t in tau_list],
+    }
+    samples = build_dataset(
+        str(dataset),
+        language=language,
+        query=query,
+        settings=options,
+        scenarios=_as_list(scenarios, "scenarios"),
+        tiers=[int(t) for t in tier_list] if tier_list else None,
+    )
+    return Task(
+        dataset=samples,
+        solver=physassist_session(**settings.as_dict()),
+        scorer=physassist_scorer(
+            judge=judge, context=judge_context, taus=tuple(float(t) for t in tau_list)
+        ),
+        config=GenerateConfig(temperature=float(temperature)),
+        metadata={"physassist": options},
+    )
