@@ -258,11 +258,29 @@ def parse_quantity(text: str | int | float) -> Quantity | None:
     return found[0] if found else None
 
 
+# Abbreviations matched only as the whole analyte name ("K", not the k in "ketone").
+_ABBREVIATIONS: dict[str, str] = {
+    "k": "potassium",
+    "k+": "potassium",
+    "na": "sodium",
+    "na+": "sodium",
+    "cl": "chloride",
+    "hco3": "bicarbonate",
+    "ca": "calcium",
+    "mg": "magnesium",
+    "cr": "creatinine",
+    "scr": "creatinine",
+    "glu": "glucose",
+    "tbili": "bilirubin",
+}
+
+
 def _analyte_factor(table: dict[str, float] | dict[str, int], analyte: str | None) -> float | None:
+    """The table entry for an analyte name: whole abbreviations, else the longest contained key."""
     if not analyte:
         return None
-    low = analyte.lower()
-    # Longest key first, so "urea nitrogen" is preferred over shorter overlapping words.
+    low = analyte.strip().lower()
+    low = _ABBREVIATIONS.get(low, low)
     for key in sorted(table, key=len, reverse=True):
         if key in low:
             return float(table[key])

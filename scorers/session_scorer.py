@@ -42,13 +42,10 @@ def validate_options(judge: str, context: str, taus: Sequence[float], max_attemp
 
 def _question(session: SessionView, turn: int, language: str, query: str) -> str:
     """Fallback question text when the loop recorded none (e.g. it never reached the turn)."""
-    suffix = "_explicit" if query == "explicit" else ""
-    keys = (f"tasks_{language}{suffix}", f"tasks{suffix}", f"tasks_{language}", "tasks")
-    for key in keys:
-        values = session.data.get(key)
-        if isinstance(values, list) and turn < len(values):
-            return str(values[turn])
-    return ""
+    try:
+        return session.question(turn, language, explicit=query == "explicit")
+    except ValueError:
+        return ""
 
 
 def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[TurnInput]:
