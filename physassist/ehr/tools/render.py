@@ -257,7 +257,11 @@ def _full_line(r: dict[str, Any]) -> str:
         dosage = r.get("dosage") or {}
         dose = _qty(dosage.get("dose"))
         route = _text_of(dosage.get("route"))
-        event = r.get("_event_txt") or "; ".join(_text_of(s) for s in r.get("statusReason") or [])
+        event = (
+            r.get("_event_txt")
+            or "; ".join(n.get("text", "") for n in r.get("note") or [])
+            or "; ".join(_text_of(s) for s in r.get("statusReason") or [])
+        )
         line = f"- {when} {_text_of(r.get('medicationCodeableConcept'))}: {event or r.get('status')} [{r.get('status')}]"
         if dose or route:
             line += f", dose {dose} {route}".rstrip()

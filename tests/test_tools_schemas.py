@@ -1,0 +1,122 @@
+"""Tool names, API-name mapping and parameter schemas (official-implementation.md §2.2, §2.9)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from physassist.ehr.tools import TOOL_NAMES, from_api_name, to_api_name, tool_schemas
+
+# the reference's exact parameter names, types and required sets
+EXPECTED = {
+    "Patient.read": ({"subject_id": "integer"}, {"subject_id"}),
+    "Encounter.search": ({"subject_id": "integer", "hadm_id": "integer"}, {"subject_id"}),
+    "Condition.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "code": "string", "clinical_status": "string"},
+        {"subject_id"},
+    ),
+    "Observation.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "category": "string", "code": "string",
+         "date_from": "string", "date_to": "string", "_count": "integer"},
+        {"subject_id"},
+    ),
+    "MedicationRequest.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "medication": "string", "status": "string"},
+        {"subject_id"},
+    ),
+    "MedicationAdministration.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "medication": "string"}, {"subject_id"}
+    ),
+    "DiagnosticReport.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "report_type": "string"}, {"subject_id"}
+    ),
+    "DocumentReference.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "type_code": "string", "keyword": "string"},
+        {"subject_id"},
+    ),
+    "CarePlan.search": ({"subject_id": "integer", "hadm_id": "integer", "category": "string"}, {"subject_id"}),
+    "prepare_to_answer": ({"answer_type": "string"}, set()),
+    "patient.get_symptom_history": (
+        {"subject_id": "integer", "session_id": "string", "query": "string"}, {"subject_id", "session_id"}
+    ),
+    "patient.get_medication_adherence": (
+        {"subject_id": "integer", "session_id": "string", "drug": "string"}, {"subject_id", "session_id"}
+    ),
+    "patient.get_social_history": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
+    "patient.get_functional_status": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
+    "patient.get_pain_assessment": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
+    "MedicationRequest.create": (
+        {"subject_id": "integer", "medication": "string", "dose": "string", "route": "string",
+         "frequency": "string", "indication": "string", "duration_days": "integer"},
+        {"subject_id", "medication", "dose", "route", "frequency"},
+    ),
+    "ServiceRequest.create": (
+        {"subject_id": "integer", "service_type": "string", "priority": "string", "note": "string",
+         "target_date": "string"},
+        {"subject_id", "service_type", "priority"},
+    ),
+    "Flag.create": (
+        {"subject_id": "integer", "category": "string", "code": "string", "detail": "string"},
+        {"subject_id", "category", "code", "detail"},
+    ),
+}
+ENUMS = {
+    ("Condition.search", "clinical_status"): ["active", "resolved", "inactive"],
+    ("Observation.search", "category"): ["laboratory", "vital-signs", "microbiology"],
+    ("MedicationRequest.search", "status"): ["active", "completed", "stopped"],
+    ("DocumentReference.search", "type_code"): ["discharge-summary", "radiology"],
+    ("CarePlan.search", "category"): ["discharge-planning", "followup", "treatment"],
+    ("prepare_to_answer", "answer_type"): ["tool", "chat"],
+    ("ServiceRequest.create", "priority"): ["routine", "urgent", "asap"],
+    ("Flag.create", "category"): ["safety", "allergy", "administrative", "clinical"],
+}
+
+
+def test_eighteen_tools_with_reference_names() -> None:
+    assert len(TOOL_NAMES) == 18 == len(set(TOOL_NAMES))
+    assert set(TOOL_NAMES) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("schema", tool_schemas(), ids=lambda s: s["function"]["name"])
+def test_schema_matches_reference(schema: dict) -> None:
+    fn = schema["function"]
+    props, required = EXPECTED[fn["name"]]
+    params = fn["parameters"]
+    assert {k: v["type"] for k, v in params["properties"].items()} == props
+    assert set(params["required"]) == required
+    for key, prop in params["properties"].items():
+        assert prop["description"], (fn["name"], key)
+        if (fn["name"], key) in ENUMS:
+            assert prop["enum"] == ENUMS[(fn["name"], key)]
+        else:
+            assert "enum" not in prop
+
+
+def test_count_description_is_truthful() -> None:
+    obs = tool_schemas(["Observation.search"])[0]["function"]
+    text = obs["description"] + obs["parameters"]["properties"]["_count"]["description"]
+    assert "20" in text and "ignored" not in text.lower()
+    assert obs["parameters"]["properties"]["_count"]["default"] == 20
+
+
+def test_schema_subset_and_unknown_name() -> None:
+    assert [s["function"]["name"] for s in tool_schemas(["Flag.create", "Patient.read"])] == ["Flag.create", "Patient.read"]
+    with pytest.raises(KeyError, match="Patient.everything"):
+        tool_schemas(["Patient.everything"])
+
+
+@pytest.mark.parametrize("name", TOOL_NAMES)
+def test_api_names_round_trip(name: str) -> None:
+    api = to_api_name(name)
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", api)
+    assert from_api_name(api) == name
+    assert from_api_name(name) == name
+
+
+def test_api_name_examples_and_pass_through() -> None:
+    assert to_api_name("Observation.search") == "Observation__search"
+    assert to_api_name("patient.get_symptom_history") == "patient__get_symptom_history"
+    assert from_api_name("MedicationRequest__create") == "MedicationRequest.create"
+    assert from_api_name("prepare_to_answer") == "prepare_to_answer"
+    assert from_api_name("Made__up") == "Made__up"
