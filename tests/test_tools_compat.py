@@ -6,18 +6,13 @@ MIMIC-IV demo tests check the same behaviours on real tables.
 
 from __future__ import annotations
 
-from fixtures_tools import (  # noqa: F401  (pytest fixtures)
-    ANCHOR,
-    CURRENT_DATE,
-    FUTURE,
-    OTHER,
-    SID,
-    demo_store,
-    tiny_ctx,
-    tiny_store,
-)
+import fixtures_tools as fx
+from fixtures_tools import ANCHOR, OTHER, SID, tiny_ctx
 
 from physassist.ehr.tools import ToolContext, call_tool, render
+
+tiny_store = fx.tiny_store
+demo_store = fx.demo_store
 
 
 def call(store, tool: str, **args):
@@ -25,7 +20,10 @@ def call(store, tool: str, **args):
 
 
 def values(result: dict) -> list:
-    return [e["resource"].get("valueQuantity", {}).get("value", e["resource"].get("valueString")) for e in result["entry"]]
+    return [
+        e["resource"].get("valueQuantity", {}).get("value", e["resource"].get("valueString"))
+        for e in result["entry"]
+    ]
 
 
 def labels(result: dict) -> list[str]:
@@ -67,7 +65,9 @@ def test_compat_aliases_are_renamed(tiny_store) -> None:
     cond = call(tiny_store, "Condition.search", icd_code="I48")
     assert [e["resource"]["code"]["coding"][0]["code"] for e in cond["entry"]] == ["I4891"]
     meds = call(tiny_store, "MedicationRequest.search", drug="furosemide")
-    assert [e["resource"]["medicationCodeableConcept"]["text"] for e in meds["entry"]] == ["Furosemide"]
+    assert [e["resource"]["medicationCodeableConcept"]["text"] for e in meds["entry"]] == [
+        "Furosemide"
+    ]
 
 
 def test_compat_unknown_args_silently_dropped(tiny_store) -> None:
@@ -112,7 +112,9 @@ def test_compat_missing_subject_is_bad_arguments(tiny_store) -> None:
 
 def test_compat_regex_metachar_medication_is_execution_error(tiny_store) -> None:
     got = call(tiny_store, "MedicationRequest.search", medication="Heparin (Porcine")
-    assert is_outcome(got) and got["_error"].startswith("Tool execution error for MedicationRequest.search")
+    assert is_outcome(got) and got["_error"].startswith(
+        "Tool execution error for MedicationRequest.search"
+    )
     doc = call(tiny_store, "DocumentReference.search", keyword="[unclosed")
     assert is_outcome(doc) and "Tool execution error" in doc["_error"]
 
@@ -121,7 +123,9 @@ def test_compat_regex_metachar_valid_pattern_is_literal(tiny_store) -> None:
     # documented deviation: a *valid* pattern is matched literally (we never run user regexes),
     # where pandas would have treated "(Porcine)" as a group and matched "Porcine" anywhere
     got = call(tiny_store, "MedicationRequest.search", medication="(Porcine)")
-    assert [e["resource"]["medicationCodeableConcept"]["text"] for e in got["entry"]] == ["Heparin (Porcine)"]
+    assert [e["resource"]["medicationCodeableConcept"]["text"] for e in got["entry"]] == [
+        "Heparin (Porcine)"
+    ]
 
 
 def test_compat_unknown_tool_is_reference_error(tiny_store) -> None:
@@ -136,7 +140,11 @@ def test_compat_tool_outside_menu_refused(tiny_store) -> None:
 
 
 def test_compat_api_names_accepted(tiny_store) -> None:
-    got = call_tool(tiny_ctx(tiny_store, "compat"), "Observation__search", '{"subject_id": 1001, "code": "Potassium"}')
+    got = call_tool(
+        tiny_ctx(tiny_store, "compat"),
+        "Observation__search",
+        '{"subject_id": 1001, "code": "Potassium"}',
+    )
     assert values(got) == [5.9]
 
 
@@ -170,7 +178,9 @@ def test_compat_bundle_total_is_returned_count(tiny_store) -> None:
 
 def test_compat_lab_encounter_reference_float_quirk(tiny_store) -> None:
     got = call(tiny_store, "Observation.search", code="Potassium")
-    assert got["entry"][0]["resource"]["encounter"]["reference"] == f"Encounter/encounter-{ANCHOR}.0"
+    assert (
+        got["entry"][0]["resource"]["encounter"]["reference"] == f"Encounter/encounter-{ANCHOR}.0"
+    )
     cond = call(tiny_store, "Condition.search", hadm_id=ANCHOR)
     assert cond["entry"][0]["resource"]["encounter"]["reference"] == f"Encounter/encounter-{ANCHOR}"
 
@@ -180,16 +190,22 @@ def test_compat_lab_shape(tiny_store) -> None:
     assert obs["id"] == "lab-9" and obs["effectiveDateTime"] == "2150-01-06 06:00:00"
     assert obs["valueQuantity"] == {"value": 5.9, "unit": "mEq/L"}
     assert obs["interpretation"][0]["coding"][0]["code"] == "A"
-    assert obs["referenceRange"] == [{"low": {"value": 3.3, "unit": "mEq/L"}, "high": {"value": 5.1, "unit": "mEq/L"}}]
+    assert obs["referenceRange"] == [
+        {"low": {"value": 3.3, "unit": "mEq/L"}, "high": {"value": 5.1, "unit": "mEq/L"}}
+    ]
 
 
 def test_compat_vitals_ignore_hadm_id(tiny_store) -> None:
-    got = call(tiny_store, "Observation.search", category="vital-signs", code="Heart Rate", hadm_id=ANCHOR)
+    got = call(
+        tiny_store, "Observation.search", category="vital-signs", code="Heart Rate", hadm_id=ANCHOR
+    )
     assert values(got) == [110.0, 95.0, 88.0, 70.0]  # other admissions and the future included
 
 
 def test_compat_vitals_ignore_dates_and_gate(tiny_store) -> None:
-    got = call(tiny_store, "Observation.search", category="vitals", code="Heart Rate", date_to="2149-01-01")
+    got = call(
+        tiny_store, "Observation.search", category="vitals", code="Heart Rate", date_to="2149-01-01"
+    )
     assert values(got)[0] == 110.0
 
 
@@ -199,9 +215,19 @@ def test_compat_vitals_unmatched_code_is_unfiltered(tiny_store) -> None:
 
 
 def test_compat_vitals_fall_back_to_omr(demo_store) -> None:
-    sid = demo_store.cursor().execute("SELECT subject_id FROM omr GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
-    got = call_tool(ctx, "Observation.search", {"subject_id": sid, "category": "vital-signs", "code": "Blood Pressure"})
+    sid = (
+        demo_store.cursor()
+        .execute("SELECT subject_id FROM omr GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+        .fetchone()[0]
+    )
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
+    got = call_tool(
+        ctx,
+        "Observation.search",
+        {"subject_id": sid, "category": "vital-signs", "code": "Blood Pressure"},
+    )
     assert got["total"] == 20
     first = got["entry"][0]["resource"]
     assert first["id"].startswith(f"omr-{sid}-") and "valueString" in first
@@ -216,9 +242,10 @@ def test_compat_condition_prefix_upper_without_dot_removal(tiny_store) -> None:
     assert call(tiny_store, "Condition.search", code="i48")["total"] == 1
     assert is_outcome(call(tiny_store, "Condition.search", code="I48.91"))
     got = call(tiny_store, "Condition.search")
-    assert [(e["resource"]["encounter"]["reference"][-4:], e["resource"]["_seq_num"]) for e in got["entry"]] == [
-        ("5000", 1), ("5000", 2), ("5001", 1), ("5001", 2), ("5001", 3), ("5002", 1)
-    ]
+    assert [
+        (e["resource"]["encounter"]["reference"][-4:], e["resource"]["_seq_num"])
+        for e in got["entry"]
+    ] == [("5000", 1), ("5000", 2), ("5001", 1), ("5001", 2), ("5001", 3), ("5002", 1)]
 
 
 def test_compat_clinical_status_only_active(tiny_store) -> None:
@@ -229,9 +256,17 @@ def test_compat_clinical_status_only_active(tiny_store) -> None:
 
 def test_compat_medication_request_derived_status_no_limit(tiny_store) -> None:
     got = call(tiny_store, "MedicationRequest.search")
-    status = {e["resource"]["medicationCodeableConcept"]["text"]: e["resource"]["status"] for e in got["entry"]}
-    assert status == {"Amoxicillin": "completed", "Furosemide": "completed", "Heparin (Porcine)": "active",
-                      "Apixaban": "completed", "Metoprolol Tartrate": "completed"}
+    status = {
+        e["resource"]["medicationCodeableConcept"]["text"]: e["resource"]["status"]
+        for e in got["entry"]
+    }
+    assert status == {
+        "Amoxicillin": "completed",
+        "Furosemide": "completed",
+        "Heparin (Porcine)": "active",
+        "Apixaban": "completed",
+        "Metoprolol Tartrate": "completed",
+    }
     assert is_outcome(call(tiny_store, "MedicationRequest.search", status="stopped"))
     assert call(tiny_store, "MedicationRequest.search", status="active")["total"] == 1
     rx = got["entry"][-1]["resource"]
@@ -239,26 +274,47 @@ def test_compat_medication_request_derived_status_no_limit(tiny_store) -> None:
 
 
 def test_compat_medication_request_demo_has_no_limit(demo_store) -> None:
-    sid, n = demo_store.cursor().execute(
-        "SELECT subject_id, count(*) FROM prescriptions GROUP BY 1 ORDER BY 2 DESC LIMIT 1").fetchone()
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
+    sid, n = (
+        demo_store.cursor()
+        .execute(
+            "SELECT subject_id, count(*) FROM prescriptions GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
+        )
+        .fetchone()
+    )
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
     assert call_tool(ctx, "MedicationRequest.search", {"subject_id": sid})["total"] == n > 100
 
 
 def test_compat_mar_status_always_completed_with_event_txt(tiny_store) -> None:
     got = call(tiny_store, "MedicationAdministration.search", medication="apixaban")
     assert [(e["resource"]["status"], e["resource"]["_event_txt"]) for e in got["entry"]] == [
-        ("completed", "Not Given"), ("completed", "Administered")
+        ("completed", "Not Given"),
+        ("completed", "Administered"),
     ]
     assert "dosage" not in got["entry"][0]["resource"]
 
 
 def test_compat_mar_limit_100_only_without_filters(demo_store) -> None:
-    sid, hadm, n = demo_store.cursor().execute(
-        "SELECT subject_id, hadm_id, count(*) FROM emar GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1").fetchone()
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
+    sid, hadm, n = (
+        demo_store.cursor()
+        .execute(
+            "SELECT subject_id, hadm_id, count(*) FROM emar GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1"
+        )
+        .fetchone()
+    )
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
     assert call_tool(ctx, "MedicationAdministration.search", {"subject_id": sid})["total"] == 100
-    assert call_tool(ctx, "MedicationAdministration.search", {"subject_id": sid, "hadm_id": hadm})["total"] == n > 100
+    assert (
+        call_tool(ctx, "MedicationAdministration.search", {"subject_id": sid, "hadm_id": hadm})[
+            "total"
+        ]
+        == n
+        > 100
+    )
 
 
 def test_compat_future_records_leak(tiny_store) -> None:
@@ -280,16 +336,26 @@ def test_compat_micro_reports_rules(tiny_store) -> None:
     got = call(tiny_store, "DiagnosticReport.search", report_type="blood culture", hadm_id=ANCHOR)
     assert [e["resource"]["id"] for e in got["entry"]] == [f"micro-{SID}-2150-01-06 08:00:00"]
     report = got["entry"][0]["resource"]
-    assert report["presentedForm"][0]["data"] == "Specimen: BLOOD CULTURE | Organism: ESCHERICHIA COLI | Antibiotic: CEFTRIAXONE (S)"
+    assert (
+        report["presentedForm"][0]["data"]
+        == "Specimen: BLOOD CULTURE | Organism: ESCHERICHIA COLI | Antibiotic: CEFTRIAXONE (S)"
+    )
     assert report["encounter"]["reference"] == f"Encounter/encounter-{ANCHOR}"
     every = call(tiny_store, "DiagnosticReport.search")
     assert every["total"] == 7  # 4 radiology + 3 specimens (deduplicated by specimen and time)
 
 
 def test_compat_micro_reports_demo_capped_at_10(demo_store) -> None:
-    sid = demo_store.cursor().execute(
-        "SELECT subject_id FROM microbiologyevents GROUP BY 1 ORDER BY count(DISTINCT charttime) DESC LIMIT 1").fetchone()[0]
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
+    sid = (
+        demo_store.cursor()
+        .execute(
+            "SELECT subject_id FROM microbiologyevents GROUP BY 1 ORDER BY count(DISTINCT charttime) DESC LIMIT 1"
+        )
+        .fetchone()[0]
+    )
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
     got = call_tool(ctx, "DiagnosticReport.search", {"subject_id": sid, "report_type": "culture"})
     assert got["total"] == 10
 
@@ -299,15 +365,22 @@ def test_compat_document_reference_top5_per_table_cut_4000(tiny_store) -> None:
     kinds = [e["resource"]["type"]["coding"][0]["code"] for e in got["entry"]]
     assert kinds == ["discharge-summary"] * 3 + ["radiology"] * 4
     assert call(tiny_store, "DocumentReference.search", type_code="discharge")["total"] == 3
-    assert call(tiny_store, "DocumentReference.search", type="radiology", query="pneumonia")["total"] == 1
+    assert (
+        call(tiny_store, "DocumentReference.search", type="radiology", query="pneumonia")["total"]
+        == 1
+    )
 
 
 def test_compat_careplan_fragments_file_order_always_bundle(tiny_store) -> None:
     got = call(tiny_store, "CarePlan.search", hadm_id=ANCHOR)
-    notes = {e["resource"]["category"][0]["text"]: e["resource"]["note"][0]["text"] for e in got["entry"]}
+    notes = {
+        e["resource"]["category"][0]["text"]: e["resource"]["note"][0]["text"] for e in got["entry"]
+    }
     assert notes["Discharge Instructions"] == "Dear Mr. ___,"  # the reference's fragment
     ids = [e["resource"]["id"] for e in got["entry"]]
-    assert ids.count("careplan-1001-DS-2-discharge-planning") == 2  # ids repeat, as in the reference
+    assert (
+        ids.count("careplan-1001-DS-2-discharge-planning") == 2
+    )  # ids repeat, as in the reference
     assert render(got, "compat").splitlines()[1] == "- discharge-planning [completed]"
     empty = call(tiny_store, "CarePlan.search", hadm_id=9999)
     assert empty["resourceType"] == "Bundle" and empty["total"] == 0
@@ -315,8 +388,14 @@ def test_compat_careplan_fragments_file_order_always_bundle(tiny_store) -> None:
 
 def test_compat_patient_read_and_missing(tiny_store) -> None:
     got = call(tiny_store, "Patient.read")
-    assert got == {"resourceType": "Patient", "id": "1001", "identifier": [{"system": "mimic-iv", "value": "1001"}],
-                   "gender": "male", "_anchor_age": 71, "deceasedDateTime": "2150-05-01"}
+    assert got == {
+        "resourceType": "Patient",
+        "id": "1001",
+        "identifier": [{"system": "mimic-iv", "value": "1001"}],
+        "gender": "male",
+        "_anchor_age": 71,
+        "deceasedDateTime": "2150-05-01",
+    }
     missing = call_tool(tiny_ctx(tiny_store, "compat"), "Patient.read", {"subject_id": 424242})
     assert is_outcome(missing) and "Patient/424242 not found" in missing["issue"][0]["diagnostics"]
 
@@ -324,13 +403,23 @@ def test_compat_patient_read_and_missing(tiny_store) -> None:
 def test_compat_encounter_file_order_and_shape(tiny_store) -> None:
     got = call(tiny_store, "Encounter.search")
     enc = got["entry"][1]["resource"]
-    assert [e["resource"]["id"] for e in got["entry"]] == ["encounter-5000", "encounter-5001", "encounter-5002"]
+    assert [e["resource"]["id"] for e in got["entry"]] == [
+        "encounter-5000",
+        "encounter-5001",
+        "encounter-5002",
+    ]
     assert enc["period"] == {"start": "2150-01-05 08:00:00", "end": "2150-01-10 14:00:00"}
-    assert enc["_mimic"]["discharge_location"] == "HOME HEALTH CARE" and "hospitalization" not in enc
+    assert (
+        enc["_mimic"]["discharge_location"] == "HOME HEALTH CARE" and "hospitalization" not in enc
+    )
 
 
 def test_compat_other_subject_not_refused(tiny_store) -> None:
-    got = call_tool(tiny_ctx(tiny_store, "compat"), "Observation.search", {"subject_id": OTHER, "code": "Creatinine"})
+    got = call_tool(
+        tiny_ctx(tiny_store, "compat"),
+        "Observation.search",
+        {"subject_id": OTHER, "code": "Creatinine"},
+    )
     assert values(got) == [3.0]
 
 
@@ -340,8 +429,18 @@ def test_compat_empty_result_is_operation_outcome(tiny_store) -> None:
 
 def test_compat_writes_raw_and_deterministic(tiny_store) -> None:
     ctx = tiny_ctx(tiny_store, "compat")
-    got = call_tool(ctx, "MedicationRequest.create", {"subject_id": SID, "medication": "Apixaban", "dose": "5 mg",
-                                                       "route": "oral", "frequency": "BID", "indication": "AF"})
+    got = call_tool(
+        ctx,
+        "MedicationRequest.create",
+        {
+            "subject_id": SID,
+            "medication": "Apixaban",
+            "dose": "5 mg",
+            "route": "oral",
+            "frequency": "BID",
+            "indication": "AF",
+        },
+    )
     assert got["id"] == "MR-sim-1001-21500110-1" and got["_simulated"] is True
     assert got["_created_at"] == "2150-01-10T00:00:01+00:00"
     assert got["dosageInstruction"][0]["text"] == "5 mg oral BID"
@@ -366,13 +465,20 @@ def test_compat_demo_latest_creatinine_under_gate(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
         "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) FROM admissions a JOIN labevents l "
-        "ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1").fetchone()
+        "ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
+    ).fetchone()
     expected = cur.execute(
         "SELECT valuenum FROM labevents l JOIN d_labitems d USING (itemid) WHERE l.subject_id = ? "
         "AND l.hadm_id = ? AND d.label ILIKE '%creatinine%' AND CAST(charttime AS VARCHAR) <= ? "
-        "ORDER BY charttime DESC, l._row LIMIT 1", [sid, hadm, str(disch)]).fetchone()[0]
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=hadm, current_date=str(disch), semantics="compat")
-    got = call_tool(ctx, "Observation.search", {"subject_id": sid, "code": "Creatinine", "hadm_id": hadm})
+        "ORDER BY charttime DESC, l._row LIMIT 1",
+        [sid, hadm, str(disch)],
+    ).fetchone()[0]
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=hadm, current_date=str(disch), semantics="compat"
+    )
+    got = call_tool(
+        ctx, "Observation.search", {"subject_id": sid, "code": "Creatinine", "hadm_id": hadm}
+    )
     assert got["entry"][0]["resource"]["valueQuantity"]["value"] == expected
     assert all(e["resource"]["effectiveDateTime"] < str(disch) for e in got["entry"])
 
@@ -381,10 +487,20 @@ def test_compat_demo_condition_prefix(demo_store) -> None:
     cur = demo_store.cursor()
     sid, code = cur.execute(
         "SELECT subject_id, icd_code FROM diagnoses_icd WHERE icd_version = 10 AND length(icd_code) >= 4 "
-        "ORDER BY subject_id, icd_code LIMIT 1").fetchone()
-    n = cur.execute("SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND starts_with(icd_code, ?)",
-                    [sid, code[:3]]).fetchone()[0]
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
-    assert call_tool(ctx, "Condition.search", {"subject_id": sid, "code": code[:3].lower()})["total"] == n
-    dotted = call_tool(ctx, "Condition.search", {"subject_id": sid, "code": f"{code[:3]}.{code[3:]}"})
+        "ORDER BY subject_id, icd_code LIMIT 1"
+    ).fetchone()
+    n = cur.execute(
+        "SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND starts_with(icd_code, ?)",
+        [sid, code[:3]],
+    ).fetchone()[0]
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
+    assert (
+        call_tool(ctx, "Condition.search", {"subject_id": sid, "code": code[:3].lower()})["total"]
+        == n
+    )
+    dotted = call_tool(
+        ctx, "Condition.search", {"subject_id": sid, "code": f"{code[:3]}.{code[3:]}"}
+    )
     assert dotted["resourceType"] == "OperationOutcome"

@@ -13,12 +13,24 @@ EXPECTED = {
     "Patient.read": ({"subject_id": "integer"}, {"subject_id"}),
     "Encounter.search": ({"subject_id": "integer", "hadm_id": "integer"}, {"subject_id"}),
     "Condition.search": (
-        {"subject_id": "integer", "hadm_id": "integer", "code": "string", "clinical_status": "string"},
+        {
+            "subject_id": "integer",
+            "hadm_id": "integer",
+            "code": "string",
+            "clinical_status": "string",
+        },
         {"subject_id"},
     ),
     "Observation.search": (
-        {"subject_id": "integer", "hadm_id": "integer", "category": "string", "code": "string",
-         "date_from": "string", "date_to": "string", "_count": "integer"},
+        {
+            "subject_id": "integer",
+            "hadm_id": "integer",
+            "category": "string",
+            "code": "string",
+            "date_from": "string",
+            "date_to": "string",
+            "_count": "integer",
+        },
         {"subject_id"},
     ),
     "MedicationRequest.search": (
@@ -26,34 +38,62 @@ EXPECTED = {
         {"subject_id"},
     ),
     "MedicationAdministration.search": (
-        {"subject_id": "integer", "hadm_id": "integer", "medication": "string"}, {"subject_id"}
+        {"subject_id": "integer", "hadm_id": "integer", "medication": "string"},
+        {"subject_id"},
     ),
     "DiagnosticReport.search": (
-        {"subject_id": "integer", "hadm_id": "integer", "report_type": "string"}, {"subject_id"}
+        {"subject_id": "integer", "hadm_id": "integer", "report_type": "string"},
+        {"subject_id"},
     ),
     "DocumentReference.search": (
         {"subject_id": "integer", "hadm_id": "integer", "type_code": "string", "keyword": "string"},
         {"subject_id"},
     ),
-    "CarePlan.search": ({"subject_id": "integer", "hadm_id": "integer", "category": "string"}, {"subject_id"}),
+    "CarePlan.search": (
+        {"subject_id": "integer", "hadm_id": "integer", "category": "string"},
+        {"subject_id"},
+    ),
     "prepare_to_answer": ({"answer_type": "string"}, set()),
     "patient.get_symptom_history": (
-        {"subject_id": "integer", "session_id": "string", "query": "string"}, {"subject_id", "session_id"}
+        {"subject_id": "integer", "session_id": "string", "query": "string"},
+        {"subject_id", "session_id"},
     ),
     "patient.get_medication_adherence": (
-        {"subject_id": "integer", "session_id": "string", "drug": "string"}, {"subject_id", "session_id"}
+        {"subject_id": "integer", "session_id": "string", "drug": "string"},
+        {"subject_id", "session_id"},
     ),
-    "patient.get_social_history": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
-    "patient.get_functional_status": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
-    "patient.get_pain_assessment": ({"subject_id": "integer", "session_id": "string"}, {"subject_id", "session_id"}),
+    "patient.get_social_history": (
+        {"subject_id": "integer", "session_id": "string"},
+        {"subject_id", "session_id"},
+    ),
+    "patient.get_functional_status": (
+        {"subject_id": "integer", "session_id": "string"},
+        {"subject_id", "session_id"},
+    ),
+    "patient.get_pain_assessment": (
+        {"subject_id": "integer", "session_id": "string"},
+        {"subject_id", "session_id"},
+    ),
     "MedicationRequest.create": (
-        {"subject_id": "integer", "medication": "string", "dose": "string", "route": "string",
-         "frequency": "string", "indication": "string", "duration_days": "integer"},
+        {
+            "subject_id": "integer",
+            "medication": "string",
+            "dose": "string",
+            "route": "string",
+            "frequency": "string",
+            "indication": "string",
+            "duration_days": "integer",
+        },
         {"subject_id", "medication", "dose", "route", "frequency"},
     ),
     "ServiceRequest.create": (
-        {"subject_id": "integer", "service_type": "string", "priority": "string", "note": "string",
-         "target_date": "string"},
+        {
+            "subject_id": "integer",
+            "service_type": "string",
+            "priority": "string",
+            "note": "string",
+            "target_date": "string",
+        },
         {"subject_id", "service_type", "priority"},
     ),
     "Flag.create": (
@@ -101,7 +141,10 @@ def test_count_description_is_truthful() -> None:
 
 
 def test_schema_subset_and_unknown_name() -> None:
-    assert [s["function"]["name"] for s in tool_schemas(["Flag.create", "Patient.read"])] == ["Flag.create", "Patient.read"]
+    assert [s["function"]["name"] for s in tool_schemas(["Flag.create", "Patient.read"])] == [
+        "Flag.create",
+        "Patient.read",
+    ]
     with pytest.raises(KeyError, match="Patient.everything"):
         tool_schemas(["Patient.everything"])
 
