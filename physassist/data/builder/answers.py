@@ -1,0 +1,297 @@
+"""Gold answers rendered from gold observations (no LLM).
+
+:func:`digest` reads a topic's observations into a :class:`Digest` (the numbers, dates and
+verdicts an answer states); :func:`answer` writes it in the paper's per-type formats: IL one
+or two lines with values, units and normal/abnormal; DG bullets; CR two sentences ending in a
+recommendation; WU a confirmation of the order. Rubrics (:mod:`.rubrics`) use the same digest,
+so every rubric value is one the gold answer states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import facts as F
+from .profile import Profile
+from .topics import Topic
+from .vocab import LABS, MEANINGS, drug_class_of
+from .wording import say
+
+TREND_THRESHOLD = 0.10  # relative change below which a series counts as stable
+
+
+def fmt(value: float) -> str:
+    """A lab or dose number as a clinician writes it: no float noise, no trailing zeros."""
+    if value == int(value) and abs(value) < 1e12:
+        return str(int(value))
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def lab_name(label: str, lang: str) -> str:
+    """The lab as named in an answer. ZH keeps the MIMIC-IV label beside the Chinese name, so
+    one value check (label + number) holds in both languages."""
+    if lang == "zh" and label in LABS:
+        return f"{LABS[label].zh}（{label}）"
+    return label
+
+
+def lab_spoken(label: str, lang: str) -> str:
+    """The lab as a clinician says it in a question ("BUN", "尿素氮")."""
+    if label in LABS:
+        return LABS[label].en if lang == "en" else LABS[label].zh
+    return label
+
+
+@dataclass(frozen=True)
+class LabFact:
+    label: str
+    value: float
+    unit: str
+    status: str
+    time: str
+    day: str
+
+
+def _lab_fact(p: F.LabPoint) -> LabFact:
+    return LabFact(p.label, p.value, p.unit, p.status, F.minute(p.time), F.day(p.time))
+
+
+@dataclass(frozen=True)
+class MedFact:
+    word: str
+    drug: str
+    dose: float
+    unit: str
+    route: str
+    start: str
+
+
+@dataclass
+class Digest:
+    """Everything a topic's answer and rubric state, read from its observations."""
+
+    topic: Topic
+    labs: list[LabFact] = field(default_factory=list)  # latest value per lab, in topic order
+    series: list[LabFact] = field(default_factory=list)  # trend: first and last of the series
+    med: MedFact | None = None
+    admin_count: int = 0
+    admin_first: str = ""
+    admin_last: str = ""
+    dx: F.Diagnosis | None = None
+    stay: F.Stay | None = None
+    trend: str = ""  # rising | falling | stable
+    course: str = ""  # worsening | improving | normal | abnormal_stable
+    verdict: str = ""  # hold | ok | responding | not_responding | unclear
+    write: dict[str, Any] = field(default_factory=dict)  # the write call's arguments
+    write_result: dict[str, Any] = field(default_factory=dict)
+
+
+def _trend(first: float, last: float) -> str:
+    base = abs(first) if first else 1.0
+    change = (last - first) / base
+    if abs(change) < TREND_THRESHOLD:
+        return "stable"
+    return "rising" if change > 0 else "falling"
+
+
+def _course(status: str, trend: str) -> str:
+    if status == "normal":
+        return "normal"
+    if trend == "stable" or status == "abnormal":
+        return "abnormal_stable"
+    worse = (status == "high" and trend == "rising") or (status == "low" and trend == "falling")
+    return "worsening" if worse else "improving"
+
+
+def _med(observation: Any, word: str) -> MedFact | None:
+    for order in F.med_orders(observation, word):
+        if order.dose is not None and order.unit:
+            return MedFact(word, order.drug, order.dose, order.unit, order.route or "",
+                           F.day(order.start))
+    return None
+
+
+def digest(topic: Topic, observations: list[Any], prof: Profile,
+           arguments: list[dict[str, Any]] | None = None) -> Digest | None:
+    """Read the gold observations of one topic; None when they cannot support an answer."""
+    d = Digest(topic)
+    k = topic.kind
+    obs = observations
+
+    def latest(o: Any, label: str) -> LabFact | None:
+        pts = F.lab_points(o, label)
+        return _lab_fact(pts[-1]) if pts else None
+
+    if k == "lab_latest":
+        fact = latest(obs[0], topic.lab or "")
+        if fact is None:
+            return None
+        d.labs = [fact]
+    elif k == "lab_pair":
+        a, b = latest(obs[0], topic.lab or ""), latest(obs[1], topic.lab2 or "")
+        if a is None or b is None:
+            return None
+        d.labs = [a, b]
+    elif k in ("med_current", "lab_and_med", "med_and_admin", "drug_lab_safety"):
+        med_obs = obs[1] if k == "lab_and_med" else obs[0]
+        d.med = _med(med_obs, topic.drug or "")
+        if d.med is None:
+            return None
+        if k in ("lab_and_med", "drug_lab_safety"):
+            fact = latest(obs[0] if k == "lab_and_med" else obs[1], topic.lab or "")
+            if fact is None:
+                return None
+            d.labs = [fact]
+        if k == "med_and_admin":
+            events = F.given(F.admin_events(obs[1], topic.drug))
+            if not events:
+                return None
+            d.admin_count, d.admin_first, d.admin_last = (
+                len(events), F.day(events[0].time), F.minute(events[-1].time))
+        if k == "drug_lab_safety":
+            cls = drug_class_of(topic.drug or "")
+            status = d.labs[0].status
+            risky = cls is not None and status == cls.risk_when
+            d.verdict = "hold" if risky else "ok"
+    elif k == "dx_primary":
+        dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
+        if not dxs:
+            return None
+        d.dx = dxs[0]
+    elif k == "encounter_info":
+        stays = [s for s in F.stays(obs[0]) if s.start and s.end]
+        if not stays:
+            return None
+        d.stay = stays[0]
+    elif k in ("lab_trend", "abx_response"):
+        lab_obs = obs[0] if k == "lab_trend" else obs[1]
+        pts = F.lab_points(lab_obs, topic.lab or "")
+        if len(pts) < 2 or pts[0].time == pts[-1].time:
+            return None
+        first, last = _lab_fact(pts[0]), _lab_fact(pts[-1])
+        d.series = [first, last]
+        d.labs = [last]
+        d.trend = _trend(first.value, last.value)
+        d.course = _course(last.status, d.trend)
+        if k == "abx_response":
+            events = F.given(F.admin_events(obs[0], topic.drug))
+            if not events:
+                return None
+            d.admin_count, d.admin_first, d.admin_last = (
+                len(events), F.day(events[0].time), F.minute(events[-1].time))
+            d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
+            if d.trend == "falling" and last.status == "low":
+                d.verdict = "unclear"
+    elif topic.source == "write":
+        result = F.write_result(obs[0])
+        if result is None or not arguments:
+            return None
+        d.write, d.write_result = dict(arguments[0]), result
+    else:
+        raise ValueError(f"no digest for topic kind {k!r}")
+    return d
+
+
+def _status(lang: str, status: str) -> str:
+    return say(lang, f"answers.status.{status}")
+
+
+def _lab_vars(f: LabFact, lang: str) -> dict[str, Any]:
+    return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
+            "status": _status(lang, f.status), "time": f.time}
+
+
+def _med_vars(m: MedFact) -> dict[str, Any]:
+    return {"drug": m.drug, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "",
+            "start": m.start or "?", "drug_word": m.word}
+
+
+def meaning(d: Digest) -> Any:
+    if not d.labs:
+        return None
+    return MEANINGS.get((d.labs[-1].label, d.labs[-1].status))
+
+
+def answer(d: Digest, lang: str) -> str:
+    """The gold answer text of a digested topic in one language."""
+    k = d.topic.kind
+    if k == "lab_latest":
+        return say(lang, "answers.lab_line", **_lab_vars(d.labs[0], lang))
+    if k == "lab_pair":
+        return "\n".join(say(lang, "answers.lab_bullet", **_lab_vars(f, lang)) for f in d.labs)
+    if k == "med_current":
+        assert d.med is not None
+        return say(lang, "answers.med_line", **_med_vars(d.med))
+    if k == "lab_and_med":
+        assert d.med is not None
+        return "\n".join([say(lang, "answers.lab_bullet", **_lab_vars(d.labs[0], lang)),
+                          say(lang, "answers.med_bullet", **_med_vars(d.med))])
+    if k == "med_and_admin":
+        assert d.med is not None
+        return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
+                          say(lang, "answers.admin_bullet", time=d.admin_last,
+                              count=d.admin_count)])
+    if k == "dx_primary":
+        assert d.dx is not None
+        return say(lang, "answers.dx_line", title=d.dx.title, code=d.dx.code)
+    if k == "encounter_info":
+        assert d.stay is not None
+        return say(lang, "answers.encounter_line", admit=F.minute(d.stay.start),
+                   admission_type=d.stay.admission_type or "-",
+                   discharge=F.minute(d.stay.end),
+                   destination=d.stay.discharge_location or say(lang, "answers.no_dest"))
+    if k == "lab_trend":
+        return _trend_answer(d, lang)
+    if k == "drug_lab_safety":
+        assert d.med is not None
+        lab = d.labs[0]
+        values = {**_med_vars(d.med), "label": lab_name(lab.label, lang), "value": fmt(lab.value),
+                  "lab_unit": lab.unit, "status": _status(lang, lab.status),
+                  "lab": lab_spoken(lab.label, lang)}
+        first = say(lang, f"answers.safety.{d.verdict}", **values)
+        return f"{first} {say(lang, f'answers.safety.{d.verdict}_rec', **values)}".strip()
+    if k == "abx_response":
+        first, last = d.series
+        values = {"drug_word": d.topic.drug, "count": d.admin_count, "since": d.admin_first,
+                  "label": lab_name(last.label, lang), "first": fmt(first.value),
+                  "last": fmt(last.value), "unit": last.unit,
+                  "trend_word": say(lang, f"answers.trend_word.{d.trend}")}
+        return (f"{say(lang, 'answers.response.first', **values)} "
+                f"{say(lang, f'answers.response.{d.verdict}', **values)}")
+    if d.topic.source == "write":
+        return _write_answer(d, lang)
+    raise ValueError(f"no answer template for topic kind {k!r}")
+
+
+def _trend_answer(d: Digest, lang: str) -> str:
+    first, last = d.series
+    m = meaning(d) if d.course in ("worsening", "abnormal_stable") else None
+    if m is None:
+        extra = ""
+    elif lang == "en":
+        extra = f", consistent with {m.en}"
+    else:
+        extra = f"，提示{m.zh}"
+    action = ""
+    text = say(lang, "answers.trend", label=lab_name(last.label, lang), first=fmt(first.value),
+               last=fmt(last.value), unit=last.unit, first_time=first.day, last_time=last.day,
+               trend_word=say(lang, f"answers.trend_word.{d.trend}"),
+               status=_status(lang, last.status), meaning=extra)
+    rec = say(lang, f"answers.rec.{d.course}", action=action)
+    return f"{text} {rec}" if lang == "en" else f"{text}{rec}"
+
+
+def _write_answer(d: Digest, lang: str) -> str:
+    args = d.write
+    name = d.topic.tools[0]
+    if name == "ServiceRequest.create":
+        return say(lang, "answers.write.service", service=args["service_type"],
+                   priority=args["priority"], date=args.get("target_date", ""))
+    if name == "MedicationRequest.create":
+        return say(lang, "answers.write.medication", drug=args["medication"], dose=args["dose"],
+                   route=args["route"], frequency=args["frequency"])
+    if name == "Flag.create":
+        return say(lang, "answers.write.flag", category=args["category"], code=args["code"])
+    raise ValueError(f"no write answer for tool {name!r}")

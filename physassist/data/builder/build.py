@@ -1,0 +1,253 @@
+"""``build_sessions``: sessions in the released format from any EHR store, without an LLM.
+
+Per scenario x tier slot: pre-filter patients (SQL), then for each chosen patient pick an
+eligible arc, plan topics, execute the gold calls through ``call_tool`` (strict semantics,
+cutoff = the anchor admission's discharge date), render answers and rubrics from the
+observations, and encode. A topic whose call returns nothing is banned and the session is
+replanned. All randomness comes from ``random.Random`` instances seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from physassist.ehr.store import EHRStore, open_store
+from physassist.ehr.tools import ToolContext, call_tool
+
+from . import facts as F
+from .answers import answer, digest
+from .arcs import ARCS, eligible_arcs
+from .encode import BuiltTurn, encode
+from .plan import choose_topics
+from .prefilter import SCENARIOS, TIERS, Candidate, qualify
+from .profile import Profile, load_profile
+from .questions import choose_subtype, feasible_subtypes, make_question
+from .rubrics import rubric
+from .topics import Topic, calls, candidates
+
+MAX_REPLANS = 8
+ARCS_PER_PATIENT = 4
+N_VARIANTS = 3
+
+
+@dataclass
+class BuildReport:
+    """What a build did: qualifying patients and built sessions per scenario x tier."""
+
+    qualifying: dict[str, dict[int, int]] = field(default_factory=dict)
+    built: dict[str, dict[int, int]] = field(default_factory=dict)
+    patients_used: dict[str, dict[int, int]] = field(default_factory=dict)
+    failed_patients: int = 0
+    files: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def n_sessions(self) -> int:
+        return sum(sum(t.values()) for t in self.built.values())
+
+    def summary(self) -> str:
+        lines = ["scenario             tier  qualifying  built"]
+        for s in self.qualifying:
+            for t in sorted(self.qualifying[s]):
+                lines.append(f"{s:<20} L{t:<4} {self.qualifying[s][t]:>10}  "
+                             f"{self.built.get(s, {}).get(t, 0):>5}")
+        lines.append(f"total sessions: {self.n_sessions} in {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+
+class _Replan(Exception):
+    """A planned topic turned out empty on execution; it is banned and the plan redone."""
+
+    def __init__(self, topic: Topic) -> None:
+        super().__init__(topic.label())
+        self.topic = topic
+
+
+@dataclass
+class _Env:
+    store: EHRStore
+    seed: int
+    phm_dir: Path | None
+    subtype_use: dict[str, int] = field(default_factory=dict)
+    global_index: int = 0
+
+
+def _persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
+    """The session persona: the cohort's PHM persona when there is one, else a seeded draw."""
+    if phm and isinstance(phm.get("persona"), dict):
+        p = phm["persona"]
+        keys = ("health_literacy", "adherence", "anxiety_level", "info_completeness")
+        if all(k in p for k in keys):
+            return {k: p[k] for k in keys}
+    return {
+        "health_literacy": rng.choice(["low", "medium", "high"]),
+        "adherence": rng.choice(["good", "uncertain", "poor"]),
+        "anxiety_level": rng.choice(["low", "medium", "high"]),
+        "info_completeness": rng.choice(["full", "partial", "critical_withheld"]),
+    }
+
+
+def _execute(topic: Topic, prof: Profile, ctx: ToolContext) -> tuple[list[tuple[str, dict]], list[Any]]:
+    planned = calls(topic, prof)
+    observations = []
+    for name, args in planned:
+        obs = call_tool(ctx, name, args)
+        if F.is_empty(obs):
+            raise _Replan(topic)
+        observations.append(obs)
+    return planned, observations
+
+
+def _actions(planned: list[tuple[str, dict]], observations: list[Any], final: str) -> list[dict]:
+    items = [{"action": {"name": n, "arguments": a}, "observation": o, "dependency_list": [],
+              "idx": i} for i, ((n, a), o) in enumerate(zip(planned, observations, strict=True))]
+    items.append({"action": {"name": "prepare_to_answer",
+                             "arguments": {"answer_type": "tool" if items else "chat"}},
+                  "observation": final, "dependency_list": list(range(len(items))),
+                  "idx": len(items)})
+    return items
+
+
+def _situation(scenario: str, prof: Profile) -> str:
+    sex = "woman" if prof.gender.upper().startswith("F") else "man"
+    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} discharged {prof.current_date}; "
+            f"{scenario.replace('_', ' ')} session over {len(prof.labs)} lab types, "
+            f"{len(prof.drugs)} drugs, {prof.n_dx} coded diagnoses.")
+
+
+def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
+                 rng: random.Random, index: int) -> dict[str, Any] | None:
+    con = env.store.cursor()
+    prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
+    arc = ARCS[arc_index]
+    pools = [candidates(scenario, arc[t], prof) for t in range(4)]
+    banned: set[Topic] = set()
+    session_id = f"physassistbench_{scenario}_{index}"
+    for _ in range(MAX_REPLANS):
+        topics = choose_topics(arc_index, [[p for p in pool if p not in banned] for pool in pools],
+                               rng)
+        if topics is None:
+            return None
+        ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
+                          current_date=prof.current_date, semantics="strict",
+                          session_id=session_id)
+        used_before = dict(env.subtype_use)
+        try:
+            turns = _build_turns(env, topics, prof, ctx, rng)
+        except _Replan as bad:
+            banned.add(bad.topic)
+            env.subtype_use.clear()
+            env.subtype_use.update(used_before)
+            continue
+        persona = _persona(None, rng)
+        env.global_index += 1
+        return encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
+                      hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
+                      gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
+                      patient_model=None, situation=_situation(scenario, prof), seed=env.seed,
+                      global_index=env.global_index)
+    return None
+
+
+def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext,
+                 rng: random.Random) -> list[BuiltTurn]:
+    turns: list[BuiltTurn] = []
+    prior: set[str] = set()
+    for t, topic in enumerate(topics):
+        planned, observations = _execute(topic, prof, ctx)
+        d = digest(topic, observations, prof, [a for _, a in planned])
+        if d is None:
+            raise _Replan(topic)
+        subtype = choose_subtype(feasible_subtypes(topic, t, prior), env.subtype_use, rng)
+        question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender, prior)
+        if question.subtype:
+            env.subtype_use[question.subtype] = env.subtype_use.get(question.subtype, 0) + 1
+        en, zh = answer(d, "en"), answer(d, "zh")
+        items = rubric(d)
+        turns.append(BuiltTurn(
+            task_type=topic.task_type, source=topic.source, topic=topic.label(),
+            entities=list(topic.entities), question=question,
+            actions_en=_actions(planned, observations, en),
+            actions_zh=_actions(planned, observations, zh),
+            answer_en=en, answer_zh=zh, items=items,
+            tool_hint=", ".join(n for n, _ in planned)))
+        prior |= set(topic.entities)
+    return turns
+
+
+def build_sessions(store_source: str | Path, out_dir: str | Path, *, sessions_per_slot: int = 3,
+                   seed: int = 0, scenarios: Sequence[str] | None = None,
+                   tiers: Sequence[int] | None = None) -> BuildReport:
+    """Build sessions from a store into ``<out_dir>/<scenario>.jsonl`` (see module docstring)."""
+    started = time.perf_counter()
+    scen = tuple(scenarios) if scenarios else SCENARIOS
+    tier_list = tuple(tiers) if tiers else TIERS
+    if sessions_per_slot < 1:
+        raise ValueError(f"sessions_per_slot must be >= 1, got {sessions_per_slot}")
+    store = open_store(store_source)
+    qualified = qualify(store.cursor(), scen, tier_list)
+    source = Path(str(store_source))
+    phm_dir = source / "phm" if (source / "phm").is_dir() else None
+    env = _Env(store=store, seed=seed, phm_dir=phm_dir)
+    report = BuildReport()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for scenario in scen:
+        entries: list[dict[str, Any]] = []
+        report.qualifying[scenario], report.built[scenario] = {}, {}
+        report.patients_used[scenario] = {}
+        for tier in tier_list:
+            pool = qualified[(scenario, tier)]
+            report.qualifying[scenario][tier] = len(pool)
+            built, used = _fill_slot(env, scenario, tier, pool, sessions_per_slot, entries, report)
+            report.built[scenario][tier] = built
+            report.patients_used[scenario][tier] = used
+        path = out / f"{scenario}.jsonl"
+        with path.open("w", encoding="utf-8", newline="\n") as fh:
+            for entry in entries:
+                fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n")
+        report.files.append(path)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _fill_slot(env: _Env, scenario: str, tier: int, pool: list[Candidate], wanted: int,
+               entries: list[dict[str, Any]], report: BuildReport) -> tuple[int, int]:
+    """Build up to ``wanted`` sessions for one slot; patients are reused (other arcs) only
+    when the slot has fewer qualified patients than sessions wanted."""
+    rng = random.Random(f"{env.seed}:{scenario}:L{tier}")
+    order = list(pool)
+    rng.shuffle(order)
+    arcs = eligible_arcs(tier)
+    built = 0
+    used: set[int] = set()
+    tried_arcs: dict[int, set[int]] = {}
+    for _pass in range(3):
+        for cand in order:
+            if built >= wanted:
+                break
+            if _pass == 0 and cand.subject_id in used:
+                continue
+            options = [a for a in arcs if a not in tried_arcs.setdefault(cand.subject_id, set())]
+            rng.shuffle(options)
+            entry = None
+            for arc_index in options[:ARCS_PER_PATIENT]:
+                tried_arcs[cand.subject_id].add(arc_index)
+                entry = _try_session(env, scenario, tier, cand, arc_index, rng, len(entries))
+                if entry is not None:
+                    break
+            if entry is None:
+                report.failed_patients += 1
+                continue
+            entries.append(entry)
+            used.add(cand.subject_id)
+            built += 1
+        if built >= wanted or not order:
+            break
+    return built, len(used)

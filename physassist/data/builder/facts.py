@@ -1,0 +1,255 @@
+"""Structured facts read back from gold tool observations (FHIR R4 resources).
+
+Gold answers and rubric values are rendered from what the tools actually returned, never
+from the builder's own queries, so a session's gold answer is always supported by its gold
+observations. Readers accept both the strict (valid FHIR) and compat resource shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+def resources(observation: Any, resource_type: str | None = None) -> list[dict[str, Any]]:
+    """The resources of a searchset Bundle (or a bare resource), optionally of one type.
+
+    OperationOutcome entries (strict hints) and error payloads are never returned.
+    """
+    if not isinstance(observation, dict):
+        return []
+    if observation.get("resourceType") == "Bundle":
+        found = [e.get("resource") for e in observation.get("entry") or [] if isinstance(e, dict)]
+    else:
+        found = [observation]
+    out = [r for r in found if isinstance(r, dict) and r.get("resourceType")
+           not in (None, "OperationOutcome", "Bundle")]
+    if resource_type is not None:
+        out = [r for r in out if r.get("resourceType") == resource_type]
+    return out
+
+
+def is_empty(observation: Any) -> bool:
+    """True when a tool returned nothing usable (no resource, an error, an outcome)."""
+    if isinstance(observation, dict) and "patient_response" in observation:
+        return not str(observation.get("patient_response") or "").strip()
+    return not resources(observation)
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _text(concept: Any) -> str:
+    if not isinstance(concept, dict):
+        return ""
+    if concept.get("text"):
+        return str(concept["text"])
+    for c in concept.get("coding") or []:
+        if isinstance(c, dict) and c.get("display"):
+            return str(c["display"])
+    return ""
+
+
+def _codes(concept: Any) -> list[str]:
+    if not isinstance(concept, dict):
+        return []
+    return [str(c.get("code")) for c in concept.get("coding") or [] if isinstance(c, dict) and c.get("code")]
+
+
+def day(ts: str | None) -> str:
+    """``YYYY-MM-DD`` part of a FHIR dateTime ('' when absent)."""
+    return (ts or "")[:10]
+
+
+def minute(ts: str | None) -> str:
+    """``YYYY-MM-DD HH:MM`` of a FHIR dateTime."""
+    t = (ts or "").replace("T", " ")
+    return t[:16]
+
+
+@dataclass(frozen=True)
+class LabPoint:
+    label: str
+    value: float
+    unit: str
+    time: str  # FHIR dateTime
+    low: float | None
+    high: float | None
+    flagged: bool  # interpretation says abnormal (used when no range is given)
+    code: str
+
+    @property
+    def status(self) -> str:
+        """'high', 'low', 'normal' from the reference range, else 'abnormal'/'normal' from the flag."""
+        if self.high is not None and self.value > self.high:
+            return "high"
+        if self.low is not None and self.value < self.low:
+            return "low"
+        if self.low is not None or self.high is not None:
+            return "normal"
+        return "abnormal" if self.flagged else "normal"
+
+
+def lab_points(observation: Any, label: str) -> list[LabPoint]:
+    """Numeric lab values for exactly `label`, oldest first, one item code only.
+
+    Name searches can return sibling items (urine creatinine next to serum creatinine):
+    only the code with the most values among the exact-label matches is kept.
+    """
+    points: list[LabPoint] = []
+    for r in resources(observation, "Observation"):
+        name = _text(r.get("code"))
+        if name.lower() != label.lower():
+            continue
+        q = r.get("valueQuantity") or {}
+        value = _num(q.get("value"))
+        if value is None:
+            continue
+        low = high = None
+        for rr in r.get("referenceRange") or []:
+            low = _num((rr.get("low") or {}).get("value"))
+            high = _num((rr.get("high") or {}).get("value"))
+            break
+        flagged = False
+        for interp in r.get("interpretation") or []:
+            for c in interp.get("coding") or []:
+                if str(c.get("code", "")).upper() in {"A", "H", "L", "HH", "LL", "AA"}:
+                    flagged = True
+        codes = _codes(r.get("code"))
+        points.append(LabPoint(name, value, str(q.get("unit") or ""),
+                               str(r.get("effectiveDateTime") or ""), low, high, flagged,
+                               codes[0] if codes else ""))
+    if not points:
+        return []
+    counts: dict[str, int] = {}
+    for p in points:
+        counts[p.code] = counts.get(p.code, 0) + 1
+    best = max(sorted(counts), key=lambda c: counts[c])
+    return sorted((p for p in points if p.code == best), key=lambda p: p.time)
+
+
+@dataclass(frozen=True)
+class MedOrder:
+    drug: str
+    dose: float | None
+    unit: str
+    route: str
+    start: str
+    status: str
+    text: str
+
+
+def med_orders(observation: Any, word: str | None = None) -> list[MedOrder]:
+    """MedicationRequests (newest start first), optionally only those naming `word`."""
+    out: list[MedOrder] = []
+    for r in resources(observation, "MedicationRequest"):
+        drug = _text(r.get("medicationCodeableConcept"))
+        if word and word.lower() not in drug.lower():
+            continue
+        dose = None
+        unit = route = text = start = ""
+        for di in r.get("dosageInstruction") or []:
+            text = str(di.get("text") or "")
+            route = _text(di.get("route"))
+            for dr in di.get("doseAndRate") or []:
+                dq = dr.get("doseQuantity") or {}
+                dose = _num(dq.get("value"))
+                unit = str(dq.get("unit") or "")
+            bounds = ((di.get("timing") or {}).get("repeat") or {}).get("boundsPeriod") or {}
+            start = str(bounds.get("start") or "")
+            break
+        start = start or str(r.get("authoredOn") or "")
+        out.append(MedOrder(drug, dose, unit, route, start, str(r.get("status") or ""), text))
+    return sorted(out, key=lambda m: m.start, reverse=True)
+
+
+@dataclass(frozen=True)
+class AdminEvent:
+    drug: str
+    time: str
+    status: str
+    event: str
+
+
+def admin_events(observation: Any, word: str | None = None) -> list[AdminEvent]:
+    """MedicationAdministrations (oldest first), optionally only those naming `word`."""
+    out: list[AdminEvent] = []
+    for r in resources(observation, "MedicationAdministration"):
+        drug = _text(r.get("medicationCodeableConcept"))
+        if word and word.lower() not in drug.lower():
+            continue
+        time = str(r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start") or "")
+        event = str(r.get("_event_txt") or "")
+        if not event:
+            for note in r.get("note") or []:
+                event = str(note.get("text") or "")
+                break
+        if not event:
+            event = _text(r.get("statusReason", [{}])[0]) if r.get("statusReason") else ""
+        out.append(AdminEvent(drug, time, str(r.get("status") or ""), event))
+    return sorted(out, key=lambda a: a.time)
+
+
+def given(events: list[AdminEvent]) -> list[AdminEvent]:
+    """Administrations that were actually given (status completed and no 'not given' text)."""
+    return [e for e in events if e.status in ("completed", "in-progress", "")
+            and "not given" not in e.event.lower() and "held" not in e.event.lower()]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    code: str
+    title: str
+    seq: int
+
+
+def diagnoses(observation: Any) -> list[Diagnosis]:
+    """Conditions in coded order (sequence number when present, else as returned)."""
+    out: list[Diagnosis] = []
+    for i, r in enumerate(resources(observation, "Condition")):
+        codes = _codes(r.get("code"))
+        seq = r.get("_seq_num")
+        for ext in r.get("extension") or []:
+            if "seq" in str(ext.get("url", "")).lower():
+                seq = ext.get("valueInteger", seq)
+        out.append(Diagnosis(codes[0] if codes else "", _text(r.get("code")),
+                             int(seq) if _num(seq) is not None else i + 1))
+    return sorted(out, key=lambda d: d.seq)
+
+
+@dataclass(frozen=True)
+class Stay:
+    start: str
+    end: str
+    admission_type: str
+    discharge_location: str
+
+
+def stays(observation: Any) -> list[Stay]:
+    """Encounters, newest first."""
+    out: list[Stay] = []
+    for r in resources(observation, "Encounter"):
+        period = r.get("period") or {}
+        adm_type = _text((r.get("type") or [{}])[0]) if r.get("type") else ""
+        hosp = r.get("hospitalization") or {}
+        dest = _text(hosp.get("dischargeDisposition"))
+        mimic = r.get("_mimic") or {}
+        adm_type = adm_type or str(mimic.get("admission_type") or "")
+        dest = dest or str(mimic.get("discharge_location") or "")
+        out.append(Stay(str(period.get("start") or ""), str(period.get("end") or ""),
+                        adm_type, dest))
+    return sorted(out, key=lambda s: s.start, reverse=True)
+
+
+def write_result(observation: Any) -> dict[str, Any] | None:
+    """The simulated resource a write tool returned (None when the write was refused)."""
+    found = resources(observation)
+    return found[0] if found else None

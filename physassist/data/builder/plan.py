@@ -1,0 +1,107 @@
+"""Choosing a session's arc and turn topics under the benchmark's structural rules.
+
+Rules enforced (and re-checkable with :func:`check_session_rules`):
+
+* position rules and tier rules of the arc (:mod:`.arcs`);
+* tool diversity: at least two FHIR resource types per session, no resource type in more
+  than two turns, at most one patient/mixed turn;
+* only topics the patient's data supports (the candidates come from the profile, and a
+  topic whose gold call returns nothing is banned and the session replanned).
+
+The search is a seeded depth-first search with a node budget; the candidate order mixes
+continuity (a later turn about an entity of an earlier turn, which makes NA rewrites
+possible) with variety (kinds not used yet first).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from .arcs import ARCS, arc_allowed, check_positions
+from .profile import Profile
+from .topics import Topic
+
+MAX_TURNS_PER_RESOURCE = 2
+MIN_RESOURCE_TYPES = 2
+MAX_PATIENT_TURNS = 1
+SEARCH_BUDGET = 4000
+
+CandidateFn = Callable[[str, str, Profile], list[Topic]]
+
+
+def resource_types(tools: Sequence[str]) -> set[str]:
+    """FHIR resource types named by tool calls (patient tools and control excluded)."""
+    return {t.split(".")[0] for t in tools if "." in t and not t.startswith("patient.")}
+
+
+def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence[str]],
+                        tool_sources: Sequence[str], tier: int) -> list[str]:
+    """Violations of the arc, tier and diversity rules by a built session (empty when valid)."""
+    problems = check_positions(list(task_types))
+    if not problems and not arc_allowed(tuple(task_types), tier):
+        problems.append(f"arc {list(task_types)} not allowed for tier L{tier}")
+    per_turn = [resource_types(tools) for tools in turn_tools]
+    every = set().union(*per_turn) if per_turn else set()
+    if len(every) < MIN_RESOURCE_TYPES:
+        problems.append(f"only {len(every)} FHIR resource type(s): {sorted(every)}")
+    for rtype in sorted(every):
+        n = sum(rtype in turn for turn in per_turn)
+        if n > MAX_TURNS_PER_RESOURCE:
+            problems.append(f"resource type {rtype} used in {n} turns (max {MAX_TURNS_PER_RESOURCE})")
+    n_patient = sum(s in ("patient", "mixed") for s in tool_sources)
+    if n_patient > MAX_PATIENT_TURNS:
+        problems.append(f"{n_patient} patient/mixed turns (max {MAX_PATIENT_TURNS})")
+    return problems
+
+
+def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random) -> list[Topic]:
+    """Seeded order of one turn's candidates: shuffled, then continuity/variety preferences."""
+    items = list(pool)
+    rng.shuffle(items)
+    prior = {e for t in chosen for e in t.entities}
+    kinds = {t.kind for t in chosen}
+    prefer_link = rng.random() < 0.6
+
+    def key(t: Topic) -> tuple[int, int]:
+        linked = bool(set(t.entities) & prior)
+        return (0 if linked == prefer_link else 1, 1 if t.kind in kinds else 0)
+
+    return sorted(items, key=key)
+
+
+def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
+                  patient_ok: bool = True) -> list[Topic] | None:
+    """Topics for the four turns of an arc satisfying the diversity rules, or None."""
+    arc = ARCS[arc_index]
+    budget = [SEARCH_BUDGET]
+
+    def ok_partial(chosen: list[Topic]) -> bool:
+        counts: dict[str, int] = {}
+        for t in chosen:
+            for r in t.resource_types:
+                counts[r] = counts.get(r, 0) + 1
+        if any(n > MAX_TURNS_PER_RESOURCE for n in counts.values()):
+            return False
+        n_patient = sum(t.source in ("patient", "mixed") for t in chosen)
+        if n_patient > (MAX_PATIENT_TURNS if patient_ok else 0):
+            return False
+        return len(set(chosen)) == len(chosen)
+
+    def search(chosen: list[Topic]) -> list[Topic] | None:
+        if len(chosen) == 4:
+            types = set().union(*(t.resource_types for t in chosen))
+            return list(chosen) if len(types) >= MIN_RESOURCE_TYPES else None
+        t = len(chosen)
+        for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            nxt = chosen + [topic]
+            if ok_partial(nxt):
+                found = search(nxt)
+                if found is not None:
+                    return found
+        return None
+
+    return search([])

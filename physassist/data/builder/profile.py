@@ -1,0 +1,132 @@
+"""What one patient's primary admission contains, read with a few DuckDB queries.
+
+The planner uses the profile only to decide which topics the data can support (which labs
+have values, which drugs were ordered or given); every number shown to the physician is
+later taken from the gold tool observations, not from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from .vocab import LABS, drug_word
+
+#: First words of prescriptions that name a fluid, salt or vaccine rather than a drug a
+#: clinician would ask about by that word.
+NOT_A_DRUG_WORD = frozenset({
+    "sodium", "potassium", "calcium", "magnesium", "dextrose", "influenza", "syringe", "bag",
+    "sterile", "water", "lactated", "heparin flush", "neutra-phos", "multivitamins", "senna",
+    "docusate", "bisacodyl", "polyethylene",
+})
+
+
+@dataclass(frozen=True)
+class LabSummary:
+    label: str
+    n: int  # distinct chart times with a numeric value
+    abnormal: bool  # latest value outside its range / flagged
+
+
+@dataclass(frozen=True)
+class DrugSummary:
+    word: str  # searchable first word ("vancomycin")
+    drug: str  # full prescription name of the latest order
+    dose: str  # dose_val_rx
+    unit: str  # dose_unit_rx
+    route: str
+    per_day: float | None  # doses_per_24_hrs
+    n_admin: int  # eMAR events for the word in the admission
+
+
+@dataclass
+class Profile:
+    subject_id: int
+    hadm_id: int
+    current_date: str
+    gender: str
+    age: int
+    labs: dict[str, LabSummary] = field(default_factory=dict)
+    drugs: dict[str, DrugSummary] = field(default_factory=dict)
+    n_dx: int = 0
+    n_micro: int = 0
+    n_radiology: int = 0
+    n_discharge: int = 0
+
+    @property
+    def pronoun(self) -> str:
+        return "she" if self.gender.upper().startswith("F") else "he"
+
+
+def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
+                 current_date: str) -> Profile:
+    """Profile of the admission up to the end of `current_date` (the session cutoff)."""
+    cut = f"CAST('{current_date}' AS DATE) + INTERVAL 1 DAY"
+    row = con.execute(
+        "SELECT gender, anchor_age, anchor_year FROM patients WHERE subject_id = ?", [subject_id]
+    ).fetchone()
+    gender, anchor_age, anchor_year = row if row else ("U", None, None)
+    year = int(current_date[:4])
+    age = int(anchor_age) + (year - int(anchor_year)) if anchor_age is not None and anchor_year else 0
+    prof = Profile(subject_id, hadm_id, current_date, str(gender or "U"), age)
+
+    labels = list(LABS)
+    lab_rows = con.execute(
+        f"""
+        WITH v AS (
+            SELECT d.label, l.charttime, l.valuenum, l.ref_range_lower, l.ref_range_upper, l.flag,
+                   row_number() OVER (PARTITION BY d.label ORDER BY l.charttime DESC) AS rn
+            FROM labevents l JOIN d_labitems d USING (itemid)
+            WHERE l.subject_id = ? AND l.hadm_id = ? AND l.valuenum IS NOT NULL
+              AND l.charttime < {cut} AND d.label IN (SELECT unnest(?))
+              AND (d.fluid IS NULL OR lower(d.fluid) = 'blood')
+        )
+        SELECT label, count(DISTINCT charttime),
+               bool_or(rn = 1 AND (COALESCE(flag, '') <> '' OR valuenum > ref_range_upper
+                                   OR valuenum < ref_range_lower))
+        FROM v GROUP BY label ORDER BY label
+        """,
+        [subject_id, hadm_id, labels],
+    ).fetchall()
+    for label, n, abnormal in lab_rows:
+        prof.labs[label] = LabSummary(label, int(n), bool(abnormal))
+
+    rx_rows = con.execute(
+        f"""
+        SELECT drug, dose_val_rx, dose_unit_rx, route, doses_per_24_hrs, starttime
+        FROM prescriptions
+        WHERE subject_id = ? AND hadm_id = ? AND drug IS NOT NULL
+          AND (starttime IS NULL OR starttime < {cut})
+        ORDER BY starttime DESC NULLS LAST, drug
+        """,
+        [subject_id, hadm_id],
+    ).fetchall()
+    admin_rows = con.execute(
+        f"""
+        SELECT lower(medication), count(*) FROM emar
+        WHERE subject_id = ? AND hadm_id = ? AND medication IS NOT NULL AND charttime < {cut}
+        GROUP BY 1
+        """,
+        [subject_id, hadm_id],
+    ).fetchall()
+    for drug, dose, unit, route, per_day, _start in rx_rows:
+        word = drug_word(str(drug))
+        if len(word) < 4 or word in prof.drugs or word in NOT_A_DRUG_WORD or not word.isalpha():
+            continue
+        n_admin = sum(int(n) for med, n in admin_rows if word in str(med))
+        prof.drugs[word] = DrugSummary(word, str(drug), str(dose or ""), str(unit or ""),
+                                       str(route or ""), float(per_day) if per_day else None,
+                                       n_admin)
+
+    def count(sql: str) -> int:
+        return int(con.execute(sql, [subject_id, hadm_id]).fetchone()[0])
+
+    prof.n_dx = count("SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?")
+    prof.n_micro = count(
+        f"SELECT count(*) FROM microbiologyevents WHERE subject_id = ? AND hadm_id = ? "
+        f"AND COALESCE(charttime, chartdate) < {cut}")
+    prof.n_radiology = count(
+        f"SELECT count(*) FROM radiology WHERE subject_id = ? AND hadm_id = ? AND charttime < {cut}")
+    prof.n_discharge = count("SELECT count(*) FROM discharge WHERE subject_id = ? AND hadm_id = ?")
+    return prof

@@ -1,0 +1,125 @@
+"""Physician questions: explicit templates, then implicit rewrites by subtype.
+
+Explicit questions are short and casual and never state a value. The implicit form of a
+turn is a rewrite of the same variant:
+
+* PE (predicate ellipsis): the bare fragment ("Creatinine?");
+* NA (nominal anaphora): the entity named in an earlier turn becomes a pronoun or is
+  dropped ("Is it trending down?"); only possible when the entity really is in an earlier turn;
+* AE (abstract/event anaphora): "Given all this, ..." over at least two earlier turns; never
+  on Information Lookup.
+
+T0 and Write/Update turns stay explicit. A subtype is recorded only when the rewrite
+changed the question (official-implementation.md §8 item 16).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .answers import lab_spoken
+from .arcs import IL, WU
+from .topics import Topic
+from .wording import fill, lookup, variants
+
+SUBTYPES: tuple[str, ...] = ("NA", "PE", "AE")
+
+#: For NA: which entity each anaphoric form points back to.
+_NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lab_latest": (("na", "lab"),),
+    "med_current": (("na", "drug"),),
+    "lab_pair": (("na", "lab"),),
+    "lab_and_med": (("na", "drug"), ("na_lab", "lab")),
+    "med_and_admin": (("na", "drug"),),
+    "lab_trend": (("na", "lab"),),
+    "drug_lab_safety": (("na", "drug"), ("na_lab", "lab")),
+    "abx_response": (("na", "drug"),),
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    explicit_en: str
+    explicit_zh: str
+    implicit_en: str
+    implicit_zh: str
+    subtype: str | None  # recorded only when the implicit text differs from the explicit one
+    antecedent: str | None = None  # the earlier entity an NA rewrite points to
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _values(topic: Topic, lang: str, gender: str) -> dict[str, str]:
+    pron = lookup(lang, f"pronouns.{'F' if gender.upper().startswith('F') else 'M'}")
+    vals = {"subj": pron["subj"], "pos": pron["pos"], "obj": pron["obj"]}
+    if topic.lab:
+        vals["lab"] = lab_spoken(topic.lab, lang)
+        vals["Lab"] = _cap(vals["lab"])
+    if topic.lab2:
+        vals["lab2"] = lab_spoken(topic.lab2, lang)
+    if topic.drug:
+        vals["drug"] = topic.drug
+        vals["Drug"] = _cap(topic.drug)
+    return vals
+
+
+def na_form(topic: Topic, prior_entities: set[str]) -> tuple[str, str] | None:
+    """The NA template form usable for this topic and the entity it refers back to."""
+    for form, attr in _NA_FORMS.get(topic.kind, ()):
+        entity = getattr(topic, attr)
+        if entity and entity in prior_entities and variants("en", topic.kind, form):
+            return form, entity
+    return None
+
+
+def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str]) -> list[str]:
+    """Subtypes whose rewrite is possible here, in SUBTYPES order."""
+    if turn == 0 or topic.task_type == WU:
+        return []
+    out: list[str] = []
+    if na_form(topic, prior_entities) is not None:
+        out.append("NA")
+    if variants("en", topic.kind, "pe"):
+        out.append("PE")
+    if turn >= 2 and topic.task_type != IL and variants("en", topic.kind, "ae"):
+        out.append("AE")
+    return out
+
+
+def choose_subtype(feasible: list[str], used: dict[str, int], rng: random.Random) -> str | None:
+    """The least-used feasible subtype so far (ties broken by the seeded generator)."""
+    if not feasible:
+        return None
+    low = min(used.get(s, 0) for s in feasible)
+    return rng.choice([s for s in feasible if used.get(s, 0) == low])
+
+
+def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
+                  prior_entities: set[str]) -> Question:
+    """The explicit and implicit question of a turn in both languages."""
+    texts: dict[tuple[str, str], str] = {}
+    antecedent = None
+    form = {"PE": "pe", "AE": "ae", None: "explicit"}.get(subtype, "explicit")
+    if subtype == "NA":
+        found = na_form(topic, prior_entities)
+        if found is None:
+            raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
+        form, antecedent = found
+    for lang in ("en", "zh"):
+        vals = _values(topic, lang, gender)
+        explicit = variants(lang, topic.kind, "explicit")
+        implicit = variants(lang, topic.kind, form)
+        if not explicit or not implicit:
+            raise ValueError(f"templates/{lang}.yaml: questions.{topic.kind}.{form} is empty")
+        texts[(lang, "explicit")] = fill(explicit[variant % len(explicit)],
+                                         f"{lang}:questions.{topic.kind}.explicit", **vals)
+        texts[(lang, "implicit")] = fill(implicit[variant % len(implicit)],
+                                         f"{lang}:questions.{topic.kind}.{form}", **vals)
+    changed = texts[("en", "implicit")] != texts[("en", "explicit")]
+    return Question(texts[("en", "explicit")], texts[("zh", "explicit")],
+                    texts[("en", "implicit")], texts[("zh", "implicit")],
+                    subtype if (subtype and changed) else None,
+                    antecedent if (subtype == "NA" and changed) else None)

@@ -1,0 +1,285 @@
+"""Rubric items for a digested topic: EN text, ZH text and a machine-checkable form.
+
+Sizes follow the paper (official-implementation.md §1.5): IL 3, DG 4-5, CR 5-6, WU 4-6.
+Every item carries a check (ARCHITECTURE.md §4) so the offline rules judge decides every
+item; each check is satisfied by the gold answer (or, for write checks, the gold call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .answers import Digest, LabFact, fmt, lab_name, meaning
+from .facts import day as day_of
+from .topics import next_day
+from .vocab import FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
+from .wording import say
+
+VALUE_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Item:
+    """One rubric item in both languages and its check."""
+
+    en: str
+    zh: str
+    check: dict[str, Any]
+
+
+def _both(key: str, **values: Any) -> tuple[str, str]:
+    return say("en", f"rubrics.{key}", **values), say("zh", f"rubrics.{key}", **values)
+
+
+def _item(key: str, check: dict[str, Any], values_en: dict[str, Any],
+          values_zh: dict[str, Any] | None = None) -> Item:
+    en = say("en", f"rubrics.{key}", **values_en)
+    zh = say("zh", f"rubrics.{key}", **(values_zh if values_zh is not None else values_en))
+    return Item(en, zh, check)
+
+
+def concept(name: str) -> dict[str, Any]:
+    return {"kind": "concept", "any": {lang: list(SYNONYMS[name][lang]) for lang in ("en", "zh")}}
+
+
+def forbidden(name: str) -> dict[str, Any]:
+    return {"kind": "forbidden", "any": {lang: list(SYNONYMS[name][lang]) for lang in ("en", "zh")}}
+
+
+def literal(*words: str) -> dict[str, Any]:
+    """A concept met by any of these language-neutral strings (dates, codes, names)."""
+    uniq = list(dict.fromkeys(w for w in words if w))
+    return {"kind": "concept", "any": {"en": uniq, "zh": uniq}}
+
+
+def value(label: str, number: float, unit: str) -> dict[str, Any]:
+    return {"kind": "value", "label": label, "value": float(number), "unit": unit or None,
+            "tolerance": VALUE_TOLERANCE}
+
+
+def _lab_values(f: LabFact, lang: str) -> dict[str, Any]:
+    status = say(lang, f"answers.status.{f.status}")
+    return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
+            "status": status, "day": f.day}
+
+
+def _lab_items(f: LabFact, with_time: bool) -> list[Item]:
+    en, zh = _lab_values(f, "en"), _lab_values(f, "zh")
+    items = [
+        _item("lab_value", value(f.label, f.value, f.unit), en, zh),
+        _item("lab_status", concept(f.status), en, zh),
+    ]
+    if with_time:
+        items.append(_item("lab_time", literal(f.day), en, zh))
+    return items
+
+
+def route_check(route: str) -> dict[str, Any]:
+    parts = [p for p in route.replace(" ", "/").upper().split("/") if p]
+    en: list[str] = [route] if route else []
+    zh: list[str] = [route] if route else []
+    for p in parts:
+        words = ROUTE_WORDS.get(p, {"en": [p], "zh": [p]})
+        en += words["en"]
+        zh += words["zh"]
+    return {"kind": "concept", "any": {"en": list(dict.fromkeys(en)),
+                                       "zh": list(dict.fromkeys(zh))}}
+
+
+def _med_items(d: Digest, n: int) -> list[Item]:
+    m = d.med
+    assert m is not None
+    vals = {"drug": m.word, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "-",
+            "day": m.start}
+    items = [_item("med_dose", value(m.word, m.dose, m.unit), vals)]
+    if m.route:
+        items.append(_item("med_route", route_check(m.route), vals))
+    if m.start:
+        items.append(_item("med_start", literal(m.start), vals))
+    return items[:n]
+
+
+def rubric(d: Digest) -> list[Item]:
+    """The rubric of a digested topic (sizes per task type as in the paper)."""
+    k = d.topic.kind
+    if k == "lab_latest":
+        return _lab_items(d.labs[0], with_time=True)
+    if k == "med_current":
+        items = _med_items(d, 3)
+        if len(items) < 3:
+            items.append(_item("safety_drug", literal(d.topic.drug or ""),
+                               {"drug_word": d.topic.drug, "dose": fmt(d.med.dose),  # type: ignore[union-attr]
+                                "unit": d.med.unit}))  # type: ignore[union-attr]
+        return items
+    if k == "dx_primary":
+        assert d.dx is not None
+        vals = {"title": d.dx.title, "code": d.dx.code}
+        return [_item("dx_name", literal(d.dx.title), vals),
+                _item("dx_code", literal(d.dx.code), vals),
+                _item("dx_principal", concept("principal"), vals)]
+    if k == "encounter_info":
+        s = d.stay
+        assert s is not None
+        items = [_item("enc_admit", literal(day_of(s.start)), {"day": day_of(s.start)}),
+                 _item("enc_discharge", literal(day_of(s.end)), {"day": day_of(s.end)})]
+        if s.discharge_location:
+            items.append(_item("enc_dest", literal(s.discharge_location),
+                               {"destination": s.discharge_location}))
+        else:
+            items.append(_item("enc_dest", literal(s.admission_type or "-"),
+                               {"destination": s.admission_type or "-"}))
+        return items
+    if k == "lab_pair":
+        return _lab_items(d.labs[0], False) + _lab_items(d.labs[1], False)
+    if k == "lab_and_med":
+        return _lab_items(d.labs[0], False) + _med_items(d, 2)
+    if k == "med_and_admin":
+        items = _med_items(d, 2)
+        vals = {"drug": d.topic.drug, "day": d.admin_last[:10]}
+        items.append(_item("admin_last", literal(d.admin_last[:10]), vals))
+        items.append(_item("admin_given", concept("given"), vals))
+        return items
+    if k == "lab_trend":
+        return _trend_items(d)
+    if k == "drug_lab_safety":
+        return _safety_items(d)
+    if k == "abx_response":
+        return _response_items(d)
+    if d.topic.source == "write":
+        return _write_items(d)
+    raise ValueError(f"no rubric for topic kind {k!r}")
+
+
+def _trend_items(d: Digest) -> list[Item]:
+    first, last = d.series
+    lab = last.label
+
+    def vals(f: LabFact, lang: str) -> dict[str, Any]:
+        return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
+
+    opposite = {"rising": "falling", "falling": "rising", "stable": "rising"}[d.trend]
+    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in ("en", "zh")}
+    ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in ("en", "zh")}
+    items = [
+        _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
+        _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
+        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
+              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
+        _item("lab_status", concept(last.status), _lab_values(last, "en"), _lab_values(last, "zh")),
+    ]
+    rec_key, rec = ("rec_no_change", "no_change") if d.course == "normal" else ("rec_recheck", "recheck")
+    items.append(_item(rec_key, concept(rec), {"label": lab}, {"label": lab_name(lab, "zh")}))
+    m = meaning(d) if d.course in ("worsening", "abnormal_stable") else None
+    if m is not None:
+        items.append(_item("rec_meaning",
+                           {"kind": "concept", "any": {"en": list(m.en_syn), "zh": list(m.zh_syn)}},
+                           {"meaning": m.en}, {"meaning": m.zh}))
+    elif d.trend != "stable":
+        items.append(_item("trend_not", forbidden(opposite),
+                           {"label": lab, "wrong_word": ww["en"]},
+                           {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]}))
+    return items
+
+
+def _safety_items(d: Digest) -> list[Item]:
+    m, lab = d.med, d.labs[0]
+    assert m is not None
+    vals = {"drug_word": m.word, "dose": fmt(m.dose), "unit": m.unit}
+    items = [_item("safety_drug", value(m.word, m.dose, m.unit), vals)]
+    items += _lab_items(lab, with_time=False)
+    if d.verdict == "hold":
+        items.append(_item("safety_verdict_hold", concept("hold"), vals))
+        items.append(_item("safety_not_ok", forbidden("unsafe_continue"), vals))
+        items.append(_item("rec_recheck", concept("recheck"), {"label": lab.label},
+                           {"label": lab_name(lab.label, "zh")}))
+    else:
+        items.append(_item("safety_verdict_ok", concept("continue"), vals))
+        items.append(_item("safety_not_hold", forbidden("stop_words"), vals))
+    return items
+
+
+def _response_items(d: Digest) -> list[Item]:
+    first, last = d.series
+    lab = last.label
+    word = d.topic.drug or ""
+
+    def vals(f: LabFact, lang: str) -> dict[str, Any]:
+        return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
+
+    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in ("en", "zh")}
+    items = [
+        _item("resp_drug", literal(word), {"drug_word": word}),
+        _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
+        _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
+        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
+              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
+    ]
+    verdict_key = {"responding": "resp_verdict_yes", "not_responding": "resp_verdict_no",
+                   "unclear": "resp_verdict_unclear"}[d.verdict]
+    items.append(_item(verdict_key, concept(d.verdict), {}))
+    plan = "escalate" if d.verdict == "not_responding" else "continue"
+    items.append(_item("resp_plan_escalate" if plan == "escalate" else "resp_plan_continue",
+                       concept(plan), {}))
+    return items
+
+
+def _accept_lab(label: str) -> list[str]:
+    spoken = LABS[label].en if label in LABS else label
+    return list(dict.fromkeys([f"Repeat {label}", label, spoken, f"{spoken} level",
+                               f"repeat {spoken}", f"{label} level"]))
+
+
+def _write_items(d: Digest) -> list[Item]:
+    tool = d.topic.tools[0]
+    args = d.write
+    call = {"kind": "write_call", "tool": tool}
+
+    def arg(field: str, accepted: list[str]) -> dict[str, Any]:
+        return {"kind": "write_arg", "tool": tool, "field": field,
+                "accepted": list(dict.fromkeys(a for a in accepted if a))}
+
+    confirm = _item("write_confirm", concept("confirm"), {})
+    if tool == "ServiceRequest.create":
+        if d.topic.kind == "followup_visit":
+            service = ["Primary care follow-up", "PCP follow-up", "primary care", "follow-up",
+                       "PCP", "follow up"]
+            target = args["target_date"]
+            dates = [next_day(target, delta) for delta in (-2, -1, 0, 1, 2)]
+        else:
+            service = _accept_lab(d.topic.lab or "")
+            dates = [args["target_date"]]
+        return [
+            _item("write_call_service", call, {}),
+            _item("write_service_type", arg("service_type", service), {"service": args["service_type"]}),
+            _item("write_priority", arg("priority", [args["priority"]]), {"priority": args["priority"]}),
+            _item("write_target_date", arg("target_date", dates), {"day": args["target_date"]}),
+            confirm,
+        ]
+    if tool == "MedicationRequest.create":
+        word = d.topic.drug or ""
+        per_day = [n for n, (f, _) in FREQUENCIES.items() if f == args["frequency"]]
+        freq_ok = FREQUENCIES[per_day[0]][1] if per_day else [args["frequency"]]
+        route = args["route"]
+        route_ok = [route] + ROUTE_WORDS.get(route, {"en": []})["en"]
+        dose = args["dose"]
+        return [
+            _item("write_call_med", call, {}),
+            _item("write_med_name", arg("medication", [args["medication"], word]), {"drug_word": word}),
+            _item("write_med_dose", arg("dose", [dose, dose.replace(" ", "")]), {"dose": dose}),
+            _item("write_med_route", arg("route", route_ok), {"route": route}),
+            _item("write_med_freq", arg("frequency", freq_ok), {"frequency": args["frequency"]}),
+            confirm,
+        ]
+    if tool == "Flag.create":
+        label = d.topic.lab or ""
+        spoken = LABS[label].en if label in LABS else label
+        return [
+            _item("write_call_flag", call, {}),
+            _item("write_flag_category", arg("category", ["clinical", "safety"]), {}),
+            _item("write_confirm_flag", {"kind": "concept", "any": {
+                "en": [label, spoken], "zh": [label, LABS[label].zh if label in LABS else label]}},
+                {"label": label}, {"label": lab_name(label, "zh")}),
+            _item("write_flag_confirm", concept("flag"), {}),
+        ]
+    raise ValueError(f"no write rubric for tool {tool!r}")

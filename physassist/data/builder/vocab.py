@@ -1,0 +1,264 @@
+"""Clinical vocabulary the builder relies on: lab names, organ systems, drug classes.
+
+Kept as plain data so the prefilter SQL, the planner and the templates agree on one
+spelling. Lab keys are MIMIC-IV ``d_labitems.label`` values (blood/serum items).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A lab the builder can ask about: its MIMIC-IV label and how clinicians say it."""
+
+    label: str  # d_labitems.label, the tool's `code` argument
+    en: str  # spoken English name ("BUN")
+    zh: str  # Chinese name
+    system: str  # organ system (prefilter's diagnostic-workup breadth rule)
+
+
+LABS: dict[str, Lab] = {
+    lab.label: lab
+    for lab in (
+        Lab("Hemoglobin", "hemoglobin", "血红蛋白", "hematologic"),
+        Lab("Hematocrit", "hematocrit", "红细胞压积", "hematologic"),
+        Lab("Platelet Count", "platelets", "血小板计数", "hematologic"),
+        Lab("White Blood Cells", "white count", "白细胞计数", "inflammatory"),
+        Lab("Creatinine", "creatinine", "肌酐", "renal"),
+        Lab("Urea Nitrogen", "BUN", "尿素氮", "renal"),
+        Lab("Alanine Aminotransferase (ALT)", "ALT", "丙氨酸氨基转移酶", "hepatic"),
+        Lab("Asparate Aminotransferase (AST)", "AST", "天冬氨酸氨基转移酶", "hepatic"),
+        Lab("Bilirubin, Total", "bilirubin", "总胆红素", "hepatic"),
+        Lab("Albumin", "albumin", "白蛋白", "hepatic"),
+        Lab("Alkaline Phosphatase", "alk phos", "碱性磷酸酶", "hepatic"),
+        Lab("Sodium", "sodium", "钠", "metabolic"),
+        Lab("Potassium", "potassium", "钾", "metabolic"),
+        Lab("Chloride", "chloride", "氯", "metabolic"),
+        Lab("Bicarbonate", "bicarb", "碳酸氢盐", "metabolic"),
+        Lab("Glucose", "glucose", "血糖", "metabolic"),
+        Lab("Magnesium", "magnesium", "镁", "metabolic"),
+        Lab("Phosphate", "phosphate", "磷", "metabolic"),
+        Lab("Calcium, Total", "calcium", "总钙", "metabolic"),
+        Lab("Anion Gap", "anion gap", "阴离子间隙", "metabolic"),
+        Lab("% Hemoglobin A1c", "A1c", "糖化血红蛋白", "metabolic"),
+        Lab("INR(PT)", "INR", "国际标准化比值", "coagulation"),
+        Lab("PT", "PT", "凝血酶原时间", "coagulation"),
+        Lab("PTT", "PTT", "部分凝血活酶时间", "coagulation"),
+        Lab("Fibrinogen, Functional", "fibrinogen", "纤维蛋白原", "coagulation"),
+        Lab("Lactate", "lactate", "乳酸", "inflammatory"),
+        Lab("C-Reactive Protein", "CRP", "C反应蛋白", "inflammatory"),
+        Lab("Neutrophils", "neutrophils", "中性粒细胞", "inflammatory"),
+        Lab("Troponin T", "troponin", "肌钙蛋白T", "cardiac"),
+        Lab("Creatine Kinase (CK)", "CK", "肌酸激酶", "cardiac"),
+        Lab("NTproBNP", "BNP", "N末端B型利钠肽原", "cardiac"),
+        Lab("Lipase", "lipase", "脂肪酶", "hepatic"),
+    )
+}
+
+ORGAN_SYSTEMS: tuple[str, ...] = (
+    "hematologic", "renal", "hepatic", "metabolic", "coagulation", "inflammatory", "cardiac",
+)
+
+#: Labs a prescriber monitors (med_safety's base criterion).
+MONITORING_LABS: tuple[str, ...] = (
+    "Creatinine", "Potassium", "Glucose", "Urea Nitrogen", "INR(PT)", "% Hemoglobin A1c",
+)
+INFECTION_MARKERS: tuple[str, ...] = ("White Blood Cells", "Neutrophils", "Lactate")
+
+
+@dataclass(frozen=True)
+class DrugClass:
+    """A drug category paired with the labs that decide whether it is safe to continue."""
+
+    name: str
+    en: str
+    zh: str
+    patterns: tuple[str, ...]  # lower-case substrings of prescriptions.drug
+    labs: tuple[str, ...]  # monitoring labs, most decisive first
+    risk_when: str  # "high" | "low": the lab direction that makes the drug unsafe
+
+
+DRUG_CLASSES: tuple[DrugClass, ...] = (
+    DrugClass("nephrotoxic", "nephrotoxic drug", "肾毒性药物",
+              ("vancomycin", "gentamicin", "tobramycin", "amikacin", "ibuprofen", "ketorolac",
+               "naproxen", "acyclovir"), ("Creatinine", "Urea Nitrogen"), "high"),
+    DrugClass("acei_arb", "ACE inhibitor/ARB", "ACEI/ARB类药物",
+              ("lisinopril", "enalapril", "captopril", "ramipril", "benazepril", "losartan",
+               "valsartan", "irbesartan"), ("Potassium", "Creatinine"), "high"),
+    DrugClass("diabetes", "glucose-lowering drug", "降糖药",
+              ("insulin", "metformin", "glipizide", "glyburide", "glimepiride", "sitagliptin"),
+              ("Glucose",), "low"),
+    DrugClass("diuretic", "diuretic/electrolyte drug", "利尿剂/电解质药物",
+              ("furosemide", "torsemide", "bumetanide", "hydrochlorothiazide", "spironolactone",
+               "potassium chloride"), ("Potassium", "Sodium"), "low"),
+    DrugClass("anticoagulant", "warfarin", "华法林", ("warfarin",), ("INR(PT)",), "high"),
+)
+
+#: Antibiotic classes (treatment_response): class name -> lower-case name substrings.
+ANTIBIOTIC_CLASSES: dict[str, tuple[str, ...]] = {
+    "penicillin": ("piperacillin", "ampicillin", "amoxicillin", "nafcillin", "penicillin"),
+    "cephalosporin": ("cefazolin", "ceftriaxone", "cefepime", "ceftazidime", "cefpodoxime",
+                      "cephalexin", "cefuroxime", "cefoxitin"),
+    "carbapenem": ("meropenem", "imipenem", "ertapenem"),
+    "glycopeptide": ("vancomycin",),
+    "aminoglycoside": ("gentamicin", "tobramycin", "amikacin"),
+    "fluoroquinolone": ("ciprofloxacin", "levofloxacin", "moxifloxacin"),
+    "macrolide": ("azithromycin", "erythromycin", "clarithromycin"),
+    "nitroimidazole": ("metronidazole",),
+    "other": ("sulfamethoxazole", "doxycycline", "clindamycin", "linezolid", "daptomycin"),
+}
+
+SEPSIS_ICD_PREFIXES: tuple[str, ...] = ("A40", "A41", "R652", "038", "99591", "99592", "78552")
+PNEUMONIA_ICD_PREFIXES: tuple[str, ...] = ("J12", "J13", "J14", "J15", "J16", "J18", "480",
+                                           "481", "482", "483", "485", "486")
+CIRRHOSIS_ICD_PREFIXES: tuple[str, ...] = ("K703", "K717", "K743", "K744", "K745", "K746",
+                                           "5712", "5715", "5716")
+
+
+def drug_class_of(drug: str) -> DrugClass | None:
+    """The monitored drug class a prescription name belongs to, if any."""
+    low = drug.lower()
+    for cls in DRUG_CLASSES:
+        if any(p in low for p in cls.patterns):
+            return cls
+    return None
+
+
+def antibiotic_class_of(drug: str) -> str | None:
+    low = drug.lower()
+    for cls, names in ANTIBIOTIC_CLASSES.items():
+        if any(n in low for n in names):
+            return cls
+    return None
+
+
+def drug_word(drug: str) -> str:
+    """The spoken/searchable name of a prescription: its first word, lower-cased ("vancomycin")."""
+    word = drug.strip().split()[0] if drug.strip() else drug
+    return word.strip(",;:()").lower()
+
+
+#: Concept synonyms per language for rubric checks. Every word the gold answers use for a
+#: concept is among its synonyms (tests check the gold answers pass their own checks).
+SYNONYMS: dict[str, dict[str, list[str]]] = {
+    "high": {"en": ["high", "elevated", "above", "increased", "raised"],
+             "zh": ["偏高", "升高", "高于", "增高"]},
+    "low": {"en": ["low", "decreased", "below", "reduced", "depressed"],
+            "zh": ["偏低", "降低", "低于", "减低"]},
+    "normal": {"en": ["normal", "within range", "within normal limits", "unremarkable", "WNL"],
+               "zh": ["正常"]},
+    "abnormal": {"en": ["abnormal", "high", "low", "elevated", "decreased", "out of range"],
+                 "zh": ["异常", "偏高", "偏低"]},
+    "rising": {"en": ["rising", "risen", "increasing", "increased", "trending up", "uptrending",
+                      "up-trending", "climbing", "went up", "gone up", "upward"],
+               "zh": ["上升", "升高", "增加", "上涨"]},
+    "falling": {"en": ["falling", "fallen", "decreasing", "decreased", "trending down",
+                       "downtrending", "down-trending", "dropping", "dropped", "declining",
+                       "went down", "come down", "came down", "downward"],
+                "zh": ["下降", "降低", "减少", "回落"]},
+    "stable": {"en": ["stable", "unchanged", "flat", "steady", "no significant change"],
+               "zh": ["稳定", "无明显变化", "变化不大", "平稳"]},
+    "recheck": {"en": ["recheck", "re-check", "repeat", "monitor", "monitoring", "trend", "follow"],
+                "zh": ["复查", "监测", "随访"]},
+    "no_change": {"en": ["no change", "routine", "no action", "continue current", "monitoring"],
+                  "zh": ["无需调整", "常规", "维持"]},
+    "hold": {"en": ["hold", "holding", "reduce", "reducing", "lower the dose", "dose reduction",
+                    "stop", "pause", "discontinue"],
+             "zh": ["暂停", "停用", "减量", "停药", "停掉"]},
+    "continue": {"en": ["continue", "continuing", "keep", "safe to continue", "can stay on"],
+                 "zh": ["继续", "可以继续", "维持"]},
+    "stop_words": {"en": ["hold", "stop", "discontinue"], "zh": ["暂停", "停用", "停药"]},
+    "unsafe_continue": {"en": ["safe to continue", "fine to continue"],
+                        "zh": ["可以继续", "继续使用安全"]},
+    "responding": {"en": ["response", "responding", "working", "improving", "effective"],
+                   "zh": ["有效", "有反应", "好转", "治疗有效"]},
+    "not_responding": {"en": ["not responding", "no response", "does not look like a response",
+                              "not working", "failing", "ineffective"],
+                       "zh": ["无效", "无反应", "治疗无效"]},
+    "unclear": {"en": ["unclear", "not yet clear", "too early", "uncertain", "equivocal"],
+                "zh": ["尚不明确", "不明确", "为时尚早"]},
+    "escalate": {"en": ["re-culture", "reculture", "repeat cultures", "broaden", "broadening",
+                        "escalate", "escalating", "change antibiotics"],
+                 "zh": ["重新送培养", "扩大", "升级", "更换抗生素"]},
+    "given": {"en": ["given", "administered", "last dose", "received", "charted"],
+              "zh": ["给药", "已给", "已用", "记录"]},
+    "principal": {"en": ["principal", "primary", "main", "first-listed", "admitting"],
+                  "zh": ["主要诊断", "主诊断", "首要"]},
+    "confirm": {"en": ["ordered", "placed", "order placed", "submitted", "entered", "created",
+                       "renewed", "scheduled", "requested"],
+                "zh": ["已下", "已开", "已提交", "已创建", "已安排", "已申请"]},
+    "flag": {"en": ["flag", "flagged", "alert"], "zh": ["标记", "警示"]},
+    "med_change": {"en": ["dose changed", "medication changed", "stopped the", "started a new"],
+                   "zh": ["已改剂量", "已停用", "已换药"]},
+}
+
+#: Routes as written in prescriptions -> words that name them (EN, ZH).
+ROUTE_WORDS: dict[str, dict[str, list[str]]] = {
+    "PO": {"en": ["PO", "oral", "orally", "by mouth"], "zh": ["口服", "PO"]},
+    "NG": {"en": ["NG", "nasogastric", "per tube"], "zh": ["鼻饲", "胃管", "NG"]},
+    "IV": {"en": ["IV", "intravenous", "intravenously"], "zh": ["静脉", "IV"]},
+    "SC": {"en": ["SC", "SQ", "SUBQ", "subcutaneous", "subcutaneously", "subcut"],
+           "zh": ["皮下", "SC"]},
+    "IM": {"en": ["IM", "intramuscular"], "zh": ["肌注", "肌肉注射", "IM"]},
+    "IH": {"en": ["IH", "inhaled", "inhalation", "INH"], "zh": ["吸入", "IH"]},
+    "TP": {"en": ["TP", "topical", "topically"], "zh": ["外用", "TP"]},
+    "PR": {"en": ["PR", "rectal", "rectally"], "zh": ["直肠", "PR"]},
+}
+
+#: Doses per 24 h -> (frequency written in orders, accepted spellings).
+FREQUENCIES: dict[int, tuple[str, list[str]]] = {
+    1: ("daily", ["daily", "qd", "once daily", "q24h", "every 24 hours", "QD"]),
+    2: ("BID", ["BID", "twice daily", "q12h", "every 12 hours"]),
+    3: ("TID", ["TID", "three times daily", "q8h", "every 8 hours"]),
+    4: ("QID", ["QID", "four times daily", "q6h", "every 6 hours"]),
+}
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What an abnormal lab direction suggests, for reasoning answers and their rubrics."""
+
+    en: str
+    zh: str
+    en_syn: tuple[str, ...]
+    zh_syn: tuple[str, ...]
+
+
+_RENAL = Meaning("impaired kidney function", "肾功能受损", ("kidney", "renal", "AKI"), ("肾",))
+_LIVER = Meaning("liver injury", "肝损伤", ("liver", "hepatic", "hepatocellular"), ("肝",))
+MEANINGS: dict[tuple[str, str], Meaning] = {
+    ("Creatinine", "high"): _RENAL,
+    ("Urea Nitrogen", "high"): _RENAL,
+    ("Potassium", "high"): Meaning("hyperkalemia", "高钾血症",
+                                   ("hyperkalemia", "hyperkalaemia", "high potassium"), ("高钾",)),
+    ("Potassium", "low"): Meaning("hypokalemia", "低钾血症",
+                                  ("hypokalemia", "hypokalaemia", "low potassium"), ("低钾",)),
+    ("Sodium", "high"): Meaning("hypernatremia", "高钠血症", ("hypernatremia", "hypernatraemia"),
+                                ("高钠",)),
+    ("Sodium", "low"): Meaning("hyponatremia", "低钠血症", ("hyponatremia", "hyponatraemia"),
+                               ("低钠",)),
+    ("Glucose", "high"): Meaning("hyperglycemia", "高血糖", ("hyperglycemia", "hyperglycaemia"),
+                                 ("高血糖",)),
+    ("Glucose", "low"): Meaning("hypoglycemia", "低血糖", ("hypoglycemia", "hypoglycaemia"),
+                                ("低血糖",)),
+    ("Hemoglobin", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",)),
+    ("Hematocrit", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",)),
+    ("White Blood Cells", "high"): Meaning("infection or inflammation", "感染或炎症",
+                                           ("infection", "inflammation", "leukocytosis"),
+                                           ("感染", "炎症")),
+    ("White Blood Cells", "low"): Meaning("leukopenia", "白细胞减少", ("leukopenia",),
+                                          ("白细胞减少",)),
+    ("Platelet Count", "low"): Meaning("thrombocytopenia", "血小板减少", ("thrombocytopenia",),
+                                       ("血小板减少",)),
+    ("INR(PT)", "high"): Meaning("a bleeding risk", "出血风险",
+                                 ("bleeding", "coagulopathy", "anticoagulation"), ("出血", "凝血")),
+    ("Lactate", "high"): Meaning("hypoperfusion", "组织灌注不足",
+                                 ("hypoperfusion", "perfusion", "sepsis"), ("灌注", "脓毒")),
+    ("Alanine Aminotransferase (ALT)", "high"): _LIVER,
+    ("Asparate Aminotransferase (AST)", "high"): _LIVER,
+    ("Bilirubin, Total", "high"): Meaning("liver or biliary disease", "肝胆疾病",
+                                          ("liver", "hepatic", "biliary", "cholestasis"),
+                                          ("肝", "胆")),
+}
