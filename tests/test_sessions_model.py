@@ -173,3 +173,26 @@ def test_required_keys_and_types_are_enforced() -> None:
     data["subject_id"] = "19990001"  # no silent coercion: the dump would differ
     with pytest.raises(ValidationError, match="subject_id"):
         Session.model_validate(data)
+
+
+def test_zh_history_without_messages_zh_uses_zh_questions_and_answers() -> None:
+    data = session_dict(DIAGNOSTIC)
+    del data["messages_zh"]
+    session = Session.model_validate(data)
+    history = session.gold_history(2, "zh")
+    assert [m["content"] for m in history] == [
+        session.question(0, "zh"), session.gold_answer(0, "zh"),
+        session.question(1, "zh"), session.gold_answer(1, "zh")]
+    assert history[1]["content"].startswith("乳酸")
+
+
+def test_scenario_from_file_name_when_the_session_does_not_say(tmp_path) -> None:
+    from physassist.data import load_sessions
+
+    data = session_dict(TREATMENT)
+    data["id"] = "session_without_scenario_L1"
+    path = tmp_path / "treatment_response.jsonl"
+    path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    loaded = load_sessions(tmp_path, scenarios=["treatment_response"])
+    assert loaded.sessions[0].scenario is None
+    assert set(loaded.turns["scenario"]) == {"treatment_response"}

@@ -29,7 +29,7 @@ from physassist.data.models import (
     SessionFormatError,
 )
 from physassist.data.schema import validate_turns
-from physassist.data.turns import flatten_sessions, rows_to_frame
+from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
 
 SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
 _PER_TURN_KEYS = frozenset({
@@ -236,7 +236,7 @@ def validate_records(
     sessions, problems = parse_records(records)
     if scenarios is not None:
         wanted = set(scenarios)
-        sessions = [s for s in sessions if s.scenario in wanted]
+        sessions = [s for s in sessions if resolved_scenario(s) in wanted]
     frame, structural = flatten_sessions(sessions, language)
     problems += structural + validate_turns(frame)
     if problems and not lenient:

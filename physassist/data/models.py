@@ -356,19 +356,17 @@ class Session(_OrderedModel):
 
     def gold_answer(self, turn: int, language: str = "en") -> str:
         """The gold answer: the final `prepare_to_answer` observation, else the gold messages."""
-        if _lang(language) == "en":
-            trajectory = self._first("answer_list_en", "answer_list")
-            conversation = self.conversation("en")
-        else:
-            trajectory = self.answer_list_zh
-            conversation = self.conversation("zh") if self.messages_zh is not None else []
+        en = _lang(language) == "en"
+        trajectory = self._first("answer_list_en", "answer_list") if en else self.answer_list_zh
         if trajectory is not None and turn < len(trajectory):
             answer = prepared_answer(trajectory[turn])
             if answer:
                 return answer
-        if turn < len(conversation) and conversation[turn].get("assistant"):
-            return conversation[turn]["assistant"]
-        key = "answer_list" if language == "en" else "answer_list_zh"
+        if en or self.messages_zh is not None:
+            conversation = self.conversation(language)
+            if turn < len(conversation) and conversation[turn].get("assistant"):
+                return conversation[turn]["assistant"]
+        key = "answer_list" if en else "answer_list_zh"
         raise self._missing(turn, key, "no gold answer (prepare_to_answer observation or messages)")
 
     def conversation(self, language: str = "en") -> list[dict[str, str]]:
@@ -390,8 +388,15 @@ class Session(_OrderedModel):
     def gold_history(self, turn: int, language: str = "en") -> list[dict[str, str]]:
         """Role/content messages of the gold conversation before `turn` (no separators)."""
         raw = self._first("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        if raw is None and language == "zh":
+            # no messages_zh: the same exchanges from the ZH questions and ZH gold answers
+            history = []
+            for earlier in range(turn):
+                history.append({"role": "user", "content": self.question(earlier, "zh")})
+                history.append({"role": "assistant", "content": self.gold_answer(earlier, "zh")})
+            return history
         if raw is None:
-            raise self._missing(turn, "messages" if language == "en" else "messages_zh")
+            raise self._missing(turn, "messages")
         dicts = [m for m in raw if isinstance(m, dict)]
         return [{"role": m.get("role"), "content": m.get("content")} for m in dicts[: 2 * turn]]
 

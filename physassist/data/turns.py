@@ -79,15 +79,22 @@ def _structural_problems(session: Session, n_turns: int) -> list[Problem]:
     return problems
 
 
+def resolved_scenario(session: Session) -> str | None:
+    """The session's scenario, else the scenario its file is named after (released layout)."""
+    scenario = session.scenario
+    file = session.origin[0]
+    if scenario is None and file is not None and Path(file).stem in SCENARIOS:
+        return Path(file).stem
+    return scenario
+
+
 def session_rows(session: Session, language: str = "en") -> tuple[list[dict[str, Any]], list[Problem]]:
     """Rows of one session for the turn table, and the structural problems found."""
     questions = session._first("tasks_en", "tasks") or []
     n_turns = len(questions)
     problems = _structural_problems(session, n_turns)
     file, line = session.origin
-    scenario = session.scenario
-    if scenario is None and file is not None and Path(file).stem in SCENARIOS:
-        scenario = Path(file).stem  # the released layout names files after scenarios
+    scenario = resolved_scenario(session)
     explicit = session._first("tasks_en_explicit", "tasks_explicit")
     gold = session._first("answer_list_en", "answer_list")
     rubrics = session._first("rubrics_en", "rubrics")
