@@ -77,7 +77,7 @@ class SessionSet:
         raise KeyError(f"no session {session_id!r} in {self.source or 'this set'}")
 
     def summary(self) -> str:
-        counts = Counter(s.scenario for s in self.sessions)
+        counts = Counter(resolved_scenario(s) for s in self.sessions)
         per_scenario = ", ".join(f"{k}: {counts[k]}" for k in sorted(counts, key=str))
         text = (f"{len(self.sessions)} sessions, {len(self.turns)} turns ({self.language}) "
                 f"from {self.source}" + (f" [{per_scenario}]" if per_scenario else ""))
@@ -308,7 +308,7 @@ def save_sessions(sessions: Iterable[Session] | SessionSet, path: str | os.PathL
         return [target]
     groups: dict[str, list[Session]] = {}
     for session in items:
-        scenario = session.scenario
+        scenario = resolved_scenario(session)
         if scenario is None:
             raise SessionFormatError(f"session {session.id}: no scenario (clinical_scenario or "
                                      f"id) to choose its file in {target}")
