@@ -614,15 +614,15 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
 
 def tiny_ctx(store: EHRStore, semantics: str = "strict", **kw) -> ToolContext:
     """A session on the tiny cohort: subject 1001, anchor admission 5001, day 2150-01-10."""
-    return ToolContext(
-        store=store,
-        subject_id=SID,
-        hadm_id=ANCHOR,
-        current_date=CURRENT_DATE,
-        semantics=semantics,
-        session_id="tiny-session",
+    fields = {
+        "subject_id": SID,
+        "hadm_id": ANCHOR,
+        "current_date": CURRENT_DATE,
+        "semantics": semantics,
+        "session_id": "tiny-session",
         **kw,
-    )
+    }
+    return ToolContext(store=store, **fields)
 
 
 def entries(bundle: dict) -> list[dict]:
