@@ -181,18 +181,25 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
     return turns
 
 
-def build_sessions(store_source: str | Path, out_dir: str | Path, *, sessions_per_slot: int = 3,
-                   seed: int = 0, scenarios: Sequence[str] | None = None,
-                   tiers: Sequence[int] | None = None) -> BuildReport:
-    """Build sessions from a store into ``<out_dir>/<scenario>.jsonl`` (see module docstring)."""
+def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
+                   sessions_per_slot: int = 3, seed: int = 0,
+                   scenarios: Sequence[str] | None = None, tiers: Sequence[int] | None = None,
+                   cache_dir: str | Path | None = None) -> BuildReport:
+    """Build sessions from a store into ``<out_dir>/<scenario>.jsonl`` (see module docstring).
+
+    ``store_source`` is anything ``open_store`` accepts, or an open :class:`EHRStore`.
+    Patient-interview turns are built only when the source has a ``phm/`` folder (a synthetic
+    cohort); ``cache_dir`` is passed to ``open_store``.
+    """
     started = time.perf_counter()
     scen = tuple(scenarios) if scenarios else SCENARIOS
     tier_list = tuple(tiers) if tiers else TIERS
     if sessions_per_slot < 1:
         raise ValueError(f"sessions_per_slot must be >= 1, got {sessions_per_slot}")
-    store = open_store(store_source)
+    store = (store_source if isinstance(store_source, EHRStore)
+             else open_store(store_source, cache_dir=cache_dir))
     qualified = qualify(store.cursor(), scen, tier_list)
-    source = Path(str(store_source))
+    source = Path(store.source)
     phm_dir = source / "phm" if (source / "phm").is_dir() else None
     env = _Env(store=store, seed=seed, phm_dir=phm_dir)
     report = BuildReport()

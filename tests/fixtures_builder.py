@@ -1,0 +1,79 @@
+"""Shared helpers for the session-builder tests (imported by tests/test_builder_*.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from physassist.data.builder.plan import check_session_rules
+from physassist.data.models import Session
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+SAMPLE = REPO / "data" / "sample"
+
+
+def demo_or_skip() -> Path:
+    if not (DEMO / "hosp").is_dir():
+        pytest.skip(f"MIMIC-IV demo not found at {DEMO}")
+    return DEMO
+
+
+def read_entries(directory: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            out += [json.loads(line) for line in fh if line.strip()]
+    return out
+
+
+def rule_problems(entry: dict[str, Any]) -> list[str]:
+    """Arc/tier/diversity violations of one built session."""
+    tools = [
+        [a["action"]["name"] for a in turn if a["action"]["name"] != "prepare_to_answer"]
+        for turn in entry["answer_list"]
+    ]
+    return check_session_rules(
+        entry["task_types"], tools, entry["tool_sources"], entry["difficulty_level"]
+    )
+
+
+def gold_check_failures(entry: dict[str, Any]) -> list[str]:
+    """Rubric checks the session's own gold answers/calls fail, judged by the rules judge."""
+    from scorers.judgement import TurnInput
+    from scorers.rules_judge import check_item
+    from scorers.session_view import SessionView
+
+    view = SessionView(Session.model_validate(entry))
+    failures: list[str] = []
+    for lang, key in (("en", "answer_list"), ("zh", "answer_list_zh")):
+        for t, actions in enumerate(entry[key]):
+            calls = [
+                {
+                    "name": a["action"]["name"],
+                    "arguments": a["action"]["arguments"],
+                    "raw": a["observation"],
+                    "text": "",
+                }
+                for a in actions
+                if a["action"]["name"] != "prepare_to_answer"
+            ]
+            ti = TurnInput(
+                session=view,
+                turn=t,
+                language=lang,
+                question=entry["tasks"][t],
+                answer=actions[-1]["observation"],
+                calls=calls,
+                end="answered",
+                items=entry["rubrics"][t],
+                checks=entry["rubric_checks"][t],
+            )
+            for i, check in enumerate(entry["rubric_checks"][t]):
+                result = check_item(check, ti)
+                if result.passed is not True:
+                    failures.append(f"{entry['id']} {lang} turn {t} item {i}: {result.reason}")
+    return failures

@@ -1,0 +1,197 @@
+"""Builder logic on hand-made FHIR observations: arcs, answers, rubrics, rewrites, templates."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from physassist.data.builder import facts as F
+from physassist.data.builder.answers import answer, digest, fmt
+from physassist.data.builder.arcs import ARCS, CR, DG, IL, WU, check_positions, eligible_arcs
+from physassist.data.builder.encode import BuiltTurn, dep_graph, sentences
+from physassist.data.builder.plan import check_session_rules, choose_topics
+from physassist.data.builder.profile import DrugSummary, LabSummary, Profile
+from physassist.data.builder.questions import (
+    choose_subtype,
+    feasible_subtypes,
+    make_question,
+)
+from physassist.data.builder.rubrics import rubric
+from physassist.data.builder.topics import Topic, candidates
+from physassist.data.builder.wording import TemplateError, fill, templates
+
+
+def lab(label: str, value: float, when: str, low: float | None = None,
+        high: float | None = None, unit: str = "mg/dL", code: str = "50912") -> dict:
+    r = {"resourceType": "Observation", "code": {"coding": [{"code": code, "display": label}],
+                                                 "text": label},
+         "effectiveDateTime": when, "valueQuantity": {"value": value, "unit": unit}}
+    if low is not None:
+        r["referenceRange"] = [{"low": {"value": low}, "high": {"value": high}}]
+    return r
+
+
+def bundle(*resources: dict) -> dict:
+    return {"resourceType": "Bundle", "type": "searchset", "total": len(resources),
+            "entry": [{"resource": r} for r in resources]}
+
+
+def med(drug: str, dose: float, unit: str, route: str, start: str) -> dict:
+    return {"resourceType": "MedicationRequest", "medicationCodeableConcept": {"text": drug},
+            "status": "active",
+            "dosageInstruction": [{"route": {"text": route},
+                                   "doseAndRate": [{"doseQuantity": {"value": dose, "unit": unit}}],
+                                   "timing": {"repeat": {"boundsPeriod": {"start": start}}}}]}
+
+
+PROFILE = Profile(1, 2, "2150-03-06", "F", 70,
+                  labs={"Creatinine": LabSummary("Creatinine", 3, True),
+                        "Potassium": LabSummary("Potassium", 2, False)},
+                  drugs={"lisinopril": DrugSummary("lisinopril", "Lisinopril", "10", "mg", "PO",
+                                                   1.0, 3)})
+
+CREAT = bundle(lab("Creatinine", 1.1, "2150-03-02T06:00:00+00:00", 0.5, 1.2),
+               lab("Creatinine", 1.9, "2150-03-05T06:00:00+00:00", 0.5, 1.2),
+               lab("Creatinine", 12.0, "2150-03-05T07:00:00+00:00", unit="mg/dL", code="51082"),
+               lab("Creatinine, Urine", 80, "2150-03-05T06:00:00+00:00"))
+
+
+def test_arcs_product_order_and_tier_counts() -> None:
+    assert len(ARCS) == 27
+    assert ARCS[0] == (IL, IL, IL, DG) and ARCS[1] == (IL, IL, IL, CR) and ARCS[2] == (IL, IL, IL, WU)
+    assert [len(eligible_arcs(t)) for t in (1, 2, 3)] == [27, 24, 15]
+    assert all(CR in ARCS[i][1:3] for i in eligible_arcs(3))
+    assert check_positions([IL, WU, IL, CR]) == ["turn 1: 'Write/Update' not allowed (allowed: "
+                                                 "Information Lookup, Data Gathering, Clinical Reasoning)"]
+    with pytest.raises(ValueError, match="tier"):
+        eligible_arcs(4)
+
+
+def test_lab_points_keep_exact_label_and_dominant_item() -> None:
+    pts = F.lab_points(CREAT, "Creatinine")
+    assert [p.value for p in pts] == [1.1, 1.9]  # urine item and the one-off other code dropped
+    assert pts[-1].status == "high"
+
+
+def test_trend_answer_and_rubric_are_consistent() -> None:
+    topic = Topic("lab_trend", lab="Creatinine")
+    d = digest(topic, [CREAT], PROFILE)
+    assert d is not None and d.trend == "rising" and d.course == "worsening"
+    en, zh = answer(d, "en"), answer(d, "zh")
+    assert "1.1" in en and "1.9 mg/dL" in en and "rising" in en
+    assert len(sentences(en)) == 2  # CR: two sentences, decimals kept whole
+    assert "Creatinine" in zh and "上升" in zh
+    items = rubric(d)
+    assert 5 <= len(items) <= 6
+    kinds = [i.check["kind"] for i in items]
+    assert kinds.count("value") == 2 and all(i.en and i.zh for i in items)
+    assert {i.check["value"] for i in items if i.check["kind"] == "value"} == {1.1, 1.9}
+
+
+def test_empty_or_unrelated_observations_give_no_digest() -> None:
+    outcome = {"resourceType": "OperationOutcome", "issue": [{"severity": "error"}]}
+    assert F.is_empty(outcome) and F.is_empty(bundle())
+    assert digest(Topic("lab_latest", lab="Potassium"), [CREAT], PROFILE) is None
+    one = bundle(lab("Creatinine", 1.0, "2150-03-02T06:00:00+00:00", 0.5, 1.2))
+    assert digest(Topic("lab_trend", lab="Creatinine"), [one], PROFILE) is None
+
+
+def test_drug_lab_safety_holds_when_lab_is_in_the_risky_direction() -> None:
+    meds = bundle(med("Lisinopril", 10, "mg", "PO", "2150-03-01T08:00:00+00:00"))
+    k_high = bundle(lab("Potassium", 6.1, "2150-03-05T06:00:00+00:00", 3.5, 5.1, "mEq/L", "50971"))
+    k_ok = bundle(lab("Potassium", 4.2, "2150-03-05T06:00:00+00:00", 3.5, 5.1, "mEq/L", "50971"))
+    topic = Topic("drug_lab_safety", lab="Potassium", drug="lisinopril")
+    hold = digest(topic, [meds, k_high], PROFILE)
+    ok = digest(topic, [meds, k_ok], PROFILE)
+    assert hold is not None and hold.verdict == "hold"
+    assert ok is not None and ok.verdict == "ok"
+    assert "hold" in answer(hold, "en") and "暂停" in answer(hold, "zh")
+    assert "continue" in answer(ok, "en")
+    assert 5 <= len(rubric(hold)) <= 6 and 5 <= len(rubric(ok)) <= 6
+
+
+def test_write_turn_answer_confirms_the_call() -> None:
+    result = {"resourceType": "ServiceRequest", "id": "SR-1", "status": "active"}
+    args = {"subject_id": 1, "service_type": "Repeat Creatinine", "priority": "routine",
+            "target_date": "2150-03-07"}
+    d = digest(Topic("order_lab_recheck", lab="Creatinine"), [result], PROFILE, [args])
+    assert d is not None
+    assert answer(d, "en") == "Ordered: Repeat Creatinine (priority routine) for 2150-03-07."
+    checks = [i.check for i in rubric(d)]
+    assert checks[0] == {"kind": "write_call", "tool": "ServiceRequest.create"}
+    assert {"kind": "write_arg", "tool": "ServiceRequest.create", "field": "priority",
+            "accepted": ["routine"]} in checks
+    assert 4 <= len(checks) <= 6
+
+
+def test_subtypes_follow_the_position_and_antecedent_rules() -> None:
+    trend = Topic("lab_trend", lab="Creatinine")
+    assert feasible_subtypes(trend, 0, set()) == []
+    assert feasible_subtypes(trend, 1, set()) == ["PE"]
+    assert feasible_subtypes(trend, 1, {"Creatinine"}) == ["NA", "PE"]
+    assert feasible_subtypes(trend, 2, {"Creatinine"}) == ["NA", "PE", "AE"]
+    assert "AE" not in feasible_subtypes(Topic("lab_latest", lab="Creatinine"), 3, {"Creatinine"})
+    assert feasible_subtypes(Topic("order_lab_recheck", lab="Creatinine"), 3, {"Creatinine"}) == []
+    used = {"NA": 3, "PE": 1, "AE": 1}
+    assert choose_subtype(["NA", "PE", "AE"], used, random.Random(0)) in ("PE", "AE")
+
+
+def test_rewrites_change_the_question_and_never_state_values() -> None:
+    topic = Topic("lab_trend", lab="Creatinine")
+    for subtype in ("PE", "NA", "AE"):
+        for variant in range(3):
+            q = make_question(topic, subtype, variant, "F", {"Creatinine"})
+            assert q.subtype == subtype and q.implicit_en != q.explicit_en
+            assert not re.search(r"\d", q.explicit_en + q.implicit_en + q.implicit_zh)
+    na = make_question(topic, "NA", 0, "F", {"Creatinine"})
+    assert "creatinine" not in na.implicit_en.lower() and na.antecedent == "Creatinine"
+    explicit = make_question(topic, None, 1, "M", set())
+    assert explicit.subtype is None and explicit.implicit_en == explicit.explicit_en
+    with pytest.raises(ValueError, match="earlier-turn entity"):
+        make_question(topic, "NA", 0, "F", set())
+
+
+def test_templates_are_parallel_and_fill_reports_missing_values() -> None:
+    en, zh = templates("en"), templates("zh")
+    assert en["questions"].keys() == zh["questions"].keys()
+    for kind, forms in en["questions"].items():
+        assert forms.keys() == zh["questions"][kind].keys(), kind
+        for form, texts in forms.items():
+            assert len(texts) == len(zh["questions"][kind][form]), (kind, form)
+    assert en["rubrics"].keys() == zh["rubrics"].keys()
+    with pytest.raises(TemplateError, match="no value for lab"):
+        fill("{lab}?", "en:questions.x.pe")
+
+
+def test_planner_respects_diversity_rules_and_patient_data() -> None:
+    rng = random.Random(3)
+    for arc_index in eligible_arcs(3):
+        pools = [candidates("med_safety", ARCS[arc_index][t], PROFILE) for t in range(4)]
+        topics = choose_topics(arc_index, pools, rng)
+        if topics is None:
+            continue
+        tools = [list(t.tools) for t in topics]
+        assert check_session_rules([t.task_type for t in topics], tools,
+                                   [t.source for t in topics], 3) == []
+        for t in topics:
+            assert t.lab in (None, "Creatinine", "Potassium") and t.drug in (None, "lisinopril")
+
+
+def test_dep_graph_keeps_decimals_and_records_anaphora_edges() -> None:
+    trend = Topic("lab_trend", lab="Creatinine")
+    d = digest(trend, [CREAT], PROFILE)
+    assert d is not None
+    q0 = make_question(Topic("lab_latest", lab="Creatinine"), None, 0, "F", set())
+    q1 = make_question(trend, "NA", 0, "F", {"Creatinine"})
+    turns = [BuiltTurn(IL, "ehr", "lab_latest", ["Creatinine"], q0, [], [], "Creatinine: 1.9 mg/dL "
+                       "(high), 2150-03-05 06:00", "", []),
+             BuiltTurn(CR, "ehr", "lab_trend", ["Creatinine"], q1, [], [], answer(d, "en"), "", [])]
+    graph = dep_graph(turns)
+    assert any("1.9" in f for f in graph["nodes"]["0"]["facts"])
+    assert {"from": 0, "to": 1, "type": "NA", "entity": "Creatinine"} in graph["edges"]
+
+
+def test_fmt_writes_numbers_like_a_clinician() -> None:
+    assert [fmt(1.40), fmt(140.0), fmt(0.125), fmt(3.0004)] == ["1.4", "140", "0.125", "3"]
