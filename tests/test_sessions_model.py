@@ -13,6 +13,8 @@ from fixtures_sessions import (
     fixture_lines,
     session_dict,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from physassist.data import (
@@ -196,3 +198,27 @@ def test_scenario_from_file_name_when_the_session_does_not_say(tmp_path) -> None
     loaded = load_sessions(tmp_path, scenarios=["treatment_response"])
     assert loaded.sessions[0].scenario is None
     assert set(loaded.turns["scenario"]) == {"treatment_response"}
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                  max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(extras=st.dictionaries(st.text(min_size=1, max_size=12).filter(
+    lambda k: k not in Session.model_fields and k != "rubric_checks"), _json_values, max_size=4),
+    item_extra=_json_values, seed=st.randoms(use_true_random=False))
+def test_round_trip_keeps_any_unknown_keys_in_any_order(extras, item_extra, seed) -> None:
+    data = session_dict(TREATMENT)
+    data["answer_list"][0][0]["reviewer_payload"] = item_extra
+    data.update(extras)
+    keys = list(data)
+    seed.shuffle(keys)
+    shuffled = {k: data[k] for k in keys}
+    dumped = json.loads(Session.model_validate(shuffled).to_json())
+    assert dumped == shuffled and list(dumped) == keys

@@ -101,7 +101,7 @@ def _lang(language: str) -> str:
 class _OrderedModel(BaseModel):
     """Keeps unknown keys and dumps keys in the order they were read (lossless round trip)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(extra="allow", serialize_by_alias=True)
     _key_order: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
