@@ -718,7 +718,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                 "intent": "order",
                 "medicationCodeableConcept": {
                     "coding": [{"system": "mimic-iv/drug", "display": r["drug"]}],
-                    "text": r["drug"],
+                    "text": r["drug"] or "(drug not recorded)",
                 },
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
@@ -843,7 +843,9 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
                 "statusReason": [{"text": event}]
                 if status in ("not-done", "on-hold", "stopped") and event
                 else None,
-                "medicationCodeableConcept": {"text": r["medication"]},
+                "medicationCodeableConcept": {
+                    "text": r["medication"] or "(medication not recorded)"
+                },
                 "subject": fhir.patient_ref(sid),
                 "context": fhir.encounter_ref(r["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(r["t"]),
