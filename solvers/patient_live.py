@@ -117,21 +117,23 @@ def derived_patient_model(
     model: dict[str, Any] = {"persona": dict(persona or {})}
     if record:
         model.update(record)
+    withholding = (persona or {}).get("info_completeness") == "critical_withheld"
     answers = []
     medications = []
     for item in gold_answers:
         args = item.get("arguments") or {}
         topic = args.get("drug") or args.get("query") or ""
+        if item.get("tool") == "patient.get_medication_adherence" and args.get("drug"):
+            node = {"drug": args["drug"], "what_i_said": item.get("patient_response")}
+            if withholding:  # the gold adherence answer is the truth hidden until asked by name
+                node["adherence"] = "poor"
+            medications.append(node)
+            continue
         answers.append(
             {"question": f"{item.get('tool')} {topic}".strip(), "answer": item.get("patient_response")}
         )
-        if item.get("tool") == "patient.get_medication_adherence" and args.get("drug"):
-            medications.append({"drug": args["drug"], "what_i_said": item.get("patient_response")})
     model["what_the_patient_said_before"] = answers
-    if medications and (persona or {}).get("info_completeness") == "critical_withheld":
-        # the gold adherence answers are the truth the patient hides until asked by name
-        for node in medications:
-            node["adherence"] = "poor"
+    if medications:
         model["medication_adherence"] = medications
     return model
 

@@ -44,7 +44,9 @@ _ids = itertools.count()
 def text(content: str) -> ModelOutput:
     return ModelOutput(
         model="mockllm/model",
-        choices=[ChatCompletionChoice(message=ChatMessageAssistant(content=content), stop_reason="stop")],
+        choices=[
+            ChatCompletionChoice(message=ChatMessageAssistant(content=content), stop_reason="stop")
+        ],
         usage=USAGE,
     )
 
@@ -52,7 +54,8 @@ def text(content: str) -> ModelOutput:
 def calls(*specs: tuple[str, dict[str, Any]] | ToolCall, content: str = "") -> ModelOutput:
     """An assistant message with tool calls (dotted names are exposed API-safe)."""
     tool_calls = [
-        s if isinstance(s, ToolCall)
+        s
+        if isinstance(s, ToolCall)
         else ToolCall(id=f"c{next(_ids)}", function=to_api_name(s[0]), arguments=s[1])
         for s in specs
     ]
@@ -86,9 +89,9 @@ def _pick_admission(store: EHRStore) -> dict[str, Any]:
     )
     assert rows, "store has no admission with creatinine/potassium/sodium and prescriptions"
     pick = rows[0]
-    adm = store.rows(
-        "SELECT dischtime FROM admissions WHERE hadm_id = ?", [int(pick["hadm_id"])]
-    )[0]
+    adm = store.rows("SELECT dischtime FROM admissions WHERE hadm_id = ?", [int(pick["hadm_id"])])[
+        0
+    ]
     drug = store.rows(
         "SELECT drug FROM prescriptions WHERE hadm_id = ? AND drug IS NOT NULL "
         "AND NOT regexp_matches(lower(drug), 'chloride|dextrose|flush|syringe|bag|water|lactated') "
@@ -128,14 +131,21 @@ ADHERENCE = {
 }
 
 
-def build_session(store: EHRStore, semantics: str = "strict", session_id: str = "eval_fixture_01") -> dict[str, Any]:
+def build_session(
+    store: EHRStore, semantics: str = "strict", session_id: str = "eval_fixture_01"
+) -> dict[str, Any]:
     """A released-format session whose gold observations come from executing its gold calls."""
     adm = _pick_admission(store)
     sid, hadm, drug = adm["subject_id"], adm["hadm_id"], adm["drug"]
     ctx = ToolContext(
-        store=store, subject_id=sid, hadm_id=hadm, current_date=adm["current_date"],
-        cutoff=end_of_day(adm["current_date"]), semantics=semantics,  # type: ignore[arg-type]
-        session_id=session_id, sandbox=WriteSandbox(),
+        store=store,
+        subject_id=sid,
+        hadm_id=hadm,
+        current_date=adm["current_date"],
+        cutoff=end_of_day(adm["current_date"]),
+        semantics=semantics,  # type: ignore[arg-type]
+        session_id=session_id,
+        sandbox=WriteSandbox(),
     )
     ids = {"subject_id": sid, "hadm_id": hadm}
     plan: list[list[tuple[str, dict[str, Any]]]] = [
@@ -146,10 +156,24 @@ def build_session(store: EHRStore, semantics: str = "strict", session_id: str = 
         ],
         [
             ("MedicationRequest.search", {**ids, "medication": drug}),
-            ("patient.get_medication_adherence", {"subject_id": sid, "session_id": session_id, "drug": drug}),
+            (
+                "patient.get_medication_adherence",
+                {"subject_id": sid, "session_id": session_id, "drug": drug},
+            ),
         ],
-        [("MedicationRequest.create", {"subject_id": sid, "medication": drug, "dose": "5 mg",
-                                       "route": "oral", "frequency": "BID", "indication": "restart"})],
+        [
+            (
+                "MedicationRequest.create",
+                {
+                    "subject_id": sid,
+                    "medication": drug,
+                    "dose": "5 mg",
+                    "route": "oral",
+                    "frequency": "BID",
+                    "indication": "restart",
+                },
+            )
+        ],
     ]
     answer_list: list[list[dict[str, Any]]] = []
     answer_list_zh: list[list[dict[str, Any]]] = []
@@ -158,16 +182,24 @@ def build_session(store: EHRStore, semantics: str = "strict", session_id: str = 
         items, items_zh, turn_raws = [], [], []
         for idx, (name, args) in enumerate(turn_calls):
             if name.startswith("patient."):
-                obs = {"patient_response": ADHERENCE["en"]["high"],
-                       "patient_responses_all_literacy": dict(ADHERENCE["en"])}
-                obs_zh = {"patient_response": ADHERENCE["zh"]["high"],
-                          "patient_responses_all_literacy": dict(ADHERENCE["zh"])}
+                obs = {
+                    "patient_response": ADHERENCE["en"]["high"],
+                    "patient_responses_all_literacy": dict(ADHERENCE["en"]),
+                }
+                obs_zh = {
+                    "patient_response": ADHERENCE["zh"]["high"],
+                    "patient_responses_all_literacy": dict(ADHERENCE["zh"]),
+                }
             else:
                 obs = call_tool(ctx, name, dict(args))
                 obs_zh = obs
             turn_raws.append(obs)
-            item = {"action": {"name": name, "arguments": args}, "observation": obs,
-                    "dependency_list": [], "idx": idx}
+            item = {
+                "action": {"name": name, "arguments": args},
+                "observation": obs,
+                "dependency_list": [],
+                "idx": idx,
+            }
             items.append(item)
             items_zh.append({**copy.deepcopy(item), "observation": obs_zh})
         answer_list.append(items)
@@ -189,25 +221,63 @@ def build_session(store: EHRStore, semantics: str = "strict", session_id: str = 
     for t in range(4):
         n = len(answer_list[t])
         for items, ans in ((answer_list, answers[t]), (answer_list_zh, answers_zh[t])):
-            items[t].append({"action": {"name": "prepare_to_answer", "arguments": {"answer_type": "tool"}},
-                             "observation": ans, "dependency_list": list(range(n)), "idx": n})
-    tasks = ["Creatinine?", "And the potassium and sodium?", f"Is she actually taking the {drug}?",
-             f"Restart {drug} 5 mg twice daily."]
-    tasks_explicit = ["What is the creatinine?", "What are the potassium and sodium levels?",
-                      f"Is the patient taking the prescribed {drug}? Ask the patient.",
-                      f"Restart {drug} 5 mg twice daily."]
-    tasks_zh = ["肌酐？", "那血钾和血钠呢？", f"她真的在吃{drug}吗？", f"恢复{drug} 5 mg 每日两次。"]
-    tasks_zh_explicit = ["肌酐是多少？", "血钾和血钠是多少？", f"患者是否在服用{drug}？请询问患者。",
-                         f"恢复{drug} 5 mg 每日两次。"]
+            items[t].append(
+                {
+                    "action": {"name": "prepare_to_answer", "arguments": {"answer_type": "tool"}},
+                    "observation": ans,
+                    "dependency_list": list(range(n)),
+                    "idx": n,
+                }
+            )
+    tasks = [
+        "Creatinine?",
+        "And the potassium and sodium?",
+        f"Is she actually taking the {drug}?",
+        f"Restart {drug} 5 mg twice daily.",
+    ]
+    tasks_explicit = [
+        "What is the creatinine?",
+        "What are the potassium and sodium levels?",
+        f"Is the patient taking the prescribed {drug}? Ask the patient.",
+        f"Restart {drug} 5 mg twice daily.",
+    ]
+    tasks_zh = [
+        "肌酐？",
+        "那血钾和血钠呢？",
+        f"她真的在吃{drug}吗？",
+        f"恢复{drug} 5 mg 每日两次。",
+    ]
+    tasks_zh_explicit = [
+        "肌酐是多少？",
+        "血钾和血钠是多少？",
+        f"患者是否在服用{drug}？请询问患者。",
+        f"恢复{drug} 5 mg 每日两次。",
+    ]
     rubrics = [
-        ["The answer states the creatinine value.", "The answer gives the unit.", "The answer is concise."],
-        ["The answer states the potassium value.", "The answer states the sodium value.",
-         "The answer gives units.", "The answer says whether they are normal."],
-        ["The answer says the drug is prescribed.", "The answer says the patient stopped taking it.",
-         "The answer gives the reason (stomach upset).", "The answer calls this non-adherence.",
-         "The answer does not invent data."],
-        ["A MedicationRequest for the drug was created.", "The dose is 5 mg.", "The route is oral.",
-         "The frequency is BID."],
+        [
+            "The answer states the creatinine value.",
+            "The answer gives the unit.",
+            "The answer is concise.",
+        ],
+        [
+            "The answer states the potassium value.",
+            "The answer states the sodium value.",
+            "The answer gives units.",
+            "The answer says whether they are normal.",
+        ],
+        [
+            "The answer says the drug is prescribed.",
+            "The answer says the patient stopped taking it.",
+            "The answer gives the reason (stomach upset).",
+            "The answer calls this non-adherence.",
+            "The answer does not invent data.",
+        ],
+        [
+            "A MedicationRequest for the drug was created.",
+            "The dose is 5 mg.",
+            "The route is oral.",
+            "The frequency is BID.",
+        ],
     ]
     rubrics_zh = [[f"[zh] {r}" for r in turn] for turn in rubrics]
     messages: list[Any] = []
@@ -215,28 +285,55 @@ def build_session(store: EHRStore, semantics: str = "strict", session_id: str = 
     for t in range(4):
         if t:
             messages.append("=" * 60)
-        messages += [{"role": "user", "content": tasks[t]}, {"role": "assistant", "content": answers[t]}]
-        messages_zh += [{"role": "user", "content": tasks_zh[t]}, {"role": "assistant", "content": answers_zh[t]}]
+        messages += [
+            {"role": "user", "content": tasks[t]},
+            {"role": "assistant", "content": answers[t]},
+        ]
+        messages_zh += [
+            {"role": "user", "content": tasks_zh[t]},
+            {"role": "assistant", "content": answers_zh[t]},
+        ]
     from physassist.ehr.tools import tool_schemas
 
     return {
         "id": f"physassistbench_MedRecon_med_safety_{session_id}_L2",
         "env_info": f"session_id: {session_id}\nCurrent date: {adm['current_date']}. Patient is a 60-year-old F",
         "tools": tool_schemas(),
-        "tasks": tasks, "tasks_en": tasks, "tasks_explicit": tasks_explicit,
-        "tasks_en_explicit": tasks_explicit, "tasks_zh": tasks_zh, "tasks_zh_explicit": tasks_zh_explicit,
-        "messages": messages, "messages_en": messages, "messages_zh": messages_zh,
-        "answer_list": answer_list, "answer_list_zh": answer_list_zh,
+        "tasks": tasks,
+        "tasks_en": tasks,
+        "tasks_explicit": tasks_explicit,
+        "tasks_en_explicit": tasks_explicit,
+        "tasks_zh": tasks_zh,
+        "tasks_zh_explicit": tasks_zh_explicit,
+        "messages": messages,
+        "messages_en": messages,
+        "messages_zh": messages_zh,
+        "answer_list": answer_list,
+        "answer_list_zh": answer_list_zh,
         "turn_types": [False, True, True, True],
-        "task_types": ["Information Lookup", "Data Gathering", "Clinical Reasoning", "Write/Update"],
+        "task_types": [
+            "Information Lookup",
+            "Data Gathering",
+            "Clinical Reasoning",
+            "Write/Update",
+        ],
         "turn_subtypes": [None, "PE", "NA", None],
         "tool_sources": ["ehr", "ehr", "mixed", "write"],
-        "clinical_task_domain": "MedRecon", "clinical_scenario": "med_safety",
-        "subject_id": sid, "hadm_id": hadm, "session_id": session_id,
-        "difficulty_level": 2, "current_date": adm["current_date"],
-        "rubrics": rubrics, "rubrics_zh": rubrics_zh,
-        "persona_config": {"health_literacy": "low", "adherence": "poor", "anxiety_level": "high",
-                           "info_completeness": "critical_withheld"},
+        "clinical_task_domain": "MedRecon",
+        "clinical_scenario": "med_safety",
+        "subject_id": sid,
+        "hadm_id": hadm,
+        "session_id": session_id,
+        "difficulty_level": 2,
+        "current_date": adm["current_date"],
+        "rubrics": rubrics,
+        "rubrics_zh": rubrics_zh,
+        "persona_config": {
+            "health_literacy": "low",
+            "adherence": "poor",
+            "anxiety_level": "high",
+            "info_completeness": "critical_withheld",
+        },
         "tool_set": "fhir",
     }
 
@@ -261,8 +358,14 @@ def run_sample(
         solver=physassist_session(ehr_source=str(store.path), **settings),
         scorer=scorer,
     )
-    log = eval(task, model=model, model_roles=model_roles, log_dir=str(log_dir),
-               display="none", fail_on_error=True)[0]
+    log = eval(
+        task,
+        model=model,
+        model_roles=model_roles,
+        log_dir=str(log_dir),
+        display="none",
+        fail_on_error=True,
+    )[0]
     assert log.status == "success", log.error
     assert log.samples, "no sample logged"
     return log.samples[0]
@@ -270,3 +373,27 @@ def run_sample(
 
 def turns_of(sample: EvalSample) -> list[dict[str, Any]]:
     return sample.store["physassist:turns"]
+
+
+class Script:
+    """A scripted assistant for ``mockllm``: returns ``steps`` in order (then ``default``)
+    and records every request (messages, offered tool names, tool choice)."""
+
+    def __init__(
+        self, steps: Iterable[ModelOutput | Callable[..., ModelOutput]], default: str = "Done."
+    ) -> None:
+        self.steps = list(steps)
+        self.default = default
+        self.requests: list[tuple[list[Any], list[str], Any]] = []
+
+    def __call__(
+        self, input: list[Any], tools: list[Any], tool_choice: Any, config: Any
+    ) -> ModelOutput:
+        self.requests.append((list(input), [t.name for t in tools], tool_choice))
+        if not self.steps:
+            return text(self.default)
+        step = self.steps.pop(0)
+        return step(input) if callable(step) else step
+
+    def model(self) -> Model:
+        return scripted(self)
