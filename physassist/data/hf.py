@@ -17,7 +17,8 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -75,7 +76,8 @@ def read_hf_records(source: str) -> list[RawRecord]:
     if (path / "dataset_info.json").exists() or (path / "state.json").exists():
         import datasets
 
-        loaded = datasets.load_from_disk(str(path))
+        with _quiet_datasets():
+            loaded = datasets.load_from_disk(str(path))
         if isinstance(loaded, datasets.DatasetDict):
             loaded = datasets.concatenate_datasets(list(loaded.values()))
         return _records_from_dataset(loaded, str(path))
@@ -92,13 +94,27 @@ def read_parquet_records(path: Path) -> list[RawRecord]:
     return _records_from_dataset(_load_parquet([path]), str(path))
 
 
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No progress bars on stderr while we use `datasets` (restored afterwards)."""
+    import datasets
+
+    was_disabled = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
 def _load_parquet(files: list[Path]) -> Any:
     """Load through `datasets` into memory, with a throwaway cache (reading writes nothing)."""
     import tempfile
 
     import datasets
 
-    with tempfile.TemporaryDirectory(prefix="physassist-hf-") as cache:
+    with tempfile.TemporaryDirectory(prefix="physassist-hf-") as cache, _quiet_datasets():
         return datasets.load_dataset(
             "parquet", data_files=[str(f) for f in files], split="train",
             cache_dir=cache, keep_in_memory=True,
@@ -169,7 +185,8 @@ def save_parquet(sessions: Iterable[Session], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        sessions_to_dataset(sessions).to_parquet(str(tmp))
+        with _quiet_datasets():
+            sessions_to_dataset(sessions).to_parquet(str(tmp))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
