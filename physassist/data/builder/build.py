@@ -51,13 +51,17 @@ class BuildReport:
     def n_sessions(self) -> int:
         return sum(sum(t.values()) for t in self.built.values())
 
+    def __str__(self) -> str:
+        return self.summary()
+
     def summary(self) -> str:
         lines = ["scenario             tier  qualifying  built"]
         for s in self.qualifying:
             for t in sorted(self.qualifying[s]):
                 lines.append(f"{s:<20} L{t:<4} {self.qualifying[s][t]:>10}  "
                              f"{self.built.get(s, {}).get(t, 0):>5}")
-        lines.append(f"total sessions: {self.n_sessions} in {self.seconds:.1f} s")
+        lines.append(f"total sessions: {self.n_sessions} in {self.seconds:.1f} s"
+                     + (f" -> {self.files[0].parent}" if self.files else ""))
         return "\n".join(lines)
 
 

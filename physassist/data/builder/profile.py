@@ -7,6 +7,7 @@ later taken from the gold tool observations, not from here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import duckdb
@@ -57,6 +58,14 @@ class Profile:
     @property
     def pronoun(self) -> str:
         return "she" if self.gender.upper().startswith("F") else "he"
+
+
+def _finite(x: object) -> float | None:
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v > 0 else None
 
 
 def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
@@ -116,7 +125,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
             continue
         n_admin = sum(int(n) for med, n in admin_rows if word in str(med))
         prof.drugs[word] = DrugSummary(word, str(drug), str(dose or ""), str(unit or ""),
-                                       str(route or ""), float(per_day) if per_day else None,
+                                       str(route or ""), _finite(per_day),
                                        n_admin)
 
     def count(sql: str) -> int:

@@ -127,10 +127,12 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     monitored = [w for w in drugs if drug_class_of(w) is not None]
     antibiotics = [w for w in drugs if antibiotic_class_of(w) and prof.drugs[w].n_admin > 0]
     given = [w for w in drugs if prof.drugs[w].n_admin > 0]
-    if scenario == "med_safety":
-        drugs = monitored + [w for w in drugs if w not in monitored]
-    if scenario == "treatment_response":
-        given = antibiotics + [w for w in given if w not in antibiotics]
+    # Keep medication topics on the scenario's focus when the patient has such drugs.
+    if scenario == "med_safety" and monitored:
+        drugs = monitored + [w for w in drugs if w not in monitored][:2]
+    if scenario == "treatment_response" and antibiotics:
+        drugs = antibiotics
+        given = antibiotics
     out: list[Topic] = []
     for kind in SCENARIO_KINDS[scenario]:
         if KINDS[kind][0] != task_type:
