@@ -125,8 +125,8 @@ class _OrderedModel(BaseModel):
         """As JSON: only keys that were read or set, in read order, unknown keys kept."""
         return self.model_dump(mode="json", exclude_unset=True)
 
-    def _raw(self, key: str) -> Any:
-        """A declared field or an unknown key, None when absent."""
+    def key_value(self, key: str) -> Any:
+        """The value of released key `key` (declared or unknown), None when absent."""
         attribute = _attribute_of(type(self), key)
         if attribute is not None:
             return getattr(self, attribute)
@@ -229,7 +229,7 @@ class Session(_OrderedModel):
     @model_validator(mode="after")
     def _require_one_of_each(self) -> Session:
         for keys in (("tasks_en", "tasks"), ("tools_en", "tools"), ("messages_en", "messages")):
-            if all(self._raw(k) is None for k in keys):
+            if all(self.key_value(k) is None for k in keys):
                 raise ValueError(f"missing key {keys[1]!r} (or {keys[0]!r})")
         return self
 
@@ -278,7 +278,7 @@ class Session(_OrderedModel):
 
     @property
     def n_turns(self) -> int:
-        return len(self._first("tasks_en", "tasks") or [])
+        return len(self.first_value("tasks_en", "tasks") or [])
 
     def has_language(self, language: str) -> bool:
         """Whether the questions, rubrics and gold answers exist in `language`."""
@@ -292,9 +292,10 @@ class Session(_OrderedModel):
 
     # ---- per-turn accessors --------------------------------------------------------------
 
-    def _first(self, *keys: str) -> Any:
+    def first_value(self, *keys: str) -> Any:
+        """Value of the first present key, e.g. ("tasks_en", "tasks"): the released fallbacks."""
         for key in keys:
-            value = self._raw(key)
+            value = self.key_value(key)
             if value is not None:
                 return value
         return None
@@ -305,7 +306,7 @@ class Session(_OrderedModel):
         return SessionFormatError(str(problem), [problem])
 
     def _per_turn(self, keys: tuple[str, ...], turn: int) -> Any:
-        values = self._first(*keys)
+        values = self.first_value(*keys)
         if values is None:
             raise self._missing(turn, keys[0])
         if not 0 <= turn < len(values):
@@ -357,7 +358,7 @@ class Session(_OrderedModel):
     def gold_answer(self, turn: int, language: str = "en") -> str:
         """The gold answer: the final `prepare_to_answer` observation, else the gold messages."""
         en = _lang(language) == "en"
-        trajectory = self._first("answer_list_en", "answer_list") if en else self.answer_list_zh
+        trajectory = self.first_value("answer_list_en", "answer_list") if en else self.answer_list_zh
         if trajectory is not None and turn < len(trajectory):
             answer = prepared_answer(trajectory[turn])
             if answer:
@@ -371,7 +372,7 @@ class Session(_OrderedModel):
 
     def conversation(self, language: str = "en") -> list[dict[str, str]]:
         """Gold exchanges per turn: `{"user": question, "assistant": answer}` (separators dropped)."""
-        raw = self._first("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        raw = self.first_value("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
         if raw is None:
             raise self._missing(None, "messages" if language == "en" else "messages_zh")
         turns: list[dict[str, str]] = []
@@ -387,7 +388,7 @@ class Session(_OrderedModel):
 
     def gold_history(self, turn: int, language: str = "en") -> list[dict[str, str]]:
         """Role/content messages of the gold conversation before `turn` (no separators)."""
-        raw = self._first("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        raw = self.first_value("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
         if raw is None and language == "zh":
             # no messages_zh: the same exchanges from the ZH questions and ZH gold answers
             history = []
@@ -402,8 +403,8 @@ class Session(_OrderedModel):
 
     def gold_patient_answers(self, language: str = "en") -> list[dict[str, Any]]:
         """Every gold patient-tool reply, in trajectory order, for replaying the patient."""
-        trajectory = self._first("answer_list_en", "answer_list") if _lang(language) == "en" else (
-            self._first("answer_list_zh", "answer_list"))
+        trajectory = self.first_value("answer_list_en", "answer_list") if _lang(language) == "en" else (
+            self.first_value("answer_list_zh", "answer_list"))
         replies: list[dict[str, Any]] = []
         for turn, actions in enumerate(trajectory):
             for item in actions:
@@ -422,7 +423,7 @@ class Session(_OrderedModel):
     def tools_for(self, language: str = "en") -> list[dict[str, Any]]:
         """The tool schemas offered in this session (verbatim; ZH falls back to English)."""
         keys = ("tools_en", "tools") if _lang(language) == "en" else ("tools_zh", "tools")
-        return list(self._first(*keys) or [])
+        return list(self.first_value(*keys) or [])
 
 
 def prepared_answer(actions: GoldTurn) -> str | None:

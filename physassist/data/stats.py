@@ -64,7 +64,7 @@ def session_stats(data: SessionSet | Iterable[Session], language: str = "en") ->
         {"session_id": s.id, "list": key, "turn": t, "idx": i, "tool": item.name}
         for s in sessions
         for key in ("answer_list", "answer_list_zh")
-        for t, actions in enumerate(s._raw(key) or [])
+        for t, actions in enumerate(s.key_value(key) or [])
         for i, item in enumerate(actions)
         if _is_empty(item.observation)
     ]
@@ -84,7 +84,7 @@ def session_stats(data: SessionSet | Iterable[Session], language: str = "en") ->
         "rubric_items_x_task_type": _nested(turns, "task_type", "n_items_en", TASK_TYPES, []),
         "languages": {
             **{lang: sum(s.has_language(lang) for s in sessions) for lang in LANGUAGES},
-            "en_explicit": sum(s._first("tasks_en_explicit", "tasks_explicit") is not None
+            "en_explicit": sum(s.first_value("tasks_en_explicit", "tasks_explicit") is not None
                                for s in sessions),
             "zh_explicit": sum(s.tasks_zh_explicit is not None for s in sessions),
         },

@@ -54,7 +54,7 @@ def _structural_problems(session: Session, n_turns: int) -> list[Problem]:
     file, line = session.origin
     problems = []
     for key in _REQUIRED_PER_TURN + _OPTIONAL_PER_TURN:
-        values = session._raw(key)
+        values = session.key_value(key)
         if values is None:
             continue
         too_long = len(values) > n_turns
@@ -90,14 +90,14 @@ def resolved_scenario(session: Session) -> str | None:
 
 def session_rows(session: Session, language: str = "en") -> tuple[list[dict[str, Any]], list[Problem]]:
     """Rows of one session for the turn table, and the structural problems found."""
-    questions = session._first("tasks_en", "tasks") or []
+    questions = session.first_value("tasks_en", "tasks") or []
     n_turns = len(questions)
     problems = _structural_problems(session, n_turns)
     file, line = session.origin
     scenario = resolved_scenario(session)
-    explicit = session._first("tasks_en_explicit", "tasks_explicit")
-    gold = session._first("answer_list_en", "answer_list")
-    rubrics = session._first("rubrics_en", "rubrics")
+    explicit = session.first_value("tasks_en_explicit", "tasks_explicit")
+    gold = session.first_value("answer_list_en", "answer_list")
+    rubrics = session.first_value("rubrics_en", "rubrics")
     rows = []
     for turn in range(n_turns):
         actions = _at(gold, turn)
