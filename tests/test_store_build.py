@@ -165,3 +165,10 @@ def test_rows_memoises_and_returns_fresh_dicts(demo_store: EHRStore) -> None:
     first[0]["label"] = "mutated"
     assert demo_store.rows(sql, [50912]) == [{"itemid": 50912, "label": "Creatinine"}]
     assert demo_store.rows(sql, [50971]) == [{"itemid": 50971, "label": "Potassium"}]
+
+
+def test_rows_memoises_list_parameters(demo_store: EHRStore) -> None:
+    sql = "SELECT itemid FROM d_labitems WHERE itemid = ANY(?) ORDER BY itemid"
+    assert demo_store.rows(sql, [[50971, 50912]]) == [{"itemid": 50912}, {"itemid": 50971}]
+    assert demo_store.rows(sql, [[50971]]) == [{"itemid": 50971}]
+    assert demo_store.rows(sql, [[50971, 50912]]) == [{"itemid": 50912}, {"itemid": 50971}]

@@ -156,9 +156,10 @@ class EHRStore:
         The store never changes once built, so a result can be reused for as long as the
         store is open; sessions re-ask the same questions about one patient, and a repeat
         then costs a dictionary lookup instead of a DuckDB query (~0.3-2 ms). Small results
-        only (``MEMO_MAX_ROWS``), ``MEMO_SIZE`` entries, least recently used evicted.
+        only (``MEMO_MAX_ROWS``), ``MEMO_SIZE`` entries, least recently used evicted. List
+        parameters (e.g. ``= ANY(?)``) are fine: they are frozen for the key.
         """
-        key = (sql, tuple(params))
+        key = (sql, tuple(_frozen(p) for p in params))
         with self._memo_lock:
             hit = self._memo.get(key)
             if hit is not None:
@@ -205,6 +206,15 @@ class EHRStore:
 
     def __repr__(self) -> str:
         return f"EHRStore({self.path.name}, layout={self.layout}, source={self.source})"
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a query parameter (lists bind as DuckDB lists)."""
+    if isinstance(value, list | tuple):
+        return ("__seq__", tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("__map__", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    return value
 
 
 # --------------------------------------------------------------------------- loading
