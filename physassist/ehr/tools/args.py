@@ -121,9 +121,9 @@ def compat_arguments(
 def _as_int(tool: str, key: str, value: Any) -> int:
     if isinstance(value, bool):
         raise ToolError(f"{tool}: '{key}' must be an integer, got a boolean ({value}).")
-    if isinstance(value, int):
+    if isinstance(value, int) and abs(value) < 2**63:
         return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**63:
         return int(value)
     if isinstance(value, str):
         text = value.strip()
