@@ -100,12 +100,8 @@ def test_full_render_keeps_decisive_fields(tiny_store) -> None:
     report = render(run(tiny_store, "strict", "DiagnosticReport.search", report_type="CT"), "full")
     assert "Conclusion: No hemorrhage." in report and "CT HEAD W/O CONTRAST" in report
     micro = render(run(tiny_store, "strict", "Observation.search", category="microbiology"), "full")
-    assert (
-        "ESCHERICHIA COLI; susceptibility: CEFTRIAXONE S <=1, AMPICILLIN R >=32"
-        in micro.replace(
-            "AMPICILLIN R >=32, CEFTRIAXONE S <=1", "CEFTRIAXONE S <=1, AMPICILLIN R >=32"
-        )
-    )
+    assert "ESCHERICHIA COLI; susceptibility:" in micro
+    assert "CEFTRIAXONE S <=1" in micro and "AMPICILLIN R >=32" in micro
     miss = render(run(tiny_store, "strict", "Observation.search", code="Zzzznotexist"), "full")
     assert miss.startswith("0 result(s)\nNote: No laboratory test named 'Zzzznotexist'")
 
