@@ -195,7 +195,7 @@ def evidence_block(ti: TurnInput) -> str:
     if not gold:
         parts.append("(none)")
     parts.append("### Observations the assistant retrieved")
-    mine = ti.executed_calls()
+    mine = ti.calls  # everything the assistant saw, including OperationOutcomes
     parts += [
         f"- {_call_line(c.get('name', '?'), c.get('arguments') or {})}\n{render_observation(c.get('raw'))}"
         for c in mine

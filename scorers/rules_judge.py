@@ -4,8 +4,8 @@ Check kinds (ARCHITECTURE.md §4): `value`, `concept`, `forbidden`, `write_arg`,
 An item without a check, or with a kind this judge does not know, is undecided (never
 guessed), which leaves the turn unscored.
 
-On Write/Update turns the text checks (`value`, `concept`, `forbidden`) read the executed
-write-call arguments, not the free-text answer: the order is what counts (§5.3).
+On Write/Update turns the order parameters are judged by `write_arg`/`write_call` on the
+executed write calls only (§5.3); the text checks read the reply and the write arguments.
 
 Negation for `forbidden` (kept deliberately small, so a mention is only excused when the
 answer plainly says not to do it): an occurrence is excused when its own clause has an odd
@@ -67,15 +67,21 @@ def check_item(check: dict[str, Any] | None, ti: TurnInput) -> ItemResult:
 
 
 def _text_for_checks(ti: TurnInput) -> str:
+    """The text that `value`/`concept`/`forbidden` read.
+
+    On Write/Update turns this is the reply plus the executed write-call arguments: an item
+    about the order itself is a `write_arg`/`write_call` check and reads only the calls,
+    while text items (e.g. "confirms the order was placed") may be met by either, and a
+    forbidden drug fails the item wherever it appears.
+    """
     if not ti.is_write:
         return ti.answer or ""
-    parts = []
+    parts = [ti.answer or ""]
     for call in ti.write_calls():
         for key, value in (call.get("arguments") or {}).items():
             if key not in ("subject_id", "hadm_id"):
-                parts.append(
-                    f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
-                )
+                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                parts.append(f"{key}: {shown}")
     return "\n".join(parts)
 
 
@@ -161,14 +167,26 @@ def _labels(check: dict[str, Any]) -> list[str]:
     return _terms(label)
 
 
+_DATE_TIME = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?"
+)
+
+
 def _check_value(check: dict[str, Any], ti: TurnInput) -> ItemResult:
+    """The expected value is stated near its label, or anywhere when the label is absent.
+
+    Numbers inside dates and clock times never count. Near the label a bare number is read
+    in the expected unit ("creatinine 1.4"); away from it the number must carry a unit, so
+    a stray "2" in an unrelated line cannot pass "2 g".
+    """
     text = _text_for_checks(ti)
     expected = float(check["value"])
     unit = check.get("unit")
     tol = float(check.get("tolerance", DEFAULT_TOLERANCE))
     labels = _labels(check)
     analyte = labels[0] if labels else None
-    quantities = find_quantities(text)
+    dates = [(m.start(), m.end()) for m in _DATE_TIME.finditer(text)]
+    quantities = [q for q in find_quantities(text) if not any(a <= q.start < b for a, b in dates)]
     spans: list[tuple[int, int]] = []
     for label in labels:
         for m in _term_pattern(label).finditer(text):
@@ -179,8 +197,8 @@ def _check_value(check: dict[str, Any], ti: TurnInput) -> ItemResult:
         candidates = [q for q in quantities if any(a <= q.start < b for a, b in spans)]
         where = f"near {labels[0]!r}"
     else:
-        candidates = quantities
-        where = "anywhere (label not mentioned)"
+        candidates = [q for q in quantities if q.unit is not None or not unit]
+        where = "anywhere with a unit (label not mentioned)"
     for q in candidates:
         if values_match(q.value, q.unit, expected, unit, tol, analyte):
             found = f"{q.value:g} {q.unit or ''}".strip()

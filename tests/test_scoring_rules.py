@@ -39,6 +39,17 @@ def value_check(label, value, unit, tol=0.05):
             value_check("Creatinine", 1.4, "mg/dL"),
             True,
         ),  # label absent
+        (
+            "The latest value is 1.4.",
+            value_check("Creatinine", 1.4, "mg/dL"),
+            False,
+        ),  # needs a unit
+        (
+            "Famotidine 20 mg IV 2137-09-02 14:00",
+            value_check("cefepime", 2, "g"),
+            False,
+        ),  # no dates
+        ("Creatinine on 2150-05-01: 2.0", value_check("Creatinine", 1, "mg/dL"), False),
         # label present: a matching number elsewhere does not count
         ("Creatinine 2.0 mg/dL. Potassium 1.4.", value_check("Creatinine", 1.4, "mg/dL"), False),
         ("Creatinine 1.4 kg", value_check("Creatinine", 1.4, "mg/dL"), False),  # incompatible unit
@@ -184,3 +195,15 @@ def test_released_session_without_checks_is_all_undecided(session):
     del session["rubric_checks"]
     result = judge_turn(turn_input(session, 1, "Potassium 5.1"))
     assert all(i.passed is None for i in result.items) and result.status == "undecided"
+
+
+def test_write_turn_text_checks_read_reply_and_write_arguments(session):
+    confirm = {"kind": "concept", "any": {"en": ["ordered", "placed"], "zh": ["已开"]}}
+    no_warfarin = {"kind": "forbidden", "any": {"en": ["warfarin"], "zh": ["华法林"]}}
+    order = _order(medication="warfarin", dose="5 mg")
+    ti = turn_input(session, 3, "Order placed.", [order])
+    assert check_item(confirm, ti).passed is True  # from the reply
+    assert check_item(no_warfarin, ti).passed is False  # from the executed order's arguments
+    assert check_item(
+        no_warfarin, turn_input(session, 3, "Order placed.", [_order(medication="apixaban")])
+    ).passed
