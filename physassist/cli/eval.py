@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,9 @@ class ConfigError(ValueError):
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The experiment config as a plain dict, every interpolation resolved, ``hydra`` removed."""
+    cfg = copy.copy(cfg)  # shallow: drop the hydra node without touching the caller's config
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
     try:
         data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except MissingMandatoryValue as exc:
@@ -297,6 +301,15 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     return log
 
 
+def local_path(location: str | None) -> str | None:
+    """Inspect reports re-read logs as ``file://`` URIs; show and log plain paths."""
+    if location and location.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(location).path)
+    return location
+
+
 def _results(log, taus: list[float]):
     """The per-turn table and every metric of the benchmark for an Inspect log."""
     from physassist.metrics import summarize
@@ -378,7 +391,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         resumable=bool(sweep),
         tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
     )
-    log_path = log.location
+    log_path = local_path(log.location)
     status = "FINISHED" if log.status == "success" else "FAILED"
     turns, metrics = None, {}
     if log.status == "success":

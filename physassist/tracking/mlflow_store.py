@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -126,19 +128,77 @@ def _enable_wal(db: Path) -> None:
         con.close()
 
 
+def _cache_dir() -> Path:
+    root = os.environ.get("PHYSASSIST_CACHE") or Path.home() / ".cache" / "physassist"
+    return Path(root)
+
+
+def schema_template() -> Path:
+    """An empty MLflow SQLite database of the installed MLflow version, made once and cached.
+
+    MLflow creates a new database by running its ~50 schema migrations, each committed to disk
+    (over 10 s on a slow disk). They run once per MLflow version, on a RAM disk when there is one;
+    new stores are a copy of the result.
+    """
+    import mlflow
+    from mlflow import MlflowClient
+
+    target = _cache_dir() / f"mlflow-{mlflow.__version__}-empty.db"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_suffix(".lock"), "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            if target.is_file():
+                return target
+            scratch_root = "/dev/shm" if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+            with tempfile.TemporaryDirectory(dir=scratch_root) as scratch:
+                db = Path(scratch) / "mlflow.db"
+                MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments(max_results=1)
+                partial = target.with_suffix(".partial")
+                shutil.copyfile(db, partial)
+                partial.replace(target)
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return target
+
+
+def _create_database(db: Path) -> None:
+    """A new store from the schema template; its Default experiment points beside it."""
+    template = schema_template()
+    partial = db.with_name(db.name + ".partial")
+    shutil.copyfile(template, partial)
+    con = sqlite3.connect(partial)
+    try:
+        con.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
+            ((db.parent / "artifacts" / "0").resolve().as_uri(),),
+        )
+        con.commit()
+    finally:
+        con.close()
+    partial.replace(db)
+
+
 def open_client(tracking_uri: str, *, retries: int = 8):  # -> mlflow.MlflowClient
     """An MlflowClient on an initialised store.
 
-    The first process to touch a new SQLite database creates its schema under the lock (MLflow's
-    migrations are not safe to run concurrently) and switches it to WAL mode.
+    A new SQLite database is created under the store lock (MLflow's migrations are not safe to
+    run concurrently), from the cached schema template, and switched to WAL mode.
     """
     from mlflow import MlflowClient
 
     db = sqlite_path(tracking_uri)
-    client = MlflowClient(tracking_uri=tracking_uri)
     if db is None:
-        return client
+        return MlflowClient(tracking_uri=tracking_uri)
     with store_lock(tracking_uri):
+        if not db.exists():
+            try:
+                _create_database(db)
+            except (OSError, sqlite3.Error):
+                pass  # MLflow creates it itself below (slower, same result)
+        client = MlflowClient(tracking_uri=tracking_uri)
         with_retries(lambda: client.search_experiments(max_results=1), retries=retries)
         with_retries(lambda: _enable_wal(db), retries=retries)
     return client

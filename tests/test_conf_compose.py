@@ -1,0 +1,159 @@
+"""Every option of every config group composes and maps to valid task arguments."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from fixtures_tracking import CONF, compose
+from hydra.errors import ConfigCompositionException, MissingConfigException
+
+from physassist.cli.eval import CHOICES, check_config, eval_options, model_specs, resolve, task_args
+
+GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect")
+EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "compat_vs_strict")
+KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def task_parameters() -> set[str]:
+    from tasks.physassistbench import physassistbench
+
+    return set(inspect.signature(physassistbench).parameters)
+
+
+def data_overrides(group: str, tmp_path: Path) -> list[str]:
+    """Mandatory values of the data options point at an existing (empty) directory."""
+    if group == "dataset":
+        return [f"dataset.source={tmp_path}", f"dataset.ehr_source={tmp_path}"]
+    return []
+
+
+def test_every_group_has_its_documented_options() -> None:
+    assert set(options("menu")) == {"on", "off", "scenario", "gold"}
+    assert set(options("observations")) == {"keep", "removed", "history_removed"}
+    assert set(options("terminal")) == {"prepare_to_answer", "natural", "submit"}
+    assert {"oracle", "baseline", "openai", "anthropic", "openai_compatible", "mockllm"} <= set(options("model"))
+    assert set(options("dataset")) == {"sample", "physassistbench", "hf"}
+    assert set(options("experiment")) == set(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_option_maps_to_valid_task_arguments(group: str, tmp_path: Path, monkeypatch) -> None:
+    for key, value in KEYS.items():
+        monkeypatch.setenv(key, value)
+    params = task_parameters()
+    for option in options(group):
+        source = f"hf:{tmp_path}" if option == "hf" else str(tmp_path)
+        extra = [f"dataset.source={source}", f"dataset.ehr_source={tmp_path}"] if group == "dataset" and option != "sample" else []
+        config = resolve(compose([f"{group}={option}", *extra]))
+        check_config(config)
+        args = task_args(config)
+        assert set(args) <= params, f"{group}={option}: unknown task args {set(args) - params}"
+        inspect.signature(__import__("tasks.physassistbench", fromlist=["x"]).physassistbench).bind(**args)
+        for key, allowed in CHOICES.items():
+            group_name, field = key.split(".")
+            assert config[group_name][field] in allowed
+        assert args["tool_budget"] == 16 and args["temperature"] == 0.2 and args["taus"] == [0.6, 0.75]
+        model, roles = model_specs(config)
+        assert model.name
+        if group == "judge" and option == "llm":
+            assert roles["grader"].name == "openai/gpt-5.4-mini"
+        if group == "patient" and option == "live":
+            assert "patient" in roles
+        eval_options(config)
+
+
+def test_default_is_the_offline_experiment() -> None:
+    config = resolve(compose())
+    args = task_args(config)
+    assert config["model"]["name"] == "physassist/oracle"
+    assert args["dataset"] == "sample" and args["ehr_source"] == "sample"
+    assert args["judge"] == "rules" and args["menu"] == "on" and args["query"] == "implicit"
+    assert config["tracking"]["uri"] == "sqlite:///mlruns/mlflow.db" and config["tracking"]["enabled"]
+    check_config(config)  # no API key needed
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_named_experiment_composes_and_sweeps_valid_values(experiment: str, monkeypatch) -> None:
+    """Each experiment composes, and each value of its sweep composes to valid task args."""
+    for key, value in KEYS.items():
+        monkeypatch.setenv(key, value)
+    cfg = compose([f"experiment={experiment}"], hydra=True)
+    sweep = dict(cfg.hydra.sweeper.params)
+    assert sweep, f"{experiment} defines no sweep"
+    params = task_parameters()
+    for key, values in sweep.items():
+        for value in str(values).split(","):
+            config = resolve(compose([f"experiment={experiment}", f"{key}={value}"]))
+            check_config(config)
+            assert set(task_args(config)) <= params
+    base = resolve(cfg)
+    if experiment.startswith("paper_"):
+        assert base["judge"]["mode"] == "llm" and base["judge"]["model"] == "openai/gpt-5.4-mini"
+        assert base["ehr"]["semantics"] == "compat"
+        assert base["terminal"]["budget"] == 16 and base["model"]["temperature"] == 0.2
+        assert base["menu"]["mode"] == "on"
+
+
+def test_paper_explicit_sweeps_query_only() -> None:
+    cfg = compose(["experiment=paper_explicit"], hydra=True)
+    assert dict(cfg.hydra.sweeper.params) == {"query": "implicit,explicit"}
+
+
+@pytest.mark.parametrize(
+    ("launcher", "target"),
+    [
+        ("joblib", "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"),
+        ("ray", "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"),
+        ("submitit_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
+        ("basic", "hydra._internal.core_plugins.basic_launcher.BasicLauncher"),
+    ],
+)
+def test_launchers_compose(launcher: str, target: str) -> None:
+    cfg = compose([f"hydra/launcher={launcher}"], hydra=True)
+    assert cfg.hydra.launcher._target_ == target
+    if launcher == "submitit_slurm":
+        assert cfg.hydra.launcher.timeout_min > 0 and "submitit" in cfg.hydra.launcher.submitit_folder
+    if launcher == "ray":
+        assert "init" in cfg.hydra.launcher.ray
+
+
+def test_sweep_callback_is_configured() -> None:
+    cfg = compose(hydra=True)
+    assert cfg.hydra.callbacks.mlflow_sweep._target_ == "physassist.cli.eval.SweepCallback"
+
+
+def test_unknown_option_and_group_fail_in_hydra() -> None:
+    with pytest.raises(MissingConfigException, match="menu/foo"):
+        compose(["menu=foo"])
+    with pytest.raises(ConfigCompositionException):
+        compose(["modle=oracle"])
+
+
+def test_mandatory_data_paths_are_named(tmp_path: Path) -> None:
+    from physassist.cli.eval import ConfigError
+
+    with pytest.raises(ConfigError, match="dataset.source"):
+        resolve(compose(["dataset=physassistbench"]))
+    config = resolve(compose(["dataset=physassistbench", f"dataset.source={tmp_path / 'nope'}", f"dataset.ehr_source={tmp_path}"]))
+    with pytest.raises(ConfigError, match="nope"):
+        check_config(config)
+
+
+def test_bad_values_are_named(monkeypatch) -> None:
+    from physassist.cli.eval import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        check_config(resolve(compose(["model=openai"])))
+    with pytest.raises(ConfigError, match="terminal.mode"):
+        check_config(resolve(compose(["terminal.mode=finish"])))
+    with pytest.raises(ConfigError, match="taus"):
+        check_config(resolve(compose(["taus=[0.6,1.5]"])))
+    with pytest.raises(ConfigError, match="scenarios"):
+        check_config(resolve(compose(["scenarios=[med_safty]"])))

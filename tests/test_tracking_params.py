@@ -1,0 +1,66 @@
+"""Flattened params, MLflow-safe metric names, deterministic sweep/job keys."""
+
+from __future__ import annotations
+
+import math
+
+from fixtures_tracking import compose
+
+from physassist.cli.eval import resolve
+from physassist.tracking.params import experiment_params, flatten_config, format_value
+from physassist.tracking.runs import clean_metrics, job_key, metric_name, sweep_key
+
+
+def test_flatten_collapses_group_identity_to_short_keys() -> None:
+    params = flatten_config(resolve(compose(["model=baseline", "query=explicit", "language=zh"])))
+    assert params["model"] == "physassist/baseline"
+    assert params["query"] == "explicit"
+    assert params["language"] == "zh"
+    assert params["menu"] == "on"
+    assert params["ehr"] == "strict"
+    assert params["terminal"] == "prepare_to_answer" and params["terminal.budget"] == "16"
+    assert params["terminal.nudge"] == "true"
+    assert params["taus"] == "[0.6,0.75]"
+    assert params["scenarios"] == "null"
+    assert params["ehr.source"] == "sample"  # interpolation resolved
+    assert not any(k.startswith("hydra") for k in params)
+    assert all(len(v) <= 6000 for v in params.values())
+
+
+def test_format_value_and_long_values() -> None:
+    assert format_value(None) == "null" and format_value(True) == "true"
+    assert format_value({"a": [1, 2]}) == '{"a":[1,2]}'
+    assert len(format_value("x" * 10000)) == 6000
+
+
+def test_execution_params_are_not_experiment_identity() -> None:
+    params = flatten_config(resolve(compose()))
+    ident = experiment_params(params)
+    assert "model" in ident and "query" in ident
+    assert not any(k.startswith("tracking.") for k in ident)
+    assert "inspect.log_dir" not in ident and "inspect.limit" in ident
+
+
+def test_metric_names_are_mlflow_safe() -> None:
+    assert metric_name("pass_turn@0.6") == "pass_turn_at_0.6"
+    assert metric_name("mrs.task_type_x_implicitness.CR_AE") == "mrs.task_type_x_implicitness.CR_AE"
+    assert metric_name("a(b)") == "a_b_"
+    cleaned = clean_metrics(
+        {"mrs": 50, "flag": True, "text": "x", "nan": math.nan, "inf": math.inf, "none": None}
+    )
+    assert cleaned.keys() == {"mrs", "nan"} and math.isnan(cleaned["nan"])
+
+
+def test_sweep_and_job_keys_are_deterministic_and_order_free() -> None:
+    base = resolve(compose())
+    a = sweep_key(["model=oracle,baseline", "query=implicit,explicit"], base)
+    b = sweep_key(["query=implicit,explicit", "model=oracle,baseline"], base)
+    assert a == b
+    assert a != sweep_key(["model=oracle,baseline"], base)
+    assert a != sweep_key(
+        ["model=oracle,baseline", "query=implicit,explicit"], resolve(compose(["language=zh"]))
+    )
+    assert job_key(["model=oracle", "query=explicit"]) == job_key(
+        ["query=explicit", "model=oracle"]
+    )
+    assert job_key(["model=oracle"]) != job_key(["model=baseline"])

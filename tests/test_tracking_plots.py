@@ -1,0 +1,42 @@
+"""Per-run figures from a turn table; the tau curve agrees with the logged metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures_tracking import synthetic_turns
+
+from physassist.metrics import summarize
+from physassist.tracking import plots
+
+
+def test_run_plots_write_three_pngs(tmp_path: Path) -> None:
+    made = plots.run_plots(synthetic_turns(), tmp_path, taus=(0.6, 0.75), title="t")
+    assert sorted(p.name for p in made) == [
+        "ehr_vs_patient.png",
+        "pass_vs_tau.png",
+        "task_implicitness_heatmap.png",
+    ]
+    for path in made:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_pass_rates_match_summarize() -> None:
+    turns = synthetic_turns()
+    metrics = summarize(turns, taus=(0.6, 0.75), n_boot=0)
+    rates = plots.pass_rates(turns, [0.6, 0.75]).set_index("tau")
+    assert rates.loc[0.6, "pass_turn"] == pytest.approx(metrics["pass_turn_0.60"])
+    assert rates.loc[0.75, "pass_session"] == pytest.approx(metrics["pass_session_0.75"])
+    assert rates["pass_turn"].is_monotonic_decreasing
+
+
+def test_missing_columns_skip_only_that_figure(tmp_path: Path) -> None:
+    turns = synthetic_turns().drop(columns=["tool_source"])
+    made = plots.run_plots(turns, tmp_path, taus=(0.6,))
+    assert "ehr_vs_patient.png" not in {p.name for p in made} and len(made) == 2
+
+
+def test_labels() -> None:
+    assert plots.task_type_label("Clinical Reasoning") == "CR"
+    assert plots.implicitness_label(None) == "none" and plots.implicitness_label("PE") == "PE"

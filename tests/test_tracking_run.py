@@ -1,0 +1,118 @@
+"""One experiment end to end in-process (a throwaway Inspect task): what gets logged, what a
+tracking failure does, and how sweep jobs attach, skip and resume."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import mlflow
+import pytest
+from fixtures_tracking import compose, search_runs, store_uri, tiny_task
+
+import physassist.cli.eval as ev
+from physassist.metrics import summarize
+from physassist.results import turn_table
+from physassist.tracking.runs import SweepInfo, Tracker
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(ev, "build_task", lambda args: tiny_task())
+
+
+def _cfg(tmp_path: Path, *extra: str):
+    return compose(
+        [
+            "model=mockllm",
+            f"tracking.uri={store_uri(tmp_path)}",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            "inspect.display=none",
+            *extra,
+        ]
+    )
+
+
+def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) -> None:
+    cfg = _cfg(tmp_path)
+    out = ev.run_experiment(cfg, ev.JobContext(overrides=["model=mockllm"], choices={"model": "mockllm"}))
+    assert out.status == "FINISHED" and out.tracking_error is None
+    assert Path(out.log_path).is_file()
+    runs = search_runs(store_uri(tmp_path))
+    assert len(runs) == 1
+    run = runs.iloc[0]
+    assert run["run_id"] == out.run_id and run["status"] == "FINISHED"
+    # params: the flattened resolved config, short keys
+    assert run["params.model"] == "mockllm/model" and run["params.query"] == "implicit"
+    assert run["params.terminal.budget"] == "16" and run["params.judge"] == "rules"
+    # tags: provenance
+    assert run["tags.physassist.inspect_log"] == out.log_path
+    assert len(run["tags.physassist.git_commit"]) == 40 and run["tags.physassist.git_dirty"] in {"true", "false"}
+    assert run["tags.version.inspect_ai"] and run["tags.version.mlflow"] == mlflow.__version__
+    if ev.SAMPLE_SESSIONS.exists():
+        assert len(run["tags.physassist.dataset_fingerprint"]) == 16
+    assert run["tags.choice.model"] == "mockllm"
+    # metrics: every metric of summarize on the turn table of the log
+    expected = summarize(turn_table(out.log_path), taus=[0.6, 0.75])
+    for key, value in expected.items():
+        logged = run[f"metrics.{key}"]
+        assert (math.isnan(value) and math.isnan(logged)) or logged == pytest.approx(value), key
+    # artifacts: config, the .eval log, the turn table (files + log_table), plots
+    client = mlflow.MlflowClient(store_uri(tmp_path))
+    listed = {a.path for d in ("config", "inspect", "tables", "plots") for a in client.list_artifacts(out.run_id, d)}
+    assert "config/resolved.yaml" in listed
+    assert f"inspect/{Path(out.log_path).name}" in listed
+    assert {"tables/turns.csv", "tables/turns.parquet", "tables/turns.json"} <= listed
+    assert {"plots/task_implicitness_heatmap.png", "plots/pass_vs_tau.png", "plots/ehr_vs_patient.png"} <= listed
+    table = client.load_table(run["experiment_id"], "tables/turns.json", run_ids=[out.run_id])
+    assert len(table) == 12
+    # artifacts live beside the database, inside the store directory
+    assert (tmp_path / "mlruns" / "artifacts").is_dir()
+    ev.report(out, ev.resolve(cfg))
+    printed = capsys.readouterr().out
+    assert "mrs" in printed and out.log_path in printed and out.run_id in printed
+
+
+def test_tracking_none_logs_nothing(tmp_path: Path, tiny) -> None:
+    out = ev.run_experiment(_cfg(tmp_path, "tracking=none"), ev.JobContext())
+    assert out.status == "FINISHED" and out.run_id is None and Path(out.log_path).is_file()
+    assert not (tmp_path / "mlruns").exists()
+
+
+def test_unwritable_store_keeps_the_inspect_log(tmp_path: Path, tiny) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the store directory should be")
+    cfg = _cfg(tmp_path, f"tracking.uri=sqlite:///{blocked}/mlruns/mlflow.db", "tracking.retries=0")
+    out = ev.run_experiment(cfg, ev.JobContext())
+    assert out.status == "FINISHED" and out.run_id is None
+    assert out.tracking_error and str(blocked) in out.tracking_error
+    assert Path(out.log_path).is_file() and out.metrics["n_sessions"] == 3
+
+
+def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
+    uri = store_uri(tmp_path)
+    tracker = Tracker(uri, "physassist")
+    parent = tracker.start_sweep("sweep1", ["query=implicit,explicit"], "sweep sweep1")
+    sweep_dir = tmp_path / "multirun"
+    SweepInfo("sweep1", parent, ("query=implicit,explicit",)).write(sweep_dir)
+    job = ev.JobContext(overrides=["query=explicit"], choices={"query": "explicit"}, sweep_dir=sweep_dir)
+    cfg = _cfg(tmp_path, "query=explicit")
+
+    first = ev.run_experiment(cfg, job)
+    assert first.status == "FINISHED"
+    child = mlflow.MlflowClient(uri).get_run(first.run_id)
+    assert child.data.tags["mlflow.parentRunId"] == parent
+    assert child.data.tags["physassist.sweep_id"] == "sweep1"
+    assert "sweeps/sweep1/" in first.log_path
+
+    again = ev.run_experiment(cfg, job)  # finished: skipped, nothing logged
+    assert again.status == "SKIPPED" and again.run_id == first.run_id
+    assert len(search_runs(uri)) == 2  # parent + one child
+
+    # an interrupted job: its run is not FINISHED -> re-run resumes the same run and log
+    mlflow.MlflowClient(uri).set_terminated(first.run_id, "FAILED")
+    resumed = ev.run_experiment(cfg, job)
+    assert resumed.status == "FINISHED" and resumed.run_id == first.run_id
+    assert resumed.log_path == first.log_path  # eval_set found the complete log: not recomputed
+    assert len(search_runs(uri)) == 2
+    assert tracker.end_sweep(parent, "sweep1") == "FINISHED"
