@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixtures_scoring import call, gold_records, grader, make_session, turn_input, verdict
+from fixtures_scoring import call, gold_records, grader, make_session, scripted, turn_input, verdict
 
 from scorers import llm_judge, write_judge
 from scorers.llm_judge import VerdictError, parse_verdict
@@ -203,3 +203,18 @@ async def test_write_judge_string_zero_is_not_a_pass(session):
 
 def test_gold_records_fixture_is_consistent(session):
     assert [r["turn"] for r in gold_records(session)] == [0, 1, 2, 3]
+
+
+async def test_structured_output_and_temperature_zero_reach_the_grader(session):
+    seen = []
+
+    def grade(messages, tools, tool_choice, config):
+        seen.append(config)
+        return scripted(verdict([True, True, True]))
+
+    from inspect_ai.model import get_model
+
+    model = get_model("mockllm/model", custom_outputs=grade, memoize=False)
+    result = await llm_judge.judge_turn(turn_input(session, 0, "x"), model, structured=True)
+    assert result.status == "scored"
+    assert seen[0].temperature == 0.0 and seen[0].response_schema.name == "rubric_verdict"
