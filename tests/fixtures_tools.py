@@ -592,24 +592,37 @@ def write_tiny_cohort(root: Path) -> Path:
     return root
 
 
+# one store per source and process: test modules bind these fixtures under their own names,
+# which pytest treats as separate fixtures, so the opened stores are shared here instead
+_STORES: dict[str, EHRStore] = {}
+
+
+def _shared_store(key: str, source: Path, factory: pytest.TempPathFactory) -> EHRStore:
+    if key not in _STORES:
+        _STORES[key] = open_store(source, cache_dir=factory.mktemp(f"{key}_store"))
+    return _STORES[key]
+
+
 @pytest.fixture(scope="session")
 def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
-    root = write_tiny_cohort(tmp_path_factory.mktemp("tiny_cohort"))
-    return open_store(root, cache_dir=tmp_path_factory.mktemp("tiny_store"))
+    if "tiny" not in _STORES:
+        root = write_tiny_cohort(tmp_path_factory.mktemp("tiny_cohort"))
+        _shared_store("tiny", root, tmp_path_factory)
+    return _STORES["tiny"]
 
 
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
     if not (DEMO / "hosp").is_dir():
         pytest.skip(f"MIMIC-IV demo not found at {DEMO}")
-    return open_store(DEMO, cache_dir=tmp_path_factory.mktemp("demo_store"))
+    return _shared_store("demo", DEMO, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
     if not (SAMPLE / "hosp").is_dir():
         pytest.skip(f"synthetic sample cohort not found at {SAMPLE}")
-    return open_store(SAMPLE, cache_dir=tmp_path_factory.mktemp("sample_store"))
+    return _shared_store("sample", SAMPLE, tmp_path_factory)
 
 
 def tiny_ctx(store: EHRStore, semantics: str = "strict", **kw) -> ToolContext:
