@@ -185,21 +185,29 @@ def _call_line(name: str, arguments: dict[str, Any]) -> str:
 
 
 def evidence_block(ti: TurnInput) -> str:
-    """Gold observations of the turn, then what the assistant retrieved, capped in length."""
+    """Gold observations of the turn, then what the assistant retrieved, capped in length.
+
+    A retrieved result identical to a reference one is listed by its call only, so the
+    grader does not read the same data twice.
+    """
     parts = ["### Reference observations (retrieved when the question was written)"]
     gold = ti.session.gold_calls(ti.turn, ti.language)
-    parts += [
-        f"- {_call_line(c['name'], c['arguments'])}\n{render_observation(c['observation'])}"
-        for c in gold
-    ]
+    gold_texts = set()
+    for c in gold:
+        text = render_observation(c["observation"])
+        gold_texts.add(text)
+        parts.append(f"- {_call_line(c['name'], c['arguments'])}\n{text}")
     if not gold:
         parts.append("(none)")
     parts.append("### Observations the assistant retrieved")
     mine = ti.calls  # everything the assistant saw, including OperationOutcomes
-    parts += [
-        f"- {_call_line(c.get('name', '?'), c.get('arguments') or {})}\n{render_observation(c.get('raw'))}"
-        for c in mine
-    ]
+    for c in mine:
+        line = _call_line(c.get("name", "?"), c.get("arguments") or {})
+        text = render_observation(c.get("raw"))
+        if text in gold_texts:
+            parts.append(f"- {line}\n(same result as a reference observation above)")
+        else:
+            parts.append(f"- {line}\n{text}")
     if not mine:
         parts.append("(the assistant retrieved nothing in this turn)")
     text = "\n".join(parts)

@@ -218,3 +218,11 @@ async def test_structured_output_and_temperature_zero_reach_the_grader(session):
     result = await llm_judge.judge_turn(turn_input(session, 0, "x"), model, structured=True)
     assert result.status == "scored"
     assert seen[0].temperature == 0.0 and seen[0].response_schema.name == "rubric_verdict"
+
+
+def test_evidence_lists_a_result_identical_to_the_reference_once(session):
+    records = gold_records(session)
+    ti = turn_input(session, 1, "Potassium 5.1", records[1]["calls"])
+    block = llm_judge.evidence_block(ti)
+    assert block.count("Potassium: 5.1") == 1
+    assert "same result as a reference observation" in block
