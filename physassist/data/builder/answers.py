@@ -13,6 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import facts as F
+from .patient_topics import (
+    ADHERENCE_CLASS,
+    PATIENT_KINDS,
+    home_facts,
+    onset_phrase,
+    phm_medication,
+    primary_symptom,
+)
 from .profile import Profile
 from .topics import Topic
 from .vocab import LABS, MEANINGS, drug_class_of
@@ -84,6 +92,12 @@ class Digest:
     trend: str = ""  # rising | falling | stable
     course: str = ""  # worsening | improving | normal | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
+    adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
+    missed: int = 0
+    reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
+    home: dict[str, Any] = field(default_factory=dict)
+    symptom: dict[str, Any] = field(default_factory=dict)
+    pain: dict[str, Any] = field(default_factory=dict)
     write: dict[str, Any] = field(default_factory=dict)  # the write call's arguments
     write_result: dict[str, Any] = field(default_factory=dict)
 
@@ -184,6 +198,9 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
             if d.trend == "falling" and last.status == "low":
                 d.verdict = "unclear"
+    elif k in PATIENT_KINDS:
+        if not _patient_digest(d, obs, prof):
+            return None
     elif topic.source == "write":
         result = F.write_result(obs[0])
         if result is None or not arguments:
@@ -192,6 +209,63 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
     else:
         raise ValueError(f"no digest for topic kind {k!r}")
     return d
+
+
+def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
+    """Fill a patient-turn digest from the PHM behind the (non-empty) patient replies."""
+    phm = prof.phm
+    if not phm or any(F.is_empty(o) for o in obs):
+        return False
+    k = d.topic.kind
+    if k == "adherence_check":
+        d.med = _med(obs[0], d.topic.drug or "")
+        entry = phm_medication(phm, d.topic.drug or "")
+        if d.med is None or entry is None:
+            return False
+        d.adherence = ADHERENCE_CLASS.get(str(entry.get("adherence")), "")
+        d.missed = int(entry.get("missed_per_week") or 0)
+        d.reason = entry.get("reason") if isinstance(entry.get("reason"), dict) else None
+        return bool(d.adherence)
+    if k == "home_function":
+        d.home = home_facts(phm)
+        return True
+    if k == "symptom_pain":
+        d.symptom = primary_symptom(phm)
+        d.pain = dict(phm.get("pain") or {})
+        return True
+    return False
+
+
+def _patient_answer(d: Digest, lang: str) -> str:
+    k = d.topic.kind
+    if k == "adherence_check":
+        assert d.med is not None
+        status = say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
+        reason = (say(lang, "answers.patient.reason", reason=d.reason[lang])
+                  if d.reason and d.reason.get(lang) else "")
+        return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
+                          say(lang, "answers.patient.report", word=d.topic.drug, status=status,
+                              reason=reason)])
+    if k == "home_function":
+        h = d.home
+        living = say(lang, f"answers.patient.living.{'alone' if h['alone'] else 'spouse'}")
+        smoking = say(lang, f"answers.patient.smoking.{h['smoking']}")
+        device = say(lang, f"answers.patient.device.{h['device']}")
+        falls = say(lang, f"answers.patient.falls.{'yes' if h['fell'] else 'no'}")
+        return "\n".join([say(lang, "answers.patient.home", living=living, smoking=smoking),
+                          say(lang, "answers.patient.mobility", blocks=h["blocks"], device=device,
+                              falls=falls)])
+    if k == "symptom_pain":
+        s, p = d.symptom, d.pain
+        lines = [say(lang, "answers.patient.symptom", term=s["term"][lang],
+                     onset=onset_phrase(s["onset"], lang), severity=s["severity"])]
+        if p.get("present"):
+            lines.append(say(lang, "answers.patient.pain", score=p["score"],
+                             location=p["location"][lang], quality=p["quality"][lang]))
+        else:
+            lines.append(say(lang, "answers.patient.no_pain"))
+        return "\n".join(lines)
+    raise ValueError(f"no patient answer for topic kind {k!r}")
 
 
 def _status(lang: str, status: str) -> str:
@@ -262,6 +336,8 @@ def answer(d: Digest, lang: str) -> str:
                 f"{say(lang, f'answers.response.{d.verdict}', **values)}")
     if d.topic.source == "write":
         return _write_answer(d, lang)
+    if k in PATIENT_KINDS:
+        return _patient_answer(d, lang)
     raise ValueError(f"no answer template for topic kind {k!r}")
 
 

@@ -32,6 +32,7 @@ from .rubrics import rubric
 from .topics import Topic, calls, candidates
 
 MAX_REPLANS = 8
+PATIENT_SHARE = 0.5  # share of sessions (with a PHM) that try to include a patient turn
 ARCS_PER_PATIENT = 4
 N_VARIANTS = 3
 
@@ -82,6 +83,17 @@ class _Env:
     global_index: int = 0
 
 
+def _load_phm(phm_dir: Path | None, subject_id: int) -> dict[str, Any] | None:
+    if phm_dir is None:
+        return None
+    path = phm_dir / f"{subject_id}.json"
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as fh:
+        data = json.load(fh)
+    return data if isinstance(data, dict) else None
+
+
 def _persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
     """The session persona: the cohort's PHM persona when there is one, else a seeded draw."""
     if phm and isinstance(phm.get("persona"), dict):
@@ -97,15 +109,50 @@ def _persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _execute(topic: Topic, prof: Profile, ctx: ToolContext) -> tuple[list[tuple[str, dict]], list[Any]]:
-    planned = calls(topic, prof)
-    observations = []
+def _execute(topic: Topic, prof: Profile, ctx: ToolContext, zh_patient: Any
+             ) -> tuple[list[tuple[str, dict]], list[Any], list[Any]]:
+    """Run a topic's gold calls; returns the calls and the EN and ZH observations (they
+    differ only for patient tools, whose replies are in the session language)."""
+    planned = calls(topic, prof, ctx.session_id or "")
+    observations, observations_zh = [], []
     for name, args in planned:
         obs = call_tool(ctx, name, args)
         if F.is_empty(obs):
             raise _Replan(topic)
         observations.append(obs)
-    return planned, observations
+        if name.startswith("patient.") and zh_patient is not None:
+            obs_zh = zh_patient.respond(name, dict(args))
+            if F.is_empty(obs_zh):
+                raise _Replan(topic)
+            observations_zh.append(obs_zh)
+        else:
+            observations_zh.append(obs)
+    return planned, observations, observations_zh
+
+
+def _responders(phm: dict[str, Any] | None, literacy: str) -> tuple[Any, Any]:
+    """EN and ZH patient responders for a PHM (None, None without a PHM or responder)."""
+    if not phm:
+        return None, None
+    try:
+        from physassist.synth.patient import PHMResponder
+    except ImportError:  # the cohort package without its responder: no patient turns
+        return None, None
+    return PHMResponder(phm, literacy, "en"), PHMResponder(phm, literacy, "zh")
+
+
+def _annotations(turn: int, planned: list[tuple[str, dict]], observations: list[Any]
+                 ) -> list[dict[str, Any]]:
+    out = []
+    for (name, args), obs in zip(planned, observations, strict=True):
+        if not name.startswith("patient."):
+            continue
+        extra = {k: v for k, v in obs.items()
+                 if k not in ("patient_response", "patient_responses_all_literacy")}
+        out.append({"turn": turn, "query_type": name.split(".", 1)[1],
+                    "query": args.get("query"), "drug": args.get("drug"),
+                    "patient_response": obs.get("patient_response"), "annotation": extra})
+    return out
 
 
 def _actions(planned: list[tuple[str, dict]], observations: list[Any], final: str) -> list[dict]:
@@ -129,42 +176,46 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
     prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
+    phm = _load_phm(env.phm_dir, cand.subject_id)
+    persona = _persona(phm, rng)
+    responder_en, responder_zh = _responders(phm, str(persona["health_literacy"]))
+    prof.phm = phm if responder_en is not None else None
+    prefer_patient = prof.phm is not None and rng.random() < PATIENT_SHARE
     arc = ARCS[arc_index]
     pools = [candidates(scenario, arc[t], prof) for t in range(4)]
     banned: set[Topic] = set()
     session_id = f"physassistbench_{scenario}_{index}"
     for _ in range(MAX_REPLANS):
         topics = choose_topics(arc_index, [[p for p in pool if p not in banned] for pool in pools],
-                               rng)
+                               rng, prefer_patient=prefer_patient)
         if topics is None:
             return None
         ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
                           current_date=prof.current_date, semantics="strict",
-                          session_id=session_id)
+                          session_id=session_id, patient=responder_en)
         used_before = dict(env.subtype_use)
         try:
-            turns = _build_turns(env, topics, prof, ctx, rng)
+            turns = _build_turns(env, topics, prof, ctx, rng, responder_zh)
         except _Replan as bad:
             banned.add(bad.topic)
             env.subtype_use.clear()
             env.subtype_use.update(used_before)
             continue
-        persona = _persona(None, rng)
         env.global_index += 1
         return encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
                       hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
                       gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                      patient_model=None, situation=_situation(scenario, prof), seed=env.seed,
+                      patient_model=phm, situation=_situation(scenario, prof), seed=env.seed,
                       global_index=env.global_index)
     return None
 
 
 def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext,
-                 rng: random.Random) -> list[BuiltTurn]:
+                 rng: random.Random, zh_patient: Any) -> list[BuiltTurn]:
     turns: list[BuiltTurn] = []
     prior: set[str] = set()
     for t, topic in enumerate(topics):
-        planned, observations = _execute(topic, prof, ctx)
+        planned, observations, observations_zh = _execute(topic, prof, ctx, zh_patient)
         d = digest(topic, observations, prof, [a for _, a in planned])
         if d is None:
             raise _Replan(topic)
@@ -178,9 +229,10 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             task_type=topic.task_type, source=topic.source, topic=topic.label(),
             entities=list(topic.entities), question=question,
             actions_en=_actions(planned, observations, en),
-            actions_zh=_actions(planned, observations, zh),
+            actions_zh=_actions(planned, observations_zh, zh),
             answer_en=en, answer_zh=zh, items=items,
-            tool_hint=", ".join(n for n, _ in planned)))
+            tool_hint=", ".join(n for n, _ in planned),
+            annotations=_annotations(t, planned, observations)))
         prior |= set(topic.entities)
     return turns
 

@@ -55,7 +55,8 @@ def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence
     return problems
 
 
-def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random) -> list[Topic]:
+def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
+           prefer_patient: bool = False) -> list[Topic]:
     """Seeded order of one turn's candidates: shuffled, then continuity/variety preferences."""
     items = list(pool)
     rng.shuffle(items)
@@ -63,16 +64,20 @@ def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random) -> list[T
     kinds = {t.kind for t in chosen}
     prefer_link = rng.random() < 0.6
 
-    def key(t: Topic) -> tuple[int, int]:
+    def key(t: Topic) -> tuple[int, int, int]:
         linked = bool(set(t.entities) & prior)
-        return (0 if linked == prefer_link else 1, 1 if t.kind in kinds else 0)
+        patient_first = 0 if (prefer_patient and t.source in ("patient", "mixed")) else 1
+        return (patient_first, 0 if linked == prefer_link else 1, 1 if t.kind in kinds else 0)
 
     return sorted(items, key=key)
 
 
 def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
-                  patient_ok: bool = True) -> list[Topic] | None:
-    """Topics for the four turns of an arc satisfying the diversity rules, or None."""
+                  patient_ok: bool = True, prefer_patient: bool = False) -> list[Topic] | None:
+    """Topics for the four turns of an arc satisfying the diversity rules, or None.
+
+    ``prefer_patient`` tries patient-interview topics first (the session then has one
+    patient/mixed turn whenever the arc and the data allow it)."""
     arc = ARCS[arc_index]
     budget = [SEARCH_BUDGET]
 
@@ -93,7 +98,8 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
             types = set().union(*(t.resource_types for t in chosen))
             return list(chosen) if len(types) >= MIN_RESOURCE_TYPES else None
         t = len(chosen)
-        for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng):
+        for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng,
+                            prefer_patient):
             budget[0] -= 1
             if budget[0] < 0:
                 return None

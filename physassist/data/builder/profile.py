@@ -54,6 +54,7 @@ class Profile:
     n_micro: int = 0
     n_radiology: int = 0
     n_discharge: int = 0
+    phm: dict | None = None  # the cohort's patient health model, when the source has one
 
     @property
     def pronoun(self) -> str:

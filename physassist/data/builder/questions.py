@@ -35,6 +35,7 @@ _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "lab_trend": (("na", "lab"),),
     "drug_lab_safety": (("na", "drug"), ("na_lab", "lab")),
     "abx_response": (("na", "drug"),),
+    "adherence_check": (("na", "drug"),),
 }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from .answers import Digest, LabFact, fmt, lab_name, meaning
 from .facts import day as day_of
+from .patient_topics import onset_phrase
 from .topics import next_day
 from .vocab import FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
 from .wording import say
@@ -148,7 +149,72 @@ def rubric(d: Digest) -> list[Item]:
         return _response_items(d)
     if d.topic.source == "write":
         return _write_items(d)
+    if k == "adherence_check":
+        return _adherence_items(d)
+    if k == "home_function":
+        return _home_items(d)
+    if k == "symptom_pain":
+        return _symptom_items(d)
     raise ValueError(f"no rubric for topic kind {k!r}")
+
+
+def _adherence_items(d: Digest) -> list[Item]:
+    word = d.topic.drug or ""
+    status = {lang: say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
+              for lang in ("en", "zh")}
+    items = _med_items(d, 2)
+    items.append(_item("adh_status", concept(f"adh_{d.adherence}"),
+                       {"status": status["en"], "drug_word": word},
+                       {"status": status["zh"], "drug_word": word}))
+    items.append(_item("adh_source", concept("patient_source"), {}))
+    wrong = "adh_not_good" if d.adherence == "good" else "adh_not_bad"
+    items.append(_item("adh_not", forbidden(wrong), {"drug_word": word}))
+    return items
+
+
+def _home_items(d: Digest) -> list[Item]:
+    h = d.home
+
+    def both(path: str) -> tuple[dict[str, str], dict[str, str]]:
+        return say("en", path), say("zh", path)
+
+    living_key = "alone" if h["alone"] else "spouse"
+    falls_key = "yes" if h["fell"] else "no"
+    living = both(f"answers.patient.living.{living_key}")
+    device = both(f"answers.patient.device.{h['device']}")
+    falls = both(f"answers.patient.falls.{falls_key}")
+    smoking = both(f"answers.patient.smoking.{h['smoking']}")
+    return [
+        _item("home_living", concept(living_key), {"living": living[0]}, {"living": living[1]}),
+        _item("home_device", concept(f"device_{h['device']}"), {"device": device[0]},
+              {"device": device[1]}),
+        _item("home_distance", value("Walking distance", h["blocks"], ""), {"blocks": h["blocks"]}),
+        _item("home_falls", concept(f"falls_{falls_key}"), {"falls": falls[0]}, {"falls": falls[1]}),
+        _item("home_smoking", concept(f"smoking_{h['smoking']}"), {"smoking": smoking[0]},
+              {"smoking": smoking[1]}),
+    ]
+
+
+def _symptom_items(d: Digest) -> list[Item]:
+    s, p = d.symptom, d.pain
+    onset = {lang: onset_phrase(s["onset"], lang) for lang in ("en", "zh")}
+    items = [
+        _item("sym_main", {"kind": "concept", "any": {"en": [s["term"]["en"]],
+                                                      "zh": [s["term"]["zh"]]}},
+              {"term": s["term"]["en"]}, {"term": s["term"]["zh"]}),
+        _item("sym_severity", value("severity", s["severity"], ""), {"severity": s["severity"]}),
+        _item("sym_onset", {"kind": "concept", "any": {"en": [onset["en"]], "zh": [onset["zh"]]}},
+              {"onset": onset["en"]}, {"onset": onset["zh"]}),
+        _item("sym_source", concept("patient_source"), {}),
+    ]
+    if p.get("present"):
+        items.append(_item("pain_site", {"kind": "concept", "any": {
+            "en": [p["location"]["en"]], "zh": [p["location"]["zh"]]}},
+            {"location": p["location"]["en"]}, {"location": p["location"]["zh"]}))
+        items.append(_item("pain_score", value("Pain", p["score"], ""), {"score": p["score"]}))
+    else:
+        items.append(_item("pain_none", concept("no_pain"), {}))
+    return items
 
 
 def _trend_items(d: Digest) -> list[Item]:

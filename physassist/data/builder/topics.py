@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .arcs import CR, DG, IL, WU
+from .patient_topics import adherence_drugs, has_home_function, has_symptoms
 from .profile import Profile
 from .vocab import (
     DRUG_CLASSES,
@@ -38,20 +39,25 @@ KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "continue_med": (WU, "write", ("MedicationRequest.create",)),
     "flag_abnormal": (WU, "write", ("Flag.create",)),
     "followup_visit": (WU, "write", ("ServiceRequest.create",)),
+    "adherence_check": (DG, "mixed", ("MedicationRequest.search", "patient.get_medication_adherence")),
+    "home_function": (DG, "patient", ("patient.get_social_history", "patient.get_functional_status")),
+    "symptom_pain": (DG, "patient", ("patient.get_symptom_history", "patient.get_pain_assessment")),
 }
 
 #: Which kinds each scenario draws from (its clinical focus).
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
     "diagnostic_workup": ("lab_latest", "dx_primary", "lab_pair", "lab_trend", "lab_and_med",
-                          "order_lab_recheck", "flag_abnormal"),
+                          "order_lab_recheck", "flag_abnormal", "symptom_pain"),
     "med_safety": ("lab_latest", "med_current", "lab_and_med", "med_and_admin",
                    "drug_lab_safety", "lab_trend", "continue_med", "flag_abnormal",
-                   "order_lab_recheck"),
+                   "order_lab_recheck", "adherence_check"),
     "treatment_response": ("lab_latest", "med_current", "lab_pair", "med_and_admin",
-                           "abx_response", "lab_trend", "order_lab_recheck", "continue_med"),
+                           "abx_response", "lab_trend", "order_lab_recheck", "continue_med",
+                           "symptom_pain"),
     "discharge_planning": ("encounter_info", "lab_latest", "med_current", "dx_primary",
                            "med_and_admin", "lab_and_med", "lab_trend", "drug_lab_safety",
-                           "continue_med", "followup_visit", "order_lab_recheck"),
+                           "continue_med", "followup_visit", "order_lab_recheck",
+                           "adherence_check", "home_function"),
 }
 
 #: Labs each scenario prefers to ask about (others in the profile are used after these).
@@ -176,6 +182,12 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
             out += [Topic(kind, lab=lab) for lab in abnormal[:4]]
         elif kind == "followup_visit":
             out.append(Topic(kind))
+        elif kind == "adherence_check":
+            out += [Topic(kind, drug=w) for w in adherence_drugs(prof)[:3]]
+        elif kind == "home_function" and has_home_function(prof):
+            out.append(Topic(kind))
+        elif kind == "symptom_pain" and has_symptoms(prof):
+            out.append(Topic(kind))
     return out
 
 
@@ -199,10 +211,12 @@ def write_status(prof: Profile, lab: str) -> str:
     return "high" if prof.labs[lab].abnormal else "normal"
 
 
-def calls(topic: Topic, prof: Profile) -> list[tuple[str, dict[str, Any]]]:
-    """The gold tool calls of a topic, in order, with `subject_id` and `hadm_id` set."""
+def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """The gold tool calls of a topic, in order, with `subject_id` and `hadm_id` set
+    (patient tools get `session_id` instead of `hadm_id`)."""
     base = {"subject_id": prof.subject_id}
     adm = {**base, "hadm_id": prof.hadm_id}
+    pat = {**base, "session_id": session_id}
 
     def lab_call(label: str) -> tuple[str, dict[str, Any]]:
         return "Observation.search", {**adm, "category": "laboratory", "code": label}
@@ -256,6 +270,15 @@ def calls(topic: Topic, prof: Profile) -> list[tuple[str, dict[str, Any]]]:
             **base, "category": "clinical", "code": f"Abnormal {name}",
             "detail": f"Latest {name} is outside its reference range; review before next orders.",
         })]
+    if k == "adherence_check":
+        return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
+                ("patient.get_medication_adherence", {**pat, "drug": topic.drug})]
+    if k == "home_function":
+        return [("patient.get_social_history", dict(pat)),
+                ("patient.get_functional_status", dict(pat))]
+    if k == "symptom_pain":
+        return [("patient.get_symptom_history", dict(pat)),
+                ("patient.get_pain_assessment", dict(pat))]
     raise ValueError(f"unknown topic kind {k!r}")
 
 
