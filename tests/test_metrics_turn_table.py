@@ -165,3 +165,14 @@ def test_bad_scorer_option_is_named():
         physassist_scorer(context="vibes")
     with pytest.raises(ValueError, match="option judge "):
         physassist_scorer(judge="gpt")
+
+
+def test_task_level_reducer_survives_eval_level_epoch_count(tmp_path):
+    """A task declaring Epochs(1, session_epochs()) keeps the reducer under `--epochs 2`."""
+    task = _task(physassist_scorer(judge="rules"), epochs=Epochs(1, session_epochs()))
+    [log] = eval(task, model="mockllm/model", epochs=2, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    metrics = log.results.scores[0].metrics
+    # identical epochs: pass^2 equals the single-trial pass rate over eligible sessions
+    assert metrics["pass_hat_2_0.60"].value == pytest.approx(metrics["pass_hat_1_0.60"].value)
+    assert metrics["session_score_sd"].value == 0.0
