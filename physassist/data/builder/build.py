@@ -178,8 +178,8 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
     prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
     phm = _load_phm(env.phm_dir, cand.subject_id)
     persona = _persona(phm, rng)
-    responder_en, responder_zh = _responders(phm, str(persona["health_literacy"]))
-    prof.phm = phm if responder_en is not None else None
+    literacy = str(persona["health_literacy"])
+    prof.phm = phm if _responders(phm, literacy)[0] is not None else None
     prefer_patient = prof.phm is not None and rng.random() < PATIENT_SHARE
     arc = ARCS[arc_index]
     pools = [candidates(scenario, arc[t], prof) for t in range(4)]
@@ -190,6 +190,7 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
                                rng, prefer_patient=prefer_patient)
         if topics is None:
             return None
+        responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt
         ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
                           current_date=prof.current_date, semantics="strict",
                           session_id=session_id, patient=responder_en)
