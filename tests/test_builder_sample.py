@@ -28,7 +28,7 @@ def test_committed_sample_equals_a_fresh_build(tmp_path: Path) -> None:
     if not SESSIONS.is_dir():
         pytest.skip(f"sample sessions not found at {SESSIONS}")
     report = build_sample(root=tmp_path, seed=0)
-    assert report.n_sessions == 36 and report.seconds < 120
+    assert report.n_sessions == 36
     fresh = sorted(p.name for p in (tmp_path / "sessions").iterdir())
     assert fresh == sorted(p.name for p in SESSIONS.iterdir())
     for name in fresh:

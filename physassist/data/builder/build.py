@@ -261,7 +261,7 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
     env = _Env(store=store, seed=seed, phm_dir=phm_dir)
     report = BuildReport()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list[dict[str, Any]]] = {}
     for scenario in scen:
         entries: list[dict[str, Any]] = []
         report.qualifying[scenario], report.built[scenario] = {}, {}
@@ -272,10 +272,16 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
             built, used = _fill_slot(env, scenario, tier, pool, sessions_per_slot, entries, report)
             report.built[scenario][tier] = built
             report.patients_used[scenario][tier] = used
+        files[scenario] = entries
+    # Written only once every slot is built, so a failed build leaves no partial output.
+    out.mkdir(parents=True, exist_ok=True)
+    for scenario, entries in files.items():
         path = out / f"{scenario}.jsonl"
-        with path.open("w", encoding="utf-8", newline="\n") as fh:
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
             for entry in entries:
-                fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n")
+                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        tmp.replace(path)
         report.files.append(path)
     report.seconds = time.perf_counter() - started
     return report
