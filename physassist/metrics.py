@@ -97,34 +97,44 @@ def _prepare(turns: pd.DataFrame) -> pd.DataFrame:
 
 
 def _session_aggregates(df: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """Per session: mean score, scored/passing turn counts, eligible/passing trial counts."""
-    trial = df.groupby(["session_id", "epoch"], sort=True)
-    trials = pd.DataFrame(
-        {
-            "mean": trial["score"].mean(),
-            "all_scored": trial["scored"].all(),
-        }
+    """Per session: mean score, scored/passing turn counts, eligible/passing trial counts.
+
+    Plain numpy over factorized ids: called once per breakdown group, so it must be cheap.
+    """
+    sessions, s_idx = np.unique(df["session_id"].to_numpy(dtype=str), return_inverse=True)
+    trial_keys = s_idx.astype(np.int64) * (int(df["epoch"].max()) + 1) + df["epoch"].to_numpy(
+        dtype=np.int64
     )
-    for tau in taus:
-        passed = (df["score"] >= tau - 1e-12) & df["scored"]
-        trials[f"pass_{tau}"] = (
-            passed.groupby([df["session_id"], df["epoch"]]).all() & trials["all_scored"]
-        )
-    by_session = trials.groupby(level="session_id")
+    trials, t_idx = np.unique(trial_keys, return_inverse=True)
+    n_s, n_t = len(sessions), len(trials)
+    trial_session = np.zeros(n_t, dtype=np.int64)
+    trial_session[t_idx] = s_idx
+    scored = df["scored"].to_numpy(dtype=bool)
+    score = np.where(scored, df["score"].to_numpy(dtype=float), 0.0)
+    rows_t = np.bincount(t_idx, minlength=n_t)
+    scored_t = np.bincount(t_idx, weights=scored, minlength=n_t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trial_mean = np.bincount(t_idx, weights=score, minlength=n_t) / scored_t
+    has_mean = scored_t > 0
+    all_scored = scored_t == rows_t
+    with np.errstate(invalid="ignore", divide="ignore"):
+        session_mean = np.bincount(
+            trial_session, weights=np.where(has_mean, trial_mean, 0.0), minlength=n_s
+        ) / np.bincount(trial_session, weights=has_mean, minlength=n_s)
     agg = pd.DataFrame(
         {
-            "mean": by_session["mean"].mean(),  # NaN when no trial of the session has a scored turn
-            "eligible": by_session["all_scored"].sum().astype(float),
-            "n_trials": by_session.size().astype(float),
-        }
+            "mean": session_mean,  # NaN when no trial of the session has a scored turn
+            "eligible": np.bincount(trial_session, weights=all_scored, minlength=n_s),
+            "n_trials": np.bincount(trial_session, minlength=n_s).astype(float),
+            "n_scored": np.bincount(s_idx, weights=scored, minlength=n_s),
+        },
+        index=pd.Index(sessions, name="session_id"),
     )
-    sess = df.groupby("session_id")
-    agg["n_scored"] = sess["scored"].sum().astype(float)
     for tau in taus:
-        agg[f"turn_pass_{tau}"] = (
-            ((df["score"] >= tau - 1e-12) & df["scored"]).groupby(df["session_id"]).sum()
-        )
-        agg[f"session_pass_{tau}"] = by_session[f"pass_{tau}"].sum().astype(float)
+        passed = scored & (score >= tau - 1e-12)
+        trial_pass = (np.bincount(t_idx, weights=passed, minlength=n_t) == rows_t) & all_scored
+        agg[f"turn_pass_{tau}"] = np.bincount(s_idx, weights=passed, minlength=n_s)
+        agg[f"session_pass_{tau}"] = np.bincount(trial_session, weights=trial_pass, minlength=n_s)
     return agg
 
 
