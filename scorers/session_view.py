@@ -36,7 +36,6 @@ class SessionView:
             except ValidationError as exc:
                 sid = data.get("id", "<no id>") if isinstance(data, dict) else "<not a dict>"
                 raise SessionDataError(f"session {sid!r}: not a valid session: {exc}") from exc
-        self.data: dict[str, Any] = self.model.to_dict()
 
     @property
     def id(self) -> str:
