@@ -92,6 +92,7 @@ class Digest:
     trend: str = ""  # rising | falling | stable
     course: str = ""  # worsening | improving | normal | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
+    reports: list[F.Report] = field(default_factory=list)  # newest first
     adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
     missed: int = 0
     reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
@@ -198,6 +199,12 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
             if d.trend == "falling" and last.status == "low":
                 d.verdict = "unclear"
+    elif k in ("culture_latest", "imaging_latest"):
+        want_micro = k == "culture_latest"
+        d.reports = [r for r in F.reports(obs[0]) if r.micro == want_micro and r.conclusion
+                     and r.time][:3 if want_micro else 1]
+        if not d.reports:
+            return None
     elif k in PATIENT_KINDS:
         if not _patient_digest(d, obs, prof):
             return None
@@ -316,6 +323,13 @@ def answer(d: Digest, lang: str) -> str:
                    admission_type=d.stay.admission_type or "-",
                    discharge=F.minute(d.stay.end),
                    destination=d.stay.discharge_location or say(lang, "answers.no_dest"))
+    if k == "culture_latest":
+        return "\n".join(say(lang, "answers.report_bullet", title=r.title, time=F.minute(r.time),
+                             conclusion=r.conclusion) for r in d.reports)
+    if k == "imaging_latest":
+        r = d.reports[0]
+        return say(lang, "answers.report_line", title=r.title, time=F.minute(r.time),
+                   conclusion=r.conclusion)
     if k == "lab_trend":
         return _trend_answer(d, lang)
     if k == "drug_lab_safety":
@@ -371,3 +385,17 @@ def _write_answer(d: Digest, lang: str) -> str:
     if name == "Flag.create":
         return say(lang, "answers.write.flag", category=args["category"], code=args["code"])
     raise ValueError(f"no write answer for tool {name!r}")
+
+
+def key_culture(d: Digest) -> F.Report:
+    """The culture a rubric asks about: the newest positive one, else the newest."""
+    positive = [r for r in d.reports if organisms(r.conclusion)]
+    return positive[0] if positive else d.reports[0]
+
+
+def organisms(conclusion: str) -> list[str]:
+    """Organism names of a microbiology conclusion ("Organisms: A, B" -> ["A", "B"])."""
+    if not conclusion.lower().startswith("organism"):
+        return []
+    names = conclusion.split(":", 1)[1] if ":" in conclusion else ""
+    return [n.strip() for n in names.split(",") if n.strip()]

@@ -253,3 +253,26 @@ def write_result(observation: Any) -> dict[str, Any] | None:
     """The simulated resource a write tool returned (None when the write was refused)."""
     found = resources(observation)
     return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str  # exam line (radiology) or specimen (microbiology)
+    conclusion: str
+    time: str
+    micro: bool
+
+
+def reports(observation: Any) -> list[Report]:
+    """DiagnosticReports (newest first) with their conclusion (impression or organisms)."""
+    out: list[Report] = []
+    for r in resources(observation, "DiagnosticReport"):
+        cats = " ".join(c.get("display", "") for cat in r.get("category") or []
+                        for c in cat.get("coding") or [])
+        title = _text(r.get("code")).replace("EXAMINATION:", "").strip()
+        micro = "micro" in cats.lower()
+        if micro:
+            title = title.replace(" microbiology", "").strip()
+        out.append(Report(" ".join(title.split()), str(r.get("conclusion") or "").strip(),
+                          str(r.get("effectiveDateTime") or ""), micro))
+    return sorted(out, key=lambda x: x.time, reverse=True)

@@ -7,14 +7,15 @@ item; each check is satisfied by the gold answer (or, for write checks, the gold
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from .answers import Digest, LabFact, fmt, lab_name, meaning
+from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms
 from .facts import day as day_of
 from .patient_topics import onset_phrase
 from .topics import next_day
-from .vocab import FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
+from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
 from .wording import say
 
 VALUE_TOLERANCE = 0.05
@@ -131,6 +132,10 @@ def rubric(d: Digest) -> list[Item]:
             items.append(_item("enc_dest", literal(s.admission_type or "-"),
                                {"destination": s.admission_type or "-"}))
         return items
+    if k == "culture_latest":
+        return _culture_items(d)
+    if k == "imaging_latest":
+        return _imaging_items(d)
     if k == "lab_pair":
         return _lab_items(d.labs[0], False) + _lab_items(d.labs[1], False)
     if k == "lab_and_med":
@@ -349,3 +354,55 @@ def _write_items(d: Digest) -> list[Item]:
             _item("write_flag_confirm", concept("flag"), {}),
         ]
     raise ValueError(f"no write rubric for tool {tool!r}")
+
+
+_SPECIMEN_ZH = {"BLOOD": "血培养", "SPUTUM": "痰", "URINE": "尿", "CSF": "脑脊液", "WOUND": "伤口",
+                "PERITONEAL": "腹水", "SWAB": "拭子"}
+
+
+def _culture_items(d: Digest) -> list[Item]:
+    r = key_culture(d)
+    orgs = organisms(r.conclusion)
+    day = r.time[:10]
+    zh_spec = [z for k, z in _SPECIMEN_ZH.items() if k in r.title.upper()]
+    spec_check = {"kind": "concept", "any": {"en": [r.title], "zh": [r.title, *zh_spec]}}
+    if orgs:
+        org = orgs[0]
+        words = org.split()
+        short = f"{words[0][0]}. {' '.join(words[1:])}" if len(words) > 1 else org
+        first = _item("cult_org", literal(org, short), {"organism": org})
+    else:
+        first = _item("cult_none", {"kind": "concept", "any": {
+            "en": ["no organism", "no growth", "negative", "no organisms"],
+            "zh": ["无菌生长", "阴性", "未培养出", "未见"]}}, {})
+    return [first, _item("cult_specimen", spec_check, {"specimen": r.title}),
+            _item("cult_date", literal(day), {"day": day})]
+
+
+def _imaging_items(d: Digest) -> list[Item]:
+    r = d.reports[0]
+    day = r.time[:10]
+    exam = next(((en, zh) for key, (en, zh) in EXAMS.items() if key in r.title.upper()), None)
+    exam_check = ({"kind": "concept", "any": {"en": list(exam[0]), "zh": list(exam[1])}}
+                  if exam else literal(r.title))
+    low = r.conclusion.lower()
+    finding = next(((term, en, zh) for term, (en, zh) in FINDINGS.items()
+                    if any(_affirmed(low, w.lower()) for w in en)), None)
+    if finding is not None:
+        term, en, zh = finding
+        finding_check = {"kind": "concept", "any": {"en": list(en), "zh": list(zh)}}
+    else:
+        term = " ".join(r.conclusion.split()[:4]).rstrip(".,;")
+        finding_check = literal(term)
+    return [_item("img_exam", exam_check, {"exam": r.title}),
+            _item("img_finding", finding_check, {"finding": term}),
+            _item("img_date", literal(day), {"day": day})]
+
+
+def _affirmed(text: str, term: str) -> bool:
+    """``term`` occurs in ``text`` at least once not right after a negation ("no new X")."""
+    for m in re.finditer(rf"(?<![a-z]){re.escape(term)}(?![a-z])", text):
+        before = text[max(0, m.start() - 12):m.start()]
+        if not re.search(r"\b(no|no new|without|negative for)\s+$", before):
+            return True
+    return False

@@ -29,6 +29,8 @@ KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "med_current": (IL, "ehr", ("MedicationRequest.search",)),
     "dx_primary": (IL, "ehr", ("Condition.search",)),
     "encounter_info": (IL, "ehr", ("Encounter.search",)),
+    "culture_latest": (IL, "ehr", ("DiagnosticReport.search",)),
+    "imaging_latest": (IL, "ehr", ("DiagnosticReport.search",)),
     "lab_pair": (DG, "ehr", ("Observation.search", "Observation.search")),
     "lab_and_med": (DG, "ehr", ("Observation.search", "MedicationRequest.search")),
     "med_and_admin": (DG, "ehr", ("MedicationRequest.search", "MedicationAdministration.search")),
@@ -46,12 +48,12 @@ KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 #: Which kinds each scenario draws from (its clinical focus).
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
-    "diagnostic_workup": ("lab_latest", "dx_primary", "lab_pair", "lab_trend", "lab_and_med",
+    "diagnostic_workup": ("lab_latest", "dx_primary", "imaging_latest", "culture_latest", "lab_pair", "lab_trend", "lab_and_med",
                           "order_lab_recheck", "flag_abnormal", "symptom_pain"),
     "med_safety": ("lab_latest", "med_current", "lab_and_med", "med_and_admin",
                    "drug_lab_safety", "lab_trend", "continue_med", "flag_abnormal",
                    "order_lab_recheck", "adherence_check"),
-    "treatment_response": ("lab_latest", "med_current", "lab_pair", "med_and_admin",
+    "treatment_response": ("lab_latest", "med_current", "culture_latest", "lab_pair", "med_and_admin",
                            "abx_response", "lab_trend", "order_lab_recheck", "continue_med",
                            "symptom_pain"),
     "discharge_planning": ("encounter_info", "lab_latest", "med_current", "dx_primary",
@@ -152,6 +154,10 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
                 out.append(Topic(kind))
         elif kind == "encounter_info":
             out.append(Topic(kind))
+        elif kind == "culture_latest" and prof.n_micro > 0:
+            out.append(Topic(kind))
+        elif kind == "imaging_latest" and prof.n_radiology > 0:
+            out.append(Topic(kind))
         elif kind == "lab_pair":
             top = labs[:5]
             out += [Topic(kind, lab=a, lab2=b) for i, a in enumerate(top) for b in top[i + 1:]]
@@ -232,6 +238,10 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
         return [("Condition.search", dict(adm))]
     if k == "encounter_info":
         return [("Encounter.search", dict(adm))]
+    if k == "culture_latest":
+        return [("DiagnosticReport.search", {**adm, "report_type": "culture"})]
+    if k == "imaging_latest":
+        return [("DiagnosticReport.search", {**adm, "report_type": "radiology"})]
     if k == "lab_and_med":
         return [lab_call(topic.lab or ""),
                 ("MedicationRequest.search", {**adm, "medication": topic.drug})]

@@ -290,3 +290,39 @@ MEANINGS: dict[tuple[str, str], Meaning] = {
                                           ("liver", "hepatic", "biliary", "cholestasis"),
                                           ("肝", "胆")),
 }
+
+
+#: Imaging findings a report impression may name: EN term -> (EN synonyms, ZH synonyms).
+FINDINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "no significant change": (("no significant interval change", "no interval change",
+                               "unchanged", "no significant change", "stable"),
+                              ("无明显变化", "稳定", "无变化")),
+    "PICC": (("PICC", "central line", "catheter"), ("PICC", "导管")),
+    "consolidation": (("consolidation",), ("实变",)),
+    "pneumonia": (("pneumonia",), ("肺炎",)),
+    "effusion": (("effusion",), ("积液",)),
+    "edema": (("edema", "oedema"), ("水肿",)),
+    "cardiomegaly": (("cardiomegaly", "enlarged heart"), ("心脏增大", "心影增大")),
+    "pneumothorax": (("pneumothorax",), ("气胸",)),
+    "atelectasis": (("atelectasis",), ("肺不张",)),
+    "hydronephrosis": (("hydronephrosis",), ("肾积水",)),
+    "ascites": (("ascites",), ("腹水",)),
+    "cirrhosis": (("cirrhosis", "cirrhotic"), ("肝硬化",)),
+    "thrombosis": (("thrombosis", "thrombus", "DVT"), ("血栓",)),
+    "ejection fraction": (("ejection fraction", "EF", "LVEF"), ("射血分数",)),
+    "hemorrhage": (("hemorrhage", "bleed"), ("出血",)),
+    "no acute": (("no acute", "unremarkable", "normal"), ("无急性", "未见异常")),
+}
+
+#: Words naming an imaging exam: a keyword of the exam line -> (EN, ZH) ways to say it.
+EXAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "CHEST": (("chest", "CXR", "x-ray", "radiograph"), ("胸片", "胸部")),
+    "ECHOCARDIOGRAM": (("echo", "echocardiogram", "TTE"), ("超声心动图", "心超")),
+    "RENAL": (("renal", "kidney"), ("肾",)),
+    "DUPLEX": (("duplex", "doppler", "ultrasound"), ("多普勒", "超声")),
+    "VEINS": (("venous", "veins", "duplex", "doppler"), ("静脉",)),
+    "PARACENTESIS": (("paracentesis",), ("穿刺",)),
+    "HEAD": (("head",), ("头",)),
+    "ABD": (("abdomen", "abdominal", "abd"), ("腹",)),
+    "CT": (("CT",), ("CT",)),
+}
