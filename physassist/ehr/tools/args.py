@@ -123,7 +123,12 @@ def _as_int(tool: str, key: str, value: Any) -> int:
         raise ToolError(f"{tool}: '{key}' must be an integer, got a boolean ({value}).")
     if isinstance(value, int) and abs(value) < 2**63:
         return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**63:
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and abs(value) < 2**63
+    ):
         return int(value)
     if isinstance(value, str):
         text = value.strip()

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import rows, ts
+from .db import placeholders, rows, ts
 from .errors import ToolError, bad_arguments, execution_error
 from .schemas import DEFAULT_COUNT
 
@@ -287,8 +287,8 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     if code is not None:
         itemids = _matching_itemids(ctx, "d_labitems", code)
         if itemids is not None:
-            sql += " AND l.itemid IN (SELECT unnest(?::BIGINT[]))"
-            params.append(itemids)
+            sql += f" AND l.itemid IN ({placeholders(itemids)})"
+            params.extend(itemids)
     if date_from is not None:
         sql += f" AND {ts('l.charttime')} >= ?"
         params.append(date_from)
@@ -361,8 +361,8 @@ def _vitals(
     if code is not None:
         itemids = _matching_itemids(ctx, "d_items", code)
         if itemids is not None:
-            sql += " AND c.itemid IN (SELECT unnest(?::BIGINT[]))"
-            params.append(itemids)
+            sql += f" AND c.itemid IN ({placeholders(itemids)})"
+            params.extend(itemids)
     found = head(rows(ctx, sql + " ORDER BY c.charttime DESC, c._row", params), count)
     out = []
     for r in found:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from .context import ToolContext
@@ -37,3 +38,8 @@ def ts(column: str) -> str:
 def like_escape(text: str) -> str:
     """Escape ``%``, ``_`` and ``\\`` so user text is matched literally by ``ILIKE ... ESCAPE '\\'``."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def placeholders(values: Collection[Any]) -> str:
+    """``?, ?, ?`` for an IN list: scalar parameters keep a query memoisable by the store."""
+    return ", ".join("?" for _ in values)

@@ -32,7 +32,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import like_escape, rows, ts
+from .db import like_escape, placeholders, rows, ts
 from .errors import ToolError
 from .labels import LabelMatch, match_label
 from .schemas import DEFAULT_COUNT
@@ -357,8 +357,8 @@ def _labs(
         chosen = set(match.labels)
         fluids = {r["fluid"] for r in labels if r["label"] in chosen}
         params2 = list(params)
-        base += " AND d.label IN (SELECT unnest(?::VARCHAR[]))"
-        params2.append(sorted(chosen))
+        base += f" AND d.label IN ({placeholders(chosen)})"
+        params2.extend(sorted(chosen))
         if (
             len(fluids) > 1
             and "Blood" in fluids
@@ -448,8 +448,8 @@ def _vitals(
     if code is not None:
         match = match_label(code, chart_labels)
         if match.matched:
-            base += " AND d.label IN (SELECT unnest(?::VARCHAR[]))"
-            params.append(list(match.labels))
+            base += f" AND d.label IN ({placeholders(match.labels)})"
+            params.extend(match.labels)
         else:
             omr_names = [
                 r["result_name"]
@@ -462,8 +462,8 @@ def _vitals(
                 )
                 return _bundle([], 0, _miss_hint("vital sign", code, merged))
             use_omr = True
-            omr_base += " AND result_name IN (SELECT unnest(?::VARCHAR[]))"
-            omr_params.append(list(omr_match.labels))
+            omr_base += f" AND result_name IN ({placeholders(omr_match.labels)})"
+            omr_params.extend(omr_match.labels)
     elif not chart_labels:
         use_omr = True
     if use_omr:
