@@ -30,6 +30,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from physassist.tracking.params import experiment_params, flatten_config, is_execution_param
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -229,6 +231,21 @@ def check_config(config: Mapping[str, Any]) -> None:
             raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
 
 
+def identity_overrides(overrides: list[str]) -> list[str]:
+    """The overrides that change what is measured: not hydra.*, tracking.*, log dirs, display.
+
+    Sweep and job keys are built from these, so re-running a sweep into another output
+    directory, with another launcher or another display still finds its runs.
+    """
+    kept = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key.startswith("hydra") or is_execution_param(key + "."):
+            continue
+        kept.append(override)
+    return kept
+
+
 def run_name(config: Mapping[str, Any], job_overrides: list[str] | None = None) -> str:
     """``<model> <language> <query>`` (+ the job's overrides in a sweep) unless set in tracking."""
     explicit = (config.get("tracking") or {}).get("run_name")
@@ -338,24 +355,19 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     from physassist.tracking import runs
     from physassist.tracking.mlflow_store import TrackingError
-    from physassist.tracking.params import flatten_config
     from physassist.tracking.tags import provenance_tags
 
     config = resolve(cfg)
     check_config(config)
     args = task_args(config)
-    task = build_task(args)
-    assistant_spec, role_specs = model_specs(config)
-    try:
-        assistant = assistant_spec.build()
-        roles = {role: spec.build() for role, spec in role_specs.items()}
-    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
-        raise ConfigError(f"model: cannot create {assistant_spec.name}: {str(exc).splitlines()[0]}") from exc
-
     tracking = config.get("tracking") or {}
     tracker: runs.Tracker | None = None
     tracking_error: str | None = None
-    if tracking.get("enabled"):
+
+    def open_tracker() -> None:
+        nonlocal tracker, tracking_error
+        if not tracking.get("enabled"):
+            return
         try:
             tracker = runs.Tracker(
                 tracking.get("uri"),
@@ -369,16 +381,28 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     sweep = runs.SweepInfo.read(job.sweep_dir) if job.sweep_dir else None
     if job.sweep_dir and sweep is None:  # no callback ran (e.g. hydra.callbacks overridden)
         sweep = runs.SweepInfo(runs.sweep_key([str(job.sweep_dir)], {}), None)
-    key = runs.job_key(job.overrides) if sweep else None
+    key = runs.job_key(identity_overrides(job.overrides)) if sweep else None
     previous = None
-    if tracker and sweep and key:
-        try:
-            previous = tracker.find_job(sweep.sweep_id, key)
-        except Exception as exc:  # noqa: BLE001
-            tracking_error = f"cannot read MLflow store {tracker.uri}: {exc}"
-            tracker = None
+    if sweep and key:  # a finished job is skipped before anything expensive happens
+        open_tracker()
+        if tracker is not None:
+            try:
+                previous = tracker.find_job(sweep.sweep_id, key)
+            except Exception as exc:  # noqa: BLE001
+                tracking_error = f"cannot read MLflow store {tracker.uri}: {exc}"
+                tracker = None
         if previous is not None and previous.info.status == "FINISHED":
             return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id)
+
+    task = build_task(args)  # validates the session files: bad data stops here, before any run
+    assistant_spec, role_specs = model_specs(config)
+    try:
+        assistant = assistant_spec.build()
+        roles = {role: spec.build() for role, spec in role_specs.items()}
+    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
+        raise ConfigError(f"model: cannot create {assistant_spec.name}: {str(exc).splitlines()[0]}") from exc
+    if not sweep:
+        open_tracker()
 
     log_root = Path(str(_get(config, "inspect.log_dir"))).expanduser()
     log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
@@ -400,7 +424,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if tracker is None:
         return outcome
 
-    name = run_name(config, job.overrides if sweep else None)
+    name = run_name(config, identity_overrides(job.overrides) if sweep else None)
     tags = provenance_tags(dataset_path=dataset_path(config), ehr_path=ehr_path(config), inspect_log=log_path)
     tags.update({f"choice.{k}": v for k, v in job.choices.items()})
     tags["physassist.inspect_status"] = str(log.status)
@@ -520,7 +544,7 @@ class SweepCallback(Callback):
         arguments = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
         arguments += [f"{k}={v}" for k, v in params.items()]
-        sweep_id = runs.sweep_key(arguments, base)
+        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
         parent = None
         tracking = base.get("tracking") or {}
         if tracking.get("enabled"):
