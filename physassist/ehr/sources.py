@@ -23,7 +23,7 @@ from typing import Literal
 from physassist.ehr.tables import DICTIONARY_TABLES, TABLES
 
 #: Bump when the store's tables, types, sort order or indexes change: old stores rebuild.
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 
 Layout = Literal["mimic", "synthetic", "split"]
 

@@ -61,6 +61,9 @@ _Result = tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]
 COUNTS_TABLE = "_physassist_tables"
 _TEMP_MARK = ".building"
 _MAX_LINE = 64 * 1024 * 1024  # discharge notes are long; be generous
+#: Columns cleaned on load. ICD codes are keys joined against their dictionary; some exports
+#: pad them with blanks, and a join on ``trim(...)`` cannot use zone maps or join filters.
+_NORMALISE = {"icd_code": "trim({})"}
 
 
 class EHRBuildError(RuntimeError):
@@ -280,10 +283,7 @@ def _load_table(
     parts, params = [], []
     for g, (header, group) in enumerate(groups.items()):
         types = ", ".join(f"'{c}': '{spec.columns.get(c, 'VARCHAR')}'" for c in header)
-        select = ", ".join(
-            f'"{c}"' if c in header else f'CAST(NULL AS {t}) AS "{c}"'
-            for c, t in spec.columns.items()
-        )
+        select = ", ".join(_select_expr(c, t, header) for c, t in spec.columns.items())
         parts.append(
             f"SELECT {select}, row_number() OVER () + {g << 40} AS {ROW_COLUMN} "
             f"FROM read_csv(?, header = true, auto_detect = false, delim = ',', quote = '\"', "
@@ -299,6 +299,16 @@ def _load_table(
             files[0].path if len(files) == 1 else f"{len(files)} files under {files[0].path.parent}"
         )
         raise EHRBuildError(f"cannot load table {spec.name!r} from {where}: {exc}") from exc
+
+
+def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
+    """The canonical column from a file: as read, cleaned (``_NORMALISE``), or NULL if absent."""
+    quoted = f'"{column}"'
+    if column not in header:
+        return f"CAST(NULL AS {typ}) AS {quoted}"
+    if column in _NORMALISE:
+        return f"{_NORMALISE[column].format(quoted)} AS {quoted}"
+    return quoted
 
 
 def _header(path: Path) -> tuple[str, ...]:

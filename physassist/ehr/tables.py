@@ -7,7 +7,8 @@ with these columns, and sorts per-subject tables by ``sort_key`` so that DuckDB'
 row-group zone maps skip everything but one subject's rows.
 
 Column names follow MIMIC-IV v2.2 / v3.x. A source column missing from an older release
-is loaded as NULL; a source column unknown here is dropped.
+is loaded as NULL; a source column unknown here is dropped. ``icd_code`` values are
+stripped of surrounding blanks on load, so joins on the code need no ``trim()``.
 
 Besides the native columns each table has ``_row`` (BIGINT): the row's position in its
 source file, in file order. Within one subject it orders rows exactly as the reference
