@@ -7,6 +7,7 @@ tools must return exactly those values.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -261,3 +262,33 @@ def test_sample_vitals(sample_store) -> None:
         assert hr["total"] > 0 or bp["total"] > 0, f["subject_id"]
         for r in entries(hr) + entries(bp):
             assert r["effectiveDateTime"][:10] <= f["current_date"]
+
+
+def test_sample_documents_compat_cut_and_strict_full_text(sample_store) -> None:
+    cur = sample_store.cursor()
+    sid, n_long = cur.execute(
+        "SELECT subject_id, count(*) FILTER (WHERE length(text) > 4000) FROM discharge GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
+    ).fetchone()
+    f = next(f for f in FACTS if f["subject_id"] == sid)
+    texts = {
+        r[0]: r[1]
+        for r in cur.execute(
+            "SELECT note_id, text FROM discharge WHERE subject_id = ?", [sid]
+        ).fetchall()
+    }
+    compat = call(
+        sample_store, f, "compat", "DocumentReference.search", type_code="discharge-summary"
+    )
+    for e in compat["entry"]:
+        data = e["resource"]["content"][0]["attachment"]["data"]
+        assert data == texts[e["resource"]["id"].removeprefix("docref-")][:4000]
+    assert n_long == 0 or any(
+        len(e["resource"]["content"][0]["attachment"]["data"]) == 4000 for e in compat["entry"]
+    )
+    strict = entries(
+        call(sample_store, f, "strict", "DocumentReference.search", type_code="discharge-summary")
+    )
+    for r in strict:
+        text = base64.b64decode(r["content"][0]["attachment"]["data"]).decode()
+        assert text == texts[r["id"].removeprefix("docref-")]
+        assert r["date"][:10] <= f["current_date"]
