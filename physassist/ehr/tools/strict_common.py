@@ -1,0 +1,129 @@
+"""Shared pieces of the strict tools: the time window (inclusive cutoff), admission checks,
+searchset building and value helpers."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from . import fhir
+from .context import ToolContext
+from .db import rows
+from .errors import ToolError
+from .labels import LabelMatch
+
+
+class Window:
+    """The time filter of one call: ``[date_from, min(date_to end-of-day, cutoff)]``."""
+
+    def __init__(self, ctx: ToolContext, args: dict[str, Any], tool: str):
+        self.cutoff = ctx.effective_cutoff()
+        self.start = parse_day(tool, "date_from", args.get("date_from"), end=False)
+        upper = parse_day(tool, "date_to", args.get("date_to"), end=True)
+        self.end = min((t for t in (upper, self.cutoff) if t is not None), default=None)
+
+    def sql(self, column: str, params: list[Any], use_start: bool = True) -> str:
+        """SQL conditions for ``column`` (stored as TIMESTAMP, DATE or text), adding params."""
+        clause = ""
+        expr = f"TRY_CAST({column} AS TIMESTAMP)"
+        if use_start and self.start is not None:
+            clause += f" AND {expr} >= ?"
+            params.append(self.start)
+        if self.end is not None:
+            clause += f" AND {expr} <= ?"
+            params.append(self.end)
+        return clause
+
+    def visible(self, value: Any) -> bool:
+        """Whether a timestamp string is at or before the cutoff."""
+        if value is None or self.cutoff is None:
+            return value is not None
+        return to_datetime(value) <= self.cutoff
+
+
+def to_datetime(value: Any) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value
+    text = str(value)
+    return (
+        dt.datetime.fromisoformat(text[:19])
+        if len(text) > 10
+        else dt.datetime.fromisoformat(text[:10])
+    )
+
+
+def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        if len(text) > 10:
+            return dt.datetime.fromisoformat(text.replace("Z", "")[:19])
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise ToolError(
+            f"{tool}: '{key}' must be a date like 2180-05-06 (YYYY-MM-DD); got {value!r}."
+        ) from None
+    return dt.datetime.combine(day, dt.time.max if end else dt.time.min)
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def bundle(
+    resources: list[dict[str, Any]], total: int | None = None, hint: str | None = None
+) -> dict[str, Any]:
+    return fhir.strict_bundle(
+        [fhir.clean(r) for r in resources], len(resources) if total is None else total, hint
+    )
+
+
+class UnknownAdmission(Exception):
+    def __init__(self, hint: str):
+        self.hint = hint
+
+
+def check_admission(ctx: ToolContext, sid: int, hadm: int | None, window: Window) -> None:
+    """An unknown (or not yet started) admission gives an empty searchset listing the real ones."""
+    if hadm is None:
+        return
+    params: list[Any] = [sid]
+    sql = "SELECT hadm_id FROM admissions WHERE subject_id = ?"
+    if window.cutoff is not None:
+        sql += " AND TRY_CAST(admittime AS TIMESTAMP) <= ?"
+        params.append(window.cutoff)
+    ids = [r["hadm_id"] for r in rows(ctx, sql + " ORDER BY admittime", params)]
+    if hadm not in ids:
+        listed = ", ".join(str(i) for i in ids) or "none"
+        raise UnknownAdmission(
+            f"Admission hadm_id {hadm} is not one of this patient's admissions (known: {listed})."
+        )
+
+
+def miss_hint(kind: str, query: str, match: LabelMatch) -> str:
+    closest = ", ".join(f"'{c}'" for c in match.closest) or "none"
+    return (
+        f"No {kind} named '{query}' for this patient (no exact, synonym or close match). "
+        f"Closest {kind} labels this patient has: {closest}."
+    )
+
+
+def interpretation(
+    value: float | None, low: float | None, high: float | None, flag: Any
+) -> list[dict] | None:
+    code = None
+    if value is not None and high is not None and value > high:
+        code, display = "H", "High"
+    elif value is not None and low is not None and value < low:
+        code, display = "L", "Low"
+    elif flag in ("abnormal", "delta"):
+        code, display = "A", "Abnormal"
+    if code is None:
+        return None
+    return [{"coding": [{"system": fhir.INTERPRETATION, "code": code, "display": display}]}]
+
+
+def quantity(value: float | None, unit: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {"value": value, "unit": str(unit) if unit not in (None, "") else None}

@@ -1,0 +1,374 @@
+"""strict note-based tools: imaging and microbiology reports, clinical notes, and care plans
+split from discharge summaries by their top-level sections."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import fhir
+from .context import ToolContext
+from .db import like_escape, rows, ts
+from .strict_common import UnknownAdmission, Window, bundle, check_admission
+from .strict_observations import micro_rows, normalize_micro
+
+REPORT_LIMIT = 10
+NOTES_PER_TYPE = 5
+
+_MODALITIES: dict[str, tuple[str, ...]] = {
+    "x-ray": ("CHEST", "RADIOGRAPH", "PORTABLE", "X-RAY", "XRAY", " AP", " PA", "(PA", "(AP"),
+    "ct": ("CT ", "CTA ", "CT-", "COMPUTED TOMOGRAPHY"),
+    "mri": ("MR ", "MRI", "MRA ", "MAGNETIC RESONANCE"),
+    "ultrasound": ("US ", "ULTRASOUND", "SONO", "DUPLEX", "DOPPLER"),
+    "echo": ("ECHO", "TTE", "TEE"),
+}
+_MODALITY_ALIASES = {
+    "xray": "x-ray",
+    "x ray": "x-ray",
+    "cxr": "x-ray",
+    "chest x-ray": "x-ray",
+    "chest xray": "x-ray",
+    "radiograph": "x-ray",
+    "chest": "x-ray",
+    "ct scan": "ct",
+    "cat scan": "ct",
+    "mr": "mri",
+    "us": "ultrasound",
+    "sonogram": "ultrasound",
+    "echocardiogram": "echo",
+    "tte": "echo",
+    "imaging": "radiology",
+    "radiology": "radiology",
+}
+_MICRO_WORDS = (
+    "micro",
+    "culture",
+    "cultures",
+    "blood",
+    "urine",
+    "sputum",
+    "csf",
+    "wound",
+    "swab",
+    "stool",
+    "microbiology",
+)
+
+
+def _impression(text: str) -> str | None:
+    m = re.search(r"IMPRESSION:\s*(.+?)(?:\n\s*\n[A-Z ]{3,}:|\Z)", text, re.S)
+    return " ".join(m.group(1).split())[:1000] if m else None
+
+
+def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    sid, hadm = args["subject_id"], args.get("hadm_id")
+    window = Window(ctx, {}, "DiagnosticReport.search")
+    try:
+        check_admission(ctx, sid, hadm, window)
+    except UnknownAdmission as miss:
+        return bundle([], 0, miss.hint)
+    wanted = (args.get("report_type") or "").strip().lower()
+    modality = _MODALITY_ALIASES.get(wanted, wanted)
+    want_micro = not wanted or any(w in wanted for w in _MICRO_WORDS)
+    want_rad = not wanted or modality in _MODALITIES or modality == "radiology"
+    if wanted and not want_micro and not want_rad:
+        want_rad = True  # free text: search it in the exam line of radiology reports
+    reports: list[tuple[str, dict[str, Any]]] = []
+    if want_rad:
+        params: list[Any] = [sid]
+        sql = f"SELECT note_id, hadm_id, note_type, {ts('charttime')} AS t, text FROM radiology WHERE subject_id = ?"
+        sql += window.sql("charttime", params)
+        if hadm is not None:
+            sql += " AND hadm_id = ?"
+            params.append(hadm)
+        for n in rows(ctx, sql + " ORDER BY charttime DESC, note_id", params):
+            text = str(n["text"] or "")
+            head = f" {n['note_type'] or ''} {text[:200]}".upper()
+            if modality in _MODALITIES and not any(k in head for k in _MODALITIES[modality]):
+                continue
+            if (
+                wanted
+                and modality not in _MODALITIES
+                and modality != "radiology"
+                and wanted.upper() not in head
+            ):
+                continue
+            reports.append(
+                (
+                    str(n["t"]),
+                    {
+                        "resourceType": "DiagnosticReport",
+                        "id": fhir.safe_id(f"dr-{n['note_id']}"),
+                        "status": "final",
+                        "category": [
+                            {
+                                "coding": [
+                                    {
+                                        "system": fhir.LOINC,
+                                        "code": "LP29684-5",
+                                        "display": "Radiology",
+                                    }
+                                ]
+                            }
+                        ],
+                        "code": {"text": _title(text)},
+                        "subject": fhir.patient_ref(sid),
+                        "encounter": fhir.encounter_ref(n["hadm_id"]),
+                        "effectiveDateTime": fhir.fhir_datetime(n["t"]),
+                        "conclusion": _impression(text),
+                        "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(text)}],
+                    },
+                )
+            )
+    if want_micro:
+        specimen = normalize_micro(wanted) if wanted else None
+        by_specimen: dict[Any, list[dict[str, Any]]] = {}
+        for r in micro_rows(ctx, sid, hadm, window, specimen or None):
+            by_specimen.setdefault(r["micro_specimen_id"], []).append(r)
+        for spec_id, items in by_specimen.items():
+            first = items[0]
+            lines = _micro_lines(items)
+            organisms = sorted({r["org_name"] for r in items if r["org_name"]})
+            reports.append(
+                (
+                    str(first["t"]),
+                    {
+                        "resourceType": "DiagnosticReport",
+                        "id": fhir.safe_id(f"micro-{spec_id}"),
+                        "status": "final",
+                        "category": [
+                            {
+                                "coding": [
+                                    {
+                                        "system": fhir.LOINC,
+                                        "code": "LP7820-4",
+                                        "display": "Microbiology",
+                                    }
+                                ]
+                            }
+                        ],
+                        "code": {"text": f"{first['spec_type_desc'] or 'Specimen'} microbiology"},
+                        "subject": fhir.patient_ref(sid),
+                        "encounter": fhir.encounter_ref(first["hadm_id"]),
+                        "effectiveDateTime": fhir.fhir_datetime(first["t"]),
+                        "conclusion": ("Organisms: " + ", ".join(organisms))
+                        if organisms
+                        else "No organism reported",
+                        "presentedForm": [
+                            {"contentType": "text/plain", "data": fhir.b64("\n".join(lines))}
+                        ],
+                    },
+                )
+            )
+    reports.sort(key=lambda x: x[0], reverse=True)
+    hint = None
+    if not reports and wanted:
+        hint = (
+            f"No report of type '{args['report_type']}' for this patient. Types understood: x-ray, CT, MRI, "
+            "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, wound)."
+        )
+    return bundle([r for _, r in reports[:REPORT_LIMIT]], len(reports), hint)
+
+
+def _micro_lines(items: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    seen: dict[tuple[Any, Any], list[str]] = {}
+    for r in items:
+        key = (r["test_name"], r["org_name"])
+        if key not in seen:
+            seen[key] = []
+            comment = str(r["comments"] or "").strip()
+            result = r["org_name"] or (
+                comment if comment and comment != "___" else "no organism reported"
+            )
+            lines.append(f"{r['test_name'] or 'Test'}: {result}")
+        if r["ab_name"]:
+            lines.append(
+                f"  {r['ab_name']}: {' '.join(x for x in (r['interpretation'], r['dilution_text']) if x)}"
+            )
+    return lines
+
+
+def _title(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.upper().startswith("INDICATION"):
+            return line[:120]
+    return "Radiology report"
+
+
+_DOC_TYPES = (
+    ("discharge-summary", "discharge", "18842-5", "Discharge summary"),
+    ("radiology", "radiology", "18748-4", "Diagnostic imaging study"),
+)
+
+
+def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    sid, hadm = args["subject_id"], args.get("hadm_id")
+    window = Window(ctx, {}, "DocumentReference.search")
+    try:
+        check_admission(ctx, sid, hadm, window)
+    except UnknownAdmission as miss:
+        return bundle([], 0, miss.hint)
+    out: list[dict[str, Any]] = []
+    total = 0
+    for code, table, loinc, display in _DOC_TYPES:
+        if args.get("type_code") and args["type_code"] != code:
+            continue
+        params: list[Any] = [sid]
+        sql = f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text, count(*) OVER () AS n_total FROM {table} WHERE subject_id = ?"
+        sql += window.sql("charttime", params)
+        if hadm is not None:
+            sql += " AND hadm_id = ?"
+            params.append(hadm)
+        if args.get("keyword"):
+            sql += " AND text ILIKE ? ESCAPE '\\'"
+            params.append(f"%{like_escape(args['keyword'])}%")
+        found = rows(
+            ctx, sql + " ORDER BY charttime DESC, note_id LIMIT ?", params + [NOTES_PER_TYPE]
+        )
+        total += found[0]["n_total"] if found else 0
+        for n in found:
+            out.append(
+                {
+                    "resourceType": "DocumentReference",
+                    "id": fhir.safe_id(f"docref-{n['note_id']}"),
+                    "status": "current",
+                    "type": {
+                        "coding": [{"system": fhir.LOINC, "code": loinc, "display": display}],
+                        "text": code,
+                    },
+                    "subject": fhir.patient_ref(sid),
+                    "date": fhir.fhir_datetime(n["t"]),
+                    "content": [
+                        {
+                            "attachment": {
+                                "contentType": "text/plain",
+                                "data": fhir.b64(str(n["text"] or "")),
+                            }
+                        }
+                    ],
+                    "context": {
+                        "encounter": [fhir.encounter_ref(n["hadm_id"])]
+                        if n["hadm_id"] is not None
+                        else None
+                    },
+                }
+            )
+    hint = None
+    if not out and args.get("keyword"):
+        hint = f"No note containing '{args['keyword']}' for this patient up to the current date."
+    return bundle(out, total, hint)
+
+
+# top-level headers of MIMIC-IV discharge notes (a section ends where the next one starts)
+DISCHARGE_HEADERS = (
+    "Name",
+    "Unit No",
+    "Admission Date",
+    "Discharge Date",
+    "Date of Birth",
+    "Sex",
+    "Service",
+    "Allergies",
+    "Attending",
+    "Chief Complaint",
+    "Major Surgical or Invasive Procedure",
+    "History of Present Illness",
+    "Past Medical History",
+    "Social History",
+    "Family History",
+    "Physical Exam",
+    "Pertinent Results",
+    "Brief Hospital Course",
+    "Medications on Admission",
+    "Discharge Medications",
+    "Discharge Disposition",
+    "Discharge Diagnosis",
+    "Discharge Condition",
+    "Discharge Instructions",
+    "Followup Instructions",
+    "Facility",
+    "Assessment and Plan",
+    "Plan",
+)
+_HEADER = re.compile(
+    r"^[ \t]*("
+    + "|".join(re.escape(h) for h in sorted(DISCHARGE_HEADERS, key=len, reverse=True))
+    + r")[ \t]*:",
+    re.M | re.I,
+)
+CAREPLAN_CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "discharge-planning": (
+        "Discharge planning",
+        ("Discharge Disposition", "Discharge Condition", "Discharge Instructions"),
+    ),
+    "followup": ("Follow-up", ("Followup Instructions",)),
+    "treatment": ("Treatment plan", ("Discharge Medications", "Assessment and Plan", "Plan")),
+}
+
+
+def note_sections(text: str) -> dict[str, str]:
+    """Split a discharge note into its top-level sections (header -> body)."""
+    marks = [(m.start(), m.end(), m.group(1)) for m in _HEADER.finditer(text)]
+    out: dict[str, str] = {}
+    for i, (_, end, name) in enumerate(marks):
+        body = text[end : marks[i + 1][0] if i + 1 < len(marks) else len(text)].strip()
+        canonical = next(h for h in DISCHARGE_HEADERS if h.lower() == name.lower())
+        if body and canonical not in out:
+            out[canonical] = body
+    return out
+
+
+def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    sid, hadm = args["subject_id"], args.get("hadm_id")
+    window = Window(ctx, {}, "CarePlan.search")
+    try:
+        check_admission(ctx, sid, hadm, window)
+    except UnknownAdmission as miss:
+        return bundle([], 0, miss.hint)
+    params: list[Any] = [sid]
+    sql = (
+        f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"
+    )
+    sql += window.sql("charttime", params)
+    if hadm is not None:
+        sql += " AND hadm_id = ?"
+        params.append(hadm)
+    notes = rows(ctx, sql + " ORDER BY charttime DESC, note_id LIMIT 3", params)
+    out = []
+    for n in notes:
+        sections = note_sections(str(n["text"] or ""))
+        for cat, (display, headers) in CAREPLAN_CATEGORIES.items():
+            if args.get("category") and args["category"] != cat:
+                continue
+            bodies = [f"{h}: {sections[h][:4000]}" for h in headers if h in sections]
+            if not bodies:
+                continue
+            out.append(
+                {
+                    "resourceType": "CarePlan",
+                    "id": fhir.safe_id(f"careplan-{n['note_id']}-{cat}"),
+                    "status": "completed",
+                    "intent": "plan",
+                    "category": [
+                        {
+                            "coding": [
+                                {
+                                    "system": fhir.CAREPLAN_CATEGORY
+                                    if cat != "followup"
+                                    else "https://physassist.dev/fhir/careplan-category",
+                                    "code": cat,
+                                    "display": display,
+                                }
+                            ],
+                            "text": display,
+                        }
+                    ],
+                    "subject": fhir.patient_ref(sid),
+                    "encounter": fhir.encounter_ref(n["hadm_id"]),
+                    "created": fhir.fhir_datetime(n["t"]),
+                    "note": [{"text": b} for b in bodies],
+                }
+            )
+    return bundle(out)
