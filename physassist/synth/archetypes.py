@@ -37,7 +37,7 @@ ARCHETYPE_SCENARIOS: dict[str, tuple[str, ...]] = {
     "hyperkalemia_raas": ("med_safety", "diagnostic_workup"),
     "htn_amlodipine_edema": ("med_safety", "diagnostic_workup"),
     "pneumonia_sepsis": ("treatment_response", "diagnostic_workup"),
-    "cirrhosis_ascites": ("diagnostic_workup", "med_safety", "treatment_response"),
+    "cirrhosis_ascites": ("diagnostic_workup", "med_safety"),
     "hf_discharge": ("discharge_planning", "med_safety"),
 }
 
@@ -188,10 +188,12 @@ def afib_apixaban(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
     cr1 = _r1(cr0 + r.uniform(-0.2, 0.1))
     los = tier_los(r, tier)
     home = ["apixaban5" if prescribed == "apixaban5" else "apixaban25", "metoprolol_succ", "atorvastatin"]
+    home += ["lisinopril"] * (tier >= 2) + ["furosemide_po"] * (tier == 3)
     if tier >= 2:
         home = _extra_home(r, home, 4 + tier, ("lisinopril", "pantoprazole", "levothyroxine", "tamsulosin", "multivitamin"))
     dx = _fill_dx(r, [r.choice(["I4891", "I480", "I4820"]), "Z7901", "I10"], n_diagnoses(r, tier))
-    inpatient = _continue(home, skip=("metoprolol_succ",)) + [InpatientOrder("metoprolol_tart", 2)] + _common_prn(r, los)
+    inpatient = (_continue(home, skip=("metoprolol_succ",)) + [InpatientOrder("metoprolol_tart", 2, 24, status="Discontinued"),
+                 InpatientOrder("metoprolol_succ", 24)] + _common_prn(r, los))
     labs = {
         "cr": (cr0, cr1, SHAPE_LINEAR, 0.05), "bun": (r.randint(18, 32), r.randint(15, 26), SHAPE_LINEAR, 1.5),
         "k": (_r1(r.uniform(3.9, 4.6)), _r1(r.uniform(3.9, 4.5)), SHAPE_LINEAR, 0.15),
@@ -394,6 +396,8 @@ def pneumonia_sepsis(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         abx = [InpatientOrder("ceftriaxone", 1.5, 24 * (los - 1), status="Discontinued"),
                InpatientOrder("azithromycin", 1.5, 24 * 3, status="Discontinued"), InpatientOrder("amoxclav", 24 * (los - 1))]
     inpatient = abx + _continue(home, skip=("lisinopril",) if septic else ()) + _common_prn(r, los) + [InpatientOrder("heparin_sc", 4)]
+    if septic:  # held for hypotension, resumed once blood pressure recovered
+        inpatient.append(InpatientOrder("lisinopril", 24 * (los - 1)))
     labs = {
         "wbc": (wbc0, wbc1, SHAPE_FAST, 0.15), "lactate": (lac0, _r1(r.uniform(1.0, 1.5)), SHAPE_FAST, 0.08),
         "neut": (_r1(r.uniform(86, 92)), _r1(r.uniform(64, 72)), SHAPE_FAST, 1.0),
@@ -428,7 +432,8 @@ def pneumonia_sepsis(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
                  "grew pan-sensitive Streptococcus pneumoniae; transitioned to oral amoxicillin-clavulanate to complete the course. ")
                 if septic else
                 "# Community-acquired pneumonia: treated with ceftriaxone and azithromycin, transitioned to oral amoxicillin-clavulanate. ")
-               + f"WBC {wbc0} -> {wbc1}; lactate {lac0} -> normal.",
+               + f"WBC {wbc0} -> {wbc1}; lactate {lac0} -> normal."
+               + (" Lisinopril held for hypotension and resumed before discharge." if septic else ""),
         diagnoses=dx, home_meds=home, inpatient=inpatient, discharge_meds=home + ["amoxclav"],
         labs=labs, baseline={"wbc": 7.4, "cr": 0.9, "plt": 230},
         panels=panels_for(tier, ("gas", "special")), radiology=["cxr_pna", "cxr_pna_followup", "ct_chest_pna"][:tier],
@@ -454,11 +459,13 @@ def cirrhosis_ascites(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
     home = ["spironolactone100", "furosemide_po", "lactulose", "rifaximin", "nadolol"]
     if tier >= 2:
         home = _extra_home(r, home, 5 + tier, ("thiamine", "folic", "pantoprazole", "multivitamin", "trazodone"))
-    dx = _fill_dx(r, ["K7031", "K766", "R188", "E871", "D696", "F1020"] + (["I8510", "D689"] if tier == 3 else []),
+    dx = _fill_dx(r, ["K7031", "K766", "R188", "E871", "D696", "F1020"] + (["I8510", "D689", "E119"] if tier == 3 else []),
                   max(n_diagnoses(r, tier), 6), avoid=("E669",))
     inpatient = _continue(home) + [InpatientOrder("albumin25", 20), InpatientOrder("ceftriaxone", 6, 24 * 5, status="Discontinued")] + _common_prn(r, los)
     if tier >= 2:
         inpatient.append(InpatientOrder("albumin25", 70))
+    if tier == 3:  # diabetic: glucose monitoring with sliding-scale insulin
+        inpatient.append(InpatientOrder("insulin_ss", 3))
     bili1, inr1, cr1, na1 = _r1(bili0 - r.uniform(0.2, 0.6)), _r1(inr0 - 0.1), _r1(cr0 - 0.1), na0 + r.randint(1, 3)
     labs = {
         "tbili": (bili0, bili1, SHAPE_LINEAR, 0.1), "inr": (inr0, inr1, SHAPE_LINEAR, 0.05),
@@ -517,7 +524,7 @@ def hf_discharge(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
     core_dx = ["I5023" if hfref else "I5033", "I130", "N183", "I4891", "E785", "R601", "E119", "Z7901" if "apixaban5" in home else "Z7902"]
     dx = _fill_dx(r, core_dx, n_dx)
     inpatient = [InpatientOrder("furosemide_iv", 1.0, 24 * (los - 1), status="Discontinued"),
-                 InpatientOrder("furosemide_po", 24 * (los - 1))]
+                 InpatientOrder("torsemide", 24 * (los - 1))]
     inpatient += _continue([m for m in home if m != "furosemide_po"])
     extras = ["acetaminophen", "ns_flush", "docusate", "senna", "ondansetron", "melatonin", "peg", "insulin_ss",
               "mag_sulfate", "trazodone", "nicotine", "albuterol", "hydralazine", "isosorbide", "calcium_gluc",

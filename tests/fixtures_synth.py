@@ -1,0 +1,41 @@
+"""Shared helpers for the synthetic-cohort tests (imported by tests/test_synth_*.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from physassist.synth.writer import SCHEMAS, table_path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample" / "cohort"
+DEMO = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+SAMPLE_SUBJECTS = 63
+
+
+def require_demo() -> Path:
+    if not (DEMO / "hosp").is_dir():
+        pytest.skip(f"MIMIC-IV demo not found at {DEMO}")
+    return DEMO
+
+
+def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:
+    """In-memory DuckDB with one view per cohort table (plus meta/subjects.csv as `subjects`)."""
+    con = duckdb.connect()
+    for name, (_module, cols) in SCHEMAS.items():
+        path = table_path(root, name)
+        text_cols = ", ".join(f"'{c}': 'VARCHAR'" for c, t in cols if pa.types.is_string(t))
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{path}', header=true, sample_size=-1, "
+                    f"types={{{text_cols}}})")
+    con.execute(f"CREATE VIEW subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', header=true)")
+    return con
+
+
+@pytest.fixture(scope="session")
+def sample_con() -> duckdb.DuckDBPyConnection:
+    if not (SAMPLE / "meta" / "cohort.json").is_file():
+        pytest.skip(f"sample cohort not found at {SAMPLE}")
+    return cohort_connection(SAMPLE)
