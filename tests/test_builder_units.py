@@ -195,3 +195,81 @@ def test_dep_graph_keeps_decimals_and_records_anaphora_edges() -> None:
 
 def test_fmt_writes_numbers_like_a_clinician() -> None:
     assert [fmt(1.40), fmt(140.0), fmt(0.125), fmt(3.0004)] == ["1.4", "140", "0.125", "3"]
+
+
+def _patient_obs(text: str) -> dict:
+    return {"patient_response": text,
+            "patient_responses_all_literacy": {"high": text, "medium": text, "low": text}}
+
+
+PHM = {
+    "persona": {"health_literacy": "low", "adherence": "poor", "anxiety_level": "low",
+                "info_completeness": "critical_withheld"},
+    "medications": [{"drug": "Lisinopril", "names": ["lisinopril"], "adherence": "self_discontinued",
+                     "missed_per_week": 6, "reason": {"en": "it made me cough", "zh": "吃了咳嗽"}}],
+    "social_history": {"lives_alone": True, "smoking": {"status": "current"}},
+    "functional_status": {"assistive_device": "walker", "blocks": 2,
+                          "falls": {"en": "I fell once last month", "zh": "上个月摔过"}},
+    "symptoms": [{"primary": True, "term": {"en": "palpitations", "zh": "心悸"},
+                  "onset": {"en": "two days ago while resting", "zh": "两天前休息时"},
+                  "severity": 6}],
+    "pain": {"present": True, "score": 4, "location": {"en": "left chest", "zh": "左胸"},
+             "quality": {"en": "dull", "zh": "钝痛"}},
+}
+
+
+def _items_pass_literal_terms(items, answer_en: str, answer_zh: str) -> None:
+    """Every concept item names a term found in the matching answer (simple checker)."""
+    for item in items:
+        if item.check["kind"] == "concept":
+            assert any(w.lower() in answer_en.lower() for w in item.check["any"]["en"]), item.en
+            assert any(w.lower() in answer_zh.lower() for w in item.check["any"]["zh"]), item.zh
+
+
+def test_patient_turns_render_the_patient_model_in_both_languages() -> None:
+    prof = Profile(1, 2, "2150-03-06", "F", 70, drugs=PROFILE.drugs, phm=PHM)
+    meds = bundle(med("Lisinopril", 10, "mg", "PO", "2150-03-01T08:00:00+00:00"))
+    adherence = digest(Topic("adherence_check", drug="lisinopril"),
+                       [meds, _patient_obs("I stopped it, it made me cough.")], prof)
+    assert adherence is not None and adherence.adherence == "stopped"
+    en, zh = answer(adherence, "en"), answer(adherence, "zh")
+    assert "stopped taking" in en and "it made me cough" in en and "已自行停药" in zh
+    items = rubric(adherence)
+    assert 5 <= len(items) <= 6
+    _items_pass_literal_terms(items, en, zh)
+
+    home = digest(Topic("home_function"), [_patient_obs("I live alone."), _patient_obs("walker")],
+                  prof)
+    assert home is not None
+    en, zh = answer(home, "en"), answer(home, "zh")
+    assert "lives alone" in en and "walker" in en and "one fall" in en and "current smoker" in en
+    assert {i.check["kind"] for i in rubric(home)} == {"concept", "value"}
+
+    pain = digest(Topic("symptom_pain"), [_patient_obs("racing heart"), _patient_obs("4/10")], prof)
+    assert pain is not None
+    en, zh = answer(pain, "en"), answer(pain, "zh")
+    assert "started two days ago" in en and "while resting" not in en and "4/10" in en
+    assert len(rubric(pain)) == 6
+    assert digest(Topic("symptom_pain"), [_patient_obs(""), _patient_obs("4/10")], prof) is None
+
+
+def test_culture_and_imaging_lookups_name_organism_specimen_and_finding() -> None:
+    def report(title: str, conclusion: str, when: str, micro: bool) -> dict:
+        return {"resourceType": "DiagnosticReport", "code": {"text": title},
+                "category": [{"coding": [{"display": "Microbiology" if micro else "Radiology"}]}],
+                "conclusion": conclusion, "effectiveDateTime": when}
+
+    cultures = bundle(report("SPUTUM microbiology", "No organism reported", "2150-03-03T10:00:00", True),
+                      report("BLOOD CULTURE microbiology", "Organisms: ESCHERICHIA COLI",
+                             "2150-03-02T10:00:00", True))
+    d = digest(Topic("culture_latest"), [cultures], PROFILE)
+    assert d is not None
+    items = rubric(d)
+    assert items[0].check["any"]["en"] == ["ESCHERICHIA COLI", "E. COLI"]
+    assert items[2].check["any"]["en"] == ["2150-03-02"]  # the positive culture, not the newest
+    imaging = bundle(report("EXAMINATION:  CHEST (PORTABLE AP)",
+                            "No new consolidation. Small left effusion.", "2150-03-04T09:00:00", False))
+    d = digest(Topic("imaging_latest"), [imaging], PROFILE)
+    assert d is not None
+    finding = rubric(d)[1].check["any"]["en"]
+    assert "effusion" in finding and "consolidation" not in finding

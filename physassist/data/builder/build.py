@@ -215,11 +215,16 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
                  rng: random.Random, zh_patient: Any) -> list[BuiltTurn]:
     turns: list[BuiltTurn] = []
     prior: set[str] = set()
+    held: set[str] = set()  # drugs an earlier turn advised holding: never renewed later
     for t, topic in enumerate(topics):
+        if topic.kind == "continue_med" and topic.drug in held:
+            raise _Replan(topic)
         planned, observations, observations_zh = _execute(topic, prof, ctx, zh_patient)
         d = digest(topic, observations, prof, [a for _, a in planned])
         if d is None:
             raise _Replan(topic)
+        if d.verdict == "hold" and topic.drug:
+            held.add(topic.drug)
         subtype = choose_subtype(feasible_subtypes(topic, t, prior), env.subtype_use, rng)
         question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender, prior)
         if question.subtype:
