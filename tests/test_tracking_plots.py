@@ -22,12 +22,15 @@ def test_run_plots_write_three_pngs(tmp_path: Path) -> None:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
 
 
-def test_pass_rates_match_summarize() -> None:
-    turns = synthetic_turns()
-    metrics = summarize(turns, taus=(0.6, 0.75), n_boot=0)
-    rates = plots.pass_rates(turns, [0.6, 0.75]).set_index("tau")
-    assert rates.loc[0.6, "pass_turn"] == pytest.approx(metrics["pass_turn_0.60"])
-    assert rates.loc[0.75, "pass_session"] == pytest.approx(metrics["pass_session_0.75"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pass_rates_match_summarize(seed: int) -> None:
+    turns = synthetic_turns(seed=seed)
+    grid = [0.0, 0.25, 0.5, 0.6, 0.75, 0.8, 1.0]
+    metrics = summarize(turns, taus=grid, n_boot=0, breakdowns=False)
+    rates = plots.pass_rates(turns, grid).set_index("tau")
+    for tau in grid:
+        assert rates.loc[tau, "pass_turn"] == pytest.approx(metrics[f"pass_turn_{tau:.2f}"])
+        assert rates.loc[tau, "pass_session"] == pytest.approx(metrics[f"pass_session_{tau:.2f}"])
     assert rates["pass_turn"].is_monotonic_decreasing
 
 

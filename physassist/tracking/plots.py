@@ -111,19 +111,29 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
 
 
 def pass_rates(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """Pass@Turn and Pass@Session at each tau, with the definitions of the logged metrics.
+    """Pass@Turn and Pass@Session at each tau, with the definitions of ``physassist.metrics``.
 
-    Delegates to ``physassist.metrics.summarize`` (no bootstrap, no breakdowns), so the curve
-    passes exactly through the logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` values.
+    Pass@Turn pools the scored turns; Pass@Session counts the trials (session, epoch) whose
+    turns are all scored and all >= tau, over the trials whose turns are all scored. Vectorised
+    over tau (a curve needs ~40 points); a test pins it to ``summarize`` at the paper's taus.
     """
-    from physassist.metrics import summarize, tau_key
-
-    rows = []
-    for tau in taus:
-        m = summarize(turns, taus=(float(tau),), n_boot=0, breakdowns=False)
-        t = tau_key(float(tau))
-        rows.append({"tau": float(tau), "pass_turn": m[f"pass_turn_{t}"], "pass_session": m[f"pass_session_{t}"]})
-    return pd.DataFrame(rows)
+    scores = _scores(turns)
+    status = turns["status"] if "status" in turns.columns else pd.Series("scored", index=turns.index)
+    scored = scores.notna() & (status == "scored")
+    trial_keys = [turns["session_id"], turns["epoch"] if "epoch" in turns.columns else 1]
+    grid = np.asarray(list(taus), dtype=float)
+    values = scores.where(scored).to_numpy(dtype=float)
+    # passed[i, j]: turn i is scored and >= tau j (same 1e-12 tolerance as summarize)
+    passed = np.nan_to_num(values, nan=-1.0)[:, None] >= grid[None, :] - 1e-12
+    n_scored = int(scored.sum())
+    pass_turn = passed[scored.to_numpy()].sum(0) / n_scored if n_scored else np.full(len(grid), np.nan)
+    frame = pd.DataFrame(passed, index=turns.index)
+    frame["_scored"] = scored.to_numpy()
+    by_trial = frame.groupby(trial_keys).all()
+    eligible = by_trial["_scored"]
+    per_tau = by_trial.drop(columns="_scored")[eligible]
+    pass_session = per_tau.mean(0).to_numpy() if eligible.any() else np.full(len(grid), np.nan)
+    return pd.DataFrame({"tau": grid, "pass_turn": pass_turn, "pass_session": pass_session})
 
 
 def pass_curves(
