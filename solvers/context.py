@@ -107,6 +107,6 @@ def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolCo
         current_date=current_date,
         cutoff=end_of_day(current_date),
         semantics=semantics,  # type: ignore[arg-type]
-        session_id=session_key(session.to_dict()),
+        session_id=session_key({"session_id": session.session_id, "id": session.id}),
         sandbox=WriteSandbox(),
     )

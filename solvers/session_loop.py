@@ -120,9 +120,17 @@ class TurnResult:
     seconds: float = 0.0
 
     def as_record(self) -> dict[str, Any]:
-        record = asdict(self)
-        record["calls"] = list(self.calls or [])
-        return record
+        # shallow on purpose: ``asdict`` would deep-copy every raw FHIR result
+        return {
+            "turn": self.turn,
+            "question": self.question,
+            "answer": self.answer,
+            "end": self.end,
+            "calls": list(self.calls or []),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "seconds": self.seconds,
+        }
 
     def count(self, output: ModelOutput) -> None:
         if output.usage is not None:
@@ -318,9 +326,10 @@ def physassist_session(**options: Any) -> Solver:
                 record = result.as_record()
                 transcript().info(_summary(record), source="physassist")
             turns.append(record)
-            state.store.set(TURNS_KEY, turns)
-            state.store.set(ERRORS_KEY, errors)
-            state.messages = messages
+        # written once per sample: every store write is logged as a diff of the whole value
+        state.store.set(TURNS_KEY, turns)
+        state.store.set(ERRORS_KEY, errors)
+        state.messages = messages
         state.output = ModelOutput.from_content(
             model=model.name,
             content="\n\n".join(f"T{r['turn']}: {r['answer']}" for r in turns),

@@ -8,6 +8,8 @@ Run with ``inspect eval physassist/physassistbench`` (registered through the pac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, task
@@ -45,9 +47,33 @@ def _tool_source(names: list[str]) -> str:
     return "mixed" if patient and ehr else "patient" if patient else "ehr"
 
 
-def session_sample(session: Session, language: str, query: str, settings: dict[str, Any]) -> Sample:
-    """The Sample of one session (ARCHITECTURE.md §6)."""
-    data = session.to_dict()
+def _source_stamp(dataset: str) -> tuple[tuple[str, int, int], ...]:
+    """(file, mtime, size) of a local dataset's files, so a changed file is reloaded."""
+    root = Path(__file__).resolve().parents[1] / "data" / "sample" / "sessions"
+    path = root if dataset == "sample" else Path(dataset).expanduser()
+    files = sorted(path.rglob("*")) if path.is_dir() else [path] if path.is_file() else []
+    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file())
+
+
+@lru_cache(maxsize=16)
+def _load(
+    dataset: str, language: str, scenarios: tuple[str, ...] | None, stamp: tuple[Any, ...]
+) -> tuple[tuple[Session, dict[str, Any]], ...]:
+    """Sessions and their released dicts, loaded once per process and dataset version
+    (validation and the lossless dump cost seconds on the sample; tasks are built often)."""
+    loaded = load_sessions(dataset, language=language, scenarios=scenarios)
+    return tuple((s, s.to_dict()) for s in loaded.sessions)
+
+
+def session_sample(
+    session: Session,
+    language: str,
+    query: str,
+    settings: dict[str, Any],
+    data: dict[str, Any] | None = None,
+) -> Sample:
+    """The Sample of one session (ARCHITECTURE.md §6); ``data`` is ``session.to_dict()``."""
+    data = data if data is not None else session.to_dict()
     n = session.n_turns
     tool_sources = list(session.tool_sources or [])
     if len(tool_sources) != n:
@@ -80,15 +106,17 @@ def build_dataset(
 ) -> MemoryDataset:
     """Samples for the sessions of ``dataset`` ("sample", a JSONL/Parquet file or directory,
     or ``hf:<id>``), filtered by scenario and tier."""
-    loaded = load_sessions(dataset, language=language, scenarios=scenarios)
-    sessions = [s for s in loaded.sessions if tiers is None or s.tier in tiers]
+    loaded = _load(
+        dataset, language, tuple(scenarios) if scenarios else None, _source_stamp(dataset)
+    )
+    sessions = [(s, d) for s, d in loaded if tiers is None or s.tier in tiers]
     if not sessions:
         raise ValueError(
             f"dataset={dataset!r} has no sessions for scenarios={scenarios} tiers={tiers} "
             f"language={language!r}"
         )
     return MemoryDataset(
-        [session_sample(s, language, query, settings) for s in sessions],
+        [session_sample(s, language, query, settings, d) for s, d in sessions],
         name=f"physassistbench-{dataset}" if dataset == "sample" else str(dataset),
     )
 

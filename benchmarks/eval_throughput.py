@@ -1,0 +1,110 @@
+"""Evaluation harness speed: per-turn overhead and concurrency speed-up.
+
+1. Overhead: every sample of the dataset through the full loop (tools, scorer, logging)
+   with a zero-latency scripted model that makes one ``Observation.search`` call and then
+   answers with ``prepare_to_answer``; the median of the per-turn ``seconds`` the loop
+   records is the harness overhead per turn (target <= 20 ms).
+2. Throughput: the same script with every model call taking a fixed 200 ms, run
+   sequentially (``max_connections=1, max_samples=1``) and with ``max_connections=16``
+   (``max_samples=16``); the ratio of wall times is the speed-up (target >= 8x).
+
+    python benchmarks/eval_throughput.py [--dataset sample] [--ehr-source sample] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import anyio
+from inspect_ai import eval
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessageAssistant,
+    ChatMessageUser,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
+from inspect_ai.tool import ToolCall
+
+from tasks.physassistbench import physassistbench
+
+USAGE = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)
+
+
+def _output(content: str, calls: list[ToolCall]) -> ModelOutput:
+    message = ChatMessageAssistant(content=content, tool_calls=calls or None)
+    return ModelOutput(
+        model="mockllm/model",
+        choices=[ChatCompletionChoice(message=message, stop_reason="tool_calls" if calls else "stop")],
+        usage=USAGE,
+    )
+
+
+def make_script(latency: float) -> Any:
+    """One lab search per turn, then an answer; ``latency`` seconds per call."""
+    counter = iter(range(10**9))
+
+    async def script(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> ModelOutput:
+        if latency:
+            await anyio.sleep(latency)
+        if tool_choice == "none":
+            return _output("Final answer.", [])
+        opening = next(m for m in input if isinstance(m, ChatMessageUser)).text
+        subject = int(re.search(r"subject_id:\s*(\d+)", opening).group(1))  # type: ignore[union-attr]
+        if isinstance(input[-1], ChatMessageUser):
+            call = ToolCall(
+                id=f"c{next(counter)}",
+                function="Observation__search",
+                arguments={"subject_id": subject, "code": "Creatinine", "category": "laboratory"},
+            )
+            return _output("", [call])
+        done = ToolCall(id=f"c{next(counter)}", function="prepare_to_answer", arguments={})
+        return _output("Creatinine reviewed; see values above.", [done])
+
+    return script
+
+
+def run(dataset: str, ehr_source: str, latency: float, connections: int) -> tuple[float, list[float], int]:
+    """(wall seconds, per-turn seconds, samples) of one eval."""
+    task = physassistbench(dataset=dataset, ehr_source=ehr_source)
+    model = get_model("mockllm/model", custom_outputs=make_script(latency), memoize=False)
+    with tempfile.TemporaryDirectory() as logs:
+        started = time.perf_counter()
+        log = eval(
+            task, model=model, log_dir=logs, display="none",
+            max_connections=connections, max_samples=connections, fail_on_error=True,
+        )[0]
+        wall = time.perf_counter() - started
+        assert log.status == "success", log.error
+        samples = log.samples or []
+        turns = [t["seconds"] for s in samples for t in s.store["physassist:turns"]]
+    return wall, turns, len(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="sample")
+    parser.add_argument("--ehr-source", default="sample")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--parallel", type=int, default=16)
+    args = parser.parse_args()
+
+    run(args.dataset, args.ehr_source, 0.0, 4)  # warm-up: store build/open, imports
+    wall0, turns0, n = run(args.dataset, args.ehr_source, 0.0, 1)
+    print(f"sessions: {n}, turns: {len(turns0)}")
+    print(f"overhead per turn (zero-latency model): median {1000 * statistics.median(turns0):.1f} ms, "
+          f"p90 {1000 * sorted(turns0)[int(0.9 * (len(turns0) - 1))]:.1f} ms, eval wall {wall0:.2f} s")
+    seq, _, _ = run(args.dataset, args.ehr_source, args.latency, 1)
+    par, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel)
+    print(f"{int(args.latency * 1000)} ms/call model: sequential {seq:.2f} s, "
+          f"max_connections={args.parallel} {par:.2f} s, speed-up {seq / par:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
