@@ -29,7 +29,7 @@ from .prefilter import SCENARIOS, TIERS, Candidate, qualify
 from .profile import Profile, load_profile
 from .questions import choose_subtype, feasible_subtypes, make_question
 from .rubrics import rubric
-from .topics import Topic, calls, candidates
+from .topics import SCENARIO_FOCUS, Topic, calls, candidates
 
 MAX_REPLANS = 8
 PATIENT_SHARE = 0.5  # share of sessions (with a PHM) that try to include a patient turn
@@ -187,7 +187,8 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
     session_id = f"physassistbench_{scenario}_{index}"
     for _ in range(MAX_REPLANS):
         topics = choose_topics(arc_index, [[p for p in pool if p not in banned] for pool in pools],
-                               rng, prefer_patient=prefer_patient)
+                               rng, prefer_patient=prefer_patient,
+                               focus=SCENARIO_FOCUS[scenario])
         if topics is None:
             return None
         responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt

@@ -26,6 +26,7 @@ MAX_TURNS_PER_RESOURCE = 2
 MIN_RESOURCE_TYPES = 2
 MAX_PATIENT_TURNS = 1
 SEARCH_BUDGET = 4000
+FOCUS_SHARE = 0.7  # how often a turn tries the scenario's signature kinds first
 
 CandidateFn = Callable[[str, str, Profile], list[Topic]]
 
@@ -56,28 +57,33 @@ def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence
 
 
 def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
-           prefer_patient: bool = False) -> list[Topic]:
+           prefer_patient: bool = False, focus: frozenset[str] = frozenset()) -> list[Topic]:
     """Seeded order of one turn's candidates: shuffled, then continuity/variety preferences."""
     items = list(pool)
     rng.shuffle(items)
     prior = {e for t in chosen for e in t.entities}
     kinds = {t.kind for t in chosen}
     prefer_link = rng.random() < 0.6
+    prefer_focus = rng.random() < FOCUS_SHARE
 
-    def key(t: Topic) -> tuple[int, int, int]:
+    def key(t: Topic) -> tuple[int, int, int, int]:
         linked = bool(set(t.entities) & prior)
         patient_first = 0 if (prefer_patient and t.source in ("patient", "mixed")) else 1
-        return (patient_first, 0 if linked == prefer_link else 1, 1 if t.kind in kinds else 0)
+        focus_first = 0 if (prefer_focus and t.kind in focus) else 1
+        return (patient_first, focus_first, 0 if linked == prefer_link else 1,
+                1 if t.kind in kinds else 0)
 
     return sorted(items, key=key)
 
 
 def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
-                  patient_ok: bool = True, prefer_patient: bool = False) -> list[Topic] | None:
+                  patient_ok: bool = True, prefer_patient: bool = False,
+                  focus: frozenset[str] = frozenset()) -> list[Topic] | None:
     """Topics for the four turns of an arc satisfying the diversity rules, or None.
 
     ``prefer_patient`` tries patient-interview topics first (the session then has one
-    patient/mixed turn whenever the arc and the data allow it)."""
+    patient/mixed turn whenever the arc and the data allow it); ``focus`` names the
+    scenario's signature kinds, tried first at most turns."""
     arc = ARCS[arc_index]
     budget = [SEARCH_BUDGET]
 
@@ -99,7 +105,7 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
             return list(chosen) if len(types) >= MIN_RESOURCE_TYPES else None
         t = len(chosen)
         for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng,
-                            prefer_patient):
+                            prefer_patient, focus):
             budget[0] -= 1
             if budget[0] < 0:
                 return None

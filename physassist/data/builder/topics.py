@@ -62,6 +62,18 @@ SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
                            "adherence_check", "home_function"),
 }
 
+#: Each scenario's signature kinds (tried first by the planner at most turns).
+SCENARIO_FOCUS: dict[str, frozenset[str]] = {
+    "diagnostic_workup": frozenset({"lab_pair", "imaging_latest", "culture_latest", "dx_primary",
+                                    "flag_abnormal", "symptom_pain"}),
+    "med_safety": frozenset({"drug_lab_safety", "adherence_check", "med_and_admin", "lab_and_med",
+                             "continue_med", "med_current"}),
+    "treatment_response": frozenset({"abx_response", "culture_latest", "med_and_admin",
+                                     "lab_pair", "continue_med"}),
+    "discharge_planning": frozenset({"encounter_info", "home_function", "followup_visit",
+                                     "continue_med", "adherence_check", "med_and_admin"}),
+}
+
 #: Labs each scenario prefers to ask about (others in the profile are used after these).
 SCENARIO_LABS: dict[str, tuple[str, ...]] = {
     "diagnostic_workup": ("Creatinine", "Urea Nitrogen", "Hemoglobin", "Platelet Count",
