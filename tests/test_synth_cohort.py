@@ -108,6 +108,17 @@ def test_output_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
         generate_cohort(target, 2)
 
 
+def test_a_foreign_non_empty_directory_is_never_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "mimic" / "hosp").mkdir(parents=True)
+    (tmp_path / "mimic" / "hosp" / "patients.csv.gz").write_bytes(b"real data")
+    with pytest.raises(FileExistsError, match="not a synthetic cohort"):
+        generate_cohort(tmp_path / "mimic", 2)
+    assert (tmp_path / "mimic" / "hosp" / "patients.csv.gz").read_bytes() == b"real data"
+    generate_cohort(tmp_path / "ours", 2)
+    generate_cohort(tmp_path / "ours", 3)  # regenerating our own cohort in place is fine
+    assert json.loads((tmp_path / "ours" / "meta" / "cohort.json").read_text())["n_subjects"] == 3
+
+
 def test_cli_writes_a_cohort(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["--out", str(tmp_path / "c"), "--subjects", "7", "--seed", "3"]) == 0
     assert "7 subjects" in capsys.readouterr().out

@@ -122,6 +122,20 @@ def _rendered(seed: int, spans: list[tuple[int, int, int]], workers: int) -> Ite
             yield f.result()
 
 
+def _check_replaceable(out: Path) -> None:
+    """Refuse to overwrite a non-empty directory that is not a synthetic cohort (e.g. MIMIC-IV)."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    meta = out / "meta" / "cohort.json"
+    try:
+        ours = json.loads(meta.read_text(encoding="utf-8")).get("generator") == "physassist.synth"
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise FileExistsError(f"cohort output {out} is not empty and is not a synthetic cohort "
+                              f"(no {meta} from physassist.synth); choose an empty or new directory")
+
+
 def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, *, chunk_size: int = DEFAULT_CHUNK,
                     workers: int | None = None, compresslevel: int | None = None) -> CohortReport:
     """Write a synthetic cohort of ``n_subjects`` patients (MIMIC-IV layout) into ``out_dir``.
@@ -148,6 +162,7 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"cohort output {out} exists and is not a directory")
+    _check_replaceable(out)
     for sub in ("hosp", "icu", "note", "phm", "meta"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)
