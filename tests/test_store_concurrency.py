@@ -6,8 +6,10 @@ import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import fixtures_store as fx
+from fixtures_store import write_tiny_source
 
 from physassist.ehr.store import EHRStore
 
@@ -72,3 +74,29 @@ def test_two_processes_read_the_store_while_this_one_has_it_open(demo_store: EHR
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
         assert json.loads(out) == json.loads(json.dumps(expected))
+
+
+_BUILDER = """
+import os, sys
+from physassist.ehr.store import open_store
+with open_store(sys.argv[1], cache_dir=sys.argv[2]) as store:
+    print(store.path, os.stat(store.path).st_ino, store.row_counts()["labevents"])
+"""
+
+
+def test_processes_opening_an_unbuilt_source_build_it_once(tmp_path: Path) -> None:
+    src = write_tiny_source(tmp_path / "src")
+    cache = tmp_path / "cache"
+    args = [sys.executable, "-c", _BUILDER, str(src), str(cache)]
+    children = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        outputs.append(out.strip())
+    assert len(set(outputs)) == 1 and outputs[0].endswith(" 3")  # same file, same inode: built once
+    assert len(list(cache.glob("*.duckdb"))) == 1
+    assert not [p for p in cache.iterdir() if ".building" in p.name]
