@@ -34,7 +34,7 @@ from .patient_replay import normalise
 from .prompting import patient_miss_answer, prompt_json, prompt_text
 
 NON_ADHERENT = frozenset(
-    {"poor", "never_filled", "ran_out", "self_discontinued", "not_taking", "stopped", "none"}
+    {"poor", "never_filled", "ran_out", "self_discontinued", "not_taking", "stopped"}
 )
 _NAME_KEYS = ("drug", "medication", "name", "drug_name")
 PATIENT_CONFIG = GenerateConfig(temperature=0.3, max_tokens=400)
@@ -58,31 +58,49 @@ def _is_non_adherent(node: dict[str, Any]) -> bool:
     return False
 
 
-def critical_drugs(model: Any) -> list[str]:
-    """Names of medicines the patient does not take as prescribed, found anywhere in the
-    patient model (lists of medication nodes or ``{drug: adherence}`` maps)."""
-    found: list[str] = []
+def _is_bad(value: Any) -> bool:
+    return isinstance(value, str) and normalise(value).replace(" ", "_") in NON_ADHERENT
 
-    def visit(obj: Any) -> None:
+
+def critical_medicines(model: Any) -> dict[str, set[str]]:
+    """Medicines the patient does not take as prescribed, with the names they go by.
+
+    Found anywhere in the patient model: medication nodes (``drug``/``name`` with poor
+    adherence, a non-taking status or ``critical_flag``; aliases from ``names`` and
+    ``patient_term``) and ``{"adherence": {drug: "poor"}}`` maps."""
+    found: dict[str, set[str]] = {}
+
+    def add(name: str, aliases: set[str]) -> None:
+        for known in found:
+            if normalise(known) == normalise(name):
+                found[known] |= aliases
+                return
+        found[name] = {normalise(name)} | aliases
+
+    def visit(obj: Any, parent: str = "") -> None:
         if isinstance(obj, dict):
             name = _drug_name(obj)
             if name and _is_non_adherent(obj):
-                found.append(name)
+                aliases = {normalise(a) for a in obj.get("names") or [] if isinstance(a, str)}
+                term = obj.get("patient_term")
+                if isinstance(term, dict):
+                    aliases |= {normalise(v) for v in term.values() if isinstance(v, str)}
+                add(name, aliases)
             for key, value in obj.items():
-                if isinstance(value, str) and normalise(value).replace(" ", "_") in NON_ADHERENT:
-                    if key not in ("adherence", "current_status", "status") and key not in _NAME_KEYS:
-                        found.append(key)  # {drug: "poor"}
-                visit(value)
+                if not name and "adherence" in parent and _is_bad(value):
+                    add(key, set())  # {"adherence": {drug: "poor"}}
+                visit(value, str(key).lower())
         elif isinstance(obj, list):
             for value in obj:
-                visit(value)
+                visit(value, parent)
 
     visit(model)
-    unique: list[str] = []
-    for name in found:
-        if normalise(name) not in {normalise(n) for n in unique}:
-            unique.append(name)
-    return unique
+    return found
+
+
+def critical_drugs(model: Any) -> list[str]:
+    """Names of the medicines the patient does not take as prescribed."""
+    return list(critical_medicines(model))
 
 
 def redact(model: Any, hidden: set[str]) -> Any:
@@ -156,7 +174,8 @@ class LivePatient:
         self.language = language
         self.literacy = literacy or str(self.persona.get("health_literacy") or "medium")
         self.withholding = self.persona.get("info_completeness") == "critical_withheld"
-        self.critical = critical_drugs(patient_model) if self.withholding else []
+        self.aliases = critical_medicines(patient_model) if self.withholding else {}
+        self.critical = list(self.aliases)
         self.revealed: list[str] = []
         self.history: list[ChatMessage] = []
 
@@ -202,9 +221,9 @@ class LivePatient:
         drug = normalise(arguments.get("drug"))
         if tool != "patient.get_medication_adherence" or not drug:
             return
-        for name in self.critical:
-            n = normalise(name)
-            if (n == drug or n in drug or drug in n) and name not in self.revealed:
+        for name, aliases in self.aliases.items():
+            named = any(a and (a == drug or a in drug or drug in a) for a in aliases)
+            if named and name not in self.revealed:
                 self.revealed.append(name)
 
     async def arespond(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -140,7 +140,8 @@ def test_live_patient_with_cohort_phm() -> None:
         "persona": {"health_literacy": "low", "info_completeness": "critical_withheld"},
         "medications": [
             {"drug": "Metformin", "adherence": "good"},
-            {"drug": "Lisinopril", "adherence": "self_discontinued", "patient_explanation": "cough"},
+            {"drug": "Lisinopril", "adherence": "self_discontinued", "patient_explanation": "cough",
+             "names": ["lisinopril", "zestril"]},
         ],
         "symptoms": [{"name": "cough", "onset": "2 weeks"}],
     }
@@ -150,12 +151,14 @@ def test_live_patient_with_cohort_phm() -> None:
 
     async def ask() -> None:
         await live.arespond("patient.get_medication_adherence", {})
-        await live.arespond("patient.get_medication_adherence", {"drug": "lisinopril 10 mg"})
+        await live.arespond("patient.get_medication_adherence", {"drug": "Zestril 10 mg"})
 
     anyio.run(ask)
     assert "self_discontinued" not in patient_model.systems[0] and "Metformin" in patient_model.systems[0]
     assert "self_discontinued" in patient_model.systems[1]
     assert "everyday words" in patient_model.systems[0]  # low literacy rule
+    assert live.revealed == ["Lisinopril"]  # asked by its brand name
+    assert critical_drugs({"adherence": {"Warfarin": "poor", "Aspirin": "good"}}) == ["Warfarin"]
 
 
 def test_derived_patient_model_from_released_session(session) -> None:
