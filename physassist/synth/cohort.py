@@ -50,6 +50,10 @@ class CohortReport:
     rows: dict[str, int] = field(default_factory=dict)
     archetype_tier: dict[str, int] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        big = ", ".join(f"{t} {self.rows.get(t, 0):,}" for t in ("labevents", "emar", "prescriptions", "chartevents"))
+        return f"{self.n_subjects} subjects (seed {self.seed}) in {self.out_dir}: {big} rows"
+
 
 @dataclass
 class _Chunk:

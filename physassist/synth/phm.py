@@ -8,6 +8,7 @@ status and pain. Patient-facing text is stored in English and Chinese.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -198,12 +199,17 @@ def functional_for(plan, case, r: random.Random) -> dict:
     }
 
 
-def drug_names(code: str) -> list[str]:
-    """Lower-case names a patient or clinician may use for a drug: generic, brand, formulary."""
+@functools.cache
+def _names(code: str) -> tuple[str, ...]:
     d = DRUGS[code]
     names = {d.drug.lower(), re.sub(r"[\d_].*$", "", code)}
     names.update(w.strip().lower() for w in re.split(r"[()]", d.en) if w.strip())
-    return sorted(n for n in names if n)
+    return tuple(sorted(n for n in names if n))
+
+
+def drug_names(code: str) -> list[str]:
+    """Lower-case names a patient or clinician may use for a drug: generic, brand, formulary."""
+    return list(_names(code))
 
 
 def _medications(plan, case, persona: dict, r: random.Random) -> list[dict]:

@@ -26,11 +26,11 @@ def ts(seconds: int) -> datetime:
 
 
 def fmt_time(seconds: int) -> str:
-    return ts(seconds).strftime("%Y-%m-%d %H:%M:%S")
+    return ts(seconds).isoformat(sep=" ")
 
 
 def fmt_date(seconds: int) -> str:
-    return ts(seconds).strftime("%Y-%m-%d")
+    return ts(seconds).date().isoformat()
 
 
 def to_seconds(dt: datetime) -> int:
