@@ -85,6 +85,7 @@ class Digest:
     series: list[LabFact] = field(default_factory=list)  # trend: first and last of the series
     med: MedFact | None = None
     admin_count: int = 0
+    admin_total: int = 0  # charted administrations, given or not
     admin_first: str = ""
     admin_last: str = ""
     dx: F.Diagnosis | None = None
@@ -149,7 +150,8 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if a is None or b is None:
             return None
         d.labs = [a, b]
-    elif k in ("med_current", "lab_and_med", "med_and_admin", "drug_lab_safety"):
+    elif k in ("med_current", "lab_and_med", "med_and_admin", "drug_lab_safety",
+               "admin_reliability"):
         med_obs = obs[1] if k == "lab_and_med" else obs[0]
         d.med = _med(med_obs, topic.drug or "")
         if d.med is None:
@@ -159,6 +161,14 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             if fact is None:
                 return None
             d.labs = [fact]
+        if k == "admin_reliability":
+            charted = F.admin_events(obs[1], topic.drug)
+            events = F.given(charted)
+            if not events:
+                return None
+            d.admin_count, d.admin_total, d.admin_last = (
+                len(events), len(charted), F.minute(events[-1].time))
+            d.verdict = "ok" if len(events) == len(charted) else "missed"
         if k == "med_and_admin":
             events = F.given(F.admin_events(obs[1], topic.drug))
             if not events:
@@ -314,6 +324,12 @@ def answer(d: Digest, lang: str) -> str:
         return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
                           say(lang, "answers.admin_bullet", time=d.admin_last,
                               count=d.admin_count)])
+    if k == "admin_reliability":
+        assert d.med is not None
+        first = say(lang, "answers.reliability", **_med_vars(d.med), total=d.admin_total,
+                    given=d.admin_count, missed=d.admin_total - d.admin_count, last=d.admin_last)
+        second = say(lang, f"answers.reliability_{d.verdict}")
+        return f"{first} {second}" if lang == "en" else f"{first}{second}"
     if k == "dx_primary":
         assert d.dx is not None
         return say(lang, "answers.dx_line", title=d.dx.title, code=d.dx.code)

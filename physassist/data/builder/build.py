@@ -27,7 +27,7 @@ from .encode import BuiltTurn, encode
 from .plan import choose_topics
 from .prefilter import SCENARIOS, TIERS, Candidate, qualify
 from .profile import Profile, load_profile
-from .questions import choose_subtype, feasible_subtypes, make_question
+from .questions import choose_subtype, count_subtype, feasible_subtypes, make_question
 from .rubrics import rubric
 from .topics import SCENARIO_FOCUS, Topic, calls, candidates
 
@@ -226,10 +226,10 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             raise _Replan(topic)
         if d.verdict == "hold" and topic.drug:
             held.add(topic.drug)
-        subtype = choose_subtype(feasible_subtypes(topic, t, prior), env.subtype_use, rng)
+        subtype = choose_subtype(feasible_subtypes(topic, t, prior), env.subtype_use, rng, t)
         question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender, prior)
         if question.subtype:
-            env.subtype_use[question.subtype] = env.subtype_use.get(question.subtype, 0) + 1
+            count_subtype(env.subtype_use, question.subtype, t)
         en, zh = answer(d, "en"), answer(d, "zh")
         items = rubric(d)
         turns.append(BuiltTurn(

@@ -16,7 +16,7 @@ possible) with variety (kinds not used yet first).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .arcs import ARCS, arc_allowed, check_positions
 from .profile import Profile
@@ -26,7 +26,9 @@ MAX_TURNS_PER_RESOURCE = 2
 MIN_RESOURCE_TYPES = 2
 MAX_PATIENT_TURNS = 1
 SEARCH_BUDGET = 4000
-FOCUS_SHARE = 0.7  # how often a turn tries the scenario's signature kinds first
+FOCUS_SHARE = 0.7
+LINK_SHARE = 0.7
+PLANS_PER_ARC = 4  # independent plan searches per arc; one of the plans found is drawn  # how often a turn prefers a topic about an earlier turn's entity (enables NA)  # how often a turn tries the scenario's signature kinds first
 
 CandidateFn = Callable[[str, str, Profile], list[Topic]]
 
@@ -57,20 +59,23 @@ def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence
 
 
 def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
-           prefer_patient: bool = False, focus: frozenset[str] = frozenset()) -> list[Topic]:
+           prefer_patient: bool = False, focus: frozenset[str] = frozenset(),
+           ahead: frozenset[str] = frozenset()) -> list[Topic]:
     """Seeded order of one turn's candidates: shuffled, then continuity/variety preferences."""
     items = list(pool)
     rng.shuffle(items)
     prior = {e for t in chosen for e in t.entities}
     kinds = {t.kind for t in chosen}
-    prefer_link = rng.random() < 0.6
+    prefer_link = rng.random() < LINK_SHARE
     prefer_focus = rng.random() < FOCUS_SHARE
 
     def key(t: Topic) -> tuple[int, int, int, int]:
-        linked = bool(set(t.entities) & prior)
+        # "Linked": about an earlier turn's entity, or (first turn) one the next turn can
+        # pick up again.
+        linked = bool(set(t.entities) & (prior or ahead))
         patient_first = 0 if (prefer_patient and t.source in ("patient", "mixed")) else 1
         focus_first = 0 if (prefer_focus and t.kind in focus) else 1
-        return (patient_first, focus_first, 0 if linked == prefer_link else 1,
+        return (patient_first, 0 if linked == prefer_link else 1, focus_first,
                 1 if t.kind in kinds else 0)
 
     return sorted(items, key=key)
@@ -99,21 +104,46 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
             return False
         return len(set(chosen)) == len(chosen)
 
-    def search(chosen: list[Topic]) -> list[Topic] | None:
+    def search(chosen: list[Topic]) -> Iterator[list[Topic]]:
         if len(chosen) == 4:
             types = set().union(*(t.resource_types for t in chosen))
-            return list(chosen) if len(types) >= MIN_RESOURCE_TYPES else None
+            if len(types) >= MIN_RESOURCE_TYPES:
+                yield list(chosen)
+            return
         t = len(chosen)
+        ahead = frozenset(e for p in (pools[t + 1] if t + 1 < len(pools) else [])
+                          if p.task_type == arc[t + 1] for e in p.entities) if t == 0 else frozenset()
         for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng,
-                            prefer_patient, focus):
+                            prefer_patient, focus, ahead):
             budget[0] -= 1
             if budget[0] < 0:
-                return None
+                return
             nxt = chosen + [topic]
             if ok_partial(nxt):
-                found = search(nxt)
-                if found is not None:
-                    return found
-        return None
+                yield from search(nxt)
 
-    return search([])
+    found: list[list[Topic]] = []
+    for _ in range(PLANS_PER_ARC):  # independent seeded searches give different branches
+        budget[0] = SEARCH_BUDGET
+        plan = next(search([]), None)
+        if plan is None:
+            break
+        if plan not in found:
+            found.append(plan)
+    if not found:
+        return None
+    # Prefer plans whose turns build on earlier turns (shared entities make NA rewrites
+    # possible) and that use the scenario's signature kinds, without always taking the best.
+    weights = [(1 + links(plan) + sum(t.kind in focus for t in plan)) ** 2 for plan in found]
+    return rng.choices(found, weights=weights)[0]
+
+
+def links(topics: list[Topic]) -> int:
+    """Turns that share an entity with an earlier turn."""
+    seen: set[str] = set()
+    n = 0
+    for t in topics:
+        if seen & set(t.entities):
+            n += 1
+        seen |= set(t.entities)
+    return n

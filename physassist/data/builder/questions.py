@@ -36,6 +36,7 @@ _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "drug_lab_safety": (("na", "drug"), ("na_lab", "lab")),
     "abx_response": (("na", "drug"),),
     "adherence_check": (("na", "drug"),),
+    "admin_reliability": (("na", "drug"),),
 }
 
 
@@ -90,12 +91,25 @@ def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str]) -> list
     return out
 
 
-def choose_subtype(feasible: list[str], used: dict[str, int], rng: random.Random) -> str | None:
-    """The least-used feasible subtype so far (ties broken by the seeded generator)."""
+def choose_subtype(feasible: list[str], used: dict[str, int], rng: random.Random,
+                   turn: int | None = None) -> str | None:
+    """The least-used feasible subtype so far, counted at this turn position when ``turn`` is
+    given (so NA is not crowded out at T1 by the PE-only turns), then overall; remaining
+    ties are broken by the seeded generator."""
     if not feasible:
         return None
-    low = min(used.get(s, 0) for s in feasible)
-    return rng.choice([s for s in feasible if used.get(s, 0) == low])
+
+    def uses(s: str) -> tuple[int, int]:
+        return (used.get(f"{s}@{turn}", 0) if turn is not None else 0, used.get(s, 0))
+
+    low = min(uses(s) for s in feasible)
+    return rng.choice([s for s in feasible if uses(s) == low])
+
+
+def count_subtype(used: dict[str, int], subtype: str, turn: int) -> None:
+    """Record one use of ``subtype`` at ``turn`` (overall and per position)."""
+    for key in (subtype, f"{subtype}@{turn}"):
+        used[key] = used.get(key, 0) + 1
 
 
 def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,

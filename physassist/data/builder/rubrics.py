@@ -146,6 +146,8 @@ def rubric(d: Digest) -> list[Item]:
         items.append(_item("admin_last", literal(d.admin_last[:10]), vals))
         items.append(_item("admin_given", concept("given"), vals))
         return items
+    if k == "admin_reliability":
+        return _reliability_items(d)
     if k == "lab_trend":
         return _trend_items(d)
     if k == "drug_lab_safety":
@@ -406,3 +408,19 @@ def _affirmed(text: str, term: str) -> bool:
         if not re.search(r"\b(no|no new|without|negative for)\s+$", before):
             return True
     return False
+
+
+def _reliability_items(d: Digest) -> list[Item]:
+    word = d.topic.drug or ""
+    missed = d.admin_total - d.admin_count
+    vals = {"drug_word": word, "given": d.admin_count, "missed": missed}
+    items = _med_items(d, 1)
+    items.append(_item("rel_given", value("given", d.admin_count, ""), vals))
+    items.append(_item("rel_missed", value("not given", missed, ""), vals))
+    if d.verdict == "ok":
+        items.append(_item("rel_verdict_ok", concept("rel_ok"), vals))
+        items.append(_item("rel_plan_ok", concept("continue"), vals))
+    else:
+        items.append(_item("rel_verdict_missed", concept("rel_missed"), vals))
+        items.append(_item("rel_plan_missed", concept("find_why"), vals))
+    return items

@@ -37,6 +37,8 @@ KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "lab_trend": (CR, "ehr", ("Observation.search",)),
     "drug_lab_safety": (CR, "ehr", ("MedicationRequest.search", "Observation.search")),
     "abx_response": (CR, "ehr", ("MedicationAdministration.search", "Observation.search")),
+    "admin_reliability": (CR, "ehr", ("MedicationRequest.search",
+                                      "MedicationAdministration.search")),
     "order_lab_recheck": (WU, "write", ("ServiceRequest.create",)),
     "continue_med": (WU, "write", ("MedicationRequest.create",)),
     "flag_abnormal": (WU, "write", ("Flag.create",)),
@@ -50,14 +52,17 @@ KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
     "diagnostic_workup": ("lab_latest", "dx_primary", "imaging_latest", "culture_latest", "lab_pair", "lab_trend", "lab_and_med",
                           "order_lab_recheck", "flag_abnormal", "symptom_pain"),
-    "med_safety": ("lab_latest", "med_current", "lab_and_med", "med_and_admin",
+    "med_safety": ("lab_latest", "med_current", "lab_pair", "lab_and_med", "med_and_admin",
+                   "admin_reliability",
                    "drug_lab_safety", "lab_trend", "continue_med", "flag_abnormal",
                    "order_lab_recheck", "adherence_check"),
     "treatment_response": ("lab_latest", "med_current", "culture_latest", "lab_pair", "med_and_admin",
+                           "admin_reliability",
                            "abx_response", "lab_trend", "order_lab_recheck", "continue_med",
                            "symptom_pain"),
     "discharge_planning": ("encounter_info", "lab_latest", "med_current", "dx_primary",
-                           "med_and_admin", "lab_and_med", "lab_trend", "drug_lab_safety",
+                           "med_and_admin", "admin_reliability", "lab_and_med", "lab_trend",
+                           "drug_lab_safety",
                            "continue_med", "followup_visit", "order_lab_recheck",
                            "adherence_check", "home_function"),
 }
@@ -67,8 +72,9 @@ SCENARIO_FOCUS: dict[str, frozenset[str]] = {
     "diagnostic_workup": frozenset({"lab_pair", "imaging_latest", "culture_latest", "dx_primary",
                                     "flag_abnormal", "symptom_pain"}),
     "med_safety": frozenset({"drug_lab_safety", "adherence_check", "med_and_admin", "lab_and_med",
-                             "continue_med", "med_current"}),
+                             "admin_reliability", "continue_med", "med_current"}),
     "treatment_response": frozenset({"abx_response", "culture_latest", "med_and_admin",
+                                     "admin_reliability",
                                      "lab_pair", "continue_med"}),
     "discharge_planning": frozenset({"encounter_info", "home_function", "followup_visit",
                                      "continue_med", "adherence_check", "med_and_admin"}),
@@ -179,7 +185,7 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
                 pair_labs = [lab for lab in (cls.labs if cls else ()) if lab in prof.labs]
                 for lab in (pair_labs or labs[:2])[:2]:
                     out.append(Topic(kind, lab=lab, drug=w))
-        elif kind == "med_and_admin":
+        elif kind in ("med_and_admin", "admin_reliability"):
             out += [Topic(kind, drug=w) for w in given[:5]]
         elif kind == "lab_trend":
             out += [Topic(kind, lab=lab) for lab in trend_labs[:6]]
@@ -257,7 +263,7 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
     if k == "lab_and_med":
         return [lab_call(topic.lab or ""),
                 ("MedicationRequest.search", {**adm, "medication": topic.drug})]
-    if k == "med_and_admin":
+    if k in ("med_and_admin", "admin_reliability"):
         return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
                 ("MedicationAdministration.search", {**adm, "medication": topic.drug})]
     if k == "drug_lab_safety":

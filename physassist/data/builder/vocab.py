@@ -218,6 +218,10 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
     "smoking_current": {"en": ["current smoker", "smokes", "still smokes"],
                         "zh": ["仍吸烟", "目前吸烟", "抽烟"]},
     "no_pain": {"en": ["denies pain", "no pain", "pain-free"], "zh": ["否认疼痛", "无疼痛", "没有疼痛"]},
+    "rel_ok": {"en": ["as ordered", "reliably", "consistently", "no missed"],
+               "zh": ["按医嘱给药", "按时", "无漏"]},
+    "rel_missed": {"en": ["not given", "missed", "held", "skipped"], "zh": ["未给", "漏给", "暂停"]},
+    "find_why": {"en": ["find out why", "why", "reason", "clarify"], "zh": ["查明原因", "原因"]},
     "med_change": {"en": ["dose changed", "medication changed", "stopped the", "started a new"],
                    "zh": ["已改剂量", "已停用", "已换药"]},
 }
