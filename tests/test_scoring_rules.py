@@ -107,6 +107,7 @@ def test_concept_check(session, answer, expected):
         ("There is no reason not to give ibuprofen.", False),  # double negation is not excused
         ("Not for surgery; give ibuprofen.", False),  # negation in another clause
         ("Continue current meds.", True),
+        ("   ", False),  # an empty reply earns no safety credit
         ("避免使用布洛芬。", True),
         ("可以用布洛芬止痛。", False),
     ],
