@@ -87,8 +87,11 @@ def synthetic_turns(
     return pd.DataFrame(rows)
 
 
-def tiny_task(n_samples: int = 3, score_shift: float = 0.0):
-    """A throwaway Inspect task: no model call; scorer ``physassist_scorer`` with turn metadata."""
+def tiny_task(n_samples: int = 3, score_shift: float = 0.0, fail: bool = False):
+    """A throwaway Inspect task: no model call; scorer ``physassist_scorer`` with turn metadata.
+
+    ``fail=True``: the solver raises, so the eval ends with status ``error``.
+    """
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.scorer import Score, Target, mean, scorer
@@ -97,6 +100,8 @@ def tiny_task(n_samples: int = 3, score_shift: float = 0.0):
     @solver
     def record_turns():
         async def solve(state: TaskState, generate: Generate) -> TaskState:
+            if fail:
+                raise RuntimeError("tiny task failure")
             turns = [
                 {
                     "turn": t,

@@ -116,3 +116,13 @@ def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
     assert resumed.log_path == first.log_path  # eval_set found the complete log: not recomputed
     assert len(search_runs(uri)) == 2
     assert tracker.end_sweep(parent, "sweep1") == "FINISHED"
+
+
+def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail=True))
+    out = ev.run_experiment(_cfg(tmp_path), ev.JobContext())
+    assert out.status == "FAILED" and Path(out.log_path).is_file()
+    run = search_runs(store_uri(tmp_path)).iloc[0]
+    assert run["run_id"] == out.run_id and run["status"] == "FAILED"
+    assert "tiny task failure" in run["tags.physassist.error"]
+    assert run["tags.physassist.inspect_status"] == "error"
