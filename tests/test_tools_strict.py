@@ -601,3 +601,12 @@ def test_strict_demo_microbiology_and_conditions(demo_store) -> None:
                 call_tool(ctx, "Condition.search", {"subject_id": sid, "code": dotted})
             )
         ]
+
+
+def test_tool_context_validates_fields(tiny_store) -> None:
+    with pytest.raises(ValueError, match="current_date"):
+        tiny_ctx(tiny_store, current_date="10/01/2150")
+    with pytest.raises(ValueError, match="semantics"):
+        tiny_ctx(tiny_store, "lenient")
+    assert tiny_ctx(tiny_store).effective_cutoff() == dt.datetime(2150, 1, 10, 23, 59, 59, 999999)
+    assert tiny_ctx(tiny_store, current_date=None).effective_cutoff() is None

@@ -55,6 +55,20 @@ class ToolContext:
     allowed: frozenset[str] | None = None
     sandbox: WriteSandbox = field(default_factory=WriteSandbox)
 
+    def __post_init__(self) -> None:
+        """Fail at construction (naming the field) rather than on every later tool call."""
+        if self.semantics not in ("compat", "strict"):
+            raise ValueError(
+                f"ToolContext.semantics must be 'compat' or 'strict', got {self.semantics!r}"
+            )
+        if self.current_date is not None:
+            try:
+                dt.date.fromisoformat(str(self.current_date)[:10])
+            except ValueError:
+                raise ValueError(
+                    f"ToolContext.current_date must be YYYY-MM-DD, got {self.current_date!r}"
+                ) from None
+
     def effective_cutoff(self) -> dt.datetime | None:
         """Strict time cutoff (inclusive): ``cutoff``, else the last microsecond of ``current_date``."""
         if self.cutoff is not None:
