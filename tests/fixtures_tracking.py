@@ -87,10 +87,18 @@ def synthetic_turns(
     return pd.DataFrame(rows)
 
 
-def tiny_task(n_samples: int = 3, score_shift: float = 0.0, fail: bool = False):
+def tiny_task(
+    n_samples: int = 3,
+    score_shift: float = 0.0,
+    fail: bool = False,
+    fail_flag: Path | None = None,
+    executions: Path | None = None,
+):
     """A throwaway Inspect task: no model call; scorer ``physassist_scorer`` with turn metadata.
 
-    ``fail=True``: the solver raises, so the eval ends with status ``error``.
+    ``fail=True``: the solver raises, so the eval ends with status ``error``. ``fail_flag``:
+    the last sample fails while that file exists. ``executions``: a file that gets one line
+    per solved sample (to see which samples a resumed eval recomputes).
     """
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
@@ -100,7 +108,10 @@ def tiny_task(n_samples: int = 3, score_shift: float = 0.0, fail: bool = False):
     @solver
     def record_turns():
         async def solve(state: TaskState, generate: Generate) -> TaskState:
-            if fail:
+            if executions is not None:
+                with open(executions, "a") as handle:
+                    handle.write(f"{state.sample_id}\n")
+            if fail or (fail_flag is not None and fail_flag.exists() and state.sample_id == f"s{n_samples - 1}"):
                 raise RuntimeError("tiny task failure")
             turns = [
                 {

@@ -126,3 +126,29 @@ def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch) -
     assert run["run_id"] == out.run_id and run["status"] == "FAILED"
     assert "tiny task failure" in run["tags.physassist.error"]
     assert run["tags.physassist.inspect_status"] == "error"
+
+
+def test_interrupted_sweep_job_resumes_its_eval_without_recomputing(tmp_path: Path, monkeypatch) -> None:
+    """A job whose eval ended unfinished is re-run: completed samples come from its log."""
+    flag, executions = tmp_path / "fail-last-sample", tmp_path / "executions.txt"
+    flag.touch()
+    monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail_flag=flag, executions=executions))
+    uri = store_uri(tmp_path)
+    parent = Tracker(uri, "physassist").start_sweep("sweep2", ["model=mockllm"], "sweep sweep2")
+    SweepInfo("sweep2", parent).write(tmp_path / "multirun")
+    job = ev.JobContext(overrides=["model=mockllm"], choices={}, sweep_dir=tmp_path / "multirun")
+
+    broken = ev.run_experiment(_cfg(tmp_path), job)
+    assert broken.status == "FAILED"
+    done_before = executions.read_text().split()
+    assert done_before.count("s0") == 1 and done_before.count("s1") == 1
+
+    flag.unlink()
+    fixed = ev.run_experiment(_cfg(tmp_path), job)
+    assert fixed.status == "FINISHED" and fixed.run_id == broken.run_id  # same child run
+    done = executions.read_text().split()
+    assert done.count("s0") == 1 and done.count("s1") == 1  # not recomputed
+    assert done.count("s2") >= 2
+    assert fixed.metrics["n_sessions"] == 3
+    children = search_runs(uri, filter_string="tags.`physassist.kind` = 'job'")
+    assert len(children) == 1 and children.iloc[0]["status"] == "FINISHED"
