@@ -38,6 +38,8 @@ class Table:
 
     def markdown(self) -> str:
         shown = self.frame.copy()
+        for col in [c for c in shown.columns if c.endswith("run_id")]:  # full ids are in the CSV
+            shown[col] = shown[col].astype(str).str[:8]
         for col in shown.columns:
             if pd.api.types.is_float_dtype(shown[col]):
                 shown[col] = shown[col].map(lambda v: "-" if pd.isna(v) else f"{v:.{self.decimals}f}")
