@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import tempfile
@@ -70,21 +71,24 @@ def make_script(latency: float) -> Any:
     return script
 
 
-def run(dataset: str, ehr_source: str, latency: float, connections: int) -> tuple[float, list[float], int]:
-    """(wall seconds, per-turn seconds, samples) of one eval."""
+def run(
+    dataset: str, ehr_source: str, latency: float, connections: int
+) -> tuple[float, list[float], int, float]:
+    """(wall seconds, per-turn seconds, samples, process CPU seconds) of one eval."""
     task = physassistbench(dataset=dataset, ehr_source=ehr_source)
     model = get_model("mockllm/model", custom_outputs=make_script(latency), memoize=False)
     with tempfile.TemporaryDirectory() as logs:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         log = eval(
             task, model=model, log_dir=logs, display="none",
             max_connections=connections, max_samples=connections, fail_on_error=True,
+            log_realtime=False,
         )[0]
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
         samples = log.samples or []
         turns = [t["seconds"] for s in samples for t in s.store["physassist:turns"]]
-    return wall, turns, len(samples)
+    return wall, turns, len(samples), cpu
 
 
 def main() -> None:
@@ -96,12 +100,13 @@ def main() -> None:
     args = parser.parse_args()
 
     run(args.dataset, args.ehr_source, 0.0, 4)  # warm-up: store build/open, imports
-    wall0, turns0, n = run(args.dataset, args.ehr_source, 0.0, 1)
-    print(f"sessions: {n}, turns: {len(turns0)}")
+    wall0, turns0, n, cpu0 = run(args.dataset, args.ehr_source, 0.0, 1)
+    print(f"sessions: {n}, turns: {len(turns0)}, load average: {os.getloadavg()[0]:.1f}")
     print(f"overhead per turn (zero-latency model): median {1000 * statistics.median(turns0):.1f} ms, "
-          f"p90 {1000 * sorted(turns0)[int(0.9 * (len(turns0) - 1))]:.1f} ms, eval wall {wall0:.2f} s")
-    seq, _, _ = run(args.dataset, args.ehr_source, args.latency, 1)
-    par, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel)
+          f"p90 {1000 * sorted(turns0)[int(0.9 * (len(turns0) - 1))]:.1f} ms; "
+          f"whole eval {wall0:.2f} s wall, {1000 * cpu0 / len(turns0):.1f} ms CPU per turn")
+    seq, _, _, _ = run(args.dataset, args.ehr_source, args.latency, 1)
+    par, _, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel)
     print(f"{int(args.latency * 1000)} ms/call model: sequential {seq:.2f} s, "
           f"max_connections={args.parallel} {par:.2f} s, speed-up {seq / par:.1f}x")
 

@@ -157,6 +157,7 @@ class SessionRun:
         self.strategy = strategy
         self._set_allowed = set_allowed or (lambda names: None)
         self._tools_schemas = session.tools_for(settings.language)
+        self._tooldefs: dict[tuple[str, ...], list[ToolDef]] = {}
 
     def turn_tools(self, turn: int) -> list[ToolDef]:
         """The ToolDefs offered in ``turn`` (menu + the strategy's control tool)."""
@@ -169,16 +170,20 @@ class SessionRun:
             scenario=self.session.scenario,
             gold_names=self.session.gold_tool_names(turn) if self.settings.menu == "gold" else (),
         )
-        tools = [self.toolbox.data_tool(s) for s in schemas]
-        names = {schema_name(s) for s in schemas}
+        names = [schema_name(s) for s in schemas]
         control = self.strategy.control_tool
         if control is not None:
-            tools.append(
-                self.toolbox.control_tool(control, control_schema(self._tools_schemas, control))
-            )
-            names.add(control)
+            names.append(control)
+        key = tuple(names)
+        if key not in self._tooldefs:  # menus repeat across turns: build each once
+            tools = [self.toolbox.data_tool(s) for s in schemas]
+            if control is not None:
+                tools.append(
+                    self.toolbox.control_tool(control, control_schema(self._tools_schemas, control))
+                )
+            self._tooldefs[key] = tools
         self._set_allowed(frozenset(names))
-        return tools
+        return self._tooldefs[key]
 
     async def nudge(self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnResult) -> str:
         """Ask for a plain-text final answer without tools; the request is not kept."""
