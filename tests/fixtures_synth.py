@@ -23,14 +23,14 @@ def require_demo() -> Path:
 
 
 def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:
-    """In-memory DuckDB with one view per cohort table (plus meta/subjects.csv as `subjects`)."""
+    """In-memory DuckDB with one table per cohort table (plus meta/subjects.csv as `subjects`)."""
     con = duckdb.connect()
     for name, (_module, cols) in SCHEMAS.items():
         path = table_path(root, name)
         text_cols = ", ".join(f"'{c}': 'VARCHAR'" for c, t in cols if pa.types.is_string(t))
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{path}', header=true, sample_size=-1, "
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', header=true, sample_size=-1, "
                     f"types={{{text_cols}}})")
-    con.execute(f"CREATE VIEW subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', header=true)")
+    con.execute(f"CREATE TABLE subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', header=true)")
     return con
 
 

@@ -153,7 +153,7 @@ def test_arbitrary_arguments_never_raise() -> None:
     values = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30),
                        st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=60, deadline=None)
     @given(tool=st.sampled_from(TOOLS), args=st.dictionaries(st.sampled_from(["query", "drug", "subject_id", "x"]), values),
            lit=st.sampled_from(LITERACY), lang=st.sampled_from(["en", "zh"]))
     def check(tool: str, args: dict, lit: str, lang: str) -> None:
