@@ -32,7 +32,7 @@ def _as_list(value: Any, name: str) -> list[Any] | None:
         return None
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, int):
+    if isinstance(value, int | float):
         return [value]
     if isinstance(value, Sequence):
         return list(value)
