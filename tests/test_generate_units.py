@@ -1,0 +1,104 @@
+"""Unit tests of the generation agents' parsing and rule checks (no model calls)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from physassist.data.builder.arcs import CR, DG, IL, WU
+from solvers.generation.answer import check_format, lab_values
+from solvers.generation.gates import plan_rule_problems
+from solvers.generation.llm import AgentOutputError, parse_object
+from solvers.generation.planner import PlanTurn, parse_plan
+from solvers.generation.questions import choose_subtype, settle
+from solvers.generation.rubric import validate_check
+from solvers.generation.tool_planner import Action
+
+
+def turn(task_type: str = IL, source: str = "ehr", entities: tuple[str, ...] = ("Creatinine",)) -> PlanTurn:
+    return PlanTurn(task_type, "topic", "", source, entities)
+
+
+def obs(sid: int = 7) -> Action:
+    return Action("Observation.search", {"subject_id": sid, "code": "Creatinine"})
+
+
+def test_parse_object_is_strict() -> None:
+    assert parse_object('```json\n{"a": 1}\n```', "k") == {"a": 1}
+    with pytest.raises(AgentOutputError, match="not JSON"):
+        parse_object('Sure! {"a": 1}', "k")
+    with pytest.raises(AgentOutputError, match="object"):
+        parse_object("[1]", "k")
+
+
+def test_gate1_rules() -> None:
+    assert plan_rule_problems(turn(IL), [obs()], 7) == []
+    assert "exactly 1" in plan_rule_problems(turn(IL), [obs(), obs()], 7)[0]
+    assert ">= 2" in plan_rule_problems(turn(DG), [obs()], 7)[0]
+    assert plan_rule_problems(turn(CR), [], 7)
+    assert any("patient tool" in p for p in plan_rule_problems(turn(CR, "mixed"), [obs()], 7))
+    assert any("not offered" in p for p in plan_rule_problems(turn(IL), [Action("Flag.create", {"subject_id": 7})], 7))
+    assert any("subject_id missing" in p for p in plan_rule_problems(turn(IL), [Action("Observation.search", {})], 7))
+    assert any("not the session" in p for p in plan_rule_problems(turn(IL), [obs(8)], 7))
+    assert any("write tool" in p for p in plan_rule_problems(turn(WU, "write"), [], 7))
+
+
+def test_plan_rules() -> None:
+    rows = [{"topic": "x", "tool_source": "ehr", "entities": []} for _ in range(3)]
+    ok = {"clinical_situation": "s", "turns": [*rows, {"topic": "w", "tool_source": "write"}]}
+    arc = 2  # IL IL IL WU
+    assert parse_plan(ok, arc, False).turns[3].source == "write"
+    bad = {"clinical_situation": "s", "turns": [*rows[:2], {"topic": "x", "tool_source": "patient"},
+                                                {"topic": "w", "tool_source": "write"}]}
+    with pytest.raises(AgentOutputError, match="no patient model"):
+        parse_plan(bad, arc, False)
+    two = {"clinical_situation": "s", "turns": [rows[0], {"topic": "x", "tool_source": "mixed"},
+                                                {"topic": "x", "tool_source": "patient"},
+                                                {"topic": "w", "tool_source": "write"}]}
+    with pytest.raises(AgentOutputError, match="at most one"):
+        parse_plan(two, arc, True)
+
+
+def test_subtypes_and_drift_fallback() -> None:
+    rng = random.Random(0)
+    assert choose_subtype(0, IL, {"x"}, {}, rng) is None
+    assert choose_subtype(3, WU, {"x"}, {}, rng) is None
+    assert choose_subtype(2, IL, {"x"}, {"NA": 0, "PE": 0, "AE": 0}, rng) in ("NA", "PE")
+    assert choose_subtype(1, CR, set(), {}, rng) == "PE"  # no antecedent, AE needs two turns
+    t = turn(CR, entities=("Potassium",))
+    kept = settle("Is the potassium worrying?", "Is it worrying?", "NA", t)
+    assert (kept.implicit, kept.subtype, kept.fallback) == ("Is it worrying?", "NA", None)
+    drift = settle("Is the potassium worrying?", "How was the weekend?", "NA", t)
+    assert (drift.implicit, drift.subtype, drift.fallback) == ("Potassium?", "PE", "pe_fragment")
+    none = settle("Anything else?", "Weekend plans?", "NA", turn(CR, entities=("Potassium",)))
+    assert (none.implicit, none.subtype, none.fallback) == ("Anything else?", None, "explicit")
+    same = settle("Potassium?", "potassium?", "PE", t)
+    assert same.subtype is None
+
+
+def test_rubric_checks_are_grounded_and_decimal_safe() -> None:
+    bundle = {"resourceType": "Bundle", "entry": [{"resource": {
+        "resourceType": "Observation", "code": {"text": "Creatinine"},
+        "valueQuantity": {"value": 1.40, "unit": "mg/dL"}}}]}
+    ev = [{"values": lab_values(bundle)}]
+    assert ev[0]["values"][0]["value"] == "1.4"
+    ok = validate_check({"kind": "value", "label": "Creatinine", "value": "1.40", "unit": "mg/dL"}, ev, [], "i")
+    assert ok["value"] == 1.4
+    with pytest.raises(AgentOutputError, match="not in the tool results"):
+        validate_check({"kind": "value", "label": "Creatinine", "value": 1.41}, ev, [], "i")
+    write = Action("ServiceRequest.create", {"subject_id": 1, "service_type": "BMP"})
+    assert validate_check({"kind": "write_call", "tool": "ServiceRequest.create"}, ev, [write], "i")
+    with pytest.raises(AgentOutputError, match="not an argument"):
+        validate_check({"kind": "write_arg", "tool": "ServiceRequest.create", "field": "dose",
+                        "accepted": ["5 mg"]}, ev, [write], "i")
+    with pytest.raises(AgentOutputError, match="not a write call"):
+        validate_check({"kind": "write_call", "tool": "Flag.create"}, ev, [write], "i")
+
+
+def test_answer_format_counts_sentences_without_breaking_decimals() -> None:
+    check_format("Creatinine 1.4 mg/dL is high. It rose from 1.1 mg/dL.", CR)
+    with pytest.raises(AgentOutputError):
+        check_format("One. Two. Three.", CR)
+    with pytest.raises(AgentOutputError):
+        check_format("a\nb\nc", IL)
