@@ -12,8 +12,11 @@ import pytest
 from inspect_ai import eval
 from inspect_ai._util.registry import registry_lookup
 from inspect_ai.log import EvalLog
+from inspect_ai.model import get_model
 
 import physassist._registry  # noqa: F401  (what the entry point loads)
+from physassist.agents.baseline import BaselineAgent
+from physassist.agents.provider import PhysAssistAgents
 from tasks.physassistbench import physassistbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +48,10 @@ def one_per_scenario() -> list[str]:
 
 def test_registered_under_the_package_namespace() -> None:
     assert registry_lookup("task", "physassist/physassistbench") is not None
-    assert registry_lookup("modelapi", "physassist/physassist") or registry_lookup("modelapi", "physassist")
+    assert isinstance(get_model("physassist/oracle").api, PhysAssistAgents)
+    assert isinstance(get_model("physassist/baseline").api.agent, BaselineAgent)
+    with pytest.raises(ValueError, match="physassist/oracle, physassist/baseline"):
+        get_model("physassist/clever", memoize=False)
 
 
 def test_invalid_options_name_the_valid_ones() -> None:
