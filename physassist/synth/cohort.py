@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import multiprocessing
 import os
 import shutil
 from collections import Counter
@@ -161,6 +162,8 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
         compresslevel = 6 if n_subjects <= 5000 else 1
     if workers is None:
         workers = min(4, os.cpu_count() or 1) if n_subjects > chunk_size else 1
+    if multiprocessing.current_process().daemon:  # daemonic workers cannot start a process pool
+        workers = 1
     if not isinstance(compresslevel, int) or not 0 <= compresslevel <= 9:
         raise ValueError(f"compresslevel must be in 0..9, got {compresslevel!r}")
     out = Path(out_dir)
