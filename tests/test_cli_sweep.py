@@ -46,6 +46,8 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     assert len(parents) == 1 and len(children) == 4
     parent = parents.iloc[0]
     assert parent["status"] == "FINISHED" and parent["metrics.jobs_finished"] == 4.0
+    assert parent["params.language"] == "en" and parent["params.menu"] == "on"
+    assert pd.isna(parent.get("params.model")) and pd.isna(parent.get("params.query"))  # swept
     assert set(children["status"]) == {"FINISHED"}
     assert set(children["tags.mlflow.parentRunId"]) == {parent["run_id"]}
     assert set(children["tags.physassist.sweep_id"]) == {parent["tags.physassist.sweep_id"]}

@@ -64,3 +64,14 @@ def test_sweep_and_job_keys_are_deterministic_and_order_free() -> None:
         ["query=explicit", "model=oracle"]
     )
     assert job_key(["model=oracle"]) != job_key(["model=baseline"])
+
+
+def test_sweep_parent_params_leave_out_what_the_jobs_vary() -> None:
+    from physassist.cli.eval import shared_params
+
+    params = flatten_config(resolve(compose()))
+    shared = shared_params(params, ["model=oracle,baseline", "terminal.budget=4,16", "hydra.launcher.n_jobs=2"])
+    assert "model" not in shared and "model.temperature" not in shared
+    assert "terminal.budget" not in shared and shared["terminal"] == "prepare_to_answer"
+    assert shared["language"] == "en" and shared["query"] == "implicit"
+    assert "model" not in shared_params(params, ["model.name=a,b"])

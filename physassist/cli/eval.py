@@ -30,7 +30,12 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from physassist.tracking.params import experiment_params, flatten_config, is_execution_param
+from physassist.tracking.params import (
+    IDENTITY_KEYS,
+    experiment_params,
+    flatten_config,
+    is_execution_param,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -244,6 +249,19 @@ def identity_overrides(overrides: list[str]) -> list[str]:
             continue
         kept.append(override)
     return kept
+
+
+def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict[str, str]:
+    """The params every job of a sweep shares: a swept key and its whole group are left out."""
+    swept = {a.split("=", 1)[0].lstrip("+~") for a in sweep_arguments}
+    swept = {k.replace("/", ".") for k in swept if not k.startswith("hydra")}
+
+    exact = {IDENTITY_KEYS[tuple(k.split("."))] for k in swept if tuple(k.split(".")) in IDENTITY_KEYS}
+
+    def varies(key: str) -> bool:
+        return key in exact or any(key == k or key.startswith(k + ".") for k in swept)
+
+    return {k: v for k, v in params.items() if not varies(k)}
 
 
 def run_name(config: Mapping[str, Any], job_overrides: list[str] | None = None) -> str:
@@ -556,6 +574,7 @@ class SweepCallback(Callback):
                     retries=int(tracking.get("retries") or 0),
                 )
                 parent = tracker.start_sweep(sweep_id, arguments, f"sweep {sweep_id}")
+                tracker.log_params(parent, shared_params(flatten_config(base), arguments))
             except (TrackingError, Exception) as exc:  # noqa: BLE001
                 print(f"tracking failed: {exc}; jobs still run and keep their Inspect logs", file=sys.stderr)
         runs.SweepInfo(sweep_id, parent, tuple(arguments)).write(Path(config.hydra.sweep.dir).resolve())

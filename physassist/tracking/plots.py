@@ -53,7 +53,7 @@ def task_type_label(value: object) -> str:
 
 
 def implicitness_label(value: object) -> str:
-    """NA / PE / AE, or ``none`` for explicit turns (null subtype)."""
+    """NA / PE / AE, or ``none`` for turns without a subtype (T0 and Write/Update)."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "none"
     text = str(value).strip()
@@ -94,7 +94,7 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
     fig = Figure(figsize=(1.4 * len(cols) + 2, 0.8 * len(rows) + 1.6))
     ax = fig.add_subplot()
     image = ax.imshow(mean.to_numpy(dtype=float), vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
-    ax.set_xticks(range(len(cols)), labels=[c if c != "none" else "explicit" for c in cols])
+    ax.set_xticks(range(len(cols)), labels=[c if c != "none" else "none (T0, WU)" for c in cols])
     ax.set_yticks(range(len(rows)), labels=rows)
     ax.set_xlabel("implicitness")
     ax.set_ylabel("task type")

@@ -211,6 +211,15 @@ class Tracker:
             )
             return run.info.run_id
 
+    def log_params(self, run_id: str, params: Mapping[str, str]) -> None:
+        """Add params a run does not have yet (params are immutable in MLflow)."""
+        from mlflow.entities import Param
+
+        existing = self._call(lambda: self.client.get_run(run_id)).data.params
+        new = [Param(k, v) for k, v in params.items() if k not in existing]
+        for chunk in _chunks(new, 100):
+            self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
+
     def end_sweep(self, parent_run_id: str, sweep_id: str) -> str:
         """Close the parent: FINISHED when every child finished, else FAILED; returns it."""
         children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})
