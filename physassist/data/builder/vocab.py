@@ -24,7 +24,7 @@ LABS: dict[str, Lab] = {
     for lab in (
         Lab("Hemoglobin", "hemoglobin", "血红蛋白", "hematologic"),
         Lab("Hematocrit", "hematocrit", "红细胞压积", "hematologic"),
-        Lab("Platelet Count", "platelets", "血小板计数", "hematologic"),
+        Lab("Platelet Count", "platelet count", "血小板计数", "hematologic"),
         Lab("White Blood Cells", "white count", "白细胞计数", "inflammatory"),
         Lab("Creatinine", "creatinine", "肌酐", "renal"),
         Lab("Urea Nitrogen", "BUN", "尿素氮", "renal"),
@@ -49,7 +49,7 @@ LABS: dict[str, Lab] = {
         Lab("Fibrinogen, Functional", "fibrinogen", "纤维蛋白原", "coagulation"),
         Lab("Lactate", "lactate", "乳酸", "inflammatory"),
         Lab("C-Reactive Protein", "CRP", "C反应蛋白", "inflammatory"),
-        Lab("Neutrophils", "neutrophils", "中性粒细胞", "inflammatory"),
+        Lab("Neutrophils", "neutrophil percentage", "中性粒细胞百分比", "inflammatory"),
         Lab("Troponin T", "troponin", "肌钙蛋白T", "cardiac"),
         Lab("Creatine Kinase (CK)", "CK", "肌酸激酶", "cardiac"),
         Lab("NTproBNP", "BNP", "N末端B型利钠肽原", "cardiac"),
