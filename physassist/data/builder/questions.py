@@ -63,7 +63,8 @@ def _values(topic: Topic, lang: str, gender: str) -> dict[str, str]:
     if topic.lab2:
         vals["lab2"] = lab_spoken(topic.lab2, lang)
     if topic.drug:
-        vals["drug"] = topic.drug
+        # Chinese text sets a Latin drug name off with spaces ("她的 insulin 医嘱").
+        vals["drug"] = topic.drug if lang == "en" else f" {topic.drug} "
         vals["Drug"] = _cap(topic.drug)
     return vals
 

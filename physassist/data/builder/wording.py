@@ -53,12 +53,14 @@ def fill(template: str, where: str, **values: Any) -> str:
 
 
 _SPACES = re.compile(r"[ \t]{2,}")
-_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:)\]）。，；：])")
+_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:?!)\]）。，；：？！、（])")
+_SPACE_AFTER_CJK_PUNCT = re.compile(r"([（。，；：？！、“])[ \t]+")
 
 
 def tidy(text: str) -> str:
     """Collapse the gaps an empty value leaves (a unitless INR: "1.1 ." -> "1.1.")."""
-    return _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", text)).strip()
+    text = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", text))
+    return _SPACE_AFTER_CJK_PUNCT.sub(r"\1", text).strip()
 
 
 def say(lang: str, path: str, **values: Any) -> str:
