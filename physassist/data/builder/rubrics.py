@@ -416,7 +416,8 @@ def _reliability_items(d: Digest) -> list[Item]:
     vals = {"drug_word": word, "given": d.admin_count, "missed": missed}
     items = _med_items(d, 1)
     items.append(_item("rel_given", value("given", d.admin_count, ""), vals))
-    items.append(_item("rel_missed", value("not given", missed, ""), vals))
+    items.append(_item("rel_missed" if missed else "rel_missed_none",
+                       value("not given", missed, ""), vals))
     if d.verdict == "ok":
         items.append(_item("rel_verdict_ok", concept("rel_ok"), vals))
         items.append(_item("rel_plan_ok", concept("continue"), vals))

@@ -156,6 +156,7 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     # Keep medication topics on the scenario's focus when the patient has such drugs.
     if scenario == "med_safety" and monitored:
         drugs = monitored + [w for w in drugs if w not in monitored][:2]
+        given = [w for w in monitored if w in given] + [w for w in given if w not in monitored]
     if scenario == "treatment_response" and antibiotics:
         drugs = antibiotics
         given = antibiotics
