@@ -3,7 +3,8 @@
 ``fakegen/scripted`` answers every generation agent (by the ``[physassist-generate: kind]``
 line of its prompt) from the prompt's INPUT JSON, deterministically, and always reports
 usage (mockllm would otherwise fetch a tokenizer). ``fail=<mode>`` makes one agent misbehave
-(``fail_times`` times, default always) to drive each rejection path:
+(``fail_times`` times each, default always; several modes comma-separated) to drive each
+rejection path:
 ``gate1_rules`` (IL with two calls), ``gate1_llm``, ``gate2`` (a lab that does not exist),
 ``gate3``, ``gate3_error`` (checker replies non-JSON), ``drift`` (off-topic rewrite),
 ``rubric`` (a value not in the results), ``planner`` (three turns instead of four).
@@ -39,14 +40,14 @@ class ScriptedGenerator(ModelAPI):
                  config: GenerateConfig | None = None, fail: str | None = None,
                  fail_times: int = 10**9, **_: Any) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
-        self.fail = fail
-        self.fail_left = int(fail_times)
+        modes = [m.strip() for m in (fail or "").split(",") if m.strip()]
+        self.fail_left = dict.fromkeys(modes, int(fail_times))
         self.calls: dict[str, int] = {}
 
     def _failing(self, mode: str) -> bool:
-        if self.fail != mode or self.fail_left <= 0:
+        if self.fail_left.get(mode, 0) <= 0:
             return False
-        self.fail_left -= 1
+        self.fail_left[mode] -= 1
         return True
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo],

@@ -10,6 +10,7 @@ from typing import Any
 
 import fixtures_generate  # noqa: F401  (registers fakegen/scripted)
 import pytest
+from fixtures_tracking import store_uri
 from inspect_ai import eval
 from inspect_ai.model import get_model
 
@@ -69,10 +70,22 @@ def test_rerun_is_reproducible_and_refuses_to_overwrite(generated: dict[str, Any
 
     with pytest.raises(ConfigError, match="already holds sessions"):
         run_generation(generated["config"])
-    again = {**generated["config"], "output_dir": str(tmp_path / "again")}
-    run_generation(again)
-    for name in ("med_safety.jsonl", "discharge_planning.jsonl"):
-        assert (tmp_path / "again" / name).read_text() == (generated["out"] / name).read_text()
+    tracking = {"enabled": True, "uri": store_uri(tmp_path), "experiment": "gen-test",
+                "retries": 2, "log_eval": False}
+    again = {**generated["config"], "output_dir": str(tmp_path / "again"), "scenarios": ["med_safety"],
+             "tracking": tracking}
+    manifest = run_generation(again)
+    assert manifest["tracking_error"] is None
+    name = "med_safety.jsonl"
+    assert (tmp_path / "again" / name).read_text() == (generated["out"] / name).read_text()
+    from physassist.tracking.runs import Tracker
+
+    tracker = Tracker(tracking["uri"], "gen-test")
+    (run,) = tracker.find_runs({"physassist.kind": "generate"})
+    m = run.data.metrics
+    assert m["sessions"] == 2 and m["produced.med_safety.L1"] == 1
+    assert m["gate.gate3.failure_rate"] == 0.0 and m["tokens.total"] > 0
+    assert run.data.params["generator.name"] == "fakegen/scripted"
 
 
 def test_generated_sessions_score_full_marks_with_the_oracle(generated: dict[str, Any], tmp_path: Path) -> None:

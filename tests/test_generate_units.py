@@ -102,3 +102,23 @@ def test_answer_format_counts_sentences_without_breaking_decimals() -> None:
         check_format("One. Two. Three.", CR)
     with pytest.raises(AgentOutputError):
         check_format("a\nb\nc", IL)
+
+
+def test_generate_config_composes_and_requires_a_generator() -> None:
+    from hydra import compose, initialize_config_dir
+
+    from physassist.cli.eval import ConfigError, conf_dir, resolve
+    from physassist.cli.generate import role_specs
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose("generate", overrides=["roles.checker=openai/gpt-5.4-mini"])
+    with pytest.raises(ConfigError, match="generator.name is required"):
+        resolve(cfg)
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose("generate", overrides=["generator.name=mockllm/model", "roles.checker=openai/x"])
+    config = resolve(cfg)
+    generator, roles = role_specs(config)
+    assert generator.name == "mockllm/model" and set(roles) == {"checker"}
+    assert config["attempts"] == 3 and config["tracking"]["experiment"] == "physassist-generate"
+    with pytest.raises(ConfigError, match="roles.judge"):
+        role_specs({**config, "roles": {"judge": "x/y"}})

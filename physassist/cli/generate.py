@@ -48,6 +48,7 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     checked = dict.fromkeys(GATES, 0)
     failed = dict.fromkeys(GATES, 0)
     stages: dict[str, int] = defaultdict(int)
+    fallbacks: dict[str, int] = defaultdict(int)
     tokens: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     models: dict[str, str] = {}
     attempts: list[int] = []
@@ -65,6 +66,8 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             failed[g] += stats["failed"][g]
         for k, v in stats["stage_failures"].items():
             stages[k] += v
+        for k, v in stats["fallbacks"].items():
+            fallbacks[k] += v
         for role, row in stats["tokens"].items():
             for k, v in row.items():
                 tokens[role][k] += v
@@ -83,6 +86,7 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         "gates": {g: {"checked": checked[g], "failed": failed[g],
                       "failure_rate": failed[g] / checked[g] if checked[g] else None} for g in GATES},
         "stage_failures": dict(sorted(stages.items())),
+        "rewrite_fallbacks": dict(sorted(fallbacks.items())),
         "tokens": {r: dict(v) for r, v in tokens.items()}, "models": models,
     }
 
@@ -132,6 +136,8 @@ def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
             m[f"gate.{g}.failure_rate"] = row["failure_rate"]
     for stage, n in stats["stage_failures"].items():
         m[f"stage_failures.{stage}"] = n
+    for kind, n in stats["rewrite_fallbacks"].items():
+        m[f"rewrite_fallbacks.{kind}"] = n
     for role, row in stats["tokens"].items():
         m[f"tokens.{role}.input"] = row.get("input", 0)
         m[f"tokens.{role}.output"] = row.get("output", 0)
@@ -167,9 +173,9 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
                            f"see {local_path(log.location)}")
     sessions, stats = collect(log)
     model_ids = {r: str(role_models[r]) if r in role_models else generator.name for r in ROLES}
-    manifest = {"config": config, "seed": config["seed"], "models": model_ids,
+    manifest = {"config": config, "seed": config["seed"], **stats, "models": model_ids,
                 "store_fingerprint": (log.eval.metadata or {}).get("store_fingerprint"),
-                "inspect_log": local_path(log.location), **stats}
+                "inspect_log": local_path(log.location)}
     out = Path(str(config["output_dir"])).expanduser()
     manifest["files"] = [str(p) for p in write_output(sessions, manifest, out, bool(config.get("overwrite")))]
     manifest["tracking_error"] = _track(config, manifest, out)
