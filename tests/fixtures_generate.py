@@ -104,7 +104,7 @@ class ScriptedGenerator(ModelAPI):
         e = p["entities"]
         q = {"Information Lookup": f"What is the latest {e[0]}?",
              "Data Gathering": f"Pull the latest {' and '.join(e)}.",
-             "Clinical Reasoning": f"Is this {e[0]} worrying?",
+             "Clinical Reasoning": f"Should we worry about the {e[0]}?",
              "Write/Update": f"Order a repeat {e[0]}."}[p["task_type"]]
         if p["tool_source"] == "mixed":
             q = q.rstrip(".?") + ", and ask about symptoms."

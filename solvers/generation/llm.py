@@ -84,7 +84,7 @@ class Caller:
                   temperature: float = 0.0) -> dict[str, Any]:
         if role not in ROLES:
             raise ValueError(f"unknown generation role {role!r}; valid: {', '.join(ROLES)}")
-        model = get_model(role=role)
+        model = get_model(role=role, default=get_model(role="generator"))
         self.calls += 1
         config = GenerateConfig(temperature=temperature, seed=self.seed + self.calls)
         out = await model.generate([ChatMessageUser(content=render_prompt(kind, payload))],

@@ -8,6 +8,7 @@ shape) and left, with the slot's statistics, in ``state.store[RESULT_KEY]``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
@@ -81,7 +82,8 @@ def _load_phm(phm_dir: Path | None, subject_id: int) -> dict[str, Any] | None:
 
 
 async def _execute(slot: _Slot, actions: list[Action], allowed: frozenset[str]) -> list[Any]:
-    """Record calls against the store (strict); patient calls go to the patient agent."""
+    """Record calls against the store (strict, off the event loop: other slots keep their
+    model calls going); patient calls are left for the patient agent."""
     ctx = ToolContext(store=slot.store, subject_id=slot.prof.subject_id, hadm_id=slot.prof.hadm_id,
                       current_date=slot.prof.current_date, semantics="strict",
                       session_id=slot.session_id, allowed=allowed)
@@ -90,7 +92,7 @@ async def _execute(slot: _Slot, actions: list[Action], allowed: frozenset[str]) 
         if a.name in PATIENT_TOOLS:
             out.append(None)  # answered after gate 2, by the patient agent
         else:
-            out.append(call_tool(ctx, a.name, a.arguments))
+            out.append(await asyncio.to_thread(call_tool, ctx, a.name, a.arguments))
     return out
 
 
@@ -191,8 +193,8 @@ async def generate_slot(*, store: EHRStore, phm_dir: Path | None, meta: dict[str
     for cand in meta["candidates"][:patient_limit]:
         stats.patients_tried += 1
         rng = random.Random(f"{seed}:{cand['subject_id']}")
-        prof = load_profile(store.cursor(), int(cand["subject_id"]), int(cand["hadm_id"]),
-                            str(cand["current_date"]))
+        prof = await asyncio.to_thread(load_profile, store.cursor(), int(cand["subject_id"]),
+                                       int(cand["hadm_id"]), str(cand["current_date"]))
         phm = _load_phm(phm_dir, prof.subject_id)
         persona = _persona(phm, rng)
         slot = _Slot(caller, stats, store, prof, phm, str(persona["health_literacy"]),
