@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from physassist.synth.catalog import CHART, LABS, PANEL_CODE
-from physassist.synth.plan import SHAPE_FAST, SHAPE_LATE, SHAPE_NOISY, SubjectPlan
+from physassist.synth.plan import SHAPE_FAST, SHAPE_LATE, SHAPE_NOISY, Series, SubjectPlan
 from physassist.synth.planner import PROVIDERS
 
 LAB_CODES = tuple(LABS)
@@ -54,6 +54,14 @@ def _expand(first, stride, n, start, end, shape, noise, rng: np.random.Generator
     return sid, k, draw, val
 
 
+def _expand_series(specs: list[tuple[int, Series]], rng: np.random.Generator):
+    """`_expand` over (offset of the plan's first draw, series) pairs gathered from many plans."""
+    return _expand(np.asarray([base + s.first for base, s in specs]), np.asarray([s.stride for _, s in specs]),
+                   np.asarray([s.n for _, s in specs], dtype=np.int64), np.asarray([s.start for _, s in specs], float),
+                   np.asarray([s.end for _, s in specs], float), np.asarray([s.shape for _, s in specs]),
+                   np.asarray([s.noise for _, s in specs], float), rng)
+
+
 def _round(val: np.ndarray, dec: np.ndarray) -> np.ndarray:
     scale = 10.0 ** dec
     return np.round(val * scale) / scale
@@ -85,7 +93,8 @@ def _cumcount(sorted_keys: np.ndarray) -> np.ndarray:
 def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     """labevents rows for a chunk of subjects, sorted by (subject_id, charttime, itemid)."""
     draw_time, draw_prio, draw_local, draw_subj = [], [], [], []
-    s_first, s_stride, s_n, s_start, s_end, s_shape, s_noise, s_code, s_hadm, s_subj = ([] for _ in range(10))
+    specs: list[tuple[int, Series]] = []
+    s_code, s_hadm, s_subj = [], [], []
     subj_ids, subj_female, subj_age = [], [], []
     for si, plan in enumerate(plans):
         base = len(draw_time)
@@ -97,19 +106,11 @@ def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
         subj_female.append(plan.sex == "F")
         subj_age.append(plan.age)
         for s in plan.series:
-            s_first.append(base + s.first)
-            s_stride.append(s.stride)
-            s_n.append(s.n)
-            s_start.append(s.start)
-            s_end.append(s.end)
-            s_shape.append(s.shape)
-            s_noise.append(s.noise)
+            specs.append((base, s))
             s_code.append(LAB_IDX[s.code])
             s_hadm.append(s.hadm_id)
             s_subj.append(si)
-    n = np.asarray(s_n, dtype=np.int64)
-    sid, k, draw, val = _expand(np.asarray(s_first), np.asarray(s_stride), n, np.asarray(s_start, float),
-                                np.asarray(s_end, float), np.asarray(s_shape), np.asarray(s_noise, float), rng)
+    sid, k, draw, val = _expand_series(specs, rng)
     code = np.asarray(s_code)[sid]
     dec = _LAB_DEC[code]
     val = _round(np.maximum(val, 10.0 ** -dec), dec)
@@ -177,27 +178,21 @@ def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
 
 def chart_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     """chartevents vital signs of ICU stays, sorted by (subject_id, charttime, itemid)."""
-    vt, s_first, s_stride, s_n, s_start, s_end, s_shape, s_noise, s_code, s_hadm, s_stay, s_subj = ([] for _ in range(12))
+    vt: list[int] = []
+    specs: list[tuple[int, Series]] = []
+    s_code, s_hadm, s_stay, s_subj = [], [], [], []
     for plan in plans:
         base = len(vt)
         vt.extend(plan.vtimes)
         for s in plan.vseries:
-            s_first.append(base + s.first)
-            s_stride.append(s.stride)
-            s_n.append(s.n)
-            s_start.append(s.start)
-            s_end.append(s.end)
-            s_shape.append(s.shape)
-            s_noise.append(s.noise)
+            specs.append((base, s))
             s_code.append(CHART_IDX[s.code])
             s_hadm.append(s.hadm_id)
             s_stay.append(s.stay_id)
             s_subj.append(plan.subject_id)
-    if not s_n:
+    if not specs:
         return empty_chart()
-    n = np.asarray(s_n, dtype=np.int64)
-    sid, k, draw, val = _expand(np.asarray(s_first), np.asarray(s_stride), n, np.asarray(s_start, float),
-                                np.asarray(s_end, float), np.asarray(s_shape), np.asarray(s_noise, float), rng)
+    sid, k, draw, val = _expand_series(specs, rng)
     code = np.asarray(s_code)[sid]
     dec = _CH_DEC[code]
     val = _round(np.maximum(val, 0.0), dec)
