@@ -8,6 +8,7 @@ observations. Readers accept both the strict (valid FHIR) and compat resource sh
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,14 @@ def lab_points(observation: Any, label: str) -> list[LabPoint]:
     return sorted((p for p in points if p.code == best), key=lambda p: p.time)
 
 
+def _naming(observation: Any, resource_type: str, word: str | None) -> Iterator[tuple[dict[str, Any], str]]:
+    """(resource, drug text) of the medication resources whose drug names `word` (all when None)."""
+    for r in resources(observation, resource_type):
+        drug = _text(r.get("medicationCodeableConcept"))
+        if not word or word.lower() in drug.lower():
+            yield r, drug
+
+
 @dataclass(frozen=True)
 class MedOrder:
     drug: str
@@ -150,10 +159,7 @@ class MedOrder:
 def med_orders(observation: Any, word: str | None = None) -> list[MedOrder]:
     """MedicationRequests (newest start first), optionally only those naming `word`."""
     out: list[MedOrder] = []
-    for r in resources(observation, "MedicationRequest"):
-        drug = _text(r.get("medicationCodeableConcept"))
-        if word and word.lower() not in drug.lower():
-            continue
+    for r, drug in _naming(observation, "MedicationRequest", word):
         dose = None
         unit = route = text = start = ""
         for di in r.get("dosageInstruction") or []:
@@ -182,10 +188,7 @@ class AdminEvent:
 def admin_events(observation: Any, word: str | None = None) -> list[AdminEvent]:
     """MedicationAdministrations (oldest first), optionally only those naming `word`."""
     out: list[AdminEvent] = []
-    for r in resources(observation, "MedicationAdministration"):
-        drug = _text(r.get("medicationCodeableConcept"))
-        if word and word.lower() not in drug.lower():
-            continue
+    for r, drug in _naming(observation, "MedicationAdministration", word):
         time = str(r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start") or "")
         event = str(r.get("_event_txt") or "")
         if not event:
