@@ -122,3 +122,26 @@ def test_generate_config_composes_and_requires_a_generator() -> None:
     assert config["attempts"] == 3 and config["tracking"]["experiment"] == "physassist-generate"
     with pytest.raises(ConfigError, match="roles.judge"):
         role_specs({**config, "roles": {"judge": "x/y"}})
+
+
+def test_invalid_sessions_leave_no_output(tmp_path) -> None:
+    from physassist.cli.generate import write_output
+    from physassist.data import SessionFormatError
+
+    out = tmp_path / "out"
+    with pytest.raises(SessionFormatError):
+        write_output([{"id": "broken", "clinical_scenario": "med_safety"}], {}, out, overwrite=False)
+    assert not out.exists()
+
+
+def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
+    from physassist.cli.eval import ConfigError
+    from physassist.cli.generate import run_generation
+
+    config = {"store": str(tmp_path / "nowhere"), "scenarios": None, "tiers": None,
+              "sessions_per_slot": 1, "seed": 0, "attempts": 3, "patient_limit": 2,
+              "output_dir": str(tmp_path / "o"), "generator": {"name": "mockllm/model"}, "roles": {}}
+    with pytest.raises(ConfigError, match="nowhere"):
+        run_generation(config)
+    with pytest.raises(ConfigError, match="unknown scenario/tier surgery"):
+        run_generation({**config, "store": "sample", "scenarios": ["surgery"]})

@@ -25,6 +25,10 @@ ROLES = ("planner", "user", "answer", "checker", "patient", "rubric", "translato
 GATES = ("gate1_rules", "gate1_llm", "gate2", "gate3")
 
 
+class GenerationFailed(RuntimeError):
+    """The generation eval itself failed (its log says why); nothing was written."""
+
+
 def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
     gen = config.get("generator") or {}
     if not gen.get("name"):
@@ -98,6 +102,7 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
 
     if out.is_dir() and any(out.glob("*.jsonl")) and not overwrite:
         raise ConfigError(f"output_dir {out} already holds sessions; pass overwrite=true or another output_dir")
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".generate-", dir=out))
     try:
@@ -111,13 +116,17 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
             load_sessions(staging)  # strict: raises SessionFormatError naming session/turn/field
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n",
                                                encoding="utf-8")
-        written = []
-        for f in sorted(staging.iterdir()):
-            f.replace(out / f.name)
-            written.append(out / f.name)
-        return written
-    finally:
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)  # nothing of a failed run is left behind
+        raise
+    written = []
+    for f in sorted(staging.iterdir()):
+        f.replace(out / f.name)
+        written.append(out / f.name)
+    shutil.rmtree(staging, ignore_errors=True)
+    return written
 
 
 def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
@@ -169,7 +178,7 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     log = inspect_eval(task, model=model, model_roles=role_models or None, seed=int(config["seed"]),
                        log_dir=str(ins.get("log_dir") or "logs/generate"), **options)[0]
     if log.status != "success":
-        raise RuntimeError(f"generation eval {log.status}: {log.error.message if log.error else ''}; "
+        raise GenerationFailed(f"generation eval {log.status}: {log.error.message if log.error else ''}; "
                            f"see {local_path(log.location)}")
     sessions, stats = collect(log)
     model_ids = {r: str(role_models[r]) if r in role_models else generator.name for r in ROLES}
@@ -224,11 +233,16 @@ def summary(manifest: dict[str, Any]) -> str:
 
 @hydra.main(config_path=str(conf_dir()), config_name="generate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    from physassist.data import SessionFormatError
+
     try:
         manifest = run_generation(resolve(cfg))
     except ConfigError as exc:
         print(f"physassist-generate: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except (SessionFormatError, GenerationFailed) as exc:
+        print(f"physassist-generate: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     print(summary(manifest))
     if manifest.get("tracking_error"):
         print(f"physassist-generate: {manifest['tracking_error']}", file=sys.stderr)
