@@ -129,6 +129,16 @@ def _med(observation: Any, word: str) -> MedFact | None:
     return None
 
 
+def _given_admins(d: Digest, observation: Any) -> bool:
+    """Record count, first day and last minute of the topic drug's given doses; False when none."""
+    events = F.given(F.admin_events(observation, d.topic.drug))
+    if not events:
+        return False
+    d.admin_count, d.admin_first, d.admin_last = (
+        len(events), F.day(events[0].time), F.minute(events[-1].time))
+    return True
+
+
 def digest(topic: Topic, observations: list[Any], prof: Profile,
            arguments: list[dict[str, Any]] | None = None) -> Digest | None:
     """Read the gold observations of one topic; None when they cannot support an answer."""
@@ -169,12 +179,8 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             d.admin_count, d.admin_total, d.admin_last = (
                 len(events), len(charted), F.minute(events[-1].time))
             d.verdict = "ok" if len(events) == len(charted) else "missed"
-        if k == "med_and_admin":
-            events = F.given(F.admin_events(obs[1], topic.drug))
-            if not events:
-                return None
-            d.admin_count, d.admin_first, d.admin_last = (
-                len(events), F.day(events[0].time), F.minute(events[-1].time))
+        if k == "med_and_admin" and not _given_admins(d, obs[1]):
+            return None
         if k == "drug_lab_safety":
             cls = drug_class_of(topic.drug or "")
             status = d.labs[0].status
@@ -201,11 +207,8 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         d.trend = _trend(first.value, last.value)
         d.course = _course(last.status, d.trend)
         if k == "abx_response":
-            events = F.given(F.admin_events(obs[0], topic.drug))
-            if not events:
+            if not _given_admins(d, obs[0]):
                 return None
-            d.admin_count, d.admin_first, d.admin_last = (
-                len(events), F.day(events[0].time), F.minute(events[-1].time))
             d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
             if d.trend == "falling" and last.status == "low":
                 d.verdict = "unclear"
