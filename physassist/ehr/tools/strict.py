@@ -32,7 +32,7 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .db import rows, ts
-from .strict_common import UnknownAdmission, Window, bundle, check_admission
+from .strict_common import Window, admission_miss, bundle
 from .strict_medications import medication_administration_search, medication_request_search
 from .strict_notes import careplan_search, diagnostic_report_search, document_reference_search
 from .strict_observations import observation_search
@@ -79,11 +79,8 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         sql += " AND hadm_id = ?"
         params.append(hadm)
     found = rows(ctx, sql + " ORDER BY admittime DESC, hadm_id", params)
-    if not found and hadm is not None:
-        try:
-            check_admission(ctx, sid, hadm, window)
-        except UnknownAdmission as miss:
-            return bundle([], 0, miss.hint)
+    if not found and (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     out = []
     for r in found:
         done = window.visible(r["d_t"])
@@ -125,10 +122,8 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     code, status = args.get("code"), args.get("clinical_status")
     window = Window(ctx, {}, "Condition.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     params: list[Any] = [sid]
     # diagnoses are coded at discharge: only admissions discharged by the cutoff
     visible = "SELECT hadm_id, admittime FROM admissions WHERE subject_id = ?" + window.sql(

@@ -78,26 +78,27 @@ def bundle(
     )
 
 
-class UnknownAdmission(Exception):
-    def __init__(self, hint: str):
-        self.hint = hint
-
-
-def check_admission(ctx: ToolContext, sid: int, hadm: int | None, window: Window) -> None:
-    """An unknown (or not yet started) admission gives an empty searchset listing the real ones."""
+def admission_miss(
+    ctx: ToolContext, sid: int, hadm: int | None, window: Window
+) -> dict[str, Any] | None:
+    """An unknown (or not yet started) admission gives an empty searchset listing the real ones;
+    ``None`` when no admission was asked for or it is known, so the search goes on."""
     if hadm is None:
-        return
+        return None
     params: list[Any] = [sid]
     sql = "SELECT hadm_id FROM admissions WHERE subject_id = ?"
     if window.cutoff is not None:
         sql += " AND TRY_CAST(admittime AS TIMESTAMP) <= ?"
         params.append(window.cutoff)
     ids = [r["hadm_id"] for r in rows(ctx, sql + " ORDER BY admittime", params)]
-    if hadm not in ids:
-        listed = ", ".join(str(i) for i in ids) or "none"
-        raise UnknownAdmission(
-            f"Admission hadm_id {hadm} is not one of this patient's admissions (known: {listed})."
-        )
+    if hadm in ids:
+        return None
+    listed = ", ".join(str(i) for i in ids) or "none"
+    return bundle(
+        [],
+        0,
+        f"Admission hadm_id {hadm} is not one of this patient's admissions (known: {listed}).",
+    )
 
 
 def miss_hint(kind: str, query: str, match: LabelMatch) -> str:

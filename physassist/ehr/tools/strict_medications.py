@@ -8,7 +8,7 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .db import like_escape, rows, ts
-from .strict_common import UnknownAdmission, Window, bundle, check_admission, quantity, to_datetime
+from .strict_common import Window, admission_miss, bundle, quantity, to_datetime
 
 MAR_LIMIT = 100
 
@@ -27,10 +27,8 @@ def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "MedicationRequest.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     params: list[Any] = [sid]
     sql = (
         f"SELECT p.hadm_id, p.pharmacy_id, p.poe_id, p.poe_seq, {ts('p.starttime')} AS s, {ts('p.stoptime')} AS e, "
@@ -144,10 +142,8 @@ def mar_status(event: Any) -> str:
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "MedicationAdministration.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     params: list[Any] = [sid]
     where = "WHERE e.subject_id = ?" + window.sql("e.charttime", params)
     if hadm is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .db import like_escape, rows, ts
-from .strict_common import UnknownAdmission, Window, bundle, check_admission
+from .strict_common import Window, admission_miss, bundle
 from .strict_observations import micro_rows, normalize_micro
 
 REPORT_LIMIT = 10
@@ -63,10 +63,8 @@ def _impression(text: str) -> str | None:
 def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "DiagnosticReport.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     wanted = (args.get("report_type") or "").strip().lower()
     modality = _MODALITY_ALIASES.get(wanted, wanted)
     want_micro = not wanted or any(w in wanted for w in _MICRO_WORDS)
@@ -206,10 +204,8 @@ _DOC_TYPES = (
 def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "DocumentReference.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     out: list[dict[str, Any]] = []
     total = 0
     for code, table, loinc, display in _DOC_TYPES:
@@ -323,10 +319,8 @@ def note_sections(text: str) -> dict[str, str]:
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "CarePlan.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     params: list[Any] = [sid]
     sql = (
         f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"

@@ -13,10 +13,9 @@ from .db import like_escape, placeholders, rows, ts
 from .labels import LabelMatch, match_label
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
-    UnknownAdmission,
     Window,
+    admission_miss,
     bundle,
-    check_admission,
     interpretation,
     miss_hint,
     quantity,
@@ -26,10 +25,8 @@ from .strict_common import (
 def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, args, "Observation.search")
-    try:
-        check_admission(ctx, sid, hadm, window)
-    except UnknownAdmission as miss:
-        return bundle([], 0, miss.hint)
+    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+        return miss
     count = args.get("_count", DEFAULT_COUNT)
     category = args.get("category") or "laboratory"
     if category == "vital-signs":
