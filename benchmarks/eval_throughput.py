@@ -27,9 +27,12 @@ from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessageAssistant,
     ChatMessageUser,
+    GenerateConfig,
+    ModelAPI,
     ModelOutput,
     ModelUsage,
     get_model,
+    modelapi,
 )
 from inspect_ai.tool import ToolCall
 
@@ -71,12 +74,39 @@ def make_script(latency: float) -> Any:
     return script
 
 
+class ScriptedAPI(ModelAPI):
+    """The same script as a bare provider: unlike ``mockllm`` it records no request
+    payload (``ModelCall``) per call, so the numbers show the harness alone."""
+
+    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
+                 config: GenerateConfig | None = None, latency: float = 0.0, **_: Any) -> None:
+        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
+        self.script = make_script(float(latency))
+
+    async def generate(self, input: Any, tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
+        return await self.script(input, tools, tool_choice, config)
+
+    async def count_text_tokens(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+    def max_connections(self) -> int:
+        return 16
+
+
+@modelapi(name="scripted")
+def scripted() -> type[ModelAPI]:
+    return ScriptedAPI
+
+
 def run(
-    dataset: str, ehr_source: str, latency: float, connections: int
+    dataset: str, ehr_source: str, latency: float, connections: int, provider: str = "mockllm"
 ) -> tuple[float, list[float], int, float]:
     """(wall seconds, per-turn seconds, samples, process CPU seconds) of one eval."""
     task = physassistbench(dataset=dataset, ehr_source=ehr_source)
-    model = get_model("mockllm/model", custom_outputs=make_script(latency), memoize=False)
+    if provider == "mockllm":
+        model = get_model("mockllm/model", custom_outputs=make_script(latency), memoize=False)
+    else:
+        model = get_model("scripted/model", latency=latency, memoize=False)
     with tempfile.TemporaryDirectory() as logs:
         started, cpu = time.perf_counter(), time.process_time()
         log = eval(
@@ -100,16 +130,17 @@ def main() -> None:
     args = parser.parse_args()
 
     run(args.dataset, args.ehr_source, 0.0, 4)  # warm-up: store build/open, imports
-    wall0, turns0, n, cpu0 = run(args.dataset, args.ehr_source, 0.0, 1)
-    print(f"sessions: {n}, turns: {len(turns0)}, load average: {os.getloadavg()[0]:.1f}")
-    print(f"overhead per turn (zero-latency model): median {1000 * statistics.median(turns0):.1f} ms, "
-          f"p90 {1000 * sorted(turns0)[int(0.9 * (len(turns0) - 1))]:.1f} ms; "
-          f"whole eval {wall0:.2f} s wall, {1000 * cpu0 / len(turns0):.1f} ms CPU per turn")
-    seq, _, _, _ = run(args.dataset, args.ehr_source, args.latency, 1)
-    par, _, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel)
-    print(f"{int(args.latency * 1000)} ms/call model: sequential {seq:.2f} s, "
-          f"max_connections={args.parallel} {par:.2f} s, speed-up {seq / par:.1f}x")
-
+    print(f"load average: {os.getloadavg()[0]:.1f}")
+    for provider in ("mockllm", "scripted"):
+        wall0, turns0, n, cpu0 = run(args.dataset, args.ehr_source, 0.0, 1, provider)
+        p90 = sorted(turns0)[int(0.9 * (len(turns0) - 1))]
+        print(f"[{provider}] {n} sessions, {len(turns0)} turns; overhead per turn (zero latency): "
+              f"median {1000 * statistics.median(turns0):.1f} ms, p90 {1000 * p90:.1f} ms; "
+              f"whole eval {wall0:.2f} s wall, {1000 * cpu0 / len(turns0):.1f} ms CPU per turn")
+        seq, _, _, _ = run(args.dataset, args.ehr_source, args.latency, 1, provider)
+        par, _, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel, provider)
+        print(f"[{provider}] {int(args.latency * 1000)} ms/call: sequential {seq:.2f} s, "
+              f"max_connections={args.parallel} {par:.2f} s, speed-up {seq / par:.1f}x")
 
 if __name__ == "__main__":
     main()
