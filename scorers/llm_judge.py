@@ -146,6 +146,36 @@ async def ask_grader(
     return None, max_attempts, error
 
 
+async def grade_turn(
+    ti: TurnInput,
+    model: Model,
+    system: str,
+    user: str,
+    *,
+    max_attempts: int,
+    max_tokens: int,
+    structured: bool,
+    decided: dict[int, ItemResult] | None = None,
+) -> TurnJudgement:
+    """The turn's judgement from the grader's verdict; `decided` items keep their own result.
+
+    A turn whose grader never gives a valid verdict is failed (unscored) with the last error.
+    """
+    items, _, error = await ask_grader(
+        model,
+        system,
+        user,
+        len(ti.items),
+        max_attempts=max_attempts,
+        max_tokens=max_tokens,
+        structured=structured,
+    )
+    if items is None:
+        return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
+    decided = decided or {}
+    return TurnJudgement.from_items([decided.get(i, item) for i, item in enumerate(items)], NAME)
+
+
 def numbered(items: list[str]) -> str:
     return "\n".join(f"{i}. {item}" for i, item in enumerate(items, start=1))
 
@@ -255,15 +285,12 @@ async def judge_turn(
 ) -> TurnJudgement:
     """Judge a non-write turn with the grader model."""
     system, user = rubric_prompt(ti, context)
-    items, _, error = await ask_grader(
+    return await grade_turn(
+        ti,
         model,
         system,
         user,
-        len(ti.items),
         max_attempts=max_attempts,
         max_tokens=max_tokens,
         structured=structured,
     )
-    if items is None:
-        return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
-    return TurnJudgement.from_items(items, NAME)

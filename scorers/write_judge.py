@@ -15,7 +15,7 @@ from typing import Any
 from inspect_ai.model import Model
 
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
-from scorers.llm_judge import NAME, ask_grader, format_history, history_for, numbered, prompt
+from scorers.llm_judge import NAME, format_history, grade_turn, history_for, numbered, prompt
 
 _PARAMETER_KINDS = frozenset({"write_arg", "write_call"})
 NO_CALL_REASON = "no write call was executed, so the order parameter cannot be satisfied"
@@ -77,15 +77,13 @@ async def judge_turn(
     if len(forced) == len(ti.items):
         return TurnJudgement.from_items([forced[i] for i in range(len(ti.items))], NAME)
     system, user = write_prompt(ti, context)
-    items, _, error = await ask_grader(
+    return await grade_turn(
+        ti,
         model,
         system,
         user,
-        len(ti.items),
         max_attempts=max_attempts,
         max_tokens=max_tokens,
         structured=structured,
+        decided=forced,
     )
-    if items is None:
-        return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
-    return TurnJudgement.from_items([forced.get(i, item) for i, item in enumerate(items)], NAME)
