@@ -126,21 +126,10 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                 "clinicalStatus": {
                     "coding": [{"system": fhir.CONDITION_CLINICAL, "code": "active"}]
                 },
-                "category": [
-                    {
-                        "coding": [
-                            {
-                                "system": fhir.CONDITION_CATEGORY,
-                                "code": "encounter-diagnosis",
-                                "display": "Encounter Diagnosis",
-                            }
-                        ]
-                    }
-                ],
-                "code": {
-                    "coding": [{"system": system, "code": r["icd_code"], "display": title}],
-                    "text": title,
-                },
+                "category": fhir.category(
+                    fhir.CONDITION_CATEGORY, "encounter-diagnosis", "Encounter Diagnosis"
+                ),
+                "code": fhir.named_concept(system, r["icd_code"], title),
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
                 "_seq_num": r["seq_num"],

@@ -76,13 +76,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                 "resourceType": "DiagnosticReport",
                 "id": f"dr-{n['note_id']}",
                 "status": "final",
-                "category": [
-                    {
-                        "coding": [
-                            {"system": fhir.LOINC, "code": "LP29684-5", "display": "Radiology"}
-                        ]
-                    }
-                ],
+                "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
                 "code": {"text": report_title(text)},
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(n["hadm_id"], as_float=as_float),
@@ -140,9 +134,7 @@ def _micro_reports(
             "resourceType": "DiagnosticReport",
             "id": f"micro-{sid}-{r['t']}",
             "status": "final",
-            "category": [
-                {"coding": [{"system": fhir.LOINC, "code": "LP7820-4", "display": "Microbiology"}]}
-            ],
+            "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
             "code": {"text": r["spec_type_desc"] or "Microbiology"},
             "subject": fhir.patient_ref(sid),
             "effectiveDateTime": r["t"],
@@ -189,10 +181,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                     "resourceType": "DocumentReference",
                     "id": f"docref-{n['note_id']}",
                     "status": "current",
-                    "type": {
-                        "coding": [{"system": fhir.LOINC, "code": code, "display": display}],
-                        "text": display,
-                    },
+                    "type": fhir.named_concept(fhir.LOINC, code, display),
                     "subject": fhir.patient_ref(sid),
                     "date": n["t"],
                     "content": [
@@ -255,14 +244,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     "id": f"careplan-{n['note_id']}-{cat}",
                     "status": "completed",
                     "intent": "plan",
-                    "category": [
-                        {
-                            "coding": [
-                                {"system": fhir.CAREPLAN_CATEGORY, "code": cat, "display": display}
-                            ],
-                            "text": header,
-                        }
-                    ],
+                    "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, display, header),
                     "note": [{"text": m.group(1).strip()[:1000]}],
                     "encounter": fhir.encounter_ref(n["hadm_id"]),
                     "period": {"end": n["t"]},

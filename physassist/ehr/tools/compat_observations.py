@@ -91,17 +91,8 @@ def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
         "resourceType": "Observation",
         "id": f"lab-{r['labevent_id']}",
         "status": "final",
-        "category": [
-            {
-                "coding": [
-                    {"system": fhir.OBS_CATEGORY, "code": "laboratory", "display": "Laboratory"}
-                ]
-            }
-        ],
-        "code": {
-            "coding": [{"system": "mimic-iv/itemid", "code": str(r["itemid"]), "display": label}],
-            "text": label,
-        },
+        "category": fhir.category(fhir.OBS_CATEGORY, "laboratory", "Laboratory"),
+        "code": fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
         "subject": fhir.patient_ref(sid),
     }
     enc = fhir.encounter_ref(r["hadm_id"], as_float=as_float)
@@ -150,23 +141,8 @@ def _vitals(
             "resourceType": "Observation",
             "id": f"vital-{sid}-{r['itemid']}-{r['t']}",
             "status": "final",
-            "category": [
-                {
-                    "coding": [
-                        {
-                            "system": fhir.OBS_CATEGORY,
-                            "code": "vital-signs",
-                            "display": "Vital Signs",
-                        }
-                    ]
-                }
-            ],
-            "code": {
-                "coding": [
-                    {"system": "mimic-iv/icu-itemid", "code": str(r["itemid"]), "display": label}
-                ],
-                "text": label,
-            },
+            "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
+            "code": fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
             "subject": fhir.patient_ref(sid),
             "effectiveDateTime": r["t"],
             "_stay_id": r["stay_id"],
@@ -200,27 +176,8 @@ def _omr(ctx: ToolContext, sid: int, code: str | None, count: int | None) -> lis
             "resourceType": "Observation",
             "id": f"omr-{sid}-{r['rowidx']}",
             "status": "final",
-            "category": [
-                {
-                    "coding": [
-                        {
-                            "system": fhir.OBS_CATEGORY,
-                            "code": "vital-signs",
-                            "display": "Vital Signs",
-                        }
-                    ]
-                }
-            ],
-            "code": {
-                "coding": [
-                    {
-                        "system": "mimic-iv/omr",
-                        "code": r["result_name"],
-                        "display": r["result_name"],
-                    }
-                ],
-                "text": r["result_name"],
-            },
+            "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
+            "code": fhir.named_concept("mimic-iv/omr", r["result_name"], r["result_name"]),
             "subject": fhir.patient_ref(sid),
             "effectiveDateTime": r["t"],
             "valueString": r["result_value"],

@@ -1,4 +1,5 @@
-"""Small builders shared by both semantics: Bundle, OperationOutcome, references, dates.
+"""Small builders shared by both semantics: Bundle, OperationOutcome, references, coded
+concepts, dates.
 
 Non-standard keys (leading ``_``) appear only in compat results, where the reference emitted
 them (``_fhir_resource_type``, ``_anchor_age``, ``_mimic``, ``_seq_num``, ``_drug_type``,
@@ -72,6 +73,24 @@ def encounter_ref(hadm_id: Any, as_float: bool = False) -> dict[str, str] | None
         return None
     hid = f"{float(hadm_id)!r}" if as_float else str(int(hadm_id))
     return {"reference": f"Encounter/encounter-{hid}"}
+
+
+def concept(system: str, code: Any, display: Any, text: Any = None) -> dict[str, Any]:
+    """A CodeableConcept with one coding; ``text`` only when one is given."""
+    out: dict[str, Any] = {"coding": [{"system": system, "code": code, "display": display}]}
+    if text is not None:
+        out["text"] = text
+    return out
+
+
+def named_concept(system: str, code: Any, name: Any) -> dict[str, Any]:
+    """A resource's ``code``: one coding whose display is also the concept's ``text``."""
+    return {"coding": [{"system": system, "code": code, "display": name}], "text": name}
+
+
+def category(system: str, code: str, display: str, text: str | None = None) -> list[dict[str, Any]]:
+    """A resource's ``category``: a list holding one concept."""
+    return [concept(system, code, display, text)]
 
 
 def fhir_datetime(value: Any) -> str | None:

@@ -98,17 +98,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                         "resourceType": "DiagnosticReport",
                         "id": fhir.safe_id(f"dr-{n['note_id']}"),
                         "status": "final",
-                        "category": [
-                            {
-                                "coding": [
-                                    {
-                                        "system": fhir.LOINC,
-                                        "code": "LP29684-5",
-                                        "display": "Radiology",
-                                    }
-                                ]
-                            }
-                        ],
+                        "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
                         "code": {"text": _title(text)},
                         "subject": fhir.patient_ref(sid),
                         "encounter": fhir.encounter_ref(n["hadm_id"]),
@@ -134,17 +124,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                         "resourceType": "DiagnosticReport",
                         "id": fhir.safe_id(f"micro-{spec_id}"),
                         "status": "final",
-                        "category": [
-                            {
-                                "coding": [
-                                    {
-                                        "system": fhir.LOINC,
-                                        "code": "LP7820-4",
-                                        "display": "Microbiology",
-                                    }
-                                ]
-                            }
-                        ],
+                        "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
                         "code": {"text": f"{first['spec_type_desc'] or 'Specimen'} microbiology"},
                         "subject": fhir.patient_ref(sid),
                         "encounter": fhir.encounter_ref(first["hadm_id"]),
@@ -230,10 +210,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                     "resourceType": "DocumentReference",
                     "id": fhir.safe_id(f"docref-{n['note_id']}"),
                     "status": "current",
-                    "type": {
-                        "coding": [{"system": fhir.LOINC, "code": loinc, "display": display}],
-                        "text": code,
-                    },
+                    "type": fhir.concept(fhir.LOINC, loinc, display, code),
                     "subject": fhir.patient_ref(sid),
                     "date": fhir.fhir_datetime(n["t"]),
                     "content": [
@@ -345,20 +322,14 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     "id": fhir.safe_id(f"careplan-{n['note_id']}-{cat}"),
                     "status": "completed",
                     "intent": "plan",
-                    "category": [
-                        {
-                            "coding": [
-                                {
-                                    "system": fhir.CAREPLAN_CATEGORY
-                                    if cat != "followup"
-                                    else "https://physassist.dev/fhir/careplan-category",
-                                    "code": cat,
-                                    "display": display,
-                                }
-                            ],
-                            "text": display,
-                        }
-                    ],
+                    "category": fhir.category(
+                        fhir.CAREPLAN_CATEGORY
+                        if cat != "followup"
+                        else "https://physassist.dev/fhir/careplan-category",
+                        cat,
+                        display,
+                        display,
+                    ),
                     "subject": fhir.patient_ref(sid),
                     "encounter": fhir.encounter_ref(n["hadm_id"]),
                     "created": fhir.fhir_datetime(n["t"]),

@@ -84,23 +84,8 @@ def _labs(
                 "resourceType": "Observation",
                 "id": f"lab-{r['labevent_id']}",
                 "status": "final",
-                "category": [
-                    {
-                        "coding": [
-                            {
-                                "system": fhir.OBS_CATEGORY,
-                                "code": "laboratory",
-                                "display": "Laboratory",
-                            }
-                        ]
-                    }
-                ],
-                "code": {
-                    "coding": [
-                        {"system": "mimic-iv/itemid", "code": str(r["itemid"]), "display": label}
-                    ],
-                    "text": label,
-                },
+                "category": fhir.category(fhir.OBS_CATEGORY, "laboratory", "Laboratory"),
+                "code": fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(r["t"]),
@@ -185,27 +170,8 @@ def _vitals(
                 "resourceType": "Observation",
                 "id": fhir.safe_id(f"vital-{r['stay_id']}-{r['itemid']}-{stamp}"),
                 "status": "final",
-                "category": [
-                    {
-                        "coding": [
-                            {
-                                "system": fhir.OBS_CATEGORY,
-                                "code": "vital-signs",
-                                "display": "Vital Signs",
-                            }
-                        ]
-                    }
-                ],
-                "code": {
-                    "coding": [
-                        {
-                            "system": "mimic-iv/icu-itemid",
-                            "code": str(r["itemid"]),
-                            "display": label,
-                        }
-                    ],
-                    "text": label,
-                },
+                "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
+                "code": fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(r["t"]),
@@ -239,21 +205,8 @@ def _omr(
                 "resourceType": "Observation",
                 "id": fhir.stable_id("omr", sid, r["t"], r["seq_num"], name),
                 "status": "final",
-                "category": [
-                    {
-                        "coding": [
-                            {
-                                "system": fhir.OBS_CATEGORY,
-                                "code": "vital-signs",
-                                "display": "Vital Signs",
-                            }
-                        ]
-                    }
-                ],
-                "code": {
-                    "coding": [{"system": "mimic-iv/omr", "code": name, "display": name}],
-                    "text": name,
-                },
+                "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
+                "code": fhir.named_concept("mimic-iv/omr", name, name),
                 "subject": fhir.patient_ref(sid),
                 "effectiveDateTime": str(r["t"])[:10],
                 "valueQuantity": quantity(value, unit.group(1) if unit else None),
@@ -329,18 +282,9 @@ def _micro_observations(
                     f"micro-{key[0]}-{key[1]}-{key[3] if key[3] is not None else 0}-{fhir.stable_id('o', key[2])[2:8]}"
                 ),
                 "status": "final",
-                "category": [
-                    {
-                        "coding": [
-                            {
-                                "system": fhir.OBS_CATEGORY,
-                                "code": "laboratory",
-                                "display": "Laboratory",
-                            }
-                        ],
-                        "text": "Microbiology",
-                    }
-                ],
+                "category": fhir.category(
+                    fhir.OBS_CATEGORY, "laboratory", "Laboratory", "Microbiology"
+                ),
                 "code": {
                     "text": f"{first['test_name'] or 'Culture'} ({first['spec_type_desc'] or 'specimen'})"
                 },
