@@ -7,7 +7,8 @@ usage (mockllm would otherwise fetch a tokenizer). ``fail=<mode>`` makes one age
 rejection path:
 ``gate1_rules`` (IL with two calls), ``gate1_llm``, ``gate2`` (a lab that does not exist),
 ``gate3``, ``gate3_error`` (checker replies non-JSON), ``drift`` (off-topic rewrite),
-``rubric`` (a value not in the results), ``planner`` (three turns instead of four).
+``rubric`` (a value not in the results), ``planner`` (three turns instead of four),
+``crash`` (the answer call raises, as a provider outage would).
 """
 
 from __future__ import annotations
@@ -143,6 +144,8 @@ class ScriptedGenerator(ModelAPI):
         return {"patient_response": "I have been more tired and a bit short of breath this week."}
 
     def _answer(self, p: dict[str, Any]) -> dict[str, Any]:
+        if self._failing("crash"):
+            raise RuntimeError("scripted provider outage")
         facts = []
         for e in p["evidence"]:
             if e["values"]:

@@ -129,6 +129,15 @@ def test_retry_exhaustion_skips_the_slot_and_counts_it(tmp_path: Path) -> None:
     assert stats["gates"]["gate3"]["failure_rate"] == 1.0
 
 
+def test_errored_slot_is_counted_not_lost(tmp_path: Path) -> None:
+    task = generate(scenarios="med_safety", tiers="1", patient_limit=1)
+    log = eval(task, model=get_model("fakegen/scripted", memoize=False, fail="crash"), display="none",
+               log_dir=str(tmp_path), log_realtime=False, fail_on_error=False)[0]
+    sessions, stats = collect(log)
+    assert sessions == [] and stats["slots_errored"] == stats["slots_skipped"] == 1
+    assert "scripted provider outage" in stats["errors"][0]
+
+
 def test_rubric_value_not_in_results_is_rejected(tmp_path: Path) -> None:
     r = run_slot(tmp_path, fail="rubric", fail_times=1)
     assert r["stats"]["stage_failures"]["rubric"] == 1 and r["session"] is not None

@@ -145,3 +145,12 @@ def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
         run_generation(config)
     with pytest.raises(ConfigError, match="unknown scenario/tier surgery"):
         run_generation({**config, "store": "sample", "scenarios": ["surgery"]})
+
+
+def test_console_script_names_the_missing_generator(tmp_path) -> None:
+    from fixtures_tracking import cli
+
+    done = cli(["physassist-generate", "tracking=none", f"output_dir={tmp_path / 'o'}"], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "generator.name is required" in done.stderr
+    assert not (tmp_path / "o").exists()

@@ -57,10 +57,14 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     models: dict[str, str] = {}
     attempts: list[int] = []
     slots = skipped = patients = 0
+    errors: list[str] = []
     for sample in log.samples or []:
         score = next(iter((sample.scores or {}).values()), None)
-        if score is None or not score.metadata:
-            raise RuntimeError(f"sample {sample.id}: no generation result (sample error: {sample.error})")
+        if score is None or not score.metadata:  # the sample errored (fail_on_error allowed it)
+            slots += 1
+            skipped += 1
+            errors.append(f"{sample.id}: {sample.error.message if sample.error else 'no result'}"[:500])
+            continue
         meta = score.metadata
         stats = meta["stats"]
         slots += 1
@@ -84,6 +88,7 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         attempts.append(sum(stats["turn_attempts"]))
     return sessions, {
         "slots": slots, "sessions": len(sessions), "slots_skipped": skipped,
+        "slots_errored": len(errors), "errors": errors,
         "patients_tried": patients,
         "produced": {s: dict(t) for s, t in produced.items()},
         "attempts_per_session": (sum(attempts) / len(attempts)) if attempts else None,
@@ -132,6 +137,7 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
 def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
     m: dict[str, float] = {"sessions": stats["sessions"], "slots": stats["slots"],
                            "slots_skipped": stats["slots_skipped"],
+                           "slots_errored": stats["slots_errored"],
                            "patients_tried": stats["patients_tried"]}
     if stats["attempts_per_session"] is not None:
         m["attempts_per_session"] = stats["attempts_per_session"]
@@ -174,7 +180,10 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing key or package
         raise ConfigError(f"generator/roles: cannot create a model: {str(exc).splitlines()[0]}") from exc
     ins = config.get("inspect") or {}
-    options = {k: ins[k] for k in ("max_connections", "max_samples", "display", "log_level") if ins.get(k)}
+    options = {k: ins[k] for k in ("max_connections", "max_samples", "display", "log_level")
+               if ins.get(k)}
+    if ins.get("fail_on_error") is not None:
+        options["fail_on_error"] = ins["fail_on_error"]
     log = inspect_eval(task, model=model, model_roles=role_models or None, seed=int(config["seed"]),
                        log_dir=str(ins.get("log_dir") or "logs/generate"), **options)[0]
     if log.status != "success":
@@ -218,7 +227,8 @@ def _track(config: dict[str, Any], manifest: dict[str, Any], out: Path) -> str |
 
 def summary(manifest: dict[str, Any]) -> str:
     lines = [f"sessions: {manifest['sessions']} of {manifest['slots']} slots "
-             f"({manifest['slots_skipped']} skipped, {manifest['patients_tried']} patients tried)"]
+             f"({manifest['slots_skipped']} skipped, of which {manifest['slots_errored']} errored; "
+             f"{manifest['patients_tried']} patients tried)"]
     for scenario, tiers in manifest["produced"].items():
         lines.append(f"  {scenario}: " + ", ".join(f"{t}={n}" for t, n in sorted(tiers.items())))
     lines.append("gate      checked  failed  rate")

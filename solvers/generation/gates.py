@@ -24,10 +24,11 @@ GATES = ("gate1_rules", "gate1_llm", "gate2", "gate3")
 class GateFailure(Exception):
     """A turn attempt rejected by a gate (or by an agent's malformed output at a stage)."""
 
-    def __init__(self, stage: str, reason: str) -> None:
+    def __init__(self, stage: str, reason: str, question: str = "") -> None:
         super().__init__(f"{stage}: {reason}")
         self.stage = stage
         self.reason = reason
+        self.question = question  # the explicit question of the rejected attempt, if any
 
 
 def plan_rule_problems(plan: PlanTurn, actions: list[Action], subject_id: int) -> list[str]:

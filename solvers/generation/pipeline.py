@@ -100,7 +100,7 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
                 prior_entities: set[str], rejected: list[str]) -> BuiltTurn:
     """One attempt at turn ``t``; raises GateFailure naming the stage that rejected it."""
     caller, stats, prof = slot.caller, slot.stats, slot.prof
-    stage = "question"
+    stage, explicit = "question", ""
     try:
         explicit = await explicit_question(caller, plan, t, history, rejected)
         subtype = choose_subtype(t, plan.task_type, prior_entities, slot.subtype_use, slot.rng)
@@ -136,7 +136,10 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
             "rubric": [it.en for it in items],
             "patient_responses": [observations[i]["patient_response"] for i in patient_idx]})
     except AgentOutputError as exc:
-        raise GateFailure(stage, str(exc)) from exc
+        raise GateFailure(stage, str(exc), explicit) from exc
+    except GateFailure as fail:
+        fail.question = fail.question or explicit
+        raise
     if rw.subtype:
         slot.subtype_use[rw.subtype] = slot.subtype_use.get(rw.subtype, 0) + 1
     observations_zh = list(observations)
@@ -171,7 +174,7 @@ async def _turns(slot: _Slot, plan: SessionPlan) -> list[BuiltTurn]:
             except GateFailure as fail:
                 slot.stats.gates.stage_failed(fail.stage)
                 slot.stats.reasons.append(f"{slot.session_id} T{t} try {attempt + 1}: {fail}")
-                rejected.append(fail.reason[:200])
+                rejected.append(f"{fail.question!r} ({fail.stage}: {fail.reason[:160]})")
                 continue
             slot.stats.turn_attempts.append(attempt + 1)
             break
