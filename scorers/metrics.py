@@ -17,6 +17,8 @@ epoch's per-turn metadata, so the metrics can compute pass^k and per-session var
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 from inspect_ai.scorer import (
@@ -73,34 +75,29 @@ def _is_headline(name: str) -> bool:
     return "." not in name and (base.startswith(HEADLINE_PREFIXES) or base in HEADLINE_COUNTS)
 
 
-@metric
-def physassist_metrics() -> Metric:
-    """Headline numbers: mRS, Pass@Turn/Session per tau with 95% CIs, pass^k, unscored turns."""
+def _summary_metric(keep: Callable[[str], bool], **options: Any) -> Metric:
+    """`summarize(**options)` over the scores' turn table, reporting the names `keep` selects."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         df, taus = scores_table(scores)
         if df.empty:
             return {}
-        summary = summarize(df, taus, breakdowns=False)
-        return _finite_or_nan({k: v for k, v in summary.items() if _is_headline(k)})
+        summary = summarize(df, taus, **options)
+        return _finite_or_nan({k: v for k, v in summary.items() if keep(k)})
 
     return compute
+
+
+@metric
+def physassist_metrics() -> Metric:
+    """Headline numbers: mRS, Pass@Turn/Session per tau with 95% CIs, pass^k, unscored turns."""
+    return _summary_metric(_is_headline, breakdowns=False)
 
 
 @metric
 def physassist_breakdowns() -> Metric:
     """Everything else: breakdowns, tool metrics, how turns ended, unscored by status."""
-
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        df, taus = scores_table(scores)
-        if df.empty:
-            return {}
-        summary = summarize(df, taus, n_boot=0)
-        return _finite_or_nan(
-            {k: v for k, v in summary.items() if not _is_headline(k) and "_ci_" not in k}
-        )
-
-    return compute
+    return _summary_metric(lambda k: not _is_headline(k) and "_ci_" not in k, n_boot=0)
 
 
 @score_reducer(name="session_epochs")
