@@ -21,7 +21,7 @@ from .compat_medications import medication_administration_search, medication_req
 from .compat_notes import careplan_search, diagnostic_report_search, document_reference_search
 from .compat_observations import observation_search
 from .context import ToolContext
-from .db import rows, ts
+from .db import and_equal, rows, ts
 
 
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -56,11 +56,12 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return empty("Encounter", args.get("subject_id"))
+    params: list[Any] = [sid]
     sql = (
         f"SELECT *, {ts('admittime')} AS a_t, {ts('dischtime')} AS d_t FROM admissions "
-        "WHERE subject_id = ?" + (" AND hadm_id = ?" if hadm is not None else "") + " ORDER BY _row"
+        "WHERE subject_id = ?" + and_equal("hadm_id", hadm, params) + " ORDER BY _row"
     )
-    found = rows(ctx, sql, [sid] + ([hadm] if hadm is not None else []))
+    found = rows(ctx, sql, params)
     if not found:
         return empty("Encounter", sid)
     return fhir.compat_bundle("Encounter", [_encounter(r, sid) for r in found])
@@ -106,9 +107,7 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         "WHERE d.subject_id = ?"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND d.hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("d.hadm_id", hadm, params)
     if code is not None:  # prefix on the upper-cased argument, dots kept (I48.91 never matches)
         sql += " AND starts_with(trim(d.icd_code), ?)"
         params.append(code.upper())

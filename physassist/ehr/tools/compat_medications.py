@@ -8,7 +8,7 @@ from typing import Any
 from . import fhir
 from .compat_common import empty, hadm_filter, nullable_hadm, regex_arg, subject_key, text_arg
 from .context import ToolContext
-from .db import rows, ts
+from .db import and_contains, and_equal, rows, ts
 
 
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -26,12 +26,8 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         "FROM prescriptions WHERE subject_id = ?) WHERE 1=1"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
-    if medication is not None:
-        sql += " AND strpos(lower(drug), lower(?)) > 0"
-        params.append(medication)
+    sql += and_equal("hadm_id", hadm, params)
+    sql += and_contains("drug", medication, params)
     found = rows(ctx, sql + " ORDER BY s DESC NULLS LAST, rowidx", params)
     out = []
     for r in found:
@@ -83,12 +79,8 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         "row_number() OVER (ORDER BY _row) - 1 AS rowidx FROM emar WHERE subject_id = ?) WHERE 1=1"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
-    if medication is not None:
-        sql += " AND strpos(lower(medication), lower(?)) > 0"
-        params.append(medication)
+    sql += and_equal("hadm_id", hadm, params)
+    sql += and_contains("medication", medication, params)
     sql += " ORDER BY t DESC NULLS LAST, rowidx"
     if medication is None and hadm is None:
         sql += " LIMIT 100"

@@ -17,7 +17,7 @@ from .compat_common import (
     text_arg,
 )
 from .context import ToolContext
-from .db import rows, ts
+from .db import and_contains, and_equal, rows, ts
 
 MICRO_REPORT_WORDS = ("micro", "culture", "blood", "urine", "sputum", "csf", "wound")
 RADIOLOGY_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -49,9 +49,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
         return empty("DiagnosticReport", args.get("subject_id"))
     sql = f"SELECT note_id, hadm_id, note_type, {ts('charttime')} AS t, text FROM radiology WHERE subject_id = ?"
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     notes = rows(ctx, sql + " ORDER BY charttime DESC, _row", params)
     if report_type is not None:
         wanted = report_type.upper()
@@ -111,9 +109,7 @@ def _micro_reports(
         "FROM microbiologyevents WHERE subject_id = ?"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     found = rows(ctx, sql + " ORDER BY charttime DESC NULLS LAST, _row", params)
     if keywords:
         found = [
@@ -166,12 +162,8 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
             continue
         sql = f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM {table} WHERE subject_id = ?"
         params: list[Any] = [sid]
-        if hadm is not None:
-            sql += " AND hadm_id = ?"
-            params.append(hadm)
-        if keyword is not None:
-            sql += " AND strpos(lower(text), lower(?)) > 0"
-            params.append(keyword)
+        sql += and_equal("hadm_id", hadm, params)
+        sql += and_contains("text", keyword, params)
         found = rows(ctx, sql + " ORDER BY charttime DESC, _row LIMIT 5", params)
         as_float = table == "radiology" and nullable_hadm(ctx, table, sid)
         for n in found:
@@ -226,9 +218,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     notes = rows(ctx, sql + " ORDER BY _row LIMIT 3", params)
     out: list[dict[str, Any]] = []
     for n in notes:

@@ -18,7 +18,7 @@ from .compat_common import (
     text_arg,
 )
 from .context import ToolContext
-from .db import placeholders, rows, ts
+from .db import and_contains, and_equal, placeholders, rows, ts
 from .errors import bad_arguments
 from .schemas import DEFAULT_COUNT
 
@@ -60,9 +60,7 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         "FROM labevents l LEFT JOIN d_labitems d ON d.itemid = l.itemid WHERE l.subject_id = ?"
     )
     params: list[Any] = [sid]
-    if hadm is not None:
-        sql += " AND l.hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("l.hadm_id", hadm, params)
     if code is not None:
         itemids = _matching_itemids(ctx, "d_labitems", code)
         if itemids is not None:
@@ -167,9 +165,7 @@ def _omr(ctx: ToolContext, sid: int, code: str | None, count: int | None) -> lis
         "FROM omr WHERE subject_id = ?) WHERE 1=1"
     )
     params: list[Any] = [sid]
-    if code is not None:
-        sql += " AND strpos(lower(result_name), lower(?)) > 0"
-        params.append(code)
+    sql += and_contains("result_name", code, params)
     found = head(rows(ctx, sql + " ORDER BY t DESC, rowidx", params), count)
     return [
         {

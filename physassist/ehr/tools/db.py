@@ -43,3 +43,29 @@ def like_escape(text: str) -> str:
 def placeholders(values: Collection[Any]) -> str:
     """``?, ?, ?`` for an IN list: scalar parameters keep a query memoisable by the store."""
     return ", ".join("?" for _ in values)
+
+
+def and_equal(column: str, value: Any, params: list[Any]) -> str:
+    """`` AND column = ?`` with ``value`` bound, or nothing when ``value`` is None."""
+    if value is None:
+        return ""
+    params.append(value)
+    return f" AND {column} = ?"
+
+
+def and_contains(column: str, text: str | None, params: list[Any]) -> str:
+    """The compat substring filter: ``text`` found in ``column``, literally and ignoring case
+    (pandas ``str.contains(case=False)`` over a literal); nothing when ``text`` is None."""
+    if text is None:
+        return ""
+    params.append(text)
+    return f" AND strpos(lower({column}), lower(?)) > 0"
+
+
+def and_ilike(column: str, text: str | None, params: list[Any]) -> str:
+    """The strict substring filter: escaped ``ILIKE``, so user wildcards match literally;
+    nothing when ``text`` is None or empty."""
+    if not text:
+        return ""
+    params.append(f"%{like_escape(text)}%")
+    return f" AND {column} ILIKE ? ESCAPE '\\'"

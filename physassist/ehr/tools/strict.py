@@ -31,7 +31,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import rows, ts
+from .db import and_equal, rows, ts
 from .strict_common import Window, admission_miss, bundle
 from .strict_medications import medication_administration_search, medication_request_search
 from .strict_notes import careplan_search, diagnostic_report_search, document_reference_search
@@ -75,9 +75,7 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         f"SELECT *, {ts('admittime')} AS a_t, {ts('dischtime')} AS d_t FROM admissions WHERE subject_id = ?"
         + window.sql("admittime", params)
     )
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     found = rows(ctx, sql + " ORDER BY admittime DESC, hadm_id", params)
     if not found and (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import like_escape, rows, ts
+from .db import and_equal, and_ilike, rows, ts
 from .strict_common import Window, admission_miss, bundle, quantity, to_datetime
 
 MAR_LIMIT = 100
@@ -39,12 +39,8 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     )
     params.append(sid)
     sql += window.sql("p.starttime", params)
-    if hadm is not None:
-        sql += " AND p.hadm_id = ?"
-        params.append(hadm)
-    if args.get("medication"):
-        sql += " AND p.drug ILIKE ? ESCAPE '\\'"
-        params.append(f"%{like_escape(args['medication'])}%")
+    sql += and_equal("p.hadm_id", hadm, params)
+    sql += and_ilike("p.drug", args.get("medication"), params)
     found = rows(ctx, sql + " ORDER BY p.starttime DESC, p.drug, p.pharmacy_id", params)
     out = []
     for r in found:
@@ -146,12 +142,8 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         return miss
     params: list[Any] = [sid]
     where = "WHERE e.subject_id = ?" + window.sql("e.charttime", params)
-    if hadm is not None:
-        where += " AND e.hadm_id = ?"
-        params.append(hadm)
-    if args.get("medication"):
-        where += " AND e.medication ILIKE ? ESCAPE '\\'"
-        params.append(f"%{like_escape(args['medication'])}%")
+    where += and_equal("e.hadm_id", hadm, params)
+    where += and_ilike("e.medication", args.get("medication"), params)
     sql = (
         f"WITH m AS (SELECT e.emar_id, e.hadm_id, {ts('e.charttime')} AS t, e.charttime AS ct, e.medication, e.event_txt, "
         f"count(*) OVER () AS n_total FROM emar e {where} ORDER BY e.charttime DESC, e.emar_id LIMIT ?) "

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import like_escape, rows, ts
+from .db import and_equal, and_ilike, rows, ts
 from .strict_common import Window, admission_miss, bundle
 from .strict_observations import micro_rows, normalize_micro
 
@@ -76,9 +76,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
         params: list[Any] = [sid]
         sql = f"SELECT note_id, hadm_id, note_type, {ts('charttime')} AS t, text FROM radiology WHERE subject_id = ?"
         sql += window.sql("charttime", params)
-        if hadm is not None:
-            sql += " AND hadm_id = ?"
-            params.append(hadm)
+        sql += and_equal("hadm_id", hadm, params)
         for n in rows(ctx, sql + " ORDER BY charttime DESC, note_id", params):
             text = str(n["text"] or "")
             head = f" {n['note_type'] or ''} {text[:200]}".upper()
@@ -194,12 +192,8 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         params: list[Any] = [sid]
         sql = f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text, count(*) OVER () AS n_total FROM {table} WHERE subject_id = ?"
         sql += window.sql("charttime", params)
-        if hadm is not None:
-            sql += " AND hadm_id = ?"
-            params.append(hadm)
-        if args.get("keyword"):
-            sql += " AND text ILIKE ? ESCAPE '\\'"
-            params.append(f"%{like_escape(args['keyword'])}%")
+        sql += and_equal("hadm_id", hadm, params)
+        sql += and_ilike("text", args.get("keyword"), params)
         found = rows(
             ctx, sql + " ORDER BY charttime DESC, note_id LIMIT ?", params + [NOTES_PER_TYPE]
         )
@@ -303,9 +297,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"
     )
     sql += window.sql("charttime", params)
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     notes = rows(ctx, sql + " ORDER BY charttime DESC, note_id LIMIT 3", params)
     out = []
     for n in notes:

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import like_escape, placeholders, rows, ts
+from .db import and_equal, like_escape, placeholders, rows, ts
 from .labels import LabelMatch, match_label
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
@@ -61,9 +61,7 @@ def _labs(
         ):
             base += " AND d.fluid = 'Blood'"  # "Creatinine" means serum unless a fluid is named
         params = params2
-    if hadm is not None:
-        base += " AND l.hadm_id = ?"
-        params.append(hadm)
+    base += and_equal("l.hadm_id", hadm, params)
     base += window.sql("l.charttime", params)
     sql = (
         f"SELECT l.labevent_id, l.itemid, l.hadm_id, {ts('l.charttime')} AS t, l.value, l.valuenum, l.valueuom, "
@@ -226,9 +224,7 @@ def micro_rows(
         "org_name, isolate_num, ab_name, dilution_text, interpretation, comments "
         "FROM microbiologyevents WHERE subject_id = ?" + window.sql(when, params)
     )
-    if hadm is not None:
-        sql += " AND hadm_id = ?"
-        params.append(hadm)
+    sql += and_equal("hadm_id", hadm, params)
     if code is not None and normalize_micro(code):
         needle = f"%{like_escape(normalize_micro(code))}%"
         sql += (
