@@ -92,6 +92,11 @@ class ArchetypeCase:
     radiology_params: dict = field(default_factory=dict)
 
 
+#: Discharge-condition lines of the notes: alert and oriented, walking alone or with an aid.
+_ALERT = "Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. "
+_CONDITION_INDEPENDENT = _ALERT + "Activity Status: Ambulatory - Independent."
+_CONDITION_WITH_AID = _ALERT + "Activity Status: Ambulatory - requires assistance or aid (walker or cane)."
+
 def tier_los(r: random.Random, tier: int) -> int:
     return {1: r.randint(3, 4), 2: r.randint(5, 6), 3: r.randint(7, 9)}[tier]
 
@@ -215,7 +220,7 @@ def afib_apixaban(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         discharge_meds=[("apixaban5" if prescribed == "apixaban5" else "apixaban25")] + [m for m in home if not m.startswith("apixaban")],
         labs=labs, baseline={"cr": cr0, "k": 4.3, "hgb": 12.5, "inr": 1.2},
         panels=panels_for(tier, ("coag", "special")), radiology=["cxr_clear", "echo_af", "ct_head"][:tier],
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - Independent.",
+        discharge_condition=_CONDITION_INDEPENDENT,
         instructions="You were admitted for a fast, irregular heart rhythm (atrial fibrillation). We slowed your heart rate with metoprolol. Keep taking your blood thinner (apixaban) every 12 hours; do not skip doses. Call your doctor for black stools, blood in urine, or fainting.",
         followup="Cardiology clinic in 2 weeks. PCP in 1 week with BMP (creatinine).",
         facts={"prescribed_apixaban": "2.5 mg BID" if prescribed == "apixaban25" else "5 mg BID",
@@ -265,7 +270,7 @@ def ckd_metformin(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         discharge_meds=[m for m in home if m != met],
         labs=labs, baseline={"cr": _r1(cr0 - 0.3), "k": 4.7, "glu": 160, "hgb": 10.8, "bun": 35},
         panels=panels_for(tier, ("special",)), radiology=["us_renal", "cxr_clear", "ct_abd_noncon"][:tier],
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - Independent.",
+        discharge_condition=_CONDITION_INDEPENDENT,
         instructions="You were admitted with nausea and worse kidney function. Your kidney function is too low for metformin, so STOP taking metformin. Keep using your insulin as directed and check your sugars before meals.",
         followup="Nephrology clinic in 2 weeks with labs. PCP/endocrinology in 1-2 weeks.",
         facts={"metformin_home_dose": "1000 mg BID" if met == "metformin1000" else "500 mg BID",
@@ -321,7 +326,7 @@ def hyperkalemia_raas(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         diagnoses=dx, home_meds=home, inpatient=inpatient, discharge_meds=discharge,
         labs=labs, baseline={"k": 4.9, "cr": _r1(cr1 - 0.1), "bun": 28},
         panels=panels_for(tier, ("special",)), radiology=["cxr_clear", "us_renal", "echo_hfref"][:tier],
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - Independent.",
+        discharge_condition=_CONDITION_INDEPENDENT,
         instructions="You were admitted with a dangerously high potassium level. STOP spironolactone and lisinopril until your heart and kidney doctors review them. Avoid salt substitutes and high-potassium foods (bananas, oranges, potatoes).",
         followup="PCP in 3 days for repeat potassium and creatinine. Cardiology in 2 weeks to review heart failure medications.",
         facts={"admission_potassium": k0, "discharge_potassium": k1, "admission_creatinine": cr0,
@@ -363,7 +368,7 @@ def htn_amlodipine_edema(r: random.Random, tier: int, sex: str) -> ArchetypeCase
         diagnoses=dx, home_meds=home, inpatient=inpatient, discharge_meds=home,
         labs=labs, baseline={"k": 3.9 if not hypok else 3.4, "cr": 1.0},
         panels=panels_for(tier, ("special",)), radiology=["cxr_clear", "us_le_venous", "echo_normal"][:tier],
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - Independent.",
+        discharge_condition=_CONDITION_INDEPENDENT,
         instructions="You were admitted for very high blood pressure. Take all your blood pressure medicines every day and check your blood pressure at home twice daily. Your ankle swelling is likely a side effect of amlodipine; your doctor will review it.",
         followup="PCP in 1 week with home blood pressure log.",
         facts={"admission_sbp": sbp, "amlodipine_dose": "10 mg daily", "hypokalemia": hypok, "admission_potassium": k0},
@@ -439,7 +444,7 @@ def pneumonia_sepsis(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         panels=panels_for(tier, ("gas", "special")), radiology=["cxr_pna", "cxr_pna_followup", "ct_chest_pna"][:tier],
         vitals=vitals if septic else {}, icu_unit="Medical Intensive Care Unit (MICU)" if septic else None, icu_days=2 if septic else 0,
         micro=micro,
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - requires assistance or aid (walker or cane).",
+        discharge_condition=_CONDITION_WITH_AID,
         instructions="You were treated for a serious lung infection (pneumonia). Finish all of your antibiotic pills (amoxicillin-clavulanate) even if you feel better. Return for fever over 101, worsening shortness of breath or confusion.",
         followup="PCP in 1 week. Repeat chest x-ray in 6-8 weeks to confirm resolution.",
         facts={"admission_wbc": wbc0, "discharge_wbc": wbc1, "admission_lactate": lac0, "septic": septic,
@@ -495,7 +500,7 @@ def cirrhosis_ascites(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         labs=labs, baseline={"tbili": _r1(bili0 - 0.8), "inr": _r1(inr0 - 0.2), "alb": _r1(alb0 + 0.3), "cr": 1.0, "na": 133, "plt": 90},
         panels=panels_for(tier, ("lft", "coag")), radiology=["us_abd_cirrhosis", "us_paracentesis", "ct_abd_cirrhosis"][:tier],
         micro=micro, ward="Transplant",
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - Independent.",
+        discharge_condition=_CONDITION_INDEPENDENT,
         instructions="You were admitted with fluid in your belly and confusion from your liver disease. Take lactulose so that you have 3-4 soft bowel movements a day. Limit salt to 2 grams a day and do not drink any alcohol. Weigh yourself every morning.",
         followup="Hepatology clinic in 1-2 weeks with labs. Outpatient paracentesis as needed.",
         facts={"meld": m, "meld_na": mna, "child_pugh_score": cp, "child_pugh_class": cpc,
@@ -570,7 +575,7 @@ def hf_discharge(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         panels=panels_for(tier, ("special",)), radiology=["cxr_chf", "echo_hfref" if hfref else "echo_hfpef", "us_renal"][:max(1, tier)],
         vitals=vitals if tier >= 2 else {}, icu_unit="Coronary Care Unit (CCU)" if tier >= 2 else None, icu_days=2 if tier >= 2 else 0,
         ward="Cardiology", discharge_location=disch_loc,
-        discharge_condition="Mental Status: Clear and coherent. Level of Consciousness: Alert and interactive. Activity Status: Ambulatory - requires assistance or aid (walker or cane).",
+        discharge_condition=_CONDITION_WITH_AID,
         instructions=(f"You were admitted for a heart failure flare with extra fluid in your lungs and legs. Weigh yourself every morning; "
                       f"your discharge (dry) weight is {w_dis} kg. Call your doctor if your weight goes up more than 1 kg in a day or 2 kg in a week. "
                       "Limit salt to 2 grams and fluids to 1.5 liters per day. Your water pill was changed from furosemide to torsemide."),
