@@ -86,12 +86,12 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
 def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
     label = r["label"] or str(r["itemid"])
     obs: dict[str, Any] = {
-        "resourceType": "Observation",
-        "id": f"lab-{r['labevent_id']}",
-        "status": "final",
-        "category": fhir.category(fhir.OBS_CATEGORY, "laboratory", "Laboratory"),
-        "code": fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
-        "subject": fhir.patient_ref(sid),
+        **fhir.observation(
+            f"lab-{r['labevent_id']}",
+            sid,
+            "laboratory",
+            fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
+        ),
     }
     enc = fhir.encounter_ref(r["hadm_id"], as_float=as_float)
     if enc:
@@ -136,12 +136,12 @@ def _vitals(
     for r in found:
         label = r["label"] or str(r["itemid"])
         obs: dict[str, Any] = {
-            "resourceType": "Observation",
-            "id": f"vital-{sid}-{r['itemid']}-{r['t']}",
-            "status": "final",
-            "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
-            "code": fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
-            "subject": fhir.patient_ref(sid),
+            **fhir.observation(
+                f"vital-{sid}-{r['itemid']}-{r['t']}",
+                sid,
+                "vital-signs",
+                fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
+            ),
             "effectiveDateTime": r["t"],
             "_stay_id": r["stay_id"],
         }
@@ -169,12 +169,12 @@ def _omr(ctx: ToolContext, sid: int, code: str | None, count: int | None) -> lis
     found = head(rows(ctx, sql + " ORDER BY t DESC, rowidx", params), count)
     return [
         {
-            "resourceType": "Observation",
-            "id": f"omr-{sid}-{r['rowidx']}",
-            "status": "final",
-            "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
-            "code": fhir.named_concept("mimic-iv/omr", r["result_name"], r["result_name"]),
-            "subject": fhir.patient_ref(sid),
+            **fhir.observation(
+                f"omr-{sid}-{r['rowidx']}",
+                sid,
+                "vital-signs",
+                fhir.named_concept("mimic-iv/omr", r["result_name"], r["result_name"]),
+            ),
             "effectiveDateTime": r["t"],
             "valueString": r["result_value"],
         }

@@ -93,6 +93,30 @@ def category(system: str, code: str, display: str, text: str | None = None) -> l
     return [concept(system, code, display, text)]
 
 
+_OBS_CATEGORY_DISPLAY = {"laboratory": "Laboratory", "vital-signs": "Vital Signs"}
+
+
+def observation(
+    resource_id: str,
+    subject_id: Any,
+    category_code: str,
+    code: dict[str, Any],
+    category_text: str | None = None,
+) -> dict[str, Any]:
+    """The head every final Observation of both semantics starts with (id, status, category,
+    code, subject, in this order); callers add the value, time and encounter keys after it."""
+    return {
+        "resourceType": "Observation",
+        "id": resource_id,
+        "status": "final",
+        "category": category(
+            OBS_CATEGORY, category_code, _OBS_CATEGORY_DISPLAY[category_code], category_text
+        ),
+        "code": code,
+        "subject": patient_ref(subject_id),
+    }
+
+
 def fhir_datetime(value: Any) -> str | None:
     """MIMIC ``YYYY-MM-DD HH:MM:SS`` -> FHIR dateTime. MIMIC times carry no zone (they are
     date-shifted local times); FHIR requires one once a time is given, so ``+00:00`` is added."""

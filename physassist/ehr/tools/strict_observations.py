@@ -79,12 +79,12 @@ def _labs(
         comment = str(r["comments"] or "").strip()
         out.append(
             {
-                "resourceType": "Observation",
-                "id": f"lab-{r['labevent_id']}",
-                "status": "final",
-                "category": fhir.category(fhir.OBS_CATEGORY, "laboratory", "Laboratory"),
-                "code": fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
-                "subject": fhir.patient_ref(sid),
+                **fhir.observation(
+                    f"lab-{r['labevent_id']}",
+                    sid,
+                    "laboratory",
+                    fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
+                ),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(r["t"]),
                 "valueQuantity": quantity(value, unit),
@@ -165,12 +165,12 @@ def _vitals(
         stamp = re.sub(r"\D", "", str(r["t"]))[:14]
         out.append(
             {
-                "resourceType": "Observation",
-                "id": fhir.safe_id(f"vital-{r['stay_id']}-{r['itemid']}-{stamp}"),
-                "status": "final",
-                "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
-                "code": fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
-                "subject": fhir.patient_ref(sid),
+                **fhir.observation(
+                    fhir.safe_id(f"vital-{r['stay_id']}-{r['itemid']}-{stamp}"),
+                    sid,
+                    "vital-signs",
+                    fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
+                ),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(r["t"]),
                 "valueQuantity": quantity(value, r["valueuom"] or r["unitname"]),
@@ -200,12 +200,12 @@ def _omr(
         unit = re.search(r"\(([^)]+)\)", name)
         out.append(
             {
-                "resourceType": "Observation",
-                "id": fhir.stable_id("omr", sid, r["t"], r["seq_num"], name),
-                "status": "final",
-                "category": fhir.category(fhir.OBS_CATEGORY, "vital-signs", "Vital Signs"),
-                "code": fhir.named_concept("mimic-iv/omr", name, name),
-                "subject": fhir.patient_ref(sid),
+                **fhir.observation(
+                    fhir.stable_id("omr", sid, r["t"], r["seq_num"], name),
+                    sid,
+                    "vital-signs",
+                    fhir.named_concept("mimic-iv/omr", name, name),
+                ),
                 "effectiveDateTime": str(r["t"])[:10],
                 "valueQuantity": quantity(value, unit.group(1) if unit else None),
                 "valueString": None if value is not None else r["result_value"],
@@ -273,18 +273,17 @@ def _micro_observations(
         ]
         out.append(
             {
-                "resourceType": "Observation",
-                "id": fhir.safe_id(
-                    f"micro-{key[0]}-{key[1]}-{key[3] if key[3] is not None else 0}-{fhir.stable_id('o', key[2])[2:8]}"
+                **fhir.observation(
+                    fhir.safe_id(
+                        f"micro-{key[0]}-{key[1]}-{key[3] if key[3] is not None else 0}-{fhir.stable_id('o', key[2])[2:8]}"
+                    ),
+                    sid,
+                    "laboratory",
+                    {
+                        "text": f"{first['test_name'] or 'Culture'} ({first['spec_type_desc'] or 'specimen'})"
+                    },
+                    category_text="Microbiology",
                 ),
-                "status": "final",
-                "category": fhir.category(
-                    fhir.OBS_CATEGORY, "laboratory", "Laboratory", "Microbiology"
-                ),
-                "code": {
-                    "text": f"{first['test_name'] or 'Culture'} ({first['spec_type_desc'] or 'specimen'})"
-                },
-                "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(first["hadm_id"]),
                 "effectiveDateTime": fhir.fhir_datetime(first["t"]),
                 "valueString": value,
