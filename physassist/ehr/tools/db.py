@@ -30,6 +30,15 @@ def rows(
             close()
 
 
+def rows_and_total(
+    ctx: ToolContext, sql: str, params: list[Any]
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows of a query that also selects ``count(*) OVER () AS n_total``, and that count of
+    matches before its ``LIMIT`` (0 when nothing matched): a searchset's true ``total``."""
+    found = rows(ctx, sql, params)
+    return found, (found[0]["n_total"] if found else 0)
+
+
 def ts(column: str) -> str:
     """SQL text of a time column as ``YYYY-MM-DD HH:MM:SS`` whether stored as TIMESTAMP or text."""
     return f"CAST({column} AS VARCHAR)"

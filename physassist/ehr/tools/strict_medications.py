@@ -7,7 +7,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, and_ilike, rows, ts
+from .db import and_equal, and_ilike, rows, rows_and_total, ts
 from .strict_common import Window, admission_miss, bundle, quantity, to_datetime
 
 MAR_LIMIT = 100
@@ -153,8 +153,7 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         "FROM emar_detail WHERE subject_id = ? AND dose_given IS NOT NULL AND emar_id IN (SELECT emar_id FROM m) "
         "GROUP BY emar_id) d ON d.emar_id = m.emar_id ORDER BY m.ct DESC, m.emar_id"
     )
-    found = rows(ctx, sql, params + [MAR_LIMIT, sid])
-    total = found[0]["n_total"] if found else 0
+    found, total = rows_and_total(ctx, sql, params + [MAR_LIMIT, sid])
     out = []
     for r in found:
         status = mar_status(r["event_txt"])

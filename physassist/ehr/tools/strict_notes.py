@@ -8,7 +8,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, and_ilike, rows, ts
+from .db import and_equal, and_ilike, rows, rows_and_total, ts
 from .strict_common import Window, admission_miss, bundle
 from .strict_observations import micro_rows, normalize_micro
 
@@ -194,10 +194,10 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         sql += window.sql("charttime", params)
         sql += and_equal("hadm_id", hadm, params)
         sql += and_ilike("text", args.get("keyword"), params)
-        found = rows(
+        found, matched = rows_and_total(
             ctx, sql + " ORDER BY charttime DESC, note_id LIMIT ?", params + [NOTES_PER_TYPE]
         )
-        total += found[0]["n_total"] if found else 0
+        total += matched
         for n in found:
             out.append(
                 {

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, like_escape, placeholders, rows, ts
+from .db import and_equal, like_escape, placeholders, rows, rows_and_total, ts
 from .labels import LabelMatch, match_label
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
@@ -68,8 +68,7 @@ def _labs(
         "l.ref_range_lower, l.ref_range_upper, l.flag, l.comments, d.label, count(*) OVER () AS n_total "
         f"{base} ORDER BY l.charttime DESC, l.labevent_id LIMIT ?"
     )
-    found = rows(ctx, sql, params + [count])
-    total = found[0]["n_total"] if found else 0
+    found, total = rows_and_total(ctx, sql, params + [count])
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -156,8 +155,7 @@ def _vitals(
         f"SELECT c.stay_id, c.hadm_id, c.itemid, {ts('c.charttime')} AS t, c.value, c.valuenum, c.valueuom, "
         f"d.label, d.unitname, count(*) OVER () AS n_total {base} ORDER BY c.charttime DESC, c.itemid LIMIT ?"
     )
-    found = rows(ctx, sql, params + [count])
-    total = found[0]["n_total"] if found else 0
+    found, total = rows_and_total(ctx, sql, params + [count])
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -191,8 +189,7 @@ def _omr(
         f"SELECT {ts('chartdate')} AS t, seq_num, result_name, result_value, count(*) OVER () AS n_total "
         f"{base} ORDER BY chartdate DESC, seq_num, result_name LIMIT ?"
     )
-    found = rows(ctx, sql, params + [count])
-    total = found[0]["n_total"] if found else 0
+    found, total = rows_and_total(ctx, sql, params + [count])
     out = []
     for r in found:
         name = str(r["result_name"])
