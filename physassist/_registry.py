@@ -1,40 +1,45 @@
 """Inspect extension entry point (``[project.entry-points.inspect_ai] physassist``).
 
-Inspect names registry objects after the top-level package that defines them, so the task
-is re-registered here under ``physassist/physassistbench`` (the task itself lives in
-``tasks/physassistbench.py``, which ``inspect eval tasks/physassistbench.py`` loads
+Inspect names registry objects after the top-level package that defines them, so the tasks
+in ``tasks/`` are re-registered here as ``physassist/physassistbench`` and
+``physassist/generate`` (``inspect eval tasks/physassistbench.py`` still loads the file
 directly). The offline model providers ``physassist/oracle`` and ``physassist/baseline``
-(one model API named ``physassist``) are registered by importing their module. This is the one module of ``physassist`` that
-imports from ``tasks``.
+(one model API named ``physassist``) are registered by importing their module. This is the
+one module of ``physassist`` that imports from ``tasks``.
 """
 
 from __future__ import annotations
 
 import inspect as _inspect
+from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai._util.package import get_installed_package_name
 
 from physassist.agents import provider as _provider  # noqa: F401  (registers physassist/oracle|baseline)
+from tasks.generate import generate as _tasks_generate
 from tasks.physassistbench import physassistbench as _tasks_physassistbench
 
-# the undecorated task function (``@task`` keeps it as ``__wrapped__``)
-_build = getattr(_tasks_physassistbench, "__wrapped__", _tasks_physassistbench)
+
+def _reexport(decorated: Callable[..., Task], name: str) -> Callable[..., Task]:
+    """Register the undecorated task function (``@task`` keeps it as ``__wrapped__``) as ``name``."""
+    build = getattr(decorated, "__wrapped__", decorated)
+
+    def forward(*args: Any, **kwargs: Any) -> Task:
+        return build(*args, **kwargs)
+
+    forward.__signature__ = _inspect.signature(build)  # type: ignore[attr-defined]
+    forward.__doc__ = build.__doc__
+    forward.__name__ = name
+    # Inspect prefixes the package name only when it sees ``physassist`` as installed; it does
+    # not when a stale ``physassist.egg-info`` in the working directory shadows the install
+    # metadata, so name the task explicitly in that case.
+    registered = name if get_installed_package_name(forward) else f"physassist/{name}"
+    return task(name=registered)(forward)
 
 
-def _forward(*args: Any, **kwargs: Any) -> Task:
-    return _build(*args, **kwargs)
+physassistbench = _reexport(_tasks_physassistbench, "physassistbench")
+generate = _reexport(_tasks_generate, "generate")
 
-
-_forward.__signature__ = _inspect.signature(_build)  # type: ignore[attr-defined]
-_forward.__doc__ = _build.__doc__
-_forward.__name__ = "physassistbench"
-
-# Inspect prefixes the package name only when it sees ``physassist`` as installed; it does
-# not when a stale ``physassist.egg-info`` in the working directory shadows the install
-# metadata, so name the task explicitly in that case.
-_NAME = "physassistbench" if get_installed_package_name(_forward) else "physassist/physassistbench"
-physassistbench = task(name=_NAME)(_forward)
-
-__all__ = ["physassistbench"]
+__all__ = ["generate", "physassistbench"]
