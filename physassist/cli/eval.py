@@ -28,7 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from omegaconf.errors import OmegaConfBaseException
 
 from physassist.tracking.params import (
     IDENTITY_KEYS,
@@ -78,16 +78,25 @@ class ConfigError(ValueError):
 # -- config -> arguments ----------------------------------------------------------------------
 
 
+def _unset_keys(node: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose value is OmegaConf's mandatory marker ``???``, in config order."""
+    if isinstance(node, dict):
+        return [k for key, value in node.items() for k in _unset_keys(value, f"{prefix}{key}.")]
+    return [prefix.rstrip(".")] if node == "???" else []
+
+
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The experiment config as a plain dict, every interpolation resolved, ``hydra`` removed."""
     cfg = copy.copy(cfg)  # shallow: drop the hydra node without touching the caller's config
     with open_dict(cfg):
         cfg.pop("hydra", None)
+    # Name the unset key itself, not an interpolation that points at it (model.args.dataset).
+    missing = _unset_keys(OmegaConf.to_container(cfg, resolve=False))
+    if missing:
+        key = missing[0]
+        raise ConfigError(f"{key} is required but not set: add `{key}=<value>` to the command")
     try:
         data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except MissingMandatoryValue as exc:
-        key = getattr(exc, "full_key", None) or "?"
-        raise ConfigError(f"{key} is required but not set: add `{key}=<value>` to the command") from exc
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config error: {exc}".splitlines()[0]) from exc
     assert isinstance(data, dict)
