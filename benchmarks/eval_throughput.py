@@ -112,7 +112,9 @@ def run(
         log = eval(
             task, model=model, log_dir=logs, display="none",
             max_connections=connections, max_samples=connections, fail_on_error=True,
-            log_realtime=False,
+            # nothing is displayed, so the running metrics (bootstrap CIs recomputed
+            # every ~0.9 s while samples complete) would be computed for no one
+            log_realtime=False, score_display=False,
         )[0]
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
