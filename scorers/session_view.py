@@ -7,6 +7,7 @@ parameters) and turns rubric checks into plain dicts for the rules judge.
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import Any
 
@@ -25,12 +26,18 @@ class SessionDataError(ValueError):
 
 
 class SessionView:
-    """Accessors over one session (the Sample's `metadata["session"]` dict, or a `Session`)."""
+    """Accessors over one session: the Sample's `metadata["session"]` (its JSON string, or
+    the dict form of older logs), or a `Session`."""
 
-    def __init__(self, data: dict[str, Any] | Session) -> None:
+    def __init__(self, data: str | dict[str, Any] | Session) -> None:
         if isinstance(data, Session):
             self.model = data
         else:
+            if isinstance(data, str):
+                try:
+                    data = json.loads(data)
+                except json.JSONDecodeError as exc:
+                    raise SessionDataError(f"session metadata is not valid JSON: {exc}") from exc
             try:
                 self.model = Session.model_validate(data)
             except ValidationError as exc:

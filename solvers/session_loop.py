@@ -13,6 +13,7 @@ ARCHITECTURE.md §5 and writes a readable summary to the transcript.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -255,6 +256,13 @@ class SessionRun:
         return result
 
 
+def session_from_metadata(metadata: dict[str, Any]) -> Session:
+    """The sample's session: ``metadata["session"]`` is its JSON string (ARCHITECTURE.md
+    §6); the dict form of older samples is accepted too."""
+    data = metadata["session"]
+    return Session.model_validate(json.loads(data) if isinstance(data, str) else data)
+
+
 def _summary(record: dict[str, Any]) -> str:
     calls = "\n".join(
         f"  - `{c['name']}` {c['arguments']} -> {c['text'][:160]!r}" for c in record["calls"]
@@ -273,7 +281,7 @@ def physassist_session(**options: Any) -> Solver:
     settings = LoopSettings(**options)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        session = Session.model_validate(state.metadata["session"])
+        session = session_from_metadata(state.metadata)
         language = settings.language
         if not session.has_language(language):
             raise ValueError(f"session {session.id}: no {language!r} questions/rubrics/answers")
