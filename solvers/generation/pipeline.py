@@ -17,7 +17,7 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from physassist.data.builder.build import _actions, _annotations, _persona
+from physassist.data.builder.build import answer_list_items, patient_annotations, session_persona
 from physassist.data.builder.encode import BuiltTurn, encode
 from physassist.data.builder.profile import Profile, load_profile
 from physassist.data.builder.questions import Question
@@ -153,12 +153,12 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
     return BuiltTurn(
         task_type=plan.task_type, source=plan.source, topic=plan.topic,
         entities=list(plan.entities), question=question,
-        actions_en=_actions(planned, observations, answer),
-        actions_zh=_actions(planned, observations_zh, zh["answer"]),
+        actions_en=answer_list_items(planned, observations, answer),
+        actions_zh=answer_list_items(planned, observations_zh, zh["answer"]),
         answer_en=answer, answer_zh=zh["answer"],
         items=[dataclasses.replace(it, zh=z) for it, z in zip(items, zh["rubric"], strict=True)],
         tool_hint=plan.tool_hint or ", ".join(a.name for a in actions),
-        annotations=_annotations(t, planned, observations))
+        annotations=patient_annotations(t, planned, observations))
 
 
 async def _turns(slot: _Slot, plan: SessionPlan) -> list[BuiltTurn]:
@@ -199,7 +199,7 @@ async def generate_slot(*, store: EHRStore, phm_dir: Path | None, meta: dict[str
         prof = await asyncio.to_thread(load_profile, store.cursor(), int(cand["subject_id"]),
                                        int(cand["hadm_id"]), str(cand["current_date"]))
         phm = _load_phm(phm_dir, prof.subject_id)
-        persona = _persona(phm, rng)
+        persona = session_persona(phm, rng)
         slot = _Slot(caller, stats, store, prof, phm, str(persona["health_literacy"]),
                      f"physassistbench_{scenario}_{index}", attempts, rng)
         try:

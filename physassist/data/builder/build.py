@@ -94,7 +94,7 @@ def _load_phm(phm_dir: Path | None, subject_id: int) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
+def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
     """The session persona: the cohort's PHM persona when there is one, else a seeded draw."""
     if phm and isinstance(phm.get("persona"), dict):
         p = phm["persona"]
@@ -141,8 +141,9 @@ def _responders(phm: dict[str, Any] | None, literacy: str) -> tuple[Any, Any]:
     return PHMResponder(phm, literacy, "en"), PHMResponder(phm, literacy, "zh")
 
 
-def _annotations(turn: int, planned: list[tuple[str, dict]], observations: list[Any]
+def patient_annotations(turn: int, planned: list[tuple[str, dict]], observations: list[Any]
                  ) -> list[dict[str, Any]]:
+    """`patient_agent_annotations` entries for the patient-tool calls of one turn."""
     out = []
     for (name, args), obs in zip(planned, observations, strict=True):
         if not name.startswith("patient."):
@@ -155,7 +156,8 @@ def _annotations(turn: int, planned: list[tuple[str, dict]], observations: list[
     return out
 
 
-def _actions(planned: list[tuple[str, dict]], observations: list[Any], final: str) -> list[dict]:
+def answer_list_items(planned: list[tuple[str, dict]], observations: list[Any], final: str) -> list[dict]:
+    """One turn's `answer_list`: the executed calls, then `prepare_to_answer` carrying the answer."""
     items = [{"action": {"name": n, "arguments": a}, "observation": o, "dependency_list": [],
               "idx": i} for i, ((n, a), o) in enumerate(zip(planned, observations, strict=True))]
     items.append({"action": {"name": "prepare_to_answer",
@@ -177,7 +179,7 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
     con = env.store.cursor()
     prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
     phm = _load_phm(env.phm_dir, cand.subject_id)
-    persona = _persona(phm, rng)
+    persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])
     prof.phm = phm if _responders(phm, literacy)[0] is not None else None
     prefer_patient = prof.phm is not None and rng.random() < PATIENT_SHARE
@@ -235,11 +237,11 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
         turns.append(BuiltTurn(
             task_type=topic.task_type, source=topic.source, topic=topic.label(),
             entities=list(topic.entities), question=question,
-            actions_en=_actions(planned, observations, en),
-            actions_zh=_actions(planned, observations_zh, zh),
+            actions_en=answer_list_items(planned, observations, en),
+            actions_zh=answer_list_items(planned, observations_zh, zh),
             answer_en=en, answer_zh=zh, items=items,
             tool_hint=", ".join(n for n, _ in planned),
-            annotations=_annotations(t, planned, observations)))
+            annotations=patient_annotations(t, planned, observations)))
         prior |= set(topic.entities)
     return turns
 
