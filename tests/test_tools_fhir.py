@@ -135,7 +135,9 @@ def test_compat_results_are_fhir_after_documented_fixes(
     tiny_store, tool: str, args: dict[str, Any]
 ) -> None:
     result = call_tool(tiny_ctx(tiny_store, "compat"), tool, {"subject_id": SID, **args})
-    for resource in _resources(standardize(result)):
+    resources = list(_resources(standardize(result)))
+    assert resources, f"{tool} returned nothing to validate"
+    for resource in resources:
         if resource["resourceType"] == "Flag":  # the reference's coding with only a display
             resource["code"].pop("coding")
         validate(resource)
