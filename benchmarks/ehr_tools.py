@@ -39,19 +39,10 @@ import pandas as pd
 
 from physassist.ehr.store import EHRStore, build_store
 from physassist.ehr.tables import DICTIONARY_TABLES, SUBJECT_TABLES, TABLES
+from physassist.ehr.tools.names import EHR_READ_TOOLS
 
 LAB_NAMES = ("Creatinine", "Potassium", "Sodium", "Hemoglobin", "White Blood Cells", "Glucose")
-READ_TOOLS = (
-    "Patient.read",
-    "Encounter.search",
-    "Condition.search",
-    "Observation.search",
-    "MedicationRequest.search",
-    "MedicationAdministration.search",
-    "DiagnosticReport.search",
-    "DocumentReference.search",
-    "CarePlan.search",
-)
+READ_TOOLS = EHR_READ_TOOLS
 
 Call = tuple[int, int | None, str | None, str, dict[str, Any]]  # subject, hadm, date, tool, args
 
