@@ -8,6 +8,7 @@ layer logs it and `physassist.metrics.summarize` computes the metrics from it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -86,7 +87,8 @@ def turn_rows(
 ) -> list[dict[str, Any]]:
     """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`."""
     md = dict(sample_metadata or {})
-    session = md.get("session") if isinstance(md.get("session"), Mapping) else None
+    raw = md.get("session")  # a JSON string (ARCHITECTURE.md §6), or a dict in older logs
+    session = json.loads(raw) if isinstance(raw, str) else raw if isinstance(raw, Mapping) else None
     records = {r.get("turn"): r for r in (store_turns or []) if isinstance(r, Mapping)}
     tier = md.get("tier", session.get("difficulty_level") if session else None)
     rows = []

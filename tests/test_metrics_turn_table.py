@@ -176,3 +176,19 @@ def test_task_level_reducer_survives_eval_level_epoch_count(tmp_path):
     # identical epochs: pass^2 equals the single-trial pass rate over eligible sessions
     assert metrics["pass_hat_2_0.60"].value == pytest.approx(metrics["pass_hat_1_0.60"].value)
     assert metrics["session_score_sd"].value == 0.0
+
+
+def test_turn_rows_read_the_session_json_string_when_other_metadata_is_missing():
+    """New logs keep the session as one JSON string; the fallbacks must still read it."""
+    import json
+
+    from physassist.results import turn_rows
+
+    session = make_session()
+    md = {"session": json.dumps(session)}  # no scenario / tier / task_types keys
+    turns = [{"turn": t, "score": 1.0, "status": "scored", "items": []} for t in range(4)]
+    rows = turn_rows(session["id"], 1, md, turns)
+    assert [r["task_type"] for r in rows] == ["IL", "DG", "CR", "WU"]
+    assert [r["gold_tools"] for r in rows][0] == ["Observation.search"]
+    assert {r["scenario"] for r in rows} == {session["clinical_scenario"]}
+    assert {r["tier"] for r in rows} == {session["difficulty_level"]}
