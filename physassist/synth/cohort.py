@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 
 from physassist.synth import labs, meds, records
 from physassist.synth.planner import build_plan
-from physassist.synth.writer import SCHEMAS, conform, schema, table_path
+from physassist.synth.writer import SCHEMAS, CsvGzWriter, conform, table_path
 
 GENERATOR_VERSION = 1
 DEFAULT_CHUNK = 1000
@@ -150,8 +150,6 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
     ``compresslevel`` defaults to 6 up to 5,000 subjects and 1 (fast) above. Subject ``i`` has archetype ``ARCHETYPES[i % 7]`` and tier ``(i // 7) % 3 + 1``,
     so any 21 consecutive subjects cover every archetype x tier.
     """
-    import gzip
-
     if isinstance(n_subjects, bool) or not isinstance(n_subjects, int) or n_subjects < 1:
         raise ValueError(f"n_subjects must be a positive integer, got {n_subjects!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -175,18 +173,15 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
             shutil.rmtree(out / sub)
         (out / sub).mkdir(parents=True)
 
-    streams = {}
-    for name in SCHEMAS:
-        raw = open(table_path(out, name), "wb")  # noqa: SIM115 - closed below
-        gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=compresslevel)
-        gz.write((",".join(schema(name).names) + "\n").encode())
-        streams[name] = (raw, gz)
+    streams: dict[str, CsvGzWriter] = {}
     report = CohortReport(out, n_subjects, seed, rows=dict.fromkeys(SCHEMAS, 0))
     counts: Counter[str] = Counter()
     try:
+        for name in SCHEMAS:
+            streams[name] = CsvGzWriter(table_path(out, name), name, compresslevel)
         for name, data in records.dictionaries().items():
             body, n = _csv_bytes(name, data)
-            streams[name][1].write(body)
+            streams[name].write(body)
             report.rows[name] = n
         with open(out / "meta" / "subjects.csv", "w", newline="", encoding="utf-8") as sfh, \
                 open(out / "meta" / "facts.jsonl", "wb") as ffh:
@@ -194,7 +189,7 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
             sw.writeheader()
             for chunk in _rendered(seed, _chunks(n_subjects, chunk_size), workers):
                 for name in PER_CHUNK_TABLES:
-                    streams[name][1].write(chunk.csv[name])
+                    streams[name].write(chunk.csv[name])
                     report.rows[name] += chunk.rows[name]
                 for sid, body in chunk.phm:
                     (out / "phm" / f"{sid}.json").write_bytes(body + b"\n")
@@ -204,9 +199,8 @@ def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, 
                 for line in chunk.facts:
                     ffh.write(line + b"\n")
     finally:
-        for raw, gz in streams.values():
-            gz.close()
-            raw.close()
+        for stream in streams.values():
+            stream.close()
     report.archetype_tier = dict(sorted(counts.items()))
     meta = {"generator": "physassist.synth", "version": GENERATOR_VERSION, "seed": seed, "n_subjects": n_subjects,
             "chunk_size": chunk_size, "compresslevel": compresslevel, "archetype_tier": report.archetype_tier,

@@ -4,11 +4,9 @@ mtime 0 and no embedded file name, minimal quoting, one header line."""
 from __future__ import annotations
 
 import gzip
-import io
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 INT, S, F, T, D = pa.int64(), pa.string(), pa.float64(), pa.timestamp("s"), pa.date32()
 
@@ -106,25 +104,19 @@ def conform(table: str, data: pa.Table | dict) -> pa.Table:
 
 
 class CsvGzWriter:
-    """Streams pyarrow tables into one deterministic `.csv.gz` file."""
+    """One deterministic `.csv.gz` table file: the header line, then CSV bodies appended as the
+    workers rendered them (gzip mtime 0 and no embedded name, so equal input gives equal bytes)."""
 
     def __init__(self, path: Path, table: str, compresslevel: int = 6) -> None:
-        self.table = table
+        header = (",".join(schema(table).names) + "\n").encode()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=compresslevel)
-        self._gz.write((",".join(schema(table).names) + "\n").encode())
-        self._opts = pacsv.WriteOptions(include_header=False, quoting_style="needed")
-        self.rows = 0
+        self._gz.write(header)
 
-    def write(self, data: pa.Table | dict) -> None:
-        tbl = conform(self.table, data)
-        if tbl.num_rows == 0:
-            return
-        buf = io.BytesIO()
-        pacsv.write_csv(tbl, buf, self._opts)
-        self._gz.write(buf.getvalue())
-        self.rows += tbl.num_rows
+    def write(self, body: bytes) -> None:
+        """Append header-less CSV text (as rendered by ``cohort._csv_bytes``)."""
+        self._gz.write(body)
 
     def close(self) -> None:
         self._gz.close()
