@@ -254,7 +254,7 @@ class Tracker:
         ``files`` are (local path, artifact directory) pairs. Returns the run id. The run is
         created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
         """
-        from mlflow.entities import Param, RunTag
+        from mlflow.entities import RunTag
 
         all_tags = {KIND_TAG: "job", **tags}
         if parent_run_id:
@@ -267,10 +267,7 @@ class Tracker:
         else:
             self._write(lambda: self.client.update_run(run_id, status="RUNNING", name=run_name))
         try:
-            existing = self._call(lambda: self.client.get_run(run_id)).data.params
-            new_params = [Param(k, v) for k, v in params.items() if k not in existing]
-            for chunk in _chunks(new_params, 100):
-                self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
+            self.log_params(run_id, params)
             tag_list = [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()]
             for chunk in _chunks(tag_list, 100):
                 self._write(lambda c=chunk: self.client.log_batch(run_id, tags=c))
@@ -291,17 +288,6 @@ class Tracker:
                 self._write(lambda: self.client.set_terminated(run_id, "FAILED"))
             raise
         return run_id
-
-    def mark_failed(self, run_name: str, tags: Mapping[str, str], reason: str, parent_run_id: str | None = None) -> str:
-        """Record a run that could not be evaluated (status FAILED, the reason as a tag)."""
-        return self.log_run(
-            run_name=run_name,
-            params={},
-            tags={**tags, "physassist.error": reason[:5000]},
-            metrics={},
-            status="FAILED",
-            parent_run_id=parent_run_id,
-        )
 
 
 def _metric(key: str, value: float, timestamp: int | None = None):
