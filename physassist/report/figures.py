@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from physassist.report.tables import RUN_NAME, SUBTYPES, Table
+from physassist.data.models import SUBTYPES
+from physassist.report.tables import Table, run_labels
 
 
 def _labels(runs: pd.DataFrame) -> list[str]:
-    names = runs[RUN_NAME] if RUN_NAME in runs.columns else runs["run_id"]
-    return [str(n) for n in names]
+    return [str(n) for n in run_labels(runs)]
 
 
 def _col(runs: pd.DataFrame, name: str) -> np.ndarray:

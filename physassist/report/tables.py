@@ -18,11 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from physassist.data.models import SCENARIOS, SUBTYPES, TIERS
 from physassist.tracking.params import experiment_params
 
-TIERS = ("1", "2", "3")
-SUBTYPES = ("NA", "PE", "AE")
-SCENARIOS = ("diagnostic_workup", "med_safety", "treatment_response", "discharge_planning")
 _TAU = re.compile(r"^metrics\.pass_turn_(\d\.\d\d)$")
 RUN_NAME = "tags.mlflow.runName"
 
@@ -64,12 +62,13 @@ def _param(runs: pd.DataFrame, name: str) -> pd.Series:
     return runs[col] if col in runs.columns else pd.Series(None, index=runs.index, dtype=object)
 
 
-def _label(runs: pd.DataFrame) -> pd.Series:
+def run_labels(runs: pd.DataFrame) -> pd.Series:
+    """The run names (MLflow's ``runName`` tag), else the run ids."""
     return runs[RUN_NAME] if RUN_NAME in runs.columns else runs["run_id"]
 
 
 def _base(runs: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({"run": _label(runs).values, "run_id": runs["run_id"].values, "model": _param(runs, "model").values})
+    return pd.DataFrame({"run": run_labels(runs).values, "run_id": runs["run_id"].values, "model": _param(runs, "model").values})
 
 
 def table2(runs: pd.DataFrame, language: str) -> Table:
