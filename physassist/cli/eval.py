@@ -30,6 +30,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from physassist.data.models import LANGUAGES, SCENARIOS, TIERS
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
@@ -66,9 +67,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "patient.mode": ("replay", "live"),
     "patient.literacy": ("high", "medium", "low"),
     "patient.miss": ("unknown", "same_tool"),
-    "language.code": ("en", "zh"),
+    "language.code": LANGUAGES,
 }
-SCENARIOS = ("diagnostic_workup", "med_safety", "treatment_response", "discharge_planning")
 
 
 class ConfigError(ValueError):
@@ -231,8 +231,8 @@ def check_config(config: Mapping[str, Any]) -> None:
         if scenario not in SCENARIOS:
             raise ConfigError(f"scenarios: {scenario!r} is not one of {', '.join(SCENARIOS)}")
     for tier in config.get("tiers") or ():
-        if tier not in (1, 2, 3):
-            raise ConfigError(f"tiers: {tier!r} is not one of 1, 2, 3")
+        if tier not in TIERS:
+            raise ConfigError(f"tiers: {tier!r} is not one of {', '.join(map(str, TIERS))}")
     source = str(_get(config, "dataset.source"))
     if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
         raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
@@ -378,6 +378,18 @@ def _inspect_stats(log) -> dict[str, float]:
     return out
 
 
+def open_tracker_for(tracking: Mapping[str, Any], retries: int | None = None):  # -> runs.Tracker
+    """The MLflow tracker the ``tracking`` config group names (raises TrackingError)."""
+    from physassist.tracking import runs
+
+    return runs.Tracker(
+        tracking.get("uri"),
+        tracking.get("experiment") or "physassist",
+        artifact_root=tracking.get("artifact_root"),
+        retries=int(tracking.get("retries") or 0) if retries is None else retries,
+    )
+
+
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     from physassist.tracking import runs
@@ -396,12 +408,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         if not tracking.get("enabled"):
             return
         try:
-            tracker = runs.Tracker(
-                tracking.get("uri"),
-                tracking.get("experiment") or "physassist",
-                artifact_root=tracking.get("artifact_root"),
-                retries=int(tracking.get("retries") or 0),
-            )
+            tracker = open_tracker_for(tracking)
         except TrackingError as exc:
             tracking_error = str(exc)
 
@@ -561,7 +568,6 @@ class SweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from physassist.tracking import runs
-        from physassist.tracking.mlflow_store import TrackingError
 
         try:
             base = resolve(config)
@@ -576,15 +582,10 @@ class SweepCallback(Callback):
         tracking = base.get("tracking") or {}
         if tracking.get("enabled"):
             try:
-                tracker = runs.Tracker(
-                    tracking.get("uri"),
-                    tracking.get("experiment") or "physassist",
-                    artifact_root=tracking.get("artifact_root"),
-                    retries=int(tracking.get("retries") or 0),
-                )
+                tracker = open_tracker_for(tracking)
                 parent = tracker.start_sweep(sweep_id, arguments, f"sweep {sweep_id}")
                 tracker.log_params(parent, shared_params(flatten_config(base), arguments))
-            except (TrackingError, Exception) as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
                 print(f"tracking failed: {exc}; jobs still run and keep their Inspect logs", file=sys.stderr)
         runs.SweepInfo(sweep_id, parent, tuple(arguments)).write(Path(config.hydra.sweep.dir).resolve())
         print(f"sweep {sweep_id}: parent MLflow run {parent}")
@@ -597,7 +598,7 @@ class SweepCallback(Callback):
         if info is None or info.parent_run_id is None or not tracking.get("enabled"):
             return
         try:
-            tracker = runs.Tracker(tracking.get("uri"), tracking.get("experiment") or "physassist", retries=8)
+            tracker = open_tracker_for(tracking, retries=8)
             status = tracker.end_sweep(info.parent_run_id, info.sweep_id)
             print(f"sweep {info.sweep_id}: parent MLflow run {info.parent_run_id} {status}")
         except Exception as exc:  # noqa: BLE001
