@@ -36,8 +36,8 @@ from physassist.data import Session
 from physassist.ehr.tools import call_tool, render, to_api_name
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
-from .menu import MENUS, control_schema, menu_schemas, schema_name, validate_menu
-from .observations import OBSERVATION_MODES, drop_tool_traffic, validate_observations
+from .menu import control_schema, menu_schemas, schema_name, validate_menu
+from .observations import drop_tool_traffic, validate_observations
 from .patient_replay import LITERACY_LEVELS, MISS_POLICIES
 from .prompting import LANGUAGES, nudge_message, system_prompt
 from .terminal import STRATEGIES, TerminalStrategy, terminal_strategy
@@ -91,20 +91,6 @@ class LoopSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-VALID_OPTIONS = {
-    "language": LANGUAGES,
-    "query": QUERIES,
-    "menu": MENUS,
-    "observations": OBSERVATION_MODES,
-    "terminal": tuple(STRATEGIES),
-    "patient": PATIENT_MODES,
-    "literacy": LITERACY_LEVELS,
-    "patient_miss": MISS_POLICIES,
-    "semantics": SEMANTICS,
-    "render": RENDERS,
-}
 
 
 @dataclass
