@@ -20,11 +20,10 @@ from inspect_ai.model import GenerateConfig
 from physassist.data import Session, load_sessions
 from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_scorer
+from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
+from scorers.session_scorer import JUDGES
 from solvers import LoopSettings, physassist_session
 from solvers.prompting import opening_message
-
-JUDGES = ("rules", "llm")
-JUDGE_CONTEXTS = ("gold_answer", "evidence")
 
 
 def _as_list(value: Any, name: str) -> list[Any] | None:
