@@ -32,6 +32,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.util import JSONSchema
 
+from physassist.ehr.tools import render as render_result
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
 
 NAME = "llm"
@@ -187,16 +188,12 @@ def format_history(messages: list[dict[str, str]]) -> str:
 
 
 def render_observation(raw: Any) -> str:
-    """Full text rendering of a tool result (the EHR layer's `full` renderer when available)."""
-    try:
-        from physassist.ehr.tools import render  # the EHR layer; optional at import time
-    except ImportError:
-        render = None
+    """Full text rendering of a tool result (the EHR layer's `full` renderer for a dict)."""
     if isinstance(raw, str):
         text = raw
-    elif render is not None and isinstance(raw, dict):
+    elif isinstance(raw, dict):
         try:
-            text = render(raw, "full")
+            text = render_result(raw, "full")
         except Exception:  # a renderer bug must not lose the evidence: fall back to JSON
             text = json.dumps(raw, ensure_ascii=False, default=str)
     else:
