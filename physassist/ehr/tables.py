@@ -224,7 +224,6 @@ TABLES: dict[str, TableSpec] = {
     )
 }
 
-TABLE_NAMES: tuple[str, ...] = tuple(TABLES)
 DICTIONARY_TABLES: tuple[str, ...] = tuple(n for n, t in TABLES.items() if t.is_dictionary)
 SUBJECT_TABLES: tuple[str, ...] = tuple(n for n, t in TABLES.items() if t.per_subject)
 

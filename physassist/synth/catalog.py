@@ -76,19 +76,7 @@ _LABS = [
     LabItem("a1c", 50852, "% Hemoglobin A1c", "Blood", "Chemistry", "%", 4.0, 6.0, 1, panel="special"),
 ]
 LABS: dict[str, LabItem] = {lab.code: lab for lab in _LABS}
-LAB_BY_ITEMID: dict[int, LabItem] = {lab.itemid: lab for lab in _LABS}
 
-# Organ systems the reference pre-filter counts for diagnostic_workup (7 systems).
-ORGAN_SYSTEM: dict[str, str] = {
-    "wbc": "hematologic", "hgb": "hematologic", "hct": "hematologic", "plt": "hematologic",
-    "mcv": "hematologic", "rdw": "hematologic", "neut": "inflammatory",
-    "cr": "renal", "bun": "renal", "egfr": "renal",
-    "na": "metabolic", "k": "metabolic", "cl": "metabolic", "hco3": "metabolic", "ag": "metabolic",
-    "glu": "metabolic", "ca": "metabolic", "mg": "metabolic", "phos": "metabolic", "a1c": "metabolic",
-    "ast": "hepatic", "alt": "hepatic", "alp": "hepatic", "tbili": "hepatic", "alb": "hepatic",
-    "ammonia": "hepatic", "pt": "coagulation", "inr": "coagulation", "ptt": "coagulation",
-    "lactate": "inflammatory", "crp": "inflammatory", "ntprobnp": "cardiac", "trop": "cardiac",
-}
 
 PANEL_CODE = {"chem": 1, "cbc": 2, "diff": 3, "lft": 4, "coag": 5, "gas": 6, "special": 7}
 

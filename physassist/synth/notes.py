@@ -187,9 +187,6 @@ RADIOLOGY: dict[str, tuple[str, str, str, str, str]] = {
     ),
 }
 
-SOCIAL_NOTE = {
-    "never": "Never smoker.", "former": "Former smoker, quit ___ years ago.", "current": "Current smoker, 1 pack per day.",
-}
 
 LAB_ABBR = {"White Blood Cells": "WBC", "Hemoglobin": "Hgb", "Hematocrit": "Hct", "Platelet Count": "Plt",
             "Urea Nitrogen": "UreaN", "Creatinine": "Creat", "Sodium": "Na", "Potassium": "K", "Chloride": "Cl",
