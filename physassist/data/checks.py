@@ -61,7 +61,6 @@ Check = Annotated[
     ValueCheck | ConceptCheck | ForbiddenCheck | WriteArgCheck | WriteCallCheck,
     Field(discriminator="kind"),
 ]
-CHECK_KINDS: tuple[str, ...] = ("value", "concept", "forbidden", "write_arg", "write_call")
 
 _CHECK_ADAPTER: TypeAdapter[Check] = TypeAdapter(Check)
 

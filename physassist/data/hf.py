@@ -40,7 +40,6 @@ _NESTED_KEYS = frozenset({
     "rubrics_zh", "rubric_checks", "patient_agent_annotations", "persona_config",
     "patient_model", "note_grounding", "write_gold_params",
 })
-_DATA_SUFFIXES = (".parquet", ".jsonl")
 
 
 def is_hf_source(source: str) -> bool:

@@ -30,10 +30,6 @@ class Item:
     check: dict[str, Any]
 
 
-def _both(key: str, **values: Any) -> tuple[str, str]:
-    return say("en", f"rubrics.{key}", **values), say("zh", f"rubrics.{key}", **values)
-
-
 def _item(key: str, check: dict[str, Any], values_en: dict[str, Any],
           values_zh: dict[str, Any] | None = None) -> Item:
     en = say("en", f"rubrics.{key}", **values_en)

@@ -232,10 +232,6 @@ def next_day(day: str, days: int = 1) -> str:
     return (dt.date.fromisoformat(day[:10]) + dt.timedelta(days=days)).isoformat()
 
 
-def write_status(prof: Profile, lab: str) -> str:
-    return "high" if prof.labs[lab].abnormal else "normal"
-
-
 def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, dict[str, Any]]]:
     """The gold tool calls of a topic, in order, with `subject_id` and `hadm_id` set
     (patient tools get `session_id` instead of `hadm_id`)."""

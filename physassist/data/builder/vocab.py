@@ -57,10 +57,6 @@ LABS: dict[str, Lab] = {
     )
 }
 
-ORGAN_SYSTEMS: tuple[str, ...] = (
-    "hematologic", "renal", "hepatic", "metabolic", "coagulation", "inflammatory", "cardiac",
-)
-
 #: Labs a prescriber monitors (med_safety's base criterion).
 MONITORING_LABS: tuple[str, ...] = (
     "Creatinine", "Potassium", "Glucose", "Urea Nitrogen", "INR(PT)", "% Hemoglobin A1c",
