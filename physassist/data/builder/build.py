@@ -19,6 +19,8 @@ from typing import Any
 
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
+from physassist.synth import load_phm
+from physassist.synth.patient import PHMResponder
 
 from . import facts as F
 from .answers import answer, digest
@@ -78,20 +80,9 @@ class _Replan(Exception):
 class _Env:
     store: EHRStore
     seed: int
-    phm_dir: Path | None
+    cohort: Path | None  # the synthetic cohort folder when the source has PHMs (``phm/``)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
-
-
-def _load_phm(phm_dir: Path | None, subject_id: int) -> dict[str, Any] | None:
-    if phm_dir is None:
-        return None
-    path = phm_dir / f"{subject_id}.json"
-    if not path.is_file():
-        return None
-    with path.open(encoding="utf-8") as fh:
-        data = json.load(fh)
-    return data if isinstance(data, dict) else None
 
 
 def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
@@ -134,10 +125,6 @@ def _responders(phm: dict[str, Any] | None, literacy: str) -> tuple[Any, Any]:
     """EN and ZH patient responders for a PHM (None, None without a PHM or responder)."""
     if not phm:
         return None, None
-    try:
-        from physassist.synth.patient import PHMResponder
-    except ImportError:  # the cohort package without its responder: no patient turns
-        return None, None
     return PHMResponder(phm, literacy, "en"), PHMResponder(phm, literacy, "zh")
 
 
@@ -178,7 +165,7 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
     prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
-    phm = _load_phm(env.phm_dir, cand.subject_id)
+    phm = load_phm(env.cohort, cand.subject_id) if env.cohort is not None else None
     persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])
     prof.phm = phm if _responders(phm, literacy)[0] is not None else None
@@ -265,8 +252,7 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
              else open_store(store_source, cache_dir=cache_dir))
     qualified = qualify(store.cursor(), scen, tier_list)
     source = Path(store.source)
-    phm_dir = source / "phm" if (source / "phm").is_dir() else None
-    env = _Env(store=store, seed=seed, phm_dir=phm_dir)
+    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None)
     report = BuildReport()
     out = Path(out_dir)
     files: dict[str, list[dict[str, Any]]] = {}
