@@ -21,12 +21,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "release
 
 def replicate(out: Path, copies: int) -> Path:
     for path in FIXTURES.glob("*.jsonl"):
-        lines = []
-        for k in range(copies):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                data = json.loads(line)
-                data["id"] = f"copy{k}_{data['id']}"
-                lines.append(json.dumps(data, ensure_ascii=False))
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        lines = [json.dumps({**data, "id": f"copy{k}_{data['id']}"}, ensure_ascii=False)
+                 for k in range(copies) for data in records]
         (out / path.name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
