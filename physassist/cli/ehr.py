@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from physassist.ehr.sources import EHRSourceError
 from physassist.ehr.store import EHRBuildError, EHRStore, build_store, open_store
+from physassist.ehr.tools import ToolContext, call_tool, render
 
 
 class _UsageError(Exception):
@@ -65,11 +66,6 @@ def _build(args: argparse.Namespace) -> None:
 
 
 def _call(args: argparse.Namespace) -> None:
-    try:
-        from physassist.ehr.tools import ToolContext, call_tool, render
-    except ImportError as exc:
-        raise _UsageError(f"the EHR tool layer cannot be imported: {exc}") from exc
-
     if args.date is not None:
         try:
             dt.date.fromisoformat(args.date)
