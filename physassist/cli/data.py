@@ -22,15 +22,15 @@ from physassist.data.models import LANGUAGES, SCENARIOS, SessionFormatError
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
-def _load(args: argparse.Namespace, lenient: bool):
+def _load(args: argparse.Namespace):
     from physassist.data.loader import load_sessions
 
-    return load_sessions(args.source, language=args.language, lenient=lenient,
+    return load_sessions(args.source, language=args.language, lenient=args.lenient,
                          scenarios=args.scenarios)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    sessions = _load(args, args.lenient)
+    sessions = _load(args)
     print(f"OK: {sessions.summary()}")
     print(f"fingerprint: {sessions.fingerprint}")
     return EXIT_OK
@@ -39,7 +39,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from physassist.data.stats import format_stats, session_stats
 
-    sessions = _load(args, args.lenient)
+    sessions = _load(args)
     stats = session_stats(sessions, language=args.language)
     stats["source"] = str(args.source)
     stats["fingerprint"] = sessions.fingerprint
@@ -57,8 +57,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from physassist.synth import generate_cohort
 
     result = generate_cohort(args.out, args.subjects, seed=args.seed)
-    print(f"synthetic cohort of {args.subjects} subjects (seed {args.seed}) in {args.out}"
-          + (f": {result}" if result is not None else ""))
+    print(f"synthetic cohort of {args.subjects} subjects (seed {args.seed}) in {args.out}: "
+          f"{result}")
     return EXIT_OK
 
 
@@ -74,9 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_build_sample(args: argparse.Namespace) -> int:
     from physassist.data.builder import build_sample
 
-    report = build_sample(root=args.root, seed=args.seed)
-    if report is not None:
-        print(report)
+    print(build_sample(root=args.root, seed=args.seed))
     return EXIT_OK
 
 
