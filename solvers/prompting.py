@@ -65,11 +65,6 @@ def nudge_message(language: str) -> str:
     return prompt_text("nudge", language)
 
 
-def all_nudge_texts() -> frozenset[str]:
-    """Every nudge text, so offline agents can recognise a nudge in any language."""
-    return frozenset(nudge_message(lang) for lang in LANGUAGES)
-
-
 def patient_miss_answer(language: str) -> str:
     """The fixed patient answer when replay has no recorded reply for a question."""
     return prompt_text("patient_miss", language)

@@ -33,7 +33,7 @@ from inspect_ai.tool import ToolDef
 from inspect_ai.util import LimitExceededError, span
 
 from physassist.data import Session
-from physassist.ehr.tools import call_tool, render, to_api_name
+from physassist.ehr.tools import call_tool, render
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
 from .menu import control_schema, menu_schemas, schema_name, validate_menu
@@ -336,8 +336,3 @@ def physassist_session(**options: Any) -> Solver:
         return state
 
     return solve
-
-
-def api_names(dotted: list[str]) -> list[str]:
-    """API-safe spelling of dotted tool names (for tests and offline agents)."""
-    return [to_api_name(n) for n in dotted]
