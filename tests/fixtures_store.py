@@ -47,9 +47,17 @@ def read_demo(table: str) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
+_CACHE_DIR: list[Path] = []
+
+
 @pytest.fixture(scope="session")
 def store_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("stores")
+    """One store cache per test process. Each module binds this fixture under its own name, which
+    pytest treats as a separate session fixture, so the directory is kept here: a later module then
+    reopens the demo/sample store by fingerprint (milliseconds) instead of rebuilding it (~3 s)."""
+    if not _CACHE_DIR:
+        _CACHE_DIR.append(tmp_path_factory.mktemp("stores"))
+    return _CACHE_DIR[0]
 
 
 @pytest.fixture(scope="session")
