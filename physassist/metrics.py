@@ -192,9 +192,8 @@ def _bootstrap(
 
 def _breakdowns(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
     out: dict[str, float] = {}
-    dims = [(d, d) for d in SESSION_DIMENSIONS] + [(d, d) for d in TURN_DIMENSIONS]
-    for dim, column in dims:
-        column = "turn_label" if dim == "turn" else column
+    for dim in (*SESSION_DIMENSIONS, *TURN_DIMENSIONS):
+        column = "turn_label" if dim == "turn" else dim
         if column not in df.columns:
             continue
         for value, group in df.groupby(df[column].astype(str), sort=True):
