@@ -46,9 +46,14 @@ def is_hf_source(source: str) -> bool:
     return source.startswith("hf:")
 
 
+def _saved_to_disk(path: Path) -> bool:
+    """A directory written by `Dataset.save_to_disk` (or `DatasetDict.save_to_disk`)."""
+    return (path / "dataset_info.json").exists() or (path / "state.json").exists()
+
+
 def is_dataset_dir(path: Path) -> bool:
     """A directory written by `Dataset.save_to_disk` or holding Parquet data files."""
-    if (path / "dataset_info.json").exists() or (path / "state.json").exists():
+    if _saved_to_disk(path):
         return True
     return not any(path.glob("*.jsonl")) and any(path.rglob("*.parquet"))
 
@@ -72,7 +77,7 @@ def read_hf_records(source: str) -> list[RawRecord]:
         if path.suffix in (".jsonl", ".json"):
             return _read_jsonl(path)
         raise ValueError(f"unsupported dataset file {path}: expected .jsonl or .parquet")
-    if (path / "dataset_info.json").exists() or (path / "state.json").exists():
+    if _saved_to_disk(path):
         import datasets
 
         with _quiet_datasets():
