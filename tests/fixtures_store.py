@@ -55,8 +55,13 @@ def store_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One store cache per test process. Each module binds this fixture under its own name, which
     pytest treats as a separate session fixture, so the directory is kept here: a later module then
     reopens the demo/sample store by fingerprint (milliseconds) instead of rebuilding it (~3 s)."""
+    return process_store_cache(tmp_path_factory)
+
+
+def process_store_cache(factory: pytest.TempPathFactory) -> Path:
+    """The store cache directory of this test process (made on first use)."""
     if not _CACHE_DIR:
-        _CACHE_DIR.append(tmp_path_factory.mktemp("stores"))
+        _CACHE_DIR.append(factory.mktemp("stores"))
     return _CACHE_DIR[0]
 
 

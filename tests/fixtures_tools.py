@@ -12,12 +12,14 @@ import csv
 from pathlib import Path
 
 import pytest
+from fixtures_store import process_store_cache
+from fixtures_store import require_demo as _require_demo
 
+from physassist.ehr.sources import sample_cohort_dir
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext
 
-DEMO = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort"
+SAMPLE = sample_cohort_dir()
 
 SID, OTHER = 1001, 1002
 ANCHOR, EARLIER, FUTURE = 5001, 5000, 5002
@@ -598,8 +600,8 @@ _STORES: dict[str, EHRStore] = {}
 
 
 def _shared_store(key: str, source: Path, factory: pytest.TempPathFactory) -> EHRStore:
-    if key not in _STORES:
-        _STORES[key] = open_store(source, cache_dir=factory.mktemp(f"{key}_store"))
+    if key not in _STORES:  # built in the process's store cache, shared with fixtures_store
+        _STORES[key] = open_store(source, cache_dir=process_store_cache(factory))
     return _STORES[key]
 
 
@@ -613,9 +615,7 @@ def tiny_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
 
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
-    if not (DEMO / "hosp").is_dir():
-        pytest.skip(f"MIMIC-IV demo not found at {DEMO}")
-    return _shared_store("demo", DEMO, tmp_path_factory)
+    return _shared_store("demo", _require_demo(), tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
