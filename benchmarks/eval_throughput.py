@@ -37,6 +37,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
+from solvers import TURNS_KEY
 from tasks.physassistbench import physassistbench
 
 USAGE = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)
@@ -123,7 +124,7 @@ def run(
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
         samples = log.samples or []
-        turns = [t["seconds"] for s in samples for t in s.store["physassist:turns"]]
+        turns = [t["seconds"] for s in samples for t in s.store[TURNS_KEY]]
     return wall, turns, len(samples), cpu
 
 
