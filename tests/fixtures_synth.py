@@ -8,18 +8,11 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from physassist.ehr.sources import sample_cohort_dir
 from physassist.synth.writer import SCHEMAS, table_path
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample" / "cohort"
-DEMO = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+SAMPLE = sample_cohort_dir()
 SAMPLE_SUBJECTS = 63
-
-
-def require_demo() -> Path:
-    if not (DEMO / "hosp").is_dir():
-        pytest.skip(f"MIMIC-IV demo not found at {DEMO}")
-    return DEMO
 
 
 def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:

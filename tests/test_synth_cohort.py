@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures_synth import SAMPLE, SAMPLE_SUBJECTS, require_demo
+from fixtures_store import require_demo
+from fixtures_synth import SAMPLE, SAMPLE_SUBJECTS
 
 from physassist.synth import generate_cohort, load_phm
 from physassist.synth.__main__ import main as cli_main
