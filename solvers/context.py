@@ -10,20 +10,20 @@ from __future__ import annotations
 import datetime as dt
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from inspect_ai.model import get_model
 
 from physassist.data import Session
 from physassist.ehr.store import EHRStore, open_store
-from physassist.ehr.tools import PatientResponder, ToolContext, WriteSandbox, call_tool
+from physassist.ehr.tools import PatientResponder, Semantics, ToolContext, WriteSandbox, call_tool
 
 from .patient_live import LivePatient, derived_patient_model
 from .patient_replay import ReplayPatient
 from .prompting import session_key
 
 PATIENT_MODES = ("replay", "live")
-SEMANTICS = ("strict", "compat")
+SEMANTICS: tuple[str, ...] = get_args(Semantics)
 
 
 @lru_cache(maxsize=8)

@@ -16,7 +16,7 @@ import functools
 import json
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, get_args
 
 from inspect_ai.log import transcript
 from inspect_ai.model import (
@@ -34,6 +34,7 @@ from inspect_ai.util import LimitExceededError, span
 
 from physassist.data import Session
 from physassist.ehr.tools import call_tool, render
+from physassist.ehr.tools.render import RenderMode
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
 from .menu import control_schema, menu_schemas, schema_name, validate_menu
@@ -46,7 +47,7 @@ from .tools import SessionToolbox, operation_outcome
 TURNS_KEY = "physassist:turns"
 ERRORS_KEY = "physassist:errors"
 QUERIES = ("implicit", "explicit")
-RENDERS = ("full", "compat", "json")
+RENDERS: tuple[str, ...] = get_args(RenderMode)
 NUDGE_TRIES = 2
 
 
