@@ -42,7 +42,6 @@ from physassist.ehr.tables import DICTIONARY_TABLES, SUBJECT_TABLES, TABLES
 from physassist.ehr.tools.names import EHR_READ_TOOLS
 
 LAB_NAMES = ("Creatinine", "Potassium", "Sodium", "Hemoglobin", "White Blood Cells", "Glucose")
-READ_TOOLS = EHR_READ_TOOLS
 
 Call = tuple[int, int | None, str | None, str, dict[str, Any]]  # subject, hadm, date, tool, args
 
@@ -332,7 +331,7 @@ def bench_source(
     for sid in session_subjects:
         plan = [
             make_call(rng, sid, facts[sid], tool)
-            for tool in rng.sample(READ_TOOLS, len(READ_TOOLS))
+            for tool in rng.sample(EHR_READ_TOOLS, len(EHR_READ_TOOLS))
         ]
         for i, call in enumerate(plan):
             (first if i == 0 else later).append(run_ours(store, call, semantics))
@@ -346,7 +345,7 @@ def bench_source(
     pool = order[sessions:] or order
     random_subjects = [rng.choice(pool) for _ in range(calls)]
     facts = subject_facts(store, sorted(set(random_subjects)))
-    plan = [make_call(rng, s, facts[s], rng.choice(READ_TOOLS)) for s in random_subjects]
+    plan = [make_call(rng, s, facts[s], rng.choice(EHR_READ_TOOLS)) for s in random_subjects]
     result["random_calls"] = summary([run_ours(store, c, semantics) for c in plan])
     log(f"[{label}] random calls {result['random_calls']}")
 
@@ -360,7 +359,7 @@ def bench_source(
     reference = ReferenceWay(split)
     facts = subject_facts(store, ref_pool)
     ref_plan = [
-        make_call(rng, s, facts[s], rng.choice(READ_TOOLS))
+        make_call(rng, s, facts[s], rng.choice(EHR_READ_TOOLS))
         for s in (rng.choice(ref_pool) for _ in range(calls))
     ]
     ours_ms, ref_ms = [], []
@@ -382,7 +381,7 @@ def bench_source(
         result["same_calls_reference_pandas"]["p99_ms"] / result["same_calls_ours"]["p99_ms"], 1
     )
     per_tool: dict[str, dict[str, float]] = {}
-    for tool in READ_TOOLS:
+    for tool in EHR_READ_TOOLS:
         idx = [i for i, c in enumerate(ref_plan) if c[3] == tool]
         if idx:
             o = statistics.median(ours_ms[i][0] for i in idx)
