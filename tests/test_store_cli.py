@@ -59,7 +59,6 @@ def test_call_rejects_bad_input(
 
 
 def test_call_answers_a_tool_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("physassist.ehr.tools", reason="the tool layer is not importable yet")
     src = write_tiny_source(tmp_path / "src")
     base = ["call", str(src), "--cache-dir", str(tmp_path / "cache"), "--subject", "1"]
     assert main([*base, "--render", "json", "Patient.read", json.dumps({"subject_id": 1})]) == 0
