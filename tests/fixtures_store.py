@@ -4,9 +4,8 @@
     demo_store = fx.demo_store
     store_cache = fx.store_cache  # every store fixture depends on it
 
-``demo_store`` builds the MIMIC-IV demo once per test session (per xdist worker) into a
-session temp cache; ``sample_store`` does the same for ``data/sample/cohort``. Both skip
-with the reason when their data is absent.
+``demo_store`` builds the MIMIC-IV demo once per test process (per xdist worker) into a
+session temp cache, and skips with the reason when the demo is absent.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from physassist.ehr.sources import sample_cohort_dir
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tables import TABLES
 
@@ -69,16 +67,6 @@ def process_store_cache(factory: pytest.TempPathFactory) -> Path:
 def demo_store(store_cache: Path) -> Iterator[EHRStore]:
     require_demo()
     store = open_store(DEMO_DIR, cache_dir=store_cache)
-    yield store
-    store.close()
-
-
-@pytest.fixture(scope="session")
-def sample_store(store_cache: Path) -> Iterator[EHRStore]:
-    cohort = sample_cohort_dir()
-    if not (cohort / "hosp").is_dir():
-        pytest.skip(f"sample cohort not generated yet at {cohort}")
-    store = open_store(cohort, cache_dir=store_cache)
     yield store
     store.close()
 

@@ -29,6 +29,4 @@ def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:
 
 @pytest.fixture(scope="session")
 def sample_con() -> duckdb.DuckDBPyConnection:
-    if not (SAMPLE / "meta" / "cohort.json").is_file():
-        pytest.skip(f"sample cohort not found at {SAMPLE}")
     return cohort_connection(SAMPLE)

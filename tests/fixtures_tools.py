@@ -620,8 +620,6 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
 
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> EHRStore:
-    if not (SAMPLE / "hosp").is_dir():
-        pytest.skip(f"synthetic sample cohort not found at {SAMPLE}")
     return _shared_store("sample", SAMPLE, tmp_path_factory)
 
 
