@@ -378,13 +378,15 @@ def _inspect_stats(log) -> dict[str, float]:
     return out
 
 
-def open_tracker_for(tracking: Mapping[str, Any], retries: int | None = None):  # -> runs.Tracker
+def open_tracker_for(
+    tracking: Mapping[str, Any], retries: int | None = None, experiment: str = "physassist"
+):  # -> runs.Tracker
     """The MLflow tracker the ``tracking`` config group names (raises TrackingError)."""
     from physassist.tracking import runs
 
     return runs.Tracker(
         tracking.get("uri"),
-        tracking.get("experiment") or "physassist",
+        tracking.get("experiment") or experiment,
         artifact_root=tracking.get("artifact_root"),
         retries=int(tracking.get("retries") or 0) if retries is None else retries,
     )

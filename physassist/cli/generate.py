@@ -19,10 +19,14 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from physassist.cli.eval import ConfigError, ModelSpec, conf_dir, local_path, resolve
-
-ROLES = ("planner", "user", "answer", "checker", "patient", "rubric", "translator")
-GATES = ("gate1_rules", "gate1_llm", "gate2", "gate3")
+from physassist.cli.eval import (
+    ConfigError,
+    ModelSpec,
+    conf_dir,
+    local_path,
+    open_tracker_for,
+    resolve,
+)
 
 
 class GenerationFailed(RuntimeError):
@@ -30,6 +34,8 @@ class GenerationFailed(RuntimeError):
 
 
 def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
+    from solvers.generation.llm import ROLES
+
     gen = config.get("generator") or {}
     if not gen.get("name"):
         raise ConfigError("generator.name is required (an Inspect model string)")
@@ -47,6 +53,8 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
 
 def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Sessions (in sample order) and the run's statistics from an EvalLog."""
+    from solvers.generation.gates import GATES
+
     sessions: list[dict[str, Any]] = []
     produced: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     checked = dict.fromkeys(GATES, 0)
@@ -164,6 +172,7 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     """Generate, write and track; returns the manifest."""
     from inspect_ai import eval as inspect_eval
 
+    from solvers.generation.llm import ROLES
     from tasks.generate import generate
 
     generator, roles = role_specs(config)
@@ -209,11 +218,9 @@ def _track(config: dict[str, Any], manifest: dict[str, Any], out: Path) -> str |
     from physassist.tracking.tags import provenance_tags
 
     try:
-        tracker = runs.Tracker(tracking.get("uri"), tracking.get("experiment") or "physassist-generate",
-                               artifact_root=tracking.get("artifact_root"),
-                               retries=int(tracking.get("retries") or 0))
+        tracker = open_tracker_for(tracking, experiment="physassist-generate")
         tags = provenance_tags(dataset_path=out, ehr_path=None, inspect_log=manifest["inspect_log"])
-        tags["physassist.kind"] = "generate"
+        tags[runs.KIND_TAG] = "generate"
         files = [(Path(f), "sessions") for f in manifest["files"]]
         if tracking.get("log_eval") and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
             files.append((Path(manifest["inspect_log"]), "inspect"))
