@@ -1,0 +1,157 @@
+"""A subject's rows as the tools read them: loaded once per (subject, table) by the store,
+then filtered, joined and ordered here in Python.
+
+Why not SQL per call: DuckDB spends 2-3 ms planning each of the tools' queries (joins,
+window functions, casts) whatever the data size, more than reading a subject's CSV with
+pandas. A plain per-subject select is loaded once (``EHRStore.subject_rows``) and every
+later call for that patient, the common case in a session, is pure Python.
+
+The helpers reproduce the SQL semantics the tools were written against: ``NULLS LAST`` in
+both directions, ``CAST(ts AS VARCHAR)`` text, ``TRY_CAST(.. AS TIMESTAMP)``, and
+case-insensitive literal substring tests (``strpos(lower(..))`` / escaped ``ILIKE``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .context import ToolContext
+
+Row = dict[str, Any]
+
+#: The columns the tools read from each per-subject table (``_row``, file order, is added).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "patients": ("gender", "anchor_age", "dod"),
+    "admissions": (
+        "hadm_id",
+        "admittime",
+        "dischtime",
+        "admission_type",
+        "admission_location",
+        "discharge_location",
+        "insurance",
+        "language",
+        "marital_status",
+        "race",
+        "hospital_expire_flag",
+    ),
+    "diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version"),
+    "labevents": (
+        "labevent_id",
+        "hadm_id",
+        "itemid",
+        "charttime",
+        "value",
+        "valuenum",
+        "valueuom",
+        "ref_range_lower",
+        "ref_range_upper",
+        "flag",
+        "comments",
+    ),
+    "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
+    "icustays": ("hadm_id", "stay_id"),
+    "omr": ("chartdate", "seq_num", "result_name", "result_value"),
+    "prescriptions": (
+        "hadm_id",
+        "pharmacy_id",
+        "poe_id",
+        "poe_seq",
+        "starttime",
+        "stoptime",
+        "drug_type",
+        "drug",
+        "dose_val_rx",
+        "dose_unit_rx",
+        "route",
+    ),
+    "pharmacy": ("pharmacy_id", "status", "frequency"),
+    "emar": ("emar_id", "hadm_id", "charttime", "medication", "event_txt"),
+    "emar_detail": ("emar_id", "parent_field_ordinal", "dose_given", "dose_given_unit", "route"),
+    "microbiologyevents": (
+        "hadm_id",
+        "micro_specimen_id",
+        "chartdate",
+        "charttime",
+        "spec_type_desc",
+        "test_seq",
+        "test_itemid",
+        "test_name",
+        "org_name",
+        "isolate_num",
+        "ab_name",
+        "dilution_text",
+        "interpretation",
+        "comments",
+    ),
+    "discharge": ("note_id", "hadm_id", "note_type", "charttime", "text"),
+    "radiology": ("note_id", "hadm_id", "note_type", "charttime", "text"),
+}
+
+
+def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
+    """Every row of ``sid`` in ``table`` in source-file order (read-only, shared)."""
+    return ctx.store.subject_rows(table, sid, COLUMNS[table])
+
+
+def lookup(ctx: ToolContext, table: str, *key: str) -> dict[Any, Row]:
+    """A dictionary table keyed by ``key`` (first row wins), built once per store."""
+    return ctx.store.dictionary(table, key)
+
+
+def text(value: Any) -> str | None:
+    """``CAST(value AS VARCHAR)`` for the store's timestamps and dates."""
+    if isinstance(value, dt.datetime):
+        out = value.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{out}.{value.microsecond:06d}".rstrip("0") if value.microsecond else out
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return None if value is None else str(value)
+
+
+def stamp(value: Any) -> dt.datetime | None:
+    """``TRY_CAST(value AS TIMESTAMP)``: dates at midnight, unparseable text as None."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time.min)
+    try:
+        return dt.datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        return None
+
+
+def by(column: str | Callable[[Row], Any], desc: bool = False) -> tuple[Callable[[Row], Any], bool]:
+    """One ``ORDER BY`` term for ``order``: a column name or a function of the row."""
+    get = column if callable(column) else (lambda r, c=column: r[c])
+    return get, desc
+
+
+def order(rows: Iterable[Row], *terms: tuple[Callable[[Row], Any], bool]) -> list[Row]:
+    """Rows sorted like SQL ``ORDER BY`` with DuckDB's default ``NULLS LAST`` in both
+    directions; full ties keep the input (file) order."""
+    out = list(rows)
+    for get, desc in reversed(terms):
+        if desc:
+            out.sort(key=lambda r: (get(r) is not None, get(r)), reverse=True)
+        else:
+            out.sort(key=lambda r: (get(r) is None, get(r)))
+    return out
+
+
+def contains(haystack: Any, needle: str) -> bool:
+    """``needle`` found in ``haystack`` literally, ignoring case; a NULL never matches."""
+    return haystack is not None and needle.lower() in str(haystack).lower()
+
+
+def keep(rows: Iterable[Row], **equal: Any) -> list[Row]:
+    """Rows whose columns equal the given values; a ``None`` value means no filter."""
+    wanted = [(k, v) for k, v in equal.items() if v is not None]
+    return [r for r in rows if all(r[k] == v for k, v in wanted)]
+
+
+def first_non_null(rows: Sequence[Row], column: str) -> Any:
+    """``any_value(column)``: the first non-NULL value in file order."""
+    return next((r[column] for r in rows if r[column] is not None), None)
