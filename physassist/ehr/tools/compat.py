@@ -21,32 +21,25 @@ from .compat_medications import medication_administration_search, medication_req
 from .compat_notes import careplan_search, diagnostic_report_search, document_reference_search
 from .compat_observations import observation_search
 from .context import ToolContext
-from .db import and_equal, rows, ts
+from .records import by, keep, lookup, order, subject_rows, text
 
 
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = subject_key("Patient.read", args)
-    found = (
-        []
-        if sid is None
-        else rows(
-            ctx,
-            f"SELECT subject_id, gender, anchor_age, {ts('dod')} AS dod FROM patients WHERE subject_id = ? LIMIT 1",
-            [sid],
-        )
-    )
+    found = () if sid is None else subject_rows(ctx, "patients", sid)
     if not found:
         return fhir.operation_outcome(f"Patient/{args.get('subject_id')} not found")
     p = found[0]
     out: dict[str, Any] = {
         "resourceType": "Patient",
-        "id": str(p["subject_id"]),
-        "identifier": [{"system": "mimic-iv", "value": str(p["subject_id"])}],
+        "id": str(sid),
+        "identifier": [{"system": "mimic-iv", "value": str(sid)}],
         "gender": {"M": "male", "F": "female"}.get(str(p["gender"]), "unknown"),
         "_anchor_age": None if p["anchor_age"] is None else int(p["anchor_age"]),
     }
-    if p["dod"]:
-        out["deceasedDateTime"] = str(p["dod"])[:10]
+    dod = text(p["dod"])
+    if dod:
+        out["deceasedDateTime"] = dod[:10]
     return out
 
 
@@ -56,12 +49,7 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return empty("Encounter", args.get("subject_id"))
-    params: list[Any] = [sid]
-    sql = (
-        f"SELECT *, {ts('admittime')} AS a_t, {ts('dischtime')} AS d_t FROM admissions "
-        "WHERE subject_id = ?" + and_equal("hadm_id", hadm, params) + " ORDER BY _row"
-    )
-    found = rows(ctx, sql, params)
+    found = keep(subject_rows(ctx, "admissions", sid), hadm_id=hadm)
     if not found:
         return empty("Encounter", sid)
     return fhir.compat_bundle("Encounter", [_encounter(r, sid) for r in found])
@@ -74,7 +62,7 @@ def _encounter(r: dict[str, Any], sid: int) -> dict[str, Any]:
         "status": "finished",
         "class": {"code": "IMP", "display": "inpatient encounter"},
         "subject": fhir.patient_ref(sid),
-        "period": {"start": r["a_t"], "end": r["d_t"]},
+        "period": {"start": text(r["admittime"]), "end": text(r["dischtime"])},
         "identifier": [{"system": "mimic-iv/hadm", "value": str(r["hadm_id"])}],
         "_mimic": {
             k: r.get(k)
@@ -100,24 +88,18 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     status = text_arg(tool, args, "clinical_status")
     if sid is None or not ok or (status is not None and status != "active"):
         return empty("Condition", args.get("subject_id"))
-    sql = (
-        "SELECT d.hadm_id, d.seq_num, trim(d.icd_code) AS icd_code, d.icd_version, t.long_title "
-        "FROM diagnoses_icd d LEFT JOIN d_icd_diagnoses t "
-        "ON trim(t.icd_code) = trim(d.icd_code) AND t.icd_version = d.icd_version "
-        "WHERE d.subject_id = ?"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("d.hadm_id", hadm, params)
+    found = keep(subject_rows(ctx, "diagnoses_icd", sid), hadm_id=hadm)
     if code is not None:  # prefix on the upper-cased argument, dots kept (I48.91 never matches)
-        sql += " AND starts_with(trim(d.icd_code), ?)"
-        params.append(code.upper())
-    found = rows(ctx, sql + " ORDER BY d.hadm_id, d.seq_num, d._row", params)
+        prefix = code.upper()
+        found = [r for r in found if r["icd_code"] is not None and r["icd_code"].startswith(prefix)]
+    found = order(found, by("hadm_id"), by("seq_num"))
     if not found:
         return empty("Condition", sid)
+    titles = lookup(ctx, "d_icd_diagnoses", "icd_code", "icd_version")
     out = []
     for r in found:
         system = fhir.ICD10 if str(r["icd_version"]) == "10" else fhir.ICD9
-        title = r["long_title"] or r["icd_code"]
+        title = _long_title(titles, r) or r["icd_code"]
         out.append(
             {
                 "resourceType": "Condition",
@@ -135,6 +117,14 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return fhir.compat_bundle("Condition", out)
+
+
+def _long_title(titles: dict[Any, dict[str, Any]], r: dict[str, Any]) -> Any:
+    """The dictionary title of a diagnosis row (an SQL join: a NULL key matches nothing)."""
+    if r["icd_code"] is None or r["icd_version"] is None:
+        return None
+    known = titles.get((r["icd_code"], r["icd_version"]))
+    return None if known is None else known["long_title"]
 
 
 READ_TOOLS: dict[str, Callable[[ToolContext, dict[str, Any]], dict[str, Any]]] = {

@@ -9,8 +9,8 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import rows
 from .errors import bad_arguments, execution_error
+from .records import subject_rows
 
 
 def subject_key(tool: str, args: dict[str, Any]) -> int | None:
@@ -72,20 +72,13 @@ def head(items: list[Any], n: int | None) -> list[Any]:
     return items if n is None else items[:n]
 
 
-def contains(haystack: Any, needle: str) -> bool:
-    return haystack is not None and needle.lower() in str(haystack).lower()
-
-
 def empty(resource_type: str, subject: Any) -> dict[str, Any]:
     return fhir.operation_outcome(f"No {resource_type} resources found for subject {subject}.")
 
 
 def nullable_hadm(ctx: ToolContext, table: str, sid: int) -> bool:
     """Whether pandas would have read this subject's hadm_id column as float (it has nulls)."""
-    got = rows(
-        ctx, f"SELECT bool_or(hadm_id IS NULL) AS n FROM {table} WHERE subject_id = ?", [sid]
-    )
-    return bool(got and got[0]["n"])
+    return any(r["hadm_id"] is None for r in subject_rows(ctx, table, sid))
 
 
 def is_nan(value: Any) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from . import fhir
 from .compat_common import empty, hadm_filter, nullable_hadm, regex_arg, subject_key, text_arg
 from .context import ToolContext
-from .db import and_contains, and_equal, rows, ts
+from .records import Row, by, contains, order, subject_rows, text
 
 
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -19,16 +19,11 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     status = text_arg(tool, args, "status")
     if sid is None or not ok:
         return empty("MedicationRequest", args.get("subject_id"))
-    # rx ids are the row's index in the subject's prescriptions file (store column _row)
-    sql = (
-        f"SELECT * FROM (SELECT hadm_id, {ts('starttime')} AS s, {ts('stoptime')} AS e, drug, drug_type, "
-        "dose_val_rx, dose_unit_rx, route, row_number() OVER (ORDER BY _row) - 1 AS rowidx "
-        "FROM prescriptions WHERE subject_id = ?) WHERE 1=1"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("hadm_id", hadm, params)
-    sql += and_contains("drug", medication, params)
-    found = rows(ctx, sql + " ORDER BY s DESC NULLS LAST, rowidx", params)
+    # rx ids are the row's index in the subject's prescriptions file (subject_rows: file order)
+    found = _indexed(subject_rows(ctx, "prescriptions", sid), hadm, "drug", medication)
+    for r in found:
+        r["s"], r["e"] = text(r["starttime"]), text(r["stoptime"])
+    found = order(found, by("s", desc=True))
     out = []
     for r in found:
         derived = "completed" if r["s"] and r["e"] else ("active" if r["s"] else "unknown")
@@ -74,17 +69,12 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     medication = regex_arg(tool, args, "medication")
     if sid is None or not ok:
         return empty("MedicationAdministration", args.get("subject_id"))
-    sql = (
-        f"SELECT * FROM (SELECT hadm_id, {ts('charttime')} AS t, medication, event_txt, "
-        "row_number() OVER (ORDER BY _row) - 1 AS rowidx FROM emar WHERE subject_id = ?) WHERE 1=1"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("hadm_id", hadm, params)
-    sql += and_contains("medication", medication, params)
-    sql += " ORDER BY t DESC NULLS LAST, rowidx"
+    found = _indexed(subject_rows(ctx, "emar", sid), hadm, "medication", medication)
+    for r in found:
+        r["t"] = text(r["charttime"])
+    found = order(found, by("t", desc=True))
     if medication is None and hadm is None:
-        sql += " LIMIT 100"
-    found = rows(ctx, sql, params)
+        found = found[:100]
     if not found:
         return empty("MedicationAdministration", sid)
     as_float = nullable_hadm(ctx, "emar", sid)
@@ -102,3 +92,17 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         for r in found
     ]
     return fhir.compat_bundle("MedicationAdministration", out)
+
+
+def _indexed(
+    rows: tuple[Row, ...], hadm: float | None, column: str, text_filter: str | None
+) -> list[Row]:
+    """Copies of the subject's rows with their file index as ``rowidx`` (counted before any
+    filter, as the reference's CSV row index was), kept when ``hadm_id`` equals ``hadm`` and
+    ``column`` contains ``text_filter`` (None = no filter)."""
+    return [
+        {**r, "rowidx": i}
+        for i, r in enumerate(rows)
+        if (hadm is None or r["hadm_id"] == hadm)
+        and (text_filter is None or contains(r[column], text_filter))
+    ]

@@ -7,17 +7,9 @@ import re
 from typing import Any
 
 from . import fhir
-from .compat_common import (
-    contains,
-    empty,
-    hadm_filter,
-    nullable_hadm,
-    regex_arg,
-    subject_key,
-    text_arg,
-)
+from .compat_common import empty, hadm_filter, nullable_hadm, regex_arg, subject_key, text_arg
 from .context import ToolContext
-from .db import and_contains, and_equal, rows, ts
+from .records import by, contains, keep, order, subject_rows, text
 
 MICRO_REPORT_WORDS = ("micro", "culture", "blood", "urine", "sputum", "csf", "wound")
 RADIOLOGY_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -47,10 +39,8 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     report_type = text_arg(tool, args, "report_type")
     if sid is None or not ok:
         return empty("DiagnosticReport", args.get("subject_id"))
-    sql = f"SELECT note_id, hadm_id, note_type, {ts('charttime')} AS t, text FROM radiology WHERE subject_id = ?"
-    params: list[Any] = [sid]
-    sql += and_equal("hadm_id", hadm, params)
-    notes = rows(ctx, sql + " ORDER BY charttime DESC, _row", params)
+    notes = keep(subject_rows(ctx, "radiology", sid), hadm_id=hadm)
+    notes = order(notes, by("charttime", desc=True))
     if report_type is not None:
         wanted = report_type.upper()
         terms = [wanted]
@@ -68,18 +58,18 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     as_float = nullable_hadm(ctx, "radiology", sid)
     out: list[dict[str, Any]] = []
     for n in notes[:5]:
-        text = str(n["text"] or "")
+        body = str(n["text"] or "")
         out.append(
             {
                 "resourceType": "DiagnosticReport",
                 "id": f"dr-{n['note_id']}",
                 "status": "final",
                 "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
-                "code": {"text": report_title(text)},
+                "code": {"text": report_title(body)},
                 "subject": fhir.patient_ref(sid),
                 "encounter": fhir.encounter_ref(n["hadm_id"], as_float=as_float),
-                "effectiveDateTime": n["t"],
-                "presentedForm": [{"contentType": "text/plain", "data": text[:3000]}],
+                "effectiveDateTime": text(n["charttime"]),
+                "presentedForm": [{"contentType": "text/plain", "data": body[:3000]}],
             }
         )
     low = (report_type or "").lower()
@@ -104,13 +94,8 @@ def _micro_reports(
 ) -> list[dict[str, Any]]:
     if room <= 0:
         return []
-    sql = (
-        f"SELECT {ts('charttime')} AS t, spec_type_desc, org_name, ab_name, interpretation "
-        "FROM microbiologyevents WHERE subject_id = ?"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("hadm_id", hadm, params)
-    found = rows(ctx, sql + " ORDER BY charttime DESC NULLS LAST, _row", params)
+    found = keep(subject_rows(ctx, "microbiologyevents", sid), hadm_id=hadm)
+    found = order(found, by("charttime", desc=True))
     if keywords:
         found = [
             r
@@ -120,7 +105,8 @@ def _micro_reports(
     seen: set[tuple[Any, Any]] = set()
     out: list[dict[str, Any]] = []
     for r in found:
-        key = (r["spec_type_desc"], r["t"])
+        t = text(r["charttime"])
+        key = (r["spec_type_desc"], t)
         if key in seen:
             continue
         seen.add(key)
@@ -128,12 +114,12 @@ def _micro_reports(
             break
         report: dict[str, Any] = {
             "resourceType": "DiagnosticReport",
-            "id": f"micro-{sid}-{r['t']}",
+            "id": f"micro-{sid}-{t}",
             "status": "final",
             "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
             "code": {"text": r["spec_type_desc"] or "Microbiology"},
             "subject": fhir.patient_ref(sid),
-            "effectiveDateTime": r["t"],
+            "effectiveDateTime": t,
             "presentedForm": [{"contentType": "text/plain", "data": micro_summary(r)}],
         }
         if hadm_given is not None:
@@ -160,11 +146,10 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     for code, table, display in DOC_TYPES:
         if type_code is not None and not (type_code.lower() in code or code in type_code.lower()):
             continue
-        sql = f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM {table} WHERE subject_id = ?"
-        params: list[Any] = [sid]
-        sql += and_equal("hadm_id", hadm, params)
-        sql += and_contains("text", keyword, params)
-        found = rows(ctx, sql + " ORDER BY charttime DESC, _row LIMIT 5", params)
+        found = keep(subject_rows(ctx, table, sid), hadm_id=hadm)
+        if keyword is not None:
+            found = [n for n in found if contains(n["text"], keyword)]
+        found = order(found, by("charttime", desc=True))[:5]
         as_float = table == "radiology" and nullable_hadm(ctx, table, sid)
         for n in found:
             enc = fhir.encounter_ref(n["hadm_id"], as_float=as_float)
@@ -175,7 +160,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                     "status": "current",
                     "type": fhir.named_concept(fhir.LOINC, code, display),
                     "subject": fhir.patient_ref(sid),
-                    "date": n["t"],
+                    "date": text(n["charttime"]),
                     "content": [
                         {
                             "attachment": {
@@ -214,12 +199,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     category = text_arg(tool, args, "category")
     if sid is None or not ok:
         return fhir.compat_bundle("CarePlan", [])
-    sql = (
-        f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("hadm_id", hadm, params)
-    notes = rows(ctx, sql + " ORDER BY _row LIMIT 3", params)
+    notes = keep(subject_rows(ctx, "discharge", sid), hadm_id=hadm)[:3]
     out: list[dict[str, Any]] = []
     for n in notes:
         for header, cat, display in CAREPLAN_SECTIONS:
@@ -237,7 +217,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, display, header),
                     "note": [{"text": m.group(1).strip()[:1000]}],
                     "encounter": fhir.encounter_ref(n["hadm_id"]),
-                    "period": {"end": n["t"]},
+                    "period": {"end": text(n["charttime"])},
                 }
             )
     return fhir.compat_bundle("CarePlan", out)

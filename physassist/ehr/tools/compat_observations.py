@@ -18,20 +18,25 @@ from .compat_common import (
     text_arg,
 )
 from .context import ToolContext
-from .db import and_contains, and_equal, placeholders, rows, ts
 from .errors import bad_arguments
+from .records import Row, by, contains, keep, lookup, order, subject_rows, text
 from .schemas import DEFAULT_COUNT
 
 VITAL_CATEGORIES = {"vital-signs", "vital_signs", "vitals"}
 MICRO_LAB_WORDS = ("micro", "culture", "bacteria")
 
 
-def _matching_itemids(ctx: ToolContext, dictionary: str, code: str) -> list[int] | None:
+def _matching_itemids(ctx: ToolContext, dictionary: str, code: str) -> set[int] | None:
     """Dictionary-wide case-insensitive substring match; ``None`` = no label matched (no filter)."""
-    found = rows(
-        ctx, f"SELECT itemid FROM {dictionary} WHERE strpos(lower(label), lower(?)) > 0", [code]
-    )
-    return [r["itemid"] for r in found] or None
+    items = lookup(ctx, dictionary, "itemid").values()
+    return {r["itemid"] for r in items if contains(r["label"], code)} or None
+
+
+def _with_itemids(rows: list[Row], itemids: set[int] | None) -> list[Row]:
+    """Rows whose itemid is one of ``itemids``; all rows when there is no such filter."""
+    if itemids is None:
+        return rows
+    return [r for r in rows if r["itemid"] is not None and r["itemid"] in itemids]
 
 
 def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -54,25 +59,18 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return empty("Observation", args.get("subject_id"))
-    sql = (
-        f"SELECT l.labevent_id, l.itemid, l.hadm_id, {ts('l.charttime')} AS t, l.value, l.valuenum, "
-        "l.valueuom, l.ref_range_lower, l.ref_range_upper, l.flag, d.label "
-        "FROM labevents l LEFT JOIN d_labitems d ON d.itemid = l.itemid WHERE l.subject_id = ?"
-    )
-    params: list[Any] = [sid]
-    sql += and_equal("l.hadm_id", hadm, params)
+    found = keep(subject_rows(ctx, "labevents", sid), hadm_id=hadm)
     if code is not None:
-        itemids = _matching_itemids(ctx, "d_labitems", code)
-        if itemids is not None:
-            sql += f" AND l.itemid IN ({placeholders(itemids)})"
-            params.extend(itemids)
+        found = _with_itemids(found, _matching_itemids(ctx, "d_labitems", code))
     if date_from is not None:
-        sql += f" AND {ts('l.charttime')} >= ?"
-        params.append(date_from)
+        found = [r for r in found if (t := text(r["charttime"])) is not None and t >= date_from]
     if date_to is not None:
-        sql += f" AND {ts('l.charttime')} <= ?"
-        params.append(date_to)
-    found = head(rows(ctx, sql + " ORDER BY l.charttime DESC, l._row", params), count)
+        found = [r for r in found if (t := text(r["charttime"])) is not None and t <= date_to]
+    labels = lookup(ctx, "d_labitems", "itemid")
+    found = [
+        {**r, "t": text(r["charttime"]), "label": _item(labels, r["itemid"], "label")}
+        for r in head(order(found, by("charttime", desc=True)), count)
+    ]
     if category == "microbiology":
         found = [
             r for r in found if any(w in str(r["label"] or "").lower() for w in MICRO_LAB_WORDS)
@@ -81,6 +79,12 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         return empty("Observation", sid)
     as_float = nullable_hadm(ctx, "labevents", sid)
     return fhir.compat_bundle("Observation", [_lab(r, sid, as_float) for r in found])
+
+
+def _item(items: dict[Any, Row], itemid: Any, column: str) -> Any:
+    """``column`` of ``itemid`` in a dictionary table (a left join: unknown or NULL = NULL)."""
+    known = None if itemid is None else items.get(itemid)
+    return None if known is None else known[column]
 
 
 def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
@@ -121,32 +125,28 @@ def _vitals(
     """ICU chartevents (hadm_id, dates and the gate all ignored), OMR only when that is empty."""
     if sid is None:
         return empty("Observation", args.get("subject_id"))
-    sql = (
-        f"SELECT c.stay_id, c.itemid, {ts('c.charttime')} AS t, c.value, c.valuenum, d.label, d.unitname "
-        "FROM chartevents c LEFT JOIN d_items d ON d.itemid = c.itemid WHERE c.subject_id = ?"
-    )
-    params: list[Any] = [sid]
+    found = list(subject_rows(ctx, "chartevents", sid))
     if code is not None:
-        itemids = _matching_itemids(ctx, "d_items", code)
-        if itemids is not None:
-            sql += f" AND c.itemid IN ({placeholders(itemids)})"
-            params.extend(itemids)
-    found = head(rows(ctx, sql + " ORDER BY c.charttime DESC, c._row", params), count)
+        found = _with_itemids(found, _matching_itemids(ctx, "d_items", code))
+    found = head(order(found, by("charttime", desc=True)), count)
+    items = lookup(ctx, "d_items", "itemid")
     out = []
     for r in found:
-        label = r["label"] or str(r["itemid"])
+        t = text(r["charttime"])
+        label = _item(items, r["itemid"], "label") or str(r["itemid"])
         obs: dict[str, Any] = {
             **fhir.observation(
-                f"vital-{sid}-{r['itemid']}-{r['t']}",
+                f"vital-{sid}-{r['itemid']}-{t}",
                 sid,
                 "vital-signs",
                 fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
             ),
-            "effectiveDateTime": r["t"],
+            "effectiveDateTime": t,
             "_stay_id": r["stay_id"],
         }
         if not is_nan(r["valuenum"]):
-            obs["valueQuantity"] = {"value": r["valuenum"], "unit": r["unitname"] or ""}
+            unit = _item(items, r["itemid"], "unitname") or ""
+            obs["valueQuantity"] = {"value": r["valuenum"], "unit": unit}
         else:
             obs["valueString"] = r["value"] if r["value"] is not None else ""
         out.append(obs)
@@ -158,15 +158,13 @@ def _vitals(
 
 
 def _omr(ctx: ToolContext, sid: int, code: str | None, count: int | None) -> list[dict[str, Any]]:
-    # ids use the row's index in the subject's file (the store keeps file order in _row)
-    sql = (
-        f"SELECT * FROM (SELECT {ts('chartdate')} AS t, result_name, result_value, "
-        "row_number() OVER (ORDER BY _row) - 1 AS rowidx "
-        "FROM omr WHERE subject_id = ?) WHERE 1=1"
-    )
-    params: list[Any] = [sid]
-    sql += and_contains("result_name", code, params)
-    found = head(rows(ctx, sql + " ORDER BY t DESC, rowidx", params), count)
+    # ids use the row's index in the subject's file (subject_rows keeps file order)
+    found = [
+        {"t": text(r["chartdate"]), "rowidx": i, **r}
+        for i, r in enumerate(subject_rows(ctx, "omr", sid))
+        if code is None or contains(r["result_name"], code)
+    ]
+    found = head(order(found, by("t", desc=True)), count)
     return [
         {
             **fhir.observation(
