@@ -9,7 +9,8 @@
 * ``Bundle.total`` is the number of matches; entries are truncated by ``_count`` (<= 200).
 * Microbiology Observations from ``microbiologyevents``; working ``status`` (derived against the
   cutoff) and ``clinical_status``; ICD codes with or without dots; deterministic ids from keys.
-* All SQL is parameterized; user text only reaches ``ILIKE`` with escaped wildcards.
+* No user text ever reaches SQL or a regex: the subject's rows are filtered in Python
+  (``records.py``), names and keywords matched as literal, case-insensitive substrings.
 
 Derivations (documented because MIMIC-IV has no such fields):
 * MedicationRequest.status: ``active`` if the order has no stop time or stops after the cutoff;
@@ -31,7 +32,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, rows, ts
+from .records import by, keep, lookup, order, subject_rows, text
 from .strict_common import Window, admission_miss, bundle
 from .strict_medications import medication_administration_search, medication_request_search
 from .strict_notes import careplan_search, diagnostic_report_search, document_reference_search
@@ -40,11 +41,7 @@ from .strict_observations import observation_search
 
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = args["subject_id"]
-    found = rows(
-        ctx,
-        f"SELECT gender, anchor_age, {ts('dod')} AS dod FROM patients WHERE subject_id = ? LIMIT 1",
-        [sid],
-    )
+    found = subject_rows(ctx, "patients", sid)
     if not found:
         return fhir.operation_outcome(f"Patient/{sid} not found in this EHR.")
     p = found[0]
@@ -62,7 +59,7 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         ]
         if p["anchor_age"] is not None
         else None,
-        "deceasedDateTime": str(p["dod"])[:10] if p["dod"] and window.visible(p["dod"]) else None,
+        "deceasedDateTime": text(p["dod"])[:10] if p["dod"] and window.visible(p["dod"]) else None,
     }
     return fhir.clean(out)
 
@@ -70,18 +67,17 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "Encounter.search")
-    params: list[Any] = [sid]
-    sql = (
-        f"SELECT *, {ts('admittime')} AS a_t, {ts('dischtime')} AS d_t FROM admissions WHERE subject_id = ?"
-        + window.sql("admittime", params)
+    admissions = keep(subject_rows(ctx, "admissions", sid), hadm_id=hadm)
+    found = order(
+        (a for a in admissions if window.keeps(a["admittime"])),
+        by("admittime", desc=True),
+        by("hadm_id"),
     )
-    sql += and_equal("hadm_id", hadm, params)
-    found = rows(ctx, sql + " ORDER BY admittime DESC, hadm_id", params)
     if not found and (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
     out = []
     for r in found:
-        done = window.visible(r["d_t"])
+        done = window.visible(r["dischtime"])
         out.append(
             {
                 "resourceType": "Encounter",
@@ -92,8 +88,8 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                 "type": [{"text": r.get("admission_type")}] if r.get("admission_type") else None,
                 "subject": fhir.patient_ref(sid),
                 "period": {
-                    "start": fhir.fhir_datetime(r["a_t"]),
-                    "end": fhir.fhir_datetime(r["d_t"]) if done else None,
+                    "start": fhir.fhir_datetime(text(r["admittime"])),
+                    "end": fhir.fhir_datetime(text(r["dischtime"])) if done else None,
                 },
                 "hospitalization": {
                     "admitSource": {"text": r.get("admission_location")}
@@ -122,21 +118,30 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     window = Window(ctx, {}, "Condition.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    params: list[Any] = [sid]
     # diagnoses are coded at discharge: only admissions discharged by the cutoff
-    visible = "SELECT hadm_id, admittime FROM admissions WHERE subject_id = ?" + window.sql(
-        "dischtime", params
+    admitted = {
+        a["hadm_id"]: a["admittime"]
+        for a in subject_rows(ctx, "admissions", sid)
+        if window.keeps(a["dischtime"])
+    }
+    titles = lookup(ctx, "d_icd_diagnoses", "icd_code", "icd_version")
+    found = order(
+        (
+            {
+                **d,
+                "admittime": admitted[d["hadm_id"]],
+                "long_title": (titles.get((d["icd_code"], d["icd_version"])) or {}).get(
+                    "long_title"
+                ),
+            }
+            for d in subject_rows(ctx, "diagnoses_icd", sid)
+            if d["hadm_id"] in admitted
+        ),
+        by("admittime", desc=True),
+        by("seq_num"),
     )
-    sql = (
-        "SELECT d.hadm_id, d.seq_num, trim(d.icd_code) AS icd_code, d.icd_version, t.long_title, "
-        "rank() OVER (ORDER BY a.admittime DESC) AS adm_rank "
-        f"FROM diagnoses_icd d JOIN ({visible}) a ON a.hadm_id = d.hadm_id "
-        "LEFT JOIN d_icd_diagnoses t ON trim(t.icd_code) = trim(d.icd_code) AND t.icd_version = d.icd_version "
-        "WHERE d.subject_id = ?"
-    )
-    params.append(sid)
-    found = rows(ctx, sql + " ORDER BY a.admittime DESC, d.seq_num", params)
-    latest = {(r["icd_code"], r["icd_version"]) for r in found if r["adm_rank"] == 1}
+    newest = found[0]["admittime"] if found else None
+    latest = {(r["icd_code"], r["icd_version"]) for r in found if r["admittime"] == newest}
     if hadm is not None:
         found = [r for r in found if r["hadm_id"] == hadm]
     if code is not None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import rows
 from .errors import ToolError
 from .labels import LabelMatch
+from .records import by, order, stamp, subject_rows
 
 
 class Window:
@@ -22,17 +22,18 @@ class Window:
         upper = parse_day(tool, "date_to", args.get("date_to"), end=True)
         self.end = min((t for t in (upper, self.cutoff) if t is not None), default=None)
 
-    def sql(self, column: str, params: list[Any], use_start: bool = True) -> str:
-        """SQL conditions for ``column`` (stored as TIMESTAMP, DATE or text), adding params."""
-        clause = ""
-        expr = f"TRY_CAST({column} AS TIMESTAMP)"
-        if use_start and self.start is not None:
-            clause += f" AND {expr} >= ?"
-            params.append(self.start)
-        if self.end is not None:
-            clause += f" AND {expr} <= ?"
-            params.append(self.end)
-        return clause
+    def keeps(self, value: Any, use_start: bool = True) -> bool:
+        """Whether a time (TIMESTAMP, DATE or text) is inside the window; unparseable or
+        missing times are outside whenever the window has a bound."""
+        if (use_start and self.start is not None) or self.end is not None:
+            when = stamp(value)
+            if when is None:
+                return False
+            if use_start and self.start is not None and when < self.start:
+                return False
+            if self.end is not None and when > self.end:
+                return False
+        return True
 
     def visible(self, value: Any) -> bool:
         """Whether a timestamp string is at or before the cutoff."""
@@ -85,12 +86,12 @@ def admission_miss(
     ``None`` when no admission was asked for or it is known, so the search goes on."""
     if hadm is None:
         return None
-    params: list[Any] = [sid]
-    sql = "SELECT hadm_id FROM admissions WHERE subject_id = ?"
+    admissions = subject_rows(ctx, "admissions", sid)
     if window.cutoff is not None:
-        sql += " AND TRY_CAST(admittime AS TIMESTAMP) <= ?"
-        params.append(window.cutoff)
-    ids = [r["hadm_id"] for r in rows(ctx, sql + " ORDER BY admittime", params)]
+        admissions = [
+            a for a in admissions if (t := stamp(a["admittime"])) is not None and t <= window.cutoff
+        ]
+    ids = [a["hadm_id"] for a in order(admissions, by("admittime"))]
     if hadm in ids:
         return None
     listed = ", ".join(str(i) for i in ids) or "none"

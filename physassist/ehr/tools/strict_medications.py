@@ -7,7 +7,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, and_ilike, rows, rows_and_total, ts
+from .records import by, contains, first_non_null, keep, order, subject_rows, text
 from .strict_common import Window, admission_miss, bundle, quantity, to_datetime
 
 MAR_LIMIT = 100
@@ -29,26 +29,33 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     window = Window(ctx, {}, "MedicationRequest.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    params: list[Any] = [sid]
-    sql = (
-        f"SELECT p.hadm_id, p.pharmacy_id, p.poe_id, p.poe_seq, {ts('p.starttime')} AS s, {ts('p.stoptime')} AS e, "
-        "p.drug, p.dose_val_rx, p.dose_unit_rx, p.route, ph.status AS ph_status, ph.frequency "
-        "FROM prescriptions p LEFT JOIN (SELECT pharmacy_id, any_value(status) AS status, any_value(frequency) AS frequency "
-        "FROM pharmacy WHERE subject_id = ? GROUP BY pharmacy_id) ph ON ph.pharmacy_id = p.pharmacy_id "
-        "WHERE p.subject_id = ?"
-    )
-    params.append(sid)
-    sql += window.sql("p.starttime", params)
-    sql += and_equal("p.hadm_id", hadm, params)
-    sql += and_ilike("p.drug", args.get("medication"), params)
-    found = rows(ctx, sql + " ORDER BY p.starttime DESC, p.drug, p.pharmacy_id", params)
+    pharmacy: dict[Any, list[dict[str, Any]]] = {}
+    for ph in subject_rows(ctx, "pharmacy", sid):
+        if ph["pharmacy_id"] is not None:
+            pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
+    medication = args.get("medication")
+    found = []
+    for p in keep(subject_rows(ctx, "prescriptions", sid), hadm_id=hadm):
+        if not window.keeps(p["starttime"]) or (medication and not contains(p["drug"], medication)):
+            continue
+        orders = pharmacy.get(p["pharmacy_id"], ())
+        found.append(
+            {
+                **p,
+                "s": text(p["starttime"]),
+                "e": text(p["stoptime"]),
+                "ph_status": first_non_null(orders, "status"),
+                "frequency": first_non_null(orders, "frequency"),
+            }
+        )
+    found = order(found, by("starttime", desc=True), by("drug"), by("pharmacy_id"))
     out = []
     for r in found:
         status = _rx_status(r["e"], r["ph_status"], window)
         if args.get("status") and args["status"] != status:
             continue
         dose, unit, route = r["dose_val_rx"], r["dose_unit_rx"], r["route"]
-        text = " ".join(str(x) for x in (dose, unit, route, r["frequency"]) if x)
+        instruction = " ".join(str(x) for x in (dose, unit, route, r["frequency"]) if x)
         out.append(
             {
                 "resourceType": "MedicationRequest",
@@ -66,7 +73,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                 "authoredOn": fhir.fhir_datetime(r["s"]),
                 "dosageInstruction": [
                     {
-                        "text": text or None,
+                        "text": instruction or None,
                         "route": {"text": route} if route else None,
                         "timing": {
                             "code": {"text": r["frequency"]} if r["frequency"] else None,
@@ -135,25 +142,43 @@ def mar_status(event: Any) -> str:
     return "unknown"
 
 
+def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Dose, unit and route of the first charted field (lowest ``parent_field_ordinal``) that
+    records each of them; all None when the administration has no dose given."""
+    out: dict[str, Any] = {"dose_given": None, "dose_given_unit": None, "route": None}
+    for column in out:
+        present = [
+            d
+            for d in details or ()
+            if d[column] is not None and d["parent_field_ordinal"] is not None
+        ]
+        if present:
+            out[column] = min(present, key=lambda d: d["parent_field_ordinal"])[column]
+    return out
+
+
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "MedicationAdministration.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    params: list[Any] = [sid]
-    where = "WHERE e.subject_id = ?" + window.sql("e.charttime", params)
-    where += and_equal("e.hadm_id", hadm, params)
-    where += and_ilike("e.medication", args.get("medication"), params)
-    sql = (
-        f"WITH m AS (SELECT e.emar_id, e.hadm_id, {ts('e.charttime')} AS t, e.charttime AS ct, e.medication, e.event_txt, "
-        f"count(*) OVER () AS n_total FROM emar e {where} ORDER BY e.charttime DESC, e.emar_id LIMIT ?) "
-        "SELECT m.*, d.dose_given, d.dose_given_unit, d.route FROM m LEFT JOIN ("
-        "SELECT emar_id, arg_min(dose_given, parent_field_ordinal) AS dose_given, "
-        "arg_min(dose_given_unit, parent_field_ordinal) AS dose_given_unit, arg_min(route, parent_field_ordinal) AS route "
-        "FROM emar_detail WHERE subject_id = ? AND dose_given IS NOT NULL AND emar_id IN (SELECT emar_id FROM m) "
-        "GROUP BY emar_id) d ON d.emar_id = m.emar_id ORDER BY m.ct DESC, m.emar_id"
-    )
-    found, total = rows_and_total(ctx, sql, params + [MAR_LIMIT, sid])
+    medication = args.get("medication")
+    given = [
+        e
+        for e in keep(subject_rows(ctx, "emar", sid), hadm_id=hadm)
+        if window.keeps(e["charttime"])
+        and (not medication or contains(e["medication"], medication))
+    ]
+    found = order(given, by("charttime", desc=True), by("emar_id"))[:MAR_LIMIT]
+    total = len(given)
+    shown = {e["emar_id"] for e in found}
+    details: dict[Any, list[dict[str, Any]]] = {}
+    for d in subject_rows(ctx, "emar_detail", sid):
+        if d["dose_given"] is not None and d["emar_id"] in shown:
+            details.setdefault(d["emar_id"], []).append(d)
+    found = [
+        {**e, "t": text(e["charttime"]), **_first_dose(details.get(e["emar_id"]))} for e in found
+    ]
     out = []
     for r in found:
         status = mar_status(r["event_txt"])

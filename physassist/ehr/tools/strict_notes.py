@@ -8,7 +8,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, and_ilike, rows, rows_and_total, ts
+from .records import by, contains, keep, order, subject_rows, text
 from .strict_common import Window, admission_miss, bundle
 from .strict_observations import micro_rows, normalize_micro
 
@@ -73,13 +73,9 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
         want_rad = True  # free text: search it in the exam line of radiology reports
     reports: list[tuple[str, dict[str, Any]]] = []
     if want_rad:
-        params: list[Any] = [sid]
-        sql = f"SELECT note_id, hadm_id, note_type, {ts('charttime')} AS t, text FROM radiology WHERE subject_id = ?"
-        sql += window.sql("charttime", params)
-        sql += and_equal("hadm_id", hadm, params)
-        for n in rows(ctx, sql + " ORDER BY charttime DESC, note_id", params):
-            text = str(n["text"] or "")
-            head = f" {n['note_type'] or ''} {text[:200]}".upper()
+        for n in _notes(ctx, "radiology", sid, hadm, window):
+            body = str(n["text"] or "")
+            head = f" {n['note_type'] or ''} {body[:200]}".upper()
             if modality in _MODALITIES and not any(k in head for k in _MODALITIES[modality]):
                 continue
             if (
@@ -91,18 +87,18 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                 continue
             reports.append(
                 (
-                    str(n["t"]),
+                    str(text(n["charttime"])),
                     {
                         "resourceType": "DiagnosticReport",
                         "id": fhir.safe_id(f"dr-{n['note_id']}"),
                         "status": "final",
                         "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
-                        "code": {"text": _title(text)},
+                        "code": {"text": _title(body)},
                         "subject": fhir.patient_ref(sid),
                         "encounter": fhir.encounter_ref(n["hadm_id"]),
-                        "effectiveDateTime": fhir.fhir_datetime(n["t"]),
-                        "conclusion": _impression(text),
-                        "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(text)}],
+                        "effectiveDateTime": fhir.fhir_datetime(text(n["charttime"])),
+                        "conclusion": _impression(body),
+                        "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(body)}],
                     },
                 )
             )
@@ -144,6 +140,18 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
             "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, wound)."
         )
     return bundle([r for _, r in reports[:REPORT_LIMIT]], len(reports), hint)
+
+
+def _notes(
+    ctx: ToolContext, table: str, sid: int, hadm: int | None, window: Window
+) -> list[dict[str, Any]]:
+    """The subject's notes of one table inside the window, newest first."""
+    notes = keep(subject_rows(ctx, table, sid), hadm_id=hadm)
+    return order(
+        (n for n in notes if window.keeps(n["charttime"])),
+        by("charttime", desc=True),
+        by("note_id"),
+    )
 
 
 def _micro_lines(items: list[dict[str, Any]]) -> list[str]:
@@ -189,16 +197,14 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     for code, table, loinc, display in _DOC_TYPES:
         if args.get("type_code") and args["type_code"] != code:
             continue
-        params: list[Any] = [sid]
-        sql = f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text, count(*) OVER () AS n_total FROM {table} WHERE subject_id = ?"
-        sql += window.sql("charttime", params)
-        sql += and_equal("hadm_id", hadm, params)
-        sql += and_ilike("text", args.get("keyword"), params)
-        found, matched = rows_and_total(
-            ctx, sql + " ORDER BY charttime DESC, note_id LIMIT ?", params + [NOTES_PER_TYPE]
-        )
-        total += matched
-        for n in found:
+        keyword = args.get("keyword")
+        matched = [
+            n
+            for n in _notes(ctx, table, sid, hadm, window)
+            if not keyword or contains(n["text"], keyword)
+        ]
+        total += len(matched)
+        for n in matched[:NOTES_PER_TYPE]:
             out.append(
                 {
                     "resourceType": "DocumentReference",
@@ -206,7 +212,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                     "status": "current",
                     "type": fhir.concept(fhir.LOINC, loinc, display, code),
                     "subject": fhir.patient_ref(sid),
-                    "date": fhir.fhir_datetime(n["t"]),
+                    "date": fhir.fhir_datetime(text(n["charttime"])),
                     "content": [
                         {
                             "attachment": {
@@ -292,15 +298,8 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     window = Window(ctx, {}, "CarePlan.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    params: list[Any] = [sid]
-    sql = (
-        f"SELECT note_id, hadm_id, {ts('charttime')} AS t, text FROM discharge WHERE subject_id = ?"
-    )
-    sql += window.sql("charttime", params)
-    sql += and_equal("hadm_id", hadm, params)
-    notes = rows(ctx, sql + " ORDER BY charttime DESC, note_id LIMIT 3", params)
     out = []
-    for n in notes:
+    for n in _notes(ctx, "discharge", sid, hadm, window)[:3]:
         sections = note_sections(str(n["text"] or ""))
         for cat, (display, headers) in CAREPLAN_CATEGORIES.items():
             if args.get("category") and args["category"] != cat:
@@ -324,7 +323,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     ),
                     "subject": fhir.patient_ref(sid),
                     "encounter": fhir.encounter_ref(n["hadm_id"]),
-                    "created": fhir.fhir_datetime(n["t"]),
+                    "created": fhir.fhir_datetime(text(n["charttime"])),
                     "note": [{"text": b} for b in bodies],
                 }
             )

@@ -9,8 +9,8 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .db import and_equal, like_escape, placeholders, rows, rows_and_total, ts
 from .labels import LabelMatch, match_label
+from .records import by, contains, keep, lookup, order, stamp, subject_rows, text
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
     Window,
@@ -39,36 +39,29 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
 def _labs(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    params: list[Any] = [sid]
-    base = (
-        "FROM labevents l LEFT JOIN d_labitems d ON d.itemid = l.itemid WHERE l.subject_id = ?"
-        + window.sql("l.charttime", params, use_start=False)
-    )
+    items = lookup(ctx, "d_labitems", "itemid")
+    labs = [
+        {**r, "label": d.get("label"), "fluid": d.get("fluid")}
+        for r in subject_rows(ctx, "labevents", sid)
+        if window.keeps(r["charttime"], use_start=False)
+        for d in (items.get(r["itemid"]) or {},)
+    ]
     if code is not None:
-        labels = rows(ctx, f"SELECT DISTINCT d.label, d.fluid {base}", params)
-        match = match_label(code, [r["label"] for r in labels if r["label"]])
+        match = match_label(code, (r["label"] for r in labs))
         if not match.matched:
             return bundle([], 0, miss_hint("laboratory test", code, match))
         chosen = set(match.labels)
-        fluids = {r["fluid"] for r in labels if r["label"] in chosen}
-        params2 = list(params)
-        base += f" AND d.label IN ({placeholders(chosen)})"
-        params2.extend(sorted(chosen))
+        labs = [r for r in labs if r["label"] in chosen]
+        fluids = {r["fluid"] for r in labs}
         if (
             len(fluids) > 1
             and "Blood" in fluids
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):
-            base += " AND d.fluid = 'Blood'"  # "Creatinine" means serum unless a fluid is named
-        params = params2
-    base += and_equal("l.hadm_id", hadm, params)
-    base += window.sql("l.charttime", params)
-    sql = (
-        f"SELECT l.labevent_id, l.itemid, l.hadm_id, {ts('l.charttime')} AS t, l.value, l.valuenum, l.valueuom, "
-        "l.ref_range_lower, l.ref_range_upper, l.flag, l.comments, d.label, count(*) OVER () AS n_total "
-        f"{base} ORDER BY l.charttime DESC, l.labevent_id LIMIT ?"
-    )
-    found, total = rows_and_total(ctx, sql, params + [count])
+            labs = [r for r in labs if r["fluid"] == "Blood"]  # "Creatinine" means serum
+    labs = [r for r in keep(labs, hadm_id=hadm) if window.keeps(r["charttime"])]
+    found = order(labs, by("charttime", desc=True), by("labevent_id"))[:count]
+    total = len(labs)
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -85,7 +78,7 @@ def _labs(
                     fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
                 ),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(r["t"]),
+                "effectiveDateTime": fhir.fhir_datetime(text(r["charttime"])),
                 "valueQuantity": quantity(value, unit),
                 "valueString": None
                 if value is not None
@@ -103,136 +96,124 @@ def _labs(
 def _vitals(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    params: list[Any] = [sid]
-    base = (
-        "FROM chartevents c LEFT JOIN d_items d ON d.itemid = c.itemid WHERE c.subject_id = ?"
-        + window.sql("c.charttime", params, use_start=False)
-    )
-    chart_labels = [
-        r["label"] for r in rows(ctx, f"SELECT DISTINCT d.label {base}", params) if r["label"]
+    items = lookup(ctx, "d_items", "itemid")
+    charted = [
+        {**r, "label": d.get("label"), "unitname": d.get("unitname")}
+        for r in subject_rows(ctx, "chartevents", sid)
+        if window.keeps(r["charttime"], use_start=False)
+        for d in (items.get(r["itemid"]) or {},)
     ]
-    omr_params: list[Any] = [sid]
-    omr_base = "FROM omr WHERE subject_id = ?" + window.sql(
-        "chartdate", omr_params, use_start=False
-    )
+    omr = [
+        r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
+    ]
     if hadm is not None:  # OMR has no admission: keep the admission's days
-        omr_base += (
-            " AND CAST(chartdate AS DATE) BETWEEN (SELECT CAST(admittime AS DATE) FROM admissions WHERE hadm_id = ?)"
-            " AND (SELECT CAST(dischtime AS DATE) FROM admissions WHERE hadm_id = ?)"
-        )
-        omr_params += [hadm, hadm]
+        stay = next(a for a in subject_rows(ctx, "admissions", sid) if a["hadm_id"] == hadm)
+        first, last = (stamp(stay[k]) for k in ("admittime", "dischtime"))
+        omr = [
+            r
+            for r in omr
+            if first is not None
+            and last is not None
+            and r["chartdate"] is not None
+            and first.date() <= r["chartdate"] <= last.date()
+        ]
     use_omr = False
     if code is not None:
-        match = match_label(code, chart_labels)
+        match = match_label(code, (r["label"] for r in charted))
         if match.matched:
-            base += f" AND d.label IN ({placeholders(match.labels)})"
-            params.extend(match.labels)
+            chosen = set(match.labels)
+            charted = [r for r in charted if r["label"] in chosen]
         else:
-            omr_names = [
-                r["result_name"]
-                for r in rows(ctx, f"SELECT DISTINCT result_name {omr_base}", omr_params)
-            ]
-            omr_match = match_label(code, omr_names)
+            omr_match = match_label(code, (r["result_name"] for r in omr))
             if not omr_match.matched:
                 merged = LabelMatch(
                     (), "none", tuple(dict.fromkeys(match.closest + omr_match.closest))[:6]
                 )
                 return bundle([], 0, miss_hint("vital sign", code, merged))
             use_omr = True
-            omr_base += f" AND result_name IN ({placeholders(omr_match.labels)})"
-            omr_params.extend(omr_match.labels)
-    elif not chart_labels:
+            chosen = set(omr_match.labels)
+            omr = [r for r in omr if r["result_name"] in chosen]
+    elif not any(r["label"] for r in charted):
         use_omr = True
     if use_omr:
-        return _omr(ctx, sid, omr_base, omr_params, window, count)
+        return _omr(sid, omr, window, count)
     if hadm is not None:
-        base += (
-            " AND (c.hadm_id = ? OR c.stay_id IN (SELECT stay_id FROM icustays WHERE hadm_id = ?))"
-        )
-        params += [hadm, hadm]
-    base += window.sql("c.charttime", params)
-    sql = (
-        f"SELECT c.stay_id, c.hadm_id, c.itemid, {ts('c.charttime')} AS t, c.value, c.valuenum, c.valueuom, "
-        f"d.label, d.unitname, count(*) OVER () AS n_total {base} ORDER BY c.charttime DESC, c.itemid LIMIT ?"
-    )
-    found, total = rows_and_total(ctx, sql, params + [count])
+        stays = {s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm}
+        charted = [r for r in charted if r["hadm_id"] == hadm or r["stay_id"] in stays]
+    charted = [r for r in charted if window.keeps(r["charttime"])]
+    found = order(charted, by("charttime", desc=True), by("itemid"))[:count]
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
         label = r["label"] or str(r["itemid"])
-        stamp = re.sub(r"\D", "", str(r["t"]))[:14]
+        when = text(r["charttime"])
+        digits = re.sub(r"\D", "", str(when))[:14]
         out.append(
             {
                 **fhir.observation(
-                    fhir.safe_id(f"vital-{r['stay_id']}-{r['itemid']}-{stamp}"),
+                    fhir.safe_id(f"vital-{r['stay_id']}-{r['itemid']}-{digits}"),
                     sid,
                     "vital-signs",
                     fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
                 ),
                 "encounter": fhir.encounter_ref(r["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(r["t"]),
+                "effectiveDateTime": fhir.fhir_datetime(when),
                 "valueQuantity": quantity(value, r["valueuom"] or r["unitname"]),
                 "valueString": None if value is not None else r["value"],
             }
         )
-    return bundle(out, total)
+    return bundle(out, len(charted))
 
 
-def _omr(
-    ctx: ToolContext, sid: int, base: str, params: list[Any], window: Window, count: int
-) -> dict[str, Any]:
-    params = list(params)
-    if window.start is not None:
-        base += " AND TRY_CAST(chartdate AS TIMESTAMP) >= ?"
-        params.append(window.start)
-    sql = (
-        f"SELECT {ts('chartdate')} AS t, seq_num, result_name, result_value, count(*) OVER () AS n_total "
-        f"{base} ORDER BY chartdate DESC, seq_num, result_name LIMIT ?"
-    )
-    found, total = rows_and_total(ctx, sql, params + [count])
+def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dict[str, Any]:
+    omr = [r for r in omr if window.keeps(r["chartdate"])]
+    found = order(omr, by("chartdate", desc=True), by("seq_num"), by("result_name"))[:count]
     out = []
     for r in found:
         name = str(r["result_name"])
+        when = text(r["chartdate"])
         value = fhir.as_number(r["result_value"])
         unit = re.search(r"\(([^)]+)\)", name)
         out.append(
             {
                 **fhir.observation(
-                    fhir.stable_id("omr", sid, r["t"], r["seq_num"], name),
+                    fhir.stable_id("omr", sid, when, r["seq_num"], name),
                     sid,
                     "vital-signs",
                     fhir.named_concept("mimic-iv/omr", name, name),
                 ),
-                "effectiveDateTime": str(r["t"])[:10],
+                "effectiveDateTime": str(when)[:10],
                 "valueQuantity": quantity(value, unit.group(1) if unit else None),
                 "valueString": None if value is not None else r["result_value"],
             }
         )
-    return bundle(out, total)
+    return bundle(out, len(omr))
 
 
 def micro_rows(
     ctx: ToolContext, sid: int, hadm: int | None, window: Window, code: str | None = None
 ) -> list[dict[str, Any]]:
-    params: list[Any] = [sid]
-    when = "coalesce(charttime, chartdate)"
-    sql = (
-        f"SELECT micro_specimen_id, {ts(when)} AS t, hadm_id, spec_type_desc, test_itemid, test_name, "
-        "org_name, isolate_num, ab_name, dilution_text, interpretation, comments "
-        "FROM microbiologyevents WHERE subject_id = ?" + window.sql(when, params)
-    )
-    sql += and_equal("hadm_id", hadm, params)
-    if code is not None and normalize_micro(code):
-        needle = f"%{like_escape(normalize_micro(code))}%"
-        sql += (
-            " AND (spec_type_desc ILIKE ? ESCAPE '\\' OR test_name ILIKE ? ESCAPE '\\' "
-            "OR org_name ILIKE ? ESCAPE '\\')"
-        )
-        params += [needle, needle, needle]
-    return rows(
-        ctx,
-        sql + f" ORDER BY {when} DESC, micro_specimen_id, test_seq, isolate_num, ab_name",
-        params,
+    """The subject's microbiology rows in the window, newest first, each with ``t``: the
+    chart time (or date) as text; ``code`` matches specimen, test or organism."""
+    found = []
+    needle = normalize_micro(code) if code is not None else ""
+    for r in keep(subject_rows(ctx, "microbiologyevents", sid), hadm_id=hadm):
+        when = r["charttime"] if r["charttime"] is not None else r["chartdate"]
+        if not window.keeps(when):
+            continue
+        if needle and not any(
+            contains(r[k], needle) for k in ("spec_type_desc", "test_name", "org_name")
+        ):
+            continue
+        found.append({**r, "when": when, "t": text(when)})
+    return order(
+        found,
+        by("when", desc=True),
+        by("micro_specimen_id"),
+        by("test_seq"),
+        by("isolate_num"),
+        by("ab_name"),
+        by("org_name"),  # two organisms of one isolate number: a stable, readable order
     )
 
 
