@@ -158,17 +158,93 @@ def test_store_is_read_only(demo_store: EHRStore) -> None:
         demo_store.cursor().execute("DELETE FROM patients")
 
 
-def test_rows_memoises_and_returns_fresh_dicts(demo_store: EHRStore) -> None:
-    sql = "SELECT itemid, label FROM d_labitems WHERE itemid = ?"
-    first = demo_store.rows(sql, [50912])
-    assert first == [{"itemid": 50912, "label": "Creatinine"}]
-    first[0]["label"] = "mutated"
-    assert demo_store.rows(sql, [50912]) == [{"itemid": 50912, "label": "Creatinine"}]
-    assert demo_store.rows(sql, [50971]) == [{"itemid": 50971, "label": "Potassium"}]
+def test_rows_returns_dicts_named_by_column(demo_store: EHRStore) -> None:
+    sql = "SELECT itemid, label FROM d_labitems WHERE itemid = ANY(?) ORDER BY itemid"
+    assert demo_store.rows(sql, [[50971, 50912]]) == [
+        {"itemid": 50912, "label": "Creatinine"},
+        {"itemid": 50971, "label": "Potassium"},
+    ]
 
 
-def test_rows_memoises_list_parameters(demo_store: EHRStore) -> None:
-    sql = "SELECT itemid FROM d_labitems WHERE itemid = ANY(?) ORDER BY itemid"
-    assert demo_store.rows(sql, [[50971, 50912]]) == [{"itemid": 50912}, {"itemid": 50971}]
-    assert demo_store.rows(sql, [[50971]]) == [{"itemid": 50971}]
-    assert demo_store.rows(sql, [[50971, 50912]]) == [{"itemid": 50912}, {"itemid": 50971}]
+def _busiest_subject(store: EHRStore) -> int:
+    return store.rows(
+        "SELECT subject_id FROM labevents GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1"
+    )[0]["subject_id"]
+
+
+def test_subject_rows_are_the_subjects_rows_in_file_order(demo_store: EHRStore) -> None:
+    sid = _busiest_subject(demo_store)
+    columns = ("labevent_id", "itemid", "charttime", "valuenum")
+    got = demo_store.subject_rows("labevents", sid, columns)
+    expected = demo_store.rows(
+        "SELECT labevent_id, itemid, charttime, valuenum, _row FROM labevents "
+        "WHERE subject_id = ? ORDER BY _row",
+        [sid],
+    )
+    assert len(got) > 100 and list(got) == expected
+    # the table is stored by (subject, charttime): file order is a different order here
+    assert [r["_row"] for r in got] != [
+        r["_row"] for r in sorted(got, key=lambda r: (r["charttime"] is None, r["charttime"]))
+    ]
+
+
+def test_subject_rows_are_loaded_once_per_subject_and_columns(
+    demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = EHRStore(demo_store.path)  # a fresh cache
+    queries: list[str] = []
+    real_cursor = store.cursor
+
+    class Counting:
+        def __init__(self) -> None:
+            self._cur = real_cursor()
+
+        def execute(self, sql: str, params: list) -> object:
+            queries.append(sql)
+            return self._cur.execute(sql, params)
+
+        def close(self) -> None:
+            self._cur.close()
+
+    monkeypatch.setattr(store, "cursor", Counting)
+    sid = _busiest_subject(demo_store)
+    first = store.subject_rows("labevents", sid, ("itemid",))
+    assert store.subject_rows("labevents", sid, ("itemid",)) is first
+    assert len(queries) == 1
+    store.subject_rows("labevents", sid, ("itemid", "valuenum"))
+    store.subject_rows("admissions", sid, ("hadm_id",))
+    assert len(queries) == 3
+    store.close()
+
+
+def test_subject_cache_evicts_the_least_recent_subject(
+    demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import physassist.ehr.store as store_module
+
+    monkeypatch.setattr(store_module, "SUBJECT_CACHE", 2)
+    store = EHRStore(demo_store.path)
+    a, b, c = (r["subject_id"] for r in store.rows("SELECT subject_id FROM patients LIMIT 3"))
+    rows_a = store.subject_rows("admissions", a, ("hadm_id",))
+    store.subject_rows("admissions", b, ("hadm_id",))
+    assert store.subject_rows("admissions", a, ("hadm_id",)) is rows_a  # a is now most recent
+    store.subject_rows("admissions", c, ("hadm_id",))  # evicts b, keeps a
+    assert store.subject_rows("admissions", a, ("hadm_id",)) is rows_a
+    assert list(store._subjects) == [c, a]
+    store.close()
+
+
+def test_dictionary_is_keyed_by_its_key_columns(demo_store: EHRStore) -> None:
+    labs = demo_store.dictionary("d_labitems", ("itemid",))
+    assert labs[50912]["label"] == "Creatinine"
+    assert demo_store.dictionary("d_labitems", ("itemid",)) is labs
+    icd = demo_store.dictionary("d_icd_diagnoses", ("icd_code", "icd_version"))
+    assert icd[("I10", 10)]["long_title"] == "Essential (primary) hypertension"
+    assert len(icd) == demo_store.row_counts()["d_icd_diagnoses"]
+
+
+def test_cached_reads_refuse_the_wrong_kind_of_table(demo_store: EHRStore) -> None:
+    with pytest.raises(KeyError, match="d_labitems"):
+        demo_store.subject_rows("d_labitems", 1, ("itemid",))
+    with pytest.raises(KeyError, match="labevents"):
+        demo_store.dictionary("labevents", ("itemid",))

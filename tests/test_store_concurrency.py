@@ -45,12 +45,28 @@ def test_threads_each_with_a_cursor_agree_with_serial(demo_store: EHRStore) -> N
     assert parallel == serial
 
 
-def test_threads_share_the_memoised_rows(demo_store: EHRStore) -> None:
-    subjects = _subjects(demo_store)
-    serial = [demo_store.rows(_PER_SUBJECT, [s]) for s in subjects]
+def test_threads_share_the_subject_row_cache(demo_store: EHRStore) -> None:
+    store = EHRStore(demo_store.path)  # a fresh cache that the threads fill at once
+    subjects = _subjects(store)
+    columns = ("labevent_id", "valuenum")
+
+    def load(sid: int) -> tuple:
+        return store.subject_rows("labevents", sid, columns)
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        parallel = list(pool.map(lambda s: demo_store.rows(_PER_SUBJECT, [s]), subjects * 3))
+        parallel = list(pool.map(load, subjects * 3))
+    serial = [
+        tuple(
+            store.rows(
+                "SELECT labevent_id, valuenum, _row FROM labevents WHERE subject_id = ? "
+                "ORDER BY _row",
+                [s],
+            )
+        )
+        for s in subjects
+    ]
     assert parallel == serial * 3
+    store.close()
 
 
 _CHILD = """

@@ -9,8 +9,9 @@ cached as ``<cache_dir>/<fingerprint>.duckdb`` (see ``EHRSource.fingerprint``), 
 source is loaded once and a changed source gets a fresh store.
 
 ``open_store`` returns an ``EHRStore``: a read-only connection that hands out one cursor per
-call or thread. DuckDB allows any number of read-only processes on the same file, so
-parallel sweeps can share one store.
+call or thread, and keeps the rows the tools read (a subject's rows per table, the
+dictionary tables) in memory once loaded. DuckDB allows any number of read-only processes
+on the same file, so parallel sweeps can share one store.
 """
 
 from __future__ import annotations
@@ -55,10 +56,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 META_TABLE = "_physassist_meta"
-MEMO_SIZE = 4096  # memoised query results per open store
-MEMO_MAX_ROWS = 5000  # larger results are not memoised
 SUBJECT_CACHE = 256  # subjects whose rows stay in memory per open store (least recent evicted)
-_Result = tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]
 _Rows = tuple[dict[str, Any], ...]
 COUNTS_TABLE = "_physassist_tables"
 _TEMP_MARK = ".building"
@@ -147,8 +145,7 @@ class EHRStore:
         self.schema_version = int(meta["schema_version"])
         self._rows: dict[str, int] = {name: int(n) for name, n in counts}
         self._lock = threading.Lock()
-        self._memo: OrderedDict[tuple[str, tuple[Any, ...]], _Result] = OrderedDict()
-        self._memo_lock = threading.Lock()
+        self._cache_lock = threading.Lock()
         self._subjects: OrderedDict[int, dict[tuple[str, tuple[str, ...]], _Rows]] = OrderedDict()
         self._dictionaries: dict[tuple[str, tuple[str, ...]], dict[Any, dict[str, Any]]] = {}
 
@@ -158,34 +155,14 @@ class EHRStore:
             return self._con.cursor()
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        """Run a read-only query and return its rows as dicts, memoised by ``(sql, params)``.
-
-        The store never changes once built, so a result can be reused for as long as the
-        store is open; sessions re-ask the same questions about one patient, and a repeat
-        then costs a dictionary lookup instead of a DuckDB query (~0.3-2 ms). Small results
-        only (``MEMO_MAX_ROWS``), ``MEMO_SIZE`` entries, least recently used evicted. List
-        parameters (e.g. ``= ANY(?)``) are fine: they are frozen for the key.
-        """
-        key = (sql, tuple(_frozen(p) for p in params))
-        with self._memo_lock:
-            hit = self._memo.get(key)
-            if hit is not None:
-                self._memo.move_to_end(key)
-        if hit is None:
-            cur = self.cursor()
-            try:
-                result = cur.execute(sql, list(params))
-                names = tuple(d[0] for d in result.description)
-                hit = (names, tuple(result.fetchall()))
-            finally:
-                cur.close()
-            if len(hit[1]) <= MEMO_MAX_ROWS:
-                with self._memo_lock:
-                    self._memo[key] = hit
-                    while len(self._memo) > MEMO_SIZE:
-                        self._memo.popitem(last=False)
-        names, records = hit
-        return [dict(zip(names, r, strict=True)) for r in records]
+        """Run one read-only query on a fresh cursor and return its rows as dicts."""
+        cur = self.cursor()
+        try:
+            result = cur.execute(sql, list(params))
+            names = [d[0] for d in result.description]
+            return [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+        finally:
+            cur.close()
 
     def subject_rows(self, table: str, subject_id: int, columns: Sequence[str]) -> _Rows:
         """``columns`` of every row of one subject in ``table``, in source-file order.
@@ -197,7 +174,7 @@ class EHRStore:
         used subjects. Shared between calls and threads: callers must not modify them.
         """
         key = (table, tuple(columns))
-        with self._memo_lock:
+        with self._cache_lock:
             tables = self._subjects.get(subject_id)
             if tables is not None:
                 self._subjects.move_to_end(subject_id)
@@ -217,7 +194,7 @@ class EHRStore:
             cur.close()
         found.sort(key=lambda r: r[-1])  # the scan returns the sort-key order; want file order
         loaded = tuple(dict(zip(names, r, strict=True)) for r in found)
-        with self._memo_lock:
+        with self._cache_lock:
             self._subjects.setdefault(subject_id, {})[key] = loaded
             self._subjects.move_to_end(subject_id)
             while len(self._subjects) > SUBJECT_CACHE:
@@ -235,13 +212,7 @@ class EHRStore:
             return cached
         if not TABLES[table].is_dictionary:
             raise KeyError(f"{table!r} is not a dictionary table")
-        cur = self.cursor()
-        try:
-            result = cur.execute(f'SELECT * FROM "{table}" ORDER BY "{ROW_COLUMN}"')
-            names = [d[0] for d in result.description]
-            records = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
-        finally:
-            cur.close()
+        records = self.rows(f'SELECT * FROM "{table}" ORDER BY "{ROW_COLUMN}"')
         single = len(key) == 1
         loaded: dict[Any, dict[str, Any]] = {}
         for r in records:
@@ -291,15 +262,6 @@ def _reader_config() -> dict[str, Any]:
         "threads": int(os.environ.get("PHYSASSIST_DUCKDB_THREADS", "1")),
         "disabled_optimizers": "compressed_materialization",
     }
-
-
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in for a query parameter (lists bind as DuckDB lists)."""
-    if isinstance(value, list | tuple):
-        return ("__seq__", tuple(_frozen(v) for v in value))
-    if isinstance(value, dict):
-        return ("__map__", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
-    return value
 
 
 # --------------------------------------------------------------------------- loading
