@@ -188,25 +188,27 @@ def test_subject_rows_are_the_subjects_rows_in_file_order(demo_store: EHRStore) 
     ]
 
 
+class _CountingCursor:
+    """Wraps a store's cursors to record the SQL they run."""
+
+    def __init__(self, store: EHRStore, queries: list[str]) -> None:
+        self._cur = EHRStore.cursor(store)
+        self._queries = queries
+
+    def execute(self, sql: str, params: list) -> object:
+        self._queries.append(sql)
+        return self._cur.execute(sql, params)
+
+    def close(self) -> None:
+        self._cur.close()
+
+
 def test_subject_rows_are_loaded_once_per_subject_and_columns(
     demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = EHRStore(demo_store.path)  # a fresh cache
+    store = EHRStore(demo_store.path, prefetch=False)  # a fresh cache
     queries: list[str] = []
-    real_cursor = store.cursor
-
-    class Counting:
-        def __init__(self) -> None:
-            self._cur = real_cursor()
-
-        def execute(self, sql: str, params: list) -> object:
-            queries.append(sql)
-            return self._cur.execute(sql, params)
-
-        def close(self) -> None:
-            self._cur.close()
-
-    monkeypatch.setattr(store, "cursor", Counting)
+    monkeypatch.setattr(store, "cursor", lambda: _CountingCursor(store, queries))
     sid = _busiest_subject(demo_store)
     first = store.subject_rows("labevents", sid, ("itemid",))
     assert store.subject_rows("labevents", sid, ("itemid",)) is first
@@ -217,20 +219,26 @@ def test_subject_rows_are_loaded_once_per_subject_and_columns(
     store.close()
 
 
-def test_subject_cache_evicts_the_least_recent_subject(
+def test_a_subjects_first_load_prefetches_what_the_tools_asked_for_before(
     demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import physassist.ehr.store as store_module
-
-    monkeypatch.setattr(store_module, "SUBJECT_CACHE", 2)
     store = EHRStore(demo_store.path)
-    a, b, c = (r["subject_id"] for r in store.rows("SELECT subject_id FROM patients LIMIT 3"))
-    rows_a = store.subject_rows("admissions", a, ("hadm_id",))
-    store.subject_rows("admissions", b, ("hadm_id",))
-    assert store.subject_rows("admissions", a, ("hadm_id",)) is rows_a  # a is now most recent
-    store.subject_rows("admissions", c, ("hadm_id",))  # evicts b, keeps a
-    assert store.subject_rows("admissions", a, ("hadm_id",)) is rows_a
-    assert list(store._subjects) == [c, a]
+    a, b = (r["subject_id"] for r in store.rows("SELECT subject_id FROM patients LIMIT 2"))
+    store.subject_rows("labevents", a, ("itemid",))
+    store.subject_rows("admissions", a, ("hadm_id",))
+    store.subject_rows("patients", b, ("gender",))  # b's first load: fills the other two
+    store._filler.shutdown(wait=True)  # let the background load finish
+    queries: list[str] = []
+    monkeypatch.setattr(store, "cursor", lambda: _CountingCursor(store, queries))
+    labs = store.subject_rows("labevents", b, ("itemid",))
+    admissions = store.subject_rows("admissions", b, ("hadm_id",))
+    assert queries == []
+    expected_labs = demo_store.rows(
+        "SELECT itemid FROM labevents WHERE subject_id = ? ORDER BY _row", [b]
+    )
+    assert [r["itemid"] for r in labs] == [r["itemid"] for r in expected_labs]
+    expected_adm = demo_store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [b])
+    assert {r["hadm_id"] for r in admissions} == {r["hadm_id"] for r in expected_adm}
     store.close()
 
 

@@ -27,8 +27,8 @@ import shutil
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -42,6 +42,7 @@ from physassist.ehr.sources import (
     SourceFile,
     detect_source,
 )
+from physassist.ehr.subject_cache import Key, Rows, SubjectCache
 from physassist.ehr.tables import ROW_COLUMN, TABLES, TableSpec, create_table_sql
 
 __all__ = [
@@ -56,8 +57,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 META_TABLE = "_physassist_meta"
-SUBJECT_CACHE = 256  # subjects whose rows stay in memory per open store (least recent evicted)
-_Rows = tuple[dict[str, Any], ...]
 COUNTS_TABLE = "_physassist_tables"
 _TEMP_MARK = ".building"
 _MAX_LINE = 64 * 1024 * 1024  # discharge notes are long; be generous
@@ -127,7 +126,13 @@ def open_store(
 class EHRStore:
     """A built store opened read-only; ``cursor()`` gives each call or thread its own handle."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cache_rows: int | None = None,
+        prefetch: bool = True,
+    ) -> None:
         self.path = Path(path).resolve()
         try:
             self._con = duckdb.connect(str(self.path), read_only=True, config=_reader_config())
@@ -145,8 +150,11 @@ class EHRStore:
         self.schema_version = int(meta["schema_version"])
         self._rows: dict[str, int] = {name: int(n) for name, n in counts}
         self._lock = threading.Lock()
-        self._cache_lock = threading.Lock()
-        self._subjects: OrderedDict[int, dict[tuple[str, tuple[str, ...]], _Rows]] = OrderedDict()
+        self._subjects = SubjectCache(cache_rows)
+        self._wanted: dict[Key, None] = {}  # (table, columns) asked for so far, in order
+        self._prefetch = prefetch
+        self._filler: ThreadPoolExecutor | None = None
+        self._closed = False
         self._dictionaries: dict[tuple[str, tuple[str, ...]], dict[Any, dict[str, Any]]] = {}
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -164,25 +172,34 @@ class EHRStore:
         finally:
             cur.close()
 
-    def subject_rows(self, table: str, subject_id: int, columns: Sequence[str]) -> _Rows:
+    def subject_rows(self, table: str, subject_id: int, columns: Sequence[str]) -> Rows:
         """``columns`` of every row of one subject in ``table``, in source-file order.
 
         Sessions ask about one patient many times. One plain query per (subject, table) costs
-        ~0.5-1 ms; the tools' own SQL (joins, windows, casts) cost 2-3 ms of DuckDB planning
-        per call, so the tools filter, join and sort these rows in Python instead. The store
-        never changes once built, so the rows are kept for the ``SUBJECT_CACHE`` most recently
-        used subjects. Shared between calls and threads: callers must not modify them.
+        ~0.5-1 ms, against 2-3 ms of DuckDB planning for the tools' former SQL, so the tools
+        filter, join and sort these rows in Python instead. The store never changes once
+        built, so rows are kept (``SubjectCache``). A subject's first load also starts
+        loading, in a background thread, the other (table, columns) the tools have asked for
+        so far, so that the rest of a session finds them in memory. Shared between calls and
+        threads: callers must not modify the rows.
         """
         key = (table, tuple(columns))
-        with self._cache_lock:
-            tables = self._subjects.get(subject_id)
-            if tables is not None:
-                self._subjects.move_to_end(subject_id)
-                if key in tables:
-                    return tables[key]
-        spec = TABLES[table]
-        if not spec.per_subject:
+        cached = self._subjects.get(subject_id, key)
+        if cached is not None:
+            return cached
+        if not TABLES[table].per_subject:
             raise KeyError(f"{table!r} is not a per-subject table")
+        loaded = self._load(key, subject_id)
+        new_subject = self._subjects.put(subject_id, key, loaded)
+        self._wanted.setdefault(key)
+        if new_subject and self._prefetch and not self._closed:
+            if self._filler is None:
+                self._filler = ThreadPoolExecutor(1, thread_name_prefix="physassist-prefetch")
+            self._filler.submit(self._fill, subject_id)
+        return loaded
+
+    def _load(self, key: Key, subject_id: int) -> Rows:
+        table, columns = key
         names = (*columns, ROW_COLUMN)
         cur = self.cursor()
         try:
@@ -193,13 +210,19 @@ class EHRStore:
         finally:
             cur.close()
         found.sort(key=lambda r: r[-1])  # the scan returns the sort-key order; want file order
-        loaded = tuple(dict(zip(names, r, strict=True)) for r in found)
-        with self._cache_lock:
-            self._subjects.setdefault(subject_id, {})[key] = loaded
-            self._subjects.move_to_end(subject_id)
-            while len(self._subjects) > SUBJECT_CACHE:
-                self._subjects.popitem(last=False)
-        return loaded
+        return tuple(dict(zip(names, r, strict=True)) for r in found)
+
+    def _fill(self, subject_id: int) -> None:
+        """Background: load what the tools usually read for a subject a session just opened."""
+        for key in self._subjects.missing(subject_id, list(self._wanted)):
+            if self._closed:
+                return
+            try:
+                rows = self._load(key, subject_id)
+            except duckdb.Error:  # e.g. the store was closed meanwhile; the call path reloads
+                log.debug("prefetch of %s for subject %s failed", key[0], subject_id, exc_info=True)
+                return
+            self._subjects.put(subject_id, key, rows, touch=False)
 
     def dictionary(self, table: str, key: Sequence[str]) -> dict[Any, dict[str, Any]]:
         """A dictionary table (``d_labitems``, ``d_items``, ``d_icd_diagnoses``) keyed by the
@@ -231,6 +254,9 @@ class EHRStore:
         return dict(self._rows)
 
     def close(self) -> None:
+        self._closed = True
+        if self._filler is not None:
+            self._filler.shutdown(wait=True, cancel_futures=True)
         self._con.close()
 
     def __enter__(self) -> EHRStore:
