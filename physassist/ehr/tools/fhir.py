@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import re
 from typing import Any
 
 OBS_CATEGORY = "http://terminology.hl7.org/CodeSystem/observation-category"
@@ -138,8 +139,13 @@ def stable_id(prefix: str, *parts: Any) -> str:
     return f"{prefix}-{digest[:12]}"
 
 
+_SAFE_ID = re.compile(r"[A-Za-z0-9.\-]*")
+
+
 def safe_id(text: str) -> str:
     """Make a FHIR-legal id ([A-Za-z0-9-.], <= 64 chars) from a key."""
+    if _SAFE_ID.fullmatch(text):  # the common case, a key built from ids and digits
+        return text[:64]
     cleaned = "".join(c if c.isalnum() or c in "-." else "-" for c in text)
     return cleaned[:64]
 
@@ -157,9 +163,23 @@ def as_number(value: Any) -> float | None:
 def clean(obj: Any) -> Any:
     """Drop ``None`` values and empty containers recursively (FHIR forbids empty elements)."""
     if isinstance(obj, dict):
-        out = {k: clean(v) for k, v in obj.items()}
-        return {k: v for k, v in out.items() if v is not None and v != [] and v != {}}
+        out = {}
+        for k, v in obj.items():
+            if isinstance(v, dict | list):
+                v = clean(v)
+                if v:
+                    out[k] = v
+            elif v is not None:
+                out[k] = v
+        return out
     if isinstance(obj, list):
-        items = [clean(v) for v in obj]
-        return [v for v in items if v is not None and v != [] and v != {}]
+        items = []
+        for v in obj:
+            if isinstance(v, dict | list):
+                v = clean(v)
+                if v:
+                    items.append(v)
+            elif v is not None:
+                items.append(v)
+        return items
     return obj
