@@ -27,6 +27,9 @@ def test_benchmark_smoke_run(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert result["same_calls_ours"]["median_ms"] > 0
     assert result["same_calls_reference_pandas"]["median_ms"] > 0
     assert result["speedup_median"] > 0
+    assert result["calls_per_session"] == 6
+    assert result["cold_calls_ours"]["n"] == result["cold_calls_reference_pandas"]["n"] == 10
+    assert result["cold_speedup_median"] > 0
     split = tmp_path / "work" / "split-200" / "split_data_each_patient"
     assert len(list(split.iterdir())) == 10
     assert any(p.name == "hosp_labevents.csv.csv.gz" for p in next(split.iterdir()).iterdir())
