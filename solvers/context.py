@@ -16,7 +16,14 @@ from inspect_ai.model import get_model
 
 from physassist.data import Session
 from physassist.ehr.store import EHRStore, open_store
-from physassist.ehr.tools import PatientResponder, Semantics, ToolContext, WriteSandbox, call_tool
+from physassist.ehr.tools import (
+    PatientResponder,
+    Semantics,
+    ToolContext,
+    WriteSandbox,
+    call_tool,
+    open_chart,
+)
 
 from .patient_live import LivePatient, derived_patient_model
 from .patient_replay import ReplayPatient
@@ -98,9 +105,11 @@ def patient_responder(
 def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolContext:
     """A fresh ``ToolContext`` for one sample (own sandbox; patient set by the caller)."""
     if semantics not in SEMANTICS:
-        raise ValueError(f"semantics={semantics!r} is not valid; valid options: {', '.join(SEMANTICS)}")
+        raise ValueError(
+            f"semantics={semantics!r} is not valid; valid options: {', '.join(SEMANTICS)}"
+        )
     current_date = session.effective_date
-    return ToolContext(
+    ctx = ToolContext(
         store=store,
         subject_id=session.subject_id,
         hadm_id=session.hadm_id,
@@ -110,3 +119,5 @@ def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolCo
         session_id=session_key({"session_id": session.session_id, "id": session.id}),
         sandbox=WriteSandbox(),
     )
+    open_chart(ctx)  # loads the patient's rows while the model prepares its first call
+    return ctx

@@ -219,26 +219,34 @@ def test_subject_rows_are_loaded_once_per_subject_and_columns(
     store.close()
 
 
-def test_a_subjects_first_load_prefetches_what_the_tools_asked_for_before(
+def test_prefetch_loads_a_subjects_tables_in_the_background(
     demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = EHRStore(demo_store.path)
-    a, b = (r["subject_id"] for r in store.rows("SELECT subject_id FROM patients LIMIT 2"))
-    store.subject_rows("labevents", a, ("itemid",))
-    store.subject_rows("admissions", a, ("hadm_id",))
-    store.subject_rows("patients", b, ("gender",))  # b's first load: fills the other two
+    sid = _busiest_subject(demo_store)
+    keys = [("labevents", ("itemid",)), ("admissions", ("hadm_id",))]
+    store.prefetch(sid, keys)
+    store.prefetch(sid, keys)  # a second request while filling adds nothing
     store._filler.shutdown(wait=True)  # let the background load finish
     queries: list[str] = []
     monkeypatch.setattr(store, "cursor", lambda: _CountingCursor(store, queries))
-    labs = store.subject_rows("labevents", b, ("itemid",))
-    admissions = store.subject_rows("admissions", b, ("hadm_id",))
+    labs = store.subject_rows("labevents", sid, ("itemid",))
+    admissions = store.subject_rows("admissions", sid, ("hadm_id",))
+    store.prefetch(sid, keys)  # everything is cached: nothing to do
     assert queries == []
     expected_labs = demo_store.rows(
-        "SELECT itemid FROM labevents WHERE subject_id = ? ORDER BY _row", [b]
+        "SELECT itemid FROM labevents WHERE subject_id = ? ORDER BY _row", [sid]
     )
     assert [r["itemid"] for r in labs] == [r["itemid"] for r in expected_labs]
-    expected_adm = demo_store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [b])
+    expected_adm = demo_store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
     assert {r["hadm_id"] for r in admissions} == {r["hadm_id"] for r in expected_adm}
+    store.close()
+
+
+def test_prefetch_is_off_when_asked(demo_store: EHRStore) -> None:
+    store = EHRStore(demo_store.path, prefetch=False)
+    store.prefetch(_busiest_subject(demo_store), [("labevents", ("itemid",))])
+    assert store._filler is None and store._subjects.subjects() == []
     store.close()
 
 

@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -151,9 +151,9 @@ class EHRStore:
         self._rows: dict[str, int] = {name: int(n) for name, n in counts}
         self._lock = threading.Lock()
         self._subjects = SubjectCache(cache_rows)
-        self._wanted: dict[Key, None] = {}  # (table, columns) asked for so far, in order
         self._prefetch = prefetch
         self._filler: ThreadPoolExecutor | None = None
+        self._filling: set[int] = set()
         self._closed = False
         self._dictionaries: dict[tuple[str, tuple[str, ...]], dict[Any, dict[str, Any]]] = {}
 
@@ -178,10 +178,8 @@ class EHRStore:
         Sessions ask about one patient many times. One plain query per (subject, table) costs
         ~0.5-1 ms, against 2-3 ms of DuckDB planning for the tools' former SQL, so the tools
         filter, join and sort these rows in Python instead. The store never changes once
-        built, so rows are kept (``SubjectCache``). A subject's first load also starts
-        loading, in a background thread, the other (table, columns) the tools have asked for
-        so far, so that the rest of a session finds them in memory. Shared between calls and
-        threads: callers must not modify the rows.
+        built, so rows are kept (``SubjectCache``; see also ``prefetch``). Shared between
+        calls and threads: callers must not modify the rows.
         """
         key = (table, tuple(columns))
         cached = self._subjects.get(subject_id, key)
@@ -190,13 +188,22 @@ class EHRStore:
         if not TABLES[table].per_subject:
             raise KeyError(f"{table!r} is not a per-subject table")
         loaded = self._load(key, subject_id)
-        new_subject = self._subjects.put(subject_id, key, loaded)
-        self._wanted.setdefault(key)
-        if new_subject and self._prefetch and not self._closed:
-            if self._filler is None:
-                self._filler = ThreadPoolExecutor(1, thread_name_prefix="physassist-prefetch")
-            self._filler.submit(self._fill, subject_id)
+        self._subjects.put(subject_id, key, loaded)
         return loaded
+
+    def prefetch(self, subject_id: int, keys: Iterable[tuple[str, Sequence[str]]]) -> None:
+        """Start loading, in a background thread, the (table, columns) of ``keys`` that this
+        subject's cache lacks, so later calls find them in memory. Returns at once; meant
+        for when a session opens a patient's chart, not inside a call it would slow down."""
+        if not self._prefetch or self._closed or subject_id in self._filling:
+            return
+        wanted = self._subjects.missing(subject_id, [(t, tuple(c)) for t, c in keys])
+        if not wanted:
+            return
+        self._filling.add(subject_id)
+        if self._filler is None:
+            self._filler = ThreadPoolExecutor(1, thread_name_prefix="physassist-prefetch")
+        self._filler.submit(self._fill, subject_id, wanted)
 
     def _load(self, key: Key, subject_id: int) -> Rows:
         table, columns = key
@@ -212,17 +219,17 @@ class EHRStore:
         found.sort(key=lambda r: r[-1])  # the scan returns the sort-key order; want file order
         return tuple(dict(zip(names, r, strict=True)) for r in found)
 
-    def _fill(self, subject_id: int) -> None:
-        """Background: load what the tools usually read for a subject a session just opened."""
-        for key in self._subjects.missing(subject_id, list(self._wanted)):
-            if self._closed:
-                return
-            try:
-                rows = self._load(key, subject_id)
-            except duckdb.Error:  # e.g. the store was closed meanwhile; the call path reloads
-                log.debug("prefetch of %s for subject %s failed", key[0], subject_id, exc_info=True)
-                return
-            self._subjects.put(subject_id, key, rows, touch=False)
+    def _fill(self, subject_id: int, keys: list[Key]) -> None:
+        try:
+            for key in keys:
+                if self._closed:
+                    return
+                if self._subjects.get(subject_id, key) is None:
+                    self._subjects.put(subject_id, key, self._load(key, subject_id))
+        except duckdb.Error:  # e.g. the store was closed meanwhile; the call path reloads
+            log.debug("prefetch for subject %s failed", subject_id, exc_info=True)
+        finally:
+            self._filling.discard(subject_id)
 
     def dictionary(self, table: str, key: Sequence[str]) -> dict[Any, dict[str, Any]]:
         """A dictionary table (``d_labitems``, ``d_items``, ``d_icd_diagnoses``) keyed by the

@@ -45,29 +45,21 @@ class SubjectCache:
             self._subjects.move_to_end(subject_id)
             return tables.get(key)
 
-    def put(self, subject_id: int, key: Key, rows: Rows, *, touch: bool = True) -> bool:
-        """Keep ``rows``; ``touch=False`` (background filling) adds to a cached subject only and
-        leaves its recency alone. Returns whether the subject was new to the cache."""
+    def put(self, subject_id: int, key: Key, rows: Rows) -> None:
+        """Keep ``rows`` and mark the subject as most recently used."""
         with self._lock:
-            tables = self._subjects.get(subject_id)
-            new = tables is None
-            if new and not touch:
-                return False
-            if new:
-                tables = self._subjects[subject_id] = {}
+            tables = self._subjects.setdefault(subject_id, {})
             old = tables.get(key)
             self._rows += len(rows) - (len(old) if old is not None else 0)
             tables[key] = rows
-            if touch:
-                self._subjects.move_to_end(subject_id)
+            self._subjects.move_to_end(subject_id)
             self._evict()
-            return new
 
     def missing(self, subject_id: int, keys: list[Key]) -> list[Key]:
-        """Which of ``keys`` a cached subject lacks (none when the subject is not cached)."""
+        """Which of ``keys`` are not cached for this subject."""
         with self._lock:
-            tables = self._subjects.get(subject_id)
-            return [] if tables is None else [k for k in keys if k not in tables]
+            tables = self._subjects.get(subject_id, {})
+            return [k for k in keys if k not in tables]
 
     def subjects(self) -> list[int]:
         """Cached subjects, least recently used first."""

@@ -24,6 +24,7 @@ from .names import (
     from_api_name,
     to_api_name,
 )
+from .records import open_chart
 from .render import render
 from .schemas import tool_schemas
 from .writes import compat_write, strict_write
@@ -40,6 +41,7 @@ __all__ = [
     "WriteSandbox",
     "call_tool",
     "from_api_name",
+    "open_chart",
     "render",
     "to_api_name",
     "tool_schemas",
@@ -71,9 +73,10 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
                 code="not-supported",
             )
         args = parse_arguments(tool, arguments)
-        if ctx.semantics == "compat":
-            return _compat(ctx, tool, args)
-        return _strict(ctx, tool, args)
+        result = _compat(ctx, tool, args) if ctx.semantics == "compat" else _strict(ctx, tool, args)
+        if tool in EHR_READ_TOOLS:  # the session will ask about this patient again
+            open_chart(ctx)
+        return result
     except ToolError as err:
         return _outcome(err)
     except Exception as exc:  # a bug or a store failure must not kill the agent loop

@@ -96,6 +96,13 @@ def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
     return ctx.store.subject_rows(table, sid, COLUMNS[table])
 
 
+def open_chart(ctx: ToolContext) -> None:
+    """Start loading, in the background, every table the tools read for this session's
+    patient; a session opens the chart before the model's first call and the tool calls
+    then find the rows in memory. Returns at once."""
+    ctx.store.prefetch(ctx.subject_id, COLUMNS.items())
+
+
 def lookup(ctx: ToolContext, table: str, *key: str) -> dict[Any, Row]:
     """A dictionary table keyed by ``key`` (first row wins), built once per store."""
     return ctx.store.dictionary(table, key)
