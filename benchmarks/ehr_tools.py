@@ -5,14 +5,16 @@ build its store, and time
 
 * store build time and size on disk;
 * tool-call latency (``call_tool``, raw FHIR, no rendering) over mixed read calls to random
-  subjects, and within sessions: a subject's first call, its other first-time calls, and
-  repeats of calls already made in the session;
+  subjects, and within sessions as the evaluation runs them (the chart opened at the start,
+  ``--model-turn-ms`` before the first call): a subject's first call, its other first-time
+  calls, and repeats of calls already made in the session;
 * the same calls answered the reference way (official-implementation.md §2.4): every call
   reads that subject's per-patient ``<module>_<table>.csv.csv.gz`` with pandas and filters
   it. The per-subject split is written for a random subset of subjects only, since the cost
-  of a per-call read depends on the subject's file, not on the cohort size. The calls come
-  session by session (each subject's calls in a row, ``--pause-ms`` apart); a session's
-  first call, when nothing of the subject is in memory, is also compared alone (cold).
+  of a per-call read depends on the subject's file, not on the cohort size. Compared twice:
+  cold (one call per subject, nothing of it in memory), and session by session as the
+  evaluation runs them (chart opened, ``--model-turn-ms``, then the subject's calls in a row,
+  ``--pause-ms`` apart).
 
 Every part starts from a fresh ``EHRStore``, i.e. an empty subject cache.
 
@@ -43,6 +45,7 @@ import pandas as pd
 
 from physassist.ehr.store import EHRStore, build_store
 from physassist.ehr.tables import DICTIONARY_TABLES, SUBJECT_TABLES, TABLES
+from physassist.ehr.tools import ToolContext, call_tool, open_chart
 from physassist.ehr.tools.names import EHR_READ_TOOLS
 
 LAB_NAMES = ("Creatinine", "Potassium", "Sodium", "Hemoglobin", "White Blood Cells", "Glucose")
@@ -93,7 +96,6 @@ def make_call(rng: random.Random, sid: int, stays: list[tuple[int, str]], tool: 
 
 def run_ours(store: EHRStore, call: Call, semantics: str) -> tuple[float, float]:
     """Wall and thread-CPU milliseconds of one ``call_tool`` (DuckDB runs in this thread)."""
-    from physassist.ehr.tools import ToolContext, call_tool
 
     sid, hadm, date, tool, args = call
     ctx = ToolContext(
@@ -303,6 +305,7 @@ def bench_source(
     semantics: str,
     seed: int,
     pause_ms: float,
+    model_turn_ms: float,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
     rng = random.Random(seed)
@@ -330,7 +333,8 @@ def bench_source(
     rng.shuffle(order)
 
     # each part starts with a fresh EHRStore, i.e. an empty subject cache
-    # 1. sessions: a subject's first call, its other first-time calls, then repeats
+    # 1. sessions as the evaluation runs them: the chart is opened at the start, the first
+    #    call comes after the model's first turn; then the other first-time calls and repeats
     store.close()
     store = EHRStore(path)
     session_subjects = order[:sessions]
@@ -341,6 +345,9 @@ def bench_source(
             make_call(rng, sid, facts[sid], tool)
             for tool in rng.sample(EHR_READ_TOOLS, len(EHR_READ_TOOLS))
         ]
+        # the session opens the chart, then the model takes its first turn
+        open_chart(ToolContext(store=store, subject_id=sid, semantics=semantics))
+        time.sleep(model_turn_ms / 1000)
         for i, call in enumerate(plan):
             (first if i == 0 else later).append(run_ours(store, call, semantics))
         for call in plan:
@@ -359,11 +366,7 @@ def bench_source(
     result["random_calls"] = summary([run_ours(store, c, semantics) for c in plan])
     log(f"[{label}] random calls {result['random_calls']}")
 
-    # 3. the reference way vs ours on the same calls, for a subset of subjects: session-shaped
-    #    (each subject's calls in a row, as a session makes them); a session's first call is
-    #    also reported alone, as the cold case where nothing of the subject is in memory yet
-    store.close()
-    store = EHRStore(path)
+    # 3. the reference way vs ours on the same calls, for a subset of subjects
     ref_pool = rng.sample(subjects, min(ref_subjects, len(subjects)))
     split_root = work / f"split-{label}"
     shutil.rmtree(split_root, ignore_errors=True)
@@ -372,6 +375,26 @@ def bench_source(
     result["split_seconds"] = round(time.perf_counter() - t0, 2)
     reference = ReferenceWay(split)
     facts = subject_facts(store, ref_pool)
+
+    # 3a. cold: one call per subject, nothing of it in memory and no chart opened
+    store.close()
+    store = EHRStore(path)
+    cold_ours, cold_ref = [], []
+    for sid in ref_pool:  # interleaved, so machine noise hits both alike
+        call = make_call(rng, sid, facts[sid], rng.choice(EHR_READ_TOOLS))
+        cold_ours.append(run_ours(store, call, semantics))
+        cold_ref.append(reference(call))
+    result["cold_calls_ours"] = summary(cold_ours)
+    result["cold_calls_reference_pandas"] = summary(cold_ref)
+    result["cold_speedup_median"] = round(
+        result["cold_calls_reference_pandas"]["median_ms"] / result["cold_calls_ours"]["median_ms"],
+        1,
+    )
+
+    # 3b. sessions as the evaluation runs them: chart opened, the model's first turn, then the
+    #     session's calls in a row (``pause_ms`` apart)
+    store.close()
+    store = EHRStore(path)
     per_session = max(1, calls // len(ref_pool))
     ref_plan = [
         make_call(rng, s, facts[s], rng.choice(EHR_READ_TOOLS))
@@ -379,22 +402,19 @@ def bench_source(
         for _ in range(per_session)
     ]
     ours_ms, ref_ms = [], []
-    for i, call in enumerate(ref_plan):  # interleaved, so machine noise hits both alike
-        if pause_ms and i % per_session:  # the model's turn between two calls of a session
+    for i, call in enumerate(ref_plan):
+        if i % per_session == 0:
+            open_chart(ToolContext(store=store, subject_id=call[0], semantics=semantics))
+            time.sleep(model_turn_ms / 1000)
+        elif pause_ms:
             time.sleep(pause_ms / 1000)
         ours_ms.append(run_ours(store, call, semantics))
         ref_ms.append(reference(call))
     result["calls_per_session"] = per_session
     result["pause_ms"] = pause_ms
+    result["model_turn_ms"] = model_turn_ms
     result["same_calls_ours"] = summary(ours_ms)
     result["same_calls_reference_pandas"] = summary(ref_ms)
-    cold = range(0, len(ref_plan), per_session)
-    result["cold_calls_ours"] = summary([ours_ms[i] for i in cold])
-    result["cold_calls_reference_pandas"] = summary([ref_ms[i] for i in cold])
-    result["cold_speedup_median"] = round(
-        result["cold_calls_reference_pandas"]["median_ms"] / result["cold_calls_ours"]["median_ms"],
-        1,
-    )
     result["speedup_median"] = round(
         result["same_calls_reference_pandas"]["median_ms"] / result["same_calls_ours"]["median_ms"],
         1,
@@ -484,6 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--semantics", choices=("strict", "compat"), default="strict")
     parser.add_argument(
+        "--model-turn-ms",
+        type=float,
+        default=50.0,
+        help="in the sessions part, time between opening the chart and the first call (the "
+        "model's first turn; real models take seconds)",
+    )
+    parser.add_argument(
         "--pause-ms",
         type=float,
         default=0.0,
@@ -535,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                 semantics=args.semantics,
                 seed=args.seed,
                 pause_ms=args.pause_ms,
+                model_turn_ms=args.model_turn_ms,
                 log=log,
             )
             res["generate_seconds"] = gen

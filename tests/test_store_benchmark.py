@@ -29,6 +29,7 @@ def test_benchmark_smoke_run(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert result["speedup_median"] > 0
     assert result["calls_per_session"] == 6
     assert result["cold_calls_ours"]["n"] == result["cold_calls_reference_pandas"]["n"] == 10
+    assert result["same_calls_ours"]["n"] == 60
     assert result["cold_speedup_median"] > 0
     split = tmp_path / "work" / "split-200" / "split_data_each_patient"
     assert len(list(split.iterdir())) == 10

@@ -73,10 +73,9 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
                 code="not-supported",
             )
         args = parse_arguments(tool, arguments)
-        result = _compat(ctx, tool, args) if ctx.semantics == "compat" else _strict(ctx, tool, args)
-        if tool in EHR_READ_TOOLS:  # the session will ask about this patient again
-            open_chart(ctx)
-        return result
+        if ctx.semantics == "compat":
+            return _compat(ctx, tool, args)
+        return _strict(ctx, tool, args)
     except ToolError as err:
         return _outcome(err)
     except Exception as exc:  # a bug or a store failure must not kill the agent loop
