@@ -19,10 +19,21 @@ import pandas as pd
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
-__all__ = ["SCORER_NAME", "TASK_ABBREVIATIONS", "TURN_COLUMNS", "turn_rows", "turn_table"]
+__all__ = [
+    "CONTROL_TOOLS",
+    "SCORER_NAME",
+    "TASK_ABBREVIATIONS",
+    "TURNS_KEY",
+    "TURN_COLUMNS",
+    "turn_rows",
+    "turn_table",
+]
 
 SCORER_NAME = "physassist_scorer"
-STORE_KEY = "physassist:turns"
+#: Where the session loop keeps a sample's turn records (``state.store``), for the scorer and
+#: the per-turn table.
+TURNS_KEY = "physassist:turns"
+#: Calls that steer the loop rather than read or write the record: not counted as tool use.
 CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
 TASK_ABBREVIATIONS = {
     "Information Lookup": "IL",
@@ -172,7 +183,7 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
             )
         rows.extend(
             turn_rows(
-                sample.id, sample.epoch, sample.metadata, turns, (sample.store or {}).get(STORE_KEY)
+                sample.id, sample.epoch, sample.metadata, turns, (sample.store or {}).get(TURNS_KEY)
             )
         )
     return pd.DataFrame(rows, columns=TURN_COLUMNS)

@@ -17,12 +17,12 @@ from inspect_ai.model import Model, get_model
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import TaskState
 
+from physassist.results import TURNS_KEY
 from scorers import llm_judge, rules_judge, write_judge
 from scorers.judgement import TurnInput, TurnJudgement
 from scorers.metrics import physassist_breakdowns, physassist_metrics
 from scorers.session_view import CONTROL_TOOLS, SessionView
 
-STORE_KEY = "physassist:turns"
 JUDGES = ("rules", "llm")
 
 
@@ -137,7 +137,7 @@ def physassist_scorer(
     validate_options(judge, context, taus, max_attempts)
 
     async def score(state: TaskState, target: Target) -> Score:
-        inputs = turn_inputs(state.metadata, state.store.get(STORE_KEY, []) or [])
+        inputs = turn_inputs(state.metadata, state.store.get(TURNS_KEY, []) or [])
         if judge == "rules":
             judgements = [rules_judge.judge_turn(ti) for ti in inputs]
         else:

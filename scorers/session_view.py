@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from physassist.data.models import WRITE_TOOLS, WRITE_UPDATE, Session, SessionFormatError
+from physassist.results import CONTROL_TOOLS
 
-CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
 WRITE_TASK = WRITE_UPDATE
 
 __all__ = ["CONTROL_TOOLS", "WRITE_TASK", "WRITE_TOOLS", "SessionDataError", "SessionView"]

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from physassist.results import CONTROL_TOOLS
+
 MENUS = ("on", "off", "scenario", "gold")
-CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
 
 _READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
 

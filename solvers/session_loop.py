@@ -35,6 +35,7 @@ from inspect_ai.util import LimitExceededError, span
 from physassist.data import Session
 from physassist.ehr.tools import call_tool, render
 from physassist.ehr.tools.render import RenderMode
+from physassist.results import TURNS_KEY
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
 from .menu import control_schema, menu_schemas, schema_name, validate_menu
@@ -44,7 +45,6 @@ from .prompting import LANGUAGES, nudge_message, system_prompt
 from .terminal import STRATEGIES, TerminalStrategy, terminal_strategy
 from .tools import SessionToolbox, operation_outcome
 
-TURNS_KEY = "physassist:turns"
 ERRORS_KEY = "physassist:errors"
 QUERIES = ("implicit", "explicit")
 RENDERS: tuple[str, ...] = get_args(RenderMode)
