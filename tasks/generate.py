@@ -111,7 +111,7 @@ def generate(store: str = "sample", scenarios: str | list[str] | None = None,
         raise ValueError(f"generate: no qualified patients in {store!r} for {scen} x {tier_list}")
     return Task(
         dataset=MemoryDataset(samples, name="physassist-generate"),
-        solver=generation_pipeline(ehr, str(phm) if phm.is_dir() else None, attempts, patient_limit),
+        solver=generation_pipeline(ehr, str(ehr.source) if phm.is_dir() else None, attempts, patient_limit),
         scorer=generation_result(),
         config=GenerateConfig(seed=seed),
         metadata={"seed": seed, "store": str(store), "store_fingerprint": ehr.fingerprint},

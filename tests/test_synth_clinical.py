@@ -248,3 +248,18 @@ def test_withheld_drug_is_a_critical_non_adherence_in_the_phm(sample_con) -> Non
             assert flagged[0]["critical_flag"] and flagged[0]["current_status"] == "not_taking"
         else:
             assert not flagged and not withheld
+
+
+def test_load_phm_names_the_file_that_is_not_a_json_object(tmp_path) -> None:
+    import pytest
+
+    from physassist.synth import load_phm
+
+    (tmp_path / "phm").mkdir()
+    (tmp_path / "phm" / "7.json").write_text("[1, 2]")
+    (tmp_path / "phm" / "8.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"phm/7\.json: .* must be a JSON object, got list"):
+        load_phm(tmp_path, 7)
+    with pytest.raises(ValueError, match=r"phm/8\.json: not a readable"):
+        load_phm(tmp_path, 8)
+    assert load_phm(tmp_path, 9) is None

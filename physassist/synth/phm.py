@@ -260,7 +260,8 @@ def build_phm(plan, case, r: random.Random, social: dict) -> dict:
 
 
 def load_phm(cohort_dir: str | Path, subject_id: int | str) -> dict | None:
-    """The PHM of one subject, or None when the cohort has no PHM for it."""
+    """The PHM of one subject, or None when the cohort has no PHM for it; a PHM file that is
+    not a JSON object fails naming the file."""
     try:
         sid = int(subject_id)
     except (TypeError, ValueError):
@@ -268,5 +269,10 @@ def load_phm(cohort_dir: str | Path, subject_id: int | str) -> dict | None:
     path = Path(cohort_dir) / "phm" / f"{sid}.json"
     if not path.is_file():
         return None
-    with path.open(encoding="utf-8") as fh:
-        return json.load(fh)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable patient health model ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a patient health model must be a JSON object, got {type(data).__name__}")
+    return data

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from physassist.data.builder.profile import Profile, load_profile
 from physassist.data.builder.questions import Question
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS, ToolContext, call_tool
+from physassist.synth import load_phm
 
 from .answer import evidence, write_answer
 from .gates import GateFailure, GateStats, gate1, gate2, gate3
@@ -71,14 +71,6 @@ class _Slot:
     attempts: int
     rng: random.Random
     subtype_use: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
-def _load_phm(phm_dir: Path | None, subject_id: int) -> dict[str, Any] | None:
-    path = phm_dir / f"{subject_id}.json" if phm_dir else None
-    if path is None or not path.is_file():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None
 
 
 async def _execute(slot: _Slot, actions: list[Action], allowed: frozenset[str]) -> list[Any]:
@@ -187,7 +179,7 @@ async def _turns(slot: _Slot, plan: SessionPlan) -> list[BuiltTurn]:
     return turns
 
 
-async def generate_slot(*, store: EHRStore, phm_dir: Path | None, meta: dict[str, Any],
+async def generate_slot(*, store: EHRStore, cohort: Path | None, meta: dict[str, Any],
                         caller: Caller, stats: SlotStats, attempts: int, patient_limit: int
                         ) -> dict[str, Any] | None:
     """The session for one slot (or None when every candidate failed)."""
@@ -198,7 +190,7 @@ async def generate_slot(*, store: EHRStore, phm_dir: Path | None, meta: dict[str
         rng = random.Random(f"{seed}:{cand['subject_id']}")
         prof = await asyncio.to_thread(load_profile, store.cursor(), int(cand["subject_id"]),
                                        int(cand["hadm_id"]), str(cand["current_date"]))
-        phm = _load_phm(phm_dir, prof.subject_id)
+        phm = load_phm(cohort, prof.subject_id) if cohort is not None else None
         persona = session_persona(phm, rng)
         slot = _Slot(caller, stats, store, prof, phm, str(persona["health_literacy"]),
                      f"physassistbench_{scenario}_{index}", attempts, rng)
@@ -228,18 +220,19 @@ async def _plan(slot: _Slot, scenario: str, tier: int, arc_index: int) -> Sessio
 
 
 @solver
-def generation_pipeline(store: EHRStore, phm_dir: str | None = None, attempts: int = 3,
+def generation_pipeline(store: EHRStore, cohort: str | None = None, attempts: int = 3,
                         patient_limit: int = 5) -> Solver:
-    """Generate one session for the sample's slot; see the module docstring."""
+    """Generate one session for the sample's slot; see the module docstring. ``cohort``: a
+    synthetic cohort directory whose ``phm/`` grounds the patient agent (None: no PHM)."""
     if attempts < 1 or patient_limit < 1:
         raise ValueError(f"attempts and patient_limit must be >= 1, got {attempts}, {patient_limit}")
-    phm_path = Path(phm_dir) if phm_dir else None
+    cohort_path = Path(cohort) if cohort else None
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
         caller = Caller(seed=int(meta["seed"]))
         stats = SlotStats()
-        session = await generate_slot(store=store, phm_dir=phm_path, meta=meta, caller=caller,
+        session = await generate_slot(store=store, cohort=cohort_path, meta=meta, caller=caller,
                                       stats=stats, attempts=attempts, patient_limit=patient_limit)
         state.store.set(RESULT_KEY, {"session": session, "stats": stats.to_dict(caller)})
         state.completed = True
