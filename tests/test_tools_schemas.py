@@ -163,3 +163,10 @@ def test_api_name_examples_and_pass_through() -> None:
     assert from_api_name("MedicationRequest__create") == "MedicationRequest.create"
     assert from_api_name("prepare_to_answer") == "prepare_to_answer"
     assert from_api_name("Made__up") == "Made__up"
+
+
+def test_both_semantics_implement_every_read_tool_and_nothing_else() -> None:
+    from physassist.ehr.tools import EHR_READ_TOOLS, compat, strict
+
+    assert set(compat.READ_TOOLS) == set(EHR_READ_TOOLS)
+    assert set(strict.READ_TOOLS) == set(EHR_READ_TOOLS)
