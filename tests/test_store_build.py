@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import fixtures_store as fx
 import pytest
@@ -264,3 +265,24 @@ def test_cached_reads_refuse_the_wrong_kind_of_table(demo_store: EHRStore) -> No
         demo_store.subject_rows("d_labitems", 1, ("itemid",))
     with pytest.raises(KeyError, match="labevents"):
         demo_store.dictionary("labevents", ("itemid",))
+
+
+def test_reader_memory_limit_defaults_to_2gb_and_follows_the_environment(
+    demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import shutil
+
+    # a copy: DuckDB refuses a second configuration for a file this process has open
+    copy = shutil.copy(demo_store.path, tmp_path / "store.duckdb")
+
+    def limit() -> str:
+        store = EHRStore(copy)
+        try:
+            return store.rows("SELECT current_setting('memory_limit') AS m")[0]["m"]
+        finally:
+            store.close()
+
+    monkeypatch.delenv("PHYSASSIST_DUCKDB_READER_MEMORY", raising=False)
+    assert limit() == "1.8 GiB"  # DuckDB shows 2GB (10^9 bytes) in GiB
+    monkeypatch.setenv("PHYSASSIST_DUCKDB_READER_MEMORY", "512MB")
+    assert limit() == "488.2 MiB"
