@@ -107,10 +107,23 @@ async def test_failure_after_retries_is_unscored_not_zero(session):
     assert "pass must be true or false" in (result.error or "")
 
 
-async def test_retry_tells_grader_what_was_wrong(session):
+async def test_retry_tells_grader_what_was_wrong(session, monkeypatch):
     model = grader([verdict([True, True]), verdict([True, True, True])])
+    sent: list[list] = []
+    real_generate = model.generate
+
+    async def recording(messages, **kwargs):
+        sent.append(list(messages))
+        return await real_generate(messages, **kwargs)
+
+    monkeypatch.setattr(model, "generate", recording)
     items, attempts, error = await llm_judge.ask_grader(model, "sys", "user", 3, max_attempts=2)
     assert attempts == 2 and error is None and len(items) == 3
+    assert len(sent) == 2 and len(sent[1]) == len(sent[0]) + 2
+    assert sent[1][-2].role == "assistant"  # its own invalid verdict, then what was wrong
+    with pytest.raises(VerdictError) as wrong:
+        parse_verdict(sent[1][-2].text, 3)
+    assert sent[1][-1].role == "user" and str(wrong.value) in sent[1][-1].text
 
 
 def test_gold_answer_context_uses_gold_history_and_answer(session):

@@ -34,10 +34,14 @@ def test_pass_rates_match_summarize(seed: int) -> None:
     assert rates["pass_turn"].is_monotonic_decreasing
 
 
-def test_missing_columns_skip_only_that_figure(tmp_path: Path) -> None:
+def test_missing_columns_skip_only_that_figure_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     turns = synthetic_turns().drop(columns=["tool_source"])
-    made = plots.run_plots(turns, tmp_path, taus=(0.6,))
+    with caplog.at_level("WARNING", logger="physassist.tracking.plots"):
+        made = plots.run_plots(turns, tmp_path, taus=(0.6,))
     assert "ehr_vs_patient.png" not in {p.name for p in made} and len(made) == 2
+    assert "figure ehr_vs_patient.png skipped: turn table needs a tool source column" in caplog.text
 
 
 def test_labels() -> None:

@@ -10,12 +10,15 @@ state), so they are safe in worker processes and without a display.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+log = logging.getLogger(__name__)
 
 TASK_TYPE_ORDER = ("IL", "DG", "CR", "WU")
 TASK_TYPE_ABBREV = {
@@ -181,7 +184,8 @@ def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
 
 
 def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], title: str = "") -> list[Path]:
-    """Every per-run figure that the turn table supports; skipped figures are not errors."""
+    """Every per-run figure that the turn table supports; a figure the table lacks the
+    columns for is skipped with a warning naming it, not an error."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     makers = (
@@ -192,6 +196,6 @@ def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], titl
     for name, make in makers:
         try:
             made.append(make(out_dir / name))
-        except ValueError:
-            continue
+        except ValueError as exc:
+            log.warning("figure %s skipped: %s", name, exc)
     return made
