@@ -73,8 +73,12 @@ class SessionView:
         return [None if c is None else c.model_dump() for c in checks]
 
     def task_type(self, turn: int) -> str:
+        """The turn's task type; a session without one for this turn cannot be scored (a
+        guessed type would pick the wrong judge and breakdown)."""
         types = self.model.task_types
-        return str(types[turn]) if turn < len(types) else "Information Lookup"
+        if turn >= len(types) or not types[turn]:
+            raise self._error(turn, "task_types", "no task type for this turn")
+        return str(types[turn])
 
     def gold_actions(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
         return self.model.gold_actions(turn, language)

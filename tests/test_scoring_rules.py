@@ -208,3 +208,13 @@ def test_write_turn_text_checks_read_reply_and_write_arguments(session):
     assert check_item(
         no_warfarin, turn_input(session, 3, "Order placed.", [_order(medication="apixaban")])
     ).passed
+
+
+def test_a_turn_without_task_type_is_a_data_error_not_a_guess(session) -> None:
+    from scorers.session_view import SessionDataError, SessionView
+
+    session["task_types"] = session["task_types"][:2]
+    view = SessionView(session)
+    assert view.task_type(1) == session["task_types"][1]
+    with pytest.raises(SessionDataError, match=r"turn 2, field 'task_types': no task type"):
+        view.task_type(2)
