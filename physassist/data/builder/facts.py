@@ -7,10 +7,11 @@ observations. Readers accept both the strict (valid FHIR) and compat resource sh
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from physassist.ehr.tools.fhir import as_number
 
 
 def resources(observation: Any, resource_type: str | None = None) -> list[dict[str, Any]]:
@@ -39,13 +40,8 @@ def is_empty(observation: Any) -> bool:
 
 
 def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+    """A finite number or None; unlike `as_number`, a JSON boolean is not a number."""
+    return None if isinstance(x, bool) else as_number(x)
 
 
 def _text(concept: Any) -> str:

@@ -7,10 +7,11 @@ later taken from the gold tool observations, not from here.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import duckdb
+
+from physassist.ehr.tools.fhir import as_number
 
 from .vocab import LABS, drug_word
 
@@ -62,11 +63,9 @@ class Profile:
 
 
 def _finite(x: object) -> float | None:
-    try:
-        v = float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) and v > 0 else None
+    """A finite positive number or None (a missing or zero doses-per-day says nothing)."""
+    v = as_number(x)
+    return v if v is not None and v > 0 else None
 
 
 def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
