@@ -48,11 +48,7 @@ def adherence_drugs(prof: Profile) -> list[str]:
     out: list[tuple[int, str]] = []
     for word in sorted(prof.drugs):
         med = phm_medication(phm, word)
-        if med is None or med.get("adherence") not in ADHERENCE_CLASS:
-            continue
-        try:
-            float(prof.drugs[word].dose)
-        except ValueError:
+        if med is None or med.get("adherence") not in ADHERENCE_CLASS or not prof.drugs[word].numeric_dose:
             continue
         out.append((0 if med.get("adherence") != "good" else 1, word))
     return [w for _, w in sorted(out)]

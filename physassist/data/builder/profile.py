@@ -41,6 +41,15 @@ class DrugSummary:
     per_day: float | None  # doses_per_24_hrs
     n_admin: int  # eMAR events for the word in the admission
 
+    @property
+    def numeric_dose(self) -> bool:
+        """True when the prescribed dose is a single number (not a range like "1-2")."""
+        try:
+            float(self.dose)
+        except ValueError:
+            return False
+        return True
+
 
 @dataclass
 class Profile:

@@ -137,11 +137,7 @@ def _lab_order(scenario: str, prof: Profile) -> list[str]:
 
 def _dosable(prof: Profile, word: str) -> bool:
     d = prof.drugs[word]
-    try:
-        float(d.dose)
-    except ValueError:
-        return False
-    return bool(d.unit)
+    return d.numeric_dose and bool(d.unit)
 
 
 def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
