@@ -82,20 +82,40 @@ def test_single_jsonl_parquet_and_dataset_dir_give_the_same_table(reference, tmp
         assert [s.to_dict() for s in loaded.sessions] == [s.to_dict() for s in reference.sessions]
 
 
-def test_native_column_parquet_is_decoded(tmp_path: Path) -> None:
-    """A foreign export with one column per key (nested values JSON-encoded) still loads."""
+def _write_native_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
+    """One column per key, nested values JSON-encoded (a foreign export's layout)."""
     import datasets
 
-    rows = [d for ds in fixture_dicts().values() for d in ds]
     keys = sorted({k for d in rows for k in d})
     columns = {k: [json.dumps(d[k], ensure_ascii=False) if k in d and not isinstance(
         d[k], str | int) else d.get(k) for d in rows] for k in keys}
     columns = {k: [None if v is None else str(v) if not isinstance(v, int) else v for v in vals]
                for k, vals in columns.items()}
-    path = tmp_path / "native.parquet"
     datasets.Dataset.from_dict(columns).to_parquet(str(path))
-    loaded = load_sessions(path)
+    return path
+
+
+def test_native_column_parquet_is_decoded(tmp_path: Path) -> None:
+    """A foreign export with one column per key (nested values JSON-encoded) still loads."""
+    rows = [d for ds in fixture_dicts().values() for d in ds]
+    loaded = load_sessions(_write_native_parquet(rows, tmp_path / "native.parquet"))
     assert sorted(s.id for s in loaded.sessions) == sorted(ALL_IDS)
+
+
+def test_native_column_with_broken_json_names_session_and_field(tmp_path: Path) -> None:
+    """A nested column that is not valid JSON is kept as text and rejected by validation."""
+    rows = [d for ds in fixture_dicts().values() for d in ds]
+    path = _write_native_parquet(rows, tmp_path / "native.parquet")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    tasks = table.column("tasks").to_pylist()
+    tasks[0] = "[broken"
+    table = table.set_column(table.schema.get_field_index("tasks"), "tasks", [tasks])
+    pq.write_table(table, path)
+    with pytest.raises(SessionFormatError) as err:
+        load_sessions(path)
+    assert f"session {rows[0]['id']}, field tasks:" in str(err.value)
 
 
 def test_fingerprint_ignores_order_but_not_content(reference, tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def _decode_native_row(row: dict[str, Any]) -> dict[str, Any]:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                pass
+                pass  # kept as text: validation then fails naming the session and this field
         data[key] = value
     return data
 
