@@ -33,11 +33,13 @@ def test_committed_sample_equals_a_fresh_build(tmp_path: Path) -> None:
     assert fresh == sorted(p.name for p in SESSIONS.iterdir())
     for name in fresh:
         assert filecmp.cmp(tmp_path / "sessions" / name, SESSIONS / name, shallow=False), name
-    committed_cohort = fb.SAMPLE / "cohort"
-    for path in sorted((tmp_path / "cohort").rglob("*")):
-        if path.is_file():
-            rel = path.relative_to(tmp_path / "cohort")
-            assert filecmp.cmp(path, committed_cohort / rel, shallow=False), f"cohort/{rel}"
+    fresh_cohort, committed_cohort = tmp_path / "cohort", fb.SAMPLE / "cohort"
+
+    def cohort_files(root: Path) -> list[Path]:
+        return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+    assert cohort_files(fresh_cohort) == cohort_files(committed_cohort)  # none missing or stale
+    for rel in cohort_files(fresh_cohort):
+        assert filecmp.cmp(fresh_cohort / rel, committed_cohort / rel, shallow=False), f"cohort/{rel}"
 
 
 def test_sample_loads_strictly_and_covers_every_slot_language_and_type(entries) -> None:
