@@ -70,16 +70,6 @@ def validate_menu(menu: str) -> str:
     return menu
 
 
-def gold_tool_names(gold_actions: Iterable[dict[str, Any]]) -> list[str]:
-    """Distinct non-control tool names of one turn's gold trajectory, in order."""
-    names: list[str] = []
-    for item in gold_actions:
-        name = (item.get("action") or {}).get("name")
-        if isinstance(name, str) and name not in CONTROL_TOOLS and name not in names:
-            names.append(name)
-    return names
-
-
 def menu_schemas(
     menu: str,
     session_tools: list[dict[str, Any]],
