@@ -21,7 +21,7 @@ from .compat_medications import medication_administration_search, medication_req
 from .compat_notes import careplan_search, diagnostic_report_search, document_reference_search
 from .compat_observations import observation_search
 from .context import ToolContext
-from .records import by, keep, lookup, order, subject_rows, text
+from .records import by, joined, keep, lookup, order, subject_rows, text
 
 
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     out = []
     for r in found:
         system = fhir.ICD10 if str(r["icd_version"]) == "10" else fhir.ICD9
-        title = _long_title(titles, r) or r["icd_code"]
+        title = joined(titles, (r["icd_code"], r["icd_version"]), "long_title") or r["icd_code"]
         out.append(
             {
                 "resourceType": "Condition",
@@ -117,14 +117,6 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return fhir.compat_bundle("Condition", out)
-
-
-def _long_title(titles: dict[Any, dict[str, Any]], r: dict[str, Any]) -> Any:
-    """The dictionary title of a diagnosis row (an SQL join: a NULL key matches nothing)."""
-    if r["icd_code"] is None or r["icd_version"] is None:
-        return None
-    known = titles.get((r["icd_code"], r["icd_version"]))
-    return None if known is None else known["long_title"]
 
 
 READ_TOOLS: dict[str, Callable[[ToolContext, dict[str, Any]], dict[str, Any]]] = {

@@ -20,7 +20,7 @@ from .compat_common import (
 )
 from .context import ToolContext
 from .errors import bad_arguments
-from .records import Row, by, contains, keep, lookup, order, subject_rows, text
+from .records import Row, by, contains, joined, keep, lookup, order, subject_rows, text
 from .schemas import DEFAULT_COUNT
 
 VITAL_CATEGORIES = {"vital-signs", "vital_signs", "vitals"}
@@ -83,7 +83,7 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         found = [r for r in found if (t := text(r["charttime"])) is not None and t <= date_to]
     labels = lookup(ctx, "d_labitems", "itemid")
     found = [
-        {**r, "t": text(r["charttime"]), "label": _item(labels, r["itemid"], "label")}
+        {**r, "t": text(r["charttime"]), "label": joined(labels, r["itemid"], "label")}
         for r in head(order(found, by("charttime", desc=True)), count)
     ]
     if category == "microbiology":
@@ -94,12 +94,6 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         return empty("Observation", sid)
     as_float = nullable_hadm(ctx, "labevents", sid)
     return fhir.compat_bundle("Observation", [_lab(r, sid, as_float) for r in found])
-
-
-def _item(items: dict[Any, Row], itemid: Any, column: str) -> Any:
-    """``column`` of ``itemid`` in a dictionary table (a left join: unknown or NULL = NULL)."""
-    known = None if itemid is None else items.get(itemid)
-    return None if known is None else known[column]
 
 
 def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
@@ -148,7 +142,7 @@ def _vitals(
     out = []
     for r in found:
         t = text(r["charttime"])
-        label = _item(items, r["itemid"], "label") or str(r["itemid"])
+        label = joined(items, r["itemid"], "label") or str(r["itemid"])
         obs: dict[str, Any] = {
             **fhir.observation(
                 f"vital-{sid}-{r['itemid']}-{t}",
@@ -160,7 +154,7 @@ def _vitals(
             "_stay_id": r["stay_id"],
         }
         if not is_nan(r["valuenum"]):
-            unit = _item(items, r["itemid"], "unitname") or ""
+            unit = joined(items, r["itemid"], "unitname") or ""
             obs["valueQuantity"] = {"value": r["valuenum"], "unit": unit}
         else:
             obs["valueString"] = r["value"] if r["value"] is not None else ""

@@ -108,6 +108,15 @@ def lookup(ctx: ToolContext, table: str, *key: str) -> dict[Any, Row]:
     return ctx.store.dictionary(table, key)
 
 
+def joined(table: dict[Any, Row], key: Any, column: str) -> Any:
+    """``column`` of the dictionary row for ``key``, as a ``LEFT JOIN`` gives it: NULL for an
+    unknown key or one with a NULL part."""
+    if key is None or (isinstance(key, tuple) and None in key):
+        return None
+    row = table.get(key)
+    return None if row is None else row[column]
+
+
 def text(value: Any) -> str | None:
     """``CAST(value AS VARCHAR)`` for the store's timestamps and dates."""
     if isinstance(value, dt.datetime):

@@ -32,7 +32,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import by, keep, lookup, order, subject_rows, text
+from .records import by, joined, keep, lookup, order, subject_rows, text
 from .strict_common import Window, admission_miss, bundle
 from .strict_medications import medication_administration_search, medication_request_search
 from .strict_notes import careplan_search, diagnostic_report_search, document_reference_search
@@ -130,9 +130,7 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
             {
                 **d,
                 "admittime": admitted[d["hadm_id"]],
-                "long_title": (titles.get((d["icd_code"], d["icd_version"])) or {}).get(
-                    "long_title"
-                ),
+                "long_title": joined(titles, (d["icd_code"], d["icd_version"]), "long_title"),
             }
             for d in subject_rows(ctx, "diagnoses_icd", sid)
             if d["hadm_id"] in admitted

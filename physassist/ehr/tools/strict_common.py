@@ -36,21 +36,9 @@ class Window:
         return True
 
     def visible(self, value: Any) -> bool:
-        """Whether a timestamp string is at or before the cutoff."""
-        if value is None or self.cutoff is None:
-            return value is not None
-        return to_datetime(value) <= self.cutoff
-
-
-def to_datetime(value: Any) -> dt.datetime:
-    if isinstance(value, dt.datetime):
-        return value
-    text = str(value)
-    return (
-        dt.datetime.fromisoformat(text[:19])
-        if len(text) > 10
-        else dt.datetime.fromisoformat(text[:10])
-    )
+        """Whether a time (TIMESTAMP, DATE or text) is known and at or before the cutoff."""
+        when = stamp(value)
+        return when is not None and (self.cutoff is None or when <= self.cutoff)
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

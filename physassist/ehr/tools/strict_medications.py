@@ -7,8 +7,8 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import by, contains, first_non_null, keep, order, subject_rows, text
-from .strict_common import Window, admission_miss, bundle, quantity, to_datetime
+from .records import by, contains, first_non_null, keep, order, stamp, subject_rows, text
+from .strict_common import Window, admission_miss, bundle, quantity
 
 MAR_LIMIT = 100
 
@@ -16,7 +16,7 @@ _STOPPED = ("discontinued", "inactive")
 
 
 def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
-    if stop is None or (window.cutoff is not None and to_datetime(stop) > window.cutoff):
+    if stop is None or (window.cutoff is not None and stamp(stop) > window.cutoff):
         return "active"
     status = str(pharmacy_status or "").lower()
     if status.startswith(_STOPPED) and "discharge" not in status:
@@ -51,7 +51,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     found = order(found, by("starttime", desc=True), by("drug"), by("pharmacy_id"))
     out = []
     for r in found:
-        status = _rx_status(r["e"], r["ph_status"], window)
+        status = _rx_status(r["stoptime"], r["ph_status"], window)
         if args.get("status") and args["status"] != status:
             continue
         dose, unit, route = r["dose_val_rx"], r["dose_unit_rx"], r["route"]

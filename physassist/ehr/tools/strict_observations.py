@@ -10,7 +10,7 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
-from .records import by, contains, keep, lookup, order, stamp, subject_rows, text
+from .records import by, contains, joined, keep, lookup, order, stamp, subject_rows, text
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
     Window,
@@ -41,10 +41,13 @@ def _labs(
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_labitems", "itemid")
     labs = [
-        {**r, "label": d.get("label"), "fluid": d.get("fluid")}
+        {
+            **r,
+            "label": joined(items, r["itemid"], "label"),
+            "fluid": joined(items, r["itemid"], "fluid"),
+        }
         for r in subject_rows(ctx, "labevents", sid)
         if window.keeps(r["charttime"], use_start=False)
-        for d in (items.get(r["itemid"]) or {},)
     ]
     if code is not None:
         match = match_label(code, (r["label"] for r in labs))
@@ -98,10 +101,13 @@ def _vitals(
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_items", "itemid")
     charted = [
-        {**r, "label": d.get("label"), "unitname": d.get("unitname")}
+        {
+            **r,
+            "label": joined(items, r["itemid"], "label"),
+            "unitname": joined(items, r["itemid"], "unitname"),
+        }
         for r in subject_rows(ctx, "chartevents", sid)
         if window.keeps(r["charttime"], use_start=False)
-        for d in (items.get(r["itemid"]) or {},)
     ]
     omr = [
         r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
