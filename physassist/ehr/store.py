@@ -226,8 +226,9 @@ class EHRStore:
                     return
                 if self._subjects.get(subject_id, key) is None:
                     self._subjects.put(subject_id, key, self._load(key, subject_id))
-        except duckdb.Error:  # e.g. the store was closed meanwhile; the call path reloads
-            log.debug("prefetch for subject %s failed", subject_id, exc_info=True)
+        except Exception:  # runs in a pool nobody waits on: say so; calls load on demand anyway
+            if not self._closed:  # a load cut short by close() is expected
+                log.warning("prefetch for subject %s failed", subject_id, exc_info=True)
         finally:
             self._filling.discard(subject_id)
 
