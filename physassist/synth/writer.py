@@ -8,69 +8,26 @@ from pathlib import Path
 
 import pyarrow as pa
 
-INT, S, F, T, D = pa.int64(), pa.string(), pa.float64(), pa.timestamp("s"), pa.date32()
+from physassist.ehr.tables import TABLES
 
-# table -> (module, [(column, type)]); columns and order as MIMIC-IV v2.2 / MIMIC-IV-Note.
+#: DuckDB type in the store's table declarations -> the Arrow type the generator writes.
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "BIGINT": pa.int64(), "INTEGER": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+    "TIMESTAMP": pa.timestamp("s"), "DATE": pa.date32(),
+}
+
+#: The MIMIC-IV tables a synthetic cohort holds (a table the store adds later is not written).
+WRITTEN_TABLES = (
+    "patients", "admissions", "transfers", "diagnoses_icd", "d_icd_diagnoses", "labevents", "d_labitems",
+    "prescriptions", "pharmacy", "emar", "emar_detail", "microbiologyevents", "omr", "icustays",
+    "chartevents", "d_items", "discharge", "radiology",
+)
+
+# table -> (module, [(column, type)]): names, module and column order are the store's own
+# declarations (physassist.ehr.tables), so what the generator writes is what the store reads.
 SCHEMAS: dict[str, tuple[str, list[tuple[str, pa.DataType]]]] = {
-    "patients": ("hosp", [("subject_id", INT), ("gender", S), ("anchor_age", INT), ("anchor_year", INT),
-                          ("anchor_year_group", S), ("dod", D)]),
-    "admissions": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("admittime", T), ("dischtime", T), ("deathtime", T),
-                            ("admission_type", S), ("admit_provider_id", S), ("admission_location", S),
-                            ("discharge_location", S), ("insurance", S), ("language", S), ("marital_status", S),
-                            ("race", S), ("edregtime", T), ("edouttime", T), ("hospital_expire_flag", INT)]),
-    "transfers": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("transfer_id", INT), ("eventtype", S), ("careunit", S),
-                           ("intime", T), ("outtime", T)]),
-    "diagnoses_icd": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("seq_num", INT), ("icd_code", S), ("icd_version", INT)]),
-    "d_icd_diagnoses": ("hosp", [("icd_code", S), ("icd_version", INT), ("long_title", S)]),
-    "labevents": ("hosp", [("labevent_id", INT), ("subject_id", INT), ("hadm_id", INT), ("specimen_id", INT), ("itemid", INT),
-                           ("order_provider_id", S), ("charttime", T), ("storetime", T), ("value", S), ("valuenum", F),
-                           ("valueuom", S), ("ref_range_lower", F), ("ref_range_upper", F), ("flag", S),
-                           ("priority", S), ("comments", S)]),
-    "d_labitems": ("hosp", [("itemid", INT), ("label", S), ("fluid", S), ("category", S)]),
-    "prescriptions": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("pharmacy_id", INT), ("poe_id", S), ("poe_seq", INT),
-                               ("order_provider_id", S), ("starttime", T), ("stoptime", T), ("drug_type", S), ("drug", S),
-                               ("formulary_drug_cd", S), ("gsn", S), ("ndc", S), ("prod_strength", S), ("form_rx", S),
-                               ("dose_val_rx", S), ("dose_unit_rx", S), ("form_val_disp", S), ("form_unit_disp", S),
-                               ("doses_per_24_hrs", F), ("route", S)]),
-    "pharmacy": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("pharmacy_id", INT), ("poe_id", S), ("starttime", T),
-                          ("stoptime", T), ("medication", S), ("proc_type", S), ("status", S), ("entertime", T),
-                          ("verifiedtime", T), ("route", S), ("frequency", S), ("disp_sched", S), ("infusion_type", S),
-                          ("sliding_scale", S), ("lockout_interval", S), ("basal_rate", F), ("one_hr_max", S),
-                          ("doses_per_24_hrs", F), ("duration", F), ("duration_interval", S), ("expiration_value", INT),
-                          ("expiration_unit", S), ("expirationdate", T), ("dispensation", S), ("fill_quantity", S)]),
-    "emar": ("hosp", [("subject_id", INT), ("hadm_id", INT), ("emar_id", S), ("emar_seq", INT), ("poe_id", S),
-                      ("pharmacy_id", INT), ("enter_provider_id", S), ("charttime", T), ("medication", S), ("event_txt", S),
-                      ("scheduletime", T), ("storetime", T)]),
-    "emar_detail": ("hosp", [("subject_id", INT), ("emar_id", S), ("emar_seq", INT), ("parent_field_ordinal", S),
-                             ("administration_type", S), ("pharmacy_id", INT), ("barcode_type", S),
-                             ("reason_for_no_barcode", S), ("complete_dose_not_given", S), ("dose_due", S),
-                             ("dose_due_unit", S), ("dose_given", S), ("dose_given_unit", S),
-                             ("will_remainder_of_dose_be_given", S), ("product_amount_given", S), ("product_unit", S),
-                             ("product_code", S), ("product_description", S), ("product_description_other", S),
-                             ("prior_infusion_rate", S), ("infusion_rate", S), ("infusion_rate_adjustment", S),
-                             ("infusion_rate_adjustment_amount", S), ("infusion_rate_unit", S), ("route", S),
-                             ("infusion_complete", S), ("completion_interval", S), ("new_iv_bag_hung", S),
-                             ("continued_infusion_in_other_location", S), ("restart_interval", S), ("side", S),
-                             ("site", S), ("non_formulary_visual_verification", S)]),
-    "microbiologyevents": ("hosp", [("microevent_id", INT), ("subject_id", INT), ("hadm_id", INT), ("micro_specimen_id", INT),
-                                    ("order_provider_id", S), ("chartdate", T), ("charttime", T), ("spec_itemid", INT),
-                                    ("spec_type_desc", S), ("test_seq", INT), ("storedate", T), ("storetime", T),
-                                    ("test_itemid", INT), ("test_name", S), ("org_itemid", INT), ("org_name", S),
-                                    ("isolate_num", INT), ("quantity", S), ("ab_itemid", INT), ("ab_name", S),
-                                    ("dilution_text", S), ("dilution_comparison", S), ("dilution_value", F),
-                                    ("interpretation", S), ("comments", S)]),
-    "omr": ("hosp", [("subject_id", INT), ("chartdate", D), ("seq_num", INT), ("result_name", S), ("result_value", S)]),
-    "icustays": ("icu", [("subject_id", INT), ("hadm_id", INT), ("stay_id", INT), ("first_careunit", S), ("last_careunit", S),
-                         ("intime", T), ("outtime", T), ("los", F)]),
-    "chartevents": ("icu", [("subject_id", INT), ("hadm_id", INT), ("stay_id", INT), ("caregiver_id", INT), ("charttime", T),
-                            ("storetime", T), ("itemid", INT), ("value", S), ("valuenum", F), ("valueuom", S),
-                            ("warning", INT)]),
-    "d_items": ("icu", [("itemid", INT), ("label", S), ("abbreviation", S), ("linksto", S), ("category", S),
-                        ("unitname", S), ("param_type", S), ("lownormalvalue", F), ("highnormalvalue", F)]),
-    "discharge": ("note", [("note_id", S), ("subject_id", INT), ("hadm_id", INT), ("note_type", S), ("note_seq", INT),
-                           ("charttime", T), ("storetime", T), ("text", S)]),
-    "radiology": ("note", [("note_id", S), ("subject_id", INT), ("hadm_id", INT), ("note_type", S), ("note_seq", INT),
-                           ("charttime", T), ("storetime", T), ("text", S)]),
+    name: (TABLES[name].module, [(col, _ARROW_TYPES[typ]) for col, typ in TABLES[name].columns.items()])
+    for name in WRITTEN_TABLES
 }
 
 
