@@ -286,3 +286,20 @@ def test_reader_memory_limit_defaults_to_2gb_and_follows_the_environment(
     assert limit() == "1.8 GiB"  # DuckDB shows 2GB (10^9 bytes) in GiB
     monkeypatch.setenv("PHYSASSIST_DUCKDB_READER_MEMORY", "512MB")
     assert limit() == "488.2 MiB"
+
+
+def test_a_failed_prefetch_is_logged_not_lost(
+    demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = EHRStore(demo_store.path)
+
+    def broken(key: object, subject_id: int) -> None:
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(store, "_load", broken)
+    with caplog.at_level("WARNING", logger="physassist.ehr.store"):
+        store.prefetch(1, [("labevents", ("itemid",))])
+        store._filler.shutdown(wait=True)
+    assert "prefetch for subject 1 failed" in caplog.text and "disk gone" in caplog.text
+    monkeypatch.undo()
+    store.close()
