@@ -95,7 +95,7 @@ def test_stats_invalid_data_exits_1(tmp_path: Path, capsys) -> None:
 def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, capsys) -> None:
     calls: dict[str, tuple] = {}
     synth = types.ModuleType("physassist.synth")
-    synth.generate_cohort = lambda out, n, seed=0: calls.setdefault("synth", (out, n, seed))
+    synth.generate_cohort = lambda out, n, seed=0, **kw: calls.setdefault("synth", (out, n, seed, kw))
     builder = types.ModuleType("physassist.data.builder")
     builder.build_sessions = lambda store, out, **kw: calls.setdefault("build", (store, out, kw))
     builder.build_sample = lambda root, seed: calls.setdefault("sample", (root, seed))
@@ -103,7 +103,11 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     monkeypatch.setitem(sys.modules, "physassist.data.builder", builder)
 
     assert main(["synth", "--out", str(tmp_path / "c"), "--subjects", "7", "--seed", "3"]) == 0
-    assert calls["synth"] == (str(tmp_path / "c"), 7, 3)
+    assert calls["synth"] == (str(tmp_path / "c"), 7, 3, {})
+    del calls["synth"]
+    assert main(["synth", "--out", "x", "--subjects", "7", "--workers", "1", "--chunk-size", "5",
+                 "--compresslevel", "0"]) == 0
+    assert calls["synth"] == ("x", 7, 0, {"chunk_size": 5, "workers": 1, "compresslevel": 0})
     assert main(["build", "--store", "sample", "--out", str(tmp_path / "s"), "--per-slot", "2",
                  "--scenarios", "med_safety", "--tiers", "1", "3"]) == 0
     assert calls["build"] == ("sample", str(tmp_path / "s"), {
@@ -112,3 +116,10 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     assert calls["sample"] == (str(tmp_path / "r"), 0)
     with pytest.raises(SystemExit):
         main(["synth", "--out", str(tmp_path), "--subjects", "0"])
+
+
+def test_synth_refuses_a_non_cohort_output_with_exit_1(tmp_path: Path, capsys) -> None:
+    (tmp_path / "precious.txt").write_text("not a cohort", encoding="utf-8")
+    assert main(["synth", "--out", str(tmp_path), "--subjects", "1"]) == 1
+    assert "is not a synthetic cohort" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["precious.txt"]

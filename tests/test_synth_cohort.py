@@ -124,4 +124,6 @@ def test_cli_writes_a_cohort(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert cli_main(["--out", str(tmp_path / "c"), "--subjects", "7", "--seed", "3"]) == 0
     assert "7 subjects" in capsys.readouterr().out
     assert json.loads((tmp_path / "c" / "meta" / "cohort.json").read_text())["seed"] == 3
-    assert cli_main(["--out", str(tmp_path / "d"), "--subjects", "0"]) == 2
+    with pytest.raises(SystemExit) as usage:  # bad usage: argparse's exit code 2
+        cli_main(["--out", str(tmp_path / "d"), "--subjects", "0"])
+    assert usage.value.code == 2

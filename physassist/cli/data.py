@@ -2,12 +2,13 @@
 
     physassist-data validate SOURCE [--language en|zh] [--lenient] [--scenarios ...]
     physassist-data stats SOURCE [--language en|zh] [--json]
-    physassist-data synth --out DIR --subjects N [--seed S]
+    physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] [--compresslevel 0-9]
     physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [...]
     physassist-data build-sample [--root data/sample] [--seed S]
 
 `validate` and `stats` never write anything. Exit codes: 0 success; 1 invalid data (the
-message lists every problem) or an unreadable source; 2 bad command-line usage.
+message lists every problem), an unreadable source or an output directory that must not be
+overwritten; 2 bad command-line usage.
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_synth(args: argparse.Namespace) -> int:
     from physassist.synth import generate_cohort
 
-    result = generate_cohort(args.out, args.subjects, seed=args.seed)
-    print(f"synthetic cohort of {args.subjects} subjects (seed {args.seed}) in {args.out}: "
-          f"{result}")
+    tuning = {name: getattr(args, name) for name in ("chunk_size", "workers", "compresslevel")
+              if getattr(args, name) is not None}  # unset: the generator's own defaults
+    print(f"synthetic cohort of {generate_cohort(args.out, args.subjects, seed=args.seed, **tuning)}")
     return EXIT_OK
 
 
@@ -105,9 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("synth", help="generate a synthetic cohort in MIMIC-IV layout")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True,
+                   help="output directory (hosp/, icu/, note/, phm/, meta/ are replaced)")
     p.add_argument("--subjects", type=int, required=True, help="number of subjects")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-size", type=int, default=None, help="subjects per vectorised chunk")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes (default: automatic)")
+    p.add_argument("--compresslevel", type=int, default=None,
+                   help="gzip level 0-9 (default: 6 up to 5k subjects, else 1)")
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("build", help="build sessions deterministically from an EHR store")
@@ -139,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SessionFormatError as err:
         print(f"error: invalid session data\n{err}", file=sys.stderr)
         return EXIT_ERROR
-    except (FileNotFoundError, ValueError, ConnectionError) as err:
+    except (OSError, ValueError) as err:  # a missing source, a non-cohort output dir, no network
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
 
