@@ -46,7 +46,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["SESSION_DIMENSIONS", "TURN_DIMENSIONS", "metric_key", "summarize", "tau_key"]
+__all__ = [
+    "SESSION_DIMENSIONS",
+    "TURN_DIMENSIONS",
+    "metric_key",
+    "pass_rates",
+    "summarize",
+    "tau_key",
+]
 
 REQUIRED_COLUMNS = ("session_id", "turn", "score", "status")
 SESSION_DIMENSIONS = ("scenario", "tier", "language", "query")
@@ -70,10 +77,10 @@ def metric_key(*parts: object) -> str:
     return ".".join(_UNSAFE.sub("_", str(p)).strip("_") or "none" for p in parts)
 
 
-def _prepare(turns: pd.DataFrame) -> pd.DataFrame:
+def _prepare(turns: pd.DataFrame, caller: str) -> pd.DataFrame:
     missing = [c for c in REQUIRED_COLUMNS if c not in turns.columns]
     if missing:
-        raise ValueError(f"summarize: turn table lacks column(s) {missing}")
+        raise ValueError(f"{caller}: turn table lacks column(s) {missing}")
     df = turns.copy()
     if "epoch" not in df.columns:
         df["epoch"] = 1
@@ -138,20 +145,22 @@ def _session_aggregates(df: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame
     return agg
 
 
+def _pass_at(agg: pd.DataFrame, tau: float) -> tuple[float, float]:
+    """(Pass@Turn, Pass@Session) at `tau` from the session aggregates."""
+    n_scored, eligible = agg["n_scored"].sum(), agg["eligible"].sum()
+    return (
+        float(agg[f"turn_pass_{tau}"].sum() / n_scored) if n_scored else math.nan,
+        float(agg[f"session_pass_{tau}"].sum() / eligible) if eligible else math.nan,
+    )
+
+
 def _headline(agg: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
     out: dict[str, float] = {}
     means = agg["mean"].dropna()
     out["mrs"] = float(means.mean() * 100) if len(means) else math.nan
-    n_scored = agg["n_scored"].sum()
-    eligible = agg["eligible"].sum()
     for tau in taus:
         t = tau_key(tau)
-        out[f"pass_turn_{t}"] = (
-            float(agg[f"turn_pass_{tau}"].sum() / n_scored) if n_scored else math.nan
-        )
-        out[f"pass_session_{t}"] = (
-            float(agg[f"session_pass_{tau}"].sum() / eligible) if eligible else math.nan
-        )
+        out[f"pass_turn_{t}"], out[f"pass_session_{t}"] = _pass_at(agg, tau)
     return out
 
 
@@ -300,6 +309,31 @@ def _epochs(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
     return out
 
 
+def _checked_taus(taus: Sequence[float], caller: str) -> tuple[float, ...]:
+    taus = tuple(float(t) for t in taus)
+    if any(not 0 <= t <= 1 for t in taus):
+        raise ValueError(f"{caller}: every tau must be in [0, 1], got {taus}")
+    return taus
+
+
+def pass_rates(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
+    """Pass@Turn and Pass@Session at each tau (columns tau, pass_turn, pass_session).
+
+    The headline definitions of `summarize` without its other metrics, for a curve over many
+    taus; keyed by the tau itself, not its two-decimal name.
+    """
+    taus = _checked_taus(taus, "pass_rates")
+    agg = _session_aggregates(_prepare(turns, "pass_rates"), taus)
+    rates = [_pass_at(agg, tau) for tau in taus]
+    return pd.DataFrame(
+        {
+            "tau": taus,
+            "pass_turn": [turn for turn, _ in rates],
+            "pass_session": [session for _, session in rates],
+        }
+    )
+
+
 def summarize(
     turns: pd.DataFrame,
     taus: Sequence[float] = (0.6, 0.75),
@@ -314,10 +348,8 @@ def summarize(
     language, query, task_type, subtype/implicitness, tool_source, end, n_calls, tools,
     gold_tools. See the module docstring for the definitions and names.
     """
-    taus = tuple(float(t) for t in taus)
-    if any(not 0 <= t <= 1 for t in taus):
-        raise ValueError(f"summarize: every tau must be in [0, 1], got {taus}")
-    df = _prepare(turns)
+    taus = _checked_taus(taus, "summarize")
+    df = _prepare(turns, "summarize")
     agg = _session_aggregates(df, taus)
     out = _headline(agg, taus)
     out.update(_bootstrap(agg, taus, n_boot, seed))

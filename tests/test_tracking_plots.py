@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fixtures_tracking import synthetic_turns
 
-from physassist.metrics import summarize
+from physassist.metrics import pass_rates, summarize
 from physassist.tracking import plots
 
 
@@ -27,7 +27,7 @@ def test_pass_rates_match_summarize(seed: int) -> None:
     turns = synthetic_turns(seed=seed)
     grid = [0.0, 0.25, 0.5, 0.6, 0.75, 0.8, 1.0]
     metrics = summarize(turns, taus=grid, n_boot=0, breakdowns=False)
-    rates = plots.pass_rates(turns, grid).set_index("tau")
+    rates = pass_rates(turns, grid).set_index("tau")
     for tau in grid:
         assert rates.loc[tau, "pass_turn"] == pytest.approx(metrics[f"pass_turn_{tau:.2f}"])
         assert rates.loc[tau, "pass_session"] == pytest.approx(metrics[f"pass_session_{tau:.2f}"])

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from physassist.metrics import pass_rates
+
 log = logging.getLogger(__name__)
 
 TASK_TYPE_ORDER = ("IL", "DG", "CR", "WU")
@@ -113,36 +115,14 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
     return path
 
 
-def pass_rates(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """Pass@Turn and Pass@Session at each tau, with the definitions of ``physassist.metrics``.
-
-    Pass@Turn pools the scored turns; Pass@Session counts the trials (session, epoch) whose
-    turns are all scored and all >= tau, over the trials whose turns are all scored. Vectorised
-    over tau (a curve needs ~40 points); a test pins it to ``summarize`` at the paper's taus.
-    """
-    scores = _scores(turns)
-    status = turns["status"] if "status" in turns.columns else pd.Series("scored", index=turns.index)
-    scored = scores.notna() & (status == "scored")
-    trial_keys = [turns["session_id"], turns["epoch"] if "epoch" in turns.columns else 1]
-    grid = np.asarray(list(taus), dtype=float)
-    values = scores.where(scored).to_numpy(dtype=float)
-    # passed[i, j]: turn i is scored and >= tau j (same 1e-12 tolerance as summarize)
-    passed = np.nan_to_num(values, nan=-1.0)[:, None] >= grid[None, :] - 1e-12
-    n_scored = int(scored.sum())
-    pass_turn = passed[scored.to_numpy()].sum(0) / n_scored if n_scored else np.full(len(grid), np.nan)
-    frame = pd.DataFrame(passed, index=turns.index)
-    frame["_scored"] = scored.to_numpy()
-    by_trial = frame.groupby(trial_keys).all()
-    eligible = by_trial["_scored"]
-    per_tau = by_trial.drop(columns="_scored")[eligible]
-    pass_session = per_tau.mean(0).to_numpy() if eligible.any() else np.full(len(grid), np.nan)
-    return pd.DataFrame({"tau": grid, "pass_turn": pass_turn, "pass_session": pass_session})
-
-
 def pass_curves(
     turns: pd.DataFrame, path: Path, marked: Sequence[float] = (0.6, 0.75), title: str = ""
 ) -> Path:
-    """Pass@Turn and Pass@Session (x100) against tau in [0, 1], the paper's taus marked."""
+    """Pass@Turn and Pass@Session (x100) against tau in [0, 1], the paper's taus marked.
+
+    The rates come from ``physassist.metrics.pass_rates``, so the curve agrees with the
+    logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` metrics.
+    """
     rates = pass_rates(turns, np.round(np.linspace(0.0, 1.0, 41), 4))
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
