@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from string import Template
@@ -108,73 +109,73 @@ def parse_verdict(text: str, n_items: int) -> list[ItemResult]:
     return [by_id[i] for i in range(1, n_items + 1)]
 
 
-async def ask_grader(
-    model: Model,
-    system: str,
-    user: str,
-    n_items: int,
-    *,
-    max_attempts: int = 3,
-    max_tokens: int = 2000,
-    structured: bool = False,
-) -> tuple[list[ItemResult] | None, int, str | None]:
-    """Ask the grader until a valid verdict arrives: (items or None, attempts used, last error)."""
-    if max_attempts < 1:
-        raise ValueError(f"judge option max_attempts must be >= 1, got {max_attempts}")
-    config = GenerateConfig(
-        temperature=0.0,
-        max_tokens=max_tokens,
-        response_schema=verdict_schema() if structured else None,
-    )
-    messages: list[ChatMessage] = [ChatMessageSystem(content=system), ChatMessageUser(content=user)]
-    error: str | None = None
-    for attempt in range(1, max_attempts + 1):
-        try:
-            output = await model.generate(messages, config=config)
-        except Exception as exc:  # provider failure after Inspect's own retries: count, go on
-            error = f"grader call failed: {type(exc).__name__}: {exc}"
-            continue
-        if output.error:
-            error = f"grader error: {output.error}"
-            continue
-        text = output.completion
-        try:
-            return parse_verdict(text, n_items), attempt, None
-        except VerdictError as exc:
-            error = str(exc)
-        retry = prompt("retry").substitute(error=error, n_items=n_items)
-        messages = [*messages, ChatMessageAssistant(content=text), ChatMessageUser(content=retry)]
-    return None, max_attempts, error
+@dataclass(frozen=True)
+class Grader:
+    """The grader model and how to ask it, shared by the rubric and the write judge."""
 
+    model: Model
+    max_attempts: int = 3
+    max_tokens: int = 2000
+    structured: bool = False
 
-async def grade_turn(
-    ti: TurnInput,
-    model: Model,
-    system: str,
-    user: str,
-    *,
-    max_attempts: int,
-    max_tokens: int,
-    structured: bool,
-    decided: dict[int, ItemResult] | None = None,
-) -> TurnJudgement:
-    """The turn's judgement from the grader's verdict; `decided` items keep their own result.
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"judge option max_attempts must be >= 1, got {self.max_attempts}")
 
-    A turn whose grader never gives a valid verdict is failed (unscored) with the last error.
-    """
-    items, _, error = await ask_grader(
-        model,
-        system,
-        user,
-        len(ti.items),
-        max_attempts=max_attempts,
-        max_tokens=max_tokens,
-        structured=structured,
-    )
-    if items is None:
-        return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
-    decided = decided or {}
-    return TurnJudgement.from_items([decided.get(i, item) for i, item in enumerate(items)], NAME)
+    async def ask(
+        self, system: str, user: str, n_items: int
+    ) -> tuple[list[ItemResult] | None, int, str | None]:
+        """Ask until a valid verdict arrives: (items or None, attempts used, last error)."""
+        config = GenerateConfig(
+            temperature=0.0,
+            max_tokens=self.max_tokens,
+            response_schema=verdict_schema() if self.structured else None,
+        )
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=system),
+            ChatMessageUser(content=user),
+        ]
+        error: str | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                output = await self.model.generate(messages, config=config)
+            except Exception as exc:  # provider failure after Inspect's own retries: count, go on
+                error = f"grader call failed: {type(exc).__name__}: {exc}"
+                continue
+            if output.error:
+                error = f"grader error: {output.error}"
+                continue
+            text = output.completion
+            try:
+                return parse_verdict(text, n_items), attempt, None
+            except VerdictError as exc:
+                error = str(exc)
+            retry = prompt("retry").substitute(error=error, n_items=n_items)
+            messages = [
+                *messages,
+                ChatMessageAssistant(content=text),
+                ChatMessageUser(content=retry),
+            ]
+        return None, self.max_attempts, error
+
+    async def grade(
+        self,
+        ti: TurnInput,
+        system: str,
+        user: str,
+        decided: dict[int, ItemResult] | None = None,
+    ) -> TurnJudgement:
+        """The turn's judgement from the verdict; `decided` items keep their own result.
+
+        A turn whose grader never gives a valid verdict is failed (unscored) with the last error.
+        """
+        items, _, error = await self.ask(system, user, len(ti.items))
+        if items is None:
+            return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
+        decided = decided or {}
+        return TurnJudgement.from_items(
+            [decided.get(i, item) for i, item in enumerate(items)], NAME
+        )
 
 
 def numbered(items: list[str]) -> str:
@@ -271,23 +272,6 @@ def rubric_prompt(ti: TurnInput, context: str) -> tuple[str, str]:
     return prompt("rubric_system").template, user
 
 
-async def judge_turn(
-    ti: TurnInput,
-    model: Model,
-    context: str = "gold_answer",
-    *,
-    max_attempts: int = 3,
-    max_tokens: int = 2000,
-    structured: bool = False,
-) -> TurnJudgement:
+async def judge_turn(ti: TurnInput, grader: Grader, context: str = "gold_answer") -> TurnJudgement:
     """Judge a non-write turn with the grader model."""
-    system, user = rubric_prompt(ti, context)
-    return await grade_turn(
-        ti,
-        model,
-        system,
-        user,
-        max_attempts=max_attempts,
-        max_tokens=max_tokens,
-        structured=structured,
-    )
+    return await grader.grade(ti, *rubric_prompt(ti, context))

@@ -144,17 +144,16 @@ def physassist_scorer(
             model = (
                 get_model(grader) if grader is not None else get_model(role="grader", required=True)
             )
+            grading = llm_judge.Grader(
+                model,
+                max_attempts=max_attempts,
+                max_tokens=max_tokens,
+                structured=structured,
+            )
 
             async def judge_one(ti: TurnInput) -> TurnJudgement:
                 module = write_judge if ti.is_write else llm_judge
-                return await module.judge_turn(
-                    ti,
-                    model,
-                    context,
-                    max_attempts=max_attempts,
-                    max_tokens=max_tokens,
-                    structured=structured,
-                )
+                return await module.judge_turn(ti, grading, context)
 
             judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
         turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inspect_ai.model import Model
-
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
-from scorers.llm_judge import NAME, format_history, grade_turn, history_for, numbered, prompt
+from scorers.llm_judge import NAME, Grader, format_history, history_for, numbered, prompt
 
 _PARAMETER_KINDS = frozenset({"write_arg", "write_call"})
 NO_CALL_REASON = "no write call was executed, so the order parameter cannot be satisfied"
@@ -63,27 +61,9 @@ def write_prompt(ti: TurnInput, context: str) -> tuple[str, str]:
     return prompt("write_system").template, user
 
 
-async def judge_turn(
-    ti: TurnInput,
-    model: Model,
-    context: str = "gold_answer",
-    *,
-    max_attempts: int = 3,
-    max_tokens: int = 2000,
-    structured: bool = False,
-) -> TurnJudgement:
+async def judge_turn(ti: TurnInput, grader: Grader, context: str = "gold_answer") -> TurnJudgement:
     """Judge a Write/Update turn on its executed write-call arguments."""
     forced = forced_failures(ti)
     if len(forced) == len(ti.items):
         return TurnJudgement.from_items([forced[i] for i in range(len(ti.items))], NAME)
-    system, user = write_prompt(ti, context)
-    return await grade_turn(
-        ti,
-        model,
-        system,
-        user,
-        max_attempts=max_attempts,
-        max_tokens=max_tokens,
-        structured=structured,
-        decided=forced,
-    )
+    return await grader.grade(ti, *write_prompt(ti, context), decided=forced)

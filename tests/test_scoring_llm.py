@@ -8,7 +8,7 @@ import pytest
 from fixtures_scoring import call, gold_records, grader, make_session, scripted, turn_input, verdict
 
 from scorers import llm_judge, write_judge
-from scorers.llm_judge import VerdictError, parse_verdict
+from scorers.llm_judge import Grader, VerdictError, parse_verdict
 
 # anyio's pytest plugin (installed with inspect-ai) runs the async tests on asyncio.
 pytestmark = pytest.mark.anyio
@@ -85,7 +85,7 @@ def test_parse_verdict_rejects(payload, message):
 async def test_valid_verdict_scores_turn(session):
     model = grader([verdict([True, False, True])])
     ti = turn_input(session, 0, "Creatinine 1.4 mg/dL on 2150-05-24.")
-    result = await llm_judge.judge_turn(ti, model, "gold_answer")
+    result = await llm_judge.judge_turn(ti, Grader(model), "gold_answer")
     assert result.status == "scored" and result.judge == "llm"
     assert result.score == pytest.approx(2 / 3)
     assert [i.reason for i in result.items] == ["reason 1", "reason 2", "reason 3"]
@@ -94,14 +94,14 @@ async def test_valid_verdict_scores_turn(session):
 async def test_malformed_then_recovered(session):
     ti = turn_input(session, 0, "Creatinine 1.4")
     model = grader(["Sure! Item 1 passes.", verdict([True, True]), verdict([True, True, False])])
-    result = await llm_judge.judge_turn(ti, model, "gold_answer", max_attempts=3)
+    result = await llm_judge.judge_turn(ti, Grader(model, max_attempts=3), "gold_answer")
     assert result.status == "scored" and result.score == pytest.approx(2 / 3)
 
 
 async def test_failure_after_retries_is_unscored_not_zero(session):
     model = grader(["nope", verdict([True]), verdict([True, "yes", True])])
     ti = turn_input(session, 0, "Creatinine 1.4")
-    result = await llm_judge.judge_turn(ti, model, "gold_answer", max_attempts=3)
+    result = await llm_judge.judge_turn(ti, Grader(model, max_attempts=3), "gold_answer")
     assert result.status == "failed" and result.score is None
     assert all(i.passed is None for i in result.items)
     assert "pass must be true or false" in (result.error or "")
@@ -117,7 +117,7 @@ async def test_retry_tells_grader_what_was_wrong(session, monkeypatch):
         return await real_generate(messages, **kwargs)
 
     monkeypatch.setattr(model, "generate", recording)
-    items, attempts, error = await llm_judge.ask_grader(model, "sys", "user", 3, max_attempts=2)
+    items, attempts, error = await Grader(model, max_attempts=2).ask("sys", "user", 3)
     assert attempts == 2 and error is None and len(items) == 3
     assert len(sent) == 2 and len(sent[1]) == len(sent[0]) + 2
     assert sent[1][-2].role == "assistant"  # its own invalid verdict, then what was wrong
@@ -187,14 +187,14 @@ async def test_write_judge_reads_executed_write_arguments(session):
     assert '"dose": "2.5 mg"' in user and "Observation.search" not in user.split("executed")[-1]
     assert "free text that must be ignored" not in user
     assert '"subject_id"' not in user
-    result = await write_judge.judge_turn(ti, grader([verdict([True, True, True, False])]))
+    result = await write_judge.judge_turn(ti, Grader(grader([verdict([True, True, True, False])])))
     assert result.status == "scored" and result.score == 0.75
 
 
 async def test_write_judge_without_write_call_fails_parameter_items_without_grader(session):
     ti = turn_input(session, 3, "I have ordered apixaban 2.5 mg BID.")
     model = grader([])  # any grader call would raise: no scripted output left
-    result = await write_judge.judge_turn(ti, model)
+    result = await write_judge.judge_turn(ti, Grader(model))
     assert result.status == "scored" and result.score == 0.0
     assert all(i.reason == write_judge.NO_CALL_REASON for i in result.items)
 
@@ -202,14 +202,14 @@ async def test_write_judge_without_write_call_fails_parameter_items_without_grad
 async def test_write_judge_without_call_still_asks_grader_for_unchecked_items(session):
     session["rubric_checks"][3][3] = None  # a non-parameter (e.g. safety) item
     ti = turn_input(session, 3, "")
-    result = await write_judge.judge_turn(ti, grader([verdict([True, True, True, True])]))
+    result = await write_judge.judge_turn(ti, Grader(grader([verdict([True, True, True, True])])))
     assert [i.passed for i in result.items] == [False, False, False, True]
 
 
 async def test_write_judge_string_zero_is_not_a_pass(session):
     ti = turn_input(session, 3, "", [_order(dose="2.5 mg")])
     result = await write_judge.judge_turn(
-        ti, grader([verdict(["0", "0", "0", "0"])] * 2), max_attempts=2
+        ti, Grader(grader([verdict(["0", "0", "0", "0"])] * 2), max_attempts=2)
     )
     assert result.status == "failed" and result.score is None
 
@@ -228,7 +228,7 @@ async def test_structured_output_and_temperature_zero_reach_the_grader(session):
     from inspect_ai.model import get_model
 
     model = get_model("mockllm/model", custom_outputs=grade, memoize=False)
-    result = await llm_judge.judge_turn(turn_input(session, 0, "x"), model, structured=True)
+    result = await llm_judge.judge_turn(turn_input(session, 0, "x"), Grader(model, structured=True))
     assert result.status == "scored"
     assert seen[0].temperature == 0.0 and seen[0].response_schema.name == "rubric_verdict"
 
