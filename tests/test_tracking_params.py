@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
+import pytest
 from fixtures_tracking import compose
 
 from physassist.cli.eval import resolve
 from physassist.tracking.params import experiment_params, flatten_config, format_value
-from physassist.tracking.runs import clean_metrics, job_key, metric_name, sweep_key
+from physassist.tracking.runs import (
+    clean_metrics,
+    job_key,
+    metric_name,
+    sweep_key,
+    write_turn_tables,
+)
 
 
 def test_flatten_collapses_group_identity_to_short_keys() -> None:
@@ -75,3 +84,13 @@ def test_sweep_parent_params_leave_out_what_the_jobs_vary() -> None:
     assert "terminal.budget" not in shared and shared["terminal"] == "prepare_to_answer"
     assert shared["language"] == "en" and shared["query"] == "implicit"
     assert "model" not in shared_params(params, ["model.name=a,b"])
+
+
+def test_turn_table_without_a_parquet_form_is_written_as_csv_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = pd.DataFrame({"session_id": ["s1", "s2"], "score": [0.5, "n/a"]})  # mixed: no Parquet
+    with caplog.at_level("WARNING", logger="physassist.tracking.runs"):
+        paths = write_turn_tables(table, tmp_path)
+    assert [p.name for p in paths] == ["turns.csv"] and not (tmp_path / "turns.parquet").exists()
+    assert "turn table: Parquet copy skipped, CSV only (ArrowInvalid" in caplog.text

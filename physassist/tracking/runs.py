@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import re
 import shutil
@@ -43,6 +44,8 @@ KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "
 SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
+
+log = logging.getLogger(__name__)
 
 _UNSAFE_METRIC = re.compile(r"[^A-Za-z0-9_\-. /]")
 
@@ -305,8 +308,8 @@ def write_turn_tables(turns: pd.DataFrame, out_dir: Path) -> list[Path]:
     try:
         frame.to_parquet(out_dir / "turns.parquet", index=False)
         paths.append(out_dir / "turns.parquet")
-    except (ValueError, TypeError, ImportError):
-        pass
+    except (ValueError, TypeError, ImportError) as exc:
+        log.warning("turn table: Parquet copy skipped, CSV only (%s: %s)", type(exc).__name__, exc)
     return paths
 
 
