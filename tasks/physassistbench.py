@@ -18,6 +18,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 
 from physassist.data import Session, load_sessions
+from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_scorer
 from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
@@ -49,8 +50,7 @@ def _tool_source(names: list[str]) -> str:
 
 def _source_stamp(dataset: str) -> tuple[tuple[str, int, int], ...]:
     """(file, mtime, size) of a local dataset's files, so a changed file is reloaded."""
-    root = Path(__file__).resolve().parents[1] / "data" / "sample" / "sessions"
-    path = root if dataset == "sample" else Path(dataset).expanduser()
+    path = SAMPLE_SESSIONS if dataset == "sample" else Path(dataset).expanduser()
     files = sorted(path.rglob("*")) if path.is_dir() else [path] if path.is_file() else []
     return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file())
 

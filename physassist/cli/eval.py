@@ -30,7 +30,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.data.models import LANGUAGES, SCENARIOS, TIERS
+from physassist.ehr.sources import sample_cohort_dir
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
@@ -50,9 +52,6 @@ def conf_dir() -> Path:
     env = os.environ.get("PHYSASSIST_CONF_DIR")
     return Path(env).resolve() if env else REPO_ROOT / "conf"
 
-
-SAMPLE_SESSIONS = REPO_ROOT / "data" / "sample" / "sessions"
-SAMPLE_COHORT = REPO_ROOT / "data" / "sample" / "cohort"
 
 # Accepted values of the keys that select behaviour (a YAML typo fails before any run).
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -130,7 +129,7 @@ def dataset_path(config: Mapping[str, Any]) -> Path | None:
 
 def ehr_path(config: Mapping[str, Any]) -> Path:
     source = str(_get(config, "ehr.source"))
-    return SAMPLE_COHORT if source == "sample" else Path(source).expanduser()
+    return sample_cohort_dir() if source == "sample" else Path(source).expanduser()
 
 
 def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
