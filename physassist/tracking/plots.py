@@ -18,28 +18,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from physassist.data.models import SUBTYPES, TOOL_SOURCES
 from physassist.metrics import pass_rates
+from physassist.results import TASK_ABBREVIATIONS
 
 log = logging.getLogger(__name__)
 
-TASK_TYPE_ORDER = ("IL", "DG", "CR", "WU")
-TASK_TYPE_ABBREV = {
-    "information lookup": "IL",
-    "lookup": "IL",
-    "data gathering": "DG",
-    "clinical reasoning": "CR",
-    "write/update": "WU",
-    "write": "WU",
-}
-IMPLICITNESS_ORDER = ("none", "NA", "PE", "AE")
-SOURCE_ORDER = ("ehr", "patient", "mixed", "write")
+TASK_TYPE_ORDER = tuple(TASK_ABBREVIATIONS.values())
+IMPLICITNESS_ORDER = ("none", *SUBTYPES)
+SOURCE_ORDER = TOOL_SOURCES
 
-# Column names of physassist.results.turn_table, with accepted alternatives.
+# Column names of physassist.results.turn_table (`implicitness` is metrics' name for `subtype`).
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "score": ("score", "turn_score", "rubric_score"),
-    "task_type": ("task_type", "task_types"),
-    "implicitness": ("implicitness", "subtype", "turn_subtype"),
-    "source": ("tool_source", "source", "tool_sources"),
+    "score": ("score",),
+    "task_type": ("task_type",),
+    "implicitness": ("implicitness", "subtype"),
+    "source": ("tool_source",),
 }
 
 
@@ -54,7 +48,7 @@ def column(turns: pd.DataFrame, role: str) -> str | None:
 def task_type_label(value: object) -> str:
     """IL / DG / CR / WU for either the abbreviation or the released long form."""
     text = str(value).strip()
-    return TASK_TYPE_ABBREV.get(text.lower(), text)
+    return TASK_ABBREVIATIONS.get(text, text)
 
 
 def implicitness_label(value: object) -> str:
