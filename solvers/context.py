@@ -25,6 +25,7 @@ from physassist.ehr.tools import (
     open_chart,
 )
 
+from .options import check_option
 from .patient_live import LivePatient, derived_patient_model
 from .patient_replay import ReplayPatient
 from .prompting import session_key
@@ -84,30 +85,25 @@ def patient_responder(
     miss: str,
 ) -> PatientResponder:
     """The interview responder of one sample (``replay`` or ``live``)."""
-    if mode == "replay":
+    if check_option("patient", mode, PATIENT_MODES) == "replay":
         return ReplayPatient(
             session.gold_patient_answers(language), language=language, literacy=literacy, miss=miss
         )
-    if mode == "live":
-        model = get_model(role="patient", required=True)
-        persona = dict(session.persona_config or {})
-        if session.patient_model:
-            grounding = dict(session.patient_model)
-            persona = {**dict(grounding.get("persona") or {}), **persona}
-        else:
-            grounding = derived_patient_model(
-                persona, session.gold_patient_answers(language), _record_summary(ctx)
-            )
-        return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy)
-    raise ValueError(f"patient={mode!r} is not valid; valid options: {', '.join(PATIENT_MODES)}")
+    model = get_model(role="patient", required=True)
+    persona = dict(session.persona_config or {})
+    if session.patient_model:
+        grounding = dict(session.patient_model)
+        persona = {**dict(grounding.get("persona") or {}), **persona}
+    else:
+        grounding = derived_patient_model(
+            persona, session.gold_patient_answers(language), _record_summary(ctx)
+        )
+    return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy)
 
 
 def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolContext:
     """A fresh ``ToolContext`` for one sample (own sandbox; patient set by the caller)."""
-    if semantics not in SEMANTICS:
-        raise ValueError(
-            f"semantics={semantics!r} is not valid; valid options: {', '.join(SEMANTICS)}"
-        )
+    check_option("semantics", semantics, SEMANTICS)
     current_date = session.effective_date
     ctx = ToolContext(
         store=store,

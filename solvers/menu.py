@@ -18,6 +18,8 @@ from typing import Any
 
 from physassist.results import CONTROL_TOOLS
 
+from .options import check_option
+
 MENUS = ("on", "off", "scenario", "gold")
 
 _READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
@@ -64,12 +66,6 @@ def schema_name(schema: dict[str, Any]) -> str:
     return name
 
 
-def validate_menu(menu: str) -> str:
-    if menu not in MENUS:
-        raise ValueError(f"menu={menu!r} is not valid; valid options: {', '.join(MENUS)}")
-    return menu
-
-
 def menu_schemas(
     menu: str,
     session_tools: list[dict[str, Any]],
@@ -78,7 +74,7 @@ def menu_schemas(
     gold_names: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """The session's tool schemas offered under ``menu`` (control tools excluded)."""
-    validate_menu(menu)
+    check_option("menu", menu, MENUS)
     data_tools = [s for s in session_tools if schema_name(s) not in CONTROL_TOOLS]
     if menu == "on":
         return data_tools

@@ -22,14 +22,6 @@ PLACEHOLDER = {
 }
 
 
-def validate_observations(mode: str) -> str:
-    if mode not in OBSERVATION_MODES:
-        raise ValueError(
-            f"observations={mode!r} is not valid; valid options: {', '.join(OBSERVATION_MODES)}"
-        )
-    return mode
-
-
 def seen_text(mode: str, rendered: str, language: str) -> str:
     """The text the model receives for one data-tool result."""
     return PLACEHOLDER[language] if mode == "removed" else rendered

@@ -29,6 +29,7 @@ import re
 import unicodedata
 from typing import Any
 
+from .options import check_option
 from .prompting import patient_miss_answer
 
 LITERACY_LEVELS = ("high", "medium", "low")
@@ -75,17 +76,9 @@ class ReplayPatient:
     ) -> None:
         """``replies``: ``Session.gold_patient_answers(language)`` items
         (``tool``, ``arguments``, ``patient_response``, ``variants``)."""
-        if literacy not in LITERACY_LEVELS:
-            raise ValueError(
-                f"literacy={literacy!r} is not valid; valid options: {', '.join(LITERACY_LEVELS)}"
-            )
-        if miss not in MISS_POLICIES:
-            raise ValueError(
-                f"patient_miss={miss!r} is not valid; valid options: {', '.join(MISS_POLICIES)}"
-            )
         self.language = language
-        self.literacy = literacy
-        self.miss = miss
+        self.literacy = check_option("literacy", literacy, LITERACY_LEVELS)
+        self.miss = check_option("patient_miss", miss, MISS_POLICIES)
         # tool -> list of (argument key, normalised argument, reply), in trajectory order
         self._replies: dict[str, list[tuple[str | None, str, str]]] = {}
         for item in replies:

@@ -11,27 +11,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .options import check_option
+
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 LANGUAGES = ("en", "zh")
-
-
-def _check_language(language: str) -> str:
-    if language not in LANGUAGES:
-        raise ValueError(f"language={language!r} is not supported; valid options: {', '.join(LANGUAGES)}")
-    return language
 
 
 @cache
 def prompt_text(name: str, language: str) -> str:
     """The raw text of ``prompts/<name>_<language>.txt`` (trailing whitespace stripped)."""
-    path = PROMPTS_DIR / f"{name}_{_check_language(language)}.txt"
+    path = PROMPTS_DIR / f"{name}_{check_option('language', language, LANGUAGES)}.txt"
     return path.read_text(encoding="utf-8").rstrip()
 
 
 @cache
 def prompt_json(name: str, language: str) -> dict[str, Any]:
     """The parsed ``prompts/<name>_<language>.json``."""
-    path = PROMPTS_DIR / f"{name}_{_check_language(language)}.json"
+    path = PROMPTS_DIR / f"{name}_{check_option('language', language, LANGUAGES)}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

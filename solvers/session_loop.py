@@ -38,8 +38,9 @@ from physassist.ehr.tools.render import RenderMode
 from physassist.results import TURNS_KEY
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
-from .menu import control_schema, menu_schemas, schema_name, validate_menu
-from .observations import drop_tool_traffic, validate_observations
+from .menu import MENUS, control_schema, menu_schemas, schema_name
+from .observations import OBSERVATION_MODES, drop_tool_traffic
+from .options import check_option
 from .patient_replay import LITERACY_LEVELS, MISS_POLICIES
 from .prompting import LANGUAGES, nudge_message, system_prompt
 from .terminal import STRATEGIES, TerminalStrategy, terminal_strategy
@@ -49,13 +50,6 @@ ERRORS_KEY = "physassist:errors"
 QUERIES = ("implicit", "explicit")
 RENDERS: tuple[str, ...] = get_args(RenderMode)
 NUDGE_TRIES = 2
-
-
-def _check(name: str, value: Any, valid: tuple[Any, ...]) -> None:
-    if value not in valid:
-        raise ValueError(
-            f"{name}={value!r} is not valid; valid options: {', '.join(map(str, valid))}"
-        )
 
 
 @dataclass(frozen=True)
@@ -77,18 +71,18 @@ class LoopSettings:
     ehr_source: str = "sample"
 
     def __post_init__(self) -> None:
-        _check("language", self.language, LANGUAGES)
-        _check("query", self.query, QUERIES)
-        validate_menu(self.menu)
-        validate_observations(self.observations)
-        _check("terminal", self.terminal, tuple(STRATEGIES))
+        check_option("language", self.language, LANGUAGES)
+        check_option("query", self.query, QUERIES)
+        check_option("menu", self.menu, MENUS)
+        check_option("observations", self.observations, OBSERVATION_MODES)
+        check_option("terminal", self.terminal, STRATEGIES)
         if not isinstance(self.tool_budget, int) or self.tool_budget < 0:
             raise ValueError(f"tool_budget={self.tool_budget!r} must be an integer >= 0")
-        _check("patient", self.patient, PATIENT_MODES)
-        _check("literacy", self.literacy, LITERACY_LEVELS)
-        _check("patient_miss", self.patient_miss, MISS_POLICIES)
-        _check("semantics", self.semantics, SEMANTICS)
-        _check("render", self.render, RENDERS)
+        check_option("patient", self.patient, PATIENT_MODES)
+        check_option("literacy", self.literacy, LITERACY_LEVELS)
+        check_option("patient_miss", self.patient_miss, MISS_POLICIES)
+        check_option("semantics", self.semantics, SEMANTICS)
+        check_option("render", self.render, RENDERS)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

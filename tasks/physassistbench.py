@@ -24,6 +24,7 @@ from scorers import physassist_scorer
 from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
 from scorers.session_scorer import JUDGES
 from solvers import LoopSettings, physassist_session
+from solvers.options import check_option
 from solvers.prompting import opening_message
 
 
@@ -195,12 +196,8 @@ def physassistbench(
         render=render,
         ehr_source=str(ehr_source),
     )
-    if judge not in JUDGES:
-        raise ValueError(f"judge={judge!r} is not valid; valid options: {', '.join(JUDGES)}")
-    if judge_context not in JUDGE_CONTEXTS:
-        raise ValueError(
-            f"judge_context={judge_context!r} is not valid; valid options: {', '.join(JUDGE_CONTEXTS)}"
-        )
+    check_option("judge", judge, JUDGES)
+    check_option("judge_context", judge_context, JUDGE_CONTEXTS)
     tier_list = _as_list(tiers, "tiers")
     tau_list = _as_list(taus, "taus") or [0.6, 0.75]
     options = {

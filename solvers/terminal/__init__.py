@@ -6,6 +6,7 @@ differ in which control tool is offered and how a reply is read as the end of a 
 
 from __future__ import annotations
 
+from ..options import check_option
 from .base import Decision, TerminalStrategy
 from .natural import Natural
 from .prepare_to_answer import PrepareToAnswer
@@ -20,12 +21,7 @@ STRATEGIES: dict[str, type[TerminalStrategy]] = {
 
 def terminal_strategy(name: str) -> TerminalStrategy:
     """The strategy named ``name``; a clear error lists the valid names."""
-    try:
-        return STRATEGIES[name]()
-    except KeyError:
-        raise ValueError(
-            f"terminal={name!r} is not valid; valid options: {', '.join(STRATEGIES)}"
-        ) from None
+    return STRATEGIES[check_option("terminal", name, STRATEGIES)]()
 
 
 __all__ = ["Decision", "TerminalStrategy", "STRATEGIES", "terminal_strategy"]
