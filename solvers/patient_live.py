@@ -48,18 +48,15 @@ def _drug_name(node: dict[str, Any]) -> str | None:
     return None
 
 
+def _is_bad(value: Any) -> bool:
+    """An adherence or status text meaning the medicine is not taken as prescribed."""
+    return isinstance(value, str) and normalise(value).replace(" ", "_") in NON_ADHERENT
+
+
 def _is_non_adherent(node: dict[str, Any]) -> bool:
     if node.get("critical_flag") or node.get("critical") is True:
         return True
-    for key in ("adherence", "current_status", "status"):
-        value = node.get(key)
-        if isinstance(value, str) and normalise(value).replace(" ", "_") in NON_ADHERENT:
-            return True
-    return False
-
-
-def _is_bad(value: Any) -> bool:
-    return isinstance(value, str) and normalise(value).replace(" ", "_") in NON_ADHERENT
+    return any(_is_bad(node.get(key)) for key in ("adherence", "current_status", "status"))
 
 
 def critical_medicines(model: Any) -> dict[str, set[str]]:
