@@ -101,6 +101,10 @@ def test_report_cli_writes_tables_figures_and_logs_a_report_run(logged, tmp_path
 
     reports = search_runs(uri, filter_string="tags.`physassist.kind` = 'report'")
     assert len(reports) == 1 and reports.iloc[0]["status"] == "FINISHED"
+    import mlflow
+
+    logged_files = mlflow.MlflowClient(uri).list_artifacts(reports.iloc[0]["run_id"], "report")
+    assert {f"report/{name}" for name in names} == {a.path for a in logged_files}
 
 
 def test_report_selection_errors_are_clear(logged, tmp_path: Path, capsys) -> None:

@@ -16,12 +16,7 @@ import pandas as pd
 
 from physassist.report import figures
 from physassist.report.tables import Table, all_tables
-from physassist.tracking.mlflow_store import (
-    http_quiet,
-    resolve_tracking_uri,
-    store_lock,
-    with_retries,
-)
+from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
 
 
@@ -94,19 +89,18 @@ def write_report(runs: pd.DataFrame, out_dir: Path) -> Report:
 
 
 def log_report(report: Report, tracking_uri: str | None, experiment: str, sweep_id: str | None) -> str:
-    """Log the report's files as a run of ``experiment`` (tag ``physassist.kind=report``)."""
-    tracker = Tracker(tracking_uri, experiment)
+    """Log the report's files as a run of ``experiment`` (tag ``physassist.kind=report``).
+
+    Goes through ``Tracker.log_run``, so a run whose upload breaks is marked FAILED, never left
+    RUNNING.
+    """
     tags = {
         KIND_TAG: "report",
         "physassist.report_runs": ",".join(report.runs["run_id"].astype(str))[:5000],
     }
     if sweep_id:
         tags[SWEEP_TAG + "_reported"] = sweep_id
-    with store_lock(tracker.uri):
-        run = with_retries(lambda: tracker.client.create_run(tracker.experiment_id, run_name="report", tags=tags))
-    run_id = run.info.run_id
-    with_retries(lambda: tracker.client.log_artifacts(run_id, str(report.out_dir), "report"))
-    with store_lock(tracker.uri):
-        with_retries(lambda: tracker.client.set_terminated(run_id, "FINISHED"))
-    report.run_id = run_id
-    return run_id
+    files = [(path, "report") for path in sorted(report.out_dir.iterdir()) if path.is_file()]
+    tracker = Tracker(tracking_uri, experiment)
+    report.run_id = tracker.log_run(run_name="report", params={}, tags=tags, metrics={}, files=files)
+    return report.run_id
