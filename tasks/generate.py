@@ -26,16 +26,7 @@ from physassist.data.builder.arcs import eligible_arcs
 from physassist.data.builder.prefilter import SCENARIOS, TIERS, qualify
 from physassist.ehr.store import open_store
 from solvers.generation import RESULT_KEY, generation_pipeline
-
-
-def _as_list(value: Any, name: str, cast: type) -> list[Any] | None:
-    if value is None or value == "" or value == []:
-        return None
-    items = value.split(",") if isinstance(value, str) else value if isinstance(value, Sequence) else [value]
-    try:
-        return [cast(str(v).strip()) for v in items]
-    except ValueError as exc:
-        raise ValueError(f"{name}={value!r}: {exc}") from exc
+from tasks._args import as_list
 
 
 def slot_seed(seed: int, key: str) -> int:
@@ -96,8 +87,8 @@ def generate(store: str = "sample", scenarios: str | list[str] | None = None,
              tiers: str | list[int] | None = None, sessions_per_slot: int = 1, seed: int = 0,
              attempts: int = 3, patient_limit: int = 5, cache_dir: str | None = None) -> Task:
     """Generate sessions (see module docstring). ``store``: anything ``open_store`` accepts."""
-    scen = _as_list(scenarios, "scenarios", str) or list(SCENARIOS)
-    tier_list = _as_list(tiers, "tiers", int) or list(TIERS)
+    scen = as_list(scenarios, "scenarios", str) or list(SCENARIOS)
+    tier_list = as_list(tiers, "tiers", int) or list(TIERS)
     bad = [s for s in scen if s not in SCENARIOS] + [str(t) for t in tier_list if t not in TIERS]
     if bad:
         raise ValueError(f"generate: unknown scenario/tier {', '.join(bad)}; valid: "

@@ -26,19 +26,7 @@ from scorers.session_scorer import JUDGES
 from solvers import LoopSettings, physassist_session
 from solvers.options import check_option
 from solvers.prompting import opening_message
-
-
-def _as_list(value: Any, name: str) -> list[Any] | None:
-    """``None``, a list, or a comma-separated string (as ``-T`` passes it)."""
-    if value is None or value == "" or value == []:
-        return None
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, Sequence):
-        return list(value)
-    raise ValueError(f"{name}={value!r} must be a list or a comma-separated string")
+from tasks._args import as_list
 
 
 def _tool_source(names: list[str]) -> str:
@@ -198,28 +186,28 @@ def physassistbench(
     )
     check_option("judge", judge, JUDGES)
     check_option("judge_context", judge_context, JUDGE_CONTEXTS)
-    tier_list = _as_list(tiers, "tiers")
-    tau_list = _as_list(taus, "taus") or [0.6, 0.75]
+    tier_list = as_list(tiers, "tiers", int)
+    tau_list = as_list(taus, "taus", float) or [0.6, 0.75]
     options = {
         **settings.as_dict(),
         "dataset": str(dataset),
         "judge": judge,
         "judge_context": judge_context,
-        "taus": [float(t) for t in tau_list],
+        "taus": tau_list,
     }
     samples = build_dataset(
         str(dataset),
         language=language,
         query=query,
         settings=options,
-        scenarios=_as_list(scenarios, "scenarios"),
-        tiers=[int(t) for t in tier_list] if tier_list else None,
+        scenarios=as_list(scenarios, "scenarios"),
+        tiers=tier_list,
     )
     return Task(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
         scorer=physassist_scorer(
-            judge=judge, context=judge_context, taus=tuple(float(t) for t in tau_list)
+            judge=judge, context=judge_context, taus=tuple(tau_list)
         ),
         config=GenerateConfig(temperature=float(temperature)),
         metadata={"physassist": options},
