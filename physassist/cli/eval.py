@@ -187,6 +187,12 @@ class ModelSpec:
     api_key_env: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
+        """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
+        ``patient``: ``model``), with its ``base_url``, ``api_key_env`` and ``args``."""
+        return cls(node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {})
+
     def build(self):  # -> inspect_ai.model.Model
         from inspect_ai.model import get_model
 
@@ -198,19 +204,18 @@ class ModelSpec:
 
 def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
     """The assistant model and the model roles (``grader`` for judge=llm, ``patient`` for live)."""
-    model = _get(config, "model")
-    assistant = ModelSpec(model["name"], model.get("base_url"), model.get("api_key_env"), model.get("args") or {})
+    assistant = ModelSpec.of(_get(config, "model"))
     roles: dict[str, ModelSpec] = {}
     judge = _get(config, "judge")
     if judge["mode"] == "llm":
         if not judge.get("model"):
             raise ConfigError("judge.model is required for judge=llm (e.g. openai/gpt-5.4-mini)")
-        roles["grader"] = ModelSpec(judge["model"], judge.get("base_url"), judge.get("api_key_env"))
+        roles["grader"] = ModelSpec.of(judge, "model")
     patient = _get(config, "patient")
     if patient["mode"] == "live":
         if not patient.get("model"):
             raise ConfigError("patient.model is required for patient=live")
-        roles["patient"] = ModelSpec(patient["model"], patient.get("base_url"), patient.get("api_key_env"))
+        roles["patient"] = ModelSpec.of(patient, "model")
     return assistant, roles
 
 

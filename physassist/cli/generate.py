@@ -39,15 +39,13 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
     gen = config.get("generator") or {}
     if not gen.get("name"):
         raise ConfigError("generator.name is required (an Inspect model string)")
-    generator = ModelSpec(gen["name"], gen.get("base_url"), gen.get("api_key_env"), gen.get("args") or {})
+    generator = ModelSpec.of(gen)
     roles: dict[str, ModelSpec] = {}
     for role, spec in (config.get("roles") or {}).items():
         if role not in ROLES:
             raise ConfigError(f"roles.{role}: unknown role; valid: {', '.join(ROLES)}")
         if spec:
-            spec = {"name": spec} if isinstance(spec, str) else spec
-            roles[role] = ModelSpec(spec["name"], spec.get("base_url"), spec.get("api_key_env"),
-                                    spec.get("args") or {})
+            roles[role] = ModelSpec.of({"name": spec} if isinstance(spec, str) else spec)
     return generator, roles
 
 
