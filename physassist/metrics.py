@@ -1,6 +1,10 @@
 """PhysAssistBench metrics over a per-turn table (pure pandas/numpy, no Inspect).
 
-Definitions (one documented set; DESIGN.md §1):
+Definitions (one documented set; DESIGN.md §1). Every rate is on one scale, 0-100
+(``RATE_SCALE``, like the paper's tables): mRS, Pass@Turn, Pass@Session, pass^k, their intervals
+and breakdowns, tool_recall and tool_exact. The console, MLflow and the report show these
+numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 %. Turn scores
+(items passed / items) stay in [0, 1]: they are scores, not rates.
 
 * A *trial* is one (session, epoch). A turn is *scored* when its status is `scored`;
   unscored turns (`undecided`, `failed`) are counted, never dropped silently, never 0.
@@ -32,7 +36,7 @@ Definitions (one documented set; DESIGN.md §1):
   chance that k trials drawn from a session's n all pass, C(c, k) / C(n, k) averaged over
   sessions; k = n means every trial passed), sessions with an ineligible trial excluded
   (`pass_hat_excluded`); `session_score_var` (mean over sessions of the population variance
-  of the trial mean score, 0-1 scale) and `session_score_sd` (its square root, x100).
+  of the trial mean score, in points^2) and `session_score_sd` (its square root, in points).
 
 Names are flat and MLflow-safe: letters, digits, `_ - .`, tau written with two decimals.
 """
@@ -47,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "RATE_SCALE",
     "SESSION_DIMENSIONS",
     "TURN_DIMENSIONS",
     "metric_key",
@@ -55,6 +60,7 @@ __all__ = [
     "tau_key",
 ]
 
+RATE_SCALE = 100.0  # every rate is reported in points (0-100), never as a 0-1 share
 REQUIRED_COLUMNS = ("session_id", "turn", "score", "status")
 SESSION_DIMENSIONS = ("scenario", "tier", "language", "query")
 TURN_DIMENSIONS = (
@@ -146,18 +152,18 @@ def _session_aggregates(df: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame
 
 
 def _pass_at(agg: pd.DataFrame, tau: float) -> tuple[float, float]:
-    """(Pass@Turn, Pass@Session) at `tau` from the session aggregates."""
+    """(Pass@Turn, Pass@Session) at `tau` from the session aggregates, in points."""
     n_scored, eligible = agg["n_scored"].sum(), agg["eligible"].sum()
     return (
-        float(agg[f"turn_pass_{tau}"].sum() / n_scored) if n_scored else math.nan,
-        float(agg[f"session_pass_{tau}"].sum() / eligible) if eligible else math.nan,
+        float(agg[f"turn_pass_{tau}"].sum() / n_scored * RATE_SCALE) if n_scored else math.nan,
+        float(agg[f"session_pass_{tau}"].sum() / eligible * RATE_SCALE) if eligible else math.nan,
     )
 
 
 def _headline(agg: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
     out: dict[str, float] = {}
     means = agg["mean"].dropna()
-    out["mrs"] = float(means.mean() * 100) if len(means) else math.nan
+    out["mrs"] = float(means.mean() * RATE_SCALE) if len(means) else math.nan
     for tau in taus:
         t = tau_key(tau)
         out[f"pass_turn_{t}"], out[f"pass_session_{t}"] = _pass_at(agg, tau)
@@ -181,15 +187,15 @@ def _bootstrap(
     mean = agg["mean"].to_numpy()
     has = ~np.isnan(mean)
     with np.errstate(invalid="ignore", divide="ignore"):
-        stats = {"mrs": np.where(has, mean, 0.0)[idx].sum(1) / has[idx].sum(1) * 100}
+        stats = {"mrs": np.where(has, mean, 0.0)[idx].sum(1) / has[idx].sum(1) * RATE_SCALE}
         n_scored = agg["n_scored"].to_numpy()[idx].sum(1)
         eligible = agg["eligible"].to_numpy()[idx].sum(1)
         for tau in taus:
             t = tau_key(tau)
-            stats[f"pass_turn_{t}"] = agg[f"turn_pass_{tau}"].to_numpy()[idx].sum(1) / n_scored
-            stats[f"pass_session_{t}"] = (
-                agg[f"session_pass_{tau}"].to_numpy()[idx].sum(1) / eligible
-            )
+            turn_pass = agg[f"turn_pass_{tau}"].to_numpy()[idx].sum(1)
+            session_pass = agg[f"session_pass_{tau}"].to_numpy()[idx].sum(1)
+            stats[f"pass_turn_{t}"] = turn_pass / n_scored * RATE_SCALE
+            stats[f"pass_session_{t}"] = session_pass / eligible * RATE_SCALE
     out: dict[str, float] = {}
     for key in keys:
         values = stats[key]
@@ -241,9 +247,13 @@ def _tool_metrics(df: pd.DataFrame) -> dict[str, float]:
     missed = [len(g - c) for c, g in zip(called, gold, strict=True)]
     with_gold = [(c, g) for c, g in zip(called, gold, strict=True) if g]
     out["tool_recall"] = (
-        float(np.mean([len(c & g) / len(g) for c, g in with_gold])) if with_gold else math.nan
+        float(np.mean([len(c & g) / len(g) for c, g in with_gold]) * RATE_SCALE)
+        if with_gold
+        else math.nan
     )
-    out["tool_exact"] = float(np.mean([c == g for c, g in with_gold])) if with_gold else math.nan
+    out["tool_exact"] = (
+        float(np.mean([c == g for c, g in with_gold]) * RATE_SCALE) if with_gold else math.nan
+    )
     out["tool_extra_per_turn"] = float(np.mean(extra)) if extra else math.nan
     out["tool_missed_per_turn"] = float(np.mean(missed)) if missed else math.nan
     return out
@@ -296,16 +306,15 @@ def _epochs(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
                 for c, n in zip(per_session["sum"], per_session["size"], strict=True)
                 if n >= k
             ]
-            out[f"pass_hat_{k}_{tau_key(tau)}"] = float(np.mean(values)) if values else math.nan
+            out[f"pass_hat_{k}_{tau_key(tau)}"] = (
+                float(np.mean(values) * RATE_SCALE) if values else math.nan
+            )
     variances = sessions["mean"].agg(
         lambda s: float(np.var(s.dropna())) if s.notna().sum() >= 2 else np.nan
     )
-    out["session_score_var"] = float(variances.mean()) if variances.notna().any() else math.nan
-    out["session_score_sd"] = (
-        float(math.sqrt(out["session_score_var"]) * 100)
-        if not math.isnan(out["session_score_var"])
-        else math.nan
-    )
+    var = float(variances.mean()) * RATE_SCALE**2 if variances.notna().any() else math.nan
+    out["session_score_var"] = var
+    out["session_score_sd"] = math.sqrt(var) if not math.isnan(var) else math.nan
     return out
 
 
@@ -317,7 +326,7 @@ def _checked_taus(taus: Sequence[float], caller: str) -> tuple[float, ...]:
 
 
 def pass_rates(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """Pass@Turn and Pass@Session at each tau (columns tau, pass_turn, pass_session).
+    """Pass@Turn and Pass@Session in points at each tau (columns tau, pass_turn, pass_session).
 
     The headline definitions of `summarize` without its other metrics, for a curve over many
     taus; keyed by the tau itself, not its two-decimal name.

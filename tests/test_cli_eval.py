@@ -22,6 +22,16 @@ def _no_runs(tmp_path: Path) -> None:
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("*.eval"))
 
 
+def _console_table(stdout: str) -> dict[str, tuple[str, str, str]]:
+    """``{metric: (value, ci low, ci high)}`` for the rate rows of the printed result table."""
+    rows = {}
+    for line in stdout.splitlines():
+        cells = line.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        if cells and cells[0].startswith(("mrs", "pass_")):
+            rows[cells[0]] = (cells[1], *(cells[2:4] if len(cells) >= 4 else ("", "")))
+    return rows
+
+
 def test_unknown_option_lists_valid_ones(tmp_path: Path) -> None:
     proc = cli(["physassist-eval", "menu=foo", *_common(tmp_path)], cwd=tmp_path, timeout=60)
     assert proc.returncode != 0
@@ -94,5 +104,12 @@ def test_new_ablation_is_only_a_yaml_file(tmp_path: Path) -> None:
     assert run["params.terminal.budget"] == "4" and run["params.terminal.nudge"] == "false"
     assert run["tags.choice.terminal"] == "tight"
     assert run["metrics.n_sessions"] == 1.0 and 0.0 <= run["metrics.mrs"] <= 100.0
+    # one scale: every number of the console table is the MLflow metric as logged (points)
+    printed = _console_table(proc.stdout)
+    assert {"mrs", "pass_turn_0.60", "pass_session_0.75"} <= set(printed)
+    for name, (value, low, high) in printed.items():
+        assert value == f"{run[f'metrics.{name}']:.1f}", name
+        if low:
+            assert (low, high) == (f"{run[f'metrics.{name}_ci_low']:.1f}", f"{run[f'metrics.{name}_ci_high']:.1f}"), name
     log = Path(run["tags.physassist.inspect_log"])
     assert log.is_file() and log.suffix == ".eval" and str(log) in proc.stdout

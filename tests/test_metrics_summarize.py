@@ -78,21 +78,21 @@ def test_mrs_is_mean_of_session_means_not_turn_mean(table):
 
 def test_pass_turn_pools_scored_turns(table):
     out = summarize(table, n_boot=0)
-    assert out["pass_turn_0.60"] == pytest.approx(9 / 11)
-    assert out["pass_turn_0.75"] == pytest.approx(8 / 11)
+    assert out["pass_turn_0.60"] == pytest.approx(100 * 9 / 11)  # points, like mRS
+    assert out["pass_turn_0.75"] == pytest.approx(100 * 8 / 11)
 
 
 def test_pass_session_needs_all_four_turns_and_excludes_unscored(table):
     out = summarize(table, n_boot=0)
     # A fails (0.5 at T1); B passes at 0.60 but not 0.75 (0.6 at T3); C has an unscored turn: excluded
-    assert out["pass_session_0.60"] == pytest.approx(1 / 2)
+    assert out["pass_session_0.60"] == pytest.approx(50.0)
     assert out["pass_session_0.75"] == 0.0
     assert out["pass_session_excluded"] == 1
 
 
 def test_score_exactly_at_tau_passes():
     out = summarize(pd.DataFrame(_rows("A", [0.6, 0.75, 0.75, 1.0])), n_boot=0)
-    assert out["pass_session_0.60"] == 1.0 and out["pass_session_0.75"] == 0.0
+    assert out["pass_session_0.60"] == 100.0 and out["pass_session_0.75"] == 0.0
 
 
 def test_unscored_turns_are_counted_by_status(table):
@@ -132,11 +132,11 @@ def test_breakdowns_and_names(table):
     assert out["mrs.task_type.IL"] == pytest.approx(100 * (1.0 + 1.0 + 0.0) / 3)
     assert out["mrs.tier.2"] == pytest.approx(100 * (0.85 + 2 / 3) / 2)
     assert out["mrs.language.zh"] == pytest.approx(100 * 2 / 3)
-    assert out["pass_session_0.60.scenario.diagnostic_workup"] == 1.0
+    assert out["pass_session_0.60.scenario.diagnostic_workup"] == 100.0
     assert out["mrs.channel.patient_interview"] == pytest.approx(50.0)
     assert out["n_turns.implicitness.AE"] == 2 and out["unscored_turns.implicitness.AE"] == 1
     assert out["mrs.task_type_x_implicitness.DG_PE"] == pytest.approx(100 * (0.5 + 1.0 + 1.0) / 3)
-    assert out["pass_turn_0.75.turn.T3"] == pytest.approx(2 / 3)
+    assert out["pass_turn_0.75.turn.T3"] == pytest.approx(100 * 2 / 3)
     assert "pass_session_0.60.task_type.IL" not in out  # session pass is not defined per turn group
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
     assert all(set(k) <= allowed for k in out), [k for k in out if not set(k) <= allowed]
@@ -166,9 +166,9 @@ def test_end_reasons_and_tool_metrics():
     out = summarize(df, n_boot=0)
     assert [out[f"end.{r}"] for r in ("answered", "nudged", "budget", "error")] == [1, 1, 1, 1]
     assert out["tool_recall"] == pytest.approx(
-        (1 + 0.5 + 0) / 3
+        100 * (1 + 0.5 + 0) / 3
     )  # the turn without gold tools is left out
-    assert out["tool_exact"] == pytest.approx(1 / 3)
+    assert out["tool_exact"] == pytest.approx(100 / 3)
     assert out["tool_extra_per_turn"] == pytest.approx((0 + 1 + 0 + 1) / 4)
     assert out["tool_missed_per_turn"] == pytest.approx((0 + 1 + 1 + 0) / 4)
     assert out["tool_calls_per_turn"] == 1
@@ -182,13 +182,13 @@ def test_pass_hat_k_and_session_variance():
     out = summarize(pd.DataFrame(rows), n_boot=0)
     # at 0.60, X passes 2 of 3 trials, Y 3 of 3
     assert out["epochs"] == 3
-    assert out["pass_hat_1_0.60"] == pytest.approx((2 / 3 + 1) / 2)
-    assert out["pass_hat_2_0.60"] == pytest.approx((1 / 3 + 1) / 2)
-    assert out["pass_hat_3_0.60"] == pytest.approx((0 + 1) / 2)
+    assert out["pass_hat_1_0.60"] == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert out["pass_hat_2_0.60"] == pytest.approx(100 * (1 / 3 + 1) / 2)
+    assert out["pass_hat_3_0.60"] == pytest.approx(100 * (0 + 1) / 2)
     # at 0.75, X passes 2 of 3 as well (0.75 >= 0.75)
-    assert out["pass_hat_3_0.75"] == pytest.approx(0.5)
-    x_means = [1.0, 0.875, 0.9375]
-    assert out["session_score_var"] == pytest.approx(np.var(x_means) / 2)
+    assert out["pass_hat_3_0.75"] == pytest.approx(50.0)
+    x_means = [1.0, 0.875, 0.9375]  # in points: 100, 87.5, 93.75
+    assert out["session_score_var"] == pytest.approx(np.var(np.multiply(x_means, 100)) / 2)
     assert out["session_score_sd"] == pytest.approx(math.sqrt(np.var(x_means) / 2) * 100)
     assert out["n_trials"] == 6
 

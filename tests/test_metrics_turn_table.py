@@ -143,10 +143,10 @@ def test_llm_judge_through_grader_role_with_epochs(tmp_path):
     assert (weak_wu["score"] == 0.0).all()
     summary = summarize(df)
     assert summary["pass_hat_2_0.60"] == pytest.approx(
-        2 / 3
+        100 * 2 / 3
     )  # good and undecided pass, weak fails T0
     metrics = log.results.scores[0].metrics
-    assert metrics["pass_hat_2_0.60"].value == pytest.approx(2 / 3)
+    assert metrics["pass_hat_2_0.60"].value == pytest.approx(100 * 2 / 3)
     assert metrics["mrs"].value == pytest.approx(summary["mrs"])
 
 

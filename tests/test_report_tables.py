@@ -59,8 +59,8 @@ def test_table2_copies_metrics(logged) -> None:
         m = metrics[name]
         assert row["mRS"] == pytest.approx(m["mrs"])
         assert row["L2"] == pytest.approx(m["mrs.tier.2"])
-        assert row["@T.60"] == pytest.approx(m["pass_turn_0.60"] * 100)
-        assert row["@S.75"] == pytest.approx(m["pass_session_0.75"] * 100)
+        assert row["@T.60"] == pytest.approx(m["pass_turn_0.60"])  # one scale: copied, never rescaled
+        assert row["@S.75"] == pytest.approx(m["pass_session_0.75"])
 
 
 def test_table3_pairs_runs_differing_only_in_query(logged) -> None:
@@ -91,8 +91,8 @@ def test_report_cli_writes_tables_figures_and_logs_a_report_run(logged, tmp_path
     assert i1.loc["oracle zh implicit", "med_safety"] == pytest.approx(metrics["oracle zh implicit"]["mrs.scenario.med_safety"])
     i2 = pd.read_csv(out / "table_i2.csv").set_index("run")
     m = metrics["baseline en explicit"]
-    assert i2.loc["baseline en explicit", "L3 @T.75"] == pytest.approx(m["pass_turn_0.75.tier.3"] * 100)
-    assert i2.loc["baseline en explicit", "L1 @S.60"] == pytest.approx(m["pass_session_0.60.tier.1"] * 100)
+    assert i2.loc["baseline en explicit", "L3 @T.75"] == pytest.approx(m["pass_turn_0.75.tier.3"])
+    assert i2.loc["baseline en explicit", "L1 @S.60"] == pytest.approx(m["pass_session_0.60.tier.1"])
     md = (out / "table2_en.md").read_text()
     assert f"{metrics['oracle en implicit']['mrs']:.1f}" in md
     printed = capsys.readouterr().out

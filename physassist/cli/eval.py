@@ -523,17 +523,16 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
     """The headline metrics (with 95% intervals) and the per-tier mRS, as a text table."""
     from physassist.metrics import tau_key
 
-    def pct(value: float | None, scale: float) -> str:
-        return "-" if value is None or value != value else f"{value * scale:.1f}"
+    def pct(value: float | None) -> str:  # rates are already points (metrics.RATE_SCALE)
+        return "-" if value is None or value != value else f"{value:.1f}"
 
     rows = [("metric", "value", "95% CI")]
     names = ["mrs"] + [f"{m}_{tau_key(t)}" for t in taus for m in ("pass_turn", "pass_session")]
     for name in names:
-        scale = 1.0 if name == "mrs" else 100.0
-        ci = f"[{pct(metrics.get(name + '_ci_low'), scale)}, {pct(metrics.get(name + '_ci_high'), scale)}]"
-        rows.append((name, pct(metrics.get(name), scale), ci))
+        ci = f"[{pct(metrics.get(name + '_ci_low'))}, {pct(metrics.get(name + '_ci_high'))}]"
+        rows.append((name, pct(metrics.get(name)), ci))
     for key in sorted(k for k in metrics if k.startswith("mrs.tier.")):
-        rows.append((key, pct(metrics[key], 1.0), ""))
+        rows.append((key, pct(metrics[key]), ""))
     for key in ("n_sessions", "n_turns", "unscored_turns"):
         if key in metrics:
             rows.append((key, f"{metrics[key]:.0f}", ""))

@@ -80,8 +80,8 @@ def table2(runs: pd.DataFrame, language: str) -> Table:
     out["mRS"] = _metric(sel, "mrs").values
     for tau in taus_of(sel):
         short = tau[1:]  # ".60"
-        out[f"@T{short}"] = (_metric(sel, f"pass_turn_{tau}") * 100).values
-        out[f"@S{short}"] = (_metric(sel, f"pass_session_{tau}") * 100).values
+        out[f"@T{short}"] = _metric(sel, f"pass_turn_{tau}").values
+        out[f"@S{short}"] = _metric(sel, f"pass_session_{tau}").values
     return Table(f"table2_{language}", f"Table 2 ({language.upper()}): mRS by tier, Pass@Turn (@T) and Pass@Session (@S)", out)
 
 
@@ -149,8 +149,8 @@ def table_i2(runs: pd.DataFrame) -> Table:
     for tier in TIERS:
         out[f"L{tier} mRS"] = _metric(runs, f"mrs.tier.{tier}").values
         for tau in taus:
-            out[f"L{tier} @T{tau[1:]}"] = (_metric(runs, f"pass_turn_{tau}.tier.{tier}") * 100).values
-            out[f"L{tier} @S{tau[1:]}"] = (_metric(runs, f"pass_session_{tau}.tier.{tier}") * 100).values
+            out[f"L{tier} @T{tau[1:]}"] = _metric(runs, f"pass_turn_{tau}.tier.{tier}").values
+            out[f"L{tier} @S{tau[1:]}"] = _metric(runs, f"pass_session_{tau}.tier.{tier}").values
     return Table("table_i2", "Table I2: results per tier", out)
 
 

@@ -112,7 +112,7 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
 def pass_curves(
     turns: pd.DataFrame, path: Path, marked: Sequence[float] = (0.6, 0.75), title: str = ""
 ) -> Path:
-    """Pass@Turn and Pass@Session (x100) against tau in [0, 1], the paper's taus marked.
+    """Pass@Turn and Pass@Session (points) against tau in [0, 1], the paper's taus marked.
 
     The rates come from ``physassist.metrics.pass_rates``, so the curve agrees with the
     logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` metrics.
@@ -120,8 +120,8 @@ def pass_curves(
     rates = pass_rates(turns, np.round(np.linspace(0.0, 1.0, 41), 4))
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
-    ax.plot(rates["tau"], rates["pass_turn"] * 100, label="Pass@Turn", marker=".")
-    ax.plot(rates["tau"], rates["pass_session"] * 100, label="Pass@Session", marker=".")
+    ax.plot(rates["tau"], rates["pass_turn"], label="Pass@Turn", marker=".")
+    ax.plot(rates["tau"], rates["pass_session"], label="Pass@Session", marker=".")
     for tau in marked:
         ax.axvline(tau, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("threshold tau")
