@@ -32,7 +32,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.data.models import LANGUAGES, SCENARIOS, TIERS
-from physassist.ehr.sources import sample_cohort_dir
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
@@ -125,11 +124,6 @@ def dataset_path(config: Mapping[str, Any]) -> Path | None:
         local = Path(source[len("hf:") :])
         return local if local.exists() else None
     return Path(source).expanduser()
-
-
-def ehr_path(config: Mapping[str, Any]) -> Path:
-    source = str(_get(config, "ehr.source"))
-    return sample_cohort_dir() if source == "sample" else Path(source).expanduser()
 
 
 def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -399,6 +393,7 @@ def open_tracker_for(
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     from physassist.tracking import runs
+    from physassist.tracking.inputs import run_inputs
     from physassist.tracking.mlflow_store import TrackingError
     from physassist.tracking.tags import provenance_tags
 
@@ -465,8 +460,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         return outcome
 
     name = run_name(config, identity_overrides(job.overrides) if sweep else None)
-    tags = provenance_tags(dataset_path=dataset_path(config), ehr_path=ehr_path(config), inspect_log=log_path)
-    tags.update({f"choice.{k}": v for k, v in job.choices.items()})
+    tags = {f"choice.{k}": v for k, v in job.choices.items()}
     tags["physassist.inspect_status"] = str(log.status)
     if log.error:
         tags["physassist.error"] = str(log.error.message)[:5000]
@@ -475,6 +469,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
     staging = runs.staging_dir()
     try:
+        inputs = run_inputs(log, args["dataset"], dataset_path(config), args["ehr_source"])
+        tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=log_path))
         files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
         outcome.run_id = tracker.log_run(
             run_name=name,
@@ -483,6 +479,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             metrics=metrics,
             files=files,
             table=turns if tracking.get("log_table") else None,
+            inputs=inputs,
             status=status,
             run_id=previous.info.run_id if previous is not None else None,
             parent_run_id=sweep.parent_run_id if sweep else None,

@@ -123,8 +123,8 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
         for scenario, rows in by_scenario.items():
             with (staging / f"{scenario}.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
                 fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        if by_scenario:
-            load_sessions(staging)  # strict: raises SessionFormatError naming session/turn/field
+        if by_scenario:  # strict: raises SessionFormatError naming session/turn/field
+            manifest["fingerprint"] = load_sessions(staging).fingerprint
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n",
                                                encoding="utf-8")
     except BaseException:
@@ -217,7 +217,8 @@ def _track(config: dict[str, Any], manifest: dict[str, Any], out: Path) -> str |
 
     try:
         tracker = open_tracker_for(tracking, experiment="physassist-generate")
-        tags = provenance_tags(dataset_path=out, ehr_path=None, inspect_log=manifest["inspect_log"])
+        known = (manifest["fingerprint"], str(out)) if manifest.get("fingerprint") else None
+        tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
         tags[runs.KIND_TAG] = "generate"
         files = [(Path(f), "sessions") for f in manifest["files"]]
         if tracking.get("log_eval") and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():

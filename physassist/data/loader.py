@@ -8,12 +8,11 @@ through the same parse -> model -> flatten -> pandera path, so they all give the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from physassist.data.models import (
 )
 from physassist.data.schema import validate_turns
 from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
+from physassist.fingerprint import fingerprint as digest
 
 SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
 _PER_TURN_KEYS = frozenset({
@@ -87,16 +87,20 @@ class SessionSet:
         return text
 
 
-def fingerprint(sessions: Iterable[Session]) -> str:
-    canonical = sorted(
-        json.dumps(s.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def fingerprint(sessions: Iterable[Session | Mapping[str, Any]]) -> str:
+    """The dataset fingerprint (``physassist.fingerprint``) of sessions or their released dicts:
+    their canonical JSON, sorted, so key and line order do not matter; the same for every
+    language of the set."""
+    lines = sorted(
+        json.dumps(
+            s.to_dict() if isinstance(s, Session) else s,
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
         for s in sessions
     )
-    digest = hashlib.sha256()
-    for line in canonical:
-        digest.update(line.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+    return digest(line + "\n" for line in lines)
 
 
 # ---- reading ------------------------------------------------------------------------------

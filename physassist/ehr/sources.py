@@ -13,7 +13,6 @@ Three layouts are recognised (auto-detected, in this order):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from physassist.ehr.tables import DICTIONARY_TABLES, TABLES
+from physassist.fingerprint import fingerprint
 
 #: Bump when the store's tables, types, sort order or indexes change: old stores rebuild.
 STORE_SCHEMA_VERSION = 2
@@ -63,8 +63,7 @@ class EHRSource:
         items = sorted(
             (table, f.rel, f.size, f.mtime_ns) for table, fs in self.files.items() for f in fs
         )
-        blob = json.dumps([STORE_SCHEMA_VERSION, self.layout, items], separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+        return fingerprint([json.dumps([STORE_SCHEMA_VERSION, self.layout, items], separators=(",", ":"))])
 
 
 def sample_cohort_dir() -> Path:

@@ -111,6 +111,19 @@ def build_store(
     return final
 
 
+def find_store(
+    source_or_db: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None
+) -> Path | None:
+    """The built store of a ``.duckdb`` file or a source, if it exists; never builds one
+    (a run's tracking asks after the eval, which may never have opened the store)."""
+    path = Path(source_or_db).expanduser() if str(source_or_db) != "sample" else None
+    if path is not None and path.is_file() and path.suffix == ".duckdb":
+        return path
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    built = cache / f"{detect_source(source_or_db).fingerprint()}.duckdb"
+    return built if built.exists() else None
+
+
 def open_store(
     source_or_db: str | os.PathLike[str],
     *,

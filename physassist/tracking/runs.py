@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from physassist.tracking.inputs import RunInput
 from physassist.tracking.mlflow_store import (
     TrackingError,
     get_or_create_experiment,
@@ -248,13 +249,15 @@ class Tracker:
         metrics: Mapping[str, Any],
         files: Sequence[tuple[Path, str]] = (),
         table: pd.DataFrame | None = None,
+        inputs: Sequence[RunInput] = (),
         status: str = "FINISHED",
         run_id: str | None = None,
         parent_run_id: str | None = None,
     ) -> str:
         """Create (or resume ``run_id``) and log everything about one experiment run.
 
-        ``files`` are (local path, artifact directory) pairs. Returns the run id. The run is
+        ``files`` are (local path, artifact directory) pairs; ``inputs`` the datasets the run
+        read (the run list's Dataset column). Returns the run id. The run is
         created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
         """
         from mlflow.entities import RunTag
@@ -278,6 +281,9 @@ class Tracker:
             metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
             for chunk in _chunks(metric_list, 1000):
                 self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+            if inputs:
+                datasets = [i.dataset_input() for i in inputs]
+                self._write(lambda: self.client.log_inputs(run_id, datasets=datasets))
             for path, artifact_dir in files:
                 self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
             if table is not None and len(table):

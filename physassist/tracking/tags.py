@@ -7,7 +7,6 @@ versions and which Inspect log produced a run.
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -25,8 +24,6 @@ PACKAGES: tuple[str, ...] = (
     "pandera",
     "datasets",
 )
-
-_SESSION_SUFFIXES = (".jsonl", ".json", ".parquet", ".gz")
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -64,56 +61,19 @@ def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str]:
     return tags
 
 
-def fingerprint_path(path: Path, *, content: bool = True) -> str:
-    """A short sha256 over a file or a directory tree (relative names + bytes, sorted).
-
-    ``content=False`` hashes names and sizes only: cheap enough for a full MIMIC-IV download.
-    """
-    h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        rel = file.name if file == path else file.relative_to(path).as_posix()
-        h.update(rel.encode())
-        if content:
-            with open(file, "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    h.update(chunk)
-        else:
-            h.update(str(file.stat().st_size).encode())
-    return h.hexdigest()[:16]
-
-
-def session_files(path: Path) -> list[Path]:
-    """The session files of a dataset directory (or the file itself)."""
-    if path.is_file():
-        return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(_SESSION_SUFFIXES))
-
-
-def dataset_fingerprint(path: Path) -> str:
-    """Content hash of the session files a run read."""
-    h = hashlib.sha256()
-    for file in session_files(path):
-        h.update(file.name.encode())
-        h.update(fingerprint_path(file).encode())
-    return h.hexdigest()[:16]
-
-
 def provenance_tags(
     *,
-    dataset_path: Path | None,
-    ehr_path: Path | None,
-    inspect_log: str | None,
+    dataset: tuple[str, str] | None = None,
+    ehr: tuple[str, str] | None = None,
+    inspect_log: str | None = None,
     repo: Path | None = None,
 ) -> dict[str, str]:
-    """All provenance tags of one run."""
+    """All provenance tags of one run; ``dataset`` and ``ehr`` are (fingerprint, path), the
+    fingerprints ``physassist-data validate`` and ``physassist-ehr build`` print."""
     tags = {**git_tags(repo), **package_versions()}
-    if dataset_path is not None and dataset_path.exists():
-        tags["physassist.dataset_fingerprint"] = dataset_fingerprint(dataset_path)
-        tags["physassist.dataset_path"] = str(dataset_path)
-    if ehr_path is not None and ehr_path.exists():
-        tags["physassist.ehr_fingerprint"] = fingerprint_path(ehr_path, content=False)
-        tags["physassist.ehr_path"] = str(ehr_path)
+    for kind, known in (("dataset", dataset), ("ehr", ehr)):
+        if known is not None:
+            tags[f"physassist.{kind}_fingerprint"], tags[f"physassist.{kind}_path"] = known
     if inspect_log:
         tags["physassist.inspect_log"] = inspect_log
     return tags
