@@ -24,7 +24,10 @@ __all__ = [
     "SCORER_NAME",
     "TASK_ABBREVIATIONS",
     "TURNS_KEY",
+    "ITEM_COLUMNS",
     "TURN_COLUMNS",
+    "item_table",
+    "read_log",
     "turn_rows",
     "turn_table",
 ]
@@ -59,6 +62,7 @@ TURN_COLUMNS = [
     "n_items",
     "n_passed",
     "n_undecided",
+    "error_kind",
     "end",
     "n_calls",
     "tools",
@@ -144,6 +148,7 @@ def turn_rows(
                 "n_items": len(items),
                 "n_passed": sum(1 for i in items if i.get("passed") is True),
                 "n_undecided": sum(1 for i in items if i.get("passed") is None),
+                "error_kind": st.get("error_kind"),
                 "end": rec.get("end", st.get("end")),
                 "n_calls": len(calls) if rec else st.get("n_calls"),
                 "tools": list(tools),
@@ -164,13 +169,7 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
     Samples that have no score from `scorer` (e.g. a sample that errored) yield no rows;
     their count is in the log itself (`EvalLog.samples[*].error`).
     """
-    from inspect_ai.log import EvalLog, read_eval_log
-
-    log = eval_log if isinstance(eval_log, EvalLog) else read_eval_log(str(eval_log))
-    if log.samples is None:
-        raise ValueError(
-            f"turn_table: log {log.location or '<in memory>'} has no samples (read it without header_only)"
-        )
+    log = read_log(eval_log)
     rows: list[dict[str, Any]] = []
     for sample in log.samples:
         score = (sample.scores or {}).get(scorer)
@@ -187,3 +186,50 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
             )
         )
     return pd.DataFrame(rows, columns=TURN_COLUMNS)
+
+
+ITEM_COLUMNS = ["session_id", "epoch", "turn", "item", "passed", "task_type", "subtype", "judge", "status"]
+
+
+def read_log(eval_log: EvalLog | str | Path) -> EvalLog:
+    """An `EvalLog` with its samples (read from a path when given one)."""
+    from inspect_ai.log import EvalLog, read_eval_log
+
+    log = eval_log if isinstance(eval_log, EvalLog) else read_eval_log(str(eval_log))
+    if log.samples is None:
+        raise ValueError(
+            f"log {log.location or '<in memory>'} has no samples (read it without header_only)"
+        )
+    return log
+
+
+def item_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.DataFrame:
+    """One row per (session, epoch, turn, rubric item) with the judge's verdict (``passed``
+    True/False, None when undecided): what judge agreement is computed on."""
+    log = read_log(eval_log)
+    turns = turn_table(log, scorer)
+    where = {
+        (r.session_id, r.epoch, r.turn): (r.task_type, r.subtype)
+        for r in turns.itertuples(index=False)
+    }
+    rows: list[dict[str, Any]] = []
+    for sample in log.samples or []:
+        score = (sample.scores or {}).get(scorer)
+        for st in ((score.metadata or {}).get("turns") or []) if score is not None else []:
+            key = (str(sample.id), int(sample.epoch), int(st["turn"]))
+            task_type, subtype = where[key]
+            for index, item in enumerate(st.get("items") or []):
+                rows.append(
+                    {
+                        "session_id": key[0],
+                        "epoch": key[1],
+                        "turn": key[2],
+                        "item": index,
+                        "passed": item.get("passed"),
+                        "task_type": task_type,
+                        "subtype": subtype,
+                        "judge": st.get("judge"),
+                        "status": st.get("status"),
+                    }
+                )
+    return pd.DataFrame(rows, columns=ITEM_COLUMNS)

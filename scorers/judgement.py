@@ -11,6 +11,8 @@ from typing import Any, Literal
 from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
 
 Status = Literal["scored", "undecided", "failed"]
+#: Why a judge failed: its replies never parsed as a verdict, or the grader call itself failed.
+ErrorKind = Literal["unparseable", "provider"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class TurnJudgement:
     judge: str
     status: Status
     error: str | None = None
+    error_kind: ErrorKind | None = None
 
     @property
     def score(self) -> float | None:
@@ -78,10 +81,13 @@ class TurnJudgement:
         return cls(items=items, judge=judge, status=status)
 
     @classmethod
-    def failed(cls, n_items: int, judge: str, error: str) -> TurnJudgement:
+    def failed(
+        cls, n_items: int, judge: str, error: str, kind: ErrorKind | None = None
+    ) -> TurnJudgement:
         return cls(
             items=[ItemResult(None, f"judge failed: {error}")] * n_items,
             judge=judge,
             status="failed",
             error=error,
+            error_kind=kind,
         )

@@ -34,7 +34,7 @@ from inspect_ai.model import (
 from inspect_ai.util import JSONSchema
 
 from physassist.ehr.tools import render as render_result
-from scorers.judgement import ItemResult, TurnInput, TurnJudgement
+from scorers.judgement import ErrorKind, ItemResult, TurnInput, TurnJudgement
 
 NAME = "llm"
 Context = Literal["gold_answer", "evidence"]
@@ -124,8 +124,9 @@ class Grader:
 
     async def ask(
         self, system: str, user: str, n_items: int
-    ) -> tuple[list[ItemResult] | None, int, str | None]:
-        """Ask until a valid verdict arrives: (items or None, attempts used, last error)."""
+    ) -> tuple[list[ItemResult] | None, int, str | None, ErrorKind | None]:
+        """Ask until a valid verdict arrives: (items or None, attempts used, last error, its
+        kind: the last reply did not parse, or the call itself failed)."""
         config = GenerateConfig(
             temperature=0.0,
             max_tokens=self.max_tokens,
@@ -136,27 +137,28 @@ class Grader:
             ChatMessageUser(content=user),
         ]
         error: str | None = None
+        kind: ErrorKind | None = None
         for attempt in range(1, self.max_attempts + 1):
             try:
                 output = await self.model.generate(messages, config=config)
             except Exception as exc:  # provider failure after Inspect's own retries: count, go on
-                error = f"grader call failed: {type(exc).__name__}: {exc}"
+                error, kind = f"grader call failed: {type(exc).__name__}: {exc}", "provider"
                 continue
             if output.error:
-                error = f"grader error: {output.error}"
+                error, kind = f"grader error: {output.error}", "provider"
                 continue
             text = output.completion
             try:
-                return parse_verdict(text, n_items), attempt, None
+                return parse_verdict(text, n_items), attempt, None, None
             except VerdictError as exc:
-                error = str(exc)
+                error, kind = str(exc), "unparseable"
             retry = prompt("retry").substitute(error=error, n_items=n_items)
             messages = [
                 *messages,
                 ChatMessageAssistant(content=text),
                 ChatMessageUser(content=retry),
             ]
-        return None, self.max_attempts, error
+        return None, self.max_attempts, error, kind
 
     async def grade(
         self,
@@ -169,9 +171,9 @@ class Grader:
 
         A turn whose grader never gives a valid verdict is failed (unscored) with the last error.
         """
-        items, _, error = await self.ask(system, user, len(ti.items))
+        items, _, error, kind = await self.ask(system, user, len(ti.items))
         if items is None:
-            return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict")
+            return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict", kind)
         decided = decided or {}
         return TurnJudgement.from_items(
             [decided.get(i, item) for i, item in enumerate(items)], NAME

@@ -13,17 +13,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from inspect_ai.model import Model, get_model
+from inspect_ai.model import Model, get_model, model_roles
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.results import TURNS_KEY
-from scorers import llm_judge, rules_judge, write_judge
+from scorers import llm_judge, panel_judge, rules_judge, write_judge
 from scorers.judgement import TurnInput, TurnJudgement
+from scorers.llm_judge import Grader
 from scorers.metrics import physassist_breakdowns, physassist_metrics
 from scorers.session_view import CONTROL_TOOLS, SessionView
 
-JUDGES = ("rules", "llm")
+JUDGES = ("rules", "llm", "panel")
 
 
 def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int) -> None:
@@ -93,6 +94,7 @@ def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
         "judge": judgement.judge,
         "status": judgement.status,
         "error": judgement.error,
+        "error_kind": judgement.error_kind,
         "end": ti.end,
         "n_calls": len(called),
         "tools": list(dict.fromkeys(called)),
@@ -111,12 +113,26 @@ def _explanation(turns: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _panel_models(grader: Sequence[str | Model] | str | Model | None) -> list[Model]:
+    """The panel's graders: the given ones, else every model bound to role ``grader``."""
+    if grader is None:
+        bound = model_roles().get("grader")
+        models = bound if isinstance(bound, list) else [bound] if bound is not None else []
+    else:
+        models = [get_model(g) for g in (grader if isinstance(grader, list | tuple) else [grader])]
+    if len(models) < 2:
+        raise ValueError(
+            f"judge=panel needs at least two graders (role 'grader' bound to a list), got {len(models)}"
+        )
+    return list(models)
+
+
 @scorer(metrics=[physassist_metrics(), physassist_breakdowns()])
 def physassist_scorer(
     judge: str = "rules",
     context: str = "gold_answer",
     taus: Sequence[float] = (0.6, 0.75),
-    grader: str | Model | None = None,
+    grader: str | Model | Sequence[str | Model] | None = None,
     max_attempts: int = 3,
     max_tokens: int = 2000,
     structured: bool = False,
@@ -124,11 +140,12 @@ def physassist_scorer(
     """Score a PhysAssistBench session turn by turn.
 
     Args:
-        judge: `rules` (deterministic, decides items with a machine-checkable form) or
-            `llm` (the grader model judges every item).
+        judge: `rules` (deterministic, decides items with a machine-checkable form),
+            `llm` (the grader model judges every item) or `panel` (several graders, the
+            majority per item, ties unscored).
         context: llm judge context, `gold_answer` (reference behaviour) or `evidence`.
         taus: pass thresholds, recorded for the metrics.
-        grader: grader model; default the model bound to role `grader` (required for `llm`).
+        grader: grader model (a list for `panel`); default the model(s) bound to role `grader`.
         max_attempts: grader calls per turn before the turn counts as failed.
         max_tokens: grader reply budget.
         structured: request the verdict through structured output (`ResponseSchema`).
@@ -140,11 +157,16 @@ def physassist_scorer(
         inputs = turn_inputs(state.metadata, state.store.get(TURNS_KEY, []) or [])
         if judge == "rules":
             judgements = [rules_judge.judge_turn(ti) for ti in inputs]
+        elif judge == "panel":
+            panel = [Grader(m, max_attempts, max_tokens, structured) for m in _panel_models(grader)]
+            judgements = list(
+                await asyncio.gather(*(panel_judge.judge_turn(ti, panel, context) for ti in inputs))
+            )
         else:
             model = (
                 get_model(grader) if grader is not None else get_model(role="grader", required=True)
             )
-            grading = llm_judge.Grader(
+            grading = Grader(
                 model,
                 max_attempts=max_attempts,
                 max_tokens=max_tokens,

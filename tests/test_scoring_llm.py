@@ -105,6 +105,7 @@ async def test_failure_after_retries_is_unscored_not_zero(session):
     assert result.status == "failed" and result.score is None
     assert all(i.passed is None for i in result.items)
     assert "pass must be true or false" in (result.error or "")
+    assert result.error_kind == "unparseable"
 
 
 async def test_retry_tells_grader_what_was_wrong(session, monkeypatch):
@@ -117,8 +118,8 @@ async def test_retry_tells_grader_what_was_wrong(session, monkeypatch):
         return await real_generate(messages, **kwargs)
 
     monkeypatch.setattr(model, "generate", recording)
-    items, attempts, error = await Grader(model, max_attempts=2).ask("sys", "user", 3)
-    assert attempts == 2 and error is None and len(items) == 3
+    items, attempts, error, kind = await Grader(model, max_attempts=2).ask("sys", "user", 3)
+    assert attempts == 2 and error is None and kind is None and len(items) == 3
     assert len(sent) == 2 and len(sent[1]) == len(sent[0]) + 2
     assert sent[1][-2].role == "assistant"  # its own invalid verdict, then what was wrong
     with pytest.raises(VerdictError) as wrong:

@@ -54,7 +54,7 @@ def conf_dir() -> Path:
 
 # Accepted values of the keys that select behaviour (a YAML typo fails before any run).
 CHOICES: dict[str, tuple[str, ...]] = {
-    "judge.mode": ("rules", "llm"),
+    "judge.mode": ("rules", "llm", "panel"),
     "judge.context": ("gold_answer", "evidence"),
     "ehr.semantics": ("compat", "strict"),
     "ehr.render": ("compat", "full", "json"),
@@ -196,15 +196,32 @@ class ModelSpec:
         return get_model(self.name, base_url=self.base_url, memoize=False, **kwargs)
 
 
-def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
-    """The assistant model and the model roles (``grader`` for judge=llm, ``patient`` for live)."""
-    assistant = ModelSpec.of(_get(config, "model"))
-    roles: dict[str, ModelSpec] = {}
-    judge = _get(config, "judge")
+def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
+    """The ``grader`` role a judge config needs: one model (llm), a list (panel), none (rules)."""
     if judge["mode"] == "llm":
         if not judge.get("model"):
             raise ConfigError("judge.model is required for judge=llm (e.g. openai/gpt-5.4-mini)")
-        roles["grader"] = ModelSpec.of(judge, "model")
+        return ModelSpec.of(judge, "model")
+    if judge["mode"] == "panel":
+        models = list(judge.get("models") or [])
+        if len(models) < 2:
+            raise ConfigError(f"judge.models must list at least two graders for judge=panel, got {models}")
+        return [ModelSpec(m, judge.get("base_url"), judge.get("api_key_env")) for m in models]
+    return None
+
+
+def build_role(spec: ModelSpec | list[ModelSpec]):  # -> Model | list[Model]
+    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+
+
+def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
+    """The assistant model and the model roles (``grader`` for judge=llm, a list of them for
+    judge=panel, ``patient`` for live)."""
+    assistant = ModelSpec.of(_get(config, "model"))
+    roles: dict[str, ModelSpec | list[ModelSpec]] = {}
+    grader = grader_spec(_get(config, "judge"))
+    if grader is not None:
+        roles["grader"] = grader
     patient = _get(config, "patient")
     if patient["mode"] == "live":
         if not patient.get("model"):
@@ -238,9 +255,10 @@ def check_config(config: Mapping[str, Any]) -> None:
     if ehr != "sample" and not Path(ehr).expanduser().exists():
         raise ConfigError(f"ehr.source: {ehr} does not exist (expected a MIMIC-IV directory or a built store)")
     assistant, roles = model_specs(config)
-    for role, spec in {"model": assistant, **roles}.items():
-        if spec.api_key_env and not os.environ.get(spec.api_key_env):
-            raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
+    for role, specs in {"model": assistant, **roles}.items():
+        for spec in specs if isinstance(specs, list) else [specs]:
+            if spec.api_key_env and not os.environ.get(spec.api_key_env):
+                raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
 
 
 def identity_overrides(overrides: list[str]) -> list[str]:
@@ -433,7 +451,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     assistant_spec, role_specs = model_specs(config)
     try:
         assistant = assistant_spec.build()
-        roles = {role: spec.build() for role, spec in role_specs.items()}
+        roles = {role: build_role(spec) for role, spec in role_specs.items()}
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
         raise ConfigError(f"model: cannot create {assistant_spec.name}: {str(exc).splitlines()[0]}") from exc
     if not sweep:

@@ -224,6 +224,13 @@ class Tracker:
         for chunk in _chunks(new, 100):
             self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
 
+    def log_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> None:
+        """Add metrics to an existing run (e.g. agreement computed after its judgings ended)."""
+        now = int(time.time() * 1000)
+        metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
+        for chunk in _chunks(metric_list, 1000):
+            self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+
     def end_sweep(self, parent_run_id: str, sweep_id: str) -> str:
         """Close the parent: FINISHED when every child finished, else FAILED; returns it."""
         children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})

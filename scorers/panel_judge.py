@@ -1,0 +1,44 @@
+"""A panel of graders: every grader judges the turn, each item takes the majority verdict.
+
+For users who want a steadier judge than one model (HealthBench-style judges disagree by tens
+of points on some categories). Per item, the verdicts of the graders that decided it are
+counted; a strict majority decides, a tie leaves the item undecided (so the turn is unscored,
+never guessed). A grader that failed on the turn casts no vote; when every grader failed the
+turn is failed with their errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from scorers import llm_judge, write_judge
+from scorers.judgement import ItemResult, TurnInput, TurnJudgement
+from scorers.llm_judge import Grader
+
+NAME = "panel"
+
+
+def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
+    """The panel's judgement from its graders' judgements of one turn (majority per item)."""
+    voting = [j for j in judgements if j.status != "failed"]
+    if not voting:
+        errors = "; ".join(dict.fromkeys(j.error or "no verdict" for j in judgements))
+        kinds = {j.error_kind for j in judgements}
+        kind = "unparseable" if kinds == {"unparseable"} else "provider" if kinds == {"provider"} else None
+        return TurnJudgement.failed(n_items, NAME, f"every panel grader failed: {errors}", kind)
+    items = []
+    for index in range(n_items):
+        votes = [j.items[index].passed for j in voting if j.items[index].passed is not None]
+        yes, no = sum(votes), len(votes) - sum(votes)
+        passed = True if yes > no else False if no > yes else None
+        tally = f"panel {yes} pass / {no} fail of {len(judgements)} graders"
+        items.append(ItemResult(passed, tally if passed is not None else f"tie: {tally}"))
+    return TurnJudgement.from_items(items, NAME)
+
+
+async def judge_turn(ti: TurnInput, graders: Sequence[Grader], context: str = "gold_answer") -> TurnJudgement:
+    """Judge the turn with every grader (the write judge on Write/Update turns), then combine."""
+    module = write_judge if ti.is_write else llm_judge
+    judgements = await asyncio.gather(*(module.judge_turn(ti, g, context) for g in graders))
+    return combine(judgements, len(ti.items))

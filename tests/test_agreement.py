@@ -1,0 +1,82 @@
+"""Judge agreement statistics against hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from physassist.agreement import cohen_kappa, compare, krippendorff_alpha, panel
+
+T, F = True, False
+A = [T, T, T, T, T, T, F, F, F, F]
+B = [T, T, T, T, F, F, F, F, F, T]
+
+
+def test_cohen_kappa_hand_computed():
+    # p_o = 7/10; P(A pass) = .6, P(B pass) = .5 -> p_e = .6*.5 + .4*.5 = .5; kappa = .2/.5
+    assert cohen_kappa(A, B) == pytest.approx(0.4)
+    assert cohen_kappa(A, A) == pytest.approx(1.0)
+    assert cohen_kappa([*A, None], [*B, T]) == pytest.approx(0.4)  # a missing label is left out
+    assert math.isnan(cohen_kappa([T, T, T], [T, T, T]))  # chance agreement 1: undefined
+
+
+def test_krippendorff_alpha_hand_computed():
+    # coincidences: o_TT = 8, o_FF = 6, o_TF = o_FT = 3; n_T = 11, n_F = 9, n = 20
+    # alpha = 1 - 19 * 6 / (2 * 11 * 9) = 14/33
+    assert krippendorff_alpha(list(zip(A, B, strict=True))) == pytest.approx(14 / 33)
+    # three judges, missing values: unit 1 (T,T,T) gives o_TT 3; unit 2 (T,F) o_TF = o_FT = 1;
+    # unit 3 (F,F,F) o_FF 3; unit 4 has one label (skipped). n_T = n_F = 4, n = 8:
+    # alpha = 1 - 7 * 2 / (2 * 4 * 4) = 0.5625
+    units = [(T, T, T), (T, F, None), (F, F, F), (None, T, None)]
+    assert krippendorff_alpha(units) == pytest.approx(0.5625)
+    assert math.isnan(krippendorff_alpha([(T, T), (T, T)]))
+
+
+def _tables(verdicts: list[list[bool | None]], task_type: str = "CR"):
+    items = pd.DataFrame(
+        [
+            {"session_id": "s1", "epoch": 1, "turn": t, "item": i, "passed": v, "task_type": task_type, "subtype": "AE"}
+            for t, turn in enumerate(verdicts)
+            for i, v in enumerate(turn)
+        ]
+    )
+    turns = pd.DataFrame(
+        [
+            {
+                "session_id": "s1",
+                "epoch": 1,
+                "turn": t,
+                "score": sum(bool(v) for v in turn) / len(turn) if None not in turn else math.nan,
+                "status": "scored" if None not in turn else "undecided",
+                "task_type": task_type,
+                "subtype": "AE",
+            }
+            for t, turn in enumerate(verdicts)
+        ]
+    )
+    return items, turns
+
+
+def test_compare_two_judgings():
+    a_items, a_turns = _tables([[T, T, F], [T, T, T, T], [F, F, F]])
+    b_items, b_turns = _tables([[T, F, F], [T, T, T, None], [F, F, F]])
+    m = compare(a_items, b_items, a_turns, b_turns, taus=(0.6,), prefix="x.")
+    # 9 items decided by both, 8 agree; A passes 5/9, B 4/9 -> p_e = 20/81 + 20/81 = 40/81
+    assert m["x.items_compared"] == 9 and m["x.items_undecided"] == 1
+    assert m["x.items"] == pytest.approx(8 / 9)
+    assert m["x.kappa"] == pytest.approx((8 / 9 - 40 / 81) / (1 - 40 / 81))
+    # turns scored by both: T0 (2/3 vs 1/3) and T2 (0 vs 0): same side of .6 only for T2
+    assert m["x.turns_compared"] == 2 and m["x.pass_turn_0.60"] == pytest.approx(0.5)
+    assert m["x.items.task_type.CR"] == pytest.approx(8 / 9) and m["x.kappa.implicitness.AE"] == m["x.kappa"]
+
+
+def test_panel_needs_two_and_reports_alpha():
+    a_items, _ = _tables([A])
+    b_items, _ = _tables([B])
+    m = panel({"a": a_items, "b": b_items})
+    assert m["agreement.judges.alpha"] == pytest.approx(14 / 33)
+    assert m["agreement.judges.kappa_mean"] == pytest.approx(0.4) and m["agreement.judges.n"] == 2
+    with pytest.raises(ValueError, match="at least two"):
+        panel({"a": a_items})
