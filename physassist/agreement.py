@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from physassist.metrics import metric_key, tau_key
+from physassist.metrics import RATE_SCALE, metric_key, tau_key
 
 __all__ = [
     "ITEM_KEYS",
@@ -105,7 +105,9 @@ def _item_stats(merged: pd.DataFrame, prefix: str) -> dict[str, float]:
     out = {
         f"{prefix}items_compared": float(both.sum()),
         f"{prefix}items_undecided": float((~both).sum()),
-        f"{prefix}items": float(np.mean([x == y for x, y in zip(a, b, strict=True)])) if a else math.nan,
+        f"{prefix}items": float(np.mean([x == y for x, y in zip(a, b, strict=True)]) * RATE_SCALE)
+        if a
+        else math.nan,
         f"{prefix}kappa": cohen_kappa(a, b),
         f"{prefix}alpha": krippendorff_alpha(list(zip(merged["a"], merged["b"], strict=True))),
     }
@@ -119,7 +121,7 @@ def _turn_stats(merged: pd.DataFrame, taus: Sequence[float], prefix: str) -> dic
     for tau in taus:
         pa, pb = (x >= tau - 1e-12), (y >= tau - 1e-12)
         t = tau_key(tau)
-        out[f"{prefix}pass_turn_{t}"] = float(np.mean(pa == pb)) if len(x) else math.nan
+        out[f"{prefix}pass_turn_{t}"] = float(np.mean(pa == pb) * RATE_SCALE) if len(x) else math.nan
         out[f"{prefix}pass_turn_{t}_kappa"] = cohen_kappa(pa.tolist(), pb.tolist())
     return out
 
@@ -161,9 +163,9 @@ def compare(
 ) -> dict[str, float]:
     """Agreement of judging B with judging A on the items and turns both hold.
 
-    Names: ``<prefix>items`` (share of decided items with the same verdict), ``kappa``,
-    ``alpha``, ``items_compared`` / ``items_undecided``, ``pass_turn_<tau>`` (share of turns
-    scored by both on the same side of tau) and its ``_kappa``, ``turn_score_corr``; the item
+    Names: ``<prefix>items`` (points: share of decided items with the same verdict),
+    ``kappa``, ``alpha``, ``items_compared`` / ``items_undecided``, ``pass_turn_<tau>``
+    (points: share of turns scored by both on the same side of tau) and its ``_kappa``, ``turn_score_corr``; the item
     statistics again per ``task_type.<IL..>`` and ``implicitness.<NA..>``.
     """
     items = _merge_items(items_a, items_b)

@@ -33,7 +33,7 @@ numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 
 * Counts: `n_sessions`, `n_trials`, `n_turns`, `scored_turns`, `unscored_turns`,
   `unscored_turns.<status>`, `end.<reason>` (how turns ended: answered/nudged/budget/error),
   `judge_unparseable` / `judge_provider` (turns the judge failed on because its replies never
-  parsed as a verdict / its calls failed) and `judge_unparseable_rate` (share of all turns).
+  parsed as a verdict / its calls failed) and `judge_unparseable_rate` (points: share of all turns).
 * With more than one epoch: `pass_hat_<k>_<tau>` for k = 1..n (tau-bench's pass^k: the
   chance that k trials drawn from a session's n all pass, C(c, k) / C(n, k) averaged over
   sessions; k = n means every trial passed), sessions with an ineligible trial excluded
@@ -277,7 +277,9 @@ def _counts(df: pd.DataFrame, agg: pd.DataFrame) -> dict[str, float]:
         kinds = df["error_kind"]
         for kind in ("unparseable", "provider"):
             out[f"judge_{kind}"] = float((kinds == kind).sum())
-        out["judge_unparseable_rate"] = out["judge_unparseable"] / len(df) if len(df) else math.nan
+        out["judge_unparseable_rate"] = (
+            out["judge_unparseable"] / len(df) * RATE_SCALE if len(df) else math.nan
+        )
     if "end" in df.columns:
         ends = df["end"].fillna("unknown").astype(str)
         for reason in ("answered", "nudged", "budget", "error"):

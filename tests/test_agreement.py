@@ -65,11 +65,11 @@ def test_compare_two_judgings():
     m = compare(a_items, b_items, a_turns, b_turns, taus=(0.6,), prefix="x.")
     # 9 items decided by both, 8 agree; A passes 5/9, B 4/9 -> p_e = 20/81 + 20/81 = 40/81
     assert m["x.items_compared"] == 9 and m["x.items_undecided"] == 1
-    assert m["x.items"] == pytest.approx(8 / 9)
+    assert m["x.items"] == pytest.approx(800 / 9)  # points
     assert m["x.kappa"] == pytest.approx((8 / 9 - 40 / 81) / (1 - 40 / 81))
     # turns scored by both: T0 (2/3 vs 1/3) and T2 (0 vs 0): same side of .6 only for T2
-    assert m["x.turns_compared"] == 2 and m["x.pass_turn_0.60"] == pytest.approx(0.5)
-    assert m["x.items.task_type.CR"] == pytest.approx(8 / 9) and m["x.kappa.implicitness.AE"] == m["x.kappa"]
+    assert m["x.turns_compared"] == 2 and m["x.pass_turn_0.60"] == pytest.approx(50)
+    assert m["x.items.task_type.CR"] == pytest.approx(800 / 9) and m["x.kappa.implicitness.AE"] == m["x.kappa"]
 
 
 def test_panel_needs_two_and_reports_alpha():

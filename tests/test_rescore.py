@@ -86,7 +86,7 @@ def test_rules_rescore_reproduces_the_scores(source_log):
     assert after_turns["score"].tolist() == before_turns["score"].tolist()
     assert summarize(after_turns, n_boot=200) == summarize(before_turns, n_boot=200)
     m = compare(before_items, item_table(new), before_turns, after_turns)
-    assert m["agreement.kappa"] == 1.0 and m["agreement.items"] == 1.0
+    assert m["agreement.kappa"] == 1.0 and m["agreement.items"] == 100.0
     assert m["agreement.items_compared"] == 13  # nothing re-generated: the same 13 items
     # the turns the agent produced are untouched: same store, same answers
     old = read_eval_log(str(source_log)).samples[0].store[TURNS_KEY]
@@ -116,7 +116,7 @@ def test_unparseable_replies_are_unscored_and_counted(source_log):
     assert turns["status"].tolist() == ["scored", "failed", "scored", "scored"]
     assert turns["error_kind"].tolist()[1] == "unparseable"
     metrics = summarize(turns)
-    assert metrics["judge_unparseable"] == 1 and metrics["judge_unparseable_rate"] == 0.25
+    assert metrics["judge_unparseable"] == 1 and metrics["judge_unparseable_rate"] == 25.0
     assert metrics["unscored_turns"] == 1
 
 

@@ -283,8 +283,8 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
                 r.label,
                 f"{m.get('mrs', float('nan')):.1f}",
                 f"{m.get('agreement.vs_source.kappa', float('nan')):.3f}",
-                f"{m.get('agreement.vs_source.items', float('nan')):.3f}",
-                f"{m.get('judge_unparseable_rate', float('nan')):.3f}",
+                f"{m.get('agreement.vs_source.items', float('nan')):.1f}",
+                f"{m.get('judge_unparseable_rate', float('nan')):.1f}",
                 (r.run_id or "-") + (" (already done)" if r.skipped else ""),
             )
         )
