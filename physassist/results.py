@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from physassist.vocab import TASK_ABBREVIATIONS
+
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 __all__ = [
     "CONTROL_TOOLS",
     "SCORER_NAME",
-    "TASK_ABBREVIATIONS",
     "TURNS_KEY",
     "ITEM_COLUMNS",
     "TURN_COLUMNS",
@@ -38,12 +39,6 @@ SCORER_NAME = "physassist_scorer"
 TURNS_KEY = "physassist:turns"
 #: Calls that steer the loop rather than read or write the record: not counted as tool use.
 CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
-TASK_ABBREVIATIONS = {
-    "Information Lookup": "IL",
-    "Data Gathering": "DG",
-    "Clinical Reasoning": "CR",
-    "Write/Update": "WU",
-}
 TURN_COLUMNS = [
     "session_id",
     "epoch",

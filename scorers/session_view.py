@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from physassist.data.models import WRITE_TOOLS, WRITE_UPDATE, Session, SessionFormatError
+from physassist.data.models import Session, SessionFormatError
 from physassist.results import CONTROL_TOOLS
+from physassist.vocab import WRITE_TOOLS, WRITE_UPDATE
 
 WRITE_TASK = WRITE_UPDATE
 

@@ -11,10 +11,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from physassist.vocab import LANGUAGES
+
 from .options import check_option
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
-LANGUAGES = ("en", "zh")
 
 
 @cache

@@ -23,8 +23,9 @@ from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.data.builder.arcs import eligible_arcs
-from physassist.data.builder.prefilter import SCENARIOS, TIERS, qualify
+from physassist.data.builder.prefilter import qualify
 from physassist.ehr.store import open_store
+from physassist.vocab import SCENARIOS, TIERS
 from solvers.generation import RESULT_KEY, generation_pipeline
 from tasks._args import as_list
 

@@ -19,7 +19,7 @@ from inspect_ai.model import GenerateConfig
 
 from physassist.data import Session, load_sessions
 from physassist.data.loader import SAMPLE_SESSIONS
-from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS
+from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_scorer
 from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
 from scorers.session_scorer import JUDGES

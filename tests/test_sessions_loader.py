@@ -20,7 +20,6 @@ from fixtures_sessions import (
 )
 
 from physassist.data import (
-    SCENARIOS,
     Session,
     SessionFormatError,
     TurnTable,
@@ -29,6 +28,7 @@ from physassist.data import (
     turns_frame,
 )
 from physassist.data.hf import sessions_to_dataset
+from physassist.vocab import SCENARIOS
 
 LOCATION_COLUMNS = ["file", "line"]
 

@@ -166,7 +166,8 @@ def test_api_name_examples_and_pass_through() -> None:
 
 
 def test_both_semantics_implement_every_read_tool_and_nothing_else() -> None:
-    from physassist.ehr.tools import EHR_READ_TOOLS, compat, strict
+    from physassist.ehr.tools import compat, strict
+    from physassist.vocab import EHR_READ_TOOLS
 
     assert set(compat.READ_TOOLS) == set(EHR_READ_TOOLS)
     assert set(strict.READ_TOOLS) == set(EHR_READ_TOOLS)

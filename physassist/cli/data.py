@@ -18,7 +18,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from physassist.data.models import LANGUAGES, SCENARIOS, SessionFormatError
+from physassist.data.models import SessionFormatError
+from physassist.vocab import LANGUAGES, SCENARIOS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 

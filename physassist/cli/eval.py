@@ -31,13 +31,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from physassist.data.loader import SAMPLE_SESSIONS
-from physassist.data.models import LANGUAGES, SCENARIOS, TIERS
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
     flatten_config,
     is_execution_param,
 )
+from physassist.vocab import LANGUAGES, SCENARIOS, TIERS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,24 +14,13 @@ from physassist.data.checks import (
     parse_check,
 )
 from physassist.data.loader import SessionSet, fingerprint, load_sessions, save_sessions
-from physassist.data.models import (
-    LANGUAGES,
-    SCENARIOS,
-    SEPARATOR,
-    SUBTYPES,
-    TASK_TYPES,
-    TOOL_SOURCES,
-    GoldAction,
-    Problem,
-    Session,
-    SessionFormatError,
-)
+from physassist.data.models import SEPARATOR, GoldAction, Problem, Session, SessionFormatError
 from physassist.data.schema import TurnTable, validate_turns
 from physassist.data.stats import format_stats, session_stats
 from physassist.data.turns import turns_frame
 
 __all__ = [
-    "LANGUAGES", "SCENARIOS", "SEPARATOR", "SUBTYPES", "TASK_TYPES", "TOOL_SOURCES",
+    "SEPARATOR",
     "Check", "ConceptCheck", "ForbiddenCheck", "GoldAction", "Problem", "Session",
     "SessionFormatError", "SessionSet", "TurnTable", "ValueCheck", "WriteArgCheck",
     "WriteCallCheck", "fingerprint", "format_stats", "load_sessions", "parse_check",

@@ -20,16 +20,11 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from physassist.data.models import (
-    LANGUAGES,
-    SCENARIOS,
-    Problem,
-    Session,
-    SessionFormatError,
-)
+from physassist.data.models import Problem, Session, SessionFormatError
 from physassist.data.schema import validate_turns
 from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
 from physassist.fingerprint import fingerprint as digest
+from physassist.vocab import LANGUAGES, SCENARIOS
 
 SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
 _PER_TURN_KEYS = frozenset({

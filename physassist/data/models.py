@@ -26,27 +26,15 @@ from pydantic import (
 )
 
 from physassist.data.checks import Check, parse_check
+from physassist.vocab import (
+    LANGUAGES,
+    PATIENT_TOOL_PREFIX,
+    PREPARE_TO_ANSWER,
+    SCENARIOS,
+    WRITE_TOOLS,
+)
 
 SEPARATOR = "=" * 60
-SCENARIOS: tuple[str, ...] = (
-    "diagnostic_workup",
-    "med_safety",
-    "treatment_response",
-    "discharge_planning",
-)
-INFORMATION_LOOKUP = "Information Lookup"
-DATA_GATHERING = "Data Gathering"
-CLINICAL_REASONING = "Clinical Reasoning"
-WRITE_UPDATE = "Write/Update"
-TASK_TYPES: tuple[str, ...] = (INFORMATION_LOOKUP, DATA_GATHERING, CLINICAL_REASONING, WRITE_UPDATE)
-SUBTYPES: tuple[str, ...] = ("NA", "PE", "AE")
-TOOL_SOURCES: tuple[str, ...] = ("ehr", "patient", "mixed", "write")
-TIERS: tuple[int, ...] = (1, 2, 3)
-LANGUAGES: tuple[str, ...] = ("en", "zh")
-N_TURNS = 4
-PREPARE_TO_ANSWER = "prepare_to_answer"
-WRITE_TOOLS = frozenset({"MedicationRequest.create", "ServiceRequest.create", "Flag.create"})
-PATIENT_TOOL_PREFIX = "patient."
 
 _TIER_SUFFIX = re.compile(r"_L(\d+)$")
 _ENV_DATE = re.compile(r"Current date:\s*(\d{4}-\d{2}-\d{2})")

@@ -14,7 +14,8 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
 
-from physassist.data.models import (
+from physassist.data.models import Problem
+from physassist.vocab import (
     INFORMATION_LOOKUP,
     N_TURNS,
     SCENARIOS,
@@ -23,7 +24,6 @@ from physassist.data.models import (
     TIERS,
     TOOL_SOURCES,
     WRITE_UPDATE,
-    Problem,
 )
 
 _PATIENT_SOURCES = ("patient", "mixed")

@@ -12,15 +12,9 @@ from typing import Any
 import pandas as pd
 
 from physassist.data.loader import SessionSet
-from physassist.data.models import (
-    LANGUAGES,
-    SCENARIOS,
-    SUBTYPES,
-    TASK_TYPES,
-    TOOL_SOURCES,
-    Session,
-)
+from physassist.data.models import Session
 from physassist.data.turns import flatten_sessions
+from physassist.vocab import LANGUAGES, SCENARIOS, SUBTYPES, TASK_TYPES, TOOL_SOURCES
 
 NO_SUBTYPE = "none"
 

@@ -16,14 +16,8 @@ import pandas as pd
 from pydantic import ValidationError
 
 from physassist.data.checks import parse_check
-from physassist.data.models import (
-    PREPARE_TO_ANSWER,
-    SCENARIOS,
-    Problem,
-    Session,
-    SessionFormatError,
-    tool_source_of,
-)
+from physassist.data.models import Problem, Session, SessionFormatError, tool_source_of
+from physassist.vocab import PREPARE_TO_ANSWER, SCENARIOS
 
 STRING_COLUMNS: tuple[str, ...] = (
     "session_id", "file", "language", "scenario", "task_type", "subtype", "tool_source",

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from physassist.data.models import SUBTYPES
 from physassist.report.tables import Table, run_labels
+from physassist.vocab import SUBTYPES
 
 
 def _labels(runs: pd.DataFrame) -> list[str]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from physassist.data.models import SCENARIOS, SUBTYPES, TIERS
 from physassist.tracking.params import experiment_params
+from physassist.vocab import SCENARIOS, SUBTYPES, TIERS
 
 _TAU = re.compile(r"^metrics\.pass_turn_(\d\.\d\d)$")
 RUN_NAME = "tags.mlflow.runName"

@@ -4,11 +4,11 @@ Public API: `generate_cohort(out_dir, n_subjects, seed=0)`, `load_phm(cohort_dir
 `PHMResponder` (deterministic answers to the five patient-interview tools).
 """
 
-from physassist.synth.archetypes import ARCHETYPE_SCENARIOS, ARCHETYPES, SCENARIOS
+from physassist.synth.archetypes import ARCHETYPE_SCENARIOS, ARCHETYPES
 from physassist.synth.cohort import CohortReport, generate_cohort
 from physassist.synth.phm import load_phm
 
-__all__ = ["ARCHETYPES", "ARCHETYPE_SCENARIOS", "SCENARIOS", "CohortReport", "generate_cohort", "load_phm",
+__all__ = ["ARCHETYPES", "ARCHETYPE_SCENARIOS", "CohortReport", "generate_cohort", "load_phm",
            "PHMResponder"]
 
 

@@ -26,10 +26,6 @@ ARCHETYPES: tuple[str, ...] = (
     "hf_discharge",
 )
 
-SCENARIOS: tuple[str, ...] = (
-    "diagnostic_workup", "med_safety", "treatment_response", "discharge_planning",
-)
-
 # Scenarios each archetype is designed for (all archetypes also carry a discharge note).
 ARCHETYPE_SCENARIOS: dict[str, tuple[str, ...]] = {
     "afib_apixaban": ("med_safety", "diagnostic_workup"),

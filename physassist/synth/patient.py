@@ -18,15 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-LITERACY = ("low", "medium", "high")
-LANGUAGES = ("en", "zh")
-TOOLS = (
-    "patient.get_symptom_history",
-    "patient.get_medication_adherence",
-    "patient.get_social_history",
-    "patient.get_functional_status",
-    "patient.get_pain_assessment",
-)
+from physassist.vocab import LANGUAGES, LITERACY_LEVELS, PATIENT_TOOLS
 
 FREQ_WORDS = {
     "DAILY": ("once a day", "每天一次"), "Q24H": ("once a day", "每天一次"), "BID": ("twice a day", "每天两次"),
@@ -55,8 +47,8 @@ def canonical_tool(name: str) -> str:
     n = str(name).strip().replace("__", ".")
     if not n.startswith("patient."):
         n = "patient." + n
-    if n not in TOOLS:
-        raise ValueError(f"unknown patient tool {name!r}; expected one of {', '.join(TOOLS)}")
+    if n not in PATIENT_TOOLS:
+        raise ValueError(f"unknown patient tool {name!r}; expected one of {', '.join(PATIENT_TOOLS)}")
     return n
 
 
@@ -66,8 +58,8 @@ class PHMResponder:
     def __init__(self, phm: dict[str, Any], literacy: str = "high", language: str = "en") -> None:
         if not isinstance(phm, dict) or not isinstance(phm.get("persona"), dict):
             raise ValueError("phm must be a patient health model dict with a 'persona' (see physassist.synth.phm)")
-        if literacy not in LITERACY:
-            raise ValueError(f"literacy must be one of {LITERACY}, got {literacy!r}")
+        if literacy not in LITERACY_LEVELS:
+            raise ValueError(f"literacy must be one of {LITERACY_LEVELS}, got {literacy!r}")
         if language not in LANGUAGES:
             raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
         self.phm = phm
@@ -91,7 +83,7 @@ class PHMResponder:
             "patient.get_functional_status": self._functional,
             "patient.get_pain_assessment": self._pain,
         }[name]
-        variants = {lit: render(lit) for lit in LITERACY}
+        variants = {lit: render(lit) for lit in LITERACY_LEVELS}
         return {"patient_response": variants[self.literacy], "patient_responses_all_literacy": variants}
 
     # -- helpers ------------------------------------------------------------------------

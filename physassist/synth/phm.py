@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from physassist.synth.catalog import DRUGS, ICD10
+from physassist.vocab import LITERACY_LEVELS
 
-LITERACY = ("low", "medium", "high")
 ADHERENCE = ("good", "uncertain", "poor")
 ANXIETY = ("low", "medium", "high")
 COMPLETENESS = ("full", "partial", "critical_withheld")
@@ -26,7 +26,7 @@ def persona_for(idx: int) -> dict[str, str]:
     """All 81 persona combinations over any 81 consecutive subject indices, and every pair of
     factor levels within each 9 (an orthogonal-array layout), independent of archetype/tier."""
     a, b, k1, k2 = idx % 3, (idx // 3) % 3, (idx // 9) % 3, (idx // 27) % 3
-    return {"health_literacy": LITERACY[a], "adherence": ADHERENCE[b],
+    return {"health_literacy": LITERACY_LEVELS[a], "adherence": ADHERENCE[b],
             "anxiety_level": ANXIETY[(a + b + k1) % 3], "info_completeness": COMPLETENESS[(a + 2 * b + k2) % 3]}
 
 

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from physassist.data.models import SUBTYPES, TOOL_SOURCES
 from physassist.metrics import pass_rates
-from physassist.results import TASK_ABBREVIATIONS
+from physassist.vocab import SUBTYPES, TASK_ABBREVIATIONS, TOOL_SOURCES
 
 log = logging.getLogger(__name__)
 

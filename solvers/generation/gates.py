@@ -12,7 +12,7 @@ from typing import Any
 
 from physassist.data.builder import facts as F
 from physassist.data.builder.arcs import CR, DG, IL, WU
-from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS
+from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 
 from .llm import AgentOutputError, Caller
 from .planner import PlanTurn

@@ -21,8 +21,9 @@ from physassist.data.builder.encode import BuiltTurn, encode
 from physassist.data.builder.profile import Profile, load_profile
 from physassist.data.builder.questions import Question
 from physassist.ehr.store import EHRStore
-from physassist.ehr.tools import PATIENT_TOOLS, WRITE_TOOLS, ToolContext, call_tool
+from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
+from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 
 from .answer import evidence, write_answer
 from .gates import GateFailure, GateStats, gate1, gate2, gate3

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from physassist.data.builder.arcs import IL, WU
-from physassist.data.builder.questions import SUBTYPES
+from physassist.vocab import SUBTYPES
 
 from .llm import Caller, need_str
 from .planner import PlanTurn

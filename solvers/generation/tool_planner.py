@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from physassist.ehr.tools import EHR_READ_TOOLS, PATIENT_TOOLS, WRITE_TOOLS, tool_schemas
+from physassist.ehr.tools import tool_schemas
+from physassist.vocab import EHR_READ_TOOLS, PATIENT_TOOLS, WRITE_TOOLS
 
 from .llm import AgentOutputError, Caller
 from .planner import PlanTurn

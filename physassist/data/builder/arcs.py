@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from itertools import product
 
-IL = "Information Lookup"
-DG = "Data Gathering"
-CR = "Clinical Reasoning"
-WU = "Write/Update"
-
-TASK_TYPES: tuple[str, ...] = (IL, DG, CR, WU)
-SHORT: dict[str, str] = {IL: "IL", DG: "DG", CR: "CR", WU: "WU"}
+from physassist.vocab import CLINICAL_REASONING as CR
+from physassist.vocab import DATA_GATHERING as DG
+from physassist.vocab import INFORMATION_LOOKUP as IL
+from physassist.vocab import WRITE_UPDATE as WU
 
 #: Task types allowed at each turn position.
 POSITION_TYPES: tuple[tuple[str, ...], ...] = ((IL,), (IL, DG, CR), (IL, DG, CR), (DG, CR, WU))

@@ -21,13 +21,14 @@ from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
 from physassist.synth.patient import PHMResponder
+from physassist.vocab import SCENARIOS, TIERS
 
 from . import facts as F
 from .answers import answer, digest
 from .arcs import ARCS, eligible_arcs
 from .encode import BuiltTurn, encode
 from .plan import choose_topics
-from .prefilter import SCENARIOS, TIERS, Candidate, qualify
+from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
 from .questions import choose_subtype, count_subtype, feasible_subtypes, make_question
 from .rubrics import rubric

@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from physassist.ehr.tools import TOOL_NAMES, WRITE_TOOLS, tool_schemas
+from physassist.ehr.tools import TOOL_NAMES, tool_schemas
+from physassist.vocab import TASK_ABBREVIATIONS, WRITE_TOOLS
 
-from .arcs import DG, SHORT, WU
+from .arcs import DG, WU
 from .questions import Question
 from .rubrics import Item
 
@@ -173,7 +174,7 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
         "dep_graph": dep_graph(turns),
         "session_plan": {
             "clinical_situation": situation,
-            "investigation_arc": " -> ".join(f"T{i}[{SHORT[t.task_type]}]"
+            "investigation_arc": " -> ".join(f"T{i}[{TASK_ABBREVIATIONS[t.task_type]}]"
                                              for i, t in enumerate(turns)),
             "turn_intents": [t.topic for t in turns],
             "turns": plan_turns,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from physassist.vocab import SCENARIOS, TIERS
+
 from .vocab import (
     ANTIBIOTIC_CLASSES,
     CIRRHOSIS_ICD_PREFIXES,
@@ -24,11 +26,6 @@ from .vocab import (
     PNEUMONIA_ICD_PREFIXES,
     SEPSIS_ICD_PREFIXES,
 )
-
-SCENARIOS: tuple[str, ...] = (
-    "diagnostic_workup", "med_safety", "treatment_response", "discharge_planning",
-)
-TIERS: tuple[int, ...] = (1, 2, 3)
 
 
 @dataclass(frozen=True)

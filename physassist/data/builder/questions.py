@@ -23,8 +23,6 @@ from .arcs import IL, WU
 from .topics import Topic
 from .wording import fill, lookup, variants
 
-SUBTYPES: tuple[str, ...] = ("NA", "PE", "AE")
-
 #: For NA: which entity each anaphoric form points back to.
 _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "lab_latest": (("na", "lab"),),

@@ -10,31 +10,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
+
 from . import compat, strict
 from .args import compat_arguments, parse_arguments, strict_arguments
 from .context import PatientResponder, Semantics, ToolContext, WriteSandbox
 from .errors import ToolError
 from .fhir import operation_outcome
-from .names import (
-    CONTROL_TOOLS,
-    EHR_READ_TOOLS,
-    PATIENT_TOOLS,
-    TOOL_NAMES,
-    WRITE_TOOLS,
-    from_api_name,
-    to_api_name,
-)
+from .names import TOOL_NAMES, from_api_name, to_api_name
 from .records import open_chart
 from .render import render
 from .schemas import tool_schemas
 from .writes import compat_write, strict_write
 
 __all__ = [
-    "CONTROL_TOOLS",
-    "EHR_READ_TOOLS",
-    "PATIENT_TOOLS",
     "TOOL_NAMES",
-    "WRITE_TOOLS",
     "PatientResponder",
     "Semantics",
     "ToolContext",
@@ -110,7 +100,7 @@ def _compat(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
     args = compat_arguments(tool, raw, ctx.current_date)
     if tool in PATIENT_TOOLS:
         return _patient(ctx, tool, args)
-    if tool in CONTROL_TOOLS:
+    if tool == PREPARE_TO_ANSWER:
         return _prepare(args)
     return compat.READ_TOOLS[tool](ctx, args)
 
@@ -119,10 +109,10 @@ def _strict(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
     if tool in PATIENT_TOOLS:
         # the interview is always with this session's patient: ids the model left out are filled
         raw = {"subject_id": ctx.subject_id, **raw, "session_id": ctx.session_id or "session"}
-    if tool in CONTROL_TOOLS:  # ids a model adds out of habit are harmless here
+    if tool == PREPARE_TO_ANSWER:  # ids a model adds out of habit are harmless here
         raw = {k: v for k, v in raw.items() if k not in ("subject_id", "session_id")}
     args = strict_arguments(tool, raw)
-    if tool in CONTROL_TOOLS:
+    if tool == PREPARE_TO_ANSWER:
         return _prepare(args)
     subject = args.get("subject_id")
     if subject != ctx.subject_id:

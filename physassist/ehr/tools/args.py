@@ -12,8 +12,9 @@ import json
 import math
 from typing import Any
 
+from physassist.vocab import EHR_READ_TOOLS, PREPARE_TO_ANSWER
+
 from .errors import ToolError, bad_arguments
-from .names import CONTROL_TOOLS, EHR_READ_TOOLS
 from .schemas import PARAMS, STRICT_MAX_COUNT
 
 ALIASES: dict[str, dict[str, str]] = {
@@ -190,6 +191,6 @@ def strict_arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
                 )
             out[key] = _as_enum(tool, key, text, param.enum) if param.enum else text
     missing = [k for k, p in spec.items() if p.required and k not in out]
-    if missing and tool not in CONTROL_TOOLS:
+    if missing and tool != PREPARE_TO_ANSWER:
         raise ToolError(f"{tool}: missing required parameter(s) {missing}.")
     return out

@@ -6,32 +6,10 @@ The benchmark names tools the FHIR way (``Observation.search``); provider APIs o
 
 from __future__ import annotations
 
-EHR_READ_TOOLS: tuple[str, ...] = (
-    "Patient.read",
-    "Encounter.search",
-    "Condition.search",
-    "Observation.search",
-    "MedicationRequest.search",
-    "MedicationAdministration.search",
-    "DiagnosticReport.search",
-    "DocumentReference.search",
-    "CarePlan.search",
-)
-WRITE_TOOLS: tuple[str, ...] = (
-    "MedicationRequest.create",
-    "ServiceRequest.create",
-    "Flag.create",
-)
-PATIENT_TOOLS: tuple[str, ...] = (
-    "patient.get_symptom_history",
-    "patient.get_medication_adherence",
-    "patient.get_social_history",
-    "patient.get_functional_status",
-    "patient.get_pain_assessment",
-)
-CONTROL_TOOLS: tuple[str, ...] = ("prepare_to_answer",)
+from physassist.vocab import EHR_READ_TOOLS, PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
-TOOL_NAMES: tuple[str, ...] = EHR_READ_TOOLS + CONTROL_TOOLS + PATIENT_TOOLS + WRITE_TOOLS
+#: The 18 tools in the released ``tools`` order (the groups are physassist.vocab's).
+TOOL_NAMES: tuple[str, ...] = EHR_READ_TOOLS + (PREPARE_TO_ANSWER,) + PATIENT_TOOLS + WRITE_TOOLS
 
 _SEP = "__"
 

@@ -1,0 +1,68 @@
+"""The benchmark's vocabulary (DESIGN.md §1), defined once and imported everywhere.
+
+Scenarios, task types and their abbreviations, implicitness subtypes, tool sources, tiers,
+languages, patient literacy levels and the tool groups of the released format. Everything
+else (option values, schemas, figures, builders) takes its values from here; this module
+imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+SCENARIOS: tuple[str, ...] = (
+    "diagnostic_workup",
+    "med_safety",
+    "treatment_response",
+    "discharge_planning",
+)
+
+INFORMATION_LOOKUP = "Information Lookup"
+DATA_GATHERING = "Data Gathering"
+CLINICAL_REASONING = "Clinical Reasoning"
+WRITE_UPDATE = "Write/Update"
+TASK_TYPES: tuple[str, ...] = (INFORMATION_LOOKUP, DATA_GATHERING, CLINICAL_REASONING, WRITE_UPDATE)
+#: Task type -> the paper's abbreviation (column and figure labels).
+TASK_ABBREVIATIONS: dict[str, str] = {
+    INFORMATION_LOOKUP: "IL",
+    DATA_GATHERING: "DG",
+    CLINICAL_REASONING: "CR",
+    WRITE_UPDATE: "WU",
+}
+
+#: Implicitness of a follow-up question: nominal anaphora, predicate ellipsis, abstract event
+#: anaphora (T0 and explicit paraphrases have none).
+SUBTYPES: tuple[str, ...] = ("NA", "PE", "AE")
+TOOL_SOURCES: tuple[str, ...] = ("ehr", "patient", "mixed", "write")
+TIERS: tuple[int, ...] = (1, 2, 3)
+LANGUAGES: tuple[str, ...] = ("en", "zh")
+#: Health-literacy variants of a patient's replies, in the order the cohort generator draws them.
+LITERACY_LEVELS: tuple[str, ...] = ("low", "medium", "high")
+N_TURNS = 4
+
+# -- tools (the 18 of DESIGN.md §2, FHIR-style dotted names) ------------------------------------
+EHR_READ_TOOLS: tuple[str, ...] = (
+    "Patient.read",
+    "Encounter.search",
+    "Condition.search",
+    "Observation.search",
+    "MedicationRequest.search",
+    "MedicationAdministration.search",
+    "DiagnosticReport.search",
+    "DocumentReference.search",
+    "CarePlan.search",
+)
+WRITE_TOOLS: tuple[str, ...] = (
+    "MedicationRequest.create",
+    "ServiceRequest.create",
+    "Flag.create",
+)
+PATIENT_TOOL_PREFIX = "patient."
+PATIENT_TOOLS: tuple[str, ...] = (
+    "patient.get_symptom_history",
+    "patient.get_medication_adherence",
+    "patient.get_social_history",
+    "patient.get_functional_status",
+    "patient.get_pain_assessment",
+)
+#: The released format's end-of-gathering action: every gold trajectory ends with it. (The
+#: control tools the assistant is offered belong to the terminal strategies, solvers/terminal.)
+PREPARE_TO_ANSWER = "prepare_to_answer"
