@@ -20,10 +20,10 @@ import contextlib
 import csv
 import gzip
 import io
-import json
 import logging
 import os
 import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -35,6 +35,7 @@ from typing import Any
 
 import duckdb
 
+from physassist.ehr.manifest import damage, read_manifest, write_manifest
 from physassist.ehr.sources import (
     STORE_SCHEMA_VERSION,
     EHRSource,
@@ -81,16 +82,19 @@ def build_store(
     cache_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
 ) -> Path:
-    """Build (or reuse) the store for ``source`` and return the path of its ``.duckdb`` file."""
+    """Build (or reuse) the store for ``source`` and return the path of its ``.duckdb`` file.
+
+    A cached store is reused only if it matches its integrity manifest (``manifest.py``); a
+    damaged one (truncated, overwritten) is rebuilt with a warning naming what was wrong."""
     src = detect_source(source)
     fingerprint = src.fingerprint()
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
     final = cache / f"{fingerprint}.duckdb"
-    if final.exists() and not force:
+    if not force and _intact(final, warn=False):
         return final
+    _require_writable(cache)
     with _exclusive(cache / ".build.lock"):
-        if final.exists() and not force:  # another process built it while we waited
+        if not force and _intact(final, warn=True):  # another process built it while we waited
             return final
         _remove_abandoned_temps(cache)
         tmp = cache / f".{fingerprint}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_TEMP_MARK}"
@@ -106,7 +110,8 @@ def build_store(
             for leftover in (tmp, Path(f"{tmp}.wal")):
                 leftover.unlink(missing_ok=True)
             shutil.rmtree(spill, ignore_errors=True)
-        _write_sidecar(final, src, fingerprint)
+        info = {"fingerprint": fingerprint, "source": str(src.root), "layout": src.layout}
+        write_manifest(final, info)
         _remove_superseded(cache, src.root, keep=final)
     return final
 
@@ -129,9 +134,20 @@ def open_store(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> EHRStore:
-    """Open a store read-only: a ``.duckdb`` file as is, or a source (built first if needed)."""
+    """Open a store read-only: a ``.duckdb`` file as is, or a source (built first if needed).
+
+    A ``.duckdb`` file with a manifest beside it (every store ``build_store`` made) is checked
+    against it first and refused with one line if damaged; one without is opened as given."""
     path = Path(source_or_db).expanduser() if str(source_or_db) != "sample" else None
     if path is not None and path.is_file() and path.suffix == ".duckdb":
+        info = read_manifest(path)
+        if info is not None:
+            problem = damage(path)
+            if problem is not None:
+                raise EHRSourceError(
+                    f"EHR store {path} is damaged ({problem}); rebuild it with: physassist-ehr "
+                    f"build {info.get('source', '<source>')} --force"
+                )
         return EHRStore(path)
     return EHRStore(build_store(source_or_db, cache_dir=cache_dir))
 
@@ -157,6 +173,9 @@ class EHRStore:
         except duckdb.CatalogException as exc:
             self._con.close()
             raise EHRSourceError(f"{self.path} is not a PhysAssist EHR store") from exc
+        except duckdb.Error as exc:  # e.g. a truncated file: its catalog points past the end
+            self._con.close()
+            raise EHRSourceError(f"cannot read EHR store {self.path}: {exc}") from exc
         self.fingerprint: str = meta["fingerprint"]
         self.source = Path(meta["source"])
         self.layout: str = meta["layout"]
@@ -458,21 +477,36 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _write_sidecar(store: Path, src: EHRSource, fingerprint: str) -> None:
-    info = {"fingerprint": fingerprint, "source": str(src.root), "layout": src.layout}
-    store.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
-
-
 def _remove_superseded(cache: Path, root: Path, *, keep: Path) -> None:
     """Drop older stores of the same source directory (its files changed since)."""
     for sidecar in cache.glob("*.json"):
         store = sidecar.with_suffix(".duckdb")
         if store == keep:
             continue
-        try:
-            info = json.loads(sidecar.read_text())
-        except (OSError, ValueError):
-            continue
-        if info.get("source") == str(root):
+        info = read_manifest(store)
+        if info is not None and info.get("source") == str(root):
             store.unlink(missing_ok=True)
             sidecar.unlink(missing_ok=True)
+
+
+def _intact(store: Path, *, warn: bool) -> bool:
+    """Whether a cached store exists and matches its manifest; with ``warn``, say why not."""
+    if not store.exists():
+        return False
+    problem = damage(store)
+    if problem is not None and warn:
+        log.warning("EHR store %s cannot be used (%s): rebuilding it", store, problem)
+    return problem is None
+
+
+def _require_writable(cache: Path) -> None:
+    """Before building: one line naming a cache directory we cannot write, and the way out."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache):
+            pass
+    except OSError as exc:
+        raise EHRBuildError(
+            f"cannot write the EHR store cache {cache} ({exc.strerror or exc}); set "
+            "$PHYSASSIST_CACHE (or --cache-dir) to a writable directory"
+        ) from None
