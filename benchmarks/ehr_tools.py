@@ -43,7 +43,8 @@ from typing import Any
 
 import pandas as pd
 
-from physassist.ehr.store import EHRStore, build_store
+from physassist.ehr.manifest import file_sha256
+from physassist.ehr.store import EHRStore, build_store, open_store
 from physassist.ehr.tables import DICTIONARY_TABLES, SUBJECT_TABLES, TABLES
 from physassist.ehr.tools import ToolContext, call_tool, open_chart
 from physassist.ehr.tools.names import EHR_READ_TOOLS
@@ -290,6 +291,26 @@ def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
+def time_open(source: Path, cache: Path, path: Path, repeats: int = 20) -> dict[str, float]:
+    """Opening the cached store as a run does (``open_store``: fingerprint the source, check
+    the store against its manifest, connect), next to a bare ``EHRStore`` connect and to a
+    full SHA-256 of the file (what the check costs when the file's stamp changed)."""
+
+    def median_ms(fn: Callable[[], Any], n: int = repeats) -> float:
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1000)
+        return round(statistics.median(times), 3)
+
+    return {
+        "open_store_ms": median_ms(lambda: open_store(source, cache_dir=cache).close()),
+        "bare_connect_ms": median_ms(lambda: EHRStore(path).close()),
+        "full_sha256_ms": median_ms(lambda: file_sha256(path), 5),
+    }
+
+
 def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -318,11 +339,12 @@ def bench_source(
     path = build_store(source, cache_dir=work / "stores", force=True)
     result["build_seconds"] = round(time.perf_counter() - started, 2)
     result["store_bytes"] = path.stat().st_size
+    result["open"] = time_open(source, work / "stores", path)
     store = EHRStore(path)
     result["rows"] = store.row_counts()
     log(
         f"[{label}] store built in {result['build_seconds']}s, {result['store_bytes'] / 2**20:.1f} MiB, "
-        f"{result['rows']['labevents']:,} lab rows"
+        f"{result['rows']['labevents']:,} lab rows; opening it from the cache: {result['open']}"
     )
     subjects = [
         s
@@ -455,6 +477,7 @@ def render_table(results: list[dict[str, Any]]) -> str:
         "lab rows",
         "build s",
         "store MiB",
+        "open ms: open_store / connect / sha256",
         "random calls med / p99",
         "first call med",
         "other first-time med",
@@ -474,6 +497,8 @@ def render_table(results: list[dict[str, Any]]) -> str:
             f"{r['rows']['labevents']:,}",
             r["build_seconds"],
             f"{r['store_bytes'] / 2**20:.1f}",
+            f"{r['open']['open_store_ms']} / {r['open']['bare_connect_ms']} / "
+            f"{r['open']['full_sha256_ms']}",
             f"{r['random_calls']['median_ms']} / {r['random_calls']['p99_ms']}",
             r["session_first_call"]["median_ms"],
             r["session_other_first_time_calls"]["median_ms"],
