@@ -24,6 +24,7 @@ from scorers import physassist_scorer
 from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
 from scorers.session_scorer import JUDGES
 from solvers import LoopSettings, physassist_session
+from solvers.context import cached_store
 from solvers.options import check_option
 from solvers.prompting import opening_message
 from tasks._args import as_list
@@ -203,6 +204,9 @@ def physassistbench(
         scenarios=as_list(scenarios, "scenarios"),
         tiers=tier_list,
     )
+    # opened (built, or rebuilt if damaged) here, once per process: a store that cannot be
+    # used stops the task before any sample instead of failing every one of them
+    cached_store(settings.ehr_source)
     return Task(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),

@@ -246,3 +246,46 @@ def test_intact_store_in_a_read_only_cache_is_used(
                          str(SUBJECT), "Patient.read", f'{{"subject_id": {SUBJECT}}}'])
     assert code == 0
     assert f"Patient {SUBJECT}" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_eval_never_reads_a_corrupt_cached_store(
+    cache: Path, built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's run: an eval over a cache whose store has three overwritten blocks. Every
+    tool call is answered from intact data (none says 'Corrupt database file')."""
+    from inspect_ai import eval as inspect_eval
+
+    from solvers.context import cached_store
+    from tasks.physassistbench import physassistbench
+
+    overwrite_blocks(cache / built.name)
+    monkeypatch.setenv("PHYSASSIST_CACHE", str(cache))
+    cached_store.cache_clear()
+    try:
+        task = physassistbench(dataset="sample", ehr_source="sample", judge="rules")
+        [log] = inspect_eval(task, model="physassist/baseline", limit=12, display="none",
+                             log_dir=str(tmp_path / "logs"))
+    finally:
+        cached_store.cache_clear()
+    assert log.status == "success"
+    texts = [c["text"] for s in log.samples for t in s.store["physassist:turns"] for c in t["calls"]]
+    assert len(texts) > 30
+    assert not [t for t in texts if "Corrupt" in t or "execution error" in t]
+    assert unreadable_tables(cache / built.name) == []
+
+
+def test_eval_with_an_unwritable_cache_is_one_line(tmp_path: Path) -> None:
+    from fixtures_tracking import cli
+
+    cache = tmp_path / "ro-cache"
+    cache.mkdir()
+    with unwritable(cache):
+        _probe_unwritable(cache)
+        proc = cli(["physassist-eval", "inspect.display=none", "tracking=none",
+                    f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"],
+                   cwd=tmp_path, timeout=120, env={"PHYSASSIST_CACHE": str(cache)})
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and str(cache) in lines[0] and "$PHYSASSIST_CACHE" in lines[0]
+    assert "Traceback" not in proc.stderr

@@ -333,12 +333,14 @@ class Outcome:
 
 
 def build_task(args: Mapping[str, Any]):
-    """Build the Inspect task; data problems (bad session file, ...) become a ConfigError."""
+    """Build the Inspect task; data problems (bad session file, a store that cannot be
+    built, ...) become a ConfigError."""
+    from physassist.ehr.store import EHRBuildError
     from tasks.physassistbench import physassistbench
 
     try:
         return physassistbench(**args)
-    except (ValueError, FileNotFoundError, OSError, KeyError) as exc:
+    except (ValueError, FileNotFoundError, OSError, KeyError, EHRBuildError) as exc:
         lines = str(exc).strip().splitlines() or [repr(exc)]
         more = f"\n  ... and {len(lines) - 6} more" if len(lines) > 6 else ""
         raise ConfigError("\n".join(lines[:6]) + more) from exc
