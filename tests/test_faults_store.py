@@ -133,7 +133,16 @@ def test_corrupt_store_given_as_file_is_refused_by_the_cli(
 ) -> None:
     store_file = cache / built.name
     overwrite_blocks(store_file)
-    code = ehr_main(["call", str(store_file), "--subject", str(SUBJECT), "Patient.read", f'{{"subject_id": {SUBJECT}}}'])
+    code = ehr_main(
+        [
+            "call",
+            str(store_file),
+            "--subject",
+            str(SUBJECT),
+            "Patient.read",
+            f'{{"subject_id": {SUBJECT}}}',
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1
@@ -181,9 +190,10 @@ def unwritable(directory: Path) -> Iterator[None]:
         finally:
             directory.chmod(0o755)
         return
-    if shutil.which("chattr") is None or subprocess.run(
-        ["chattr", "+i", str(directory)], capture_output=True
-    ).returncode:
+    if (
+        shutil.which("chattr") is None
+        or subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode
+    ):
         pytest.skip("running as root without chattr +i: cannot make a directory unwritable")
     try:
         yield
@@ -230,8 +240,21 @@ def test_damaged_store_in_a_read_only_cache_is_refused_not_used(
     overwrite_blocks(cache / built.name)
     with unwritable(cache):
         _probe_unwritable(cache)
-        assert ehr_main(["call", "sample", "--cache-dir", str(cache), "--subject",
-                         str(SUBJECT), "Patient.read", f'{{"subject_id": {SUBJECT}}}']) == 2
+        assert (
+            ehr_main(
+                [
+                    "call",
+                    "sample",
+                    "--cache-dir",
+                    str(cache),
+                    "--subject",
+                    str(SUBJECT),
+                    "Patient.read",
+                    f'{{"subject_id": {SUBJECT}}}',
+                ]
+            )
+            == 2
+        )
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and str(cache) in captured.err
@@ -242,8 +265,18 @@ def test_intact_store_in_a_read_only_cache_is_used(
 ) -> None:
     manifest.damage(cache / built.name)  # verified while writable: the stamp is recorded
     with unwritable(cache):
-        code = ehr_main(["call", "sample", "--cache-dir", str(cache), "--subject",
-                         str(SUBJECT), "Patient.read", f'{{"subject_id": {SUBJECT}}}'])
+        code = ehr_main(
+            [
+                "call",
+                "sample",
+                "--cache-dir",
+                str(cache),
+                "--subject",
+                str(SUBJECT),
+                "Patient.read",
+                f'{{"subject_id": {SUBJECT}}}',
+            ]
+        )
     assert code == 0
     assert f"Patient {SUBJECT}" in capsys.readouterr().out
 
@@ -264,12 +297,19 @@ def test_eval_never_reads_a_corrupt_cached_store(
     cached_store.cache_clear()
     try:
         task = physassistbench(dataset="sample", ehr_source="sample", judge="rules")
-        [log] = inspect_eval(task, model="physassist/baseline", limit=12, display="none",
-                             log_dir=str(tmp_path / "logs"))
+        [log] = inspect_eval(
+            task,
+            model="physassist/baseline",
+            limit=12,
+            display="none",
+            log_dir=str(tmp_path / "logs"),
+        )
     finally:
         cached_store.cache_clear()
     assert log.status == "success"
-    texts = [c["text"] for s in log.samples for t in s.store["physassist:turns"] for c in t["calls"]]
+    texts = [
+        c["text"] for s in log.samples for t in s.store["physassist:turns"] for c in t["calls"]
+    ]
     assert len(texts) > 30
     assert not [t for t in texts if "Corrupt" in t or "execution error" in t]
     assert unreadable_tables(cache / built.name) == []
@@ -282,9 +322,18 @@ def test_eval_with_an_unwritable_cache_is_one_line(tmp_path: Path) -> None:
     cache.mkdir()
     with unwritable(cache):
         _probe_unwritable(cache)
-        proc = cli(["physassist-eval", "inspect.display=none", "tracking=none",
-                    f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"],
-                   cwd=tmp_path, timeout=120, env={"PHYSASSIST_CACHE": str(cache)})
+        proc = cli(
+            [
+                "physassist-eval",
+                "inspect.display=none",
+                "tracking=none",
+                f"inspect.log_dir={tmp_path / 'logs'}",
+                f"hydra.run.dir={tmp_path / 'out'}",
+            ],
+            cwd=tmp_path,
+            timeout=120,
+            env={"PHYSASSIST_CACHE": str(cache)},
+        )
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and str(cache) in lines[0] and "$PHYSASSIST_CACHE" in lines[0]
