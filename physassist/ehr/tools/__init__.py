@@ -40,11 +40,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _outcome(err: ToolError) -> dict[str, Any]:
-    out = operation_outcome(err.diagnostics, code=err.code)
-    if err.reference_error is not None:
-        out["_error"] = err.reference_error  # compat renders this as the reference's {"error": ...}
-    return out
+def _outcome(err: ToolError, semantics: Semantics) -> dict[str, Any]:
+    if semantics == "compat" and err.reference_error is not None:
+        return {"error": err.reference_error}  # the reference's call_tool answered a bare error
+    return operation_outcome(err.diagnostics, code=err.code)
 
 
 def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict[str, Any]:
@@ -67,7 +66,7 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
             return _compat(ctx, tool, args)
         return _strict(ctx, tool, args)
     except ToolError as err:
-        return _outcome(err)
+        return _outcome(err, ctx.semantics)
     except Exception as exc:  # a bug or a store failure must not kill the agent loop
         log.exception("tool %s failed", tool)
         return operation_outcome(

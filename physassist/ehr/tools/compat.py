@@ -16,19 +16,20 @@ from collections.abc import Callable
 from typing import Any
 
 from . import fhir
-from .compat_common import empty, hadm_filter, subject_key, text_arg
+from .compat_common import empty, encounter, hadm_filter, outcome, present, subject_key, text_arg
+from .compat_frames import frame
 from .compat_medications import medication_administration_search, medication_request_search
 from .compat_notes import careplan_search, diagnostic_report_search, document_reference_search
 from .compat_observations import observation_search
 from .context import ToolContext
-from .records import by, joined, keep, lookup, order, subject_rows, text
+from .records import by, joined, lookup, order
 
 
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = subject_key("Patient.read", args)
-    found = () if sid is None else subject_rows(ctx, "patients", sid)
+    found = () if sid is None else frame(ctx.store, "patients", sid)
     if not found:
-        return fhir.operation_outcome(f"Patient/{args.get('subject_id')} not found")
+        return outcome(f"Patient/{args.get('subject_id')} not found")
     p = found[0]
     out: dict[str, Any] = {
         "resourceType": "Patient",
@@ -37,9 +38,8 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         "gender": {"M": "male", "F": "female"}.get(str(p["gender"]), "unknown"),
         "_anchor_age": None if p["anchor_age"] is None else int(p["anchor_age"]),
     }
-    dod = text(p["dod"])
-    if dod:
-        out["deceasedDateTime"] = dod[:10]
+    if p["dod"] is not None:
+        out["deceasedDateTime"] = str(p["dod"])[:10]
     return out
 
 
@@ -48,10 +48,10 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = subject_key(tool, args)
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
-        return empty("Encounter", args.get("subject_id"))
-    found = keep(subject_rows(ctx, "admissions", sid), hadm_id=hadm)
+        return empty("Encounter", args)
+    found = [r for r in frame(ctx.store, "admissions", sid) if hadm is None or r["hadm_id"] == hadm]
     if not found:
-        return empty("Encounter", sid)
+        return empty("Encounter", args)
     return fhir.compat_bundle("Encounter", [_encounter(r, sid) for r in found])
 
 
@@ -62,10 +62,10 @@ def _encounter(r: dict[str, Any], sid: int) -> dict[str, Any]:
         "status": "finished",
         "class": {"code": "IMP", "display": "inpatient encounter"},
         "subject": fhir.patient_ref(sid),
-        "period": {"start": text(r["admittime"]), "end": text(r["dischtime"])},
+        "period": present({"start": r["admittime"], "end": r["dischtime"]}, "start", "end"),
         "identifier": [{"system": "mimic-iv/hadm", "value": str(r["hadm_id"])}],
         "_mimic": {
-            k: r.get(k)
+            k: r[k]
             for k in (
                 "admission_type",
                 "admission_location",
@@ -76,6 +76,7 @@ def _encounter(r: dict[str, Any], sid: int) -> dict[str, Any]:
                 "race",
                 "hospital_expire_flag",
             )
+            if r[k] is not None
         },
     }
 
@@ -87,32 +88,36 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     code = text_arg(tool, args, "code")
     status = text_arg(tool, args, "clinical_status")
     if sid is None or not ok or (status is not None and status != "active"):
-        return empty("Condition", args.get("subject_id"))
-    found = keep(subject_rows(ctx, "diagnoses_icd", sid), hadm_id=hadm)
+        return empty("Condition", args)
+    found = [
+        r for r in frame(ctx.store, "diagnoses_icd", sid) if hadm is None or r["hadm_id"] == hadm
+    ]
     if code is not None:  # prefix on the upper-cased argument, dots kept (I48.91 never matches)
         prefix = code.upper()
-        found = [r for r in found if r["icd_code"] is not None and r["icd_code"].startswith(prefix)]
+        found = [r for r in found if str(r["icd_code"]).startswith(prefix)]
     found = order(found, by("hadm_id"), by("seq_num"))
     if not found:
-        return empty("Condition", sid)
+        return empty("Condition", args)
     titles = lookup(ctx, "d_icd_diagnoses", "icd_code", "icd_version")
     out = []
     for r in found:
         system = fhir.ICD10 if str(r["icd_version"]) == "10" else fhir.ICD9
-        title = joined(titles, (r["icd_code"], r["icd_version"]), "long_title") or r["icd_code"]
+        icd = str(r["icd_code"])  # a code pandas read as a number prints without its zeros
+        version = None if r["icd_version"] is None else int(r["icd_version"])
+        title = joined(titles, (icd, version), "long_title") or icd
         out.append(
             {
                 "resourceType": "Condition",
-                "id": f"condition-{sid}-{r['icd_code']}-{r['hadm_id']}",
+                "id": f"condition-{sid}-{icd}-{r['hadm_id']}",
                 "clinicalStatus": {
                     "coding": [{"system": fhir.CONDITION_CLINICAL, "code": "active"}]
                 },
                 "category": fhir.category(
                     fhir.CONDITION_CATEGORY, "encounter-diagnosis", "Encounter Diagnosis"
                 ),
-                "code": fhir.named_concept(system, r["icd_code"], title),
+                "code": fhir.named_concept(system, icd, title),
                 "subject": fhir.patient_ref(sid),
-                "encounter": fhir.encounter_ref(r["hadm_id"]),
+                "encounter": encounter(r["hadm_id"]),
                 "_seq_num": r["seq_num"],
             }
         )

@@ -7,10 +7,9 @@ import math
 import re
 from typing import Any
 
-from . import fhir
 from .context import ToolContext
 from .errors import bad_arguments, execution_error
-from .records import subject_rows
+from .records import Row, subject_rows
 
 
 def subject_key(tool: str, args: dict[str, Any]) -> int | None:
@@ -67,13 +66,47 @@ def count_arg(tool: str, args: dict[str, Any], default: int | None) -> int | Non
     raise bad_arguments(tool, f"_count must be an integer, got {type(value).__name__} {value!r}")
 
 
-def head(items: list[Any], n: int | None) -> list[Any]:
-    """pandas ``head(n)`` semantics (negative n drops the last |n| rows)."""
-    return items if n is None else items[:n]
+def head(tool: str, rows: list[Row], n: Any) -> list[Row]:
+    """``DataFrame.head(n)``: a slice (negative n drops the last |n| rows); any other type is
+    the TypeError pandas raises, which names the frame's index type: a ``RangeIndex`` when the
+    rows' labels (their index in the subject's file) are evenly spaced, else ``Index``."""
+    if n is None or isinstance(n, int):
+        return rows if n is None else rows[: int(n)]
+    labels = [r["rowidx"] for r in rows]
+    steps = {b - a for a, b in zip(labels, labels[1:], strict=False)}
+    index = "RangeIndex" if len(steps) <= 1 and 0 not in steps else "Index"
+    raise bad_arguments(
+        tool,
+        f"cannot do positional indexing on {index} with these indexers [{n}] of type "
+        f"{type(n).__name__}",
+    )
 
 
-def empty(resource_type: str, subject: Any) -> dict[str, Any]:
-    return fhir.operation_outcome(f"No {resource_type} resources found for subject {subject}.")
+#: How the reference names what a search did not find.
+NOT_FOUND = {
+    "Encounter": "encounters",
+    "Condition": "conditions",
+    "Observation": "observations",
+    "MedicationRequest": "medication requests",
+    "MedicationAdministration": "medication administrations",
+    "DiagnosticReport": "diagnostic reports",
+    "DocumentReference": "documents",
+}
+
+
+def outcome(diagnostics: str) -> dict[str, Any]:
+    """The reference's OperationOutcome: one error issue, no ``code``."""
+    return {
+        "resourceType": "OperationOutcome",
+        "issue": [{"severity": "error", "diagnostics": diagnostics}],
+    }
+
+
+def empty(resource_type: str, args: dict[str, Any], detail: str = "") -> dict[str, Any]:
+    """An empty search, worded as the reference words it (the subject as the caller gave it)."""
+    return outcome(
+        f"No {NOT_FOUND[resource_type]} found for Patient/{args.get('subject_id')}{detail}"
+    )
 
 
 def nullable_hadm(ctx: ToolContext, table: str, sid: int) -> bool:
@@ -83,3 +116,19 @@ def nullable_hadm(ctx: ToolContext, table: str, sid: int) -> bool:
 
 def is_nan(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def present(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``obj`` without those of ``keys`` whose value is missing (NaN): the reference dropped
+    them from its output."""
+    return {k: v for k, v in obj.items() if not (k in keys and v is None)}
+
+
+def nan_text(value: Any) -> str:
+    """A cell as an f-string printed it: a missing value as ``nan``."""
+    return "nan" if value is None else str(value)
+
+
+def encounter(hadm_id: Any) -> dict[str, str] | None:
+    """``Encounter/encounter-<hadm_id>`` as the cell prints (``...0`` from a float column)."""
+    return None if hadm_id is None else {"reference": f"Encounter/encounter-{hadm_id}"}

@@ -6,9 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from . import fhir
-from .compat_common import empty, hadm_filter, nullable_hadm, regex_arg, subject_key, text_arg
+from .compat_common import (
+    empty,
+    encounter,
+    hadm_filter,
+    nan_text,
+    present,
+    regex_arg,
+    subject_key,
+    text_arg,
+)
+from .compat_frames import frame, sort_rows
 from .context import ToolContext
-from .records import Row, by, contains, order, subject_rows, text
+from .records import Row, contains
 
 
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -18,47 +28,50 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     medication = regex_arg(tool, args, "medication")
     status = text_arg(tool, args, "status")
     if sid is None or not ok:
-        return empty("MedicationRequest", args.get("subject_id"))
+        return empty("MedicationRequest", args)
     # rx ids are the row's index in the subject's prescriptions file (subject_rows: file order)
-    found = _indexed(subject_rows(ctx, "prescriptions", sid), hadm, "drug", medication)
-    for r in found:
-        r["s"], r["e"] = text(r["starttime"]), text(r["stoptime"])
-    found = order(found, by("s", desc=True))
+    found = _matching(frame(ctx.store, "prescriptions", sid), hadm, "drug", medication)
+    found = sort_rows(found, "starttime", ascending=False)
     out = []
     for r in found:
-        derived = "completed" if r["s"] and r["e"] else ("active" if r["s"] else "unknown")
+        start, stop = r["starttime"], r["stoptime"]
+        derived = "completed" if start and stop else ("active" if start else "unknown")
         if status is not None and status != derived:
             continue
         dose = r["dose_val_rx"]
-        unit = r["dose_unit_rx"] or ""
-        route = r["route"] or ""
+        dosage: dict[str, Any] = {}
+        if dose is not None:  # no dose (NaN): the reference built the timing only
+            unit, route = r["dose_unit_rx"], r["route"]
+            dosage["doseAndRate"] = [
+                {"doseQuantity": present({"value": fhir.as_number(dose), "unit": unit}, "unit")}
+            ]
+            dosage["route"] = present({"text": route}, "text")
+            dosage["text"] = f"{dose}{nan_text(unit)} {nan_text(route)}"
+        dosage["timing"] = {
+            "repeat": {"boundsPeriod": present({"start": start, "end": stop}, "start", "end")}
+        }
         out.append(
-            {
-                "resourceType": "MedicationRequest",
-                "id": f"rx-{sid}-{r['rowidx']}",
-                "status": derived,
-                "intent": "order",
-                "medicationCodeableConcept": {
-                    "coding": [{"system": "mimic-iv/drug", "display": r["drug"]}],
-                    "text": r["drug"],
+            present(
+                {
+                    "resourceType": "MedicationRequest",
+                    "id": f"rx-{sid}-{r['rowidx']}",
+                    "status": derived,
+                    "intent": "order",
+                    "medicationCodeableConcept": {
+                        "coding": [{"system": "mimic-iv/drug", "display": r["drug"]}],
+                        "text": r["drug"],
+                    },
+                    "subject": fhir.patient_ref(sid),
+                    "encounter": encounter(r["hadm_id"]),
+                    "dosageInstruction": [dosage],
+                    "_drug_type": r["drug_type"],
                 },
-                "subject": fhir.patient_ref(sid),
-                "encounter": fhir.encounter_ref(r["hadm_id"]),
-                "dosageInstruction": [
-                    {
-                        "doseAndRate": [
-                            {"doseQuantity": {"value": fhir.as_number(dose), "unit": unit}}
-                        ],
-                        "route": {"text": route},
-                        "timing": {"repeat": {"boundsPeriod": {"start": r["s"], "end": r["e"]}}},
-                        "text": f"{dose or ''}{unit} {route}",
-                    }
-                ],
-                "_drug_type": r["drug_type"],
-            }
+                "encounter",
+                "_drug_type",
+            )
         )
     if not out:
-        return empty("MedicationRequest", sid)
+        return empty("MedicationRequest", args)
     return fhir.compat_bundle("MedicationRequest", out)
 
 
@@ -68,41 +81,42 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     medication = regex_arg(tool, args, "medication")
     if sid is None or not ok:
-        return empty("MedicationAdministration", args.get("subject_id"))
-    found = _indexed(subject_rows(ctx, "emar", sid), hadm, "medication", medication)
-    for r in found:
-        r["t"] = text(r["charttime"])
-    found = order(found, by("t", desc=True))
+        return empty("MedicationAdministration", args)
+    found = _matching(frame(ctx.store, "emar", sid), hadm, "medication", medication)
+    found = sort_rows(found, "charttime", ascending=False)
     if medication is None and hadm is None:
         found = found[:100]
     if not found:
-        return empty("MedicationAdministration", sid)
-    as_float = nullable_hadm(ctx, "emar", sid)
+        return empty("MedicationAdministration", args)
     out = [
-        {
-            "resourceType": "MedicationAdministration",
-            "id": f"emar-{sid}-{r['rowidx']}",
-            "status": "completed",
-            "medicationCodeableConcept": {"text": r["medication"]},
-            "subject": fhir.patient_ref(sid),
-            "context": fhir.encounter_ref(r["hadm_id"], as_float=as_float),
-            "effectiveDateTime": r["t"],
-            "_event_txt": r["event_txt"],
-        }
+        present(
+            {
+                "resourceType": "MedicationAdministration",
+                "id": f"emar-{sid}-{r['rowidx']}",
+                "status": "completed",
+                "medicationCodeableConcept": {"text": r["medication"] or "unknown"},
+                "subject": fhir.patient_ref(sid),
+                "context": encounter(r["hadm_id"]),
+                "effectiveDateTime": r["charttime"],
+                "_event_txt": r["event_txt"],
+            },
+            "context",
+            "effectiveDateTime",
+            "_event_txt",
+        )
         for r in found
     ]
     return fhir.compat_bundle("MedicationAdministration", out)
 
 
-def _indexed(
+def _matching(
     rows: tuple[Row, ...], hadm: float | None, column: str, text_filter: str | None
 ) -> list[Row]:
-    """Copies of the subject's rows with their file index as ``rowidx`` (counted before any
-    filter, as the reference's CSV row index was), kept when ``hadm_id`` equals ``hadm`` and
-    ``column`` contains ``text_filter`` (None = no filter)."""
+    """The rows whose ``hadm_id`` equals ``hadm`` and whose ``column`` contains
+    ``text_filter`` (None = no filter)."""
     return [
-        {**r, "rowidx": i}
-        for i, r in enumerate(rows)
+        r
+        for r in rows
         if (hadm is None or r["hadm_id"] == hadm)
         and (text_filter is None or contains(r[column], text_filter))
     ]

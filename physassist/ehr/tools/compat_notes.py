@@ -38,7 +38,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     report_type = text_arg(tool, args, "report_type")
     if sid is None or not ok:
-        return empty("DiagnosticReport", args.get("subject_id"))
+        return empty("DiagnosticReport", args)
     notes = keep(subject_rows(ctx, "radiology", sid), hadm_id=hadm)
     notes = order(notes, by("charttime", desc=True))
     if report_type is not None:
@@ -77,7 +77,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
         keywords = [w for w in MICRO_REPORT_WORDS[2:] if w in low]
         out.extend(_micro_reports(ctx, sid, hadm, args.get("hadm_id"), keywords, 10 - len(out)))
     if not out:
-        return empty("DiagnosticReport", sid)
+        return empty("DiagnosticReport", args)
     return fhir.compat_bundle("DiagnosticReport", out)
 
 
@@ -141,7 +141,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     type_code = text_arg(tool, args, "type_code")
     keyword = regex_arg(tool, args, "keyword")
     if sid is None or not ok:
-        return empty("DocumentReference", args.get("subject_id"))
+        return empty("DocumentReference", args)
     out: list[dict[str, Any]] = []
     for code, table, display in DOC_TYPES:
         if type_code is not None and not (type_code.lower() in code or code in type_code.lower()):
@@ -173,7 +173,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                 }
             )
     if not out:
-        return empty("DocumentReference", sid)
+        return empty("DocumentReference", args)
     return fhir.compat_bundle("DocumentReference", out)
 
 

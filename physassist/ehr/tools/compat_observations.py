@@ -9,18 +9,17 @@ from typing import Any
 
 from . import fhir
 from .compat_common import (
-    count_arg,
     empty,
     hadm_filter,
     head,
     is_nan,
-    nullable_hadm,
     subject_key,
     text_arg,
 )
+from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .errors import bad_arguments
-from .records import Row, by, contains, joined, keep, lookup, order, subject_rows, text
+from .records import Row, contains, joined, lookup
 from .schemas import DEFAULT_COUNT
 
 VITAL_CATEGORIES = {"vital-signs", "vital_signs", "vitals"}
@@ -59,9 +58,8 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     sid = subject_key(tool, args)
     category = text_arg(tool, args, "category")
     code = text_arg(tool, args, "code")
-    count = count_arg(tool, args, DEFAULT_COUNT)
     if category is not None and category in VITAL_CATEGORIES:
-        return _vitals(ctx, sid, args, code, count)
+        return _vitals(ctx, sid, args, code)
     # the date gate was injected by compat_arguments; bounds are compared as strings
     date_to = args.get("date_to")
     date_from = args.get("date_from")
@@ -73,30 +71,33 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
             )
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
-        return empty("Observation", args.get("subject_id"))
-    found = keep(subject_rows(ctx, "labevents", sid), hadm_id=hadm)
+        return _none(args)
+    found = [r for r in frame(ctx.store, "labevents", sid) if hadm is None or r["hadm_id"] == hadm]
     if code is not None:
         found = _with_itemids(found, _matching_itemids(ctx, "d_labitems", code))
     if date_from is not None:
-        found = [r for r in found if (t := text(r["charttime"])) is not None and t >= date_from]
+        found = [r for r in found if r["charttime"] is not None and r["charttime"] >= date_from]
     if date_to is not None:
-        found = [r for r in found if (t := text(r["charttime"])) is not None and t <= date_to]
+        found = [r for r in found if r["charttime"] is not None and r["charttime"] <= date_to]
+    found = head(tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT))
     labels = lookup(ctx, "d_labitems", "itemid")
-    found = [
-        {**r, "t": text(r["charttime"]), "label": joined(labels, r["itemid"], "label")}
-        for r in head(order(found, by("charttime", desc=True)), count)
-    ]
+    found = [{**r, "label": joined(labels, r["itemid"], "label")} for r in found]
     if category == "microbiology":
         found = [
             r for r in found if any(w in str(r["label"] or "").lower() for w in MICRO_LAB_WORDS)
         ]
     if not found:
-        return empty("Observation", sid)
-    as_float = nullable_hadm(ctx, "labevents", sid)
-    return fhir.compat_bundle("Observation", [_lab(r, sid, as_float) for r in found])
+        return _none(args)
+    return fhir.compat_bundle("Observation", [_lab(r, sid) for r in found])
 
 
-def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
+def _none(args: dict[str, Any]) -> dict[str, Any]:
+    """The reference's empty answer names the category and code it searched for."""
+    detail = "".join(f" {k}={args[k]}" for k in ("category", "code") if args.get(k) is not None)
+    return empty("Observation", args, detail)
+
+
+def _lab(r: dict[str, Any], sid: int) -> dict[str, Any]:
     label = r["label"] or str(r["itemid"])
     obs: dict[str, Any] = {
         **fhir.observation(
@@ -106,14 +107,13 @@ def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
             fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
         ),
     }
-    enc = fhir.encounter_ref(r["hadm_id"], as_float=as_float)
-    if enc:
-        obs["encounter"] = enc
-    obs["effectiveDateTime"] = r["t"]
+    if r["hadm_id"] is not None:
+        obs["encounter"] = {"reference": f"Encounter/encounter-{r['hadm_id']}"}
+    obs["effectiveDateTime"] = r["charttime"]
     if not is_nan(r["valuenum"]):
         obs["valueQuantity"] = {"value": r["valuenum"], "unit": r["valueuom"] or ""}
-    else:
-        obs["valueString"] = r["value"] if r["value"] is not None else ""
+    elif r["value"] is not None:
+        obs["valueString"] = r["value"]
     if r["flag"] in ("abnormal", "delta"):
         obs["interpretation"] = [
             {"coding": [{"system": fhir.INTERPRETATION, "code": "A", "display": "Abnormal"}]}
@@ -129,19 +129,21 @@ def _lab(r: dict[str, Any], sid: int, as_float: bool) -> dict[str, Any]:
 
 
 def _vitals(
-    ctx: ToolContext, sid: int | None, args: dict[str, Any], code: str | None, count: int | None
+    ctx: ToolContext, sid: int | None, args: dict[str, Any], code: str | None
 ) -> dict[str, Any]:
     """ICU chartevents (hadm_id, dates and the gate all ignored), OMR only when that is empty."""
+    tool = "Observation.search"
     if sid is None:
-        return empty("Observation", args.get("subject_id"))
-    found = list(subject_rows(ctx, "chartevents", sid))
+        return _none(args)
+    count = args.get("_count", DEFAULT_COUNT)
+    found = list(frame(ctx.store, "chartevents", sid))
     if code is not None:
         found = _with_itemids(found, _matching_itemids(ctx, "d_items", code))
-    found = head(order(found, by("charttime", desc=True)), count)
+    found = head(tool, sort_rows(found, "charttime", ascending=False), count)
     items = lookup(ctx, "d_items", "itemid")
     out = []
     for r in found:
-        t = text(r["charttime"])
+        t = r["charttime"]
         label = joined(items, r["itemid"], "label") or str(r["itemid"])
         obs: dict[str, Any] = {
             **fhir.observation(
@@ -151,39 +153,42 @@ def _vitals(
                 fhir.named_concept("mimic-iv/icu-itemid", str(r["itemid"]), label),
             ),
             "effectiveDateTime": t,
-            "_stay_id": r["stay_id"],
+            "_stay_id": str(r["stay_id"]),
         }
-        if not is_nan(r["valuenum"]):
+        if r["valuenum"] is not None:
             unit = joined(items, r["itemid"], "unitname") or ""
             obs["valueQuantity"] = {"value": r["valuenum"], "unit": unit}
-        else:
-            obs["valueString"] = r["value"] if r["value"] is not None else ""
+        elif r["value"] is not None:
+            obs["valueString"] = r["value"]
         out.append(obs)
     if not out:
         out = _omr(ctx, sid, code, count)
     if not out:
-        return empty("Observation", sid)
+        return _none(args)
     return fhir.compat_bundle("Observation", out)
 
 
-def _omr(ctx: ToolContext, sid: int, code: str | None, count: int | None) -> list[dict[str, Any]]:
-    # ids use the row's index in the subject's file (subject_rows keeps file order)
+def _omr(ctx: ToolContext, sid: int, code: str | None, count: Any) -> list[dict[str, Any]]:
+    # ids use the row's index in the subject's file
     found = [
-        {"t": text(r["chartdate"]), "rowidx": i, **r}
-        for i, r in enumerate(subject_rows(ctx, "omr", sid))
+        r
+        for r in frame(ctx.store, "omr", sid)
         if code is None or contains(r["result_name"], code)
     ]
-    found = head(order(found, by("t", desc=True)), count)
+    found = head("Observation.search", sort_rows(found, "chartdate", ascending=False), count)
     return [
         {
             **fhir.observation(
                 f"omr-{sid}-{r['rowidx']}",
                 sid,
                 "vital-signs",
-                fhir.named_concept("mimic-iv/omr", r["result_name"], r["result_name"]),
+                {
+                    "coding": [{"system": "mimic-iv/omr", "display": r["result_name"]}],
+                    "text": r["result_name"],
+                },
             ),
-            "effectiveDateTime": r["t"],
-            "valueString": r["result_value"],
+            "effectiveDateTime": r["chartdate"],
+            "valueString": str(r["result_value"]),
         }
         for r in found
     ]

@@ -108,56 +108,68 @@ def _outcome_text(r: dict[str, Any]) -> str:
 
 
 def _compat(result: dict[str, Any]) -> str:
+    """The reference's text, cut at 4000 characters with its marker naming the full length."""
+    text = _compat_text(result)
+    if len(text) <= COMPAT_CAP:
+        return text
+    return f"{text[:COMPAT_CAP]}\n... [truncated: {len(text)} chars total]"
+
+
+def _compat_text(result: dict[str, Any]) -> str:
     if not isinstance(result, dict):
         return str(result)
     if "patient_response" in result:
         return str(result["patient_response"])[:1500]
-    if "_error" in result:
-        return _compact_json({"error": result["_error"]})
     if result.get("resourceType") == "Bundle":
         entries = [e.get("resource", {}) for e in result.get("entry") or []]
-        entries = [r for r in entries if r.get("resourceType") != "OperationOutcome"]
         lines = [f"({len(entries)} results)"]
-        lines += [_compat_line(r) for r in entries[:COMPAT_LINES]]
+        lines += [f"  - {_compat_line(r)}" for r in entries[:COMPAT_LINES]]
         if len(entries) > COMPAT_LINES:
-            lines.append(f"... ({len(entries) - COMPAT_LINES} more)")
+            lines.append(f"  ... ({len(entries) - COMPAT_LINES} more)")
         return "\n".join(lines)
     if _is_write(result):
         return f"{result.get('resourceType')} created: id={result.get('id')} status={result.get('status')}"
-    return _compact_json(result)
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _compat_value(r: dict[str, Any]) -> str:
+    """``: value unit`` as Python prints them (``16.0 %``; an empty unit leaves a trailing
+    space); nothing at all when the observation has no value."""
+    if "valueQuantity" in r:
+        q = r["valueQuantity"] or {}
+        return f": {q.get('value', '')} {q.get('unit', '')}"
+    if "valueString" in r:
+        return f": {r['valueString']}"
+    return ""
 
 
 def _compat_line(r: dict[str, Any]) -> str:
     rt = r.get("resourceType")
     if rt == "Observation":
         flag = " (Abnormal)" if "A" in _interp_codes(r) else ""
-        return (
-            f"- {_text_of(r.get('code'))}: {_value(r)}{flag} @ {_date(r.get('effectiveDateTime'))}"
-        )
+        return f"{_text_of(r.get('code'))}{_compat_value(r)}{flag} @ {_date(r.get('effectiveDateTime'))}"
     if rt == "MedicationRequest":
         dosage = (r.get("dosageInstruction") or [{}])[0]
-        return f"- {_text_of(r.get('medicationCodeableConcept'))} [{r.get('status')}]: {dosage.get('text', '')} @ {_date(r.get('authoredOn'))}"
+        return f"{_text_of(r.get('medicationCodeableConcept'))} [{r.get('status')}]: {dosage.get('text', '')} @ {_date(r.get('authoredOn'))}"
     if rt == "MedicationAdministration":
         dose = _qty((r.get("dosage") or {}).get("dose"))
-        return f"- {_text_of(r.get('medicationCodeableConcept'))}: {dose}  @ {_date(r.get('effectiveDateTime'), 16)}"
+        return f"{_text_of(r.get('medicationCodeableConcept'))}: {dose}  @ {_date(r.get('effectiveDateTime'), 16)}"
     if rt == "Condition":
         status = _text_of(r.get("clinicalStatus"))
-        return f"- {_text_of(r.get('code'))} [{status}] @ {_date(r.get('onsetDateTime'))}"
+        return f"{_text_of(r.get('code'))} [{status}] @ {_date(r.get('onsetDateTime'))}"
     if rt == "Encounter":
         period = r.get("period") or {}
         cls = r.get("class") or {}
-        return f"- {cls.get('code', '')} {_text_of((r.get('type') or [{}])[0])} {_date(period.get('start'))}–{_date(period.get('end'))} "
+        return f"{cls.get('code', '')} {_text_of((r.get('type') or [{}])[0])} {_date(period.get('start'))}–{_date(period.get('end'))} "
     if rt == "DiagnosticReport":
         text = "".join(attachment_text(f) for f in r.get("presentedForm") or [])
-        return f"- {_text_of(r.get('code'))} @ {_date(r.get('effectiveDateTime'))}\n  {text[:600]}"
+        return f"{_text_of(r.get('code'))} @ {_date(r.get('effectiveDateTime'))}: {text[:600]}"
     if rt == "DocumentReference":
         text = "".join(attachment_text(c.get("attachment") or {}) for c in r.get("content") or [])
-        return f"- {_text_of(r.get('type'))} @ {_date(r.get('date'))}\n  {text[:800]}"
+        return f"{_text_of(r.get('type'))} @ {_date(r.get('date'))}: {text[:800]}"
     if rt == "CarePlan":
-        cat = r.get("category") or [{}]
-        code = ((cat[0].get("coding") or [{}])[0]).get("code") or _text_of(cat[0])
-        return f"- {code} [{r.get('status')}]"
-    return f"- {_compact_json(r)[:300]}"
+        return f"{_text_of((r.get('category') or [{}])[0])} [{r.get('status')}]"
+    return _compact_json(r)[:300]
 
 
 # ----------------------------------------------------------------------------- full

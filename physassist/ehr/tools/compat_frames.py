@@ -1,0 +1,262 @@
+"""A subject's rows typed as the reference's pandas saw them (compat only).
+
+The reference never read the MIMIC-IV tables directly. Its split script read each whole table
+with ``pandas.read_csv`` and wrote every subject's rows to their own CSV; each tool call then
+read that subject's CSV with ``read_csv`` again. Both reads infer column types, and the values
+the tools print carry those types:
+
+* split read: a column holding a missing value anywhere in the table is float, so its numbers
+  were written back as ``24982426.0`` (every lab's ``Encounter/encounter-...0``);
+* subject read: text columns whose values all look numeric *for this subject* become numbers
+  (an ICD-9 code ``0388`` prints as ``388``, a dose ``500`` with one missing dose as ``500.0``);
+* missing values are NaN, which the reference's output then drops.
+
+pandas' C parser infers types per block of rows (``2**20 // n_columns`` rounded down to a power
+of two) and merges the blocks: int with float gives float, text with numbers gives an object
+column whose values keep their block's type. Both reads are reproduced with those rules from
+the store's rows: the split read's per-block kinds come from one aggregate query per table, the
+subject read runs in Python on the subject's rows. Results are cached per (table, subject).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from physassist.ehr.sources import detect_source
+from physassist.ehr.store import EHRStore, _header
+from physassist.ehr.tables import ROW_COLUMN, TABLES
+
+from .records import COLUMNS, Row, text
+
+#: pandas' default missing-value strings (``pandas._libs.parsers.STR_NA_VALUES``).
+NA_STRINGS = frozenset(
+    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+)  # fmt: skip
+_INT = re.compile(r"\s*[+-]?\d+\s*")
+_FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|Inf|INF)\s*")
+_INT_SQL = r"\s*[+-]?\d+\s*"
+_FLOAT_SQL = r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|Inf|INF)\s*"
+_MEMO = 512  # (table, subject) frames kept per store
+
+
+def block_rows(width: int) -> int:
+    """Rows per type-inference block of pandas' C parser for a file of ``width`` columns."""
+    heuristic, rows = 2**20 // max(width, 1), 1
+    while rows * 2 < heuristic:
+        rows *= 2
+    return rows
+
+
+def _kind(texts: Sequence[str | None]) -> str:
+    """One block's pandas type: int, float (all missing included) or str."""
+    present = [t for t in texts if t is not None]
+    if not present:
+        return "float"
+    if len(present) == len(texts) and all(_INT.fullmatch(t) for t in present):
+        return "int"
+    if all(_INT.fullmatch(t) or _FLOAT.fullmatch(t) for t in present):
+        return "float"
+    return "str"
+
+
+def _merged(kinds: Sequence[str]) -> str:
+    found = set(kinds)
+    if found <= {"int"}:
+        return "int"
+    if found <= {"int", "float"}:
+        return "float"
+    if found == {"str"}:
+        return "str"
+    return "mixed"
+
+
+def _typed(t: str | None, kind: str) -> Any:
+    """A parsed cell of a block of ``kind`` (None = NaN)."""
+    if t is None:
+        return None
+    if kind == "int":
+        return int(t)
+    if kind == "float":
+        return float(t)
+    return t
+
+
+def read_csv(texts: Sequence[str | None], width: int) -> list[Any]:
+    """Values of one column as ``pandas.read_csv`` types them (missing cells as None)."""
+    size = block_rows(width)
+    blocks = [texts[i : i + size] for i in range(0, len(texts), size)] or [texts]
+    kinds = [_kind(b) for b in blocks]
+    merged = _merged(kinds)
+    out: list[Any] = []
+    for block, kind in zip(blocks, kinds, strict=True):
+        kind = kind if merged == "mixed" else merged
+        out.extend(_typed(t, kind) for t in block)
+    return out
+
+
+def written(value: Any) -> str | None:
+    """A value as ``DataFrame.to_csv`` writes it (None = empty cell)."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class _TableKinds:
+    """The split read of one table: its width and, per column, the merged kind and each
+    block's kind."""
+
+    def __init__(self, store: EHRStore, table: str, columns: Sequence[str]):
+        spec = TABLES[table]
+        self.width = _width(store, table)
+        self.size = block_rows(self.width)
+        terms = []
+        for c in columns:
+            q, typ = f'"{c}"', spec.columns[c]
+            if typ == "VARCHAR":
+                na = f"({q} IS NULL OR {q} IN ({', '.join(_sql_str(s) for s in NA_STRINGS)}))"
+                terms += [
+                    f"count(*) FILTER (WHERE {na})",
+                    f"count(*) FILTER (WHERE NOT {na} AND NOT regexp_full_match({q}, '{_INT_SQL}'))",
+                    f"count(*) FILTER (WHERE NOT {na} AND NOT regexp_full_match({q}, '{_INT_SQL}') "
+                    f"AND NOT regexp_full_match({q}, '{_FLOAT_SQL}'))",
+                ]
+            elif typ == "DOUBLE":
+                terms += [
+                    f"count(*) FILTER (WHERE {q} IS NULL)",
+                    f"count(*) FILTER (WHERE {q} <> floor({q}))",
+                    "0",
+                ]
+            elif typ in ("BIGINT", "INTEGER"):
+                terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "0", "0"]
+            else:  # timestamps and dates are text to pandas
+                terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "count(*)", "count(*)"]
+        block = f"((\"{ROW_COLUMN}\" & {(1 << 40) - 1}) - 1) // {self.size}"
+        rows = store.rows(
+            f"SELECT {block} AS b, count(*) AS n, "
+            + ", ".join(f"{t} AS k{i}" for i, t in enumerate(terms))
+            + f' FROM "{table}" GROUP BY b ORDER BY b'
+        )
+        self.kinds: dict[str, dict[int, str]] = {c: {} for c in columns}
+        for r in rows:
+            values = list(r.values())
+            b, n = values[0], values[1]
+            for i, c in enumerate(columns):
+                na, not_int, not_float = values[2 + 3 * i : 5 + 3 * i]
+                if na == n:
+                    kind = "float"
+                elif not_float:
+                    kind = "str"
+                elif not_int or na:
+                    kind = "float"
+                else:
+                    kind = "int"
+                self.kinds[c][b] = kind
+        self.merged = {c: _merged(list(k.values())) for c, k in self.kinds.items()}
+
+    def cell(self, column: str, typ: str, row: Row) -> str | None:
+        """The text the split script wrote for this cell."""
+        value = row[column]
+        if value is None or (typ == "VARCHAR" and value in NA_STRINGS):
+            return None
+        kind = self.merged[column]
+        if kind == "mixed":
+            kind = self.kinds[column][((row[ROW_COLUMN] & ((1 << 40) - 1)) - 1) // self.size]
+        if typ == "VARCHAR":
+            return written(_typed(value, kind))
+        if typ in ("DOUBLE", "BIGINT", "INTEGER"):
+            return written(int(value) if kind == "int" else float(value))
+        return text(value)
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _width(store: EHRStore, table: str) -> int:
+    """Columns of the table's source file (its header), else of the canonical table."""
+    try:
+        files = detect_source(store.source).files.get(table, ())
+        if files:
+            return len(_header(files[0].path))
+    except (OSError, ValueError):
+        pass
+    return len(TABLES[table].columns)
+
+
+class _StoreFrames:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tables: dict[str, _TableKinds] = {}
+        self.frames: OrderedDict[tuple[str, int], tuple[Row, ...]] = OrderedDict()
+
+
+_FRAMES: weakref.WeakKeyDictionary[EHRStore, _StoreFrames] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
+    """The subject's rows of ``table`` as the reference's per-subject ``read_csv`` typed them,
+    in file order, each with ``rowidx`` (its index in the subject's file). Read-only, shared."""
+    with _LOCK:
+        state = _FRAMES.setdefault(store, _StoreFrames())
+    key = (table, sid)
+    with state.lock:
+        cached = state.frames.get(key)
+        if cached is not None:
+            state.frames.move_to_end(key)
+            return cached
+    columns = COLUMNS[table]
+    rows = store.subject_rows(table, sid, columns)
+    with state.lock:
+        kinds = state.tables.get(table)
+    if kinds is None:
+        kinds = _TableKinds(store, table, columns)
+        with state.lock:
+            state.tables[table] = kinds
+    spec = TABLES[table]
+    typed: dict[str, list[Any]] = {
+        c: read_csv([kinds.cell(c, spec.columns[c], r) for r in rows], kinds.width)
+        for c in columns
+    }
+    out = tuple(
+        {**{c: typed[c][i] for c in columns}, "rowidx": i, ROW_COLUMN: r[ROW_COLUMN]}
+        for i, r in enumerate(rows)
+    )
+    with state.lock:
+        state.frames[key] = out
+        if len(state.frames) > _MEMO:
+            state.frames.popitem(last=False)
+    return out
+
+
+def sort_rows(rows: Sequence[Row], column: str, ascending: bool = True) -> list[Row]:
+    """``DataFrame.sort_values(column)`` with pandas' defaults: numpy's unstable quicksort over
+    the non-missing values (a text column as an object array, like pandas' python-backed
+    ``str`` dtype), missing values last in their original order. Ties come out exactly as
+    pandas puts them, which is neither file order nor its reverse."""
+    values = [r[column] for r in rows]
+    present = [i for i, v in enumerate(values) if v is not None]
+    missing = [i for i, v in enumerate(values) if v is None]
+    keys = [values[i] for i in present]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in keys):
+        array = np.array(keys, dtype=float if any(isinstance(v, float) for v in keys) else np.int64)
+    else:
+        array = np.empty(len(keys), dtype=object)
+        array[:] = keys
+    order = np.array(present, dtype=np.intp)
+    if not ascending:
+        array, order = array[::-1], order[::-1]
+    indexer = order[array.argsort(kind="quicksort")]
+    if not ascending:
+        indexer = indexer[::-1]
+    return [rows[i] for i in (*indexer.tolist(), *missing)]
