@@ -7,7 +7,18 @@ import re
 from typing import Any
 
 from . import fhir
-from .compat_common import empty, hadm_filter, nullable_hadm, regex_arg, subject_key, text_arg
+from .compat_common import (
+    empty,
+    encounter,
+    hadm_filter,
+    nan_text,
+    nullable_hadm,
+    present,
+    regex_arg,
+    subject_key,
+    text_arg,
+)
+from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .records import by, contains, keep, order, subject_rows, text
 
@@ -39,8 +50,8 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     report_type = text_arg(tool, args, "report_type")
     if sid is None or not ok:
         return empty("DiagnosticReport", args)
-    notes = keep(subject_rows(ctx, "radiology", sid), hadm_id=hadm)
-    notes = order(notes, by("charttime", desc=True))
+    notes = [n for n in frame(ctx.store, "radiology", sid) if hadm is None or n["hadm_id"] == hadm]
+    notes = sort_rows(notes, "charttime", ascending=False)
     if report_type is not None:
         wanted = report_type.upper()
         terms = [wanted]
@@ -55,66 +66,79 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                 for t in terms
             )
         ]
-    as_float = nullable_hadm(ctx, "radiology", sid)
     out: list[dict[str, Any]] = []
     for n in notes[:5]:
         body = str(n["text"] or "")
         out.append(
-            {
-                "resourceType": "DiagnosticReport",
-                "id": f"dr-{n['note_id']}",
-                "status": "final",
-                "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
-                "code": {"text": report_title(body)},
-                "subject": fhir.patient_ref(sid),
-                "encounter": fhir.encounter_ref(n["hadm_id"], as_float=as_float),
-                "effectiveDateTime": text(n["charttime"]),
-                "presentedForm": [{"contentType": "text/plain", "data": body[:3000]}],
-            }
+            present(
+                {
+                    "resourceType": "DiagnosticReport",
+                    "id": f"dr-{n['note_id']}",
+                    "status": "final",
+                    "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
+                    "code": {"text": report_title(body)},
+                    "subject": fhir.patient_ref(sid),
+                    "encounter": encounter(n["hadm_id"]),
+                    "effectiveDateTime": n["charttime"],
+                    "presentedForm": [{"contentType": "text/plain", "data": body[:3000]}],
+                },
+                "encounter",
+                "effectiveDateTime",
+            )
         )
     low = (report_type or "").lower()
     if report_type is None or any(w in low for w in MICRO_REPORT_WORDS):
-        keywords = [w for w in MICRO_REPORT_WORDS[2:] if w in low]
-        out.extend(_micro_reports(ctx, sid, hadm, args.get("hadm_id"), keywords, 10 - len(out)))
+        out.extend(_micro_reports(ctx, sid, hadm, args.get("hadm_id"), report_type, 10 - len(out)))
     if not out:
         return empty("DiagnosticReport", args)
     return fhir.compat_bundle("DiagnosticReport", out)
 
 
 def micro_summary(r: dict[str, Any]) -> str:
-    interp = f" ({r['interpretation']})" if r.get("interpretation") else ""
-    return (
-        f"Specimen: {r.get('spec_type_desc') or ''} | Organism: {r.get('org_name') or 'none'} | "
-        f"Antibiotic: {r.get('ab_name') or 'n/a'}{interp}"
-    )
+    """``Specimen: .. | Organism: ..`` and, when an antibiotic was tested, ``| Antibiotic: ..``."""
+    text = f"Specimen: {nan_text(r['spec_type_desc'])} | Organism: "
+    text += "No growth / pending" if r["org_name"] is None else str(r["org_name"])
+    if r["ab_name"] is not None:
+        text += f" | Antibiotic: {r['ab_name']} ({nan_text(r['interpretation'])})"
+    return text
 
 
 def _micro_reports(
-    ctx: ToolContext, sid: int, hadm: float | None, hadm_given: Any, keywords: list[str], room: int
+    ctx: ToolContext,
+    sid: int,
+    hadm: float | None,
+    hadm_given: Any,
+    report_type: str | None,
+    room: int,
 ) -> list[dict[str, Any]]:
+    """One report per (specimen, time), newest first: the first row pandas' sort leaves for
+    each; a ``report_type`` must then appear in the specimen or the organism."""
     if room <= 0:
         return []
-    found = keep(subject_rows(ctx, "microbiologyevents", sid), hadm_id=hadm)
-    found = order(found, by("charttime", desc=True))
-    if keywords:
+    found = [
+        r
+        for r in frame(ctx.store, "microbiologyevents", sid)
+        if hadm is None or r["hadm_id"] == hadm
+    ]
+    if report_type is not None:
         found = [
             r
             for r in found
-            if any(contains(r["spec_type_desc"], k) or contains(r["org_name"], k) for k in keywords)
+            if contains(r["spec_type_desc"], report_type) or contains(r["org_name"], report_type)
         ]
     seen: set[tuple[Any, Any]] = set()
     out: list[dict[str, Any]] = []
-    for r in found:
-        t = text(r["charttime"])
-        key = (r["spec_type_desc"], t)
+    for r in sort_rows(found, "charttime", ascending=False):
+        key = (r["spec_type_desc"], r["charttime"])
         if key in seen:
             continue
         seen.add(key)
         if len(out) >= room:
             break
+        t = r["charttime"]
         report: dict[str, Any] = {
             "resourceType": "DiagnosticReport",
-            "id": f"micro-{sid}-{t}",
+            "id": f"micro-{sid}-{len(out) if t is None else t}",
             "status": "final",
             "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
             "code": {"text": r["spec_type_desc"] or "Microbiology"},
@@ -124,13 +148,13 @@ def _micro_reports(
         }
         if hadm_given is not None:
             report["encounter"] = {"reference": f"Encounter/encounter-{hadm_given}"}
-        out.append(report)
+        out.append(present(report, "effectiveDateTime"))
     return out
 
 
 DOC_TYPES = (
-    ("discharge-summary", "discharge", "Discharge summary"),
-    ("radiology", "radiology", "Radiology report"),
+    ("discharge-summary", "discharge", "Discharge Summary"),
+    ("radiology", "radiology", "Radiology Report"),
 )
 
 
@@ -178,15 +202,15 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
 
 
 # section header -> care-plan category (the reference's three sections plus a free-text "Plan:")
-CAREPLAN_SECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("Discharge Instructions", "discharge-planning", "Discharge Planning"),
-    ("Discharge Condition", "discharge-planning", "Discharge Planning"),
-    ("Followup Instructions", "followup", "Follow-up"),
-    ("Plan", "treatment", "Treatment"),
+CAREPLAN_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("Discharge Instructions", "discharge-planning"),
+    ("Discharge Condition", "discharge-planning"),
+    ("Followup Instructions", "followup"),
+    ("Plan", "treatment"),
 )
 _FRAGMENT = {
     header: re.compile(rf"(?:^|\n)\s*{re.escape(header)}:\s*(.+?)(?:\n\s*\n|\Z)", re.S | re.I)
-    for header, _, _ in CAREPLAN_SECTIONS
+    for header, _ in CAREPLAN_SECTIONS
 }
 
 
@@ -199,10 +223,12 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     category = text_arg(tool, args, "category")
     if sid is None or not ok:
         return fhir.compat_bundle("CarePlan", [])
-    notes = keep(subject_rows(ctx, "discharge", sid), hadm_id=hadm)[:3]
+    notes = [n for n in frame(ctx.store, "discharge", sid) if hadm is None or n["hadm_id"] == hadm][
+        :3
+    ]
     out: list[dict[str, Any]] = []
     for n in notes:
-        for header, cat, display in CAREPLAN_SECTIONS:
+        for header, cat in CAREPLAN_SECTIONS:
             if category is not None and category != cat:
                 continue
             m = _FRAGMENT[header].search(str(n["text"] or ""))
@@ -214,10 +240,11 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     "id": f"careplan-{n['note_id']}-{cat}",
                     "status": "completed",
                     "intent": "plan",
-                    "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, display, header),
+                    "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, header, header),
+                    "subject": fhir.patient_ref(sid),
                     "note": [{"text": m.group(1).strip()[:1000]}],
-                    "encounter": fhir.encounter_ref(n["hadm_id"]),
-                    "period": {"end": text(n["charttime"])},
+                    "encounter": encounter(n["hadm_id"]),
+                    "period": present({"end": n["charttime"]}, "end"),
                 }
             )
     return fhir.compat_bundle("CarePlan", out)

@@ -28,7 +28,7 @@ def render(result: dict[str, Any], mode: RenderMode = "full") -> str:
     if mode == "json":
         return json.dumps(result, ensure_ascii=False, default=str)
     if mode == "compat":
-        return _compat(result)[:COMPAT_CAP]
+        return _compat(result)
     if mode == "full":
         text = _full(result)
         return text if len(text) <= FULL_CAP else text[:FULL_CAP] + "\n... (output truncated)"
