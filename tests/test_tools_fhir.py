@@ -103,6 +103,8 @@ def standardize(obj: Any, key: str = "") -> Any:
             "medicationCodeableConcept"
         ):
             out["medicationCodeableConcept"] = {"text": "unknown"}
+        if out.get("resourceType") == "OperationOutcome":  # the reference's issues lack `code`
+            out["issue"] = [{"code": "not-found", **i} for i in out["issue"]]
         if out.get("resourceType") == "CarePlan" and "subject" not in out:
             out["subject"] = {"reference": f"Patient/{SID}"}
         return {k: v for k, v in out.items() if v not in ({}, [])}

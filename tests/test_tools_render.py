@@ -21,32 +21,32 @@ def run(store, semantics: str, tool: str, **args) -> dict:
 def test_compat_render_lines_match_reference_format(tiny_store) -> None:
     obs = render(run(tiny_store, "compat", "Observation.search", code="Potassium"), "compat")
     assert (
-        obs == "(1 results)\n- Potassium: 5.9 mEq/L (Abnormal) @ 2150-01-06"
+        obs == "(1 results)\n  - Potassium: 5.9 mEq/L (Abnormal) @ 2150-01-06"
     )  # no reference range
     mar = render(
         run(tiny_store, "compat", "MedicationAdministration.search", medication="Apixaban"),
         "compat",
     )
     assert mar.splitlines()[1:] == [
-        "- Apixaban:   @ 2150-01-07 09:00",
-        "- Apixaban:   @ 2150-01-06 09:00",
+        "  - Apixaban:   @ 2150-01-07 09:00",
+        "  - Apixaban:   @ 2150-01-06 09:00",
     ]
     cond = render(run(tiny_store, "compat", "Condition.search", code="I48"), "compat")
-    assert cond.splitlines()[1] == "- Unspecified atrial fibrillation [active] @ "
+    assert cond.splitlines()[1] == "  - Unspecified atrial fibrillation [active] @ "
     enc = render(run(tiny_store, "compat", "Encounter.search", hadm_id=ANCHOR), "compat")
-    assert enc.splitlines()[1] == "- IMP  2150-01-05–2150-01-10 "
+    assert enc.splitlines()[1] == "  - IMP  2150-01-05–2150-01-10 "
     rx = render(
         run(tiny_store, "compat", "MedicationRequest.search", medication="apixaban"), "compat"
     )
-    assert rx.splitlines()[1] == "- Apixaban [completed]: 5mg PO @ "
+    assert rx.splitlines()[1] == "  - Apixaban [completed]: 5.0mg PO @ "
     plan = render(run(tiny_store, "compat", "CarePlan.search", category="followup"), "compat")
-    assert plan.splitlines()[1:] == ["- followup [completed]"] * 2  # body dropped
+    assert plan.splitlines()[1:] == ["  - Followup Instructions [completed]"] * 2  # body dropped
 
 
 def test_compat_render_caps_lines_and_characters(tiny_store) -> None:
     text = render(run(tiny_store, "compat", "Observation.search", code="Glucose"), "compat")
     lines = text.splitlines()
-    assert lines[0] == "(20 results)" and len(lines) == 17 and lines[-1] == "... (5 more)"
+    assert lines[0] == "(20 results)" and len(lines) == 17 and lines[-1] == "  ... (5 more)"
     big = {
         "resourceType": "Bundle",
         "type": "searchset",
@@ -63,7 +63,9 @@ def test_compat_render_caps_lines_and_characters(tiny_store) -> None:
         ]
         * 15,
     }
-    assert len(render(big, "compat")) == COMPAT_CAP
+    text = render(big, "compat")
+    full = len("(15 results)") + 15 * len("\n  - x @ 2150-01-01: " + ("word " * 2000)[:800])
+    assert text == text[:COMPAT_CAP] + f"\n... [truncated: {full} chars total]"
 
 
 def test_compat_render_other_results(tiny_store) -> None:
@@ -76,7 +78,7 @@ def test_compat_render_other_results(tiny_store) -> None:
     assert render(write, "compat") == f"ServiceRequest created: id={write['id']} status=active"
     assert render({"patient_response": "x" * 3000}, "compat") == "x" * 1500
     empty = run(tiny_store, "compat", "MedicationRequest.search", medication="warfarin")
-    assert render(empty, "compat") == json.dumps(empty, separators=(",", ":"))
+    assert render(empty, "compat") == json.dumps(empty)  # json's default separators
     patient = run(tiny_store, "compat", "Patient.read")
     assert json.loads(render(patient, "compat")) == patient
 

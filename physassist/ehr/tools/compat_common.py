@@ -3,13 +3,11 @@ subject ids as folder names, numeric hadm_id equality, regex-mode errors, ``head
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from .context import ToolContext
 from .errors import bad_arguments, execution_error
-from .records import Row, subject_rows
+from .records import Row
 
 
 def subject_key(tool: str, args: dict[str, Any]) -> int | None:
@@ -57,15 +55,6 @@ def regex_arg(tool: str, args: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def count_arg(tool: str, args: dict[str, Any], default: int | None) -> int | None:
-    value = args.get("_count", default)
-    if value is None:
-        return None
-    if isinstance(value, int):  # bool included: pandas sliced with it
-        return int(value)
-    raise bad_arguments(tool, f"_count must be an integer, got {type(value).__name__} {value!r}")
-
-
 def head(tool: str, rows: list[Row], n: Any) -> list[Row]:
     """``DataFrame.head(n)``: a slice (negative n drops the last |n| rows); any other type is
     the TypeError pandas raises, which names the frame's index type: a ``RangeIndex`` when the
@@ -107,15 +96,6 @@ def empty(resource_type: str, args: dict[str, Any], detail: str = "") -> dict[st
     return outcome(
         f"No {NOT_FOUND[resource_type]} found for Patient/{args.get('subject_id')}{detail}"
     )
-
-
-def nullable_hadm(ctx: ToolContext, table: str, sid: int) -> bool:
-    """Whether pandas would have read this subject's hadm_id column as float (it has nulls)."""
-    return any(r["hadm_id"] is None for r in subject_rows(ctx, table, sid))
-
-
-def is_nan(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def present(obj: dict[str, Any], *keys: str) -> dict[str, Any]:

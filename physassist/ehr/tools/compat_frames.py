@@ -140,7 +140,7 @@ class _TableKinds:
                 terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "0", "0"]
             else:  # timestamps and dates are text to pandas
                 terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "count(*)", "count(*)"]
-        block = f"((\"{ROW_COLUMN}\" & {(1 << 40) - 1}) - 1) // {self.size}"
+        block = f'(("{ROW_COLUMN}" & {(1 << 40) - 1}) - 1) // {self.size}'
         rows = store.rows(
             f"SELECT {block} AS b, count(*) AS n, "
             + ", ".join(f"{t} AS k{i}" for i, t in enumerate(terms))
@@ -225,8 +225,7 @@ def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
             state.tables[table] = kinds
     spec = TABLES[table]
     typed: dict[str, list[Any]] = {
-        c: read_csv([kinds.cell(c, spec.columns[c], r) for r in rows], kinds.width)
-        for c in columns
+        c: read_csv([kinds.cell(c, spec.columns[c], r) for r in rows], kinds.width) for c in columns
     }
     out = tuple(
         {**{c: typed[c][i] for c in columns}, "rowidx": i, ROW_COLUMN: r[ROW_COLUMN]}

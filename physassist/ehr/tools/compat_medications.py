@@ -29,7 +29,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     status = text_arg(tool, args, "status")
     if sid is None or not ok:
         return empty("MedicationRequest", args)
-    # rx ids are the row's index in the subject's prescriptions file (subject_rows: file order)
+    # rx ids are the row's index in the subject's prescriptions file
     found = _matching(frame(ctx.store, "prescriptions", sid), hadm, "drug", medication)
     found = sort_rows(found, "starttime", ascending=False)
     out = []

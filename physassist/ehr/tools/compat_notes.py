@@ -12,7 +12,6 @@ from .compat_common import (
     encounter,
     hadm_filter,
     nan_text,
-    nullable_hadm,
     present,
     regex_arg,
     subject_key,
@@ -20,7 +19,7 @@ from .compat_common import (
 )
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
-from .records import by, contains, keep, order, subject_rows, text
+from .records import contains
 
 MICRO_REPORT_WORDS = ("micro", "culture", "blood", "urine", "sputum", "csf", "wound")
 RADIOLOGY_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -170,13 +169,11 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     for code, table, display in DOC_TYPES:
         if type_code is not None and not (type_code.lower() in code or code in type_code.lower()):
             continue
-        found = keep(subject_rows(ctx, table, sid), hadm_id=hadm)
+        found = [n for n in frame(ctx.store, table, sid) if hadm is None or n["hadm_id"] == hadm]
         if keyword is not None:
             found = [n for n in found if contains(n["text"], keyword)]
-        found = order(found, by("charttime", desc=True))[:5]
-        as_float = table == "radiology" and nullable_hadm(ctx, table, sid)
-        for n in found:
-            enc = fhir.encounter_ref(n["hadm_id"], as_float=as_float)
+        for n in sort_rows(found, "charttime", ascending=False)[:5]:
+            enc = encounter(n["hadm_id"])
             out.append(
                 {
                     "resourceType": "DocumentReference",
@@ -184,7 +181,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
                     "status": "current",
                     "type": fhir.named_concept(fhir.LOINC, code, display),
                     "subject": fhir.patient_ref(sid),
-                    "date": text(n["charttime"]),
+                    "date": n["charttime"],
                     "content": [
                         {
                             "attachment": {

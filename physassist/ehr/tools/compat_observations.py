@@ -12,7 +12,6 @@ from .compat_common import (
     empty,
     hadm_filter,
     head,
-    is_nan,
     subject_key,
     text_arg,
 )
@@ -79,7 +78,9 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
         found = [r for r in found if r["charttime"] is not None and r["charttime"] >= date_from]
     if date_to is not None:
         found = [r for r in found if r["charttime"] is not None and r["charttime"] <= date_to]
-    found = head(tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT))
+    found = head(
+        tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT)
+    )
     labels = lookup(ctx, "d_labitems", "itemid")
     found = [{**r, "label": joined(labels, r["itemid"], "label")} for r in found]
     if category == "microbiology":
@@ -110,7 +111,7 @@ def _lab(r: dict[str, Any], sid: int) -> dict[str, Any]:
     if r["hadm_id"] is not None:
         obs["encounter"] = {"reference": f"Encounter/encounter-{r['hadm_id']}"}
     obs["effectiveDateTime"] = r["charttime"]
-    if not is_nan(r["valuenum"]):
+    if r["valuenum"] is not None:
         obs["valueQuantity"] = {"value": r["valuenum"], "unit": r["valueuom"] or ""}
     elif r["value"] is not None:
         obs["valueString"] = r["value"]
@@ -118,11 +119,11 @@ def _lab(r: dict[str, Any], sid: int) -> dict[str, Any]:
         obs["interpretation"] = [
             {"coding": [{"system": fhir.INTERPRETATION, "code": "A", "display": "Abnormal"}]}
         ]
-    if not is_nan(r["ref_range_lower"]) or not is_nan(r["ref_range_upper"]):
+    if r["ref_range_lower"] is not None or r["ref_range_upper"] is not None:
         rr: dict[str, Any] = {}
-        if not is_nan(r["ref_range_lower"]):
+        if r["ref_range_lower"] is not None:
             rr["low"] = {"value": r["ref_range_lower"], "unit": r["valueuom"] or ""}
-        if not is_nan(r["ref_range_upper"]):
+        if r["ref_range_upper"] is not None:
             rr["high"] = {"value": r["ref_range_upper"], "unit": r["valueuom"] or ""}
         obs["referenceRange"] = [rr]
     return obs
@@ -171,9 +172,7 @@ def _vitals(
 def _omr(ctx: ToolContext, sid: int, code: str | None, count: Any) -> list[dict[str, Any]]:
     # ids use the row's index in the subject's file
     found = [
-        r
-        for r in frame(ctx.store, "omr", sid)
-        if code is None or contains(r["result_name"], code)
+        r for r in frame(ctx.store, "omr", sid) if code is None or contains(r["result_name"], code)
     ]
     found = head("Observation.search", sort_rows(found, "chartdate", ascending=False), count)
     return [

@@ -68,11 +68,11 @@ def patient_ref(subject_id: Any) -> dict[str, str]:
     return {"reference": f"Patient/{subject_id}"}
 
 
-def encounter_ref(hadm_id: Any, as_float: bool = False) -> dict[str, str] | None:
-    """``Encounter/encounter-<hadm>``; ``as_float`` reproduces the reference's ``.0`` quirk."""
+def encounter_ref(hadm_id: Any) -> dict[str, str] | None:
+    """``Encounter/encounter-<hadm>``."""
     if hadm_id is None or (isinstance(hadm_id, float) and math.isnan(hadm_id)):
         return None
-    hid = f"{float(hadm_id)!r}" if as_float else str(int(hadm_id))
+    hid = str(int(hadm_id))
     return {"reference": f"Encounter/encounter-{hid}"}
 
 
