@@ -39,7 +39,7 @@ class TurnInput:
         return self.task_type == WRITE_TASK
 
     def executed_calls(self) -> list[dict[str, Any]]:
-        """Calls that ran: refused or malformed calls come back as an OperationOutcome."""
+        """Calls that ran: refused or malformed calls come back as an OperationOutcome or error."""
         return [c for c in self.calls if not _is_outcome(c.get("raw"))]
 
     def write_calls(self) -> list[dict[str, Any]]:
@@ -47,7 +47,10 @@ class TurnInput:
 
 
 def _is_outcome(raw: Any) -> bool:
-    return isinstance(raw, dict) and raw.get("resourceType") == "OperationOutcome"
+    """A refusal: an OperationOutcome, or compat's bare ``{"error": ...}`` (the reference's)."""
+    return isinstance(raw, dict) and (
+        raw.get("resourceType") == "OperationOutcome" or set(raw) == {"error"}
+    )
 
 
 @dataclass(frozen=True)
