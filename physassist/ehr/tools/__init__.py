@@ -16,7 +16,7 @@ from . import compat, strict
 from .args import compat_arguments, parse_arguments, strict_arguments
 from .context import PatientResponder, Semantics, ToolContext, WriteSandbox
 from .errors import ToolError
-from .fhir import operation_outcome
+from .fhir import capped, operation_outcome
 from .names import TOOL_NAMES, from_api_name, to_api_name
 from .records import open_chart
 from .render import render
@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 def _outcome(err: ToolError, semantics: Semantics) -> dict[str, Any]:
     if semantics == "compat" and err.reference_error is not None:
-        return {"error": err.reference_error}  # the reference's call_tool answered a bare error
+        # the reference's call_tool answered a bare error
+        return {"error": capped(err.reference_error)}
     return operation_outcome(err.diagnostics, code=err.code)
 
 

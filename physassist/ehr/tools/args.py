@@ -66,25 +66,79 @@ ENUM_SYNONYMS: dict[str, dict[str, str]] = {
 }
 
 
+#: Bounds on what a model may pass, checked before any tool runs. Tool parameters are flat
+#: objects of short scalars (the released gold calls: depth 2, strings of at most 41
+#: characters), so these are far above any real call; they keep every call fast and every
+#: echo short (a 1 MB compat ``medication`` was compiled as a regex for 2.35 s, a 100k-deep
+#: object raised RecursionError).
+MAX_ARGUMENTS_TEXT = 100_000  # characters of a JSON arguments string
+MAX_TEXT = 1_000  # characters of one string value or parameter name
+MAX_DEPTH = 8  # nesting of objects and arrays
+MAX_ITEMS = 200  # values in all objects and arrays together
+MAX_INT_BITS = 64  # ids and counts are 64-bit integers
+
+
 def parse_arguments(tool: str, arguments: Any) -> dict[str, Any]:
-    """Accept a dict or a JSON object string; anything else is a ToolError naming the tool."""
+    """Accept a dict or a JSON object string within the bounds above; anything else is a
+    ToolError naming the tool (and never echoing the oversized value)."""
     if arguments is None:
         return {}
     if isinstance(arguments, str):
         text = arguments.strip()
         if not text:
             return {}
+        if len(text) > MAX_ARGUMENTS_TEXT:
+            raise bad_arguments(
+                tool, f"arguments are {len(text):,} characters long; at most {MAX_ARGUMENTS_TEXT:,}"
+            )
         try:
             arguments = json.loads(text)
         except json.JSONDecodeError as exc:
             raise bad_arguments(
                 tool, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
             ) from None
+        except RecursionError:
+            raise bad_arguments(tool, f"arguments are nested deeper than {MAX_DEPTH} levels") from None
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise bad_arguments(tool, f"arguments are not usable JSON ({str(exc)[:200]})") from None
     if not isinstance(arguments, dict):
         raise bad_arguments(
             tool, f"arguments must be a JSON object, got {type(arguments).__name__}"
         )
+    _check_bounds(tool, arguments)
     return {str(k): v for k, v in arguments.items()}
+
+
+def _check_bounds(tool: str, arguments: dict[str, Any]) -> None:
+    """Walk the arguments iteratively (no recursion, stops at the first excess)."""
+    if len(arguments) > MAX_ITEMS:
+        raise bad_arguments(tool, f"more than {MAX_ITEMS} values in the arguments")
+    items = 0
+    stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in arguments.items()]
+    while stack:
+        key, value, depth = stack.pop()
+        items += 1
+        if items > MAX_ITEMS:
+            raise bad_arguments(tool, f"more than {MAX_ITEMS} values in the arguments")
+        if len(key) > MAX_TEXT:
+            raise bad_arguments(
+                tool, f"a parameter name is {len(key):,} characters long; at most {MAX_TEXT:,}"
+            )
+        name = key if len(key) <= 40 else key[:40] + "..."
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise bad_arguments(
+                tool, f"'{name}' is {len(value):,} characters long; at most {MAX_TEXT:,}"
+            )
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise bad_arguments(tool, f"'{name}' is an integer of {value.bit_length():,} bits")
+        if isinstance(value, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise bad_arguments(tool, f"'{name}' is nested deeper than {MAX_DEPTH} levels")
+            children = value.items() if isinstance(value, dict) else enumerate(value)
+            for child_key, child in children:
+                stack.append((str(child_key) if isinstance(value, dict) else name, child, depth + 1))
+                if len(stack) + items > MAX_ITEMS:
+                    raise bad_arguments(tool, f"more than {MAX_ITEMS} values in the arguments")
 
 
 def _rename(args: dict[str, Any], aliases: dict[str, str]) -> dict[str, Any]:

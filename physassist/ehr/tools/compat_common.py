@@ -50,7 +50,7 @@ def regex_arg(tool: str, args: dict[str, Any], key: str) -> str | None:
     if value is not None:
         try:
             re.compile(value)
-        except re.error as exc:
+        except (re.error, RecursionError) as exc:  # deep groups: what pandas hit too
             raise execution_error(tool, str(exc)) from None
     return value
 

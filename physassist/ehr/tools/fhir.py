@@ -26,12 +26,22 @@ CAREPLAN_CATEGORY = "http://hl7.org/fhir/us/core/CodeSystem/careplan-category"
 ACT_CODE = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
 
 
+#: Longest diagnostics text. Outcomes echo what the model sent (ids, names, values), which
+#: the argument bounds keep short, but not the tool name; a 1 MB echo is nobody's answer.
+MAX_DIAGNOSTICS = 2_000
+
+
+def capped(text: str, limit: int = MAX_DIAGNOSTICS) -> str:
+    """``text`` cut at ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def operation_outcome(
     diagnostics: str, code: str = "not-found", severity: str = "error"
 ) -> dict[str, Any]:
     return {
         "resourceType": "OperationOutcome",
-        "issue": [{"severity": severity, "code": code, "diagnostics": diagnostics}],
+        "issue": [{"severity": severity, "code": code, "diagnostics": capped(diagnostics)}],
     }
 
 

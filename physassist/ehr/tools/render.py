@@ -23,8 +23,33 @@ FULL_REPORT_CHARS = 2000
 FULL_NOTE_CHARS = 3000
 
 
+#: Nesting shown of a result too deep to print (only malformed results get there: FHIR
+#: resources nest a handful of levels).
+MAX_RENDER_DEPTH = 50
+
+
 def render(result: dict[str, Any], mode: RenderMode = "full") -> str:
-    """Render a ``call_tool`` result; ``mode`` is ``compat``, ``full`` or ``json``."""
+    """Render a ``call_tool`` result; ``mode`` is ``compat``, ``full`` or ``json``. Any value
+    renders: one nested too deep to print (RecursionError) is shown ``MAX_RENDER_DEPTH``
+    levels deep."""
+    try:
+        return _render(result, mode)
+    except RecursionError:
+        return _render(_pruned(result, MAX_RENDER_DEPTH), mode)
+
+
+def _pruned(value: Any, depth: int) -> Any:
+    """``value`` with containers below ``depth`` levels replaced by ``"..."``."""
+    if not isinstance(value, dict | list | tuple):
+        return value
+    if depth <= 0:
+        return "..."
+    if isinstance(value, dict):
+        return {str(k): _pruned(v, depth - 1) for k, v in value.items()}
+    return [_pruned(v, depth - 1) for v in value]
+
+
+def _render(result: dict[str, Any], mode: RenderMode) -> str:
     if mode == "json":
         return json.dumps(result, ensure_ascii=False, default=str)
     if mode == "compat":

@@ -1,0 +1,133 @@
+"""Hostile tool calls: oversized, deep or odd arguments never raise, never log an error, never
+echo megabytes and never take long; ``render`` prints any value.
+
+The time bound here (0.5 s) is a fault guard, ten times the 50 ms target, so a loaded
+machine does not fail it; the target itself is measured in ``benchmarks/tool_hostile.py``.
+Before the guards: a 1 MB compat ``medication`` took 2.35-4.9 s (compiled as a regex), a
+1 MB ``subject_id`` came back as a 1 MB OperationOutcome, 100k-deep arguments raised
+RecursionError inside ``call_tool`` (an ERROR traceback in the log), ``render`` raised on a
+5,000-level dict.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+from fixtures_tools import sample_store as sample_store  # noqa: F401 (fixture)
+
+from physassist.ehr.store import EHRStore
+from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, render
+from physassist.ehr.tools.args import MAX_TEXT
+
+SUBJECT = 30000001
+MEGA = 1_000_000
+
+
+def deep(levels: int, leaf: object = 1) -> dict:
+    value: object = leaf
+    for _ in range(levels):
+        value = {"a": value}
+    return value  # type: ignore[return-value]
+
+
+HOSTILE: dict[str, object] = {
+    "1 MB subject_id (digits)": {"subject_id": "9" * MEGA},
+    "1 MB subject_id (letters)": {"subject_id": "x" * MEGA},
+    "1 MB subject_id as JSON": json.dumps({"subject_id": "9" * MEGA}),
+    "1 MB medication": {"subject_id": SUBJECT, "medication": "a" * MEGA},
+    "1 MB of open parentheses": {"subject_id": SUBJECT, "medication": "(" * MEGA},
+    "1,000 open parentheses": {"subject_id": SUBJECT, "medication": "(" * MAX_TEXT},
+    "1 MB code": {"subject_id": SUBJECT, "code": "x" * MEGA},
+    "1 MB keyword": {"subject_id": SUBJECT, "keyword": "x" * MEGA},
+    "1 MB parameter name": {"subject_id": SUBJECT, "k" * MEGA: 1},
+    "100k keys": {"subject_id": SUBJECT, **{f"k{i}": i for i in range(100_000)}},
+    "100k-deep JSON text": f'{{"subject_id": {SUBJECT}, "code": {"[" * 100_000 + "]" * 100_000}}}',
+    "10k-deep JSON text": f'{{"subject_id": {SUBJECT}, "code": {"[" * 10_000 + "]" * 10_000}}}',
+    "100k-deep dict": {"subject_id": SUBJECT, "code": deep(100_000)},
+    "5,000-digit integer text": f'{{"subject_id": {"9" * 5_000}}}',
+    "huge integer": {"subject_id": 10**1000},
+    "1 MB JSON string of junk": "x" * MEGA,
+    "long list": {"subject_id": SUBJECT, "code": list(range(100_000))},
+}
+
+
+def _assert_harmless(result: dict, started: float) -> None:
+    seconds = time.perf_counter() - started
+    assert seconds < 0.5, f"took {seconds:.2f}s"
+    size = len(json.dumps(result))
+    for mode in ("compat", "full", "json"):
+        assert isinstance(render(result, mode), str)
+    if result.get("resourceType") == "OperationOutcome":
+        assert size < 5_000, f"{size:,}-character OperationOutcome"  # 2 capped texts at most
+
+
+@pytest.mark.parametrize("semantics", ["strict", "compat"])
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_arguments_are_answered_briefly_and_quickly(
+    sample_store: EHRStore,  # noqa: F811
+    semantics: str,
+    case: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx = ToolContext(
+        store=sample_store, subject_id=SUBJECT, current_date="2166-12-31", semantics=semantics
+    )
+    call_tool(ctx, "Patient.read", {"subject_id": SUBJECT})  # warm the subject's rows
+    for tool in TOOL_NAMES:
+        with caplog.at_level(logging.ERROR):
+            started = time.perf_counter()
+            result = call_tool(ctx, tool, HOSTILE[case])
+            _assert_harmless(result, started)
+        assert not caplog.records, f"{tool}: {caplog.records[0].getMessage()}"
+
+
+@pytest.mark.parametrize("semantics", ["strict", "compat"])
+def test_a_megabyte_tool_name_is_not_echoed(sample_store: EHRStore, semantics: str) -> None:  # noqa: F811
+    ctx = ToolContext(store=sample_store, subject_id=SUBJECT, semantics=semantics)
+    started = time.perf_counter()
+    result = call_tool(ctx, "X" * MEGA, {"subject_id": SUBJECT})
+    _assert_harmless(result, started)
+    assert result["resourceType"] == "OperationOutcome"
+
+
+def test_oversized_arguments_are_named_not_echoed(sample_store: EHRStore) -> None:  # noqa: F811
+    ctx = ToolContext(store=sample_store, subject_id=SUBJECT, semantics="compat")
+    result = call_tool(
+        ctx, "MedicationRequest.search", {"subject_id": SUBJECT, "medication": "a" * MEGA}
+    )
+    text = render(result, "full")
+    assert "'medication' is 1,000,000 characters long; at most 1,000" in text
+    deep_result = call_tool(
+        ctx, "Observation.search", {"subject_id": SUBJECT, "code": deep(100_000)}
+    )
+    assert "nested deeper than" in render(deep_result, "full")
+
+
+def test_normal_arguments_still_answer(sample_store: EHRStore) -> None:  # noqa: F811
+    """The bounds are far above real calls: a long but plausible value is still searched."""
+    for semantics in ("strict", "compat"):
+        ctx = ToolContext(store=sample_store, subject_id=SUBJECT, semantics=semantics)
+        result = call_tool(
+            ctx, "Observation.search", {"subject_id": SUBJECT, "code": "Creatinine", "_count": 5}
+        )
+        assert result["resourceType"] == "Bundle"
+        nested = call_tool(ctx, "Patient.read", {"subject_id": SUBJECT, "extra": deep(5)})
+        assert nested["resourceType"] in ("Patient", "OperationOutcome")
+
+
+@pytest.mark.parametrize("mode", ["compat", "full", "json"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        deep(5_000),
+        [[[]]] * 2 + [deep(5_000)],
+        {"resourceType": "Bundle", "entry": [{"resource": deep(5_000)}]},
+    ],
+    ids=["dict", "list", "bundle"],
+)
+def test_render_prints_any_depth(value: object, mode: str) -> None:
+    text = render(value, mode)  # type: ignore[arg-type]
+    assert isinstance(text, str) and len(text) < 20_000
