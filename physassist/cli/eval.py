@@ -412,6 +412,7 @@ def open_tracker_for(
 
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
+    from physassist import comparability
     from physassist.tracking import runs
     from physassist.tracking.inputs import run_inputs
     from physassist.tracking.mlflow_store import TrackingError
@@ -491,10 +492,12 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     try:
         inputs = run_inputs(log, args["dataset"], dataset_path(config), args["ehr_source"])
         tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=log_path))
+        params = flatten_config(config)
+        tags.update(comparability.tags_for(params, tags))
         files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
         outcome.run_id = tracker.log_run(
             run_name=name,
-            params=flatten_config(config),
+            params=params,
             tags=tags,
             metrics=metrics,
             files=files,

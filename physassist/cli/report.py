@@ -24,23 +24,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--experiment", action="append", help="MLflow experiment name (repeatable; default physassist)")
     p.add_argument("--filter", default="", help="MLflow filter string, e.g. \"params.model = 'physassist/oracle'\"")
     p.add_argument("--sweep", default=None, help="only the runs of this sweep id (tag physassist.sweep_id)")
+    p.add_argument("--runs", default=None, help="comma-separated run ids: exactly these runs, any two of which may be paired")
     p.add_argument("--out", type=Path, default=None, help="output directory (default outputs/reports/<sweep|experiment>)")
     p.add_argument("--no-log", action="store_true", help="do not log the report to MLflow")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from physassist.report.build import ReportError, log_report, select_runs, write_report
+    from physassist.report.build import (
+        ReportError,
+        artifact_turns,
+        log_report,
+        select_runs,
+        write_report,
+    )
 
     args = parser().parse_args(argv)
     experiments = args.experiment or ["physassist"]
+    run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     out = args.out or Path("outputs") / "reports" / (args.sweep or "-".join(experiments))
     try:
-        runs = select_runs(args.tracking_uri, experiments, args.filter, args.sweep)
+        runs = select_runs(args.tracking_uri, experiments, args.filter, args.sweep, run_ids)
     except ReportError as exc:
         print(f"physassist-report: error: {exc}", file=sys.stderr)
         return 2
-    report = write_report(runs, out)
+    report = write_report(runs, out, artifact_turns(args.tracking_uri), explicit=bool(run_ids))
     for table in report.tables:
         print(table.markdown())
     print(f"{len(report.runs)} run(s); tables and figures in {out.resolve()}")

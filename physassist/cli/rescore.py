@@ -210,6 +210,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     """Rescore one source, write its log, log its run (unless one FINISHED already)."""
     from inspect_ai.log import read_eval_log, write_eval_log
 
+    from physassist import comparability
     from physassist.agreement import compare
     from physassist.cli.eval import _results
     from physassist.results import item_table, turn_table
@@ -243,10 +244,13 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
             resolved.write_text(OmegaConf.to_yaml(OmegaConf.create(dict(config))))
             files.append((resolved, "config"))
             name = f"{source.run_name or source.log_path.stem} [judge={label}]"
+            params = _params(source, config)
+            tags = _tags(source, config, key, str(out_path.resolve()))
+            tags.update(comparability.tags_for(params, tags))
             run_id = tracker.log_run(
                 run_name=name,
-                params=_params(source, config),
-                tags=_tags(source, config, key, str(out_path.resolve())),
+                params=params,
+                tags=tags,
                 metrics=metrics,
                 files=files,
                 parent_run_id=source.run_id,

@@ -8,6 +8,7 @@ them, PNG figures, ``runs.csv`` (what was selected); optionally logged as a repo
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from physassist.report import figures
-from physassist.report.tables import Table, all_tables
+from physassist.report.pairs import TurnsLoader, comparisons, refusals, run_pairs
+from physassist.report.tables import Table, agreement_table, all_tables, taus_of
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
 
@@ -38,8 +40,10 @@ def select_runs(
     experiments: Sequence[str] = ("physassist",),
     filter_string: str = "",
     sweep_id: str | None = None,
+    run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """FINISHED experiment runs matching the selection, newest first."""
+    """FINISHED experiment runs matching the selection (and, if given, exactly ``run_ids``),
+    newest first."""
     import mlflow
 
     http_quiet()
@@ -49,6 +53,8 @@ def select_runs(
         clauses.append(f"tags.`{SWEEP_TAG}` = '{sweep_id}'")
     if filter_string:
         clauses.append(f"({filter_string})" if " or " in filter_string.lower() else filter_string)
+    if run_ids:
+        clauses.append("attributes.run_id IN (" + ", ".join(f"'{r}'" for r in run_ids) + ")")
     mlflow.set_tracking_uri(uri)
     try:
         runs = with_retries(
@@ -61,6 +67,9 @@ def select_runs(
         )
     except Exception as exc:  # noqa: BLE001
         raise ReportError(f"cannot read runs from {uri}: {str(exc).splitlines()[0]}") from exc
+    missing = sorted(set(run_ids or ()) - set(runs["run_id"] if not runs.empty else ()))
+    if missing:
+        raise ReportError(f"run(s) {', '.join(missing)} are not FINISHED experiment runs of {', '.join(experiments)} in {uri}")
     if runs.empty:
         what = f"experiment(s) {', '.join(experiments)}" + (f", sweep {sweep_id}" if sweep_id else "")
         what += f", filter {filter_string!r}" if filter_string else ""
@@ -68,10 +77,34 @@ def select_runs(
     return runs.reset_index(drop=True)
 
 
-def write_report(runs: pd.DataFrame, out_dir: Path) -> Report:
-    """Write every table (Markdown + CSV), the figures (PNG) and the run list."""
+def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
+    """Reads a run's per-turn table (artifact ``tables/turns.csv``); None when it has none."""
+    import mlflow
+
+    client = mlflow.MlflowClient(resolve_tracking_uri(tracking_uri))
+    scratch = Path(tempfile.mkdtemp(prefix="physassist-report-"))
+
+    def load(run_id: str) -> pd.DataFrame | None:
+        names = [f.path for f in with_retries(lambda: client.list_artifacts(run_id, "tables"))]
+        if "tables/turns.csv" not in names:
+            return None
+        path = with_retries(lambda: client.download_artifacts(run_id, "tables/turns.csv", str(scratch / run_id)))
+        return pd.read_csv(path, dtype={"session_id": str})
+
+    return load
+
+
+def write_report(
+    runs: pd.DataFrame, out_dir: Path, turns_of: TurnsLoader | None = None, explicit: bool = False
+) -> Report:
+    """Write every table (Markdown + CSV), the figures (PNG) and the run list.
+
+    ``turns_of`` reads a run's per-turn table, for the paired comparisons; ``explicit``: the
+    runs were named by the user, so any two of them may be paired (else only within a sweep).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    tables = all_tables(runs)
+    tables = all_tables(runs, explicit=explicit)
+    tables += comparison_tables(runs, turns_of, explicit)
     chunks = ["# PhysAssistBench report", "", f"{len(runs)} run(s).", ""]
     for table in tables:
         table.frame.to_csv(out_dir / f"{table.name}.csv", index=False)
@@ -86,6 +119,23 @@ def write_report(runs: pd.DataFrame, out_dir: Path) -> Report:
     if t3 is not None:
         made.append(figures.delta_bars(t3, out_dir / "fig_table3_deltas.png"))
     return Report(out_dir, runs, tables, made)
+
+
+def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit: bool) -> list[Table]:
+    """Paired comparisons, refused pairs and judge agreement, for the runs that have them."""
+    pairs = run_pairs(runs, explicit)
+    out = []
+    if turns_of is not None and any(not p.refused for p in pairs):
+        frame = comparisons(pairs, turns_of, [float(t) for t in taus_of(runs)] or [0.6, 0.75])
+        title = "Paired comparisons on the sessions both runs share (diff = a - b, points; 95% paired bootstrap CI)"
+        out.append(Table("comparisons", title, frame, column_decimals={"p_value": 3}))
+    refused = refusals(pairs)
+    if len(refused):
+        out.append(Table("refused_pairs", "Pairs not compared: their comparability keys differ", refused))
+    agreement = agreement_table(runs)
+    if len(agreement.frame):
+        out.append(agreement)
+    return out
 
 
 def log_report(report: Report, tracking_uri: str | None, experiment: str, sweep_id: str | None) -> str:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from physassist.tracking.params import experiment_params
 from physassist.vocab import SCENARIOS, SUBTYPES, TIERS
 
 _TAU = re.compile(r"^metrics\.pass_turn_(\d\.\d\d)$")
@@ -33,6 +32,7 @@ class Table:
     title: str
     frame: pd.DataFrame
     decimals: int = 1
+    column_decimals: dict[str, int] = field(default_factory=dict)  # e.g. p-values: 3
 
     def markdown(self) -> str:
         shown = self.frame.copy()
@@ -40,7 +40,8 @@ class Table:
             shown[col] = shown[col].astype(str).str[:8]
         for col in shown.columns:
             if pd.api.types.is_float_dtype(shown[col]):
-                shown[col] = shown[col].map(lambda v: "-" if pd.isna(v) else f"{v:.{self.decimals}f}")
+                places = self.column_decimals.get(col, self.decimals)
+                shown[col] = shown[col].map(lambda v, p=places: "-" if pd.isna(v) else f"{v:.{p}f}")
         header = "| " + " | ".join(map(str, shown.columns)) + " |"
         rule = "|" + "|".join("---" for _ in shown.columns) + "|"
         body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
@@ -85,30 +86,18 @@ def table2(runs: pd.DataFrame, language: str) -> Table:
     return Table(f"table2_{language}", f"Table 2 ({language.upper()}): mRS by tier, Pass@Turn (@T) and Pass@Session (@S)", out)
 
 
-def query_pairs(runs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
-    """(implicit run, explicit run) pairs whose experiment params differ only in ``query``."""
-    params_cols = [c for c in runs.columns if c.startswith("params.")]
+def query_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[tuple[pd.Series, pd.Series]]:
+    """(implicit run, explicit run) pairs: runs of one sweep (or the runs given explicitly)
+    whose experiment params differ only in ``query`` and whose comparability keys agree."""
+    from physassist.report.pairs import run_pairs
 
-    def key(row: pd.Series) -> tuple:
-        params = {c[len("params.") :]: row[c] for c in params_cols if pd.notna(row[c])}
-        params = experiment_params(params)
-        params.pop("query", None)
-        return tuple(sorted(params.items()))
-
-    implicit = [r for _, r in runs.iterrows() if r.get("params.query") == "implicit"]
-    explicit = [r for _, r in runs.iterrows() if r.get("params.query") == "explicit"]
-    pairs = []
-    for imp in implicit:
-        matches = [e for e in explicit if key(e) == key(imp)]
-        if matches:
-            pairs.append((imp, matches[0]))  # runs are sorted newest first
-    return pairs
+    return [(p.a, p.b) for p in run_pairs(runs, explicit) if p.factor == "query" and not p.refused]
 
 
-def table3(runs: pd.DataFrame) -> Table:
+def table3(runs: pd.DataFrame, explicit: bool = False) -> Table:
     """Implicit vs explicit mRS per subtype for every pair of runs differing only in query."""
     rows = []
-    for imp, exp in query_pairs(runs):
+    for imp, exp in query_pairs(runs, explicit):
         label = imp.get(RUN_NAME) or imp["run_id"]
         for subtype in (*SUBTYPES, "all"):
             name = "mrs" if subtype == "all" else f"mrs.implicitness.{subtype}"
@@ -154,11 +143,37 @@ def table_i2(runs: pd.DataFrame) -> Table:
     return Table("table_i2", "Table I2: results per tier", out)
 
 
-def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None) -> list[Table]:
+AGREEMENT = "agreement.vs_source."
+
+
+def agreement_table(runs: pd.DataFrame) -> Table:
+    """Judge agreement of every rescoring with its source run's judging (copied metrics)."""
+    sel = runs[_metric(runs, AGREEMENT + "kappa").notna() | _metric(runs, AGREEMENT + "items_compared").notna()]
+    out = _base(sel)
+    out["judge"] = sel["tags.choice.judge"].values if "tags.choice.judge" in sel.columns else None
+    out["source_run_id"] = sel["tags.physassist.rescore_of"].values if "tags.physassist.rescore_of" in sel.columns else None
+    out["items"] = _metric(sel, AGREEMENT + "items").values
+    out["kappa"] = _metric(sel, AGREEMENT + "kappa").values
+    out["alpha"] = _metric(sel, AGREEMENT + "alpha").values
+    for tau in taus_of(sel):
+        out[f"@T{tau[1:]} agree"] = _metric(sel, f"{AGREEMENT}pass_turn_{tau}").values
+    out["score corr"] = _metric(sel, AGREEMENT + "turn_score_corr").values
+    for task in ("IL", "DG", "CR", "WU"):
+        out[f"kappa {task}"] = _metric(sel, f"{AGREEMENT}kappa.task_type.{task}").values
+    for subtype in SUBTYPES:
+        out[f"kappa {subtype}"] = _metric(sel, f"{AGREEMENT}kappa.implicitness.{subtype}").values
+    out["unparseable"] = _metric(sel, "judge_unparseable_rate").values
+    out["judges alpha"] = _metric(sel, "agreement.judges.alpha").values
+    title = "Judge agreement with the source run's judge (items and @T agree in points; kappa, alpha, corr in [-1, 1])"
+    points = {c: 1 for c in out.columns if c in ("items", "unparseable") or c.endswith(" agree")}
+    return Table("judge_agreement", title, out, decimals=3, column_decimals=points)
+
+
+def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None, explicit: bool = False) -> list[Table]:
     """Every table the selected runs support (Table 2 once per language present)."""
     langs = languages or sorted(str(v) for v in _param(runs, "language").dropna().unique())
     tables = [table2(runs, lang) for lang in langs]
-    t3 = table3(runs)
+    t3 = table3(runs, explicit)
     if len(t3.frame):
         tables.append(t3)
     return [*tables, table_i1(runs), table_i2(runs)]

@@ -1,0 +1,193 @@
+"""Which runs of a report are compared, and how sure each comparison is.
+
+A pair is two runs whose experiment params differ in exactly one config group, the *factor*
+(``query`` for Table 3, ``model`` for model vs model, ``terminal``/``menu``/... for an
+ablation vs its base, ``judge`` for a rescoring vs its source). Pairs are formed only inside
+one sweep, between a rescoring and its source or the rescorings of one source, or among runs
+the user names explicitly: never across unrelated sweeps. A pair whose comparability key
+(``physassist.comparability``) differs in a part the factor does not own is refused, with
+the part named.
+
+Each pair is compared on the sessions both runs share (``physassist.paired``): mRS and
+Pass@Session at each tau, mean difference, paired bootstrap 95% interval, p-value, and the
+sessions a 5-point difference would need at the observed spread.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from physassist import comparability
+from physassist.metrics import tau_key
+from physassist.paired import paired, session_values, sessions_needed
+from physassist.tracking.params import experiment_params
+
+SWEEP = "tags.physassist.sweep_id"
+RESCORE_OF = "tags.physassist.rescore_of"
+RUN_NAME = "tags.mlflow.runName"
+#: The base side of a factor (b in a - b): Table 3's delta is implicit - explicit.
+BASES = {
+    "query": "explicit",
+    "menu": "on",
+    "observations": "keep",
+    "terminal": "prepare_to_answer",
+    "patient": "replay",
+    "ehr": "strict",
+    "language": "en",
+    "judge": "rules",
+}
+DETECT_POINTS = 5.0  # the difference the "sessions needed" column is computed for
+
+COLUMNS = [
+    "factor",
+    "a",
+    "b",
+    "metric",
+    "n_shared",
+    "value_a",
+    "value_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "test",
+    f"sessions_for_{DETECT_POINTS:.0f}pt",
+    "note",
+    "a_run_id",
+    "b_run_id",
+]
+
+TurnsLoader = Callable[[str], "pd.DataFrame | None"]
+
+
+@dataclass
+class Pair:
+    a: pd.Series  # the varied run
+    b: pd.Series  # the base run
+    factor: str
+    refused: str | None = None  # why the two runs cannot be compared
+
+
+def _params(row: pd.Series) -> dict[str, str]:
+    params = {c[len("params.") :]: row[c] for c in row.index if c.startswith("params.") and pd.notna(row[c])}
+    return {k: v for k, v in experiment_params(params).items() if not k.startswith("rescore.")}
+
+
+def _tags(row: pd.Series) -> dict[str, str]:
+    return {c[len("tags.") :]: row[c] for c in row.index if c.startswith("tags.") and isinstance(row[c], str)}
+
+
+def factor_of(a: pd.Series, b: pd.Series) -> str | None:
+    """The one config group in which two runs' experiment params differ (None: 0 or several)."""
+    pa, pb = _params(a), _params(b)
+    groups = {k.split(".", 1)[0] for k in set(pa) | set(pb) if pa.get(k) != pb.get(k)}
+    return groups.pop() if len(groups) == 1 else None
+
+
+def label(row: pd.Series) -> str:
+    name = row.get(RUN_NAME)
+    return str(name) if isinstance(name, str) and name else str(row["run_id"])
+
+
+def _orient(x: pd.Series, y: pd.Series, factor: str) -> tuple[pd.Series, pd.Series]:
+    """(a, b) with b the base: a rescoring's source, the factor's base option, else by name."""
+    if x.get(RESCORE_OF) == y["run_id"]:
+        return x, y
+    if y.get(RESCORE_OF) == x["run_id"]:
+        return y, x
+    base = BASES.get(factor)
+    if base is not None and x.get(f"params.{factor}") == base != y.get(f"params.{factor}"):
+        return y, x
+    if base is not None and y.get(f"params.{factor}") == base:
+        return x, y
+    return (x, y) if label(x) > label(y) else (y, x)
+
+
+def _groups(runs: pd.DataFrame, explicit: bool) -> list[pd.DataFrame]:
+    if explicit:
+        return [runs]
+    groups = []
+    if SWEEP in runs.columns:
+        groups += [g for _, g in runs[runs[SWEEP].notna()].groupby(SWEEP, sort=False)]
+    if RESCORE_OF in runs.columns:
+        for source, rescored in runs[runs[RESCORE_OF].notna()].groupby(RESCORE_OF, sort=False):
+            groups.append(pd.concat([runs[runs["run_id"] == source], rescored]))
+    return groups
+
+
+def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
+    """Every pair of runs (within a sweep, a rescored source, or the explicit runs) that
+    differ in exactly one config group; refused pairs carry the reason."""
+    pairs: list[Pair] = []
+    seen: set[frozenset[str]] = set()
+    for group in _groups(runs, explicit):
+        rows = [r for _, r in group.iterrows()]
+        for x, y in itertools.combinations(rows, 2):
+            ids = frozenset((x["run_id"], y["run_id"]))
+            factor = factor_of(x, y)
+            if factor is None or ids in seen:
+                continue
+            seen.add(ids)
+            a, b = _orient(x, y, factor)
+            pa, pb = comparability.parts_of(_tags(a)), comparability.parts_of(_tags(b))
+            refused = None
+            if pa is not None and pb is not None:
+                parts = comparability.differing(pa, pb, factor)
+                if parts:
+                    refused = "comparability key differs in " + ", ".join(parts) + f" (not only in {factor})"
+            pairs.append(Pair(a, b, factor, refused))
+    return pairs
+
+
+def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> pd.DataFrame:
+    """One row per compared pair and metric (mRS, Pass@Session per tau), paired on sessions."""
+    rows = []
+    cache: dict[str, pd.DataFrame | None] = {}
+
+    def values(run_id: str) -> pd.DataFrame | None:
+        if run_id not in cache:
+            turns = turns_of(run_id)
+            cache[run_id] = session_values(turns, taus) if turns is not None and len(turns) else None
+        return cache[run_id]
+
+    for pair in pairs:
+        head = {"factor": pair.factor, "a": label(pair.a), "b": label(pair.b)}
+        if pair.refused:
+            continue
+        va, vb = values(pair.a["run_id"]), values(pair.b["run_id"])
+        if va is None or vb is None:
+            missing = label(pair.a) if va is None else label(pair.b)
+            rows.append({**head, "note": f"no per-turn table logged for {missing}"})
+            continue
+        for metric in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)]:
+            result = paired(va[metric], vb[metric], metric)
+            needed = sessions_needed(result.sd_diff, DETECT_POINTS) if result.sd_diff == result.sd_diff else None
+            rows.append(
+                {
+                    **head,
+                    "metric": metric,
+                    "n_shared": result.n_shared,
+                    "value_a": result.a,
+                    "value_b": result.b,
+                    "diff": result.diff,
+                    "ci_low": result.ci_low,
+                    "ci_high": result.ci_high,
+                    "p_value": result.p_value,
+                    "test": result.test,
+                    f"sessions_for_{DETECT_POINTS:.0f}pt": needed,
+                    "a_run_id": pair.a["run_id"],
+                    "b_run_id": pair.b["run_id"],
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def refusals(pairs: list[Pair]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"factor": p.factor, "a": label(p.a), "b": label(p.b), "reason": p.refused} for p in pairs if p.refused],
+        columns=["factor", "a", "b", "reason"],
+    )
