@@ -31,7 +31,9 @@ numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 
   whose called tool set equals the gold set), `tool_extra_per_turn`,
   `tool_missed_per_turn` (distinct tools), `tool_calls_per_turn`.
 * Counts: `n_sessions`, `n_trials`, `n_turns`, `scored_turns`, `unscored_turns`,
-  `unscored_turns.<status>`, `end.<reason>` (how turns ended: answered/nudged/budget/error),
+  `unscored_turns.<status>` (undecided / failed / error), `error_turns` (turns a system fault
+  left unscored: the loop's, or the grader's calls failing, `physassist.faults`; a run with any
+  is not a result), `end.<reason>` (how turns ended: answered/nudged/budget/error),
   `judge_unparseable` / `judge_provider` (turns the judge failed on because its replies never
   parsed as a verdict / its calls failed) and `judge_unparseable_rate` (points: share of all turns).
 * With more than one epoch: `pass_hat_<k>_<tau>` for k = 1..n (tau-bench's pass^k: the
@@ -51,6 +53,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from physassist.faults import ERROR_STATUS
 
 __all__ = [
     "RATE_SCALE",
@@ -271,8 +275,9 @@ def _counts(df: pd.DataFrame, agg: pd.DataFrame) -> dict[str, float]:
         "sessions_unscored": float(agg["mean"].isna().sum()),
         "pass_session_excluded": float((agg["n_trials"] - agg["eligible"]).sum()),
     }
-    for status in ("undecided", "failed"):
+    for status in ("undecided", "failed", ERROR_STATUS):
         out[f"unscored_turns.{status}"] = float(((df["status"] == status) & ~df["scored"]).sum())
+    out["error_turns"] = out[f"unscored_turns.{ERROR_STATUS}"]
     if "error_kind" in df.columns:
         kinds = df["error_kind"]
         for kind in ("unparseable", "provider"):

@@ -59,6 +59,7 @@ TURN_COLUMNS = [
     "n_undecided",
     "error_kind",
     "end",
+    "error",
     "n_calls",
     "tools",
     "gold_tools",
@@ -145,6 +146,7 @@ def turn_rows(
                 "n_undecided": sum(1 for i in items if i.get("passed") is None),
                 "error_kind": st.get("error_kind"),
                 "end": rec.get("end", st.get("end")),
+                "error": st.get("error") or rec.get("error"),
                 "n_calls": len(calls) if rec else st.get("n_calls"),
                 "tools": list(tools),
                 "gold_tools": list(st["gold_tools"])

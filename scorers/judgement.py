@@ -8,9 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from physassist.faults import ERROR_STATUS
 from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
 
-Status = Literal["scored", "undecided", "failed"]
+#: `error`: a system fault ended the turn or the grader's calls (`physassist.faults`); `failed`:
+#: the grader never gave a valid verdict; `undecided`: a rule could not decide.
+Status = Literal["scored", "undecided", "failed", "error"]
 #: Why a judge failed: its replies never parsed as a verdict, or the grader call itself failed.
 ErrorKind = Literal["unparseable", "provider"]
 
@@ -29,6 +32,7 @@ class TurnInput:
     items: list[str]
     checks: list[dict[str, Any] | None]
     history: list[dict[str, str]] = field(default_factory=list)  # the model's own earlier turns
+    error: str | None = None  # the system fault that ended the turn (end "error")
 
     @property
     def task_type(self) -> str:
@@ -91,6 +95,19 @@ class TurnJudgement:
             items=[ItemResult(None, f"judge failed: {error}")] * n_items,
             judge=judge,
             status="failed",
+            error=error,
+            error_kind=kind,
+        )
+
+    @classmethod
+    def fault(
+        cls, n_items: int, judge: str, error: str, kind: ErrorKind | None = None
+    ) -> TurnJudgement:
+        """Unscored because the system failed (not the model, not the judge's verdict)."""
+        return cls(
+            items=[ItemResult(None, f"system fault: {error}")] * n_items,
+            judge=judge,
+            status=ERROR_STATUS,
             error=error,
             error_kind=kind,
         )

@@ -34,6 +34,7 @@ from inspect_ai.model import (
 from inspect_ai.util import JSONSchema
 
 from physassist.ehr.tools import render as render_result
+from physassist.faults import describe
 from scorers.judgement import ErrorKind, ItemResult, TurnInput, TurnJudgement
 
 NAME = "llm"
@@ -142,7 +143,7 @@ class Grader:
             try:
                 output = await self.model.generate(messages, config=config)
             except Exception as exc:  # provider failure after Inspect's own retries: count, go on
-                error, kind = f"grader call failed: {type(exc).__name__}: {exc}", "provider"
+                error, kind = f"grader call failed: {describe(exc)}", "provider"
                 continue
             if output.error:
                 error, kind = f"grader error: {output.error}", "provider"
@@ -169,9 +170,13 @@ class Grader:
     ) -> TurnJudgement:
         """The turn's judgement from the verdict; `decided` items keep their own result.
 
-        A turn whose grader never gives a valid verdict is failed (unscored) with the last error.
+        A turn whose grader never gives a valid verdict is failed (unscored) with the last error;
+        one whose last grader call failed (the provider, after Inspect's retries) is a system
+        fault (status `error`).
         """
         items, _, error, kind = await self.ask(system, user, len(ti.items))
+        if items is None and kind == "provider":
+            return TurnJudgement.fault(len(ti.items), NAME, error or "grader call failed", kind)
         if items is None:
             return TurnJudgement.failed(len(ti.items), NAME, error or "no valid verdict", kind)
         decided = decided or {}

@@ -65,6 +65,7 @@ HEADLINE_COUNTS = (
     "n_sessions",
     "scored_turns",
     "unscored_turns",
+    "error_turns",
     "pass_session_excluded",
     "session_score_sd",
 )

@@ -3,8 +3,9 @@
 For users who want a steadier judge than one model (HealthBench-style judges disagree by tens
 of points on some categories). Per item, the verdicts of the graders that decided it are
 counted; a strict majority decides, a tie leaves the item undecided (so the turn is unscored,
-never guessed). A grader that failed on the turn casts no vote; when every grader failed the
-turn is failed with their errors.
+never guessed). A grader that failed on the turn (no valid verdict) casts no vote; when every
+grader failed the turn is failed with their errors. A grader whose calls failed (a system
+fault) makes the turn a fault: a panel missing a member is not the panel.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from physassist.faults import ERROR_STATUS
 from scorers import llm_judge, write_judge
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
 from scorers.llm_judge import Grader
@@ -21,6 +23,10 @@ NAME = "panel"
 
 def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
     """The panel's judgement from its graders' judgements of one turn (majority per item)."""
+    faults = [j for j in judgements if j.status == ERROR_STATUS]
+    if faults:
+        errors = "; ".join(dict.fromkeys(j.error or "system fault" for j in faults))
+        return TurnJudgement.fault(n_items, NAME, f"a panel grader failed: {errors}", "provider")
     voting = [j for j in judgements if j.status != "failed"]
     if not voting:
         errors = "; ".join(dict.fromkeys(j.error or "no verdict" for j in judgements))

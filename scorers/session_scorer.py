@@ -17,6 +17,7 @@ from inspect_ai.model import Model, get_model, model_roles
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import TaskState
 
+from physassist.faults import ERROR_STATUS
 from physassist.results import TURNS_KEY
 from scorers import llm_judge, panel_judge, rules_judge, write_judge
 from scorers.judgement import TurnInput, TurnJudgement
@@ -79,6 +80,7 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
                 items=session.rubric(turn, language),
                 checks=session.rubric_checks(turn),
                 history=list(history),
+                error=rec.get("error"),
             )
         )
         history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
@@ -153,15 +155,23 @@ def physassist_scorer(
     taus = tuple(float(t) for t in taus)
     validate_options(judge, context, taus, max_attempts)
 
+    def judged(ti: TurnInput) -> TurnJudgement | None:
+        """A turn a system fault ended is not judged: unscored with the fault as its reason."""
+        if ti.end != ERROR_STATUS:
+            return None
+        return TurnJudgement.fault(len(ti.items), judge, ti.error or "system fault (no message)")
+
     async def score(state: TaskState, target: Target) -> Score:
         inputs = turn_inputs(state.metadata, state.store.get(TURNS_KEY, []) or [])
         if judge == "rules":
-            judgements = [rules_judge.judge_turn(ti) for ti in inputs]
+            judgements = [judged(ti) or rules_judge.judge_turn(ti) for ti in inputs]
         elif judge == "panel":
             panel = [Grader(m, max_attempts, max_tokens, structured) for m in _panel_models(grader)]
-            judgements = list(
-                await asyncio.gather(*(panel_judge.judge_turn(ti, panel, context) for ti in inputs))
-            )
+
+            async def panel_one(ti: TurnInput) -> TurnJudgement:
+                return judged(ti) or await panel_judge.judge_turn(ti, panel, context)
+
+            judgements = list(await asyncio.gather(*(panel_one(ti) for ti in inputs)))
         else:
             model = (
                 get_model(grader) if grader is not None else get_model(role="grader", required=True)
@@ -174,6 +184,8 @@ def physassist_scorer(
             )
 
             async def judge_one(ti: TurnInput) -> TurnJudgement:
+                if (fault := judged(ti)) is not None:
+                    return fault
                 module = write_judge if ti.is_write else llm_judge
                 return await module.judge_turn(ti, grading, context)
 
@@ -181,13 +193,16 @@ def physassist_scorer(
         turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]
         scored = [t["score"] for t in turns if t["score"] is not None]
         value = sum(scored) / len(scored) if scored else math.nan
+        statuses = {t["status"] for t in turns}
         return Score(
             value=value,
             explanation=_explanation(turns),
             reason=None
             if scored
+            else "system_fault"
+            if ERROR_STATUS in statuses
             else "grader_failed"
-            if any(t["status"] == "failed" for t in turns)
+            if "failed" in statuses
             else "undecided",
             metadata={"turns": turns, "taus": list(taus), "judge": judge, "context": context},
         )

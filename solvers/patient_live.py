@@ -30,6 +30,8 @@ from inspect_ai.model import (
     Model,
 )
 
+from physassist.faults import SystemFault, describe
+
 from .patient_replay import normalise
 from .prompting import patient_miss_answer, prompt_json, prompt_text
 
@@ -227,7 +229,10 @@ class LivePatient:
         self._reveal_for(tool, arguments)
         question = ChatMessageUser(content=self.question(tool, arguments))
         messages = [ChatMessageSystem(content=self.system_prompt()), *self.history, question]
-        output = await self.model.generate(messages, config=PATIENT_CONFIG)
+        try:
+            output = await self.model.generate(messages, config=PATIENT_CONFIG)
+        except Exception as exc:  # the patient's provider, after Inspect's retries
+            raise SystemFault(f"patient model call failed: {describe(exc)}") from exc
         answer = output.completion.strip() or patient_miss_answer(self.language)
         self.history.extend([question, ChatMessageAssistant(content=answer)])
         return {"patient_response": answer, "_live": True, "_revealed": list(self.revealed)}

@@ -3,8 +3,13 @@
 System prompt, opening environment message, then each physician question in order with the
 conversation kept across turns. Within a turn the model calls tools (Inspect
 ``Model.generate`` + ``execute_tools``) until the terminal strategy says the turn is over,
-the per-turn tool-call budget is exhausted, or the model errs; a missing answer is asked
-for with a temporary, tool-free nudge that is not kept in the history.
+the per-turn tool-call budget is exhausted, or a system fault ends it; a missing answer is
+asked for with a temporary, tool-free nudge that is not kept in the history.
+
+A system fault (a model call that still fails after Inspect's retries, a ``SystemFault`` from a
+tool or the live patient, a bug) ends the turn with ``end="error"`` and the message in
+``error``; the scorer leaves such a turn unscored (``physassist.faults``). The session goes on
+with its next turn.
 
 Per turn the loop appends to ``state.store["physassist:turns"]`` exactly the record of
 ARCHITECTURE.md §5 and writes a readable summary to the transcript.
@@ -35,6 +40,7 @@ from inspect_ai.util import LimitExceededError, span
 from physassist.data import Session
 from physassist.ehr.tools import call_tool, render
 from physassist.ehr.tools.render import RenderMode
+from physassist.faults import ERROR_STATUS, describe
 from physassist.results import TURNS_KEY
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
@@ -100,6 +106,7 @@ class TurnResult:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
+    error: str | None = None  # the system fault that ended the turn (end "error")
 
     def as_record(self) -> dict[str, Any]:
         # shallow on purpose: ``asdict`` would deep-copy every raw FHIR result
@@ -112,6 +119,7 @@ class TurnResult:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "seconds": self.seconds,
+            "error": self.error,
         }
 
     def count(self, output: ModelOutput) -> None:
@@ -178,9 +186,10 @@ class SessionRun:
                 return text
         return ""
 
-    async def run_turn(self, messages: list[ChatMessage], turn: int, question: str) -> TurnResult:
-        """One physician turn; ``messages`` (already ending with the question) is extended."""
-        result = TurnResult(turn=turn, question=question, calls=[])
+    async def run_turn(self, messages: list[ChatMessage], result: TurnResult) -> TurnResult:
+        """One physician turn, filling ``result`` as it goes (so a fault keeps the calls and
+        tokens spent before it); ``messages`` (already ending with the question) is extended."""
+        turn = result.turn
         tools = self.turn_tools(turn)
         budget = self.settings.tool_budget
         used = 0
@@ -306,16 +315,18 @@ def physassist_session(**options: Any) -> Solver:
             start_len = len(messages)
             messages.append(ChatMessageUser(content=question))
             started = time.perf_counter()
+            result = TurnResult(turn=turn, question=question, calls=[])
             async with span(f"turn {turn}"):
                 try:
-                    result = await run.run_turn(messages, turn, question)
+                    await run.run_turn(messages, result)
                 except LimitExceededError:
                     raise
-                except Exception as ex:  # a failed turn is recorded, the session goes on
+                except Exception as ex:  # a system fault: the turn is unscored, the session goes on
                     del messages[start_len + 1 :]
-                    result = TurnResult(turn=turn, question=question, answer="", end="error", calls=[])
-                    errors.append({"turn": turn, "error": f"{type(ex).__name__}: {ex}"})
-                    transcript().info(f"Turn {turn} failed: {type(ex).__name__}: {ex}")
+                    message = describe(ex)
+                    result.answer, result.end, result.error = "", ERROR_STATUS, message
+                    errors.append({"turn": turn, "error": message})
+                    transcript().info(f"Turn {turn} ended by a system fault: {message}")
                 result.seconds = round(time.perf_counter() - started, 4)
                 record = result.as_record()
                 transcript().info(_summary(record), source="physassist")

@@ -98,9 +98,9 @@ def _params(fn: dict[str, Any]) -> ToolParams:
 class SessionToolbox:
     """The tools of one sample, with their execution log.
 
-    ``executor(dotted_name, arguments) -> raw dict`` must never raise (the EHR layer's
-    ``call_tool`` contract); it runs in a worker thread so DuckDB queries and live-patient
-    calls do not block other samples.
+    ``executor(dotted_name, arguments) -> raw dict`` raises only ``SystemFault`` (the EHR
+    layer's ``call_tool`` contract), which ends the turn as a fault; it runs in a worker thread
+    so DuckDB queries and live-patient calls do not block other samples.
     """
 
     def __init__(

@@ -52,7 +52,10 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
     assert call["raw"]["resourceType"] == "Bundle" and call["raw"]["total"] > 0
     assert "Creatinine" in call["text"]
     assert t0["tokens_in"] == 20 and t0["tokens_out"] == 10 and t0["seconds"] > 0
-    assert set(t0) == {"turn", "question", "answer", "end", "calls", "tokens_in", "tokens_out", "seconds"}
+    assert set(t0) == {
+        "turn", "question", "answer", "end", "calls", "tokens_in", "tokens_out", "seconds", "error"
+    }
+    assert t0["error"] is None
     # API-safe names are offered, with the control tool
     offered = script.requests[0][1]
     assert "Observation__search" in offered and "prepare_to_answer" in offered
@@ -205,4 +208,19 @@ def test_failed_turn_is_recorded_and_session_continues(run) -> None:
     sample, turns = run(script)
     assert [t["end"] for t in turns] == ["answered", "error", "answered", "answered"]
     assert turns[1]["answer"] == "" and turns[2]["answer"] == "Third."
+    assert turns[1]["error"] == "RuntimeError: provider exploded"
+    assert [t["error"] for t in turns[2:]] == [None, None]
     assert "provider exploded" in sample.store["physassist:errors"][0]["error"]
+
+
+def test_fault_after_a_tool_call_keeps_the_calls_and_tokens_spent(run, session) -> None:
+    def boom(_: Any) -> Any:
+        raise ConnectionError("server went away\n<html>502</html>")
+
+    script = fe.Script([fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})), boom])
+    _, turns = run(script)
+    t0 = turns[0]
+    assert t0["end"] == "error" and t0["answer"] == ""
+    assert t0["error"] == "ConnectionError: server went away <html>502</html>"  # one line
+    assert [c["name"] for c in t0["calls"]] == ["Observation.search"]
+    assert (t0["tokens_in"], t0["tokens_out"]) == (10, 5)  # the one output before the fault

@@ -166,3 +166,24 @@ def test_derived_patient_model_from_released_session(session) -> None:
     model = derived_patient_model(s.persona_config, s.gold_patient_answers("en"), {"diagnoses": ["AKI"]})
     assert model["diagnoses"] == ["AKI"]
     assert critical_drugs(model) == [_drug(session)]
+
+
+def test_live_patient_provider_failure_ends_the_turn_as_a_fault(session, demo_store, tmp_path: Path) -> None:
+    """A patient model call that fails is a system fault, not a tool answer the model sees."""
+
+    def down(*_: Any) -> Any:
+        raise ConnectionError("patient endpoint refused the connection")
+
+    script = fe.Script([
+        fe.calls(("patient.get_symptom_history", {"subject_id": session["subject_id"]})),
+        fe.calls(("prepare_to_answer", {}), content="Never reached."),
+    ])
+    sample = fe.run_sample(
+        session, script.model(), demo_store, tmp_path, patient="live",
+        model_roles={"patient": fe.scripted(down)},
+    )
+    t0 = fe.turns_of(sample)[0]
+    assert t0["end"] == "error" and t0["answer"] == ""
+    assert t0["error"].startswith("SystemFault: patient model call failed: ConnectionError")
+    # the assistant never saw the failure as a tool result
+    assert not any("refused" in m.text for m in script.requests[-1][0] if m.role == "tool")

@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from physassist.data.loader import SAMPLE_SESSIONS
+from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
@@ -165,6 +166,9 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "fail_on_error": ins.get("fail_on_error"),
         "retry_on_error": ins.get("retry_on_error"),
         "seed": ins.get("seed"),
+        "max_retries": ins.get("max_retries"),
+        "timeout": ins.get("timeout"),
+        "attempt_timeout": ins.get("attempt_timeout"),
         "max_tokens": _get(config, "model").get("max_tokens"),
         "display": ins.get("display"),
         "log_level": ins.get("log_level"),
@@ -330,6 +334,12 @@ class Outcome:
     run_id: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     tracking_error: str | None = None
+    faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
+
+    @property
+    def run_status(self) -> str:
+        """The MLflow status: a run in which system faults left turns unscored is no result."""
+        return "FAILED" if self.faults else self.status
 
 
 def build_task(args: Mapping[str, Any]):
@@ -477,6 +487,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if log.status == "success":
         turns, metrics = _results(log, args["taus"])
     outcome = Outcome(status, log_path, None, metrics, tracking_error)
+    if turns is not None:
+        outcome.faults = fault_summary(turns)
     if tracker is None:
         return outcome
 
@@ -485,6 +497,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     tags["physassist.inspect_status"] = str(log.status)
     if log.error:
         tags["physassist.error"] = str(log.error.message)[:5000]
+    if outcome.faults:  # not a result: the run is FAILED, the reasons in a tag
+        tags[FAULT_TAG] = outcome.faults[:5000]
     if sweep and key:
         tags.update({runs.SWEEP_TAG: sweep.sweep_id, runs.JOB_TAG: key})
     tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
@@ -503,7 +517,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             files=files,
             table=turns if tracking.get("log_table") else None,
             inputs=inputs,
-            status=status,
+            status=outcome.run_status,
             run_id=previous.info.run_id if previous is not None else None,
             parent_run_id=sweep.parent_run_id if sweep else None,
         )
@@ -553,7 +567,7 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
         rows.append((name, pct(metrics.get(name)), ci))
     for key in sorted(k for k in metrics if k.startswith("mrs.tier.")):
         rows.append((key, pct(metrics[key]), ""))
-    for key in ("n_sessions", "n_turns", "unscored_turns"):
+    for key in ("n_sessions", "n_turns", "unscored_turns", "error_turns"):
         if key in metrics:
             rows.append((key, f"{metrics[key]:.0f}", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -575,10 +589,12 @@ def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
         from physassist.tracking.mlflow_store import resolve_tracking_uri
 
         uri = resolve_tracking_uri(tracking.get("uri"))
-        print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.status}) in {uri}")
+        print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.run_status}) in {uri}")
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
     if outcome.tracking_error:
         print(f"tracking failed: {outcome.tracking_error}; the Inspect log above is complete", file=sys.stderr)
+    if outcome.faults:
+        print(f"physassist-eval: system faults: {outcome.faults}", file=sys.stderr)
 
 
 # -- Hydra ------------------------------------------------------------------------------------
@@ -650,6 +666,8 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         if job.sweep_dir is not None:
             raise RuntimeError(f"evaluation failed; see {outcome.log_path}")
         _fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
+    if outcome.faults and job.sweep_dir is None:  # the run is marked FAILED in MLflow
+        raise SystemExit(EXIT_FAULTS)
     if outcome.tracking_error and job.sweep_dir is None:
         raise SystemExit(3)
     return outcome

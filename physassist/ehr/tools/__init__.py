@@ -1,8 +1,9 @@
 """The 18 PhysAssistBench tools as plain Python callables over the EHR store (no Inspect here).
 
-``call_tool(ctx, name, arguments)`` returns raw FHIR (or a patient-answer dict) and never
-raises: every failure becomes a FHIR ``OperationOutcome`` whose diagnostics tell a model how to
-correct the call. ``render`` turns a result into the text a model sees.
+``call_tool(ctx, name, arguments)`` returns raw FHIR (or a patient-answer dict) and raises
+only ``physassist.faults.SystemFault`` (the system failed, not the model): every other failure
+becomes a FHIR ``OperationOutcome`` whose diagnostics tell a model how to correct the call.
+``render`` turns a result into the text a model sees.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from physassist.faults import SystemFault
 from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
 from . import compat, strict
@@ -48,7 +50,7 @@ def _outcome(err: ToolError, semantics: Semantics) -> dict[str, Any]:
 
 
 def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict[str, Any]:
-    """Run one tool call in the session ``ctx``. Never raises (see module docstring)."""
+    """Run one tool call in the session ``ctx``. Raises only ``SystemFault`` (module docstring)."""
     tool = from_api_name(str(name))
     try:
         if tool not in TOOL_NAMES:
@@ -68,6 +70,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
         return _strict(ctx, tool, args)
     except ToolError as err:
         return _outcome(err, ctx.semantics)
+    except SystemFault:  # the system failed, not the model: the loop ends the turn unscored
+        raise
     except Exception as exc:  # a bug or a store failure must not kill the agent loop
         log.exception("tool %s failed", tool)
         return operation_outcome(
