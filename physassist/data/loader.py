@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -107,7 +108,9 @@ def _read_jsonl(path: Path) -> list[RawRecord]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         return [RawRecord(str(path), 1, None, f"not UTF-8 text ({err})")]
-    for number, line in enumerate(text.splitlines(), start=1):
+    # "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085, ..., which JSON
+    # (and our own save_sessions, ensure_ascii=False) leaves raw inside strings
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -115,6 +118,11 @@ def _read_jsonl(path: Path) -> list[RawRecord]:
         except json.JSONDecodeError as err:
             records.append(RawRecord(str(path), number, None, f"invalid JSON ({err.msg} at "
                                                               f"column {err.colno})"))
+            continue
+        except RecursionError:
+            records.append(RawRecord(str(path), number, None,
+                                     "JSON nested too deeply to read (beyond Python's recursion "
+                                     f"limit of {sys.getrecursionlimit()} levels)"))
             continue
         if not isinstance(data, dict):
             records.append(RawRecord(str(path), number, None,
@@ -174,7 +182,7 @@ def _validation_problems(record: RawRecord, err: ValidationError) -> list[Proble
         message = item["msg"]
         if item["type"] == "missing":
             message = "missing required key"
-        elif item["type"] == "value_error" and not loc:
+        elif item["type"] == "value_error":
             message = message.removeprefix("Value error, ")
         problems.append(Problem(record.file, record.line,
                                 str(session_id) if session_id is not None else None, turn,

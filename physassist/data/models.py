@@ -9,6 +9,7 @@ Accessors implement the released fallbacks (`tasks_en` -> `tasks`, `answer_list_
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     StrictInt,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -38,6 +40,7 @@ SEPARATOR = "=" * 60
 
 _TIER_SUFFIX = re.compile(r"_L(\d+)$")
 _ENV_DATE = re.compile(r"Current date:\s*(\d{4}-\d{2}-\d{2})")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?![0-9])")
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ class Session(_OrderedModel):
     # identity and environment
     id: str
     env_info: str
-    subject_id: StrictInt
+    subject_id: StrictInt = Field(gt=0)
     hadm_id: StrictInt | None = None
     session_id: str | None = None
     current_date: str | None = None
@@ -220,6 +223,30 @@ class Session(_OrderedModel):
             if all(self.key_value(k) is None for k in keys):
                 raise ValueError(f"missing key {keys[1]!r} (or {keys[0]!r})")
         return self
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("current_date")
+    @classmethod
+    def _real_date(cls, value: str | None) -> str | None:
+        """A calendar date (``YYYY-MM-DD``, optionally with a time), checked here rather than
+        when the tools first use it mid-run."""
+        if value is not None:
+            check_date(value)
+        return value
+
+    @field_validator("env_info")
+    @classmethod
+    def _env_date(cls, value: str) -> str:
+        match = _ENV_DATE.search(value)
+        if match:
+            check_date(match.group(1))
+        return value
 
     # ---- serialization -------------------------------------------------------------------
 
@@ -412,6 +439,18 @@ class Session(_OrderedModel):
         """The tool schemas offered in this session (verbatim; ZH falls back to English)."""
         keys = ("tools_en", "tools") if _lang(language) == "en" else ("tools_zh", "tools")
         return list(self.first_value(*keys) or [])
+
+
+def check_date(value: str) -> None:
+    """Raise ValueError unless ``value`` is ``YYYY-MM-DD`` (optionally with a time) naming a
+    real day ("2166-02-30" and "tomorrow" are not)."""
+    if _ISO_DATE.match(value):
+        try:
+            dt.datetime.fromisoformat(value)
+            return
+        except ValueError:
+            pass
+    raise ValueError(f"must be a date YYYY-MM-DD, got {value[:40]!r}")
 
 
 def prepared_answer(actions: GoldTurn) -> str | None:

@@ -58,6 +58,13 @@ def _structural_problems(session: Session, n_turns: int) -> list[Problem]:
                 file, line, session.id, None, key,
                 f"has {len(values)} entries, expected {n_turns} (one per turn, as in tasks)",
             ))
+    for key in ("answer_list_en", "answer_list", "answer_list_zh"):
+        for turn, actions in enumerate(session.key_value(key) or []):
+            last = actions[-1] if actions else None
+            if (last is not None and last.name == PREPARE_TO_ANSWER
+                    and isinstance(last.observation, str) and not last.observation.strip()):
+                problems.append(Problem(file, line, session.id, turn, key,
+                                        "empty gold answer (the prepare_to_answer observation)"))
     for turn, per_turn in enumerate(session.checks_data or []):
         for item_idx, check in enumerate(per_turn or []):
             try:
