@@ -105,9 +105,11 @@ def run_ours(store: EHRStore, call: Call, semantics: str) -> tuple[float, float]
     started, cpu = time.perf_counter(), time.thread_time()
     result = call_tool(ctx, tool, args)
     elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
+    if "error" in result:  # compat's bare error object
+        raise RuntimeError(f"{tool} {args} was refused: {result['error']}")
     if result.get("resourceType") == "OperationOutcome":  # a refused call would skew timings
         issue = (result.get("issue") or [{}])[0]
-        if issue.get("code") != "not-found":
+        if issue.get("code", "not-found") != "not-found":  # compat's empty results carry no code
             raise RuntimeError(f"{tool} {args} was refused: {issue}")
     return elapsed * 1000, cpu * 1000
 

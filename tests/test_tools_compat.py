@@ -440,12 +440,14 @@ def test_compat_writes_raw_and_deterministic(tiny_store) -> None:
             "indication": "AF",
         },
     )
-    assert got["id"] == "MR-sim-1001-21500110-1" and got["_simulated"] is True
+    # dated by the session's current date, not the wall clock
+    assert got["id"] == "MR-sim-1001-21500110" and got["_simulated"] is True
+    assert render(got, "compat") == "MedicationRequest created: id=MR-sim-1001-21500110 status=active"
     assert got["_created_at"] == "2150-01-10T00:00:01+00:00"
     assert got["dosageInstruction"][0]["text"] == "5 mg oral BID"
     assert got["reasonCode"] == [{"text": "AF"}]
     loose = call_tool(ctx, "Flag.create", {"detail": "x"})  # no validation, missing subject -> 0
-    assert loose["subject"] == {"reference": "Patient/0"} and loose["id"].startswith("FL-sim-0-")
+    assert loose["subject"] == {"reference": "Patient/0"} and loose["id"] == "FL-sim-0-21500110"
     sr = call_tool(ctx, "ServiceRequest.create", {"subject_id": SID, "service_type": "BMP"})
     assert sr["priority"] == "routine" and sr["occurrenceDateTime"] == ""
     assert len(ctx.sandbox) == 3

@@ -31,6 +31,7 @@ def _session_day(ctx: ToolContext) -> str:
 
 
 def _sim_id(ctx: ToolContext, tool: str, subject: Any, seq: int) -> str:
+    """strict: unique per write within the session (the sandbox's sequence number)."""
     return fhir.safe_id(f"{_PREFIX[tool]}-sim-{subject}-{_session_day(ctx).replace('-', '')}-{seq}")
 
 
@@ -41,23 +42,25 @@ def _created_at(ctx: ToolContext, seq: int) -> str:
 
 
 def compat_write(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The reference's eval-time simulator: raw arguments, id ``<MR|SR|FL>-sim-<subject>-<day>``
+    (no sequence number, so two writes of one session share an id, as in the reference), where
+    the day is the session's current date instead of the reference's wall-clock UTC date."""
     seq = ctx.sandbox.next_seq()
     subject = args.get("subject_id", 0)
-    common = {
-        "id": _sim_id(ctx, tool, subject, seq),
-        "subject": {"reference": f"Patient/{subject}"},
-        "_simulated": True,
-        "_created_at": _created_at(ctx, seq),
+    head = {
+        "id": f"{_PREFIX[tool]}-sim-{subject}-{_session_day(ctx).replace('-', '')}",
+        "status": "active",
     }
+    tail = {"_simulated": True, "_created_at": _created_at(ctx, seq)}
     if tool == "MedicationRequest.create":
         dose, route, freq = args.get("dose", ""), args.get("route", ""), args.get("frequency", "")
         indication = args.get("indication")
         res: dict[str, Any] = {
             "resourceType": "MedicationRequest",
-            **common,
-            "status": "active",
+            **head,
             "intent": "order",
             "medicationCodeableConcept": {"text": args.get("medication", "")},
+            "subject": {"reference": f"Patient/{subject}"},
             "dosageInstruction": [
                 {
                     "text": f"{dose} {route} {freq}",
@@ -67,25 +70,28 @@ def compat_write(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str,
                 }
             ],
             "reasonCode": [{"text": indication}] if indication else [],
+            **tail,
         }
     elif tool == "ServiceRequest.create":
         res = {
             "resourceType": "ServiceRequest",
-            **common,
-            "status": "active",
+            **head,
             "intent": "order",
             "priority": args.get("priority") or "routine",
             "code": {"text": args.get("service_type", "")},
+            "subject": {"reference": f"Patient/{subject}"},
             "note": [{"text": args.get("note", "")}],
             "occurrenceDateTime": args.get("target_date") or "",
+            **tail,
         }
     else:
         res = {
             "resourceType": "Flag",
-            **common,
-            "status": "active",
+            **head,
             "category": [{"text": args.get("category", "")}],
             "code": {"text": args.get("code", ""), "coding": [{"display": args.get("detail", "")}]},
+            "subject": {"reference": f"Patient/{subject}"},
+            **tail,
         }
     ctx.sandbox.add(res)
     return res
