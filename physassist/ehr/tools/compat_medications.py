@@ -18,7 +18,7 @@ from .compat_common import (
 )
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
-from .records import Row
+from .records import Row, contains
 
 
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
