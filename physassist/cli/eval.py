@@ -293,13 +293,33 @@ def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict
     return {k: v for k, v in params.items() if not varies(k)}
 
 
-def run_name(config: Mapping[str, Any], job_overrides: list[str] | None = None) -> str:
-    """``<model> <language> <query>`` (+ the job's overrides in a sweep) unless set in tracking."""
+def default_choices() -> dict[str, str]:
+    """The option of each group in the defaults list of ``eval.yaml`` (``query: implicit``)."""
+    entries = OmegaConf.load(conf_dir() / "eval.yaml").get("defaults") or []
+    return {
+        str(k): str(v)
+        for entry in entries
+        if isinstance(entry, Mapping)
+        for k, v in entry.items()
+        if not str(k).startswith("override")
+    }
+
+
+def run_name(config: Mapping[str, Any], job: JobContext) -> str:
+    """What differs: ``<model> | <non-default choice or override> ... | dataset=<name>``
+    (``physassist.tracking.names``), unless ``tracking.run_name`` sets it."""
+    from physassist.tracking import names
+
     explicit = (config.get("tracking") or {}).get("run_name")
     if explicit:
         return str(explicit)
-    name = f"{str(_get(config, 'model.name')).split('/')[-1]} {_get(config, 'language.code')} {_get(config, 'query.mode')}"
-    return f"{name} [{' '.join(job_overrides)}]" if job_overrides else name
+    return names.run_name(
+        str(_get(config, "model.name")),
+        job.choices,
+        default_choices(),
+        identity_overrides(job.overrides),
+        str(_get(config, "dataset.source")),
+    )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -427,6 +447,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     from physassist.tracking.inputs import run_inputs
     from physassist.tracking.mlflow_store import TrackingError
     from physassist.tracking.tags import provenance_tags
+    from physassist.tracking.traces import TraceRequest
 
     config = resolve(cfg)
     check_config(config)
@@ -492,7 +513,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if tracker is None:
         return outcome
 
-    name = run_name(config, identity_overrides(job.overrides) if sweep else None)
+    name = run_name(config, job)
     tags = {f"choice.{k}": v for k, v in job.choices.items()}
     tags["physassist.inspect_status"] = str(log.status)
     if log.error:
@@ -517,6 +538,9 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             files=files,
             table=turns if tracking.get("log_table") else None,
             inputs=inputs,
+            traces=TraceRequest(log, tracking.get("trace_limit"), int(tracking.get("trace_raw_chars") or 2000))
+            if tracking.get("traces") and log.status == "success"
+            else None,
             status=outcome.run_status,
             run_id=previous.info.run_id if previous is not None else None,
             parent_run_id=sweep.parent_run_id if sweep else None,
@@ -609,6 +633,7 @@ class SweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from physassist.tracking import runs
+        from physassist.tracking.names import sweep_name
 
         try:
             base = resolve(config)
@@ -624,7 +649,9 @@ class SweepCallback(Callback):
         if tracking.get("enabled"):
             try:
                 tracker = open_tracker_for(tracking)
-                parent = tracker.start_sweep(sweep_id, arguments, f"sweep {sweep_id}")
+                experiment = config.hydra.runtime.choices.get("experiment")
+                name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
+                parent = tracker.start_sweep(sweep_id, arguments, name)
                 tracker.log_params(parent, shared_params(flatten_config(base), arguments))
             except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
                 print(f"tracking failed: {exc}; jobs still run and keep their Inspect logs", file=sys.stderr)

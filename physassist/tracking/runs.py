@@ -39,6 +39,7 @@ from physassist.tracking.mlflow_store import (
     store_lock,
     with_retries,
 )
+from physassist.tracking.traces import TraceRequest, write_traces
 
 SWEEP_FILE = "physassist_sweep.json"
 KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "report"
@@ -257,6 +258,7 @@ class Tracker:
         files: Sequence[tuple[Path, str]] = (),
         table: pd.DataFrame | None = None,
         inputs: Sequence[RunInput] = (),
+        traces: TraceRequest | None = None,
         status: str = "FINISHED",
         run_id: str | None = None,
         parent_run_id: str | None = None,
@@ -264,7 +266,8 @@ class Tracker:
         """Create (or resume ``run_id``) and log everything about one experiment run.
 
         ``files`` are (local path, artifact directory) pairs; ``inputs`` the datasets the run
-        read (the run list's Dataset column). Returns the run id. The run is
+        read (the run list's Dataset column); ``traces`` the sessions to write as traces
+        (``physassist.tracking.traces``), before the run is ended. Returns the run id. The run is
         created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
         """
         from mlflow.entities import RunTag
@@ -297,6 +300,20 @@ class Tracker:
                 frame = loggable_table(table)
                 self._write(
                     lambda: self.client.log_table(run_id, data=frame, artifact_file="tables/turns.json")
+                )
+            if traces is not None:
+                with store_lock(self.uri):
+                    traces.summary = write_traces(
+                        traces.log,
+                        uri=self.uri,
+                        experiment_id=self.experiment_id,
+                        run_id=run_id,
+                        limit=traces.limit,
+                        raw_chars=traces.raw_chars,
+                    )
+                counts = {"traces": traces.summary.traces, "trace_seconds": traces.summary.seconds}
+                self._write(
+                    lambda: self.client.log_batch(run_id, metrics=[_metric(k, float(v)) for k, v in counts.items()])
                 )
             self._write(lambda: self.client.set_terminated(run_id, status))
         except Exception:

@@ -1,0 +1,131 @@
+"""Human verdicts as a judge: the HUMAN-source assessments people added to a run's traces.
+
+A clinician opens a session's trace in the MLflow UI and adds (or overrides) the feedback
+``T<n>.<k>`` on rubric item k of turn n, pass = true / fail = false (``physassist.tracking.traces``
+writes the judge's verdicts under the same names). This module reads them back:
+
+* ``human_verdicts(uri, run_id)``: one row per human verdict (session, epoch, turn, item,
+  passed, rationale, who, when); the newest verdict of a person on an item wins;
+* ``human_turns(verdicts, judge_items)``: per turn, the human score (items passed / items)
+  when every rubric item of the turn has a human verdict, else status ``undecided``, shaped
+  like the turn table (``score``, ``status``, ``judge = "human"``) so ``physassist.metrics``
+  and comparisons take it as they take the rules or LLM judge.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from physassist.tracking.traces import ITEM_NAME
+
+VERDICT_COLUMNS = ["session_id", "epoch", "turn", "item", "passed", "rationale", "source_id", "time_ms", "trace_id"]
+
+
+def _traces(uri: str, run_id: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    run = client.get_run(run_id)
+    mlflow.set_tracking_uri(uri)
+    return mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run_id, include_spans=False, return_type="list"
+    )
+
+
+def _rows(trace, human: bool) -> list[dict[str, Any]]:
+    """The item verdicts of one trace whose source is (or is not) HUMAN, valid ones only."""
+    meta = trace.info.trace_metadata or {}
+    rows = []
+    for assessment in trace.info.assessments or []:
+        match = ITEM_NAME.match(assessment.name or "")
+        is_human = assessment.source is not None and assessment.source.source_type == "HUMAN"
+        if match is None or is_human != human or not assessment.valid or assessment.feedback is None:
+            continue
+        value = assessment.feedback.value
+        rows.append(
+            {
+                "session_id": meta.get("physassist.session_id"),
+                "epoch": int(meta.get("physassist.epoch") or 1),
+                "turn": int(match.group(1)),
+                "item": int(match.group(2)),
+                "passed": _as_verdict(value),
+                "rationale": assessment.rationale,
+                "source_id": assessment.source.source_id if assessment.source else None,
+                "time_ms": assessment.last_update_time_ms or assessment.create_time_ms,
+                "trace_id": trace.info.trace_id,
+            }
+        )
+    return rows
+
+
+def _as_verdict(value: Any) -> bool | None:
+    """A human's pass/fail: a boolean, yes/no, pass/fail, 1/0; anything else is undecided."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in {"true", "yes", "pass", "passed", "1"}:
+        return True
+    if text in {"false", "no", "fail", "failed", "0"}:
+        return False
+    return None
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    if frame.empty:
+        return frame
+    frame = frame.sort_values("time_ms").drop_duplicates(
+        ["trace_id", "turn", "item", "source_id"], keep="last"
+    )
+    return frame.sort_values(["session_id", "epoch", "turn", "item", "source_id"]).reset_index(drop=True)
+
+
+def human_verdicts(uri: str, run_id: str) -> pd.DataFrame:
+    """Every valid HUMAN verdict on a rubric item in the traces of ``run_id`` (VERDICT_COLUMNS)."""
+    return _frame([row for trace in _traces(uri, run_id) for row in _rows(trace, human=True)])
+
+
+def judge_verdicts(uri: str, run_id: str) -> pd.DataFrame:
+    """The judge's (non-human) item verdicts of the same traces, for agreement and item counts."""
+    return _frame([row for trace in _traces(uri, run_id) for row in _rows(trace, human=False)])
+
+
+def human_turns(verdicts: pd.DataFrame, judge_items: pd.DataFrame) -> pd.DataFrame:
+    """Human turn scores, one row per (session, epoch, turn) that any human assessed.
+
+    A turn is ``scored`` when every rubric item (as many as the judge graded) has a decided
+    human verdict; several people on one item count as one verdict each, and the item passes
+    when most of them passed it (a tie is undecided). Otherwise the turn is ``undecided``.
+    """
+    keys = ["session_id", "epoch", "turn"]
+    columns = [*keys, "score", "status", "judge", "n_items", "n_passed", "n_undecided", "n_humans"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=columns)
+    n_items = judge_items.groupby(keys)["item"].nunique() if not judge_items.empty else pd.Series(dtype=int)
+    rows = []
+    for key, group in verdicts.groupby(keys, sort=True):
+        per_item = group.groupby("item")["passed"].agg(
+            lambda v: None if v.isna().any() or (v.sum() * 2 == len(v)) else bool(v.sum() * 2 > len(v))
+        )
+        expected = int(n_items.get(key, per_item.index.max()))
+        decided = per_item.dropna()
+        complete = len(decided) == expected and set(decided.index) == set(range(1, expected + 1))
+        passed = int(sum(bool(v) for v in decided))
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "score": passed / expected if complete else math.nan,
+                "status": "scored" if complete else "undecided",
+                "judge": "human",
+                "n_items": expected,
+                "n_passed": passed,
+                "n_undecided": expected - len(decided),
+                "n_humans": int(group["source_id"].nunique()),
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,77 @@
+"""Run names that say what differs: ``gpt-5.4-mini | query=explicit | menu=off``.
+
+A run is named by its model (the last part of the model string), then every choice that differs
+from the defaults of ``conf/eval.yaml`` and every value set on the command line (in a sweep:
+the job's swept values, even a default one, so the runs of a sweep tell themselves apart), then
+the dataset when it is not the embedded sample. A sweep's parent is named after its experiment
+and its swept factors: ``paper_explicit: model x query``. Plain values in, strings out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from physassist.tracking.params import is_execution_param
+
+SEPARATOR = " | "
+# Groups that never name a run: where it is logged and how Inspect runs it, the experiment
+# preset (the parent run says it), the model (it leads the name) and the dataset (it ends it).
+_UNNAMED = ("tracking", "inspect", "experiment", "model", "dataset", "hydra")
+_SWEEP_SYNTAX = ("range(", "choice(", "interval(", "glob(")
+
+
+def _key(override: str) -> tuple[str, str]:
+    key, _, value = override.partition("=")
+    return key.lstrip("+~").replace("/", "."), value
+
+
+_NAMED_INSPECT = ("inspect.limit", "inspect.epochs")  # they change what a run measured
+
+
+def _unnamed(key: str) -> bool:
+    if key in _NAMED_INSPECT:
+        return False
+    return key.split(".", 1)[0] in _UNNAMED or is_execution_param(key + ".")
+
+
+def run_name(
+    model: str,
+    choices: Mapping[str, str],
+    defaults: Mapping[str, str],
+    overrides: Sequence[str] = (),
+    dataset: str = "sample",
+) -> str:
+    """``<model> | <group>=<choice> ... | dataset=<name>`` (see the module docstring)."""
+    shown: dict[str, str] = {
+        group: option
+        for group, option in choices.items()
+        if not _unnamed(group) and option != defaults.get(group)
+    }
+    for override in overrides:
+        key, value = _key(override)
+        if not _unnamed(key):
+            shown[key] = value
+    parts = [model.rstrip("/").split("/")[-1], *(f"{k}={v}" for k, v in shown.items())]
+    if dataset != "sample":
+        parts.append(f"dataset={Path(dataset.removeprefix('hf:')).name or dataset}")
+    return SEPARATOR.join(parts)
+
+
+def swept_factors(arguments: Sequence[str]) -> list[str]:
+    """The keys a sweep varies: arguments with a comma list or a sweep function as value."""
+    factors: dict[str, None] = {}
+    for argument in arguments:
+        key, value = _key(argument)
+        if key.startswith("hydra"):
+            continue
+        if "," in value.strip("[]{}") and not value.startswith(("[", "{")) or value.startswith(_SWEEP_SYNTAX):
+            factors.setdefault(key, None)
+    return list(factors)
+
+
+def sweep_name(experiment: str | None, arguments: Sequence[str]) -> str:
+    """``<experiment or sweep>: <factor> x <factor>``."""
+    factors = swept_factors(arguments)
+    head = experiment or "sweep"
+    return f"{head}: {' x '.join(factors)}" if factors else head

@@ -1,0 +1,48 @@
+"""Run and sweep names say what differs from the defaults."""
+
+from __future__ import annotations
+
+from fixtures_tracking import compose
+
+import physassist.cli.eval as ev
+from physassist.tracking.names import run_name, sweep_name, swept_factors
+
+DEFAULTS = ev.default_choices()
+
+
+def test_defaults_come_from_eval_yaml() -> None:
+    assert DEFAULTS["model"] == "oracle" and DEFAULTS["query"] == "implicit" and DEFAULTS["menu"] == "on"
+    assert "override hydra/launcher" not in DEFAULTS
+
+
+def test_default_run_is_named_by_its_model_only() -> None:
+    assert run_name("physassist/oracle", dict(DEFAULTS), DEFAULTS) == "oracle"
+
+
+def test_non_default_choices_and_overrides_follow_the_model_in_order() -> None:
+    choices = {**DEFAULTS, "model": "openai", "query": "explicit", "menu": "off", "tracking": "none"}
+    overrides = ["model=openai", "query=explicit", "menu=off", "terminal.budget=4", "inspect.limit=20",
+                 "tracking.uri=sqlite:///x.db", "inspect.display=none", "hydra.run.dir=/tmp/x"]
+    name = run_name("openai/gpt-5.4-mini", choices, DEFAULTS, overrides, "/data/physassistbench")
+    assert name == "gpt-5.4-mini | query=explicit | menu=off | terminal.budget=4 | inspect.limit=20 | dataset=physassistbench"
+
+
+def test_a_swept_default_value_is_still_named() -> None:
+    # in a sweep over query, the implicit job must not look like the plain default run
+    assert run_name("physassist/oracle", dict(DEFAULTS), DEFAULTS, ["query=implicit"]) == "oracle | query=implicit"
+
+
+def test_sweep_parent_names_the_experiment_and_its_factors() -> None:
+    args = ["model=oracle,baseline", "query=implicit,explicit", "judge=rules", "hydra/launcher=joblib",
+            "terminal.budget=range(2,10,4)", "taus=[0.5,0.6]"]
+    assert swept_factors(args) == ["model", "query", "terminal.budget"]
+    assert sweep_name("paper_explicit", args) == "paper_explicit: model x query x terminal.budget"
+    assert sweep_name(None, ["language=en,zh"]) == "sweep: language"
+
+
+def test_run_experiment_names_from_the_job(tmp_path) -> None:
+    cfg = compose(["menu=off", "tracking.run_name=null"])
+    job = ev.JobContext(overrides=["menu=off"], choices={**DEFAULTS, "menu": "off"})
+    assert ev.run_name(ev.resolve(cfg), job) == "oracle | menu=off"
+    named = compose(["tracking.run_name=mine"])
+    assert ev.run_name(ev.resolve(named), job) == "mine"
