@@ -5,15 +5,20 @@
 * ``tiny_task``: a throwaway Inspect task (no model calls) whose scorer writes the same
   per-turn metadata as the benchmark's scorer, to test tracking without the benchmark;
 * ``cli``: run a console entry point in a subprocess with a bounded time;
-* ``store_uri``: a SQLite MLflow store inside a test's tmp_path (never the repo's mlruns/).
+* ``store_uri``: a SQLite MLflow store inside a test's tmp_path (never the repo's mlruns/);
+* ``mlflow_server``: a real ``mlflow server`` on 127.0.0.1 over such a store, stopped after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +203,65 @@ def search_runs(uri: str, experiment: str = "physassist", filter_string: str = "
     return mlflow.search_runs(
         experiment_names=[experiment], filter_string=filter_string, output_format="pandas"
     )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def mlflow_server(tmp_path: Path, startup_seconds: float = 150) -> Iterator[str]:
+    """``mlflow server`` on 127.0.0.1 over a SQLite store in ``tmp_path``; yields its base URL.
+
+    Bounded: fails the test if the server is not healthy within ``startup_seconds`` (a loaded
+    2-core machine starts it slowly); the server is stopped on exit, killed if it hangs.
+    """
+    import pytest
+
+    from physassist.tracking.mlflow_store import open_client
+
+    backend = store_uri(tmp_path)
+    open_client(backend)  # schema from the cached template: the server starts fast
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            str(VENV_BIN / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            backend,
+            "--default-artifact-root",
+            (tmp_path / "art").as_uri(),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_seconds
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail(f"mlflow server did not come up on {base} (exit {server.poll()})")
+            time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+    assert server.poll() is not None

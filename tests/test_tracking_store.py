@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from fixtures_tracking import VENV_BIN, search_runs, store_uri
+from fixtures_tracking import free_port, mlflow_server, search_runs, store_uri
 
 from physassist.tracking.mlflow_store import (
     is_transient,
-    open_client,
     resolve_artifact_root,
     resolve_tracking_uri,
     sqlite_path,
@@ -82,48 +79,9 @@ def test_parallel_processes_lose_no_runs(tmp_path: Path) -> None:
     assert mode == "wal"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_real_mlflow_server_roundtrip(tmp_path: Path) -> None:
     """Start `mlflow server` on 127.0.0.1, log a run through it, read it back over REST, stop."""
-    backend = store_uri(tmp_path)
-    open_client(backend)  # schema from the cached template: the server starts fast
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            str(VENV_BIN / "mlflow"),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            backend,
-            "--default-artifact-root",
-            (tmp_path / "art").as_uri(),
-            "--workers",
-            "1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 150  # bounded: a loaded 2-core machine starts it slowly
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                pytest.fail(f"mlflow server did not come up on {base} (exit {server.poll()})")
-            time.sleep(0.5)
+    with mlflow_server(tmp_path) as base:
         tracker = Tracker(base, "served")
         run_id = tracker.log_run(
             run_name="over-http",
@@ -138,14 +96,6 @@ def test_real_mlflow_server_roundtrip(tmp_path: Path) -> None:
         assert run["info"]["status"] == "FINISHED"
         assert {m["key"]: m["value"] for m in run["data"]["metrics"]}["mrs"] == 61.5
         assert {p["key"]: p["value"] for p in run["data"]["params"]}["model"] == "physassist/oracle"
-    finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
-    assert server.poll() is not None
 
 
 def test_unreachable_server_is_a_tracking_error_fast(monkeypatch) -> None:
@@ -155,6 +105,6 @@ def test_unreachable_server_is_a_tracking_error_fast(monkeypatch) -> None:
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")
     start = time.monotonic()
     with pytest.raises(TrackingError, match="cannot open MLflow store"):
-        Tracker(f"http://127.0.0.1:{_free_port()}", "x", retries=0)
+        Tracker(f"http://127.0.0.1:{free_port()}", "x", retries=0)
     assert time.monotonic() - start < 30
     assert sys.version_info >= (3, 11)
