@@ -69,8 +69,9 @@ def _drug_word(question: str) -> str | None:
     return None
 
 
-def choose_call(conv: Conversation, names: set[str]) -> tuple[str, dict[str, Any]] | None:
-    """The one tool call the question suggests, among the offered tools."""
+def candidate_calls(conv: Conversation, names: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every tool call the question's keywords suggest, most specific first, among the
+    offered tools (API names), without repeats; a generic lab search comes last."""
     q = f" {conv.question.lower()} "
     subject = conv.value("subject_id")
     hadm = conv.value("hadm_id")
@@ -98,19 +99,27 @@ def choose_call(conv: Conversation, names: set[str]) -> tuple[str, dict[str, Any
     if _has(q, PLANS):
         candidates.append(("CarePlan.search", dict(ids)))
     candidates.append(("Observation.search", {**ids, "category": "laboratory", "_count": 10}))
+    out: list[tuple[str, dict[str, Any]]] = []
     for tool, args in candidates:
-        if to_api_name(tool) in names:
-            return to_api_name(tool), args
-    return None
+        call = (to_api_name(tool), args)
+        if call[0] in names and call not in out:
+            out.append(call)
+    return out
 
 
-def summarise(results: list[str], language: str) -> str:
-    """The first lines of what was retrieved, verbatim."""
-    lines = [ln.strip() for text in results for ln in text.splitlines() if ln.strip()]
+def choose_call(conv: Conversation, names: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """The one tool call the question suggests, among the offered tools."""
+    calls = candidate_calls(conv, names)
+    return calls[0] if calls else None
+
+
+def summarise(results: list[str], language: str, per_result: int = 6) -> str:
+    """The first ``per_result`` non-empty lines of each result, verbatim."""
+    lines = [ln for text in results for ln in [x.strip() for x in text.splitlines() if x.strip()][:per_result]]
     if not lines:
         return "没有检索到相关数据。" if language == "zh" else "I could not retrieve relevant data."
     head = "检索结果：" if language == "zh" else "Retrieved:"
-    return head + "\n" + "\n".join(lines[:6])
+    return head + "\n" + "\n".join(lines)
 
 
 class BaselineAgent:

@@ -1,4 +1,5 @@
-"""The ``physassist`` model API: ``physassist/oracle`` and ``physassist/baseline``.
+"""The ``physassist`` model API: ``physassist/oracle``, ``baseline``, ``explorer``, ``empty``,
+``no_tools``.
 
 Inspect resolves ``<api>/<model>`` by the API's unqualified registry name, so one API
 named ``physassist`` serves both agents, chosen by the model name. Token counts use a local
@@ -14,11 +15,16 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from ._common import estimate_tokens
 from .baseline import BaselineAgent
+from .explorer import ExplorerAgent
+from .floors import EmptyAgent, NoToolsAgent
 from .oracle import OracleAgent
 
-AGENTS: dict[str, type[OracleAgent] | type[BaselineAgent]] = {
+AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent]] = {
     "oracle": OracleAgent,
     "baseline": BaselineAgent,
+    "explorer": ExplorerAgent,
+    "empty": EmptyAgent,
+    "no_tools": NoToolsAgent,
 }
 
 

@@ -117,7 +117,8 @@ def write_report(
     made = [figures.mrs_bars(runs, out_dir / "fig_mrs.png"), figures.channel_bars(runs, out_dir / "fig4_ehr_vs_patient.png")]
     t3 = next((t for t in tables if t.name == "table3"), None)
     if t3 is not None:
-        made.append(figures.delta_bars(t3, out_dir / "fig_table3_deltas.png"))
+        comps = next((t.frame for t in tables if t.name == "comparisons"), None)
+        made.append(figures.delta_bars(t3, out_dir / "fig_table3_deltas.png", comps))
     return Report(out_dir, runs, tables, made)
 
 

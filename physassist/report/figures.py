@@ -1,12 +1,19 @@
 """Report figures across runs, from logged metrics (no pyplot global state; Agg canvas).
 
-* ``mrs_bars``: mRS with its 95% interval per run (Table 2 at a glance);
+* ``mrs_bars``: mRS with its 95% interval per run (Table 2 at a glance), the validity floors
+  (``physassist/empty``, ``physassist/no_tools``) drawn as labelled reference lines;
 * ``channel_bars``: EHR-only vs patient-interview turns per run (paper Fig. 4);
-* ``delta_bars``: implicit - explicit per subtype for each query pair (Table 3).
+* ``delta_bars``: implicit - explicit per subtype for each query pair (Table 3), one panel per
+  subtype, the paired 95% interval on the overall delta when the comparisons have it.
+
+Readable at any number of runs: run names are wrapped and get the room they need, legends sit
+outside the axes, each series has its own colour, titles are wrapped to the figure width and
+the layout engine keeps everything inside the canvas.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +23,18 @@ from matplotlib.figure import Figure
 from physassist.report.tables import Table, run_labels
 from physassist.vocab import SUBTYPES
 
+LABEL_WIDTH = 34  # characters per line of a run name
+EHR_COLOUR, PATIENT_COLOUR = "#4c72b0", "#dd8452"
+COST_COLOUR, GAIN_COLOUR = "#c44e52", "#55a868"  # implicit costs points / gains points
+FLOOR_STYLES = {"physassist/empty": ("#7f7f7f", ":"), "physassist/no_tools": ("#8172b3", "--")}
+
+
+def _wrap(text: str, width: int = LABEL_WIDTH) -> str:
+    return "\n".join(textwrap.wrap(str(text), width)) or str(text)
+
 
 def _labels(runs: pd.DataFrame) -> list[str]:
-    return [str(n) for n in run_labels(runs)]
+    return [_wrap(n) for n in run_labels(runs)]
 
 
 def _col(runs: pd.DataFrame, name: str) -> np.ndarray:
@@ -26,60 +42,107 @@ def _col(runs: pd.DataFrame, name: str) -> np.ndarray:
     return runs[col].astype(float).to_numpy() if col in runs.columns else np.full(len(runs), np.nan)
 
 
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _lines(labels: list[str]) -> int:
+    return sum(label.count("\n") + 1 for label in labels)
+
+
 def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
-    """Horizontal bars of mRS per run with the bootstrap interval as error bars."""
-    mrs = _col(runs, "mrs")
-    low, high = _col(runs, "mrs_ci_low"), _col(runs, "mrs_ci_high")
+    """Horizontal bars of mRS per run with the bootstrap interval; floors as reference lines."""
+    model = runs["params.model"] if "params.model" in runs.columns else pd.Series(None, index=runs.index)
+    # a floor is a reference line when it was run once next to other runs; else it is a bar
+    lines = [m for m in FLOOR_STYLES if (model == m).sum() == 1 and (~model.isin(list(FLOOR_STYLES))).any()]
+    floors, shown = runs[model.isin(lines)], runs[~model.isin(lines)]
+    mrs = _col(shown, "mrs")
+    low, high = _col(shown, "mrs_ci_low"), _col(shown, "mrs_ci_high")
     err = np.vstack([np.nan_to_num(mrs - low), np.nan_to_num(high - mrs)])
-    fig = Figure(figsize=(7, 0.45 * len(runs) + 1.5))
+    labels = _labels(shown)
+    fig = _figure(8, 0.17 * _lines(labels) + 0.12 * len(labels) + 1.6)
     ax = fig.add_subplot()
-    y = np.arange(len(runs))
-    ax.barh(y, np.nan_to_num(mrs), xerr=err, color="#4c72b0", capsize=3)
-    ax.set_yticks(y, labels=_labels(runs), fontsize=8)
+    y = np.arange(len(shown))
+    ax.barh(y, np.nan_to_num(mrs), xerr=err, color=EHR_COLOUR, capsize=3)
+    ax.set_yticks(y, labels=labels, fontsize=8)
+    ax.invert_yaxis()
+    for name in lines:
+        colour, style = FLOOR_STYLES[name]
+        value = float(_col(floors[floors["params.model"] == name], "mrs")[0])
+        ax.axvline(value, color=colour, linestyle=style, label=f"floor {name.split('/')[-1]} ({value:.1f})")
     ax.set_xlim(0, 100)
-    ax.set_xlabel("mRS (95% CI)")
-    ax.set_title("Mean rubric score per run")
-    fig.tight_layout()
+    ax.set_xlabel("mRS (points, 95% CI)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, fontsize=8, frameon=False)
+    fig.suptitle("Mean rubric score per run", fontsize=11)
     fig.savefig(path, dpi=120)
     return path
 
 
 def channel_bars(runs: pd.DataFrame, path: Path) -> Path:
-    """Grouped bars: mRS on EHR-only turns vs patient-interview turns, per run."""
+    """Grouped horizontal bars: mRS on EHR-only vs patient-interview turns, per run."""
     ehr = _col(runs, "mrs.channel.ehr_only")
     patient = _col(runs, "mrs.channel.patient_interview")
-    fig = Figure(figsize=(max(5, 1.2 * len(runs) + 2), 4))
+    labels = _labels(runs)
+    fig = _figure(8, 0.17 * _lines(labels) + 0.2 * len(labels) + 1.8)
     ax = fig.add_subplot()
-    x = np.arange(len(runs))
-    ax.bar(x - 0.2, np.nan_to_num(ehr), width=0.4, label="EHR-only turns")
-    ax.bar(x + 0.2, np.nan_to_num(patient), width=0.4, label="patient-interview turns")
-    ax.set_xticks(x, labels=_labels(runs), rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("mRS")
-    ax.legend()
-    ax.set_title("EHR vs patient turns")
-    fig.tight_layout()
+    y = np.arange(len(runs))
+    ax.barh(y - 0.2, np.nan_to_num(ehr), height=0.4, color=EHR_COLOUR, label="EHR-only turns")
+    ax.barh(y + 0.2, np.nan_to_num(patient), height=0.4, color=PATIENT_COLOUR, label="patient-interview turns")
+    ax.set_yticks(y, labels=labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("mRS (points)")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, fontsize=8, frameon=False)
+    fig.suptitle("EHR vs patient turns", fontsize=11)
     fig.savefig(path, dpi=120)
     return path
 
 
-def delta_bars(table3: Table, path: Path) -> Path:
-    """Implicit - explicit mRS per subtype, one group of bars per pair of runs."""
+def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = None) -> Path:
+    """Implicit - explicit mRS, one panel per subtype, one bar per pair of runs.
+
+    Bars are coloured by sign (implicit costs points / gains points), so no legend is needed;
+    the overall panel carries the paired 95% interval from ``comparisons`` when given.
+    """
     frame = table3.frame
     pairs = list(dict.fromkeys(frame["pair"]))
     subtypes = [*SUBTYPES, "all"]
-    fig = Figure(figsize=(max(5, 1.5 * len(subtypes) + 2), 4))
-    ax = fig.add_subplot()
-    width = 0.8 / max(1, len(pairs))
-    x = np.arange(len(subtypes))
-    for i, pair in enumerate(pairs):
-        rows = frame[frame["pair"] == pair].set_index("subtype").reindex(subtypes)
-        ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(rows["delta"].astype(float)), width=width, label=str(pair))
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, labels=subtypes)
-    ax.set_ylabel("implicit - explicit (mRS points)")
-    ax.legend(fontsize=7)
-    ax.set_title("Cost of implicit phrasing by subtype")
-    fig.tight_layout()
+    labels = [_wrap(p) for p in pairs]
+    fig = _figure(10, 0.17 * _lines(labels) + 0.12 * len(labels) + 1.8)
+    axes = fig.subplots(1, len(subtypes), sharey=True, sharex=True)
+    y = np.arange(len(pairs))
+    intervals = _query_intervals(frame, comparisons)
+    for ax, subtype in zip(axes, subtypes, strict=True):
+        rows = frame[frame["subtype"] == subtype].set_index("pair").reindex(pairs)
+        delta = rows["delta"].astype(float).to_numpy()
+        colours = [COST_COLOUR if d < 0 else GAIN_COLOUR for d in np.nan_to_num(delta)]
+        xerr = None
+        if subtype == "all" and intervals is not None:
+            low, high = intervals
+            xerr = np.vstack([np.nan_to_num(delta - low), np.nan_to_num(high - delta)])
+        ax.barh(y, np.nan_to_num(delta), color=colours, xerr=xerr, capsize=3)
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_title("overall (95% CI)" if subtype == "all" and xerr is not None else subtype, fontsize=9)
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0].set_yticks(y, labels=labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.supxlabel("implicit - explicit (mRS points; < 0: implicit phrasing costs points)", fontsize=9)
+    fig.suptitle("Cost of implicit phrasing by subtype", fontsize=11)
     fig.savefig(path, dpi=120)
     return path
+
+
+def _query_intervals(frame: pd.DataFrame, comparisons: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The paired CI of each Table 3 pair's overall mRS delta, in the pairs' order."""
+    if comparisons is None or comparisons.empty or "a_run_id" not in comparisons.columns:
+        return None
+    mrs = comparisons[(comparisons["factor"] == "query") & (comparisons["metric"] == "mrs")]
+    by_pair = mrs.set_index(["a_run_id", "b_run_id"])
+    overall = frame[frame["subtype"] == "all"].drop_duplicates("pair")
+    low, high = [], []
+    for _, row in overall.iterrows():
+        key = (row["implicit_run_id"], row["explicit_run_id"])
+        low.append(float(by_pair.loc[key, "ci_low"]) if key in by_pair.index else np.nan)
+        high.append(float(by_pair.loc[key, "ci_high"]) if key in by_pair.index else np.nan)
+    return np.array(low), np.array(high)

@@ -77,7 +77,7 @@ def _params(row: pd.Series) -> dict[str, str]:
     return {k: v for k, v in experiment_params(params).items() if not k.startswith("rescore.")}
 
 
-def _tags(row: pd.Series) -> dict[str, str]:
+def tags_of(row: pd.Series) -> dict[str, str]:
     return {c[len("tags.") :]: row[c] for c in row.index if c.startswith("tags.") and isinstance(row[c], str)}
 
 
@@ -133,7 +133,7 @@ def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
                 continue
             seen.add(ids)
             a, b = _orient(x, y, factor)
-            pa, pb = comparability.parts_of(_tags(a)), comparability.parts_of(_tags(b))
+            pa, pb = comparability.parts_of(tags_of(a)), comparability.parts_of(tags_of(b))
             refused = None
             if pa is not None and pb is not None:
                 parts = comparability.differing(pa, pb, factor)

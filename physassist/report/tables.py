@@ -143,6 +143,31 @@ def table_i2(runs: pd.DataFrame) -> Table:
     return Table("table_i2", "Table I2: results per tier", out)
 
 
+#: Offline agents every model's mRS is read against (physassist.agents.floors, baseline, oracle).
+FLOORS = ("physassist/empty", "physassist/no_tools", "physassist/baseline", "physassist/oracle")
+
+
+def floors_table(runs: pd.DataFrame) -> Table:
+    """Each run's mRS next to the floors run under the same conditions (the same experiment
+    params but the model, and the same comparability key)."""
+    from physassist import comparability
+    from physassist.report.pairs import factor_of, tags_of
+
+    floor_runs = [r for _, r in runs.iterrows() if r.get("params.model") in FLOORS]
+    rows = []
+    for _, run in runs.iterrows():
+        row = {"run": run.get(RUN_NAME) or run["run_id"], "model": run.get("params.model"), "mRS": float(run.get("metrics.mrs", np.nan))}
+        for floor in FLOORS:
+            same = [f for f in floor_runs if f.get("params.model") == floor and (f["run_id"] == run["run_id"] or factor_of(run, f) == "model")]
+            same = [f for f in same if not comparability.differing(comparability.parts_of(tags_of(run)) or {}, comparability.parts_of(tags_of(f)) or {})]
+            row[floor.split("/")[-1]] = float(same[0].get("metrics.mrs", np.nan)) if same else np.nan
+        row["above no_tools"] = row["mRS"] - row["no_tools"]
+        rows.append(row)
+    columns = ["run", "model", "mRS", *(f.split("/")[-1] for f in FLOORS), "above no_tools"]
+    title = "Validity floors: each run's mRS next to empty answers, no tool use, the one-call baseline and the gold replay under the same conditions"
+    return Table("validity_floors", title, pd.DataFrame(rows, columns=columns))
+
+
 AGREEMENT = "agreement.vs_source."
 
 
@@ -176,4 +201,7 @@ def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None, expli
     t3 = table3(runs, explicit)
     if len(t3.frame):
         tables.append(t3)
-    return [*tables, table_i1(runs), table_i2(runs)]
+    tables = [*tables, table_i1(runs), table_i2(runs)]
+    if _param(runs, "model").isin(FLOORS[:2]).any():
+        tables.append(floors_table(runs))
+    return tables
