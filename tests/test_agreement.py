@@ -80,3 +80,21 @@ def test_panel_needs_two_and_reports_alpha():
     assert m["agreement.judges.kappa_mean"] == pytest.approx(0.4) and m["agreement.judges.n"] == 2
     with pytest.raises(ValueError, match="at least two"):
         panel({"a": a_items})
+
+
+def test_panel_combine_majority_ties_and_faults():
+    from scorers.judgement import ItemResult, TurnJudgement
+    from scorers.panel_judge import combine
+
+    def j(*votes):
+        return TurnJudgement.from_items([ItemResult(v, "") for v in votes], "llm")
+
+    out = combine([j(T, T, F), j(T, F, F), TurnJudgement.failed(3, "llm", "bad json", "unparseable")], 3)
+    assert [i.passed for i in out.items] == [True, None, False] and out.status == "undecided"
+    out = combine([j(T, T, F), j(T, F, F), j(F, T, T)], 3)
+    assert [i.passed for i in out.items] == [True, True, False] and out.score == pytest.approx(2 / 3)
+    fault = TurnJudgement.fault(3, "llm", "grader call failed", "provider")
+    out = combine([fault, j(T, T, T), j(T, T, T)], 3)
+    assert out.status == "error" and out.score is None  # a grader outage is never outvoted
+    out = combine([TurnJudgement.failed(3, "llm", "x", "unparseable")] * 2, 3)
+    assert out.status == "failed" and out.error_kind == "unparseable"
