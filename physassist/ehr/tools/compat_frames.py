@@ -91,6 +91,7 @@ def _typed(t: str | None, kind: str) -> Any:
 
 def read_csv(texts: Sequence[str | None], width: int) -> list[Any]:
     """Values of one column as ``pandas.read_csv`` types them (missing cells as None)."""
+    texts = [None if t is None or t in NA_STRINGS else t for t in texts]
     size = block_rows(width)
     blocks = [texts[i : i + size] for i in range(0, len(texts), size)] or [texts]
     kinds = [_kind(b) for b in blocks]
@@ -178,6 +179,22 @@ class _TableKinds:
         return text(value)
 
 
+def _column(kinds: _TableKinds, column: str, typ: str, rows: Sequence[Row]) -> list[Any]:
+    """One column of the subject's frame: both reads, with shortcuts where their outcome is
+    known without looking at the text (the subject's file fits one block)."""
+    merged = kinds.merged[column]
+    values = [r[column] for r in rows]
+    if len(rows) <= kinds.size and typ != "VARCHAR":
+        if typ in ("TIMESTAMP", "DATE"):  # text, never numeric
+            return [None if v is None else text(v) for v in values]
+        if merged == "int" and None not in values:
+            return [int(v) for v in values]
+        return [None if v is None else float(v) for v in values]  # written as floats
+    if merged == "str" and typ == "VARCHAR":  # written back as read
+        return read_csv(values, kinds.width)
+    return read_csv([kinds.cell(column, typ, r) for r in rows], kinds.width)
+
+
 def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
@@ -224,9 +241,7 @@ def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
         with state.lock:
             state.tables[table] = kinds
     spec = TABLES[table]
-    typed: dict[str, list[Any]] = {
-        c: read_csv([kinds.cell(c, spec.columns[c], r) for r in rows], kinds.width) for c in columns
-    }
+    typed = {c: _column(kinds, c, spec.columns[c], rows) for c in columns}
     out = tuple(
         {**{c: typed[c][i] for c in columns}, "rowidx": i, ROW_COLUMN: r[ROW_COLUMN]}
         for i, r in enumerate(rows)
