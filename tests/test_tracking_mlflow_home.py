@@ -183,3 +183,18 @@ def test_human_verdicts_added_like_the_ui_are_read_back_as_a_judge(oracle_run) -
     assert turns.loc[(sid, 1), "score"] == pytest.approx((len(t1) - 1) / len(t1))
     assert turns.loc[(sid, 2), "status"] == "undecided"  # one item of T2 assessed, not all
     assert len(judge_verdicts(uri, out.run_id)) == len(judge)  # the judge's own verdicts unchanged
+
+    # the log judged by the humans: only their complete turn is scored, the rest are unscored
+    from inspect_ai.log import read_eval_log
+
+    from physassist.metrics import summarize
+    from physassist.results import turn_table
+    from physassist.tracking.human import apply_human_verdicts
+
+    table = turn_table(apply_human_verdicts(read_eval_log(out.log_path), verdicts)).set_index(["session_id", "turn"])
+    assert set(table["judge"]) == {"human"}
+    assert table.loc[(sid, 1), "status"] == "scored" and table.loc[(sid, 1), "n_passed"] == len(t1) - 1
+    assert table.loc[(sid, 1), "score"] == pytest.approx((len(t1) - 1) / len(t1))
+    assert table.loc[(sid, 2), "status"] == "undecided"
+    metrics = summarize(table.reset_index(), n_boot=0)
+    assert metrics["scored_turns"] == 1 and metrics["unscored_turns"] == len(table) - 1

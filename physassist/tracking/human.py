@@ -6,6 +6,8 @@ writes the judge's verdicts under the same names). This module reads them back:
 
 * ``human_verdicts(uri, run_id)``: one row per human verdict (session, epoch, turn, item,
   passed, rationale, who, when); the newest verdict of a person on an item wins;
+* ``apply_human_verdicts(log, verdicts)``: the Inspect log judged by the humans instead
+  (what ``physassist-rescore judge=human`` scores);
 * ``human_turns(verdicts, judge_items)``: per turn, the human score (items passed / items)
   when every rubric item of the turn has a human verdict, else status ``undecided``, shaped
   like the turn table (``score``, ``status``, ``judge = "human"``) so ``physassist.metrics``
@@ -95,37 +97,91 @@ def judge_verdicts(uri: str, run_id: str) -> pd.DataFrame:
     return _frame([row for trace in _traces(uri, run_id) for row in _rows(trace, human=False)])
 
 
+def _majority(passed: pd.Series) -> bool | None:
+    """Several people on one item: it passes when most passed it; a tie or an undecided vote
+    leaves it undecided."""
+    if passed.isna().any() or passed.sum() * 2 == len(passed):
+        return None
+    return bool(passed.sum() * 2 > len(passed))
+
+
+def item_verdicts(verdicts: pd.DataFrame) -> dict[tuple[str, int, int, int], tuple[bool | None, str]]:
+    """``(session, epoch, turn, item) -> (passed, rationales)``: one verdict per item."""
+    out = {}
+    for key, group in verdicts.groupby(["session_id", "epoch", "turn", "item"], sort=True):
+        reasons = "; ".join(f"{who}: {why}" for who, why in zip(group["source_id"], group["rationale"], strict=True) if why)
+        out[(str(key[0]), int(key[1]), int(key[2]), int(key[3]))] = (_majority(group["passed"]), reasons)
+    return out
+
+
 def human_turns(verdicts: pd.DataFrame, judge_items: pd.DataFrame) -> pd.DataFrame:
     """Human turn scores, one row per (session, epoch, turn) that any human assessed.
 
     A turn is ``scored`` when every rubric item (as many as the judge graded) has a decided
-    human verdict; several people on one item count as one verdict each, and the item passes
-    when most of them passed it (a tie is undecided). Otherwise the turn is ``undecided``.
+    human verdict (several people on one item: the majority, see ``_majority``); otherwise it
+    is ``undecided``.
     """
     keys = ["session_id", "epoch", "turn"]
     columns = [*keys, "score", "status", "judge", "n_items", "n_passed", "n_undecided", "n_humans"]
     if verdicts.empty:
         return pd.DataFrame(columns=columns)
     n_items = judge_items.groupby(keys)["item"].nunique() if not judge_items.empty else pd.Series(dtype=int)
+    per_item = item_verdicts(verdicts)
     rows = []
     for key, group in verdicts.groupby(keys, sort=True):
-        per_item = group.groupby("item")["passed"].agg(
-            lambda v: None if v.isna().any() or (v.sum() * 2 == len(v)) else bool(v.sum() * 2 > len(v))
-        )
-        expected = int(n_items.get(key, per_item.index.max()))
-        decided = per_item.dropna()
-        complete = len(decided) == expected and set(decided.index) == set(range(1, expected + 1))
-        passed = int(sum(bool(v) for v in decided))
+        sid, epoch, turn = str(key[0]), int(key[1]), int(key[2])
+        expected = int(n_items.get(key, group["item"].max()))
+        decided = [per_item.get((sid, epoch, turn, k), (None, ""))[0] for k in range(1, expected + 1)]
+        passed = sum(1 for v in decided if v is True)
+        undecided = sum(1 for v in decided if v is None)
         rows.append(
             {
-                **dict(zip(keys, key, strict=True)),
-                "score": passed / expected if complete else math.nan,
-                "status": "scored" if complete else "undecided",
+                "session_id": sid,
+                "epoch": epoch,
+                "turn": turn,
+                "score": passed / expected if undecided == 0 else math.nan,
+                "status": "scored" if undecided == 0 else "undecided",
                 "judge": "human",
                 "n_items": expected,
                 "n_passed": passed,
-                "n_undecided": expected - len(decided),
+                "n_undecided": undecided,
                 "n_humans": int(group["source_id"].nunique()),
             }
         )
     return pd.DataFrame(rows, columns=columns)
+
+
+def apply_human_verdicts(log, verdicts: pd.DataFrame):
+    """The Inspect log judged by humans instead: each turn's items, score and status come from
+    the human verdicts (``judge = "human"``); a turn with an item no human decided is
+    ``undecided`` (unscored, counted, never a zero). Changes ``log`` in place and returns it,
+    so the turn table, the metrics and judge agreement read it like any judging."""
+    from physassist.results import SCORER_NAME
+
+    per_item = item_verdicts(verdicts)
+    for sample in log.samples or []:
+        score = (sample.scores or {}).get(SCORER_NAME)
+        if score is None or not isinstance((score.metadata or {}).get("turns"), list):
+            continue
+        sid, epoch = str(sample.id), int(sample.epoch or 1)
+        turns = []
+        for st in score.metadata["turns"]:
+            t = int(st["turn"])
+            items = []
+            for k in range(1, len(st.get("items") or []) + 1):
+                passed, reasons = per_item.get((sid, epoch, t, k), (None, ""))
+                items.append({"passed": passed, "reason": reasons or "no human verdict"})
+            decided = bool(items) and all(i["passed"] is not None for i in items)
+            turns.append(
+                {
+                    **st,
+                    "items": items,
+                    "judge": "human",
+                    "score": sum(i["passed"] for i in items) / len(items) if decided else None,
+                    "status": "scored" if decided else "undecided",
+                }
+            )
+        scored = [t["score"] for t in turns if t["score"] is not None]
+        score.metadata = {**score.metadata, "turns": turns, "judge": "human"}
+        score.value = sum(scored) / len(scored) if scored else math.nan
+    return log
