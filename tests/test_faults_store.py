@@ -9,6 +9,7 @@ read it), so none of them can pass on an intact file.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -338,3 +339,38 @@ def test_eval_with_an_unwritable_cache_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and str(cache) in lines[0] and "$PHYSASSIST_CACHE" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_call_on_a_corrupt_block_is_a_fault_not_an_answer(
+    cache: Path, built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store file without a manifest is opened as given; a read of a damaged block is a
+    system fault (exit 1, one line), never printed as the tool's answer."""
+    store_file = cache / built.name
+    manifest.manifest_path(store_file).unlink()
+    overwrite_blocks(store_file)
+    with EHRStore(store_file, prefetch=False) as store:
+        subjects = [
+            s for (s,) in store.cursor().execute("SELECT subject_id FROM patients").fetchall()
+        ][:5]
+    codes = []
+    for subject in subjects:
+        arguments = json.dumps({"subject_id": subject})
+        codes.append(
+            ehr_main(
+                [
+                    "call",
+                    str(store_file),
+                    "--subject",
+                    str(subject),
+                    "Observation.search",
+                    arguments,
+                ]
+            )
+        )
+    captured = capsys.readouterr()
+    assert 1 in codes and set(codes) <= {0, 1}
+    faults = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(faults) == codes.count(1)
+    assert all("system fault" in line and "Corrupt database file" in line for line in faults)
+    assert "Corrupt" not in captured.out

@@ -21,6 +21,7 @@ from fixtures_tools import sample_store as sample_store  # noqa: F401 (fixture)
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, render
 from physassist.ehr.tools.args import MAX_TEXT
+from physassist.faults import SystemFault
 
 SUBJECT = 30000001
 MEGA = 1_000_000
@@ -131,3 +132,61 @@ def test_normal_arguments_still_answer(sample_store: EHRStore) -> None:  # noqa:
 def test_render_prints_any_depth(value: object, mode: str) -> None:
     text = render(value, mode)  # type: ignore[arg-type]
     assert isinstance(text, str) and len(text) < 20_000
+
+
+# -- infrastructure faults inside a tool call: not tool answers ------------------------------
+
+
+def test_a_store_that_cannot_be_read_is_a_system_fault(sample_store: EHRStore) -> None:  # noqa: F811
+    """A closed (or unreadable) store raises SystemFault; the model's bad arguments on the same
+    broken store are still its own mistake (an OperationOutcome, no store read needed)."""
+    broken = EHRStore(sample_store.path, prefetch=False)
+    broken.close()
+    for semantics in ("strict", "compat"):
+        ctx = ToolContext(store=broken, subject_id=SUBJECT, semantics=semantics)
+        with pytest.raises(SystemFault, match="Observation.search failed: .*closed"):
+            call_tool(ctx, "Observation.search", {"subject_id": SUBJECT, "code": "Creatinine"})
+        refused = call_tool(ctx, "Observation.search", {"subject_id": SUBJECT, "k" * 2_000: 1})
+        assert refused.get("resourceType") == "OperationOutcome" or "error" in refused
+
+
+@pytest.mark.slow
+def test_corrupt_rows_end_the_turn_unscored_and_counted(tmp_path, sample_store: EHRStore) -> None:  # noqa: F811
+    """The issue's run without the integrity check (a store file with no manifest, three
+    overwritten blocks): calls that hit a corrupt block end their turn with status error,
+    unscored with the reason and counted; no corrupt-read text reaches the model or a score."""
+    import shutil
+
+    from inspect_ai import eval as inspect_eval
+    from test_faults_store import overwrite_blocks
+
+    from physassist.metrics import summarize
+    from physassist.results import turn_table
+    from solvers.context import cached_store
+    from tasks.physassistbench import physassistbench
+
+    corrupt = tmp_path / "corrupt.duckdb"
+    shutil.copy(sample_store.path, corrupt)
+    overwrite_blocks(corrupt)
+    task = physassistbench(dataset="sample", ehr_source=str(corrupt), judge="rules")
+    try:
+        [log] = inspect_eval(
+            task,
+            model="physassist/baseline",
+            limit=12,
+            display="none",
+            log_dir=str(tmp_path / "logs"),
+        )
+    finally:
+        cached_store.cache_clear()
+    assert log.status == "success"
+    turns = [t for s in log.samples for t in s.store["physassist:turns"]]
+    faulted = [t for t in turns if t["end"] == "error"]
+    assert faulted, "the damage must hit some calls"
+    assert all("Corrupt database file" in t["error"] for t in faulted)
+    seen = [m.text for s in log.samples for m in s.messages if m.role == "tool"]
+    assert seen and not [t for t in seen if "Corrupt" in t or "execution error" in t]
+    table = turn_table(log)
+    errors = table[table["status"] == "error"]
+    assert len(errors) == len(faulted) and errors["score"].isna().all()
+    assert summarize(table, n_boot=0)["error_turns"] == len(faulted)

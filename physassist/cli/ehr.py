@@ -5,7 +5,8 @@
                         [--semantics strict|compat] [--render full|compat|json] TOOL '{json}'
 
 SOURCE is a MIMIC-IV directory, a per-subject split, a synthetic cohort, a built
-``.duckdb`` store, or ``sample``. Errors print one line on stderr and exit with code 2.
+``.duckdb`` store, or ``sample``. Errors print one line on stderr and exit with code 2; a
+call the store cannot answer (a system fault, e.g. a corrupt block) exits with code 1.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from physassist.ehr.sources import EHRSourceError
 from physassist.ehr.store import EHRBuildError, EHRStore, build_store, open_store
 from physassist.ehr.tools import ToolContext, call_tool, render
+from physassist.faults import SystemFault
 
 
 class _UsageError(Exception):
@@ -102,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, EHRSourceError, EHRBuildError) as exc:
         print(f"physassist-ehr: error: {exc}", file=sys.stderr)
         return 2
+    except SystemFault as exc:  # the store could not answer: not a tool answer, so no output
+        print(f"physassist-ehr: system fault: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,8 +1,10 @@
 """The 18 PhysAssistBench tools as plain Python callables over the EHR store (no Inspect here).
 
-``call_tool(ctx, name, arguments)`` returns raw FHIR (or a patient-answer dict) and raises
-only ``physassist.faults.SystemFault`` (the system failed, not the model): every other failure
-becomes a FHIR ``OperationOutcome`` whose diagnostics tell a model how to correct the call.
+``call_tool(ctx, name, arguments)`` returns raw FHIR (or a patient-answer dict). A mistake of
+the model (unknown tool, bad or oversized arguments, another patient) becomes a FHIR
+``OperationOutcome`` whose diagnostics tell it how to correct the call; anything else (the
+store unreadable, a bug of ours) raises ``physassist.faults.SystemFault``, which ends the turn
+unscored instead of reaching the model as an EHR answer.
 ``render`` turns a result into the text a model sees.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from physassist.faults import SystemFault
+from physassist.faults import SystemFault, describe
 from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
 from . import compat, strict
@@ -72,11 +74,12 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
         return _outcome(err, ctx.semantics)
     except SystemFault:  # the system failed, not the model: the loop ends the turn unscored
         raise
-    except Exception as exc:  # a bug or a store failure must not kill the agent loop
+    except Exception as exc:
+        # Not the model's mistake (those are ToolErrors, and its arguments are bounded): a
+        # store that cannot be read (DuckDB I/O, a corrupt block), a patient responder or a
+        # bug of ours. Handing it to the model as if the EHR said so would score the fault.
         log.exception("tool %s failed", tool)
-        return operation_outcome(
-            f"Tool execution error for {tool}: {type(exc).__name__}: {exc}", code="exception"
-        )
+        raise SystemFault(f"tool {tool} failed: {describe(exc)}") from exc
 
 
 def _patient(ctx: ToolContext, tool: str, args: dict[str, Any]) -> dict[str, Any]:
