@@ -42,8 +42,6 @@ NA_STRINGS = frozenset(
 )  # fmt: skip
 _INT = re.compile(r"\s*[+-]?\d+\s*")
 _FLOAT = re.compile(r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|Inf|INF)\s*")
-_INT_SQL = r"\s*[+-]?\d+\s*"
-_FLOAT_SQL = r"\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|Inf|INF)\s*"
 _MEMO = 512  # (table, subject) frames kept per store
 
 
@@ -125,11 +123,13 @@ class _TableKinds:
             q, typ = f'"{c}"', spec.columns[c]
             if typ == "VARCHAR":
                 na = f"({q} IS NULL OR {q} IN ({', '.join(_sql_str(s) for s in NA_STRINGS)}))"
+                number = f"TRY_CAST({q} AS DOUBLE) IS NOT NULL"  # a cast, not a regex: scales
+                # a number without a point, an exponent or letters (inf) is an integer's text
+                digits = " AND ".join(f"NOT contains({q}, '{c}')" for c in ".eEnN")
                 terms += [
                     f"count(*) FILTER (WHERE {na})",
-                    f"count(*) FILTER (WHERE NOT {na} AND NOT regexp_full_match({q}, '{_INT_SQL}'))",
-                    f"count(*) FILTER (WHERE NOT {na} AND NOT regexp_full_match({q}, '{_INT_SQL}') "
-                    f"AND NOT regexp_full_match({q}, '{_FLOAT_SQL}'))",
+                    f"count(*) FILTER (WHERE NOT {na} AND NOT ({number} AND {digits}))",
+                    f"count(*) FILTER (WHERE NOT {na} AND NOT {number})",
                 ]
             elif typ == "DOUBLE":
                 terms += [
