@@ -40,7 +40,7 @@ from inspect_ai.util import LimitExceededError, span
 from physassist.data import Session
 from physassist.ehr.tools import call_tool, render
 from physassist.ehr.tools.render import RenderMode
-from physassist.faults import ERROR_STATUS, describe
+from physassist.faults import ERROR_STATUS, SystemFault, describe
 from physassist.results import TURNS_KEY
 
 from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
@@ -179,7 +179,7 @@ class SessionRun:
         """Ask for a plain-text final answer without tools; the request is not kept."""
         request = [*messages, ChatMessageUser(content=nudge_message(self.settings.language))]
         for _ in range(NUDGE_TRIES):
-            output = await self.model.generate(request, tools=tools, tool_choice="none")
+            output = answered(await self.model.generate(request, tools=tools, tool_choice="none"))
             result.count(output)
             text = output.message.text.strip()
             if text:
@@ -204,7 +204,7 @@ class SessionRun:
             self.settings.render,
         )
         for _ in range(budget + 4):  # every round but the last executes at least one call
-            output = await self.model.generate(messages, tools=tools)
+            output = answered(await self.model.generate(messages, tools=tools))
             result.count(output)
             message = output.message
             messages.append(message)
@@ -244,6 +244,14 @@ class SessionRun:
         result.answer = answer
         result.end = end
         return result
+
+
+def answered(output: ModelOutput) -> ModelOutput:
+    """``output``, or a ``SystemFault`` when the provider sent no choice at all (a broken
+    endpoint, not a model that answered with nothing)."""
+    if not output.choices:
+        raise SystemFault(f"the model returned no choices ({output.error or 'empty response'})")
+    return output
 
 
 def session_from_metadata(metadata: dict[str, Any]) -> Session:

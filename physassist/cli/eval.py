@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
+from physassist.providers import inspect_model_name, provider_error
 from physassist.tracking.params import (
     IDENTITY_KEYS,
     experiment_params,
@@ -184,12 +185,16 @@ class ModelSpec:
     base_url: str | None = None
     api_key_env: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
+    provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
 
     @classmethod
     def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
         """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
-        ``patient``: ``model``), with its ``base_url``, ``api_key_env`` and ``args``."""
-        return cls(node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {})
+        ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+        return cls(
+            node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
+            node.get("provider"),
+        )
 
     def build(self):  # -> inspect_ai.model.Model
         from inspect_ai.model import get_model
@@ -197,7 +202,8 @@ class ModelSpec:
         kwargs: dict[str, Any] = dict(self.args)
         if self.api_key_env:
             kwargs["api_key"] = os.environ[self.api_key_env]
-        return get_model(self.name, base_url=self.base_url, memoize=False, **kwargs)
+        name = inspect_model_name(self.name, self.provider)
+        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
 
 
 def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
@@ -210,7 +216,10 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
         models = list(judge.get("models") or [])
         if len(models) < 2:
             raise ConfigError(f"judge.models must list at least two graders for judge=panel, got {models}")
-        return [ModelSpec(m, judge.get("base_url"), judge.get("api_key_env")) for m in models]
+        return [
+            ModelSpec(m, judge.get("base_url"), judge.get("api_key_env"), provider=judge.get("provider"))
+            for m in models
+        ]
     return None
 
 
@@ -483,11 +492,15 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
 
     task = build_task(args)  # validates the session files: bad data stops here, before any run
     assistant_spec, role_specs = model_specs(config)
+    role, spec = "model", assistant_spec
     try:
         assistant = assistant_spec.build()
-        roles = {role: build_role(spec) for role, spec in role_specs.items()}
+        roles = {}
+        for role, spec in role_specs.items():
+            roles[role] = build_role(spec)
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
-        raise ConfigError(f"model: cannot create {assistant_spec.name}: {str(exc).splitlines()[0]}") from exc
+        name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
+        raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
     if not sweep:
         open_tracker()
 

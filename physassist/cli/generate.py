@@ -27,6 +27,7 @@ from physassist.cli.eval import (
     open_tracker_for,
     resolve,
 )
+from physassist.providers import provider_error
 
 
 class GenerationFailed(RuntimeError):
@@ -185,7 +186,7 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
         model = generator.build()
         role_models = {r: s.build() for r, s in roles.items()}
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing key or package
-        raise ConfigError(f"generator/roles: cannot create a model: {str(exc).splitlines()[0]}") from exc
+        raise ConfigError(f"generator/roles: cannot create a model: {provider_error(exc)}") from exc
     ins = config.get("inspect") or {}
     options = {k: ins[k] for k in ("max_connections", "max_samples", "display", "log_level")
                if ins.get(k)}
