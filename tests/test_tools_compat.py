@@ -59,6 +59,16 @@ def test_compat_date_from_is_string_comparison(tiny_store) -> None:
     assert values(got) == [9.0]
 
 
+def test_compat_non_text_date_bound_is_pythons_comparison_error(tiny_store) -> None:
+    got = call(tiny_store, "Observation.search", code="Creatinine", date_from=2150)
+    assert got == {
+        "error": "Bad arguments for Observation.search: "
+        "'>=' not supported between instances of 'str' and 'int'"
+    }
+    # no row left to compare: pandas raised nothing and the search is just empty
+    assert is_outcome(call(tiny_store, "Observation.search", hadm_id=9999, date_to=2150))
+
+
 def test_compat_aliases_are_renamed(tiny_store) -> None:
     got = call(tiny_store, "Observation.search", test_name="Potassium", limit=1)
     assert labels(got) == ["Potassium"] and got["total"] == 1

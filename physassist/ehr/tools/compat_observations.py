@@ -60,24 +60,27 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     if category is not None and category in VITAL_CATEGORIES:
         return _vitals(ctx, sid, args, code)
     # the date gate was injected by compat_arguments; bounds are compared as strings
-    date_to = args.get("date_to")
-    date_from = args.get("date_from")
-    for key, value in (("date_from", date_from), ("date_to", date_to)):
-        if value is not None and not isinstance(value, str):
-            raise bad_arguments(
-                tool,
-                f"'<=' not supported between instances of 'str' and '{type(value).__name__}' ({key})",
-            )
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return _none(args)
     found = [r for r in frame(ctx.store, "labevents", sid) if hadm is None or r["hadm_id"] == hadm]
     if code is not None:
         found = _with_itemids(found, _matching_itemids(ctx, "d_labitems", code))
-    if date_from is not None:
-        found = [r for r in found if r["charttime"] is not None and r["charttime"] >= date_from]
-    if date_to is not None:
-        found = [r for r in found if r["charttime"] is not None and r["charttime"] <= date_to]
+    for key, op in (("date_from", ">="), ("date_to", "<=")):
+        bound = args.get(key)
+        if bound is None:
+            continue
+        if not isinstance(bound, str):
+            if any(r["charttime"] is not None for r in found):  # Python's error, per element
+                raise bad_arguments(
+                    tool,
+                    f"'{op}' not supported between instances of 'str' and '{type(bound).__name__}'",
+                )
+            found = []
+        elif op == ">=":
+            found = [r for r in found if r["charttime"] is not None and r["charttime"] >= bound]
+        else:
+            found = [r for r in found if r["charttime"] is not None and r["charttime"] <= bound]
     found = head(
         tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT)
     )
