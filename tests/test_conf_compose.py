@@ -11,7 +11,7 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from physassist.cli.eval import CHOICES, check_config, eval_options, model_specs, resolve, task_args
 
-GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect")
+GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
 EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "compat_vs_strict", "validity_floors")
 KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
 

@@ -48,6 +48,15 @@ def run(tmp_path: Path, overrides: list[str]) -> ev.Outcome:
     return ev.run_experiment(cfg, ev.JobContext())
 
 
+def prices_dir(tmp_path: Path) -> Path:
+    """A price table as a user writes one: ``prices=test`` from ``--config-dir``."""
+    (tmp_path / "conf" / "prices").mkdir(parents=True)
+    (tmp_path / "conf" / "prices" / "test.yaml").write_text(
+        "models:\n  openai-api/compatible/oracle: {input: 0.5, output: 2.0}\n"
+    )
+    return tmp_path / "conf"
+
+
 def scores(log_path: str) -> dict[tuple[str, int], float]:
     df = turn_table(log_path)
     return {(r.session_id, int(r.turn)): float(r.score) for r in df.itertuples()}
@@ -60,10 +69,13 @@ def test_http_run_scores_like_the_in_process_oracle_and_reports_server_usage(tmp
         proc = cli(
             [
                 "physassist-eval",
+                "--config-dir",
+                str(prices_dir(tmp_path)),
                 *served_model(server, 2),
                 f"tracking.uri={uri}",
                 f"inspect.log_dir={tmp_path / 'logs'}",
                 f"hydra.run.dir={tmp_path / 'out'}",
+                "prices=test",
             ],
             cwd=tmp_path,
             env=KEY,
@@ -85,6 +97,8 @@ def test_http_run_scores_like_the_in_process_oracle_and_reports_server_usage(tmp
     sent_out = sum(r.usage[1] for r in server.log)
     assert (turns["tokens_in"].sum(), turns["tokens_out"].sum()) == (sent_in, sent_out)
     assert (mlrun["metrics.tokens_input"], mlrun["metrics.tokens_output"]) == (sent_in, sent_out)
+    assert (mlrun["metrics.tokens.assistant.input"], mlrun["metrics.tokens.assistant.output"]) == (sent_in, sent_out)
+    assert mlrun["metrics.cost_usd"] == pytest.approx((sent_in * 0.5 + sent_out * 2.0) / 1e6)
 
 
 @pytest.mark.slow
@@ -140,6 +154,10 @@ def test_grader_role_through_the_same_server(tmp_path, key) -> None:
         )
     assert out.faults is None and out.metrics["scored_turns"] == 4 and out.metrics["mrs"] == 100
     assert len(server.served("grader")) == 4 and set(turn_table(out.log_path)["judge"]) == {"llm"}
+    for role, model in (("assistant", "oracle"), ("grader", "grader")):  # the server's usage, per role
+        sent = [r.usage for r in server.served(model)]
+        assert out.metrics[f"tokens.{role}.input"] == sum(u[0] for u in sent) > 0
+        assert out.metrics[f"tokens.{role}.output"] == sum(u[1] for u in sent) > 0
     assert server.other_paths == []
 
 

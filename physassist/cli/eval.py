@@ -411,14 +411,16 @@ def local_path(location: str | None) -> str | None:
     return location
 
 
-def _results(log, taus: list[float]):
-    """The per-turn table and every metric of the benchmark for an Inspect log."""
+def _results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
+    """The per-turn table and every metric of the benchmark for an Inspect log (with token
+    usage and, given ``prices``, estimated cost per role: ``physassist.usage``)."""
     from physassist.metrics import summarize
     from physassist.results import turn_table
+    from physassist.usage import usage_metrics
 
     turns = turn_table(log)
     metrics = summarize(turns, taus=taus)
-    for name, value in _inspect_stats(log).items():
+    for name, value in {**_inspect_stats(log), **usage_metrics(log, prices)}.items():
         metrics.setdefault(name, value)
     return turns, metrics
 
@@ -519,7 +521,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     status = "FINISHED" if log.status == "success" else "FAILED"
     turns, metrics = None, {}
     if log.status == "success":
-        turns, metrics = _results(log, args["taus"])
+        turns, metrics = _results(log, args["taus"], prices(config))
     outcome = Outcome(status, log_path, None, metrics, tracking_error)
     if turns is not None:
         outcome.faults = fault_summary(turns)
@@ -543,6 +545,10 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         params = flatten_config(config)
         tags.update(comparability.tags_for(params, tags))
         files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
+        if turns is not None and tracking.get("log_table"):
+            from physassist.usage import write_session_usage
+
+            files.append((write_session_usage(log, prices(config), staging / "tables"), "tables"))
         outcome.run_id = tracker.log_run(
             run_name=name,
             params=params,
@@ -564,6 +570,12 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         runs.remove_dir(staging)
     outcome.tracking_error = outcome.tracking_error or tracking_error
     return outcome
+
+
+def prices(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The price table of the ``prices`` group: Inspect model string -> {input, output} USD per
+    million tokens (empty: no cost estimate)."""
+    return dict((config.get("prices") or {}).get("models") or {})
 
 
 def _stage_artifacts(cfg, config, log_path, turns, staging: Path, tracking, title: str) -> list[tuple[Path, str]]:

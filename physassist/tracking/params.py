@@ -38,6 +38,10 @@ EXECUTION_PREFIXES: tuple[str, ...] = (
     "inspect.max_samples",
     "inspect.fail_on_error",
     "inspect.retry_on_error",
+    "inspect.max_retries",
+    "inspect.timeout",
+    "inspect.attempt_timeout",
+    "prices.",
 )
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
