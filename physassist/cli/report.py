@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from physassist.report.build import (
         ReportError,
         artifact_turns,
+        deduplicate,
         log_report,
         select_runs,
         write_report,
@@ -48,7 +49,18 @@ def main(argv: list[str] | None = None) -> int:
     except ReportError as exc:
         print(f"physassist-report: error: {exc}", file=sys.stderr)
         return 2
-    report = write_report(runs, out, artifact_turns(args.tracking_uri), explicit=bool(run_ids))
+    runs, dropped = deduplicate(runs)
+    if dropped:
+        print(
+            f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a newer run "
+            f"and are left out: {', '.join(dropped)}",
+            file=sys.stderr,
+        )
+    try:
+        report = write_report(runs, out, artifact_turns(args.tracking_uri), explicit=bool(run_ids))
+    except Exception as exc:  # noqa: BLE001 - nothing half-written is left behind
+        print(f"physassist-report: error: writing the report failed, nothing written to {out}: {exc}", file=sys.stderr)
+        return 1
     for table in report.tables:
         print(table.markdown())
     print(f"{len(report.runs)} run(s); tables and figures in {out.resolve()}")

@@ -8,6 +8,7 @@ them, PNG figures, ``runs.csv`` (what was selected); optionally logged as a repo
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from physassist.report import figures
 from physassist.report.pairs import TurnsLoader, comparisons, refusals, run_pairs
 from physassist.report.tables import Table, agreement_table, all_tables, taus_of
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
+from physassist.tracking.params import experiment_params
 from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
 
 
@@ -94,6 +96,25 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
     return load
 
 
+IDENTITY_TAGS = ("tags.physassist.dataset_fingerprint", "tags.physassist.ehr_fingerprint")
+
+
+def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One run per configuration: the newest of runs with the same experiment params and data
+    fingerprints (a job logged twice, the same command run again). Returns the kept runs and
+    the ids left out, so the caller can say so."""
+    params = [c for c in runs.columns if c.startswith("params.")]
+    tags = [c for c in IDENTITY_TAGS if c in runs.columns]
+
+    def identity(row: pd.Series) -> tuple:
+        values = {c[len("params.") :]: row[c] for c in params if pd.notna(row[c])}
+        return tuple(sorted(experiment_params(values).items())) + tuple(str(row[c]) for c in tags)
+
+    ordered = runs.sort_values("start_time", ascending=False, kind="stable") if "start_time" in runs else runs
+    duplicated = ordered.apply(identity, axis=1).duplicated()
+    return ordered[~duplicated].reset_index(drop=True), list(ordered.loc[duplicated, "run_id"].astype(str))
+
+
 def write_report(
     runs: pd.DataFrame, out_dir: Path, turns_of: TurnsLoader | None = None, explicit: bool = False
 ) -> Report:
@@ -101,8 +122,29 @@ def write_report(
 
     ``turns_of`` reads a run's per-turn table, for the paired comparisons; ``explicit``: the
     runs were named by the user, so any two of them may be paired (else only within a sweep).
+    Everything is written into a scratch directory beside ``out_dir`` that replaces it only
+    when complete: a failure leaves the previous report (or none), never half of a new one.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        tables, made = _write_files(runs, scratch, turns_of, explicit)
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old-{scratch.name[-8:]}")
+            out_dir.rename(old)
+            scratch.rename(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            scratch.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return Report(out_dir, runs, tables, [out_dir / p.name for p in made])
+
+
+def _write_files(
+    runs: pd.DataFrame, out_dir: Path, turns_of: TurnsLoader | None, explicit: bool
+) -> tuple[list[Table], list[Path]]:
     tables = all_tables(runs, explicit=explicit)
     tables += comparison_tables(runs, turns_of, explicit)
     chunks = ["# PhysAssistBench report", "", f"{len(runs)} run(s).", ""]
@@ -119,7 +161,7 @@ def write_report(
     if t3 is not None:
         comps = next((t.frame for t in tables if t.name == "comparisons"), None)
         made.append(figures.delta_bars(t3, out_dir / "fig_table3_deltas.png", comps))
-    return Report(out_dir, runs, tables, made)
+    return tables, made
 
 
 def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit: bool) -> list[Table]:

@@ -106,15 +106,18 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
     the overall panel carries the paired 95% interval from ``comparisons`` when given.
     """
     frame = table3.frame
-    pairs = list(dict.fromkeys(frame["pair"]))
+    # one bar per pair of runs, keyed by their ids (two pairs may carry the same run name)
+    ids = ["implicit_run_id", "explicit_run_id"]
+    pairs = list(dict.fromkeys(zip(frame[ids[0]], frame[ids[1]], strict=True)))
+    names = frame.drop_duplicates(ids).set_index(ids)["pair"]
     subtypes = [*SUBTYPES, "all"]
-    labels = [_wrap(p) for p in pairs]
+    labels = [_wrap(names.loc[p]) for p in pairs]
     fig = _figure(10, 0.17 * _lines(labels) + 0.12 * len(labels) + 1.8)
     axes = fig.subplots(1, len(subtypes), sharey=True, sharex=True)
     y = np.arange(len(pairs))
     intervals = _query_intervals(frame, comparisons)
     for ax, subtype in zip(axes, subtypes, strict=True):
-        rows = frame[frame["subtype"] == subtype].set_index("pair").reindex(pairs)
+        rows = frame[frame["subtype"] == subtype].set_index(ids).reindex(pairs)
         delta = rows["delta"].astype(float).to_numpy()
         colours = [COST_COLOUR if d < 0 else GAIN_COLOUR for d in np.nan_to_num(delta)]
         xerr = None
@@ -139,7 +142,7 @@ def _query_intervals(frame: pd.DataFrame, comparisons: pd.DataFrame | None) -> t
         return None
     mrs = comparisons[(comparisons["factor"] == "query") & (comparisons["metric"] == "mrs")]
     by_pair = mrs.set_index(["a_run_id", "b_run_id"])
-    overall = frame[frame["subtype"] == "all"].drop_duplicates("pair")
+    overall = frame[frame["subtype"] == "all"].drop_duplicates(["implicit_run_id", "explicit_run_id"])
     low, high = [], []
     for _, row in overall.iterrows():
         key = (row["implicit_run_id"], row["explicit_run_id"])
