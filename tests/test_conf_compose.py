@@ -125,7 +125,7 @@ def test_launchers_compose(launcher: str, target: str) -> None:
 
 def test_sweep_callback_is_configured() -> None:
     cfg = compose(hydra=True)
-    assert cfg.hydra.callbacks.mlflow_sweep._target_ == "physassist.cli.eval.SweepCallback"
+    assert cfg.hydra.callbacks.mlflow_sweep._target_ == "physassist.cli.sweep.SweepCallback"
 
 
 def test_unknown_option_and_group_fail_in_hydra() -> None:

@@ -19,13 +19,13 @@ import copy
 import os
 import sys
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
@@ -35,7 +35,6 @@ from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
 from physassist.providers import inspect_model_name, provider_error
 from physassist.tracking.params import (
     IDENTITY_KEYS,
-    experiment_params,
     flatten_config,
     is_execution_param,
 )
@@ -252,6 +251,10 @@ def check_config(config: Mapping[str, Any]) -> None:
     budget = _get(config, "terminal.budget")
     if not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"terminal.budget={budget!r} must be a positive integer (tool calls per turn)")
+    for key in ("inspect.limit", "inspect.epochs"):  # Inspect drops sessions on -1, crashes on 0
+        value = _get(config, key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{key}={value!r} must be a positive integer (or null)")
     taus = _get(config, "taus")
     if not taus or any(not isinstance(t, int | float) or not 0 < t <= 1 for t in taus):
         raise ConfigError(f"taus={taus!r} must be a non-empty list of thresholds in (0, 1]")
@@ -358,12 +361,13 @@ class JobContext:
 class Outcome:
     """What one experiment produced."""
 
-    status: str  # FINISHED, FAILED or SKIPPED
+    status: str  # FINISHED, FAILED, SKIPPED (done before) or BUSY (another process runs it)
     log_path: str | None = None
     run_id: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     tracking_error: str | None = None
     faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
+    holder: str | None = None  # BUSY: the process (host:pid:time) that holds the run
 
     @property
     def run_status(self) -> str:
@@ -396,6 +400,8 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
         _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
     else:
         logs = inspect_eval(task, log_dir=str(log_dir), **common)
+    if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
+        raise KeyboardInterrupt
     log = logs[0]
     if log.samples is None and log.location:
         log = read_eval_log(log.location)
@@ -454,9 +460,9 @@ def open_tracker_for(
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     from physassist import comparability
-    from physassist.tracking import runs
+    from physassist.tracking import claims, runs
     from physassist.tracking.inputs import run_inputs
-    from physassist.tracking.mlflow_store import TrackingError
+    from physassist.tracking.mlflow_store import TrackingError, error_line
     from physassist.tracking.tags import provenance_tags
     from physassist.tracking.traces import TraceRequest
 
@@ -487,7 +493,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             try:
                 previous = tracker.find_job(sweep.sweep_id, key)
             except Exception as exc:  # noqa: BLE001
-                tracking_error = f"cannot read MLflow store {tracker.uri}: {exc}"
+                tracking_error = f"cannot read MLflow store {tracker.uri}: {error_line(exc)}"
                 tracker = None
         if previous is not None and previous.info.status == "FINISHED":
             return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id)
@@ -506,68 +512,81 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if not sweep:
         open_tracker()
 
-    log_root = Path(str(_get(config, "inspect.log_dir"))).expanduser()
-    log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
-    log = _evaluate(
-        task,
-        assistant,
-        roles,
-        eval_options(config),
-        log_dir,
-        resumable=bool(sweep),
-        tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
-    )
-    log_path = local_path(log.location)
-    status = "FINISHED" if log.status == "success" else "FAILED"
-    turns, metrics = None, {}
-    if log.status == "success":
-        turns, metrics = _results(log, args["taus"], prices(config))
-    outcome = Outcome(status, log_path, None, metrics, tracking_error)
-    if turns is not None:
-        outcome.faults = fault_summary(turns)
-    if tracker is None:
-        return outcome
-
     name = run_name(config, job)
     tags = {f"choice.{k}": v for k, v in job.choices.items()}
-    tags["physassist.inspect_status"] = str(log.status)
-    if log.error:
-        tags["physassist.error"] = str(log.error.message)[:5000]
-    if outcome.faults:  # not a result: the run is FAILED, the reasons in a tag
-        tags[FAULT_TAG] = outcome.faults[:5000]
+    tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
     if sweep and key:
         tags.update({runs.SWEEP_TAG: sweep.sweep_id, runs.JOB_TAG: key})
-    tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
-    staging = runs.staging_dir()
-    try:
-        inputs = run_inputs(log, args["dataset"], dataset_path(config), args["ehr_source"])
-        tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=log_path))
-        params = flatten_config(config)
-        tags.update(comparability.tags_for(params, tags))
-        files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
-        if turns is not None and tracking.get("log_table"):
-            from physassist.usage import write_session_usage
+    claim = None
+    if tracker is not None:  # the run exists (RUNNING) before the eval: claimed exactly once
+        try:
+            claim = claims.claim(tracker, name, tags, sweep, key)
+        except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+            tracking_error = f"cannot create the run in {tracker.uri}: {error_line(exc)}"
+            tracker = None
+    if claim is not None and claim.state == "finished":
+        return Outcome("SKIPPED", None, claim.run_id)
+    if claim is not None and claim.state == "busy":
+        return Outcome("BUSY", None, claim.run_id, holder=claim.owner)
 
-            files.append((write_session_usage(log, prices(config), staging / "tables"), "tables"))
-        outcome.run_id = tracker.log_run(
-            run_name=name,
-            params=params,
-            tags=tags,
-            metrics=metrics,
-            files=files,
-            table=turns if tracking.get("log_table") else None,
-            inputs=inputs,
-            traces=TraceRequest(log, tracking.get("trace_limit"), int(tracking.get("trace_raw_chars") or 2000))
-            if tracking.get("traces") and log.status == "success"
-            else None,
-            status=outcome.run_status,
-            run_id=previous.info.run_id if previous is not None else None,
-            parent_run_id=sweep.parent_run_id if sweep else None,
+    log_root = Path(str(_get(config, "inspect.log_dir"))).expanduser()
+    log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
+    with claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext():
+        log = _evaluate(
+            task,
+            assistant,
+            roles,
+            eval_options(config),
+            log_dir,
+            resumable=bool(sweep),
+            tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
         )
-    except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
-        outcome.tracking_error = f"logging to {tracker.uri} failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
-    finally:
-        runs.remove_dir(staging)
+        log_path = local_path(log.location)
+        status = "FINISHED" if log.status == "success" else "FAILED"
+        turns, metrics = None, {}
+        if log.status == "success":
+            turns, metrics = _results(log, args["taus"], prices(config))
+        outcome = Outcome(status, log_path, None, metrics, tracking_error)
+        if turns is not None:
+            outcome.faults = fault_summary(turns)
+        if tracker is None or claim is None:
+            return outcome
+
+        tags["physassist.inspect_status"] = str(log.status)
+        if log.error:
+            tags["physassist.error"] = str(log.error.message)[:5000]
+        if outcome.faults:  # not a result: the run is FAILED, the reasons in a tag
+            tags[FAULT_TAG] = outcome.faults[:5000]
+        staging = runs.staging_dir()
+        try:
+            inputs = run_inputs(log, args["dataset"], dataset_path(config), args["ehr_source"])
+            tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=log_path))
+            params = flatten_config(config)
+            tags.update(comparability.tags_for(params, tags))
+            files = _stage_artifacts(cfg, config, log_path, turns, staging, tracking, name)
+            if turns is not None and tracking.get("log_table"):
+                from physassist.usage import write_session_usage
+
+                files.append((write_session_usage(log, prices(config), staging / "tables"), "tables"))
+            outcome.run_id = tracker.log_run(
+                run_name=name,
+                params=params,
+                tags=tags,
+                metrics=metrics,
+                files=files,
+                table=turns if tracking.get("log_table") else None,
+                inputs=inputs,
+                traces=TraceRequest(log, tracking.get("trace_limit"), int(tracking.get("trace_raw_chars") or 2000))
+                if tracking.get("traces") and log.status == "success"
+                else None,
+                status=outcome.run_status,
+                run_id=claim.run_id,
+                parent_run_id=sweep.parent_run_id if sweep else None,
+            )
+        except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
+            outcome.tracking_error = f"logging to {tracker.uri} failed: {error_line(exc)}"
+        finally:
+            runs.remove_dir(staging)
     outcome.tracking_error = outcome.tracking_error or tracking_error
     return outcome
 
@@ -630,6 +649,9 @@ def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
     if outcome.status == "SKIPPED":
         print(f"already finished in MLflow run {outcome.run_id}; skipped (log: {outcome.log_path})")
         return
+    if outcome.status == "BUSY":
+        print(f"MLflow run {outcome.run_id} is being evaluated by {outcome.holder}; skipped (not run twice)")
+        return
     if outcome.metrics:
         print(result_table(outcome.metrics, [float(t) for t in config.get("taus") or (0.6, 0.75)]))
     print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
@@ -649,55 +671,6 @@ def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
 # -- Hydra ------------------------------------------------------------------------------------
 
 
-class SweepCallback(Callback):
-    """Before a multirun: check the base config, then find-or-create the sweep's parent run.
-
-    The parent's id is written into the sweep directory, where every job (joblib worker, Ray
-    task, SLURM job) reads it. After the sweep the parent is marked FINISHED or FAILED.
-    """
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from physassist.tracking import runs
-        from physassist.tracking.names import sweep_name
-
-        try:
-            base = resolve(config)
-            check_config(base)
-        except ConfigError as exc:
-            _fail(str(exc))
-        arguments = [str(o) for o in config.hydra.overrides.task]
-        params = config.hydra.sweeper.get("params") or {}
-        arguments += [f"{k}={v}" for k, v in params.items()]
-        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
-        parent = None
-        tracking = base.get("tracking") or {}
-        if tracking.get("enabled"):
-            try:
-                tracker = open_tracker_for(tracking)
-                experiment = config.hydra.runtime.choices.get("experiment")
-                name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
-                parent = tracker.start_sweep(sweep_id, arguments, name)
-                tracker.log_params(parent, shared_params(flatten_config(base), arguments))
-            except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
-                print(f"tracking failed: {exc}; jobs still run and keep their Inspect logs", file=sys.stderr)
-        runs.SweepInfo(sweep_id, parent, tuple(arguments)).write(Path(config.hydra.sweep.dir).resolve())
-        print(f"sweep {sweep_id}: parent MLflow run {parent}")
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from physassist.tracking import runs
-
-        info = runs.SweepInfo.read(Path(config.hydra.sweep.dir).resolve())
-        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
-        if info is None or info.parent_run_id is None or not tracking.get("enabled"):
-            return
-        try:
-            tracker = open_tracker_for(tracking, retries=8)
-            status = tracker.end_sweep(info.parent_run_id, info.sweep_id)
-            print(f"sweep {info.sweep_id}: parent MLflow run {info.parent_run_id} {status}")
-        except Exception as exc:  # noqa: BLE001
-            print(f"tracking failed when closing sweep {info.sweep_id}: {exc}", file=sys.stderr)
-
-
 def _fail(message: str, code: int = 2) -> None:
     print(f"physassist-eval: error: {message}", file=sys.stderr)
     raise SystemExit(code)
@@ -709,25 +682,35 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     try:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
-        if job.sweep_dir is not None:  # a sweep job: let the launcher report it with the job
-            raise
+        if job.sweep_dir is not None:  # a sweep job: the launcher reports it with the job
+            from physassist.cli.hydra_errors import JobFailed
+
+            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
         _fail(str(exc))
         return None
     report(outcome, resolve(cfg))
     if outcome.status == "FAILED":
         if job.sweep_dir is not None:
-            raise RuntimeError(f"evaluation failed; see {outcome.log_path}")
+            from physassist.cli.hydra_errors import JobFailed
+
+            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: evaluation failed; see the Inspect log {outcome.log_path}")
         _fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
     if outcome.faults and job.sweep_dir is None:  # the run is marked FAILED in MLflow
         raise SystemExit(EXIT_FAULTS)
-    if outcome.tracking_error and job.sweep_dir is None:
-        raise SystemExit(3)
+    if outcome.tracking_error:
+        if job.sweep_dir is None:
+            raise SystemExit(3)
+        from physassist.cli.sweep import record_tracking_error
+
+        record_tracking_error(job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.tracking_error}")
     return outcome
 
 
 def main() -> None:
     """Console entry point (``physassist-eval``)."""
-    _hydra_main()
+    from physassist.cli import hydra_errors, sweep
+
+    sweep.run(lambda: hydra_errors.reported(_hydra_main))
 
 
 if __name__ == "__main__":

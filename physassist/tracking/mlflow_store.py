@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -39,6 +41,29 @@ _TRANSIENT = (
 
 class TrackingError(RuntimeError):
     """The tracking store could not be written; the Inspect log is unaffected."""
+
+
+_DB_ERROR = re.compile(r"\((?:[\w.]+\.)?\w*(?:Error|Exception)\) ([^\n]+)")
+
+
+def error_line(exc: BaseException) -> str:
+    """One line saying what went wrong in the store: the database's own message when there is
+    one (``attempt to write a readonly database``), not SQLAlchemy's first line (an autoflush
+    hint) or MLflow's wrapping."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        orig = getattr(cur, "orig", None)  # SQLAlchemy's DBAPIError wraps sqlite3's error
+        if isinstance(orig, BaseException) and str(orig).strip():
+            return str(orig).strip().splitlines()[0]
+        cur = cur.__cause__ or cur.__context__
+    for e in seen:
+        found = _DB_ERROR.search(str(e))
+        if found:
+            return found.group(1).strip()
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else repr(exc)
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -240,8 +265,11 @@ def get_or_create_experiment(
 def http_quiet() -> None:
     """Bound MLflow's HTTP retries so a tracking server that is down fails in seconds, not minutes.
 
-    Only sets the variables when the user has not chosen values.
+    Only sets the variables when the user has not chosen values. MLflow's own dump of a store
+    error (SQL, parameters, SQLAlchemy's autoflush hint) is silenced: the caller reports the
+    error in one line (``error_line``).
     """
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import math
+import random
 import re
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ import pandas as pd
 from physassist.tracking.inputs import RunInput
 from physassist.tracking.mlflow_store import (
     TrackingError,
+    error_line,
     get_or_create_experiment,
     http_quiet,
     open_client,
@@ -110,6 +112,7 @@ class SweepInfo:
     sweep_id: str
     parent_run_id: str | None
     arguments: tuple[str, ...] = ()
+    pid: int | None = None  # the sweep process: a job in another process stops when it dies
 
     def write(self, sweep_dir: Path) -> Path:
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -120,6 +123,7 @@ class SweepInfo:
                     "sweep_id": self.sweep_id,
                     "parent_run_id": self.parent_run_id,
                     "arguments": list(self.arguments),
+                    "pid": self.pid,
                 },
                 indent=1,
             )
@@ -132,7 +136,7 @@ class SweepInfo:
         if not path.is_file():
             return None
         data = json.loads(path.read_text())
-        return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())))
+        return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())), data.get("pid"))
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
@@ -163,7 +167,7 @@ class Tracker:
                 retries=retries,
             )
         except Exception as exc:  # noqa: BLE001 - any store failure is a tracking failure
-            raise TrackingError(f"cannot open MLflow store {self.uri}: {exc}") from exc
+            raise TrackingError(f"cannot open MLflow store {self.uri}: {error_line(exc)}") from exc
         self.experiment = experiment
 
     # -- reading ---------------------------------------------------------------------------
@@ -196,25 +200,48 @@ class Tracker:
 
     # -- sweeps ----------------------------------------------------------------------------
     def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str) -> str:
-        """Find (re-run) or create the parent run of a sweep; returns its run id."""
+        """Find (re-run) or create the parent run of a sweep; returns its run id.
+
+        Two identical sweeps started at once must share one parent, also through a tracking
+        server where no file lock reaches: a new parent is kept only if, after creating it, it
+        is the sweep's only parent (whoever searched first and found none but its own won);
+        otherwise it is deleted and the search starts again after a random pause.
+        """
         with store_lock(self.uri):
-            found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
-            if found:
-                run_id = found[0].info.run_id
-                self._call(lambda: self.client.update_run(run_id, status="RUNNING"))
-                return run_id
-            run = self._call(
-                lambda: self.client.create_run(
-                    self.experiment_id,
-                    run_name=run_name,
-                    tags={
-                        KIND_TAG: "sweep",
-                        SWEEP_TAG: sweep_id,
-                        OVERRIDES_TAG: " ".join(arguments)[:5000],
-                    },
-                )
-            )
-            return run.info.run_id
+            for attempt in range(12):
+                found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
+                if found:
+                    run_id = found[-1].info.run_id  # the oldest: earlier duplicates stay aside
+                    self._call(lambda r=run_id: self.client.update_run(r, status="RUNNING"))
+                    return run_id
+                mine = self._call(  # under the store lock already: _call, not _write
+                    lambda: self.client.create_run(
+                        self.experiment_id,
+                        run_name=run_name,
+                        tags={KIND_TAG: "sweep", SWEEP_TAG: sweep_id, OVERRIDES_TAG: " ".join(arguments)[:5000]},
+                    )
+                ).info.run_id
+                found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
+                if [r.info.run_id for r in found] == [mine]:
+                    return mine
+                self._call(lambda m=mine: self.client.delete_run(m))
+                time.sleep(random.uniform(0.05, 0.3) * (attempt + 1))
+        raise TrackingError(f"could not create the parent run of sweep {sweep_id}: other sweeps kept racing")
+
+    def create_run(self, run_name: str, tags: Mapping[str, str]) -> str:
+        """A new RUNNING run of this experiment; returns its id."""
+        return self._write(
+            lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
+        ).info.run_id
+
+    def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        batch = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
+        self._write(lambda: self.client.log_batch(run_id, tags=batch))
+
+    def terminate(self, run_id: str, status: str) -> None:
+        self._write(lambda: self.client.set_terminated(run_id, status))
 
     def log_params(self, run_id: str, params: Mapping[str, str]) -> None:
         """Add params a run does not have yet (params are immutable in MLflow)."""
@@ -232,11 +259,12 @@ class Tracker:
         for chunk in _chunks(metric_list, 1000):
             self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
 
-    def end_sweep(self, parent_run_id: str, sweep_id: str) -> str:
-        """Close the parent: FINISHED when every child finished, else FAILED; returns it."""
+    def end_sweep(self, parent_run_id: str, sweep_id: str, status: str | None = None) -> str:
+        """Close the parent: ``status`` if given (KILLED, FAILED), else FINISHED when every
+        child finished and FAILED otherwise; returns it."""
         children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})
         ok = bool(children) and all(r.info.status == "FINISHED" for r in children)
-        status = "FINISHED" if ok else "FAILED"
+        status = status or ("FINISHED" if ok else "FAILED")
         counts = {"jobs_total": len(children), "jobs_finished": sum(r.info.status == "FINISHED" for r in children)}
         self._write(
             lambda: self.client.log_batch(
@@ -244,7 +272,7 @@ class Tracker:
                 metrics=[_metric(k, float(v)) for k, v in counts.items()],
             )
         )
-        self._write(lambda: self.client.set_terminated(parent_run_id, status))
+        self.terminate(parent_run_id, status)
         return status
 
     # -- one experiment run ----------------------------------------------------------------

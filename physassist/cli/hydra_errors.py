@@ -1,0 +1,91 @@
+"""Hydra's composition errors as one line naming the key and the valid choices.
+
+Hydra reports an unknown option (``query=sideways``) or key (``modle=oracle``) over several lines
+with its search path and a stack-trace hint; the README promises one line, like every other bad
+value. ``reported`` runs a Hydra entry point with Hydra's own reporting off and prints those
+errors that way (exit 2); an unexpected exception keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_OVERRIDE = re.compile(r"Could not (?:override|append to|delete from config\.?) '([^']+)'")
+
+
+class JobFailed(RuntimeError):
+    """A sweep job failed: bad input (code 2) or a failed evaluation (code 1, see its log)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def __reduce__(self):  # keeps the code when a launcher sends it back from another process
+        return (JobFailed, (str(self), self.code))
+
+
+def _names(conf: Path) -> list[str]:
+    """Config groups and top-level keys of the project's config (for 'did you mean')."""
+    import yaml
+
+    groups = [p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra"] if conf.is_dir() else []
+    root = conf / "eval.yaml"
+    keys = list((yaml.safe_load(root.read_text()) or {}).keys()) if root.is_file() else []
+    return sorted(set(groups) | {k for k in keys if k not in ("defaults", "hydra")})
+
+
+def one_line(exc: BaseException) -> str:
+    """The error in one line that names the key (and the valid choices, when Hydra knows them)."""
+    from hydra.errors import MissingConfigException
+
+    from physassist.cli.eval import conf_dir
+
+    if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
+        group, _, option = str(exc.missing_cfg_file).rpartition("/")
+        if group and exc.options:
+            return f"{group}={option}: no such option in group {group} (choices: {', '.join(exc.options)})"
+        return f"{exc.missing_cfg_file}: no such config"
+    text = str(exc)
+    found = _OVERRIDE.search(text)
+    if found:
+        key = found.group(1)
+        names = _names(conf_dir())
+        close = difflib.get_close_matches(key.split(".")[0], names, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return f"{key}: no such config group or key (groups and keys: {', '.join(names)}){hint}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else repr(exc)
+
+
+def reported(entry: Callable[[], Any]) -> Any:
+    """Run a Hydra entry point; composition errors become one line and exit status 2."""
+    from hydra.errors import (
+        ConfigCompositionException,
+        MissingConfigException,
+        OverrideParseException,
+    )
+
+    previous = os.environ.get("HYDRA_FULL_ERROR")
+    user_full_error = previous == "1"  # as Hydra reads it
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
+    try:
+        return entry()
+    except (MissingConfigException, ConfigCompositionException, OverrideParseException) as exc:
+        if user_full_error:
+            raise
+        print(f"physassist-eval: error: {one_line(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except JobFailed as exc:
+        print(f"physassist-eval: error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.code) from None
+    finally:
+        if previous is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = previous

@@ -1,0 +1,179 @@
+"""The life of a ``physassist-eval -m`` sweep around its jobs: check, open, close.
+
+Before the first job runs, every job's composition is checked (unknown options, bad values,
+missing data) with the same one-line messages as a single run, then the sweep's parent MLflow
+run is found or created, runs left RUNNING by a dead process are marked KILLED (their jobs
+resume), and the parent's id is written into the sweep directory, where every job (joblib
+worker, submitit or Ray job) reads it. After the sweep the parent is marked FINISHED or FAILED;
+it stays RUNNING while another process still evaluates one of its jobs (an identical sweep
+started at the same time), and is marked KILLED on Ctrl-C and FAILED when a job failed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from physassist.cli.eval import (
+    ConfigError,
+    _fail,
+    check_config,
+    identity_overrides,
+    open_tracker_for,
+    resolve,
+    shared_params,
+)
+from physassist.cli.hydra_errors import one_line
+from physassist.tracking.mlflow_store import error_line
+from physassist.tracking.params import experiment_params, flatten_config
+
+TRACKING_ERRORS_FILE = "physassist_tracking_errors.txt"
+
+
+@dataclass
+class _Open:
+    """The sweep this process opened and has not closed yet."""
+
+    tracking: dict[str, Any]
+    sweep_dir: Path
+    sweep_id: str
+    parent_run_id: str | None
+
+
+_open: _Open | None = None
+
+
+def job_overrides(config: DictConfig) -> list[list[str]]:
+    """Every job's overrides, as Hydra's basic sweeper will expand them (command line and
+    ``hydra.sweeper.params``)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    arguments = [str(o) for o in config.hydra.overrides.task]
+    params = config.hydra.sweeper.get("params") or {}
+    arguments += [f"{k}={v}" for k, v in params.items()]
+    parsed = OverridesParser.create().parse_overrides(arguments)
+    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [list(job) for batch in batches for job in batch]
+
+
+def check_jobs(jobs: list[list[str]]) -> None:
+    """Compose and check every job before any runs; the first bad one stops the sweep."""
+    from hydra import compose
+
+    for number, overrides in enumerate(jobs):
+        try:
+            config = resolve(compose(config_name="eval", overrides=overrides))
+            check_config(config)
+        except ConfigError as exc:
+            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
+            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {one_line(exc)}") from exc
+
+
+def record_tracking_error(sweep_dir: Path, message: str) -> None:
+    """A job could not log to MLflow: noted in the sweep directory for the sweep's exit code."""
+    with open(sweep_dir / TRACKING_ERRORS_FILE, "a") as handle:
+        handle.write(message.replace("\n", " ") + "\n")
+
+
+class SweepCallback(Callback):
+    """Hydra callback (conf/eval.yaml): opens the sweep before its jobs, closes it after."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _open
+        from physassist.tracking import claims, runs
+        from physassist.tracking.names import sweep_name
+
+        try:
+            base = resolve(config)
+            check_config(base)
+            jobs = job_overrides(config)
+            check_jobs(jobs)
+        except ConfigError as exc:
+            _fail(str(exc))
+        arguments = [str(o) for o in config.hydra.overrides.task]
+        params = config.hydra.sweeper.get("params") or {}
+        arguments += [f"{k}={v}" for k, v in params.items()]
+        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        (sweep_dir / TRACKING_ERRORS_FILE).unlink(missing_ok=True)
+        parent = None
+        tracking = base.get("tracking") or {}
+        if tracking.get("enabled"):
+            try:
+                tracker = open_tracker_for(tracking)
+                experiment = config.hydra.runtime.choices.get("experiment")
+                name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
+                parent = tracker.start_sweep(sweep_id, arguments, name)
+                tracker.log_params(parent, shared_params(flatten_config(base), arguments))
+                stale = claims.mark_stale(tracker, sweep_id)
+                if stale:
+                    print(f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process marked KILLED; their jobs resume")
+            except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
+                message = f"tracking failed: {error_line(exc)}"
+                print(f"{message}; jobs still run and keep their Inspect logs", file=sys.stderr)
+                sweep_dir.mkdir(parents=True, exist_ok=True)
+                record_tracking_error(sweep_dir, message)
+        runs.SweepInfo(sweep_id, parent, tuple(arguments), os.getpid()).write(sweep_dir)
+        _open = _Open(dict(tracking), sweep_dir, sweep_id, parent)
+        print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _open
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+        opened, _open = _open, None
+        if opened is not None and opened.parent_run_id and tracking.get("enabled"):
+            close(opened, None)
+        errors = sweep_dir / TRACKING_ERRORS_FILE
+        if errors.is_file() and errors.read_text().strip():
+            lines = errors.read_text().strip().splitlines()
+            print(f"tracking failed for {len(lines)} part(s) of the sweep ({errors}): {lines[0]}", file=sys.stderr)
+            raise SystemExit(3)
+
+
+def close(opened: _Open, status: str | None) -> None:
+    """Close the parent run (``status``: KILLED/FAILED, or None to judge by the children),
+    unless another process still holds one of its jobs."""
+    from physassist.tracking import claims
+
+    try:
+        tracker = open_tracker_for(opened.tracking, retries=8)
+        live = claims.live_children(tracker, opened.sweep_id)
+        if live and status is None:
+            owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
+            print(f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the parent stays RUNNING until they end")
+            return
+        final = tracker.end_sweep(opened.parent_run_id, opened.sweep_id, status)
+        print(f"sweep {opened.sweep_id}: parent MLflow run {opened.parent_run_id} {final}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"tracking failed when closing sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
+        record_tracking_error(opened.sweep_dir, f"closing the sweep: {error_line(exc)}")
+
+
+def run(entry: Callable[[], Any]) -> None:
+    """Run the Hydra entry point; a sweep cut short by Ctrl-C or a failed job is closed
+    KILLED or FAILED instead of being left RUNNING."""
+    global _open
+    try:
+        entry()
+    except KeyboardInterrupt:
+        opened, _open = _open, None
+        if opened is not None and opened.parent_run_id:
+            close(opened, "KILLED")
+        print("physassist-eval: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except BaseException as exc:  # a failed job, or any error: the parent must not stay RUNNING
+        opened, _open = _open, None
+        ended_well = isinstance(exc, SystemExit) and exc.code in (0, None)
+        if not ended_well and opened is not None and opened.parent_run_id:
+            close(opened, "FAILED")
+        raise

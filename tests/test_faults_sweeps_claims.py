@@ -1,0 +1,145 @@
+"""Exactly-once sweep jobs at the claim level: many processes claim one job (or open one sweep)
+at the same moment through one store, and exactly one wins; a run whose owner died is taken
+over once; a held run ends KILLED on Ctrl-C, FAILED on an error, and its process stops when the
+sweep process that launched it dies (no orphans)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+from fixtures_tracking import store_uri
+
+from physassist.tracking import claims
+from physassist.tracking.runs import Tracker
+
+N_RACERS = 6
+
+
+def _sweep_and_claim_at(uri: str, start: float, out) -> None:
+    tracker = Tracker(uri, "physassist")
+    time.sleep(max(0.0, start - time.time()))
+    parent = tracker.start_sweep("sw", ["model=a,b"], "sweep sw")
+    c = claims.claim_job(tracker, parent, "sw", "job1", "job 1", {})
+    out.put((parent, c.state, c.run_id))
+    time.sleep(3)  # stay alive (a live owner) until every racer has looked
+
+
+def test_racing_identical_sweeps_share_one_parent_and_claim_a_job_once(tmp_path: Path) -> None:
+    """Six processes open the same sweep and claim the same job at the same moment."""
+    uri = store_uri(tmp_path)  # not opened in this process before the fork (no shared engine)
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    start = time.time() + 3.0  # every process is up before the start signal
+    procs = [ctx.Process(target=_sweep_and_claim_at, args=(uri, start, out)) for _ in range(N_RACERS)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert len({parent for parent, _, _ in results}) == 1, results
+    assert sorted(state for _, state, _ in results) == ["busy"] * (N_RACERS - 1) + ["mine"], results
+    assert len({run_id for _, _, run_id in results}) == 1  # the losers point at the winner's run
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name("physassist")
+    assert len(client.search_runs([exp.experiment_id], "tags.`physassist.kind` = 'sweep'")) == 1
+    children = _children(uri)
+    assert len(children) == 1 and children[0].info.run_id == results[0][2]
+
+
+def _children(uri: str) -> list:
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name("physassist")
+    return client.search_runs([exp.experiment_id], "tags.`physassist.kind` = 'job'")
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_run_whose_owner_died_is_taken_over_once(tmp_path: Path) -> None:
+    uri = store_uri(tmp_path)
+    tracker = Tracker(uri, "physassist")
+    parent = tracker.start_sweep("sw", ["model=a,b"], "sweep sw")
+    first = claims.claim_job(tracker, parent, "sw", "job1", "job 1", {})
+    assert first.state == "mine" and first.attempt == 1
+    # held by this (live) process: nobody else may take it
+    assert claims.claim_job(tracker, parent, "sw", "job1", "job 1", {}).state == "busy"
+    # the owner is killed: the run stays RUNNING, owned by a dead pid
+    dead = claims.Owner(claims.Owner.me().host, _dead_pid(), time.time() - 5)
+    tracker.set_tags(first.run_id, {claims.OWNER_TAG: str(dead)})
+    mlflow.MlflowClient(uri).log_param(parent, "physassist.claim.job1.2", str(dead))
+    assert [r.info.run_id for r in claims.live_children(tracker, "sw")] == []
+    assert claims.mark_stale(tracker, "sw") == [first.run_id]
+    assert mlflow.MlflowClient(uri).get_run(first.run_id).info.status == "KILLED"
+    second = claims.claim_job(tracker, parent, "sw", "job1", "job 1", {})
+    assert second.state == "mine" and second.run_id == first.run_id and second.attempt == 3
+    run = mlflow.MlflowClient(uri).get_run(first.run_id)
+    assert run.info.status == "RUNNING" and "attempt 2" in run.data.tags[claims.RESUMED_TAG]
+    assert claims.END_TAG not in run.data.tags
+    assert len(_children(uri)) == 1
+
+
+def test_held_run_ends_killed_on_ctrl_c_and_failed_on_error(tmp_path: Path) -> None:
+    uri = store_uri(tmp_path)
+    tracker = Tracker(uri, "physassist")
+    client = mlflow.MlflowClient(uri)
+    for exc, status in ((KeyboardInterrupt(), "KILLED"), (ValueError("boom"), "FAILED")):
+        run_id = claims.claim(tracker, "one", {}, None, None).run_id
+        with pytest.raises(type(exc)), claims.holding(tracker, run_id):
+            raise exc
+        run = client.get_run(run_id)
+        assert run.info.status == status, run.data.tags
+        assert ("boom" in run.data.tags[claims.END_TAG]) == (status == "FAILED")
+
+
+ORPHAN = textwrap.dedent(
+    """
+    import os, sys, time, multiprocessing as mp
+    from physassist.tracking import claims
+    from physassist.tracking.runs import Tracker
+
+    def job(uri, sweep_pid):
+        tracker = Tracker(uri, "physassist")
+        run_id = claims.claim(tracker, "job", {}, None, None).run_id
+        print(run_id, os.getpid(), flush=True)
+        with claims.holding(tracker, run_id, sweep_pid=sweep_pid):
+            time.sleep(120)  # an evaluation that outlives its sweep
+
+    if __name__ == "__main__":
+        p = mp.get_context("spawn").Process(target=job, args=(sys.argv[1], os.getpid()))
+        p.start()
+        p.join()
+    """
+)
+
+
+def test_job_process_stops_when_its_sweep_process_is_killed(tmp_path: Path) -> None:
+    uri = store_uri(tmp_path)
+    script = tmp_path / "sweep.py"
+    script.write_text(ORPHAN)
+    sweep = subprocess.Popen(
+        [sys.executable, str(script), uri], stdout=subprocess.PIPE, text=True, env={**os.environ}
+    )
+    run_id, job_pid = sweep.stdout.readline().split()
+    os.kill(sweep.pid, signal.SIGKILL)
+    sweep.wait(timeout=10)
+    deadline = time.time() + 30
+    while time.time() < deadline and Path(f"/proc/{job_pid}").exists():
+        time.sleep(0.5)
+    alive = Path(f"/proc/{job_pid}").exists() and "zombie" not in Path(f"/proc/{job_pid}/status").read_text()
+    if alive:
+        os.kill(int(job_pid), signal.SIGKILL)
+    assert not alive, "the job process outlived its sweep process"
+    run = mlflow.MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "KILLED" and "died" in run.data.tags[claims.END_TAG]
