@@ -78,9 +78,12 @@ def grader_policy(body: dict[str, Any]) -> Reply:
     return {"content": json.dumps({"items": items}), "tool_calls": [], "usage": (len(prompt) // 4, 20 * n)}
 
 
+PATIENT_ANSWER = "I have felt more tired this week."
+
+
 def patient_policy(body: dict[str, Any]) -> Reply:
     """A patient who answers every interview question the same way."""
-    return {"content": "I have felt more tired this week.", "tool_calls": [], "usage": (100, 9)}
+    return {"content": PATIENT_ANSWER, "tool_calls": [], "usage": (100, 9)}
 
 
 class _QuietServer(ThreadingHTTPServer):

@@ -10,7 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures_http import ScriptedServer, agent_policy, grader_policy
+from fixtures_http import (
+    PATIENT_ANSWER,
+    ScriptedServer,
+    agent_policy,
+    grader_policy,
+    patient_policy,
+)
 from fixtures_tracking import cli, compose, search_runs, store_uri
 from inspect_ai.log import read_eval_log
 
@@ -137,28 +143,36 @@ def test_server_errors_after_retries_and_empty_choices_are_unscored_faults(tmp_p
     assert (df.loc[1:, "status"] == "scored").all() and out.metrics["error_turns"] == 1
 
 
-def test_grader_role_through_the_same_server(tmp_path, key) -> None:
-    policies = {"oracle": agent_policy(OracleAgent()), "grader": grader_policy}
+def test_grader_and_patient_roles_through_the_same_server(tmp_path, key) -> None:
+    policies = {"oracle": agent_policy(OracleAgent()), "grader": grader_policy, "patient": patient_policy}
     with ScriptedServer(policies) as server:
-        out = run(
-            tmp_path,
-            served_model(
-                server,
-                1,
-                "judge=llm",
-                "judge.provider=openai-api/compatible",
-                "judge.model=grader",
-                f"judge.base_url={server.base_url}",
-                "judge.api_key_env=OPENAI_COMPATIBLE_API_KEY",
-            ),
-        )
-    assert out.faults is None and out.metrics["scored_turns"] == 4 and out.metrics["mrs"] == 100
-    assert len(server.served("grader")) == 4 and set(turn_table(out.log_path)["judge"]) == {"llm"}
-    for role, model in (("assistant", "oracle"), ("grader", "grader")):  # the server's usage, per role
-        sent = [r.usage for r in server.served(model)]
+        roles = [
+            f"{group}.{key}={value}"
+            for group, model in (("judge", "grader"), ("patient", "patient"))
+            for key, value in (
+                ("provider", "openai-api/compatible"),
+                ("model", model),
+                ("base_url", server.base_url),
+                ("api_key_env", "OPENAI_COMPATIBLE_API_KEY"),
+            )
+        ]
+        # the second sample session has a patient-interview turn
+        out = run(tmp_path, served_model(server, 2, "judge=llm", "patient=live", *roles))
+    assert out.faults is None and out.metrics["scored_turns"] == 8 and out.metrics["mrs"] == 100
+    assert len(server.served("grader")) == 8 and set(turn_table(out.log_path)["judge"]) == {"llm"}
+    assert server.served("patient") and server.other_paths == []
+    patient_calls = [
+        c
+        for sample in read_eval_log(out.log_path).samples
+        for record in sample.store["physassist:turns"]
+        for c in record["calls"]
+        if c["name"].startswith("patient.")
+    ]
+    assert patient_calls and all(c["raw"]["patient_response"] == PATIENT_ANSWER for c in patient_calls)
+    for role, model in (("assistant", "oracle"), ("grader", "grader"), ("patient", "patient")):
+        sent = [r.usage for r in server.served(model)]  # the server's usage, per role
         assert out.metrics[f"tokens.{role}.input"] == sum(u[0] for u in sent) > 0
         assert out.metrics[f"tokens.{role}.output"] == sum(u[1] for u in sent) > 0
-    assert server.other_paths == []
 
 
 def test_missing_provider_client_is_one_plain_line(tmp_path, monkeypatch) -> None:
