@@ -8,6 +8,7 @@ them, PNG figures, ``runs.csv`` (what was selected); optionally logged as a repo
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -83,6 +84,7 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
     """Reads a run's per-turn table (artifact ``tables/turns.csv``); None when it has none."""
     import mlflow
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per run otherwise
     client = mlflow.MlflowClient(resolve_tracking_uri(tracking_uri))
     scratch = Path(tempfile.mkdtemp(prefix="physassist-report-"))
 
