@@ -160,3 +160,21 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
     for name in [c for c in runs.columns if c.startswith("metrics.") and not c.startswith("metrics.agreement")]:
         assert child[name] == source[name] or (math.isnan(child[name]) and math.isnan(source[name])), name
     assert Path(child["tags.physassist.inspect_log"]).is_file()
+
+
+def test_judgings_of_one_source_are_compared_together(source_log, tmp_path):
+    """After -m: the source's judging and every rescoring, all together (alpha, kappas)."""
+    from inspect_ai.log import write_eval_log
+
+    from physassist.cli.rescore import judges_agreement
+
+    records = []
+    for name, rule in (("a", first_two), ("b", odd_and_one)):
+        log = rescore_log(read_eval_log(str(source_log)), LLM, [0.6], roles={"grader": grader(rule)})
+        path = tmp_path / f"{name}.eval"
+        write_eval_log(log, str(path))
+        records.append({"source": "src", "source_log": str(source_log), "log": str(path), "run_id": None, "judge": name})
+    result = judges_agreement(records)["src"]
+    expected = panel({"source": item_table(source_log), "a": item_table(tmp_path / "a.eval"), "b": item_table(tmp_path / "b.eval")})
+    assert result == pytest.approx(expected) and result["agreement.judges.n"] == 3
+    assert judges_agreement(records[:1]) == {}  # one rescoring: agreement.vs_source says it all
