@@ -9,7 +9,15 @@ import pytest
 from fixtures_tracking import CONF, compose
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
-from physassist.cli.eval import CHOICES, check_config, eval_options, model_specs, resolve, task_args
+from physassist.cli.eval import (
+    CHOICES,
+    ConfigError,
+    check_config,
+    eval_options,
+    model_specs,
+    resolve,
+    task_args,
+)
 
 GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
 EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "compat_vs_strict", "validity_floors")
@@ -48,6 +56,10 @@ def test_every_option_maps_to_valid_task_arguments(group: str, tmp_path: Path, m
         monkeypatch.setenv(key, value)
     params = task_parameters()
     for option in options(group):
+        if (group, option) == ("judge", "human"):  # judges stored runs: physassist-rescore only
+            with pytest.raises(ConfigError, match="physassist-rescore"):
+                check_config(resolve(compose(["judge=human"])))
+            continue
         source = f"hf:{tmp_path}" if option == "hf" else str(tmp_path)
         extra = [f"dataset.source={source}", f"dataset.ehr_source={tmp_path}"] if group == "dataset" and option != "sample" else []
         config = resolve(compose([f"{group}={option}", *extra]))

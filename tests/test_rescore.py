@@ -178,3 +178,44 @@ def test_judgings_of_one_source_are_compared_together(source_log, tmp_path):
     expected = panel({"source": item_table(source_log), "a": item_table(tmp_path / "a.eval"), "b": item_table(tmp_path / "b.eval")})
     assert result == pytest.approx(expected) and result["agreement.judges.n"] == 3
     assert judges_agreement(records[:1]) == {}  # one rescoring: agreement.vs_source says it all
+
+
+@pytest.mark.slow
+def test_human_verdicts_rescore_a_run(tmp_path):
+    """judge=human: the people's item verdicts on the run's traces judge its stored turns; new
+    verdicts make a new rescoring, the same ones are skipped."""
+    import mlflow
+    from hydra import compose, initialize_config_dir
+    from mlflow.entities import AssessmentSource
+
+    import physassist.cli.eval as ev
+    from physassist.cli.rescore import run_rescore
+    from physassist.tracking.human import judge_verdicts
+
+    released = tmp_path / "released"
+    released.mkdir()
+    lines = (REPO / "data" / "sample" / "sessions" / "med_safety.jsonl").read_text().splitlines()[:2]
+    (released / "med_safety.jsonl").write_text("\n".join(lines) + "\n")
+    common = [f"tracking.uri={store_uri(tmp_path)}", f"inspect.log_dir={tmp_path / 'logs'}"]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("eval", [*common, "model=oracle", "dataset=physassistbench", f"dataset.source={released}", "dataset.ehr_source=sample", "inspect.display=none", "tracking.plots=false"])
+        out = ev.run_experiment(cfg, ev.JobContext())
+        rescore_cfg = compose("rescore", [*common, f"source={out.run_id}", "judge=human"])
+    judge = judge_verdicts(store_uri(tmp_path), out.run_id)
+    sid = sorted(judge["session_id"])[0]
+    items = sorted(judge[(judge.session_id == sid) & (judge.turn == 1)]["item"])
+    mlflow.set_tracking_uri(store_uri(tmp_path))
+    trace = next(t for t in mlflow.search_traces(locations=[mlflow.get_run(out.run_id).info.experiment_id], run_id=out.run_id, return_type="list") if t.info.trace_metadata["physassist.session_id"] == sid)
+    for item in items:  # a clinician fails item 1 of T1 and passes the others
+        mlflow.log_feedback(trace_id=trace.info.trace_id, name=f"T1.{item}", value=item != 1, source=AssessmentSource("HUMAN", "dr.a@example.org"))
+    [done] = run_rescore(rescore_cfg)
+    m = done.metrics
+    assert done.label == "human" and m["scored_turns"] == 1 and m["unscored_turns"] == m["n_turns"] - 1
+    assert m["agreement.vs_source.items_compared"] == len(items)  # only what the people decided
+    assert m["agreement.vs_source.items"] == pytest.approx(100 * (len(items) - 1) / len(items))
+    run = mlflow.get_run(done.run_id)
+    assert run.data.tags["physassist.rescore_of"] == out.run_id and run.data.params["judge"] == "human"
+    assert run_rescore(rescore_cfg)[0].skipped  # the same verdicts: already done
+    mlflow.log_feedback(trace_id=trace.info.trace_id, name="T2.1", value=True, source=AssessmentSource("HUMAN", "dr.b@example.org"))
+    again = run_rescore(rescore_cfg)[0]
+    assert not again.skipped and again.run_id != done.run_id

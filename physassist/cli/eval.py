@@ -244,6 +244,8 @@ def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSp
 
 def check_config(config: Mapping[str, Any]) -> None:
     """Fail with one message naming the key when the experiment cannot run as configured."""
+    if _get(config, "judge.mode") == "human":
+        raise ConfigError("judge=human judges stored runs: use physassist-rescore source=<run id> judge=human")
     for key, allowed in CHOICES.items():
         value = _get(config, key)
         if value not in allowed:

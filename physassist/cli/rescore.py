@@ -120,10 +120,11 @@ def find_sources(source: str, tracker) -> list[Source]:
 
 
 def judge_spec(judge: Mapping[str, Any]) -> dict[str, Any]:
-    """What of the judge config changes the scores: ``rules`` ignores model and context."""
+    """What of the judge config changes the scores: ``rules`` and ``human`` ignore model and
+    context."""
     mode = judge["mode"]
-    if mode == "rules":
-        return {"mode": "rules"}
+    if mode in ("rules", "human"):
+        return {"mode": mode}
     if mode == "panel":
         return {"mode": mode, "models": list(judge.get("models") or []), "context": judge.get("context")}
     return {"mode": mode, "model": judge.get("model"), "context": judge.get("context")}
@@ -131,8 +132,8 @@ def judge_spec(judge: Mapping[str, Any]) -> dict[str, Any]:
 
 def judge_label(judge: Mapping[str, Any]) -> str:
     spec = judge_spec(judge)
-    if spec["mode"] == "rules":
-        return "rules"
+    if spec["mode"] in ("rules", "human"):
+        return spec["mode"]
     models = spec.get("models") or [spec.get("model")]
     return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}"
 
@@ -206,6 +207,20 @@ def _tags(source: Source, config: Mapping[str, Any], key: str, log_path: str) ->
     return tags
 
 
+def _human_verdicts(source: Source, tracker):  # -> pd.DataFrame
+    """The people's item verdicts on the source run's traces (judge=human)."""
+    from physassist.tracking.human import human_verdicts
+
+    if tracker is None or source.run_id is None:
+        raise RescoreError(f"judge=human needs an MLflow run as source (the verdicts live on its traces), got {source.key}")
+    verdicts = human_verdicts(tracker.uri, source.run_id)
+    if verdicts.empty:
+        raise RescoreError(
+            f"run {source.run_id}: no human verdicts on its traces (feedback from source HUMAN named T<turn>.<item>)"
+        )
+    return verdicts
+
+
 def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescored:
     """Rescore one source, write its log, log its run (unless one FINISHED already)."""
     from inspect_ai.log import read_eval_log, write_eval_log
@@ -220,14 +235,24 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     label = judge_label(judge)
     log = read_eval_log(str(source.log_path))
     taus = source_taus(log, config.get("taus"))
-    key = runs.stable_hash(source.key, judge_spec(judge), taus)
+    verdicts = _human_verdicts(source, tracker) if judge["mode"] == "human" else None
+    digest = None if verdicts is None else [len(verdicts), int(verdicts["time_ms"].max())]
+    key = runs.stable_hash(source.key, judge_spec(judge), taus, *([digest] if digest else []))
     if tracker is not None:
         done = tracker.find_runs({RESCORE_KEY_TAG: key}, status="FINISHED")
         if done:
             run = done[0]
             return Rescored(source, label, run.data.tags.get("physassist.inspect_log", ""), run.info.run_id, dict(run.data.metrics), skipped=True)
     before_items, before_turns = item_table(log), turn_table(log)
-    new = rescore_log(log, judge, taus)
+    if verdicts is not None:
+        from inspect_ai.log import recompute_metrics
+
+        from physassist.tracking.human import apply_human_verdicts
+
+        new = apply_human_verdicts(log, verdicts)
+        recompute_metrics(new)
+    else:
+        new = rescore_log(log, judge, taus)
     out_dir = Path(str(config["inspect"]["log_dir"])).expanduser() / "rescore"
     out_dir.mkdir(parents=True, exist_ok=True)
     out_path = out_dir / f"{source.log_path.stem}-{key}.eval"
@@ -266,8 +291,8 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
     judge = config["judge"]
-    if judge["mode"] not in ("rules", "llm", "panel"):
-        raise RescoreError(f"judge.mode={judge['mode']!r} is not one of rules, llm, panel")
+    if judge["mode"] not in ("rules", "llm", "panel", "human"):
+        raise RescoreError(f"judge.mode={judge['mode']!r} is not one of rules, llm, panel, human")
     done = [rescore_source(s, config, tracker) for s in find_sources(str(config["source"]), tracker)]
     if sweep_dir is not None:
         jobs = sweep_dir / JOBS_DIR
