@@ -42,7 +42,7 @@ def serve(latency: float, queue: Any, stop: Any) -> None:
         queue.put(len(server.log))
 
 
-def run(base_url: str, connections: int, limit: int | None) -> dict[str, float]:
+def run(base_url: str, connections: int, limit: int | None, display: str = "none") -> dict[str, float]:
     from inspect_ai import eval
     from inspect_ai.model import get_model
 
@@ -54,7 +54,7 @@ def run(base_url: str, connections: int, limit: int | None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as logs:
         started, cpu = time.perf_counter(), time.process_time()
         [log] = eval(
-            task, model=model, log_dir=logs, display="none", limit=limit,
+            task, model=model, log_dir=logs, display=display, limit=limit,
             max_connections=connections, max_samples=1 if connections == 1 else None,
             fail_on_error=True, score_display=False, log_realtime=False,
         )
@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--connections", default="1,8,32")
     parser.add_argument("--limit", type=int, default=None, help="first N sessions only")
+    parser.add_argument("--display", default="none", help="Inspect display (none, log, plain)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
@@ -83,7 +84,7 @@ def main() -> None:
     results = []
     try:
         for connections in (int(c) for c in args.connections.split(",")):
-            result = run(base_url, connections, args.limit)
+            result = run(base_url, connections, args.limit, args.display)
             results.append(result)
             base = results[0]["wall_s"]
             print(
@@ -98,7 +99,7 @@ def main() -> None:
         server.join(timeout=30)
     for result in results:
         result["speedup"] = results[0]["wall_s"] / result["wall_s"]
-    summary = {"latency_s": args.latency, "requests": requests, "load_average": os.getloadavg(), "runs": results}
+    summary = {"latency_s": args.latency, "display": args.display, "requests": requests, "load_average": os.getloadavg(), "runs": results}
     print(f"{requests} chat requests served; load average {os.getloadavg()[0]:.1f}")
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
