@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -205,63 +202,17 @@ def search_runs(uri: str, experiment: str = "physassist", filter_string: str = "
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @contextlib.contextmanager
-def mlflow_server(tmp_path: Path, startup_seconds: float = 150) -> Iterator[str]:
-    """``mlflow server`` on 127.0.0.1 over a SQLite store in ``tmp_path``; yields its base URL.
-
-    Bounded: fails the test if the server is not healthy within ``startup_seconds`` (a loaded
-    2-core machine starts it slowly); the server is stopped on exit, killed if it hangs.
-    """
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on 127.0.0.1 over a store in ``tmp_path``; yields its base URL."""
     import pytest
 
-    from physassist.tracking.mlflow_store import open_client
+    from physassist.tracking.mlflow_store import TrackingError
+    from physassist.tracking.server import mlflow_server as serve
 
-    backend = store_uri(tmp_path)
-    open_client(backend)  # schema from the cached template: the server starts fast
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            str(VENV_BIN / "mlflow"),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            backend,
-            "--default-artifact-root",
-            (tmp_path / "art").as_uri(),
-            "--workers",
-            "1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + startup_seconds
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                pytest.fail(f"mlflow server did not come up on {base} (exit {server.poll()})")
-            time.sleep(0.5)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
-    assert server.poll() is not None
+        with serve(store_uri(tmp_path), tmp_path / "art") as base:
+            yield base
+    except TrackingError as exc:
+        pytest.fail(str(exc))

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fixtures_tracking import free_port, mlflow_server, search_runs, store_uri
+from fixtures_tracking import mlflow_server, search_runs, store_uri
 
 from physassist.tracking.mlflow_store import (
     is_transient,
@@ -20,6 +20,7 @@ from physassist.tracking.mlflow_store import (
     with_retries,
 )
 from physassist.tracking.runs import Tracker
+from physassist.tracking.server import free_port
 
 
 def test_uri_resolution(tmp_path: Path) -> None:
