@@ -46,3 +46,17 @@ def test_run_experiment_names_from_the_job(tmp_path) -> None:
     assert ev.run_name(ev.resolve(cfg), job) == "oracle | menu=off"
     named = compose(["tracking.run_name=mine"])
     assert ev.run_name(ev.resolve(named), job) == "mine"
+
+
+def test_report_markdown_escapes_the_separator_of_run_names() -> None:
+    import re
+
+    import pandas as pd
+
+    from physassist.report.tables import Table
+
+    md = Table("t", "T", pd.DataFrame({"run": ["oracle | menu=off"], "mRS": [61.25]})).markdown()
+    header, _, row = md.splitlines()[2:5]
+    assert "oracle \\| menu=off" in row
+    unescaped_pipes = re.compile(r"(?<!\\)\|")
+    assert len(unescaped_pipes.findall(row)) == len(unescaped_pipes.findall(header))

@@ -42,9 +42,12 @@ class Table:
             if pd.api.types.is_float_dtype(shown[col]):
                 places = self.column_decimals.get(col, self.decimals)
                 shown[col] = shown[col].map(lambda v, p=places: "-" if pd.isna(v) else f"{v:.{p}f}")
-        header = "| " + " | ".join(map(str, shown.columns)) + " |"
+        def cell(value: object) -> str:  # run names hold " | " (physassist.tracking.names)
+            return str(value).replace("|", "\\|")
+
+        header = "| " + " | ".join(map(cell, shown.columns)) + " |"
         rule = "|" + "|".join("---" for _ in shown.columns) + "|"
-        body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
+        body = ["| " + " | ".join(map(cell, row)) + " |" for row in shown.itertuples(index=False)]
         return "\n".join([f"### {self.title}", "", header, rule, *body, ""])
 
 
