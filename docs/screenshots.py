@@ -79,8 +79,8 @@ def main() -> None:
                DOCS / "mlflow_compare.png")
         _shoot(f"{base}/#/experiments/{eid}/traces?selectedEvaluationId={trace}", DOCS / "mlflow_trace.png")
         for r in jobs:
-            m = {x["key"]: x["value"] for x in r["data"]["metrics"]}
-            print(f"{r['info']['run_name']}: {m.get('traces'):.0f} traces in {m.get('trace_seconds'):.2f} s")
+            tags = {x["key"]: x["value"] for x in r["data"]["tags"]}
+            print(f"{r['info']['run_name']}: {tags['physassist.traces']} traces in {tags['physassist.traces_seconds']} s")
     print(f"store kept in {work}")
 
 

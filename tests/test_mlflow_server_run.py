@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 SESSIONS = 2  # inspect.limit: cheap, and more than one trace
 
 
-def _get(base: str, path: str, **query: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{base}{path}?{urllib.parse.urlencode(query)}", timeout=30) as r:
+def _get(base: str, endpoint: str, **query: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{base}{endpoint}?{urllib.parse.urlencode(query)}", timeout=30) as r:
         return json.load(r)
 
 
@@ -53,7 +53,7 @@ def test_default_run_has_inputs_traces_with_assessments_and_artifacts(tmp_path: 
         assert run["info"]["status"] == "FINISHED" and run["info"]["run_name"] == f"oracle | inspect.limit={SESSIONS}"
         tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
         metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
-        assert metrics["n_sessions"] == SESSIONS and metrics["traces"] == SESSIONS
+        assert metrics["n_sessions"] == SESSIONS and tags["physassist.traces"] == str(SESSIONS)
 
         # dataset inputs: the sessions evaluated and the EHR store, digests = the run's fingerprints
         inputs = {i["dataset"]["name"]: i for i in run["inputs"]["dataset_inputs"]}

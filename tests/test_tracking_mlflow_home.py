@@ -97,7 +97,8 @@ def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) 
     traces = {t.info.trace_metadata["physassist.session_id"]: t for t in _run_traces(uri, out.run_id)}
     assert set(traces) == {str(s.id) for s in log.samples}
     run = mlflow.MlflowClient(uri).get_run(out.run_id)
-    assert run.data.metrics["traces"] == 2
+    assert run.data.tags["physassist.traces"] == "2"
+    assert int(run.data.tags["physassist.traces_assessments"]) == sum(len(a.info.assessments) for a in traces.values())
     for sample in log.samples:
         trace = traces[str(sample.id)]
         session = Session.model_validate(json.loads(sample.metadata["session"]))

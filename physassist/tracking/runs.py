@@ -48,6 +48,7 @@ KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "
 SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
+TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds)
 
 log = logging.getLogger(__name__)
 
@@ -339,10 +340,13 @@ class Tracker:
                         limit=traces.limit,
                         raw_chars=traces.raw_chars,
                     )
-                counts = {"traces": traces.summary.traces, "trace_seconds": traces.summary.seconds}
-                self._write(
-                    lambda: self.client.log_batch(run_id, metrics=[_metric(k, float(v)) for k, v in counts.items()])
-                )
+                done = traces.summary  # tags, not metrics: how the run was logged, not a result
+                written = [
+                    RunTag(TRACES_TAG, str(done.traces)),
+                    RunTag(TRACES_TAG + "_assessments", str(done.assessments)),
+                    RunTag(TRACES_TAG + "_seconds", f"{done.seconds:.2f}"),
+                ]
+                self._write(lambda: self.client.log_batch(run_id, tags=written))
             self._write(lambda: self.client.set_terminated(run_id, status))
         except Exception:
             with contextlib.suppress(Exception):
