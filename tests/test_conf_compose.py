@@ -121,7 +121,7 @@ def test_paper_explicit_sweeps_query_only() -> None:
     ("launcher", "target"),
     [
         ("joblib", "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"),
-        ("ray", "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"),
+        ("ray", "hydra_plugins.physassist_ray_launcher.ray_launcher.RayLauncher"),
         ("submitit_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
         ("basic", "hydra._internal.core_plugins.basic_launcher.BasicLauncher"),
     ],
@@ -132,7 +132,7 @@ def test_launchers_compose(launcher: str, target: str) -> None:
     if launcher == "submitit_slurm":
         assert cfg.hydra.launcher.timeout_min > 0 and "submitit" in cfg.hydra.launcher.submitit_folder
     if launcher == "ray":
-        assert "init" in cfg.hydra.launcher.ray
+        assert "init" in cfg.hydra.launcher and cfg.hydra.launcher.num_cpus == 1
 
 
 def test_sweep_callback_is_configured() -> None:

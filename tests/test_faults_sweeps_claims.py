@@ -16,7 +16,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from fixtures_tracking import store_uri
+from fixtures_tracking import mlflow_server, store_uri
 
 from physassist.tracking import claims
 from physassist.tracking.runs import Tracker
@@ -24,27 +24,20 @@ from physassist.tracking.runs import Tracker
 N_RACERS = 6
 
 
-def _sweep_and_claim_at(uri: str, start: float, out) -> None:
+def _sweep_and_claim_at(uri: str, start: float, out, done) -> None:
     tracker = Tracker(uri, "physassist")
     time.sleep(max(0.0, start - time.time()))
     parent = tracker.start_sweep("sw", ["model=a,b"], "sweep sw")
     c = claims.claim_job(tracker, parent, "sw", "job1", "job 1", {})
     out.put((parent, c.state, c.run_id))
-    time.sleep(3)  # stay alive (a live owner) until every racer has looked
+    done.wait(300)  # stay alive (a live owner) until every racer has looked
 
 
+@pytest.mark.slow
 def test_racing_identical_sweeps_share_one_parent_and_claim_a_job_once(tmp_path: Path) -> None:
     """Six processes open the same sweep and claim the same job at the same moment."""
     uri = store_uri(tmp_path)  # not opened in this process before the fork (no shared engine)
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    start = time.time() + 3.0  # every process is up before the start signal
-    procs = [ctx.Process(target=_sweep_and_claim_at, args=(uri, start, out)) for _ in range(N_RACERS)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
+    results = _race(uri)
     assert len({parent for parent, _, _ in results}) == 1, results
     assert sorted(state for _, state, _ in results) == ["busy"] * (N_RACERS - 1) + ["mine"], results
     assert len({run_id for _, _, run_id in results}) == 1  # the losers point at the winner's run
@@ -53,6 +46,34 @@ def test_racing_identical_sweeps_share_one_parent_and_claim_a_job_once(tmp_path:
     assert len(client.search_runs([exp.experiment_id], "tags.`physassist.kind` = 'sweep'")) == 1
     children = _children(uri)
     assert len(children) == 1 and children[0].info.run_id == results[0][2]
+
+
+def _race(uri: str, n: int = N_RACERS) -> list:
+    ctx = mp.get_context("fork")
+    out, done = ctx.Queue(), ctx.Event()
+    start = time.time() + 3.0  # every process is up before the start signal
+    procs = [ctx.Process(target=_sweep_and_claim_at, args=(uri, start, out, done)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    done.set()
+    for p in procs:
+        p.join(timeout=60)
+    return results
+
+
+@pytest.mark.slow
+def test_racing_processes_claim_once_through_a_tracking_server(tmp_path: Path) -> None:
+    """The same race through a real ``mlflow server`` over HTTP: no file lock reaches there."""
+    with mlflow_server(tmp_path) as base:
+        results = _race(base, 3)  # one single-worker server: fewer racers keep it bounded
+        assert len({parent for parent, _, _ in results}) == 1, results
+        assert sorted(state for _, state, _ in results) == ["busy", "busy", "mine"], results
+        client = mlflow.MlflowClient(base)
+        exp = client.get_experiment_by_name("physassist")
+        assert len(client.search_runs([exp.experiment_id], "tags.`physassist.kind` = 'sweep'")) == 1
+        children = client.search_runs([exp.experiment_id], "tags.`physassist.kind` = 'job'")
+        assert [c.info.run_id for c in children] == [results[0][2]]
 
 
 def _children(uri: str) -> list:
