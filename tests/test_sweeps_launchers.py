@@ -65,9 +65,9 @@ def test_submitit_local_sweep_resumes_a_killed_job(tmp_path: Path) -> None:
                              stderr=subprocess.PIPE, text=True, env=env)
     deadline, victim = time.time() + 400, None
     while victim is None and time.time() < deadline and sweep.poll() is None:
-        running = [r for r in _runs(tmp_path, "job") if r.info.status == "RUNNING"] if (tmp_path / "mlruns").exists() else []
-        if running:
-            victim = running[0]
+        if (tmp_path / "mlruns" / "mlflow.db").exists():  # created by the sweep, never by this poll
+            running = [r for r in _runs(tmp_path, "job") if r.info.status == "RUNNING"]
+            victim = running[0] if running else None
         time.sleep(1)
     assert victim is not None, "no job ever ran"
     owner = claims.Owner.parse(victim.data.tags[claims.OWNER_TAG])
