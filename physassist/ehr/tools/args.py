@@ -76,6 +76,7 @@ MAX_TEXT = 1_000  # characters of one string value or parameter name
 MAX_DEPTH = 8  # nesting of objects and arrays
 MAX_ITEMS = 200  # values in all objects and arrays together
 MAX_INT_BITS = 64  # ids and counts are 64-bit integers
+_CONTAINERS = (dict, list, tuple)
 
 
 def parse_arguments(tool: str, arguments: Any) -> dict[str, Any]:
@@ -113,6 +114,18 @@ def _check_bounds(tool: str, arguments: dict[str, Any]) -> None:
     """Walk the arguments iteratively (no recursion, stops at the first excess)."""
     if len(arguments) > MAX_ITEMS:
         raise bad_arguments(tool, f"more than {MAX_ITEMS} values in the arguments")
+    for key, value in arguments.items():  # the common case, flat and short, in one cheap pass
+        kind = type(value)
+        if (
+            type(key) is not str
+            or len(key) > MAX_TEXT
+            or kind in _CONTAINERS
+            or (kind is str and len(value) > MAX_TEXT)
+            or (kind is int and value.bit_length() > MAX_INT_BITS)
+        ):
+            break
+    else:
+        return
     items = 0
     stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in arguments.items()]
     while stack:
