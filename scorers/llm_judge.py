@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import Any, Literal
+from typing import Any
 
 from inspect_ai.model import (
     ChatMessage,
@@ -35,11 +35,10 @@ from inspect_ai.util import JSONSchema
 
 from physassist.ehr.tools import render as render_result
 from physassist.faults import describe
+from physassist.options import check
 from scorers.judgement import ErrorKind, ItemResult, TurnInput, TurnJudgement
 
 NAME = "llm"
-Context = Literal["gold_answer", "evidence"]
-CONTEXTS: tuple[str, ...] = ("gold_answer", "evidence")
 MAX_OBSERVATION_CHARS = 4000
 MAX_EVIDENCE_CHARS = 40000
 
@@ -266,7 +265,7 @@ def rubric_prompt(ti: TurnInput, context: str) -> tuple[str, str]:
         title = "EHR and patient evidence (for checking facts)"
         material = evidence_block(ti)
     else:
-        raise ValueError(f"judge option context must be one of {CONTEXTS}, got {context!r}")
+        check("judge_context", context)  # raises: not a judge context
     user = prompt("rubric_user").substitute(
         question=ti.question,
         history=format_history(history_for(ti, context)),

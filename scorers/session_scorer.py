@@ -18,6 +18,7 @@ from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.faults import ERROR_STATUS
+from physassist.options import check
 from physassist.results import TURNS_KEY
 from scorers import llm_judge, panel_judge, rules_judge, write_judge
 from scorers.judgement import TurnInput, TurnJudgement
@@ -25,19 +26,12 @@ from scorers.llm_judge import Grader
 from scorers.metrics import physassist_breakdowns, physassist_metrics
 from scorers.session_view import CONTROL_TOOLS, SessionView
 
-JUDGES = ("rules", "llm", "panel")
-
 
 def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int) -> None:
-    """Fail early, naming the option, on a bad scorer configuration."""
-    if judge not in JUDGES:
-        raise ValueError(f"scorer option judge must be one of {JUDGES}, got {judge!r}")
-    if context not in llm_judge.CONTEXTS:
-        raise ValueError(
-            f"scorer option judge_context must be one of {llm_judge.CONTEXTS}, got {context!r}"
-        )
-    if not taus or any(not isinstance(t, int | float) or not 0 <= t <= 1 for t in taus):
-        raise ValueError(f"scorer option taus must be numbers in [0, 1], got {taus!r}")
+    """Fail early, naming the option, on a bad scorer configuration (``physassist.options``)."""
+    check("judge", judge)
+    check("judge_context", context)
+    check("taus", list(taus))
     if max_attempts < 1:
         raise ValueError(f"scorer option max_attempts must be >= 1, got {max_attempts}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from inspect_ai.model import get_model
 
@@ -18,20 +18,15 @@ from physassist.data import Session
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import (
     PatientResponder,
-    Semantics,
     ToolContext,
     WriteSandbox,
     call_tool,
     open_chart,
 )
 
-from .options import check_option
 from .patient_live import LivePatient, derived_patient_model
 from .patient_replay import ReplayPatient
 from .prompting import session_key
-
-PATIENT_MODES = ("replay", "live")
-SEMANTICS: tuple[str, ...] = get_args(Semantics)
 
 
 @lru_cache(maxsize=8)
@@ -85,7 +80,7 @@ def patient_responder(
     miss: str,
 ) -> PatientResponder:
     """The interview responder of one sample (``replay`` or ``live``)."""
-    if check_option("patient", mode, PATIENT_MODES) == "replay":
+    if mode == "replay":
         return ReplayPatient(
             session.gold_patient_answers(language), language=language, literacy=literacy, miss=miss
         )
@@ -103,7 +98,6 @@ def patient_responder(
 
 def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolContext:
     """A fresh ``ToolContext`` for one sample (own sandbox; patient set by the caller)."""
-    check_option("semantics", semantics, SEMANTICS)
     current_date = session.effective_date
     ctx = ToolContext(
         store=store,

@@ -18,10 +18,6 @@ from typing import Any
 
 from physassist.results import CONTROL_TOOLS
 
-from .options import check_option
-
-MENUS = ("on", "off", "scenario", "gold")
-
 _READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
 
 SCENARIO_TOOLS: dict[str, frozenset[str]] = {
@@ -74,7 +70,6 @@ def menu_schemas(
     gold_names: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """The session's tool schemas offered under ``menu`` (control tools excluded)."""
-    check_option("menu", menu, MENUS)
     data_tools = [s for s in session_tools if schema_name(s) not in CONTROL_TOOLS]
     if menu == "on":
         return data_tools

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
 
-OBSERVATION_MODES = ("keep", "removed", "history_removed")
-
 PLACEHOLDER = {
     "en": "[Tool result hidden in this experiment.]",
     "zh": "[本实验中隐藏了工具结果。]",

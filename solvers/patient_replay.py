@@ -29,11 +29,8 @@ import re
 import unicodedata
 from typing import Any
 
-from .options import check_option
 from .prompting import patient_miss_answer
 
-LITERACY_LEVELS = ("high", "medium", "low")
-MISS_POLICIES = ("unknown", "same_tool")
 ARGUMENT_KEYS = ("drug", "query")
 _STOPWORDS = frozenset(
     "a an and any are about do does for have how in is it of on or the to what when with your you".split()
@@ -77,8 +74,8 @@ class ReplayPatient:
         """``replies``: ``Session.gold_patient_answers(language)`` items
         (``tool``, ``arguments``, ``patient_response``, ``variants``)."""
         self.language = language
-        self.literacy = check_option("literacy", literacy, LITERACY_LEVELS)
-        self.miss = check_option("patient_miss", miss, MISS_POLICIES)
+        self.literacy = literacy
+        self.miss = miss
         # tool -> list of (argument key, normalised argument, reply), in trajectory order
         self._replies: dict[str, list[tuple[str | None, str, str]]] = {}
         for item in replies:

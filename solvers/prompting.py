@@ -11,24 +11,20 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from physassist.vocab import LANGUAGES
-
-from .options import check_option
-
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
 @cache
 def prompt_text(name: str, language: str) -> str:
     """The raw text of ``prompts/<name>_<language>.txt`` (trailing whitespace stripped)."""
-    path = PROMPTS_DIR / f"{name}_{check_option('language', language, LANGUAGES)}.txt"
+    path = PROMPTS_DIR / f"{name}_{language}.txt"
     return path.read_text(encoding="utf-8").rstrip()
 
 
 @cache
 def prompt_json(name: str, language: str) -> dict[str, Any]:
     """The parsed ``prompts/<name>_<language>.json``."""
-    path = PROMPTS_DIR / f"{name}_{check_option('language', language, LANGUAGES)}.json"
+    path = PROMPTS_DIR / f"{name}_{language}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

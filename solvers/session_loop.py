@@ -21,7 +21,7 @@ import functools
 import json
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, get_args
+from typing import Any
 
 from inspect_ai.log import transcript
 from inspect_ai.model import (
@@ -39,28 +39,25 @@ from inspect_ai.util import LimitExceededError, span
 
 from physassist.data import Session
 from physassist.ehr.tools import call_tool, render
-from physassist.ehr.tools.render import RenderMode
 from physassist.faults import ERROR_STATUS, SystemFault, describe
+from physassist.options import check
 from physassist.results import TURNS_KEY
 
-from .context import PATIENT_MODES, SEMANTICS, cached_store, patient_responder, tool_context
-from .menu import MENUS, control_schema, menu_schemas, schema_name
-from .observations import OBSERVATION_MODES, drop_tool_traffic
-from .options import check_option
-from .patient_replay import LITERACY_LEVELS, MISS_POLICIES
-from .prompting import LANGUAGES, nudge_message, system_prompt
-from .terminal import STRATEGIES, TerminalStrategy, terminal_strategy
+from .context import cached_store, patient_responder, tool_context
+from .menu import control_schema, menu_schemas, schema_name
+from .observations import drop_tool_traffic
+from .prompting import nudge_message, system_prompt
+from .terminal import TerminalStrategy, terminal_strategy
 from .tools import SessionToolbox, operation_outcome
 
 ERRORS_KEY = "physassist:errors"
-QUERIES = ("implicit", "explicit")
-RENDERS: tuple[str, ...] = get_args(RenderMode)
 NUDGE_TRIES = 2
 
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """Every knob of the loop; validated on construction (bad values fail before any sample)."""
+    """Every knob of the loop, each checked by its ``physassist.options`` entry on construction
+    (bad values fail before any sample)."""
 
     language: str = "en"
     query: str = "implicit"
@@ -77,18 +74,8 @@ class LoopSettings:
     ehr_source: str = "sample"
 
     def __post_init__(self) -> None:
-        check_option("language", self.language, LANGUAGES)
-        check_option("query", self.query, QUERIES)
-        check_option("menu", self.menu, MENUS)
-        check_option("observations", self.observations, OBSERVATION_MODES)
-        check_option("terminal", self.terminal, STRATEGIES)
-        if not isinstance(self.tool_budget, int) or self.tool_budget < 0:
-            raise ValueError(f"tool_budget={self.tool_budget!r} must be an integer >= 0")
-        check_option("patient", self.patient, PATIENT_MODES)
-        check_option("literacy", self.literacy, LITERACY_LEVELS)
-        check_option("patient_miss", self.patient_miss, MISS_POLICIES)
-        check_option("semantics", self.semantics, SEMANTICS)
-        check_option("render", self.render, RENDERS)
+        for name, value in self.as_dict().items():
+            check(name, value)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

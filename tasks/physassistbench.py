@@ -19,13 +19,28 @@ from inspect_ai.model import GenerateConfig
 
 from physassist.data import Session, load_sessions
 from physassist.data.loader import SAMPLE_SESSIONS
+from physassist.options import (
+    DEFAULTS as D,
+)
+from physassist.options import (
+    Judge,
+    JudgeContext,
+    Language,
+    Literacy,
+    Menu,
+    Observations,
+    PatientMiss,
+    PatientMode,
+    Query,
+    Render,
+    Semantics,
+    Terminal,
+    check,
+)
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_scorer
-from scorers.llm_judge import CONTEXTS as JUDGE_CONTEXTS
-from scorers.session_scorer import JUDGES
 from solvers import LoopSettings, physassist_session
 from solvers.context import cached_store
-from solvers.options import check_option
 from solvers.prompting import opening_message
 from tasks._args import as_list
 
@@ -125,51 +140,39 @@ def build_dataset(
 
 @task
 def physassistbench(
-    dataset: str = "sample",
-    ehr_source: str = "sample",
-    language: str = "en",
-    query: str = "implicit",
-    menu: str = "on",
-    observations: str = "keep",
-    terminal: str = "prepare_to_answer",
-    tool_budget: int = 16,
-    nudge: bool = True,
-    patient: str = "replay",
-    literacy: str = "high",
-    patient_miss: str = "unknown",
-    semantics: str = "strict",
-    render: str = "full",
-    judge: str = "rules",
-    judge_context: str = "gold_answer",
-    taus: Sequence[float] = (0.6, 0.75),
-    scenarios: Sequence[str] | str | None = None,
-    tiers: Sequence[int] | str | None = None,
-    temperature: float = 0.2,
+    dataset: str = D["dataset"],
+    ehr_source: str = D["ehr_source"],
+    language: Language = D["language"],
+    query: Query = D["query"],
+    menu: Menu = D["menu"],
+    observations: Observations = D["observations"],
+    terminal: Terminal = D["terminal"],
+    tool_budget: int = D["tool_budget"],
+    nudge: bool = D["nudge"],
+    patient: PatientMode = D["patient"],
+    literacy: Literacy = D["literacy"],
+    patient_miss: PatientMiss = D["patient_miss"],
+    semantics: Semantics = D["semantics"],
+    render: Render = D["render"],
+    judge: Judge = D["judge"],
+    judge_context: JudgeContext = D["judge_context"],
+    taus: Sequence[float] | str = tuple(D["taus"]),
+    scenarios: Sequence[str] | str | None = D["scenarios"],
+    tiers: Sequence[int] | str | None = D["tiers"],
+    temperature: float = D["temperature"],
 ) -> Task:
     """PhysAssistBench: an LLM assists a physician over FHIR EHR tools, four turns per session.
 
-    Args:
-        dataset: "sample", a released JSONL file/directory, Parquet, or "hf:<id>".
-        ehr_source: "sample", a MIMIC-IV / cohort directory, or a built .duckdb store.
-        language: "en" or "zh".
-        query: "implicit" (as asked) or "explicit" (the paraphrases).
-        menu: "on", "off", "scenario" or "gold" (tools offered).
-        observations: "keep", "removed" or "history_removed".
-        terminal: "prepare_to_answer", "natural" or "submit".
-        tool_budget: tool calls allowed per turn.
-        nudge: ask for a final answer when a turn ends without one.
-        patient: "replay" or "live" (model role ``patient``).
-        literacy: replayed patient literacy variant: "high", "medium", "low".
-        patient_miss: replay miss policy: "unknown" or "same_tool".
-        semantics: EHR tool semantics, "strict" or "compat".
-        render: tool result rendering, "full", "compat" or "json".
-        judge: "rules" or "llm" (model role ``grader``).
-        judge_context: "gold_answer" or "evidence" (llm judge).
-        taus: pass thresholds.
-        scenarios: scenarios to keep (list or comma-separated), default all.
-        tiers: tiers to keep (list or comma-separated), default all.
-        temperature: assistant sampling temperature (paper: 0.2).
+    Every parameter is an option of ``physassist.options.OPTIONS`` (values, default and meaning
+    there; ``python -m physassist.options`` prints the table); list parameters also accept a
+    comma-separated string (``-T tiers=1,3``).
     """
+    tier_list = as_list(tiers, "tiers", int)
+    tau_list = as_list(taus, "taus", float) or list(D["taus"])
+    scenario_list = as_list(scenarios, "scenarios")
+    for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
+                        ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
+        check(name, value)
     settings = LoopSettings(
         language=language,
         query=query,
@@ -185,10 +188,6 @@ def physassistbench(
         render=render,
         ehr_source=str(ehr_source),
     )
-    check_option("judge", judge, JUDGES)
-    check_option("judge_context", judge_context, JUDGE_CONTEXTS)
-    tier_list = as_list(tiers, "tiers", int)
-    tau_list = as_list(taus, "taus", float) or [0.6, 0.75]
     options = {
         **settings.as_dict(),
         "dataset": str(dataset),
@@ -201,7 +200,7 @@ def physassistbench(
         language=language,
         query=query,
         settings=options,
-        scenarios=as_list(scenarios, "scenarios"),
+        scenarios=scenario_list,
         tiers=tier_list,
     )
     # opened (built, or rebuilt if damaged) here, once per process: a store that cannot be

@@ -9,8 +9,7 @@ import pytest
 from fixtures_tracking import CONF, compose
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
-from physassist.cli.eval import (
-    CHOICES,
+from physassist.cli.config import (
     ConfigError,
     check_config,
     eval_options,
@@ -18,6 +17,7 @@ from physassist.cli.eval import (
     resolve,
     task_args,
 )
+from physassist.options import BY_KEY
 
 GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
 EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "compat_vs_strict", "validity_floors")
@@ -67,9 +67,10 @@ def test_every_option_maps_to_valid_task_arguments(group: str, tmp_path: Path, m
         args = task_args(config)
         assert set(args) <= params, f"{group}={option}: unknown task args {set(args) - params}"
         inspect.signature(__import__("tasks.physassistbench", fromlist=["x"]).physassistbench).bind(**args)
-        for key, allowed in CHOICES.items():
-            group_name, field = key.split(".")
-            assert config[group_name][field] in allowed
+        for key, option in BY_KEY.items():
+            if option.values and "." in key:
+                group_name, field = key.split(".")
+                assert config[group_name][field] in option.values
         assert args["tool_budget"] == 16 and args["temperature"] == 0.2 and args["taus"] == [0.6, 0.75]
         model, roles = model_specs(config)
         assert model.name
@@ -148,7 +149,7 @@ def test_unknown_option_and_group_fail_in_hydra() -> None:
 
 
 def test_mandatory_data_paths_are_named(tmp_path: Path) -> None:
-    from physassist.cli.eval import ConfigError
+    from physassist.cli.config import ConfigError
 
     with pytest.raises(ConfigError, match="dataset.source"):
         resolve(compose(["dataset=physassistbench"]))
@@ -158,7 +159,7 @@ def test_mandatory_data_paths_are_named(tmp_path: Path) -> None:
 
 
 def test_bad_values_are_named(monkeypatch) -> None:
-    from physassist.cli.eval import ConfigError
+    from physassist.cli.config import ConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):

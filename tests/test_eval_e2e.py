@@ -17,7 +17,7 @@ from inspect_ai.model import get_model
 import physassist._registry  # noqa: F401  (what the entry point loads)
 from physassist.agents.baseline import BaselineAgent
 from physassist.agents.provider import PhysAssistAgents
-from tasks.physassistbench import physassistbench
+from tasks.physassistbench import build_dataset, physassistbench
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "sessions"
@@ -59,8 +59,10 @@ def test_invalid_options_name_the_valid_ones() -> None:
         physassistbench(menu="sometimes")
     with pytest.raises(ValueError, match="judge_context"):
         physassistbench(judge_context="vibes")
-    with pytest.raises(ValueError, match="no sessions"):
+    with pytest.raises(ValueError, match=r"tiers: 7 is not valid; valid options: 1, 2, 3"):
         physassistbench(tiers="7")
+    with pytest.raises(ValueError, match="no sessions"):
+        build_dataset("sample", language="en", query="implicit", settings={}, tiers=[7])
 
 
 def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

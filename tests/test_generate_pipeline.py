@@ -66,7 +66,7 @@ def test_pipeline_writes_valid_sessions_and_manifest(generated: dict[str, Any]) 
 
 
 def test_rerun_is_reproducible_and_refuses_to_overwrite(generated: dict[str, Any], tmp_path: Path) -> None:
-    from physassist.cli.eval import ConfigError
+    from physassist.cli.config import ConfigError
 
     with pytest.raises(ConfigError, match="already holds sessions"):
         run_generation(generated["config"])

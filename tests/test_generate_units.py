@@ -107,7 +107,7 @@ def test_answer_format_counts_sentences_without_breaking_decimals() -> None:
 def test_generate_config_composes_and_requires_a_generator() -> None:
     from hydra import compose, initialize_config_dir
 
-    from physassist.cli.eval import ConfigError, conf_dir, resolve
+    from physassist.cli.config import ConfigError, conf_dir, resolve
     from physassist.cli.generate import role_specs
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -135,7 +135,7 @@ def test_invalid_sessions_leave_no_output(tmp_path) -> None:
 
 
 def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
-    from physassist.cli.eval import ConfigError
+    from physassist.cli.config import ConfigError
     from physassist.cli.generate import run_generation
 
     config = {"store": str(tmp_path / "nowhere"), "scenarios": None, "tiers": None,

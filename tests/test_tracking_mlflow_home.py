@@ -16,9 +16,10 @@ from fixtures_tracking import compose, store_uri
 import physassist.cli.eval as ev
 from physassist.cli import data as data_cli
 from physassist.cli import ehr as ehr_cli
+from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.fingerprint import FINGERPRINT_CHARS
 
-SAMPLE = Path(ev.SAMPLE_SESSIONS)
+SAMPLE = Path(SAMPLE_SESSIONS)
 
 
 def _printed_fingerprint(text: str) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fixtures_tracking import compose
 
 import physassist.cli.eval as ev
+from physassist.cli import mlflow_staging as staging
 from physassist.tracking.names import run_name, sweep_name, swept_factors
 
-DEFAULTS = ev.default_choices()
+DEFAULTS = staging.default_choices()
 
 
 def test_defaults_come_from_eval_yaml() -> None:
@@ -43,9 +44,9 @@ def test_sweep_parent_names_the_experiment_and_its_factors() -> None:
 def test_run_experiment_names_from_the_job(tmp_path) -> None:
     cfg = compose(["menu=off", "tracking.run_name=null"])
     job = ev.JobContext(overrides=["menu=off"], choices={**DEFAULTS, "menu": "off"})
-    assert ev.run_name(ev.resolve(cfg), job) == "oracle | menu=off"
+    assert staging.run_name(ev.resolve(cfg), job.choices, job.overrides) == "oracle | menu=off"
     named = compose(["tracking.run_name=mine"])
-    assert ev.run_name(ev.resolve(named), job) == "mine"
+    assert staging.run_name(ev.resolve(named), job.choices, job.overrides) == "mine"
 
 
 def test_report_markdown_escapes_the_separator_of_run_names() -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from fixtures_tracking import compose
 
-from physassist.cli.eval import resolve
+from physassist.cli.config import resolve
 from physassist.tracking.params import experiment_params, flatten_config, format_value
 from physassist.tracking.runs import (
     clean_metrics,
@@ -76,7 +76,7 @@ def test_sweep_and_job_keys_are_deterministic_and_order_free() -> None:
 
 
 def test_sweep_parent_params_leave_out_what_the_jobs_vary() -> None:
-    from physassist.cli.eval import shared_params
+    from physassist.cli.mlflow_staging import shared_params
 
     params = flatten_config(resolve(compose()))
     shared = shared_params(params, ["model=oracle,baseline", "terminal.budget=4,16", "hydra.launcher.n_jobs=2"])

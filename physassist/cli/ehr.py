@@ -22,6 +22,7 @@ from physassist.ehr.sources import EHRSourceError
 from physassist.ehr.store import EHRBuildError, EHRStore, build_store, open_store
 from physassist.ehr.tools import ToolContext, call_tool, render
 from physassist.faults import SystemFault
+from physassist.options import DEFAULTS, values
 
 
 class _UsageError(Exception):
@@ -46,8 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--subject", type=int, required=True, help="the session's subject_id")
     call.add_argument("--hadm", type=int, default=None, help="the session's hadm_id")
     call.add_argument("--date", default=None, help="session current_date, YYYY-MM-DD")
-    call.add_argument("--semantics", choices=("strict", "compat"), default="strict")
-    call.add_argument("--render", choices=("full", "compat", "json"), default="full")
+    call.add_argument("--semantics", choices=values("semantics"), default=DEFAULTS["semantics"])
+    call.add_argument("--render", choices=values("render"), default=DEFAULTS["render"])
     call.add_argument("--cache-dir", default=None, help="store cache (default $PHYSASSIST_CACHE)")
     return parser
 

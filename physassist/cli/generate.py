@@ -19,14 +19,8 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from physassist.cli.eval import (
-    ConfigError,
-    ModelSpec,
-    conf_dir,
-    local_path,
-    open_tracker_for,
-    resolve,
-)
+from physassist.cli.config import ConfigError, ModelSpec, conf_dir, resolve
+from physassist.cli.mlflow_staging import local_path, open_tracker_for
 from physassist.providers import provider_error
 
 

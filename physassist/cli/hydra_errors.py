@@ -44,7 +44,7 @@ def one_line(exc: BaseException) -> str:
     """The error in one line that names the key (and the valid choices, when Hydra knows them)."""
     from hydra.errors import MissingConfigException
 
-    from physassist.cli.eval import conf_dir
+    from physassist.cli.config import conf_dir
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = str(exc.missing_cfg_file).rpartition("/")

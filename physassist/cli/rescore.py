@@ -35,14 +35,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.eval import (
-    ConfigError,
-    build_role,
-    conf_dir,
-    grader_spec,
-    open_tracker_for,
-    resolve,
-)
+from physassist.cli.config import ConfigError, build_role, conf_dir, grader_spec, resolve
+from physassist.cli.mlflow_staging import open_tracker_for
 from physassist.tracking.params import flatten_config
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -227,7 +221,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
 
     from physassist import comparability
     from physassist.agreement import compare
-    from physassist.cli.eval import _results
+    from physassist.cli.mlflow_staging import results
     from physassist.results import item_table, turn_table
     from physassist.tracking import runs
 
@@ -258,7 +252,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     out_path = out_dir / f"{source.log_path.stem}-{key}.eval"
     write_eval_log(new, str(out_path))
     new = read_eval_log(str(out_path))
-    turns, metrics = _results(new, taus)
+    turns, metrics = results(new, taus)
     metrics.update(compare(before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."))
     run_id = None
     if tracker is not None:

@@ -21,16 +21,10 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.eval import (
-    ConfigError,
-    _fail,
-    check_config,
-    identity_overrides,
-    open_tracker_for,
-    resolve,
-    shared_params,
-)
+from physassist.cli.config import ConfigError, check_config, resolve
 from physassist.cli.hydra_errors import one_line
+from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
+from physassist.cli.printing import fail
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.params import experiment_params, flatten_config
 
@@ -98,7 +92,7 @@ class SweepCallback(Callback):
             jobs = job_overrides(config)
             check_jobs(jobs)
         except ConfigError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         arguments = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
         arguments += [f"{k}={v}" for k, v in params.items()]

@@ -13,19 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# (group, key) whose value names the group's choice: logged under the group name alone.
-IDENTITY_KEYS: dict[tuple[str, str], str] = {
-    ("model", "name"): "model",
-    ("judge", "mode"): "judge",
-    ("dataset", "source"): "dataset",
-    ("ehr", "semantics"): "ehr",
-    ("query", "mode"): "query",
-    ("menu", "mode"): "menu",
-    ("observations", "mode"): "observations",
-    ("terminal", "mode"): "terminal",
-    ("patient", "mode"): "patient",
-    ("language", "code"): "language",
-}
+from physassist.options import mlflow_names
 
 # Params that say where/how a run is executed or logged, not what is measured: ignored when
 # deciding whether two runs are the same experiment up to one option.
@@ -64,6 +52,7 @@ def format_value(value: Any) -> str:
 def flatten_config(config: Mapping[str, Any], *, skip: Iterable[str] = ("hydra",)) -> dict[str, str]:
     """``{short key: value string}`` for every leaf of a resolved config (a plain dict)."""
     skipped = set(skip)
+    names = mlflow_names()
     out: dict[str, str] = {}
 
     def walk(node: Any, path: tuple[str, ...]) -> None:
@@ -73,7 +62,7 @@ def flatten_config(config: Mapping[str, Any], *, skip: Iterable[str] = ("hydra",
             return
         if isinstance(node, Mapping):  # empty mapping: keep it visible
             node = {}
-        key = IDENTITY_KEYS.get(path[:2]) if len(path) == 2 else None
+        key = names.get(path[:2]) if len(path) == 2 else None
         name = key or ".".join(path)
         out[_SAFE_KEY.sub("_", name)] = format_value(node)
 

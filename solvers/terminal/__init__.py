@@ -6,7 +6,8 @@ differ in which control tool is offered and how a reply is read as the end of a 
 
 from __future__ import annotations
 
-from ..options import check_option
+from physassist.options import check
+
 from .base import Decision, TerminalStrategy
 from .natural import Natural
 from .prepare_to_answer import PrepareToAnswer
@@ -20,8 +21,8 @@ STRATEGIES: dict[str, type[TerminalStrategy]] = {
 
 
 def terminal_strategy(name: str) -> TerminalStrategy:
-    """The strategy named ``name``; a clear error lists the valid names."""
-    return STRATEGIES[check_option("terminal", name, STRATEGIES)]()
+    """The strategy named ``name`` (checked as the ``terminal`` option)."""
+    return STRATEGIES[check("terminal", name)]()
 
 
 __all__ = ["Decision", "TerminalStrategy", "STRATEGIES", "terminal_strategy"]

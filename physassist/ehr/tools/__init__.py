@@ -14,11 +14,12 @@ import logging
 from typing import Any
 
 from physassist.faults import SystemFault, describe
+from physassist.options import Semantics
 from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
 from . import compat, strict
 from .args import compat_arguments, parse_arguments, strict_arguments
-from .context import PatientResponder, Semantics, ToolContext, WriteSandbox
+from .context import PatientResponder, ToolContext, WriteSandbox
 from .errors import ToolError
 from .fhir import capped, operation_outcome
 from .names import TOOL_NAMES, from_api_name, to_api_name
@@ -30,7 +31,6 @@ from .writes import compat_write, strict_write
 __all__ = [
     "TOOL_NAMES",
     "PatientResponder",
-    "Semantics",
     "ToolContext",
     "WriteSandbox",
     "call_tool",

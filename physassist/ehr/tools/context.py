@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from physassist.options import Semantics, check
 
 if TYPE_CHECKING:  # the store module is built separately; tools only need `.cursor()`
     from physassist.ehr.store import EHRStore
 
-Semantics = Literal["compat", "strict"]
 
 
 @runtime_checkable
@@ -57,10 +58,7 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         """Fail at construction (naming the field) rather than on every later tool call."""
-        if self.semantics not in ("compat", "strict"):
-            raise ValueError(
-                f"ToolContext.semantics must be 'compat' or 'strict', got {self.semantics!r}"
-            )
+        check("semantics", self.semantics)
         if self.current_date is not None:
             try:
                 dt.date.fromisoformat(str(self.current_date)[:10])

@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Literal
+from typing import Any
 
-RenderMode = Literal["compat", "full", "json"]
+from physassist.options import Render
+
 COMPAT_CAP = 4000
 COMPAT_LINES = 15
 FULL_CAP = 16000
@@ -28,7 +29,7 @@ FULL_NOTE_CHARS = 3000
 MAX_RENDER_DEPTH = 50
 
 
-def render(result: dict[str, Any], mode: RenderMode = "full") -> str:
+def render(result: dict[str, Any], mode: Render = "full") -> str:
     """Render a ``call_tool`` result; ``mode`` is ``compat``, ``full`` or ``json``. Any value
     renders: one nested too deep to print (RecursionError) is shown ``MAX_RENDER_DEPTH``
     levels deep."""
@@ -49,7 +50,7 @@ def _pruned(value: Any, depth: int) -> Any:
     return [_pruned(v, depth - 1) for v in value]
 
 
-def _render(result: dict[str, Any], mode: RenderMode) -> str:
+def _render(result: dict[str, Any], mode: Render) -> str:
     if mode == "json":
         return json.dumps(result, ensure_ascii=False, default=str)
     if mode == "compat":

@@ -1,0 +1,210 @@
+"""The composed experiment config: resolved, checked, and turned into Inspect arguments.
+
+Option values are checked by ``physassist.options`` (one table, one message per option); this
+module adds what only the command line knows: mandatory values, data paths, API keys and the
+model roles. Nothing here runs an evaluation or touches MLflow.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
+
+from physassist import options
+from physassist.data.loader import SAMPLE_SESSIONS
+from physassist.providers import inspect_model_name
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# ``physassist-eval --help`` prints the options table (conf/eval.yaml: hydra.help.footer).
+OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
+
+
+def conf_dir() -> Path:
+    """The config directory: $PHYSASSIST_CONF_DIR, else ``conf/`` of the source tree.
+
+    The project is installed editable (``pip install -e .``), so the package sits in the
+    repository and ``conf/`` is found beside it, from any working directory.
+    """
+    env = os.environ.get("PHYSASSIST_CONF_DIR")
+    return Path(env).resolve() if env else REPO_ROOT / "conf"
+
+
+class ConfigError(ValueError):
+    """The composed config cannot run; the message names the key and the problem."""
+
+
+def _unset_keys(node: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose value is OmegaConf's mandatory marker ``???``, in config order."""
+    if isinstance(node, dict):
+        return [k for key, value in node.items() for k in _unset_keys(value, f"{prefix}{key}.")]
+    return [prefix.rstrip(".")] if node == "???" else []
+
+
+def resolve(cfg: DictConfig) -> dict[str, Any]:
+    """The experiment config as a plain dict, every interpolation resolved, ``hydra`` removed."""
+    cfg = copy.copy(cfg)  # shallow: drop the hydra node without touching the caller's config
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    # Name the unset key itself, not an interpolation that points at it (model.args.dataset).
+    missing = _unset_keys(OmegaConf.to_container(cfg, resolve=False))
+    if missing:
+        key = missing[0]
+        raise ConfigError(f"{key} is required but not set: add `{key}=<value>` to the command")
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config error: {exc}".splitlines()[0]) from exc
+    assert isinstance(data, dict)
+    data.pop("hydra", None)
+    return data
+
+
+def lookup(config: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ConfigError(f"{dotted} is missing from the config")
+        node = node[part]
+    return node
+
+
+def _is_hf(source: str) -> bool:
+    return source.startswith("hf:")
+
+
+def dataset_path(config: Mapping[str, Any]) -> Path | None:
+    """The local session files of the dataset (None for a Hub dataset)."""
+    source = str(lookup(config, "dataset.source"))
+    if source == "sample":
+        return SAMPLE_SESSIONS
+    if _is_hf(source):
+        local = Path(source[len("hf:") :])
+        return local if local.exists() else None
+    return Path(source).expanduser()
+
+
+def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``tasks.physassistbench.physassistbench`` for this config
+    (mapped and checked by the ``physassist.options`` table)."""
+    try:
+        return options.task_args(config)
+    except options.OptionError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default)."""
+    ins = lookup(config, "inspect")
+    options = {
+        "max_connections": ins.get("max_connections"),
+        "max_samples": ins.get("max_samples"),
+        "limit": ins.get("limit"),
+        "epochs": ins.get("epochs"),
+        "fail_on_error": ins.get("fail_on_error"),
+        "retry_on_error": ins.get("retry_on_error"),
+        "seed": ins.get("seed"),
+        "max_retries": ins.get("max_retries"),
+        "timeout": ins.get("timeout"),
+        "attempt_timeout": ins.get("attempt_timeout"),
+        "max_tokens": lookup(config, "model").get("max_tokens"),
+        "display": ins.get("display"),
+        "log_level": ins.get("log_level"),
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An Inspect model: name plus how to reach it (the key is read from the environment)."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
+        """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
+        ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+        return cls(
+            node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
+            node.get("provider"),
+        )
+
+    def build(self):  # -> inspect_ai.model.Model
+        from inspect_ai.model import get_model
+
+        kwargs: dict[str, Any] = dict(self.args)
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ[self.api_key_env]
+        name = inspect_model_name(self.name, self.provider)
+        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+
+
+def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
+    """The ``grader`` role a judge config needs: one model (llm), a list (panel), none (rules)."""
+    if judge["mode"] == "llm":
+        if not judge.get("model"):
+            raise ConfigError("judge.model is required for judge=llm (e.g. openai/gpt-5.4-mini)")
+        return ModelSpec.of(judge, "model")
+    if judge["mode"] == "panel":
+        models = list(judge.get("models") or [])
+        if len(models) < 2:
+            raise ConfigError(f"judge.models must list at least two graders for judge=panel, got {models}")
+        return [
+            ModelSpec(m, judge.get("base_url"), judge.get("api_key_env"), provider=judge.get("provider"))
+            for m in models
+        ]
+    return None
+
+
+def build_role(spec: ModelSpec | list[ModelSpec]):  # -> Model | list[Model]
+    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+
+
+def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
+    """The assistant model and the model roles (``grader`` for judge=llm, a list of them for
+    judge=panel, ``patient`` for live)."""
+    assistant = ModelSpec.of(lookup(config, "model"))
+    roles: dict[str, ModelSpec | list[ModelSpec]] = {}
+    grader = grader_spec(lookup(config, "judge"))
+    if grader is not None:
+        roles["grader"] = grader
+    patient = lookup(config, "patient")
+    if patient["mode"] == "live":
+        if not patient.get("model"):
+            raise ConfigError("patient.model is required for patient=live")
+        roles["patient"] = ModelSpec.of(patient, "model")
+    return assistant, roles
+
+
+def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Fail with one message naming the key when the experiment cannot run as configured;
+    return the task arguments."""
+    if lookup(config, "judge.mode") == "human":
+        raise ConfigError("judge=human judges stored runs: use physassist-rescore source=<run id> judge=human")
+    args = task_args(config)
+    for key in ("inspect.limit", "inspect.epochs"):  # Inspect drops sessions on -1, crashes on 0
+        value = lookup(config, key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{key}={value!r} must be a positive integer (or null)")
+    source = args["dataset"]
+    if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
+        raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
+    ehr = args["ehr_source"]
+    if ehr != "sample" and not Path(ehr).expanduser().exists():
+        raise ConfigError(f"ehr.source: {ehr} does not exist (expected a MIMIC-IV directory or a built store)")
+    assistant, roles = model_specs(config)
+    for role, specs in {"model": assistant, **roles}.items():
+        for spec in specs if isinstance(specs, list) else [specs]:
+            if spec.api_key_env and not os.environ.get(spec.api_key_env):
+                raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
+    return args

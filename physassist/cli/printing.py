@@ -1,0 +1,82 @@
+"""What ``physassist-eval`` prints: the result table, where the logs went, errors."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Outcome:
+    """What one experiment produced."""
+
+    status: str  # FINISHED, FAILED, SKIPPED (done before) or BUSY (another process runs it)
+    log_path: str | None = None
+    run_id: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    tracking_error: str | None = None
+    faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
+    holder: str | None = None  # BUSY: the process (host:pid:time) that holds the run
+
+    @property
+    def run_status(self) -> str:
+        """The MLflow status: a run in which system faults left turns unscored is no result."""
+        return "FAILED" if self.faults else self.status
+
+
+HEADLINE = ("mrs", "pass_turn", "pass_session")
+
+
+def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
+    """The headline metrics (with 95% intervals) and the per-tier mRS, as a text table."""
+    from physassist.metrics import tau_key
+
+    def pct(value: float | None) -> str:  # rates are already points (metrics.RATE_SCALE)
+        return "-" if value is None or value != value else f"{value:.1f}"
+
+    rows = [("metric", "value", "95% CI")]
+    names = ["mrs"] + [f"{m}_{tau_key(t)}" for t in taus for m in ("pass_turn", "pass_session")]
+    for name in names:
+        ci = f"[{pct(metrics.get(name + '_ci_low'))}, {pct(metrics.get(name + '_ci_high'))}]"
+        rows.append((name, pct(metrics.get(name)), ci))
+    for key in sorted(k for k in metrics if k.startswith("mrs.tier.")):
+        rows.append((key, pct(metrics[key]), ""))
+    for key in ("n_sessions", "n_turns", "unscored_turns", "error_turns"):
+        if key in metrics:
+            rows.append((key, f"{metrics[key]:.0f}", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
+    """Print the result table and where the Inspect log and the MLflow run are."""
+    if outcome.status == "SKIPPED":
+        print(f"already finished in MLflow run {outcome.run_id}; skipped (log: {outcome.log_path})")
+        return
+    if outcome.status == "BUSY":
+        print(f"MLflow run {outcome.run_id} is being evaluated by {outcome.holder}; skipped (not run twice)")
+        return
+    if outcome.metrics:
+        print(result_table(outcome.metrics, [float(t) for t in config.get("taus") or (0.6, 0.75)]))
+    print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
+    tracking = config.get("tracking") or {}
+    if outcome.run_id:
+        from physassist.tracking.mlflow_store import resolve_tracking_uri
+
+        uri = resolve_tracking_uri(tracking.get("uri"))
+        print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.run_status}) in {uri}")
+        print(f"  browse: mlflow ui --backend-store-uri {uri}")
+    if outcome.tracking_error:
+        print(f"tracking failed: {outcome.tracking_error}; the Inspect log above is complete", file=sys.stderr)
+    if outcome.faults:
+        print(f"physassist-eval: system faults: {outcome.faults}", file=sys.stderr)
+
+
+def fail(message: str, code: int = 2) -> None:
+    print(f"physassist-eval: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
