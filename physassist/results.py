@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from physassist.vocab import TASK_ABBREVIATIONS
+from physassist.vocab import PREPARE_TO_ANSWER, TASK_ABBREVIATIONS
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 __all__ = [
-    "CONTROL_TOOLS",
     "SCORER_NAME",
     "TURNS_KEY",
     "ITEM_COLUMNS",
@@ -37,8 +36,6 @@ SCORER_NAME = "physassist_scorer"
 #: Where the session loop keeps a sample's turn records (``state.store``), for the scorer and
 #: the per-turn table.
 TURNS_KEY = "physassist:turns"
-#: Calls that steer the loop rather than read or write the record: not counted as tool use.
-CONTROL_TOOLS = frozenset({"prepare_to_answer", "submit"})
 TURN_COLUMNS = [
     "session_id",
     "epoch",
@@ -84,7 +81,7 @@ def _gold_tools(session: Mapping[str, Any] | None, turn: int) -> list[str]:
     names: dict[str, None] = {}
     for item in trajectory:
         name = (item.get("action") or {}).get("name") if isinstance(item, dict) else None
-        if isinstance(name, str) and name not in CONTROL_TOOLS:
+        if isinstance(name, str) and name != PREPARE_TO_ANSWER:
             names.setdefault(name, None)
     return list(names)
 
@@ -120,7 +117,7 @@ def turn_rows(
             else _at((session or {}).get("tool_sources"), t)
         )
         items = st.get("items") or []
-        calls = [c for c in (rec.get("calls") or []) if c.get("name") not in CONTROL_TOOLS]
+        calls = [c for c in (rec.get("calls") or []) if c.get("name") != PREPARE_TO_ANSWER]
         tools = st.get("tools")
         if tools is None:
             tools = list(dict.fromkeys(c.get("name") for c in calls))

@@ -20,11 +20,12 @@ from inspect_ai.solver import TaskState
 from physassist.faults import ERROR_STATUS
 from physassist.options import check
 from physassist.results import TURNS_KEY
+from physassist.vocab import PREPARE_TO_ANSWER
 from scorers import llm_judge, panel_judge, rules_judge, write_judge
 from scorers.judgement import TurnInput, TurnJudgement
 from scorers.llm_judge import Grader
 from scorers.metrics import physassist_breakdowns, physassist_metrics
-from scorers.session_view import CONTROL_TOOLS, SessionView
+from scorers.session_view import SessionView
 
 
 def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int) -> None:
@@ -82,7 +83,7 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
 
 
 def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
-    called = [c.get("name") for c in ti.calls if c.get("name") not in CONTROL_TOOLS]
+    called = [c.get("name") for c in ti.calls if c.get("name") != PREPARE_TO_ANSWER]
     return {
         "turn": ti.turn,
         "score": judgement.score,

@@ -13,13 +13,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from physassist.data.models import Session, SessionFormatError
-from physassist.results import CONTROL_TOOLS
-from physassist.vocab import WRITE_TOOLS, WRITE_UPDATE
+from physassist.data.models import Session, SessionFormatError, sample_session
+from physassist.vocab import PREPARE_TO_ANSWER, WRITE_TOOLS, WRITE_UPDATE
 
 WRITE_TASK = WRITE_UPDATE
 
-__all__ = ["CONTROL_TOOLS", "WRITE_TASK", "WRITE_TOOLS", "SessionDataError", "SessionView"]
+__all__ = ["WRITE_TASK", "WRITE_TOOLS", "SessionDataError", "SessionView"]
 
 
 class SessionDataError(ValueError):
@@ -33,17 +32,15 @@ class SessionView:
     def __init__(self, data: str | dict[str, Any] | Session) -> None:
         if isinstance(data, Session):
             self.model = data
-        else:
-            if isinstance(data, str):
-                try:
-                    data = json.loads(data)
-                except json.JSONDecodeError as exc:
-                    raise SessionDataError(f"session metadata is not valid JSON: {exc}") from exc
-            try:
-                self.model = Session.model_validate(data)
-            except ValidationError as exc:
-                sid = data.get("id", "<no id>") if isinstance(data, dict) else "<not a dict>"
-                raise SessionDataError(f"session {sid!r}: not a valid session: {exc}") from exc
+            return
+        try:
+            self.model = sample_session(data)
+        except json.JSONDecodeError as exc:
+            raise SessionDataError(f"session metadata is not valid JSON: {exc}") from exc
+        except ValidationError as exc:
+            raw = json.loads(data) if isinstance(data, str) else data
+            sid = raw.get("id", "<no id>") if isinstance(raw, dict) else "<not a dict>"
+            raise SessionDataError(f"session {sid!r}: not a valid session: {exc}") from exc
 
     @property
     def id(self) -> str:
@@ -105,7 +102,7 @@ class SessionView:
         for item in self.gold_actions(turn, language):
             action = item.get("action") or {}
             name = action.get("name")
-            if isinstance(name, str) and name not in CONTROL_TOOLS:
+            if isinstance(name, str) and name != PREPARE_TO_ANSWER:
                 out.append(
                     {
                         "name": name,
@@ -118,7 +115,7 @@ class SessionView:
     @cached_property
     def _gold_tools(self) -> list[list[str]]:
         return [
-            list(dict.fromkeys(n for n in self.model.gold_tool_names(t) if n not in CONTROL_TOOLS))
+            list(dict.fromkeys(n for n in self.model.gold_tool_names(t) if n != PREPARE_TO_ANSWER))
             for t in range(len(self.model.answer_list))
         ]
 

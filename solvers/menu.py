@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from physassist.results import CONTROL_TOOLS
+from .terminal import CONTROL_TOOLS
 
 _READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
 

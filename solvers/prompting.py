@@ -28,11 +28,10 @@ def prompt_json(name: str, language: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def system_prompt(language: str, terminal: str) -> str:
-    """System prompt for the assistant; the last rule says how to finish a turn."""
-    return prompt_text("system", language).format(
-        terminal_rule=prompt_text(f"terminal_{terminal}", language)
-    )
+def system_prompt(language: str, terminal_rule: str) -> str:
+    """System prompt for the assistant; the last rule (the terminal strategy's) says how to
+    finish a turn."""
+    return prompt_text("system", language).format(terminal_rule=terminal_rule)
 
 
 def opening_message(session: dict[str, Any], language: str) -> str:

@@ -18,7 +18,6 @@ ARCHITECTURE.md §5 and writes a readable summary to the transcript.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from inspect_ai.tool import ToolDef
 from inspect_ai.util import LimitExceededError, span
 
 from physassist.data import Session
+from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
 from physassist.faults import ERROR_STATUS, SystemFault, describe
 from physassist.options import check
@@ -148,16 +148,15 @@ class SessionRun:
             gold_names=self.session.gold_tool_names(turn) if self.settings.menu == "gold" else (),
         )
         names = [schema_name(s) for s in schemas]
-        control = self.strategy.control_tool
+        control = self.strategy.control
         if control is not None:
-            names.append(control)
+            names.append(control.name)
         key = tuple(names)
         if key not in self._tooldefs:  # menus repeat across turns: build each once
             tools = [self.toolbox.data_tool(s) for s in schemas]
             if control is not None:
-                tools.append(
-                    self.toolbox.control_tool(control, control_schema(self._tools_schemas, control))
-                )
+                session_schema = control_schema(self._tools_schemas, control.name)
+                tools.append(self.toolbox.control_tool(control, session_schema))
             self._tooldefs[key] = tools
         self._set_allowed(frozenset(names))
         return self._tooldefs[key]
@@ -241,13 +240,6 @@ def answered(output: ModelOutput) -> ModelOutput:
     return output
 
 
-def session_from_metadata(metadata: dict[str, Any]) -> Session:
-    """The sample's session: ``metadata["session"]`` is its JSON string (ARCHITECTURE.md
-    §6); the dict form of older samples is accepted too."""
-    data = metadata["session"]
-    return Session.model_validate(json.loads(data) if isinstance(data, str) else data)
-
-
 def _summary(record: dict[str, Any]) -> str:
     calls = "\n".join(
         f"  - `{c['name']}` {c['arguments']} -> {c['text'][:160]!r}" for c in record["calls"]
@@ -266,7 +258,7 @@ def physassist_session(**options: Any) -> Solver:
     settings = LoopSettings(**options)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        session = session_from_metadata(state.metadata)
+        session = sample_session(state.metadata["session"])
         language = settings.language
         if not session.has_language(language):
             raise ValueError(f"session {session.id}: no {language!r} questions/rubrics/answers")
@@ -293,12 +285,11 @@ def physassist_session(**options: Any) -> Solver:
         def set_allowed(names: frozenset[str]) -> None:
             ctx.allowed = names
 
-        run = SessionRun(
-            model, session, settings, toolbox, terminal_strategy(settings.terminal), set_allowed
-        )
+        strategy = terminal_strategy(settings.terminal)
+        run = SessionRun(model, session, settings, toolbox, strategy, set_allowed)
         opening = state.messages[0] if state.messages else ChatMessageUser(content=state.input_text)
         messages: list[ChatMessage] = [
-            ChatMessageSystem(content=system_prompt(language, settings.terminal)),
+            ChatMessageSystem(content=system_prompt(language, strategy.rule(language))),
             opening,
         ]
         turns: list[dict[str, Any]] = []

@@ -13,7 +13,6 @@ own type coercion -- so the model always gets a FHIR answer and the loop continu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,46 +24,10 @@ from physassist.ehr.tools import from_api_name, to_api_name
 
 from .menu import schema_name
 from .observations import seen_text
+from .terminal import CONTROL_TOOLS, ControlTool
 
 Executor = Callable[[str, dict[str, Any]], dict[str, Any]]
 Renderer = Callable[[dict[str, Any]], str]
-
-PREPARE_TO_ANSWER = "prepare_to_answer"
-SUBMIT = "submit"
-
-_PREPARE_SCHEMA: dict[str, Any] = {
-    "name": PREPARE_TO_ANSWER,
-    "description": "Signal that information gathering for this question is finished; "
-    "write the answer to the physician in the same message.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "answer_type": {
-                "type": "string",
-                "enum": ["tool", "chat"],
-                "description": "'tool' if tools were used for this answer, else 'chat'.",
-            }
-        },
-        "required": [],
-    },
-}
-
-_SUBMIT_SCHEMA: dict[str, Any] = {
-    "name": SUBMIT,
-    "description": "Submit your final answer to the physician's current question. "
-    "The argument is the complete answer the physician will read.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "answer": {
-                "type": "string",
-                "description": "The complete final answer to the physician.",
-            }
-        },
-        "required": ["answer"],
-    },
-}
-
 
 def operation_outcome(diagnostics: str, code: str = "invalid") -> dict[str, Any]:
     """A FHIR ``OperationOutcome`` with one error issue."""
@@ -120,7 +83,7 @@ class SessionToolbox:
         self._inject = dict(inject or {})
         self._session_key = session_key
         self._batch: list[dict[str, Any]] = []
-        self.control_names: set[str] = set()
+        self.control_replies: dict[str, str] = {}  # API name -> reply
 
     # -- tool definitions ---------------------------------------------------------------
     def data_tool(self, schema: dict[str, Any]) -> ToolDef:
@@ -141,27 +104,26 @@ class SessionToolbox:
             parallel=False,
         )
 
-    def control_tool(self, name: str, session_schema: dict[str, Any] | None = None) -> ToolDef:
-        """``prepare_to_answer`` (session schema when present) or ``submit``."""
-        fn = (session_schema or {}).get("function", session_schema) or (
-            _PREPARE_SCHEMA if name == PREPARE_TO_ANSWER else _SUBMIT_SCHEMA
-        )
-        reply = json.dumps({"status": "ready"}) if name == PREPARE_TO_ANSWER else "Answer received."
+    def control_tool(self, control: ControlTool, session_schema: dict[str, Any] | None = None) -> ToolDef:
+        """The strategy's control tool (the session's own schema for it when present); it
+        answers with the strategy's reply and is never recorded as a data call."""
+        fn = (session_schema or {}).get("function", session_schema) or control.schema
+        reply = control.reply
+        self.control_replies[to_api_name(control.name)] = reply
 
         async def execute(**kwargs: Any) -> str:
             return reply
 
-        self.control_names.add(to_api_name(name))
         return ToolDef(
             execute,
-            name=to_api_name(name),
-            description=str(fn.get("description") or name),
+            name=to_api_name(control.name),
+            description=str(fn.get("description") or control.name),
             parameters=_params(fn),
             parallel=False,
         )
 
     def is_control(self, api_name: str) -> bool:
-        return api_name in self.control_names
+        return api_name in self.control_replies
 
     # -- execution ----------------------------------------------------------------------
     def _with_ids(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -241,7 +203,8 @@ class SessionToolbox:
                 tool_messages.append(result)
             else:
                 record = await self._fallback(call)
-                records.append(record)
+                if record["name"] not in CONTROL_TOOLS:  # steering, not tool use
+                    records.append(record)
                 tool_messages.append(_tool_message(call, record["text"]))
         return tool_messages, records
 

@@ -28,6 +28,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from physassist.data import Session, load_sessions
+from physassist.ehr.tools import from_api_name
+from physassist.vocab import EHR_READ_TOOLS, PATIENT_TOOLS, WRITE_TOOLS
 
 _KEY_LINE = re.compile(r"^\s*session_id:\s*(\S+)\s*$", re.MULTILINE)
 _INT_LINE = r"^\s*{name}:\s*(\d+)\s*$"
@@ -107,6 +109,9 @@ def read_conversation(messages: list[ChatMessage], tool_choice: ToolChoice) -> C
     return Conversation(opening, questions, list(messages[last + 1 : end]), nudged)
 
 
+DATA_TOOLS = frozenset(EHR_READ_TOOLS + PATIENT_TOOLS + WRITE_TOOLS)
+
+
 def offered(tools: list[ToolInfo]) -> set[str]:
     return {t.name for t in tools}
 
@@ -141,12 +146,14 @@ def reply(
 def finish(
     model: str, answer: str, tools: list[ToolInfo], conv: Conversation, messages: list[ChatMessage]
 ) -> ModelOutput:
-    """Answer the turn the way the offered control tool asks for."""
-    names = offered(tools)
-    if conv.nudged:
+    """Answer the turn the way the offered control tool asks for, read from its schema as a
+    model would: a tool with an ``answer`` parameter takes the answer, any other control tool
+    is called beside the answer text; without one the answer is plain text."""
+    control = [t for t in tools if from_api_name(t.name) not in DATA_TOOLS]
+    if conv.nudged or not control:
         return reply(model, answer, [], messages)
-    if "submit" in names:
-        return reply(model, "", [("submit", {"answer": answer})], messages)
-    if "prepare_to_answer" in names:
-        return reply(model, answer, [("prepare_to_answer", {"answer_type": "tool"})], messages)
-    return reply(model, answer, [], messages)
+    tool = control[0]
+    if "answer" in tool.parameters.properties:
+        return reply(model, "", [(tool.name, {"answer": answer})], messages)
+    arguments = {"answer_type": "tool"} if "answer_type" in tool.parameters.properties else {}
+    return reply(model, answer, [(tool.name, arguments)], messages)

@@ -20,13 +20,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from physassist.data.models import Session
-
-if TYPE_CHECKING:
-    from physassist.data.loader import RawRecord
+from physassist.data.records import RawRecord, read_jsonl
 
 JSON_COLUMN = "session_json"
 HUB_TIMEOUT_S = 3.0
@@ -65,7 +63,6 @@ def _strip_scheme(source: str) -> str:
 
 def read_hf_records(source: str) -> list[RawRecord]:
     """Records of `hf:<hub id>`, `hf:<local path>` or a local dataset directory."""
-    from physassist.data.loader import _read_jsonl
 
     target = _strip_scheme(source) if is_hf_source(source) else source
     path = Path(target)
@@ -75,7 +72,7 @@ def read_hf_records(source: str) -> list[RawRecord]:
         if path.suffix == ".parquet":
             return _records_from_dataset(_load_parquet([path]), str(path))
         if path.suffix in (".jsonl", ".json"):
-            return _read_jsonl(path)
+            return read_jsonl(path)
         raise ValueError(f"unsupported dataset file {path}: expected .jsonl or .parquet")
     if _saved_to_disk(path):
         import datasets
@@ -90,7 +87,7 @@ def read_hf_records(source: str) -> list[RawRecord]:
         return _records_from_dataset(_load_parquet(parquet), str(path))
     jsonl = sorted(path.rglob("*.jsonl"))
     if jsonl:
-        return [r for f in jsonl for r in _read_jsonl(f)]
+        return [r for f in jsonl for r in read_jsonl(f)]
     raise FileNotFoundError(f"no .parquet or .jsonl session files in dataset {path}")
 
 
@@ -126,7 +123,6 @@ def _load_parquet(files: list[Path]) -> Any:
 
 
 def _records_from_dataset(dataset: Any, label: str) -> list[RawRecord]:
-    from physassist.data.loader import RawRecord
 
     records = []
     for row_number, row in enumerate(dataset, start=1):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,6 +21,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from physassist.data.models import Problem, Session, SessionFormatError
+from physassist.data.records import RawRecord, read_jsonl
 from physassist.data.schema import validate_turns
 from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
 from physassist.fingerprint import fingerprint as digest
@@ -33,16 +33,6 @@ _PER_TURN_KEYS = frozenset({
     "answer_list", "answer_list_en", "answer_list_zh", "rubrics", "rubrics_zh", "rubric_checks",
     "task_types", "turn_subtypes", "tool_sources", "workup_modes", "turn_types",
 })
-
-
-@dataclass(frozen=True)
-class RawRecord:
-    """One session as read from a source, before validation."""
-
-    file: str
-    line: int
-    data: dict[str, Any] | None  # None when the line is not a JSON object
-    error: str | None = None
 
 
 @dataclass
@@ -102,36 +92,6 @@ def fingerprint(sessions: Iterable[Session | Mapping[str, Any]]) -> str:
 # ---- reading ------------------------------------------------------------------------------
 
 
-def _read_jsonl(path: Path) -> list[RawRecord]:
-    records = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        return [RawRecord(str(path), 1, None, f"not UTF-8 text ({err})")]
-    # "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085, ..., which JSON
-    # (and our own save_sessions, ensure_ascii=False) leaves raw inside strings
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as err:
-            records.append(RawRecord(str(path), number, None, f"invalid JSON ({err.msg} at "
-                                                              f"column {err.colno})"))
-            continue
-        except RecursionError:
-            records.append(RawRecord(str(path), number, None,
-                                     "JSON nested too deeply to read (beyond Python's recursion "
-                                     f"limit of {sys.getrecursionlimit()} levels)"))
-            continue
-        if not isinstance(data, dict):
-            records.append(RawRecord(str(path), number, None,
-                                     f"expected a JSON object, got {type(data).__name__}"))
-            continue
-        records.append(RawRecord(str(path), number, data))
-    return records
-
-
 def _scenario_files(directory: Path, scenarios: Iterable[str] | None) -> list[Path]:
     files = sorted(directory.glob("*.jsonl"))
     order = {name: i for i, name in enumerate(SCENARIOS)}
@@ -162,11 +122,11 @@ def read_records(source: str | os.PathLike[str], scenarios: Iterable[str] | None
         if not files:
             raise FileNotFoundError(f"no .jsonl session files in {path} (expected "
                                     f"<scenario>.jsonl, e.g. {SCENARIOS[0]}.jsonl)")
-        return [r for f in files for r in _read_jsonl(f)], str(path)
+        return [r for f in files for r in read_jsonl(f)], str(path)
     if path.suffix == ".parquet":
         return hf.read_parquet_records(path), str(path)
     if path.suffix in (".jsonl", ".json"):
-        return _read_jsonl(path), str(path)
+        return read_jsonl(path), str(path)
     raise ValueError(f"unsupported session source {path}: expected a directory, a .jsonl or "
                      f".parquet file, 'sample', or hf:<dataset>")
 

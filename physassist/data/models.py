@@ -471,3 +471,19 @@ def tool_source_of(names: list[str]) -> str:
     if patient and ehr:
         return "mixed"
     return "patient" if patient else "ehr"
+
+
+def sample_session(data: str | dict[str, Any]) -> Session:
+    """The Session of a Sample's ``metadata["session"]`` (ARCHITECTURE.md §6).
+
+    The JSON string is parsed and validated once per process: the assistant loop and the
+    scorer of the same sample get the same object (``_session_of_json`` keeps the most recent
+    ones). The dict form of older logs is validated on every call. Raises
+    ``json.JSONDecodeError`` / ``pydantic.ValidationError``.
+    """
+    return _session_of_json(data) if isinstance(data, str) else Session.model_validate(data)
+
+
+@lru_cache(maxsize=128)  # more than the samples in flight between a sample's loop and its scorer
+def _session_of_json(text: str) -> Session:
+    return Session.model_validate(json.loads(text))

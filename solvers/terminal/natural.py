@@ -8,4 +8,3 @@ from .base import TerminalStrategy
 
 class Natural(TerminalStrategy):
     name = "natural"
-    control_tool = None

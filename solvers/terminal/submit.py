@@ -8,19 +8,34 @@ from __future__ import annotations
 
 from inspect_ai.model import ChatMessageAssistant
 
-from .base import Decision, TerminalStrategy, _text
+from .base import ControlTool, Decision, TerminalStrategy, _text
 
 
 class Submit(TerminalStrategy):
     name = "submit"
-    control_tool = "submit"
+    control = ControlTool(
+        "submit",
+        "Submit your final answer to the physician's current question. "
+        "The argument is the complete answer the physician will read.",
+        {
+            "type": "object",
+            "properties": {
+                "answer": {
+                    "type": "string",
+                    "description": "The complete final answer to the physician.",
+                }
+            },
+            "required": ["answer"],
+        },
+        reply="Answer received.",
+    )
 
     def decide(self, message: ChatMessageAssistant) -> Decision:
         calls = message.tool_calls or []
         if not calls:
             return Decision(True, _text(message))
         for call in calls:
-            if call.function == self.control_tool:
+            if call.function == self.control.name:
                 answer = (call.arguments or {}).get("answer")
                 if isinstance(answer, str) and answer.strip():
                     return Decision(True, answer.strip())

@@ -1,0 +1,131 @@
+"""The shape of the code, checked: imports go one way with no circle, each terminal strategy
+owns its control tool, and the library never names a strategy."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("physassist", "tasks", "solvers", "scorers")
+#: Entry points sit above everything: the console scripts (physassist/cli), Inspect's registry
+#: module and ``python -m`` mains. They may import tasks, solvers and scorers.
+ENTRY_POINTS = ("physassist.cli", "physassist._registry", "physassist.synth.__main__")
+#: Who may import whom (besides itself and the vocabulary-level library).
+LAYERS = {"entry": 3, "tasks": 2, "solvers": 1, "scorers": 1, "physassist": 0}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Project modules ``module`` imports anywhere in its file (also inside functions)."""
+    found = set()
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            while parts and ".".join(parts) not in known:
+                parts.pop()
+            target = ".".join(parts)
+            if target and target != module and not module.startswith(target + "."):
+                found.add(target)
+    return found
+
+
+def _layer(module: str) -> str:
+    if module.startswith(ENTRY_POINTS):
+        return "entry"
+    return module.split(".")[0]
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {m: _imports(m, p, known) for m, p in known.items()}
+
+
+def test_imports_never_run_back_up(graph) -> None:
+    upward = sorted(
+        (a, b)
+        for a, targets in graph.items()
+        for b in targets
+        if LAYERS[_layer(b)] > LAYERS[_layer(a)] or (_layer(a), _layer(b)) in {("solvers", "scorers"), ("scorers", "solvers")}
+    )
+    assert upward == []
+
+
+def test_no_import_circle(graph) -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_each_strategy_owns_its_control_tool_and_prompt() -> None:
+    from physassist.options import values
+    from physassist.vocab import LANGUAGES, PREPARE_TO_ANSWER
+    from solvers.terminal import CONTROL_TOOLS, STRATEGIES
+
+    assert set(STRATEGIES) == set(values("terminal")) == {p.stem for p in (ROOT / "conf" / "terminal").glob("*.yaml")}
+    for name, cls in STRATEGIES.items():
+        strategy = cls()
+        for language in LANGUAGES:
+            assert strategy.rule(language), f"{name}: no prompts/terminal_{name}_{language}.txt"
+        if cls.control is not None:
+            assert cls.control.schema["name"] == cls.control.name and cls.control.reply
+    assert CONTROL_TOOLS == {PREPARE_TO_ANSWER} | {c.control.name for c in STRATEGIES.values() if c.control}
+
+
+def test_the_library_and_scorers_never_name_a_strategy() -> None:
+    from solvers.terminal import STRATEGIES
+
+    names = [f'"{n}"' for n in STRATEGIES if n != "prepare_to_answer"]  # that one is also the released format's
+    for package in ("physassist", "scorers", "tasks"):
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name == "options.py":  # the terminal option's declaration lists them
+                continue
+            text = path.read_text(encoding="utf-8")
+            assert not [n for n in names if n in text], path
