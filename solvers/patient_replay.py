@@ -29,6 +29,8 @@ import re
 import unicodedata
 from typing import Any
 
+from physassist.options import check
+
 from .prompting import patient_miss_answer
 
 ARGUMENT_KEYS = ("drug", "query")
@@ -74,8 +76,8 @@ class ReplayPatient:
         """``replies``: ``Session.gold_patient_answers(language)`` items
         (``tool``, ``arguments``, ``patient_response``, ``variants``)."""
         self.language = language
-        self.literacy = literacy
-        self.miss = miss
+        self.literacy = check("literacy", literacy)
+        self.miss = check("patient_miss", miss)
         # tool -> list of (argument key, normalised argument, reply), in trajectory order
         self._replies: dict[str, list[tuple[str | None, str, str]]] = {}
         for item in replies:

@@ -161,9 +161,9 @@ def test_llm_judge_requires_a_grader(tmp_path):
 
 
 def test_bad_scorer_option_is_named():
-    with pytest.raises(ValueError, match="judge_context"):
+    with pytest.raises(ValueError, match=r"^judge_context='vibes' is not valid; valid options: gold_answer, evidence$"):
         physassist_scorer(context="vibes")
-    with pytest.raises(ValueError, match="option judge "):
+    with pytest.raises(ValueError, match=r"^judge='gpt' is not valid; valid options: rules, llm, panel$"):
         physassist_scorer(judge="gpt")
 
 

@@ -21,7 +21,7 @@ from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
 from physassist.synth.patient import PHMResponder
-from physassist.vocab import SCENARIOS, TIERS
+from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS
 
 from . import facts as F
 from .answers import answer, digest
@@ -94,7 +94,7 @@ def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str,
         if all(k in p for k in keys):
             return {k: p[k] for k in keys}
     return {
-        "health_literacy": rng.choice(["low", "medium", "high"]),
+        "health_literacy": rng.choice(list(LITERACY_LEVELS)),
         "adherence": rng.choice(["good", "uncertain", "poor"]),
         "anxiety_level": rng.choice(["low", "medium", "high"]),
         "info_completeness": rng.choice(["full", "partial", "critical_withheld"]),

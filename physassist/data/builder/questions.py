@@ -18,6 +18,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from physassist.vocab import LANGUAGES
+
 from .answers import lab_spoken
 from .arcs import IL, WU
 from .topics import Topic
@@ -122,7 +124,7 @@ def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
         if found is None:
             raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
         form, antecedent = found
-    for lang in ("en", "zh"):
+    for lang in LANGUAGES:
         vals = _values(topic, lang, gender)
         explicit = variants(lang, topic.kind, "explicit")
         implicit = variants(lang, topic.kind, form)

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from physassist.vocab import LANGUAGES
+
 from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms
 from .facts import day as day_of
 from .patient_topics import onset_phrase
@@ -38,11 +40,11 @@ def _item(key: str, check: dict[str, Any], values_en: dict[str, Any],
 
 
 def concept(name: str) -> dict[str, Any]:
-    return {"kind": "concept", "any": {lang: list(SYNONYMS[name][lang]) for lang in ("en", "zh")}}
+    return {"kind": "concept", "any": {lang: list(SYNONYMS[name][lang]) for lang in LANGUAGES}}
 
 
 def forbidden(name: str) -> dict[str, Any]:
-    return {"kind": "forbidden", "any": {lang: list(SYNONYMS[name][lang]) for lang in ("en", "zh")}}
+    return {"kind": "forbidden", "any": {lang: list(SYNONYMS[name][lang]) for lang in LANGUAGES}}
 
 
 def literal(*words: str) -> dict[str, Any]:
@@ -164,7 +166,7 @@ def rubric(d: Digest) -> list[Item]:
 def _adherence_items(d: Digest) -> list[Item]:
     word = d.topic.drug or ""
     status = {lang: say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
-              for lang in ("en", "zh")}
+              for lang in LANGUAGES}
     items = _med_items(d, 2)
     items.append(_item("adh_status", concept(f"adh_{d.adherence}"),
                        {"status": status["en"], "drug_word": word},
@@ -200,7 +202,7 @@ def _home_items(d: Digest) -> list[Item]:
 
 def _symptom_items(d: Digest) -> list[Item]:
     s, p = d.symptom, d.pain
-    onset = {lang: onset_phrase(s["onset"], lang) for lang in ("en", "zh")}
+    onset = {lang: onset_phrase(s["onset"], lang) for lang in LANGUAGES}
     items = [
         _item("sym_main", {"kind": "concept", "any": {"en": [s["term"]["en"]],
                                                       "zh": [s["term"]["zh"]]}},
@@ -228,8 +230,8 @@ def _trend_items(d: Digest) -> list[Item]:
         return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
 
     opposite = {"rising": "falling", "falling": "rising", "stable": "rising"}[d.trend]
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in ("en", "zh")}
-    ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in ("en", "zh")}
+    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
+    ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in LANGUAGES}
     items = [
         _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
@@ -276,7 +278,7 @@ def _response_items(d: Digest) -> list[Item]:
     def vals(f: LabFact, lang: str) -> dict[str, Any]:
         return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
 
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in ("en", "zh")}
+    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
     items = [
         _item("resp_drug", literal(word), {"drug_word": word}),
         _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-LANGS: tuple[str, ...] = ("en", "zh")
+from physassist.vocab import LANGUAGES
 
 
 class TemplateError(ValueError):
@@ -24,8 +24,8 @@ class TemplateError(ValueError):
 @cache
 def templates(lang: str) -> dict[str, Any]:
     """The parsed template file of one language."""
-    if lang not in LANGS:
-        raise TemplateError(f"unknown language {lang!r}; expected one of {LANGS}")
+    if lang not in LANGUAGES:
+        raise TemplateError(f"unknown language {lang!r}; expected one of {LANGUAGES}")
     text = resources.files(__package__).joinpath("templates").joinpath(f"{lang}.yaml").read_text("utf-8")
     data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C parser: ~20x faster
     if not isinstance(data, dict):
