@@ -112,6 +112,11 @@ def read_conversation(messages: list[ChatMessage], tool_choice: ToolChoice) -> C
 DATA_TOOLS = frozenset(EHR_READ_TOOLS + PATIENT_TOOLS + WRITE_TOOLS)
 
 
+def control_tools(tools: list[ToolInfo]) -> list[ToolInfo]:
+    """The offered tools that are not data tools: the terminal strategy's control tool."""
+    return [t for t in tools if from_api_name(t.name) not in DATA_TOOLS]
+
+
 def offered(tools: list[ToolInfo]) -> set[str]:
     return {t.name for t in tools}
 
@@ -149,7 +154,7 @@ def finish(
     """Answer the turn the way the offered control tool asks for, read from its schema as a
     model would: a tool with an ``answer`` parameter takes the answer, any other control tool
     is called beside the answer text; without one the answer is plain text."""
-    control = [t for t in tools if from_api_name(t.name) not in DATA_TOOLS]
+    control = control_tools(tools)
     if conv.nudged or not control:
         return reply(model, answer, [], messages)
     tool = control[0]

@@ -24,11 +24,10 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from physassist.ehr.tools import to_api_name
 
-from ._common import Conversation, finish, offered, read_conversation, reply
+from ._common import Conversation, control_tools, finish, offered, read_conversation, reply
 from .baseline import candidate_calls, summarise
 
 MAX_CALLS = 6
-CONTROL = ("prepare_to_answer", "submit")
 
 
 def context_calls(conv: Conversation, names: set[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -73,7 +72,7 @@ class ExplorerAgent:
             return reply(self.model_name, "Ready.", [], input)
         names = offered(tools)
         made = calls_made(conv)
-        wants_more = any(c in names for c in CONTROL) or made == 0
+        wants_more = bool(control_tools(tools)) or made == 0
         if not conv.nudged and wants_more:
             calls = planned_calls(conv, names)
             if made < len(calls):

@@ -31,7 +31,8 @@ from datetime import datetime
 from typing import Any
 
 from physassist.data.models import Session
-from physassist.results import CONTROL_TOOLS, SCORER_NAME, TURNS_KEY, turn_rows
+from physassist.results import SCORER_NAME, TURNS_KEY, turn_rows
+from physassist.vocab import PREPARE_TO_ANSWER
 
 ITEM_NAME = re.compile(r"^T(\d+)\.(\d+)$")  # the assessment name of rubric item k of turn n
 RULES_SOURCE_ID = "physassist rules judge"
@@ -162,7 +163,7 @@ def _write_trace(
                 parent_span=span,
                 inputs=call.get("arguments"),
                 attributes={"fhir": _cap(json.dumps(call.get("raw"), ensure_ascii=False, default=str), raw_chars)}
-                if name not in CONTROL_TOOLS
+                if name != PREPARE_TO_ANSWER  # the loop records no other control call
                 else None,
                 start_time_ns=clock,
             )
