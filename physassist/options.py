@@ -108,7 +108,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("menu.mode", "menu", "on", "tools offered each turn: all, none, the scenario's, the gold turn's", Menu, mlflow="menu"),
     Option("observations.mode", "observations", "keep", "tool results kept, replaced by a placeholder, or earlier turns' traffic dropped", Observations, mlflow="observations"),
     Option("terminal.mode", "terminal", "prepare_to_answer", "how a turn ends (solvers/terminal: one module per strategy)", Terminal, mlflow="terminal"),
-    Option("terminal.budget", "tool_budget", 16, "tool calls allowed per turn (paper: 16)", rule=_positive_int, expects="an integer >= 1"),
+    Option("terminal.budget", "tool_budget", 16, "tool calls allowed per turn (paper: 16)", rule=_positive_int, expects="a positive integer"),
     Option("terminal.nudge", "nudge", True, "ask once for a plain-text answer when a turn ends without one", (True, False)),
     Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, mlflow="patient"),
     Option("patient.literacy", "literacy", "high", "replayed patient's health-literacy variant", Literacy),

@@ -71,9 +71,9 @@ def test_the_task_signature_is_the_table() -> None:
 
 
 def test_one_check_one_message_for_config_and_task() -> None:
-    with pytest.raises(ConfigError, match=r"^terminal.budget=0 is not valid; expected: an integer >= 1$"):
+    with pytest.raises(ConfigError, match=r"^terminal.budget=0 is not valid; expected: a positive integer$"):
         check_config(resolve(compose(["terminal.budget=0"])))
-    with pytest.raises(OptionError, match=r"^tool_budget=0 is not valid; expected: an integer >= 1$"):
+    with pytest.raises(OptionError, match=r"^tool_budget=0 is not valid; expected: a positive integer$"):
         check("tool_budget", 0)
     with pytest.raises(ConfigError, match=r"^taus: 0 is not valid; expected: thresholds in \(0, 1\]$"):
         task_args(resolve(compose(["taus=[0,0.6]"])))
