@@ -147,3 +147,35 @@ def test_dead_endpoint_gives_unscored_turns_a_failed_run_and_exit_4(tmp_path):
     assert run[f"tags.{FAULT_TAG}"].startswith("4 of 4 turns")
     assert Path(run["tags.physassist.inspect_log"]).is_file()
 
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
+    """Sweep jobs run in other processes: their faults still reach the sweep's exit code."""
+    uri = store_uri(tmp_path)
+    proc = cli(
+        [
+            "physassist-eval",
+            "-m",
+            "query=implicit,explicit",
+            "model=openai_compatible",
+            f"model.base_url=http://127.0.0.1:{_free_port()}/v1",
+            "+model.args.max_retries=0",
+            "inspect.limit=1",
+            "inspect.max_retries=0",
+            "inspect.timeout=20",
+            "inspect.display=none",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            f"tracking.uri={uri}",
+            f"hydra.sweep.dir={tmp_path / 'multirun'}",
+        ],
+        cwd=tmp_path,
+        env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+    )
+    assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
+    [line] = [ln for ln in proc.stderr.splitlines() if "system faults in" in ln]
+    assert "system faults in 2 job(s) of the sweep" in line and "APIConnectionError" in line
+    runs = search_runs(uri)
+    children = runs[runs["tags.mlflow.parentRunId"].notna()]
+    assert len(children) == 2 and set(children["status"]) == {"FAILED"}
+    assert set(runs[runs["tags.mlflow.parentRunId"].isna()]["status"]) == {"FAILED"}  # the parent

@@ -63,21 +63,28 @@ def truncate(path: Path) -> None:
 
 
 def unreadable_tables(path: Path) -> list[str]:
-    """Tables DuckDB cannot read in full (raw access, no check of ours)."""
-    bad = []
+    """Tables DuckDB cannot read in full (raw access, no check of ours). Reads a copy: a store
+    this process still holds open under other settings (the eval's reader) cannot be opened
+    again by path, which would look like damage."""
+    probe = path.with_name(f"probe-{path.name}")
+    shutil.copyfile(path, probe)
     try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
-        return ["<file>"]
-    try:
-        for table in TABLES:
-            try:
-                con.execute(f'SELECT * FROM "{table}"').fetchall()
-            except duckdb.Error:
-                bad.append(table)
+        try:
+            con = duckdb.connect(str(probe), read_only=True)
+        except duckdb.Error:
+            return ["<file>"]
+        bad = []
+        try:
+            for table in TABLES:
+                try:
+                    con.execute(f'SELECT * FROM "{table}"').fetchall()
+                except duckdb.Error:
+                    bad.append(table)
+        finally:
+            con.close()
+        return bad
     finally:
-        con.close()
-    return bad
+        probe.unlink()
 
 
 def answers(store: EHRStore) -> list[dict]:

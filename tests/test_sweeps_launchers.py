@@ -95,10 +95,13 @@ def test_ray_local_sweep_logs_each_job_once(tmp_path: Path) -> None:
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     cmd = _args(tmp_path, "hydra/launcher=ray", "+hydra.launcher.init.num_cpus=2", *GRID)
-    first = cli(cmd, cwd=tmp_path, timeout=900)
+    # Ray folds repeated log lines of its workers into one ("[repeated 3x]"): keep every line,
+    # so the re-run's four "already finished" lines can be counted.
+    env = {"RAY_DEDUP_LOGS": "0"}
+    first = cli(cmd, cwd=tmp_path, timeout=900, env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     children = _check_sweep(tmp_path)
-    again = cli(cmd, cwd=tmp_path, timeout=900)  # the same sweep again: all four found finished
+    again = cli(cmd, cwd=tmp_path, timeout=900, env=env)  # the same sweep again: all four found finished
     assert again.returncode == 0, again.stderr[-3000:]
     assert (again.stdout + again.stderr).count("already finished") == 4
     assert sorted(r.info.run_id for r in _runs(tmp_path, "job")) == sorted(c.info.run_id for c in children)

@@ -258,8 +258,12 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
 
             raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: evaluation failed; see the Inspect log {outcome.log_path}")
         fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
-    if outcome.faults and job.sweep_dir is None:  # the run is marked FAILED in MLflow
-        raise SystemExit(EXIT_FAULTS)
+    if outcome.faults:  # the run is marked FAILED in MLflow
+        if job.sweep_dir is None:
+            raise SystemExit(EXIT_FAULTS)
+        from physassist.cli.sweep import record_faults
+
+        record_faults(job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.faults}")
     if outcome.tracking_error:
         if job.sweep_dir is None:
             raise SystemExit(3)

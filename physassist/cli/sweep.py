@@ -25,10 +25,12 @@ from physassist.cli.config import ConfigError, check_config, resolve
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
 from physassist.cli.printing import fail
+from physassist.faults import EXIT_FAULTS
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.params import experiment_params, flatten_config
 
 TRACKING_ERRORS_FILE = "physassist_tracking_errors.txt"
+FAULTS_FILE = "physassist_faults.txt"  # jobs whose turns system faults left unscored
 
 
 @dataclass
@@ -74,8 +76,22 @@ def check_jobs(jobs: list[list[str]]) -> None:
 
 def record_tracking_error(sweep_dir: Path, message: str) -> None:
     """A job could not log to MLflow: noted in the sweep directory for the sweep's exit code."""
-    with open(sweep_dir / TRACKING_ERRORS_FILE, "a") as handle:
+    _note(sweep_dir / TRACKING_ERRORS_FILE, message)
+
+
+def record_faults(sweep_dir: Path, message: str) -> None:
+    """System faults left turns of a job unscored: noted for the sweep's exit code, as a
+    single run exits EXIT_FAULTS (the jobs run in other processes, so a file carries it)."""
+    _note(sweep_dir / FAULTS_FILE, message)
+
+
+def _note(path: Path, message: str) -> None:
+    with open(path, "a") as handle:
         handle.write(message.replace("\n", " ") + "\n")
+
+
+def _noted(path: Path) -> list[str]:
+    return path.read_text().strip().splitlines() if path.is_file() else []
 
 
 class SweepCallback(Callback):
@@ -98,7 +114,8 @@ class SweepCallback(Callback):
         arguments += [f"{k}={v}" for k, v in params.items()]
         sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        (sweep_dir / TRACKING_ERRORS_FILE).unlink(missing_ok=True)
+        for name in (TRACKING_ERRORS_FILE, FAULTS_FILE):
+            (sweep_dir / name).unlink(missing_ok=True)
         parent = None
         tracking = base.get("tracking") or {}
         if tracking.get("enabled"):
@@ -128,10 +145,12 @@ class SweepCallback(Callback):
         if opened is not None and opened.parent_run_id and tracking.get("enabled"):
             close(opened, None)
         errors = sweep_dir / TRACKING_ERRORS_FILE
-        if errors.is_file() and errors.read_text().strip():
-            lines = errors.read_text().strip().splitlines()
+        if lines := _noted(errors):
             print(f"tracking failed for {len(lines)} part(s) of the sweep ({errors}): {lines[0]}", file=sys.stderr)
             raise SystemExit(3)
+        if lines := _noted(sweep_dir / FAULTS_FILE):
+            print(f"physassist-eval: system faults in {len(lines)} job(s) of the sweep: {lines[0]}", file=sys.stderr)
+            raise SystemExit(EXIT_FAULTS)
 
 
 def close(opened: _Open, status: str | None) -> None:
