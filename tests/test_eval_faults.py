@@ -120,23 +120,7 @@ def _free_port() -> int:
 def test_dead_endpoint_gives_unscored_turns_a_failed_run_and_exit_4(tmp_path):
     """The whole command against an address where no server listens."""
     uri = store_uri(tmp_path)
-    proc = cli(
-        [
-            "physassist-eval",
-            "model=openai_compatible",
-            f"model.base_url=http://127.0.0.1:{_free_port()}/v1",
-            "+model.args.max_retries=0",  # the OpenAI SDK's own retries
-            "inspect.limit=1",
-            "inspect.max_retries=0",
-            "inspect.timeout=20",
-            "inspect.display=none",
-            f"inspect.log_dir={tmp_path / 'logs'}",
-            f"tracking.uri={uri}",
-            f"hydra.run.dir={tmp_path / 'out'}",
-        ],
-        cwd=tmp_path,
-        env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
-    )
+    proc = _against_a_dead_endpoint(tmp_path, uri, f"hydra.run.dir={tmp_path / 'out'}")
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     assert "error_turns        4" in proc.stdout
     [line] = [ln for ln in proc.stderr.splitlines() if "system fault" in ln]
@@ -153,24 +137,8 @@ def test_dead_endpoint_gives_unscored_turns_a_failed_run_and_exit_4(tmp_path):
 def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
     """Sweep jobs run in other processes: their faults still reach the sweep's exit code."""
     uri = store_uri(tmp_path)
-    proc = cli(
-        [
-            "physassist-eval",
-            "-m",
-            "query=implicit,explicit",
-            "model=openai_compatible",
-            f"model.base_url=http://127.0.0.1:{_free_port()}/v1",
-            "+model.args.max_retries=0",
-            "inspect.limit=1",
-            "inspect.max_retries=0",
-            "inspect.timeout=20",
-            "inspect.display=none",
-            f"inspect.log_dir={tmp_path / 'logs'}",
-            f"tracking.uri={uri}",
-            f"hydra.sweep.dir={tmp_path / 'multirun'}",
-        ],
-        cwd=tmp_path,
-        env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+    proc = _against_a_dead_endpoint(
+        tmp_path, uri, "-m", "query=implicit,explicit", f"hydra.sweep.dir={tmp_path / 'multirun'}"
     )
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     [line] = [ln for ln in proc.stderr.splitlines() if "system faults in" in ln]
@@ -179,3 +147,24 @@ def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
     children = runs[runs["tags.mlflow.parentRunId"].notna()]
     assert len(children) == 2 and set(children["status"]) == {"FAILED"}
     assert set(runs[runs["tags.mlflow.parentRunId"].isna()]["status"]) == {"FAILED"}  # the parent
+
+
+def _against_a_dead_endpoint(tmp_path: Path, uri: str, *extra: str):
+    """``physassist-eval`` with the assistant on an address where no server listens."""
+    return cli(
+        [
+            "physassist-eval",
+            *extra,
+            "model=openai_compatible",
+            f"model.base_url=http://127.0.0.1:{_free_port()}/v1",
+            "+model.args.max_retries=0",  # the OpenAI SDK's own retries
+            "inspect.limit=1",
+            "inspect.max_retries=0",
+            "inspect.timeout=20",
+            "inspect.display=none",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            f"tracking.uri={uri}",
+        ],
+        cwd=tmp_path,
+        env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+    )
