@@ -62,6 +62,14 @@ def truncate(path: Path) -> None:
     os.truncate(path, path.stat().st_size // 2)
 
 
+def read_patient(cache: Path) -> int:
+    """``physassist-ehr call`` of Patient.read on the sample, through ``cache``: its exit code."""
+    return ehr_main(
+        ["call", "sample", "--cache-dir", str(cache), "--subject", str(SUBJECT),
+         "Patient.read", f'{{"subject_id": {SUBJECT}}}']
+    )
+
+
 def unreadable_tables(path: Path) -> list[str]:
     """Tables DuckDB cannot read in full (raw access, no check of ours). Reads a copy: a store
     this process still holds open under other settings (the eval's reader) cannot be opened
@@ -248,21 +256,7 @@ def test_damaged_store_in_a_read_only_cache_is_refused_not_used(
     overwrite_blocks(cache / built.name)
     with unwritable(cache):
         _probe_unwritable(cache)
-        assert (
-            ehr_main(
-                [
-                    "call",
-                    "sample",
-                    "--cache-dir",
-                    str(cache),
-                    "--subject",
-                    str(SUBJECT),
-                    "Patient.read",
-                    f'{{"subject_id": {SUBJECT}}}',
-                ]
-            )
-            == 2
-        )
+        assert read_patient(cache) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and str(cache) in captured.err
@@ -273,18 +267,7 @@ def test_intact_store_in_a_read_only_cache_is_used(
 ) -> None:
     manifest.damage(cache / built.name)  # verified while writable: the stamp is recorded
     with unwritable(cache):
-        code = ehr_main(
-            [
-                "call",
-                "sample",
-                "--cache-dir",
-                str(cache),
-                "--subject",
-                str(SUBJECT),
-                "Patient.read",
-                f'{{"subject_id": {SUBJECT}}}',
-            ]
-        )
+        code = read_patient(cache)
     assert code == 0
     assert f"Patient {SUBJECT}" in capsys.readouterr().out
 
