@@ -85,6 +85,17 @@ def test_comparisons_on_shared_sessions():
     assert missing["note"].iloc[0] == "no per-turn table logged for exp"
 
 
+def test_identical_runs_give_no_sessions_needed_figure():
+    """Zero spread in the paired differences estimates no variance: the column is empty, not 2."""
+    turns = synthetic_turns(12, seed=1)
+    runs = pd.DataFrame([run("a", "s1"), run("b", "s1", query="explicit")])
+    frame = comparisons(run_pairs(runs), {"a": turns, "b": turns}.get, [0.6])
+    assert len(frame) == 2 and (frame["diff"] == 0).all()
+    assert frame["sessions_for_5pt"].isna().all()
+    spread = comparisons(run_pairs(runs), {"a": turns, "b": synthetic_turns(12, seed=2)}.get, [0.6])
+    assert (spread.loc[spread["metric"] == "mrs", "sessions_for_5pt"] >= 2).all()
+
+
 def test_a_rescoring_pairs_with_its_source_on_judge():
     runs = pd.DataFrame([run("src", "s1"), {**run("llm", None, judge="llm", **{"judge.model": "m"}), "tags.physassist.rescore_of": "src"}])
     [pair] = run_pairs(runs)

@@ -165,7 +165,8 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
             continue
         for metric in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)]:
             result = paired(va[metric], vb[metric], metric)
-            needed = sessions_needed(result.sd_diff, DETECT_POINTS) if result.sd_diff == result.sd_diff else None
+            # no spread in the differences (e.g. identical runs) estimates no variance: no figure
+            needed = sessions_needed(result.sd_diff, DETECT_POINTS) if result.sd_diff > 0 else None
             rows.append(
                 {
                     **head,
