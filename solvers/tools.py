@@ -21,6 +21,7 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool,
 from inspect_ai.tool import ToolCall, ToolDef, ToolParams
 
 from physassist.ehr.tools import from_api_name, to_api_name
+from physassist.ehr.tools.fhir import operation_outcome
 
 from .menu import schema_name
 from .observations import seen_text
@@ -28,14 +29,6 @@ from .terminal import CONTROL_TOOLS, ControlTool
 
 Executor = Callable[[str, dict[str, Any]], dict[str, Any]]
 Renderer = Callable[[dict[str, Any]], str]
-
-def operation_outcome(diagnostics: str, code: str = "invalid") -> dict[str, Any]:
-    """A FHIR ``OperationOutcome`` with one error issue."""
-    return {
-        "resourceType": "OperationOutcome",
-        "issue": [{"severity": "error", "code": code, "diagnostics": diagnostics}],
-    }
-
 
 class SharedToolParams(ToolParams):
     """Tool parameters that are read, never mutated, after construction.
@@ -150,9 +143,7 @@ class SessionToolbox:
         """Answer a call Inspect refused (unknown tool, bad JSON, schema violation)."""
         dotted = from_api_name(call.function)
         if call.parse_error:
-            raw = operation_outcome(
-                f"Could not parse the arguments of {dotted}: {call.parse_error}"
-            )
+            raw = operation_outcome(f"Could not parse the arguments of {dotted}: {call.parse_error}", code="invalid")
             return self._record(dotted, {}, raw)
         return await self.call(dotted, dict(call.arguments or {}))
 

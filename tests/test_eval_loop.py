@@ -123,7 +123,7 @@ def test_no_nudge_leaves_empty_answer(run, session) -> None:
 
 def test_malformed_and_unknown_calls_get_operation_outcome(run, session) -> None:
     malformed = ToolCall(id="bad1", function="Observation__search", arguments={},
-                         parse_error="Expecting ',' delimiter: line 1 column 20")
+                         parse_error="Expecting ',' delimiter: line 1 column 20 " + "x" * 1_000_000)
     unknown = ToolCall(id="bad2", function="Procedure__search", arguments={"subject_id": 1})
     wrong_type = ToolCall(id="bad3", function="Observation__search",
                           arguments={"subject_id": session["subject_id"], "_count": "lots"})
@@ -136,6 +136,8 @@ def test_malformed_and_unknown_calls_get_operation_outcome(run, session) -> None
     assert t0["answer"] == "Recovered." and t0["end"] == "answered"
     assert [c["raw"]["resourceType"] for c in t0["calls"]] == ["OperationOutcome"] * 3
     assert t0["calls"][1]["name"] == "Procedure__search"  # unknown: kept as the model spelled it
+    parse = t0["calls"][0]["raw"]["issue"][0]["diagnostics"]  # a 1 MB parse error is not echoed whole
+    assert parse.startswith("Could not parse the arguments of Observation.search") and len(parse) < 2_100
     results = [m for m in script.requests[1][0] if isinstance(m, ChatMessageTool)]
     assert len(results) == 3 and all(m.error is None for m in results)
     assert all(m.text for m in results)
