@@ -38,18 +38,11 @@ LANGUAGES: tuple[str, ...] = ("en", "zh")
 LITERACY_LEVELS: tuple[str, ...] = ("low", "medium", "high")
 N_TURNS = 4
 
-# -- tools (the 18 of DESIGN.md §2, FHIR-style dotted names) ------------------------------------
-EHR_READ_TOOLS: tuple[str, ...] = (
-    "Patient.read",
-    "Encounter.search",
-    "Condition.search",
-    "Observation.search",
-    "MedicationRequest.search",
-    "MedicationAdministration.search",
-    "DiagnosticReport.search",
-    "DocumentReference.search",
-    "CarePlan.search",
-)
+# -- tools (DESIGN.md §2, FHIR-style dotted names) ------------------------------------------------
+# The groups whose members the released format fixes and the session model, the scorers and the
+# patient simulator classify calls by. The EHR read tools are not listed here: each is a schema
+# entry of physassist.ehr.tools (group "read") with its functions, so adding one touches no
+# vocabulary (physassist.ehr.tools.EHR_READ_TOOLS is derived from those entries).
 WRITE_TOOLS: tuple[str, ...] = (
     "MedicationRequest.create",
     "ServiceRequest.create",

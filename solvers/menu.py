@@ -2,8 +2,9 @@
 
 * ``on``: every tool of the session's own ``tools`` list (the paper's setting).
 * ``off``: no tools at all; the model answers from the conversation alone.
-* ``scenario``: the session's tools restricted to the scenario's families (below), so the
-  menu is smaller but does not reveal the turn's gold tools.
+* ``scenario``: the session's tools restricted to the scenario's families (each tool's schema
+  entry names its scenarios: ``physassist.ehr.tools.schemas``), so the menu is smaller but does
+  not reveal the turn's gold tools.
 * ``gold``: only the tools the gold trajectory of this turn calls (an upper bound on tool
   selection).
 
@@ -16,40 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from physassist.ehr.tools.schemas import SCHEMAS
+from physassist.vocab import SCENARIOS
+
 from .terminal import CONTROL_TOOLS
 
-_READ_CORE = ("Patient.read", "Encounter.search", "Condition.search", "Observation.search")
 
-SCENARIO_TOOLS: dict[str, frozenset[str]] = {
-    "diagnostic_workup": frozenset(
-        _READ_CORE
-        + ("DiagnosticReport.search", "DocumentReference.search")
-        + ("patient.get_symptom_history", "patient.get_pain_assessment")
-        + ("ServiceRequest.create", "Flag.create")
-    ),
-    "med_safety": frozenset(
-        _READ_CORE
-        + ("MedicationRequest.search", "MedicationAdministration.search")
-        + ("patient.get_medication_adherence", "patient.get_symptom_history")
-        + ("MedicationRequest.create", "Flag.create")
-    ),
-    "treatment_response": frozenset(
-        _READ_CORE
-        + ("MedicationRequest.search", "MedicationAdministration.search", "DiagnosticReport.search")
-        + ("patient.get_symptom_history", "patient.get_pain_assessment")
-        + ("MedicationRequest.create", "ServiceRequest.create")
-    ),
-    "discharge_planning": frozenset(
-        _READ_CORE
-        + ("MedicationRequest.search", "DocumentReference.search", "CarePlan.search")
-        + (
-            "patient.get_medication_adherence",
-            "patient.get_social_history",
-            "patient.get_functional_status",
-        )
-        + ("MedicationRequest.create", "ServiceRequest.create", "Flag.create")
-    ),
-}
+def scenario_tools(scenario: str) -> frozenset[str]:
+    """The tools of a scenario's families (from the tools' schema entries)."""
+    return frozenset(n for n, s in SCHEMAS.items() if scenario in s.scenarios)
 
 
 def schema_name(schema: dict[str, Any]) -> str:
@@ -76,12 +52,12 @@ def menu_schemas(
     if menu == "off":
         return []
     if menu == "scenario":
-        allowed = SCENARIO_TOOLS.get(scenario or "")
-        if allowed is None:
+        if scenario not in SCENARIOS:
             raise ValueError(
                 f"menu='scenario' needs a known clinical_scenario, got {scenario!r}; "
-                f"valid: {', '.join(SCENARIO_TOOLS)}"
+                f"valid: {', '.join(SCENARIOS)}"
             )
+        allowed = scenario_tools(scenario)
         return [s for s in data_tools if schema_name(s) in allowed]
     wanted = set(gold_names)
     return [s for s in data_tools if schema_name(s) in wanted]

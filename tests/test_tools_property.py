@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from physassist.ehr.tools import TOOL_NAMES, call_tool, render, to_api_name
 from physassist.ehr.tools.args import ALIASES
-from physassist.ehr.tools.schemas import PARAMS
+from physassist.ehr.tools.schemas import SCHEMAS
 
 tiny_store = fx.tiny_store
 
 KEYS = sorted(
-    {k for p in PARAMS.values() for k in p}
+    {k for s in SCHEMAS.values() for k in s.params}
     | {a for m in ALIASES.values() for a in m}
     | {"_sort", "drug"}
 )

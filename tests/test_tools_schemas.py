@@ -6,7 +6,15 @@ import re
 
 import pytest
 
-from physassist.ehr.tools import TOOL_NAMES, from_api_name, to_api_name, tool_schemas
+from physassist.ehr.tools import (
+    EHR_READ_TOOLS,
+    TOOL_NAMES,
+    from_api_name,
+    to_api_name,
+    tool_group,
+    tool_schemas,
+)
+from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
 # the reference's exact parameter names, types and required sets
 EXPECTED = {
@@ -166,8 +174,16 @@ def test_api_name_examples_and_pass_through() -> None:
 
 
 def test_both_semantics_implement_every_read_tool_and_nothing_else() -> None:
-    from physassist.ehr.tools import compat, strict
-    from physassist.vocab import EHR_READ_TOOLS
+    from physassist.ehr.tools.registry import READERS, unimplemented
 
-    assert set(compat.READ_TOOLS) == set(EHR_READ_TOOLS)
-    assert set(strict.READ_TOOLS) == set(EHR_READ_TOOLS)
+    assert unimplemented() == []
+    assert set(READERS["compat"]) == set(EHR_READ_TOOLS) == set(READERS["strict"])
+    assert list(EHR_READ_TOOLS) == list(TOOL_NAMES)[:9]
+
+
+def test_groups_of_the_schema_entries_are_the_vocabulary_s() -> None:
+    """The groups the released format fixes (physassist.vocab) are those of the entries."""
+    assert [n for n in TOOL_NAMES if tool_group(n) == "write"] == list(WRITE_TOOLS)
+    assert [n for n in TOOL_NAMES if tool_group(n) == "patient"] == list(PATIENT_TOOLS)
+    assert [n for n in TOOL_NAMES if tool_group(n) == "control"] == [PREPARE_TO_ANSWER]
+    assert tool_group("Patient.everything") is None

@@ -28,8 +28,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from physassist.data import Session, load_sessions
-from physassist.ehr.tools import from_api_name
-from physassist.vocab import EHR_READ_TOOLS, PATIENT_TOOLS, WRITE_TOOLS
+from physassist.ehr.tools import from_api_name, tool_group
 
 _KEY_LINE = re.compile(r"^\s*session_id:\s*(\S+)\s*$", re.MULTILINE)
 _INT_LINE = r"^\s*{name}:\s*(\d+)\s*$"
@@ -109,12 +108,10 @@ def read_conversation(messages: list[ChatMessage], tool_choice: ToolChoice) -> C
     return Conversation(opening, questions, list(messages[last + 1 : end]), nudged)
 
 
-DATA_TOOLS = frozenset(EHR_READ_TOOLS + PATIENT_TOOLS + WRITE_TOOLS)
-
-
 def control_tools(tools: list[ToolInfo]) -> list[ToolInfo]:
-    """The offered tools that are not data tools: the terminal strategy's control tool."""
-    return [t for t in tools if from_api_name(t.name) not in DATA_TOOLS]
+    """The offered tools that are not data tools (read, patient, write): the terminal
+    strategy's control tool."""
+    return [t for t in tools if tool_group(from_api_name(t.name)) in (None, "control")]
 
 
 def offered(tools: list[ToolInfo]) -> set[str]:

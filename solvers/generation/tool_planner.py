@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from physassist.ehr.tools import tool_schemas
-from physassist.vocab import EHR_READ_TOOLS, PATIENT_TOOLS, WRITE_TOOLS
+from physassist.ehr.tools import EHR_READ_TOOLS, tool_schemas
+from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 
 from .llm import AgentOutputError, Caller
 from .planner import PlanTurn
@@ -20,8 +20,9 @@ class Action:
 
 def offered_tools(source: str) -> tuple[str, ...]:
     """The tools a turn may use, by its tool source."""
-    return {"write": WRITE_TOOLS, "ehr": EHR_READ_TOOLS, "patient": PATIENT_TOOLS,
-            "mixed": EHR_READ_TOOLS + PATIENT_TOOLS}[source]
+    reads = tuple(EHR_READ_TOOLS)
+    return {"write": WRITE_TOOLS, "ehr": reads, "patient": PATIENT_TOOLS,
+            "mixed": reads + PATIENT_TOOLS}[source]
 
 
 def parse_actions(obj: dict[str, Any]) -> list[Action]:

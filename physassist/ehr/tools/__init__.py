@@ -6,29 +6,42 @@ the model (unknown tool, bad or oversized arguments, another patient) becomes a 
 store unreadable, a bug of ours) raises ``physassist.faults.SystemFault``, which ends the turn
 unscored instead of reaching the model as an EHR answer.
 ``render`` turns a result into the text a model sees.
+
+Every tool is a schema entry (``schemas.SCHEMAS``: name, group, description, parameters); a
+read tool's functions register themselves (``registry.read_tool``) where they are defined;
+every module of the package is imported here, so a new module registers by being there.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
 from typing import Any
 
 from physassist.faults import SystemFault, describe
 from physassist.options import Semantics
-from physassist.vocab import PATIENT_TOOLS, PREPARE_TO_ANSWER, WRITE_TOOLS
 
-from . import compat, strict
 from .args import compat_arguments, parse_arguments, strict_arguments
 from .context import PatientResponder, ToolContext, WriteSandbox
 from .errors import ToolError
 from .fhir import capped, operation_outcome
-from .names import TOOL_NAMES, from_api_name, to_api_name
+from .names import EHR_READ_TOOLS, TOOL_NAMES, from_api_name, to_api_name
 from .records import open_chart
+from .registry import READERS, unimplemented
 from .render import render
-from .schemas import tool_schemas
+from .schemas import SCHEMAS, ToolGroup, tool_group, tool_schemas
 from .writes import compat_write, strict_write
 
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+if _missing := unimplemented():
+    raise ImportError(
+        f"read tools without exactly one function per semantics: {', '.join(_missing)}"
+    )
+
 __all__ = [
+    "EHR_READ_TOOLS",
     "TOOL_NAMES",
     "PatientResponder",
     "ToolContext",
@@ -38,6 +51,7 @@ __all__ = [
     "open_chart",
     "render",
     "to_api_name",
+    "tool_group",
     "tool_schemas",
 ]
 
@@ -55,7 +69,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
     """Run one tool call in the session ``ctx``. Raises only ``SystemFault`` (module docstring)."""
     tool = from_api_name(str(name))
     try:
-        if tool not in TOOL_NAMES:
+        schema = SCHEMAS.get(tool)
+        if schema is None:
             raise ToolError(
                 f"Unknown tool: {name}. Available tools: {', '.join(sorted(ctx.allowed or TOOL_NAMES))}.",
                 code="not-supported",
@@ -68,8 +83,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict
             )
         args = parse_arguments(tool, arguments)
         if ctx.semantics == "compat":
-            return _compat(ctx, tool, args)
-        return _strict(ctx, tool, args)
+            return _compat(ctx, tool, schema.group, args)
+        return _strict(ctx, tool, schema.group, args)
     except ToolError as err:
         return _outcome(err, ctx.semantics)
     except SystemFault:  # the system failed, not the model: the loop ends the turn unscored
@@ -101,25 +116,25 @@ def _prepare(args: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ready", "answer_type": args.get("answer_type") or "tool"}
 
 
-def _compat(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
-    if tool in WRITE_TOOLS:
+def _compat(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) -> dict[str, Any]:
+    if group == "write":
         return compat_write(ctx, tool, raw)
     args = compat_arguments(tool, raw, ctx.current_date)
-    if tool in PATIENT_TOOLS:
+    if group == "patient":
         return _patient(ctx, tool, args)
-    if tool == PREPARE_TO_ANSWER:
+    if group == "control":
         return _prepare(args)
-    return compat.READ_TOOLS[tool](ctx, args)
+    return READERS["compat"][tool](ctx, args)
 
 
-def _strict(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
-    if tool in PATIENT_TOOLS:
+def _strict(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) -> dict[str, Any]:
+    if group == "patient":
         # the interview is always with this session's patient: ids the model left out are filled
         raw = {"subject_id": ctx.subject_id, **raw, "session_id": ctx.session_id or "session"}
-    if tool == PREPARE_TO_ANSWER:  # ids a model adds out of habit are harmless here
+    if group == "control":  # ids a model adds out of habit are harmless here
         raw = {k: v for k, v in raw.items() if k not in ("subject_id", "session_id")}
     args = strict_arguments(tool, raw)
-    if tool == PREPARE_TO_ANSWER:
+    if group == "control":
         return _prepare(args)
     subject = args.get("subject_id")
     if subject != ctx.subject_id:
@@ -128,8 +143,8 @@ def _strict(ctx: ToolContext, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
             f"{subject} are not accessible.",
             code="forbidden",
         )
-    if tool in PATIENT_TOOLS:
+    if group == "patient":
         return _patient(ctx, tool, args)
-    if tool in WRITE_TOOLS:
+    if group == "write":
         return strict_write(ctx, tool, args)
-    return strict.READ_TOOLS[tool](ctx, args)
+    return READERS["strict"][tool](ctx, args)

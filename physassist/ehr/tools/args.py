@@ -3,7 +3,7 @@
 ``compat`` mirrors the reference: aliases renamed, unknown keys silently dropped, blank strings
 and integer 0 treated as "not given", and no type coercion at all (type problems surface later,
 where the reference's pandas code would have failed). ``strict`` validates every argument
-against :data:`~physassist.ehr.tools.schemas.PARAMS` and says exactly what to fix.
+against the tool's schema entry (:data:`~physassist.ehr.tools.schemas.SCHEMAS`) and says exactly what to fix.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 import math
 from typing import Any
 
-from physassist.vocab import EHR_READ_TOOLS, PREPARE_TO_ANSWER
+from physassist.vocab import PREPARE_TO_ANSWER
 
 from .errors import ToolError, bad_arguments
-from .schemas import PARAMS, STRICT_MAX_COUNT
+from .schemas import SCHEMAS, STRICT_MAX_COUNT
 
 ALIASES: dict[str, dict[str, str]] = {
     "Observation.search": {
@@ -40,8 +40,8 @@ STRICT_EXTRA_ALIASES: dict[str, dict[str, str]] = {
 
 # placeholder coercion exemptions (reference: ids and counts keep their raw value)
 _PLACEHOLDER_EXEMPT = {"subject_id", "_count", "_sort", "abnormal_only", "answer_type"}
-# tools the reference's placeholder decorator wrapped: the FHIR searches except Patient.read
-_PLACEHOLDER_TOOLS = set(EHR_READ_TOOLS) - {"Patient.read"}
+# the reference's placeholder decorator wrapped its FHIR searches: every read tool but this one
+_UNWRAPPED_READ = "Patient.read"
 
 ENUM_SYNONYMS: dict[str, dict[str, str]] = {
     "category": {
@@ -99,7 +99,9 @@ def parse_arguments(tool: str, arguments: Any) -> dict[str, Any]:
                 tool, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
             ) from None
         except RecursionError:
-            raise bad_arguments(tool, f"arguments are nested deeper than {MAX_DEPTH} levels") from None
+            raise bad_arguments(
+                tool, f"arguments are nested deeper than {MAX_DEPTH} levels"
+            ) from None
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
             raise bad_arguments(tool, f"arguments are not usable JSON ({str(exc)[:200]})") from None
     if not isinstance(arguments, dict):
@@ -149,7 +151,9 @@ def _check_bounds(tool: str, arguments: dict[str, Any]) -> None:
                 raise bad_arguments(tool, f"'{name}' is nested deeper than {MAX_DEPTH} levels")
             children = value.items() if isinstance(value, dict) else enumerate(value)
             for child_key, child in children:
-                stack.append((str(child_key) if isinstance(value, dict) else name, child, depth + 1))
+                stack.append(
+                    (str(child_key) if isinstance(value, dict) else name, child, depth + 1)
+                )
                 if len(stack) + items > MAX_ITEMS:
                     raise bad_arguments(tool, f"more than {MAX_ITEMS} values in the arguments")
 
@@ -170,11 +174,11 @@ def compat_arguments(
     Observation date gate (``date_to = gate_date`` when the caller gave none), then blank/0 ->
     not given. Because the gate runs first, ``date_to=""`` escapes it (no upper bound at all)."""
     args = _rename(args, ALIASES.get(tool, {}))
-    known = PARAMS[tool]
-    args = {k: v for k, v in args.items() if k in known}
+    schema = SCHEMAS[tool]
+    args = {k: v for k, v in args.items() if k in schema.params}
     if tool == "Observation.search" and gate_date and "date_to" not in args:
         args["date_to"] = gate_date
-    if tool in _PLACEHOLDER_TOOLS:
+    if schema.group == "read" and tool != _UNWRAPPED_READ:
         for key, value in list(args.items()):
             if key in _PLACEHOLDER_EXEMPT:
                 continue
@@ -226,7 +230,7 @@ def strict_arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """
     aliases = {**ALIASES.get(tool, {}), **STRICT_EXTRA_ALIASES.get(tool, {})}
     args = _rename(args, aliases)
-    spec = PARAMS[tool]
+    spec = SCHEMAS[tool].params
     unknown = sorted(k for k in args if k not in spec)
     if unknown:
         raise ToolError(

@@ -12,19 +12,21 @@ reference's (unstable) pandas sorts are broken by file order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from . import fhir
 from .compat_common import empty, encounter, hadm_filter, outcome, present, subject_key, text_arg
 from .compat_frames import frame
-from .compat_medications import medication_administration_search, medication_request_search
-from .compat_notes import careplan_search, diagnostic_report_search, document_reference_search
-from .compat_observations import observation_search
 from .context import ToolContext
 from .records import by, joined, lookup, order
+from .registry import read_tool
+
+#: The admission details the reference put under ``_mimic``.
+_MIMIC = ("admission_type", "admission_location", "discharge_location", "insurance", "language",
+          "marital_status", "race", "hospital_expire_flag")  # fmt: skip
 
 
+@read_tool("compat", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = subject_key("Patient.read", args)
     found = () if sid is None else frame(ctx.store, "patients", sid)
@@ -43,6 +45,11 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@read_tool(
+    "compat",
+    "Encounter.search",
+    reads={"admissions": ("hadm_id", "admittime", "dischtime", *_MIMIC)},
+)
 def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "Encounter.search"
     sid = subject_key(tool, args)
@@ -64,23 +71,15 @@ def _encounter(r: dict[str, Any], sid: int) -> dict[str, Any]:
         "subject": fhir.patient_ref(sid),
         "period": present({"start": r["admittime"], "end": r["dischtime"]}, "start", "end"),
         "identifier": [{"system": "mimic-iv/hadm", "value": str(r["hadm_id"])}],
-        "_mimic": {
-            k: r[k]
-            for k in (
-                "admission_type",
-                "admission_location",
-                "discharge_location",
-                "insurance",
-                "language",
-                "marital_status",
-                "race",
-                "hospital_expire_flag",
-            )
-            if r[k] is not None
-        },
+        "_mimic": {k: r[k] for k in _MIMIC if r[k] is not None},
     }
 
 
+@read_tool(
+    "compat",
+    "Condition.search",
+    reads={"diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version")},
+)
 def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "Condition.search"
     sid = subject_key(tool, args)
@@ -122,16 +121,3 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return fhir.compat_bundle("Condition", out)
-
-
-READ_TOOLS: dict[str, Callable[[ToolContext, dict[str, Any]], dict[str, Any]]] = {
-    "Patient.read": patient_read,
-    "Encounter.search": encounter_search,
-    "Condition.search": condition_search,
-    "Observation.search": observation_search,
-    "MedicationRequest.search": medication_request_search,
-    "MedicationAdministration.search": medication_administration_search,
-    "DiagnosticReport.search": diagnostic_report_search,
-    "DocumentReference.search": document_reference_search,
-    "CarePlan.search": careplan_search,
-}

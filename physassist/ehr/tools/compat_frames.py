@@ -33,7 +33,8 @@ from physassist.ehr.sources import detect_source
 from physassist.ehr.store import EHRStore, _header
 from physassist.ehr.tables import ROW_COLUMN, TABLES
 
-from .records import COLUMNS, Row, text
+from .records import Row, text
+from .registry import COLUMNS
 
 #: pandas' default missing-value strings (``pandas._libs.parsers.STR_NA_VALUES``).
 NA_STRINGS = frozenset(

@@ -19,8 +19,15 @@ from .compat_common import (
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .records import Row, contains
+from .registry import read_tool
 
 
+@read_tool(
+    "compat",
+    "MedicationRequest.search",
+    reads={"prescriptions": ("hadm_id", "starttime", "stoptime", "drug_type", "drug", "dose_val_rx",
+                             "dose_unit_rx", "route")},
+)  # fmt: skip
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "MedicationRequest.search"
     sid = subject_key(tool, args)
@@ -75,6 +82,11 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     return fhir.compat_bundle("MedicationRequest", out)
 
 
+@read_tool(
+    "compat",
+    "MedicationAdministration.search",
+    reads={"emar": ("hadm_id", "charttime", "medication", "event_txt")},
+)
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "MedicationAdministration.search"
     sid = subject_key(tool, args)

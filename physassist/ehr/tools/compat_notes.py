@@ -20,6 +20,7 @@ from .compat_common import (
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .records import contains
+from .registry import read_tool
 
 MICRO_REPORT_WORDS = ("micro", "culture", "blood", "urine", "sputum", "csf", "wound")
 RADIOLOGY_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -42,6 +43,14 @@ def report_title(text: str) -> str:
     return "Radiology report"
 
 
+@read_tool(
+    "compat",
+    "DiagnosticReport.search",
+    reads={
+        "radiology": ("note_id", "hadm_id", "note_type", "charttime", "text"),
+        "microbiologyevents": ("hadm_id", "charttime", "spec_type_desc", "org_name", "ab_name", "interpretation"),
+    },
+)  # fmt: skip
 def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "DiagnosticReport.search"
     sid = subject_key(tool, args)
@@ -157,6 +166,14 @@ DOC_TYPES = (
 )
 
 
+@read_tool(
+    "compat",
+    "DocumentReference.search",
+    reads={
+        "discharge": ("note_id", "hadm_id", "charttime", "text"),
+        "radiology": ("note_id", "hadm_id", "charttime", "text"),
+    },
+)
 def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "DocumentReference.search"
     sid = subject_key(tool, args)
@@ -211,6 +228,9 @@ _FRAGMENT = {
 }
 
 
+@read_tool(
+    "compat", "CarePlan.search", reads={"discharge": ("note_id", "hadm_id", "charttime", "text")}
+)
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Sections pulled from the first 3 discharge notes; bodies stop at the first blank line,
     which is why the reference's bodies are often fragments. Always a Bundle."""

@@ -19,6 +19,7 @@ from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .errors import bad_arguments
 from .records import Row, contains, joined, lookup
+from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 
 VITAL_CATEGORIES = {"vital-signs", "vital_signs", "vitals"}
@@ -52,6 +53,16 @@ def _with_itemids(rows: list[Row], itemids: frozenset[Any] | None) -> list[Row]:
     return [r for r in rows if r["itemid"] is not None and r["itemid"] in itemids]
 
 
+@read_tool(
+    "compat",
+    "Observation.search",
+    reads={
+        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum", "valueuom",
+                      "ref_range_lower", "ref_range_upper", "flag"),
+        "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
+        "omr": ("chartdate", "result_name", "result_value"),
+    },
+)  # fmt: skip
 def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     tool = "Observation.search"
     sid = subject_key(tool, args)

@@ -12,7 +12,6 @@ if TYPE_CHECKING:  # the store module is built separately; tools only need `.cur
     from physassist.ehr.store import EHRStore
 
 
-
 @runtime_checkable
 class PatientResponder(Protocol):
     """Answers the ``patient.*`` interview tools for one session."""

@@ -18,81 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .context import ToolContext
+from .registry import COLUMNS
 
 Row = dict[str, Any]
 
-#: The columns the tools read from each per-subject table (``_row``, file order, is added).
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "patients": ("gender", "anchor_age", "dod"),
-    "admissions": (
-        "hadm_id",
-        "admittime",
-        "dischtime",
-        "admission_type",
-        "admission_location",
-        "discharge_location",
-        "insurance",
-        "language",
-        "marital_status",
-        "race",
-        "hospital_expire_flag",
-    ),
-    "diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version"),
-    "labevents": (
-        "labevent_id",
-        "hadm_id",
-        "itemid",
-        "charttime",
-        "value",
-        "valuenum",
-        "valueuom",
-        "ref_range_lower",
-        "ref_range_upper",
-        "flag",
-        "comments",
-    ),
-    "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
-    "icustays": ("hadm_id", "stay_id"),
-    "omr": ("chartdate", "seq_num", "result_name", "result_value"),
-    "prescriptions": (
-        "hadm_id",
-        "pharmacy_id",
-        "poe_id",
-        "poe_seq",
-        "starttime",
-        "stoptime",
-        "drug_type",
-        "drug",
-        "dose_val_rx",
-        "dose_unit_rx",
-        "route",
-    ),
-    "pharmacy": ("pharmacy_id", "status", "frequency"),
-    "emar": ("emar_id", "hadm_id", "charttime", "medication", "event_txt"),
-    "emar_detail": ("emar_id", "parent_field_ordinal", "dose_given", "dose_given_unit", "route"),
-    "microbiologyevents": (
-        "hadm_id",
-        "micro_specimen_id",
-        "chartdate",
-        "charttime",
-        "spec_type_desc",
-        "test_seq",
-        "test_itemid",
-        "test_name",
-        "org_name",
-        "isolate_num",
-        "ab_name",
-        "dilution_text",
-        "interpretation",
-        "comments",
-    ),
-    "discharge": ("note_id", "hadm_id", "note_type", "charttime", "text"),
-    "radiology": ("note_id", "hadm_id", "note_type", "charttime", "text"),
-}
-
 
 def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
-    """Every row of ``sid`` in ``table`` in source-file order (read-only, shared)."""
+    """Every row of ``sid`` in ``table`` in source-file order (read-only, shared), with the
+    columns the registered tools read from it (``registry.COLUMNS``)."""
     return ctx.store.subject_rows(table, sid, COLUMNS[table])
 
 

@@ -27,18 +27,16 @@ Derivations (documented because MIMIC-IV has no such fields):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from . import fhir
 from .context import ToolContext
 from .records import by, joined, keep, lookup, order, subject_rows, text
+from .registry import read_tool
 from .strict_common import Window, admission_miss, bundle
-from .strict_medications import medication_administration_search, medication_request_search
-from .strict_notes import careplan_search, diagnostic_report_search, document_reference_search
-from .strict_observations import observation_search
 
 
+@read_tool("strict", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = args["subject_id"]
     found = subject_rows(ctx, "patients", sid)
@@ -64,6 +62,11 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return fhir.clean(out)
 
 
+_ENCOUNTER_COLUMNS = ("hadm_id", "admittime", "dischtime", "admission_type", "admission_location",
+                      "discharge_location", "hospital_expire_flag")  # fmt: skip
+
+
+@read_tool("strict", "Encounter.search", reads={"admissions": _ENCOUNTER_COLUMNS})
 def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "Encounter.search")
@@ -112,6 +115,14 @@ def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 _ICD_LIKE = re.compile(r"^[A-Za-z]?\d[0-9A-Za-z.]*$|^[A-Za-z]\d*$")
 
 
+@read_tool(
+    "strict",
+    "Condition.search",
+    reads={
+        "admissions": ("hadm_id", "admittime", "dischtime"),
+        "diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version"),
+    },
+)
 def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     code, status = args.get("code"), args.get("clinical_status")
@@ -179,16 +190,3 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     elif not out and code is not None:
         hint = f"No diagnosis code starting with '{code}' (dots ignored) or title containing it for this patient."
     return bundle(out, hint=hint)
-
-
-READ_TOOLS: dict[str, Callable[[ToolContext, dict[str, Any]], dict[str, Any]]] = {
-    "Patient.read": patient_read,
-    "Encounter.search": encounter_search,
-    "Condition.search": condition_search,
-    "Observation.search": observation_search,
-    "MedicationRequest.search": medication_request_search,
-    "MedicationAdministration.search": medication_administration_search,
-    "DiagnosticReport.search": diagnostic_report_search,
-    "DocumentReference.search": document_reference_search,
-    "CarePlan.search": careplan_search,
-}

@@ -12,6 +12,9 @@ from .errors import ToolError
 from .labels import LabelMatch
 from .records import by, order, stamp, subject_rows
 
+#: What ``admission_miss`` reads: every tool that calls it declares it among its reads.
+ADMISSIONS_CHECKED: dict[str, tuple[str, ...]] = {"admissions": ("hadm_id", "admittime")}
+
 
 class Window:
     """The time filter of one call: ``[date_from, min(date_to end-of-day, cutoff)]``."""

@@ -8,7 +8,8 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .records import by, contains, first_non_null, keep, order, stamp, subject_rows, text
-from .strict_common import Window, admission_miss, bundle, quantity
+from .registry import read_tool
+from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, quantity
 
 MAR_LIMIT = 100
 
@@ -24,6 +25,16 @@ def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
     return "completed"
 
 
+@read_tool(
+    "strict",
+    "MedicationRequest.search",
+    reads={
+        **ADMISSIONS_CHECKED,
+        "prescriptions": ("hadm_id", "pharmacy_id", "poe_id", "poe_seq", "starttime", "stoptime", "drug",
+                          "dose_val_rx", "dose_unit_rx", "route"),
+        "pharmacy": ("pharmacy_id", "status", "frequency"),
+    },
+)  # fmt: skip
 def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "MedicationRequest.search")
@@ -157,6 +168,21 @@ def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
     return out
 
 
+@read_tool(
+    "strict",
+    "MedicationAdministration.search",
+    reads={
+        **ADMISSIONS_CHECKED,
+        "emar": ("emar_id", "hadm_id", "charttime", "medication", "event_txt"),
+        "emar_detail": (
+            "emar_id",
+            "parent_field_ordinal",
+            "dose_given",
+            "dose_given_unit",
+            "route",
+        ),
+    },
+)
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "MedicationAdministration.search")

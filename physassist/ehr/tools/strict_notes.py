@@ -9,9 +9,12 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .records import by, contains, keep, order, subject_rows, text
-from .strict_common import Window, admission_miss, bundle
-from .strict_observations import micro_rows, normalize_micro
+from .registry import read_tool
+from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle
+from .strict_observations import MICRO_COLUMNS, micro_rows, normalize_micro
 
+#: The columns of a note (``discharge``, ``radiology``) the note tools read.
+NOTE_COLUMNS = ("note_id", "hadm_id", "note_type", "charttime", "text")
 REPORT_LIMIT = 10
 NOTES_PER_TYPE = 5
 
@@ -60,6 +63,11 @@ def _impression(text: str) -> str | None:
     return " ".join(m.group(1).split())[:1000] if m else None
 
 
+@read_tool(
+    "strict",
+    "DiagnosticReport.search",
+    reads={**ADMISSIONS_CHECKED, "radiology": NOTE_COLUMNS, "microbiologyevents": MICRO_COLUMNS},
+)
 def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "DiagnosticReport.search")
@@ -187,6 +195,11 @@ _DOC_TYPES = (
 )
 
 
+@read_tool(
+    "strict",
+    "DocumentReference.search",
+    reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS, "radiology": NOTE_COLUMNS},
+)
 def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "DocumentReference.search")
@@ -293,6 +306,7 @@ def note_sections(text: str) -> dict[str, str]:
     return out
 
 
+@read_tool("strict", "CarePlan.search", reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, {}, "CarePlan.search")

@@ -11,6 +11,7 @@ from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
 from .records import by, contains, joined, keep, lookup, order, stamp, subject_rows, text
+from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
     Window,
@@ -21,7 +22,25 @@ from .strict_common import (
     quantity,
 )
 
+#: The microbiology columns ``micro_rows``' callers read (here and ``DiagnosticReport.search``).
+MICRO_COLUMNS = ("hadm_id", "micro_specimen_id", "chartdate", "charttime", "spec_type_desc", "test_seq",
+                 "test_itemid", "test_name", "org_name", "isolate_num", "ab_name", "dilution_text",
+                 "interpretation", "comments")  # fmt: skip
 
+
+@read_tool(
+    "strict",
+    "Observation.search",
+    reads={
+        "admissions": ("hadm_id", "admittime", "dischtime"),
+        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum", "valueuom",
+                      "ref_range_lower", "ref_range_upper", "flag", "comments"),
+        "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
+        "icustays": ("hadm_id", "stay_id"),
+        "omr": ("chartdate", "seq_num", "result_name", "result_value"),
+        "microbiologyevents": MICRO_COLUMNS,
+    },
+)  # fmt: skip
 def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(ctx, args, "Observation.search")
