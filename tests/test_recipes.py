@@ -1,9 +1,10 @@
-"""The recipes of ARCHITECTURE.md §9, done: each adds something the way the page says and
+"""The recipes of ARCHITECTURE.md §10, done: each adds something the way the page says and
 checks that nothing else had to change."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,23 @@ from inspect_ai.model import ChatMessageAssistant
 
 from physassist import options
 from physassist.cli.config import ConfigError, check_config, resolve
+from physassist.ehr.tools import (
+    EHR_READ_TOOLS,
+    TOOL_NAMES,
+    ToolContext,
+    call_tool,
+    fhir,
+    registry,
+    render,
+    schemas,
+    tool_schemas,
+)
+from physassist.ehr.tools.compat_common import subject_key
+from physassist.ehr.tools.compat_frames import frame
+from physassist.ehr.tools.records import keep, subject_rows, text
+from physassist.ehr.tools.registry import read_tool
+from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
+from physassist.ehr.tools.strict_common import Window, bundle
 from physassist.tracking.params import flatten_config
 from solvers import terminal
 from solvers.terminal import ControlTool, Decision, TerminalStrategy
@@ -74,3 +92,82 @@ def test_recipe_add_a_terminal_strategy(monkeypatch, demo_store, tmp_path: Path)
     assert "finish" in offered and "submit" not in offered and "prepare_to_answer" not in offered
     finish_replies = [m for m in sample.messages if m.role == "tool" and m.function == "finish"]
     assert [m.text for m in finish_replies][:1] == ["Finished."]  # its own reply, not submit's
+
+
+@pytest.fixture
+def tool_registries() -> Iterator[None]:
+    """The tool registries as they were before the test (it adds a tool to them)."""
+    saved = [(d, dict(d)) for d in (schemas.SCHEMAS, registry.COLUMNS, *registry.READERS.values())]
+    yield
+    for registered, before in saved:
+        registered.clear()
+        registered.update(before)
+
+
+# A stand-in for procedures (the store holds no procedures table): the care units of the patient's
+# transfers, a table no built-in tool reads, so its columns are loaded only because they are declared.
+PROCEDURE = ToolSchema(
+    "Procedure.search",
+    "read",
+    "List the care units the patient was moved through.",
+    {
+        "subject_id": Param("integer", "MIMIC-IV subject_id of the patient in this session.", required=True),
+        "hadm_id": Param("integer", "Restrict to one hospital admission (MIMIC-IV hadm_id)."),
+    },
+    scenarios=("med_safety",),
+)
+TRANSFERS = {"transfers": ("hadm_id", "careunit", "intime")}
+
+
+def _procedure(sid: int, careunit: str, when: str | None) -> dict[str, Any]:
+    return {
+        "resourceType": "Procedure",
+        "id": fhir.stable_id("procedure", sid, careunit, when),
+        "status": "completed",
+        "code": {"text": careunit},
+        "performedDateTime": when,
+    }
+
+
+def register_procedure_search() -> None:
+    """The recipe: a schema entry and one function per semantics (here, not in two modules)."""
+    add_schema(PROCEDURE)
+
+    @read_tool("strict", "Procedure.search", reads=TRANSFERS)
+    def strict_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+        window = Window(ctx, {}, "Procedure.search")
+        rows = keep(subject_rows(ctx, "transfers", args["subject_id"]), hadm_id=args.get("hadm_id"))
+        found = [r for r in rows if r["careunit"] and window.keeps(r["intime"])]
+        sid = args["subject_id"]
+        return bundle([_procedure(sid, r["careunit"], fhir.fhir_datetime(text(r["intime"]))) for r in found])
+
+    @read_tool("compat", "Procedure.search", reads=TRANSFERS)
+    def compat_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+        sid = subject_key("Procedure.search", args)
+        rows = () if sid is None else frame(ctx.store, "transfers", sid)
+        found = [_procedure(sid, r["careunit"], r["intime"]) for r in rows if r["careunit"] is not None]
+        return fhir.compat_bundle("Procedure", found)
+
+
+def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> None:
+    """A schema entry + a function per semantics: listed, offered, callable in both semantics,
+    rendered, and its table loaded, with no other file touched."""
+    register_procedure_search()
+    assert "Procedure.search" in TOOL_NAMES and "Procedure.search" in EHR_READ_TOOLS
+    assert tool_schemas()[-1]["function"]["name"] == "Procedure.search"
+    assert registry.COLUMNS["transfers"] == ("hadm_id", "careunit", "intime") and registry.unimplemented() == []
+
+    session = fe.build_session(demo_store, "strict")  # its tools: tool_schemas(), as a released session lists them
+    sid = session["subject_id"]
+    script = fe.Script([fe.calls(("Procedure.search", {"subject_id": sid})), fe.text("Seen in the ICU.")])
+    sample = fe.run_sample(session, script.model(), demo_store, tmp_path, menu="scenario")  # a med_safety session
+    assert "Procedure__search" in script.requests[0][1]
+    call = fe.turns_of(sample)[0]["calls"][0]
+    assert call["name"] == "Procedure.search" and call["raw"]["resourceType"] == "Bundle"
+    units = [e["resource"]["code"]["text"] for e in call["raw"]["entry"]]
+    assert units and all(u in call["text"] for u in units)  # rendered (full) for the model
+
+    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
+    raw = call_tool(ctx, "Procedure__search", {"subject_id": sid})
+    assert set(units) <= {e["resource"]["code"]["text"] for e in raw["entry"]}  # compat: no cutoff
+    assert units[0] in render(raw, "compat") and units[0] in render(raw, "full")
