@@ -51,6 +51,7 @@ __all__ = [
     "EHRSourceError",
     "EHRStore",
     "build_store",
+    "csv_header",
     "default_cache_dir",
     "open_store",
 ]
@@ -377,7 +378,7 @@ def _load_table(
     """Insert all files of one table, sorted by its sort key then source order."""
     groups: dict[tuple[str, ...], list[SourceFile]] = {}
     for f in files:
-        groups.setdefault(_header(f.path), []).append(f)
+        groups.setdefault(csv_header(f.path), []).append(f)
     parts, params = [], []
     for g, (header, group) in enumerate(groups.items()):
         types = ", ".join(f"'{c}': '{spec.columns.get(c, 'VARCHAR')}'" for c in header)
@@ -409,8 +410,9 @@ def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
     return quoted
 
 
-def _header(path: Path) -> tuple[str, ...]:
-    """The CSV header (lower-cased), read without decompressing more than the first line."""
+def csv_header(path: Path) -> tuple[str, ...]:
+    """The CSV header (lower-cased), read without decompressing more than the first line: what
+    the build loads by, and the width of the file pandas read (``tools.compat_frames``)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as raw:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from physassist.ehr.sources import detect_source
-from physassist.ehr.store import EHRStore, _header
+from physassist.ehr.store import EHRStore, csv_header
 from physassist.ehr.tables import ROW_COLUMN, TABLES
 
 from .records import Row, text
@@ -205,7 +205,7 @@ def _width(store: EHRStore, table: str) -> int:
     try:
         files = detect_source(store.source).files.get(table, ())
         if files:
-            return len(_header(files[0].path))
+            return len(csv_header(files[0].path))
     except (OSError, ValueError):
         pass
     return len(TABLES[table].columns)
