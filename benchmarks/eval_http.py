@@ -46,6 +46,7 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     from inspect_ai import eval
     from inspect_ai.model import get_model
 
+    from physassist.gc_freeze import frozen_heap
     from physassist.results import turn_table
     from tasks.physassistbench import physassistbench
 
@@ -53,11 +54,12 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     model = get_model("openai-api/compatible/oracle", base_url=base_url, api_key="EMPTY", memoize=False)
     with tempfile.TemporaryDirectory() as logs:
         started, cpu = time.perf_counter(), time.process_time()
-        [log] = eval(
-            task, model=model, log_dir=logs, display=display, limit=limit,
-            max_connections=connections, max_samples=1 if connections == 1 else None,
-            fail_on_error=True, score_display=False, log_realtime=False,
-        )
+        with frozen_heap():  # as physassist-eval runs it
+            [log] = eval(
+                task, model=model, log_dir=logs, display=display, limit=limit,
+                max_connections=connections, max_samples=1 if connections == 1 else None,
+                fail_on_error=True, score_display=False, log_realtime=False,
+            )
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
         turns = turn_table(log.location if log.samples is None else log)

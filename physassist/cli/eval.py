@@ -93,11 +93,14 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     from inspect_ai import eval_set
     from inspect_ai.log import read_eval_log
 
+    from physassist.gc_freeze import frozen_heap
+
     common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
-    if resumable:
-        _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
-    else:
-        logs = inspect_eval(task, log_dir=str(log_dir), **common)
+    with frozen_heap():
+        if resumable:
+            _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
+        else:
+            logs = inspect_eval(task, log_dir=str(log_dir), **common)
     if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
         raise KeyboardInterrupt
     log = logs[0]
