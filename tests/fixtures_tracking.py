@@ -34,6 +34,8 @@ def compose(overrides: Sequence[str] = (), *, config_dir: Path = CONF, hydra: bo
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
+    import physassist.cli.config  # noqa: F401  (registers the groups' schemas, conf/eval.yaml names them)
+
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         return hydra_compose("eval", overrides=list(overrides), return_hydra_config=hydra)
 

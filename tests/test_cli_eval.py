@@ -47,6 +47,19 @@ def test_misspelled_group_is_named(tmp_path: Path) -> None:
     _no_runs(tmp_path)
 
 
+def test_typo_in_a_users_group_file_is_one_line(tmp_path: Path) -> None:
+    user = tmp_path / "user_conf" / "terminal"
+    user.mkdir(parents=True)
+    (user / "mine.yaml").write_text("mode: natural\nbudget: 16\nnudge: true\nnudg: false\n")
+    proc = cli(["physassist-eval", "--config-dir", str(user.parent), "terminal=mine", *_common(tmp_path)], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge;"
+        " did you mean terminal.nudge?"
+    )
+    _no_runs(tmp_path)
+
+
 def test_missing_data_directory_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "released" / "physassistbench"
     proc = cli(

@@ -75,7 +75,7 @@ def test_one_check_one_message_for_config_and_task() -> None:
         check_config(resolve(compose(["terminal.budget=0"])))
     with pytest.raises(OptionError, match=r"^tool_budget=0 is not valid; expected: a positive integer$"):
         check("tool_budget", 0)
-    with pytest.raises(ConfigError, match=r"^taus: 0 is not valid; expected: thresholds in \(0, 1\]$"):
+    with pytest.raises(ConfigError, match=r"^taus: 0.0 is not valid; expected: thresholds in \(0, 1\]$"):  # typed float by the schema
         task_args(resolve(compose(["taus=[0,0.6]"])))
     with pytest.raises(OptionError, match=r"^taus: 0 is not valid"):
         check("taus", [0])  # the scorer's check is the same rule
@@ -97,3 +97,65 @@ def test_readme_and_help_show_the_table() -> None:
     assert markdown_table() in readme, "README options table is stale: paste `python -m physassist.options`"
     cfg = compose(hydra=True)
     assert markdown_table() in cfg.hydra.help.footer
+
+
+#: Keys and values the groups' schema (physassist/cli/schema.py, from OPTIONS) refuses while
+#: Hydra composes: (overrides, a user's group files, the one line physassist-eval prints).
+REFUSED = {
+    "typo in a user's group file": (
+        ["terminal=mine"], {"terminal/mine.yaml": "mode: natural\nbudget: 16\nnudge: true\nnudg: false\n"},
+        "terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?",
+    ),
+    "mistyped value in a user's group file": (
+        ["terminal=tight"], {"terminal/tight.yaml": "mode: natural\nbudget: lots\nnudge: true\n"},
+        "terminal.budget (terminal/tight.yaml): Value 'lots' of type 'str' could not be converted to Integer",
+    ),
+    "typo on the command line": (
+        ["terminal.nudg=false"], {},
+        "terminal.nudg (command line): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?",
+    ),
+    "typo in a role key": (
+        ["judge=llm", "judge.api_key=X"], {},
+        "judge.api_key (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
+    ),
+    "mistyped value on the command line": (
+        ["terminal.budget=many"], {}, "terminal.budget (command line): Value 'many' of type 'str' could not be converted to Integer",
+    ),
+    "null for a required option": (["terminal.budget=null"], {}, "terminal.budget (command line): may not be null"),
+    "a key added to an open node without +": (
+        ["model.args.seed=1"], {}, "model.args.seed (command line): no such key; add a key to model.args with +model.args.seed=<value>",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, tmp_path: Path) -> None:
+    from physassist.cli.hydra_errors import one_line
+
+    overrides, files, line = REFUSED[case]
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    with pytest.raises(Exception) as refused:  # noqa: PT011  (Hydra's composition errors vary)
+        compose([*overrides, f"hydra.searchpath=[file://{tmp_path}]"])
+    assert one_line(refused.value) == line
+
+
+def test_open_nodes_stay_open_and_a_users_complete_group_file_composes(tmp_path: Path) -> None:
+    (tmp_path / "prices").mkdir()
+    (tmp_path / "prices" / "mine.yaml").write_text("models:\n  openai/gpt-5.4-mini: {input: 0.25, output: 2.0}\n")
+    (tmp_path / "terminal").mkdir()
+    (tmp_path / "terminal" / "tight.yaml").write_text("mode: natural\nbudget: 4\nnudge: false\n")
+    config = resolve(compose(["prices=mine", "terminal=tight", "+model.args.seed=1", f"hydra.searchpath=[file://{tmp_path}]"]))
+    assert config["prices"]["models"] == {"openai/gpt-5.4-mini": {"input": 0.25, "output": 2.0}}
+    assert config["terminal"] == {"mode": "natural", "budget": 4, "nudge": False}
+    assert config["model"]["args"] == {"dataset": "sample", "seed": 1}
+    check_config(config)
+
+
+def test_an_option_a_users_group_file_leaves_out_is_named(tmp_path: Path) -> None:
+    """The schema fills in no option (a default would also hide a ``???``): the file states it."""
+    (tmp_path / "terminal").mkdir()
+    (tmp_path / "terminal" / "short.yaml").write_text("mode: natural\nbudget: 4\n")
+    with pytest.raises(ConfigError, match=r"^terminal.nudge is required but not set"):
+        resolve(compose(["terminal=short", f"hydra.searchpath=[file://{tmp_path}]"]))

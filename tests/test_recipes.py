@@ -12,9 +12,11 @@ import fixtures_eval as fe
 import fixtures_store as fs
 import pytest
 from fixtures_tracking import compose
+from hydra.errors import ConfigCompositionException
 from inspect_ai.model import ChatMessageAssistant
 
 from physassist import options
+from physassist.cli import schema
 from physassist.cli.config import ConfigError, check_config, resolve
 from physassist.ehr.tools import (
     EHR_READ_TOOLS,
@@ -42,18 +44,28 @@ demo_store = fs.demo_store
 
 
 def test_recipe_add_an_ablation_option(monkeypatch) -> None:
-    """One Option line (+ the key in the group's YAML; here an override stands in for it)."""
+    """One Option line + the key in the group's YAML files (here an override stands in for them):
+    the groups' schema, the CLI check, MLflow and the README table follow."""
     option = options.Option(
         "terminal.max_seconds", None, 60, "wall-clock limit per turn", rule=lambda v: isinstance(v, int) and v > 0,
         expects="seconds > 0",
     )
-    monkeypatch.setattr(options, "OPTIONS", (*options.OPTIONS, option))
-    config = resolve(compose(["+terminal.max_seconds=30"]))
-    check_config(config)  # the CLI checks it ...
-    assert flatten_config(config)["terminal.max_seconds"] == "30"  # ... and MLflow logs it
-    assert "`terminal.max_seconds`" in options.markdown_table()  # ... README / --help show it
-    with pytest.raises(ConfigError, match=r"^terminal.max_seconds=0 is not valid; expected: seconds > 0$"):
-        check_config(resolve(compose(["+terminal.max_seconds=0"])))
+    try:
+        monkeypatch.setattr(options, "OPTIONS", (*options.OPTIONS, option))
+        schema.register()  # what importing physassist.cli.config does
+        with pytest.raises(ConfigError, match=r"^terminal.max_seconds is required but not set"):
+            resolve(compose())  # the schema knows the key: the group's YAML files must state it
+        config = resolve(compose(["terminal.max_seconds=30"]))  # no `+`: the schema declares it
+        check_config(config)  # the CLI checks it ...
+        assert flatten_config(config)["terminal.max_seconds"] == "30"  # ... and MLflow logs it
+        assert "`terminal.max_seconds`" in options.markdown_table()  # ... README / --help show it
+        with pytest.raises(ConfigError, match=r"^terminal.max_seconds=0 is not valid; expected: seconds > 0$"):
+            check_config(resolve(compose(["terminal.max_seconds=0"])))
+        with pytest.raises(ConfigCompositionException):  # typed int by the schema
+            compose(["terminal.max_seconds=soon"])
+    finally:
+        monkeypatch.undo()
+        schema.register()
 
 
 class Finish(TerminalStrategy):

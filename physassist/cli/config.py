@@ -18,12 +18,15 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from physassist import options
+from physassist.cli import schema
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.providers import inspect_model_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # ``physassist-eval --help`` prints the options table (conf/eval.yaml: hydra.help.footer).
 OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
+# Every group's schema (conf/eval.yaml and conf/rescore.yaml name it first in their defaults).
+schema.register()
 
 
 def conf_dir() -> Path:

@@ -1,8 +1,9 @@
 """Hydra's composition errors as one line naming the key and the valid choices.
 
-Hydra reports an unknown option (``query=sideways``) or key (``modle=oracle``) over several lines
-with its search path and a stack-trace hint; the README promises one line, like every other bad
-value. ``reported`` runs a Hydra entry point with Hydra's own reporting off and prints those
+Hydra reports an unknown option (``query=sideways``) or key (``modle=oracle``), and the groups'
+schema (``physassist/cli/schema.py``) an unknown key or a mistyped value in a group file or an
+override, over several lines with its search path and a stack-trace hint; the README promises one
+line, like every other bad value. ``reported`` runs a Hydra entry point with Hydra's own reporting off and prints those
 errors that way (exit 2); an unexpected exception keeps its traceback.
 """
 
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 _OVERRIDE = re.compile(r"Could not (?:override|append to|delete from config\.?) '([^']+)'")
+# A group file that does not fit its schema: "In 'terminal/mine': ConfigKeyError raised while
+# composing config:\nKey 'nudg' not in 'terminal'\n    full_key: terminal.nudg ..."
+_IN_FILE = re.compile(r"In '([^']+)': (\w+) raised while composing config:\n(.*?)\n\s*full_key: (\S+)", re.S)
 
 
 class JobFailed(RuntimeError):
@@ -40,6 +44,34 @@ def _names(conf: Path) -> list[str]:
     return sorted(set(groups) | {k for k in keys if k not in ("defaults", "hydra")})
 
 
+def _fields(dotted: str) -> list[str]:
+    """The keys the schema allows under ``dotted`` (a group such as ``terminal``)."""
+    import dataclasses
+
+    from physassist.cli.schema import eval_schema
+
+    node: Any = eval_schema()
+    for part in dotted.split(".") if dotted else []:
+        found = {f.name: f.type for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
+        node = found.get(part)
+    return [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
+
+
+def _schema_error(key: str, message: str, where: str) -> str:
+    """One line for a key the schema refuses: unknown (naming the allowed keys) or mistyped."""
+    message = message.strip().splitlines()[0]
+    if not message.startswith("Key '"):
+        if "is not Optional" in message:
+            message = "may not be null"
+        return f"{key} ({where}): {message}"
+    parent, _, name = key.rpartition(".")
+    allowed = _fields(parent)
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f"; did you mean {parent}.{close[0]}?" if close else ""
+    keys = f"; {parent} has {', '.join(allowed)}" if allowed else f"; add a key to {parent} with +{key}=<value>"
+    return f"{key} ({where}): no such key{keys}{hint}"
+
+
 def one_line(exc: BaseException) -> str:
     """The error in one line that names the key (and the valid choices, when Hydra knows them)."""
     from hydra.errors import MissingConfigException
@@ -51,7 +83,17 @@ def one_line(exc: BaseException) -> str:
         if group and exc.options:
             return f"{group}={option}: no such option in group {group} (choices: {', '.join(exc.options)})"
         return f"{exc.missing_cfg_file}: no such config"
+    from omegaconf.errors import OmegaConfBaseException
+
     text = str(exc)
+    in_file = _IN_FILE.search(text)
+    if in_file:
+        return _schema_error(in_file.group(4), in_file.group(3), f"{in_file.group(1)}.yaml")
+    cause = exc.__cause__
+    key = getattr(cause, "full_key", None)
+    unknown_top = key and "." not in key and str(getattr(cause, "msg", "")).startswith("Key '")
+    if isinstance(cause, OmegaConfBaseException) and key and not unknown_top:
+        return _schema_error(key, str(getattr(cause, "msg", "") or cause), "command line")
     found = _OVERRIDE.search(text)
     if found:
         key = found.group(1)
@@ -63,7 +105,7 @@ def one_line(exc: BaseException) -> str:
     return lines[0] if lines else repr(exc)
 
 
-def reported(entry: Callable[[], Any]) -> Any:
+def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
     """Run a Hydra entry point; composition errors become one line and exit status 2."""
     from hydra.errors import (
         ConfigCompositionException,
@@ -79,10 +121,10 @@ def reported(entry: Callable[[], Any]) -> Any:
     except (MissingConfigException, ConfigCompositionException, OverrideParseException) as exc:
         if user_full_error:
             raise
-        print(f"physassist-eval: error: {one_line(exc)}", file=sys.stderr)
+        print(f"{program}: error: {one_line(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     except JobFailed as exc:
-        print(f"physassist-eval: error: {exc}", file=sys.stderr)
+        print(f"{program}: error: {exc}", file=sys.stderr)
         raise SystemExit(exc.code) from None
     finally:
         if previous is None:

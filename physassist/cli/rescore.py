@@ -36,6 +36,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli.config import ConfigError, build_role, conf_dir, grader_spec, resolve
+from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
 from physassist.tracking.params import flatten_config
 
@@ -376,8 +377,8 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
 
 
 def main() -> None:
-    """Console entry point (``physassist-rescore``)."""
-    _hydra_main()
+    """Console entry point (``physassist-rescore``); a composition error is one line, exit 2."""
+    reported(_hydra_main, "physassist-rescore")
 
 
 if __name__ == "__main__":

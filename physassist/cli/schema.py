@@ -1,0 +1,107 @@
+"""The schema of every config group, so Hydra refuses an unknown key or a mistyped value while
+it composes (a typo in ``conf/terminal/mine.yaml`` or ``terminal.nudg=false`` is one error,
+not a silently ignored key).
+
+Hydra 1.3's way: a structured config (dataclass) in its ConfigStore used as the schema of the
+primary config (``conf/eval.yaml``, ``conf/rescore.yaml``: ``defaults: [<name>_schema, ...]``).
+Each group's node is typed by a dataclass, so every group file, ours or a user's
+(``--config-dir``), is merged into it and checked. The task options' fields come from
+``physassist.options.OPTIONS`` (type from the declared values or default); the keys that are not task options (model roles, ``inspect``, ``tracking``,
+``prices``, ``dataset.ehr_source``) are declared below, once. Every option (and
+``dataset.ehr_source``) is required: a group file states it (or ``???``, which a schema default
+would silently replace), so a missing one is named by ``cli.config.resolve``; the other keys are
+optional (null when left out). Values of closed options stay ``str``: their one check and
+message is ``options.check`` (``check_config``), not OmegaConf's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, make_dataclass
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from physassist import options
+from physassist.options import Option
+
+#: What a model role node (``model``, ``judge``, ``patient``, ``generator``) adds to its options.
+ROLE: dict[str, Any] = {"provider": str | None, "base_url": str | None, "api_key_env": str | None}
+#: Keys of each group that are not task options: name -> type (default null, or the given default).
+KEYS: dict[str, dict[str, Any]] = {
+    "model": {**ROLE, "max_tokens": int | None, "args": (dict[str, Any], dict)},
+    "judge": {**ROLE, "model": str | None, "models": list[str] | None},
+    "patient": {**ROLE, "model": str | None},
+    "dataset": {"ehr_source": (str, MISSING)},
+    "inspect": {
+        "log_dir": str | None, "max_connections": int | None, "max_samples": int | None,
+        "limit": int | None, "epochs": int | None, "fail_on_error": Any, "retry_on_error": int | None,
+        "seed": int | None, "max_retries": int | None, "timeout": int | None,
+        "attempt_timeout": int | None, "display": str | None, "log_level": str | None,
+    },
+    "tracking": {
+        "enabled": bool | None, "uri": str | None, "artifact_root": str | None, "experiment": str | None,
+        "run_name": str | None, "log_eval": bool | None, "log_table": bool | None, "plots": bool | None,
+        "traces": bool | None, "trace_limit": int | None, "trace_raw_chars": int | None, "retries": int | None,
+    },
+    "prices": {"models": (dict[str, Any], dict)},  # open: one entry per Inspect model string
+}
+#: The groups of ``conf/eval.yaml`` that have no task option of their own.
+EVAL_GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
+
+
+def option_type(option: Option) -> Any:
+    """The OmegaConf type of an option: its values' (or default's) type, a list if ``many``,
+    Optional if its default is null."""
+    sample = option.values[0] if option.values else option.default
+    if option.many and not option.values:
+        sample = option.default[0]
+    kind: Any = type(sample)
+    if option.many:
+        kind = list[kind]
+    return kind | None if option.default is None else kind
+
+
+def _field(name: str, spec: Any) -> tuple[str, Any, Any]:
+    kind, default = spec if isinstance(spec, tuple) else (spec, None)
+    return (name, kind, field(default_factory=default) if callable(default) else default)
+
+
+def group_schema(group: str) -> type:
+    """The dataclass of one config group: its options from ``OPTIONS`` plus its other keys."""
+    fields = [
+        (o.key.split(".", 1)[1], option_type(o), MISSING)
+        for o in options.OPTIONS
+        if o.key.split(".", 1)[0] == group and "." in o.key
+    ]
+    fields += [_field(name, spec) for name, spec in KEYS.get(group, {}).items()]
+    return make_dataclass(group, fields)
+
+
+def _node(name: str, kind: type) -> tuple[str, type, Any]:
+    return (name, kind, field(default_factory=kind))
+
+
+def eval_schema() -> type:
+    """The schema of ``conf/eval.yaml``: every group plus the top-level options (taus, ...)."""
+    top = [(o.key, option_type(o), MISSING) for o in options.OPTIONS if "." not in o.key]
+    return make_dataclass("eval", [*(_node(g, group_schema(g)) for g in EVAL_GROUPS), *top])
+
+
+def rescore_schema() -> type:
+    """The schema of ``conf/rescore.yaml``: the eval's judge and tracking groups, the source
+    to judge again, its thresholds (null = the source's) and where the logs go."""
+    taus = next(o for o in options.OPTIONS if o.key == "taus")
+    inspect = make_dataclass("inspect", [("log_dir", str, MISSING)])
+    return make_dataclass("rescore", [
+        _node("judge", group_schema("judge")), _node("tracking", group_schema("tracking")),
+        _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(taus) | None, None),
+    ])
+
+
+def register() -> None:
+    """Store the schemas in Hydra's ConfigStore (the primary configs' defaults name them).
+    Called when ``physassist.cli.config`` is imported, and again after OPTIONS changes."""
+    store = ConfigStore.instance()
+    store.store(name="eval_schema", node=eval_schema())
+    store.store(name="rescore_schema", node=rescore_schema())
