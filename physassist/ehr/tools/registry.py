@@ -27,6 +27,8 @@ Reader = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
 
 #: semantics -> tool name -> the function answering it.
 READERS: dict[Semantics, dict[str, Reader]] = {"strict": {}, "compat": {}}
+#: semantics -> tool name -> the per-subject tables and columns the function declared it reads.
+READS: dict[Semantics, dict[str, dict[str, tuple[str, ...]]]] = {"strict": {}, "compat": {}}
 #: per-subject table -> the columns the registered tools read from it (``_row`` is added).
 COLUMNS: dict[str, tuple[str, ...]] = {}
 
@@ -48,6 +50,7 @@ def read_tool(
             )
         _declare(name, reads)
         READERS[semantics][name] = function
+        READS[semantics][name] = {table: tuple(columns) for table, columns in reads.items()}
         return function
 
     return register
