@@ -29,7 +29,7 @@ from physassist.ehr.tools import (
     schemas,
     tool_schemas,
 )
-from physassist.ehr.tools.compat_common import subject_key
+from physassist.ehr.tools.compat_common import empty, subject_key
 from physassist.ehr.tools.compat_frames import frame
 from physassist.ehr.tools.records import keep, subject_rows, text
 from physassist.ehr.tools.registry import read_tool
@@ -158,7 +158,7 @@ def register_procedure_search() -> None:
         sid = subject_key("Procedure.search", args)
         rows = () if sid is None else frame(ctx.store, "transfers", sid)
         found = [_procedure(sid, r["careunit"], r["intime"]) for r in rows if r["careunit"] is not None]
-        return fhir.compat_bundle("Procedure", found)
+        return fhir.compat_bundle("Procedure", found) if found else empty("Procedure", args)
 
 
 def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> None:
@@ -183,3 +183,5 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     raw = call_tool(ctx, "Procedure__search", {"subject_id": sid})
     assert set(units) <= {e["resource"]["code"]["text"] for e in raw["entry"]}  # compat: no cutoff
     assert units[0] in render(raw, "compat") and units[0] in render(raw, "full")
+    none = call_tool(ctx, "Procedure.search", {"subject_id": 1})
+    assert "No Procedure resources found for Patient/1" in render(none, "compat")

@@ -71,7 +71,7 @@ def head(tool: str, rows: list[Row], n: Any) -> list[Row]:
     )
 
 
-#: How the reference names what a search did not find.
+#: How the reference names what a search did not find (a resource it never had: "<type> resources").
 NOT_FOUND = {
     "Encounter": "encounters",
     "Condition": "conditions",
@@ -93,9 +93,8 @@ def outcome(diagnostics: str) -> dict[str, Any]:
 
 def empty(resource_type: str, args: dict[str, Any], detail: str = "") -> dict[str, Any]:
     """An empty search, worded as the reference words it (the subject as the caller gave it)."""
-    return outcome(
-        f"No {NOT_FOUND[resource_type]} found for Patient/{args.get('subject_id')}{detail}"
-    )
+    what = NOT_FOUND.get(resource_type, f"{resource_type} resources")
+    return outcome(f"No {what} found for Patient/{args.get('subject_id')}{detail}")
 
 
 def present(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
