@@ -48,9 +48,12 @@ KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "
 SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
+PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
 TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds)
 
 log = logging.getLogger(__name__)
+
+SWEEP_WAIT_S = 300.0  # how long opening a sweep may wait for racing identical sweeps
 
 _UNSAFE_METRIC = re.compile(r"[^A-Za-z0-9_\-. /]")
 
@@ -200,34 +203,60 @@ class Tracker:
         return (finished or runs or [None])[0]
 
     # -- sweeps ----------------------------------------------------------------------------
-    def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str) -> str:
+    def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str, *, wait_s: float = SWEEP_WAIT_S) -> str:
         """Find (re-run) or create the parent run of a sweep; returns its run id.
 
         Two identical sweeps started at once must share one parent, also through a tracking
-        server where no file lock reaches: a new parent is kept only if, after creating it, it
-        is the sweep's only parent (whoever searched first and found none but its own won);
-        otherwise it is deleted and the search starts again after a random pause.
+        server where no file lock reaches. A new parent is created *pending* (tagged with this
+        call's token) and kept only if, searched again after it exists, no other process's
+        parent is there; then the tag goes and others adopt it. A pending parent is never
+        adopted: its creator may still delete it (adopting one that was deleted next made a
+        racer fail with "must be in the 'active' state"). Bounded: after ``wait_s`` it raises
+        ``TrackingError`` naming the parents it waited for.
         """
+        token = f"{time.time():.3f}:{random.getrandbits(64):016x}"
+        deadline = time.monotonic() + wait_s
         with store_lock(self.uri):
-            for attempt in range(12):
+            attempt = 0
+            while True:
                 found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
-                if found:
-                    run_id = found[-1].info.run_id  # the oldest: earlier duplicates stay aside
+                kept = [r for r in found if PENDING_TAG not in r.data.tags]
+                mine = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
+                others = [r.info.run_id for r in found if r.info.run_id not in mine]
+                if kept or others:  # (several of mine: an HTTP retry created one twice)
+                    for run_id in mine:
+                        self._call(lambda r=run_id: self.client.delete_run(r))
+                if kept:
+                    run_id = kept[-1].info.run_id  # the oldest: earlier duplicates stay aside
                     self._call(lambda r=run_id: self.client.update_run(r, status="RUNNING"))
                     return run_id
-                mine = self._call(  # under the store lock already: _call, not _write
-                    lambda: self.client.create_run(
-                        self.experiment_id,
-                        run_name=run_name,
-                        tags={KIND_TAG: "sweep", SWEEP_TAG: sweep_id, OVERRIDES_TAG: " ".join(arguments)[:5000]},
+                if not others:
+                    if mine:  # created, and still the only one once it exists: keep it
+                        for run_id in mine[:-1]:
+                            self._call(lambda r=run_id: self.client.delete_run(r))
+                        self._call(lambda r=mine[-1]: self.client.delete_tag(r, PENDING_TAG))
+                        return mine[-1]
+                    self._call(  # under the store lock already: _call, not _write
+                        lambda: self.client.create_run(
+                            self.experiment_id,
+                            run_name=run_name,
+                            tags={
+                                KIND_TAG: "sweep",
+                                SWEEP_TAG: sweep_id,
+                                OVERRIDES_TAG: " ".join(arguments)[:5000],
+                                PENDING_TAG: token,
+                            },
+                        )
                     )
-                ).info.run_id
-                found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
-                if [r.info.run_id for r in found] == [mine]:
-                    return mine
-                self._call(lambda m=mine: self.client.delete_run(m))
-                time.sleep(random.uniform(0.05, 0.3) * (attempt + 1))
-        raise TrackingError(f"could not create the parent run of sweep {sweep_id}: other sweeps kept racing")
+                    continue  # search again now that it exists
+                if time.monotonic() > deadline:
+                    raise TrackingError(
+                        f"sweep {sweep_id}: no parent run after {wait_s:.0f} s: other processes kept creating one "
+                        f"(pending: {', '.join(others)}; a process that stopped while creating it leaves it pending: "
+                        "delete that run and start again)"
+                    )
+                attempt += 1
+                time.sleep(random.uniform(0.05, 0.3) * min(attempt, 10))
 
     def create_run(self, run_name: str, tags: Mapping[str, str]) -> str:
         """A new RUNNING run of this experiment; returns its id."""
