@@ -21,7 +21,8 @@ import pytest
 from fixtures_tracking import mlflow_server, store_uri
 
 from physassist.tracking import claims
-from physassist.tracking.runs import Tracker
+from physassist.tracking.mlflow_store import TrackingError
+from physassist.tracking.runs import KIND_TAG, PENDING_TAG, SWEEP_TAG, Tracker
 
 N_RACERS = 6
 
@@ -96,6 +97,19 @@ def test_racing_processes_claim_once_through_a_tracking_server(tmp_path: Path) -
         assert [c.info.run_id for c in children] == [results[0][2]]
 
 
+def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_bounded(tmp_path: Path) -> None:
+    """A process that stopped between creating a parent and keeping it: no sweep adopts that
+    parent (its creator might have deleted it); opening the sweep fails in bounded time, naming it."""
+    tracker = Tracker(store_uri(tmp_path), "physassist")
+    tags = {KIND_TAG: "sweep", SWEEP_TAG: "sw", PENDING_TAG: "another process"}
+    pending = tracker.create_run("sweep sw", tags)
+    start = time.monotonic()
+    with pytest.raises(TrackingError, match=f"no parent run after 2 s.*pending: {pending}"):
+        tracker.start_sweep("sw", ["model=a,b"], "sweep sw", wait_s=2)
+    assert time.monotonic() - start < 30
+    assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [pending]  # nothing created
+
+
 def _children(uri: str) -> list:
     client = mlflow.MlflowClient(uri)
     exp = client.get_experiment_by_name("physassist")
@@ -148,7 +162,8 @@ ORPHAN = textwrap.dedent(
     """
     import os, sys, time, multiprocessing as mp
     from physassist.tracking import claims
-    from physassist.tracking.runs import Tracker
+    from physassist.tracking.mlflow_store import TrackingError
+from physassist.tracking.runs import KIND_TAG, PENDING_TAG, SWEEP_TAG, Tracker
 
     def job(uri, sweep_pid):
         tracker = Tracker(uri, "physassist")
