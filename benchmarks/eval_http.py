@@ -7,7 +7,9 @@ through Inspect's generic OpenAI-API provider and the ``openai`` client over TCP
 ``model=openai_compatible`` runs. For ``max_connections`` 1, 8 and 32 (1: one sample at a
 time; otherwise every sample in flight, the connections being the limit) it reports the wall
 time, the speed-up over 1 connection, and the eval process's CPU per turn (the harness: loop,
-tools, HTTP client, scoring, log writing; the server's CPU is in the other process).
+tools, HTTP client, scoring, log writing; the server's CPU is in the other process). A
+warm-up eval of ``--warmup`` sessions runs first, so that no measured run pays the process's
+one-time costs (lazy imports, first use of the store); its figures are reported apart.
 
     python benchmarks/eval_http.py [--latency 0.2] [--connections 1,8,32] [--limit N] [--out f.json]
 """
@@ -39,7 +41,7 @@ def serve(latency: float, queue: Any, stop: Any) -> None:
     with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=latency) as server:
         queue.put(server.base_url)
         stop.wait()
-        queue.put(len(server.log))
+        queue.put((len(server.log), time.process_time()))
 
 
 def run(base_url: str, connections: int, limit: int | None, display: str = "none") -> dict[str, float]:
@@ -53,6 +55,7 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     task = physassistbench(dataset="sample", ehr_source="sample")
     model = get_model("openai-api/compatible/oracle", base_url=base_url, api_key="EMPTY", memoize=False)
     with tempfile.TemporaryDirectory() as logs:
+        load = os.getloadavg()[0]
         started, cpu = time.perf_counter(), time.process_time()
         with frozen_heap():  # as physassist-eval runs it
             [log] = eval(
@@ -67,6 +70,7 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     return {
         "connections": connections, "wall_s": wall, "cpu_s": cpu, "turns": len(turns),
         "sessions": turns["session_id"].nunique(), "cpu_ms_per_turn": 1000 * cpu / len(turns),
+        "load_average_before": load,
     }
 
 
@@ -76,6 +80,7 @@ def main() -> None:
     parser.add_argument("--connections", default="1,8,32")
     parser.add_argument("--limit", type=int, default=None, help="first N sessions only")
     parser.add_argument("--display", default="none", help="Inspect display (none, log, plain)")
+    parser.add_argument("--warmup", type=int, default=2, help="sessions of the unmeasured first eval (0: none)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
@@ -83,8 +88,11 @@ def main() -> None:
     server = ctx.Process(target=serve, args=(args.latency, queue, stop), daemon=True)
     server.start()
     base_url = queue.get(timeout=120)
-    results = []
+    results, warmup = [], None
     try:
+        if args.warmup:
+            warmup = run(base_url, 8, args.warmup, args.display)
+            print(f"warm-up ({args.warmup} sessions): {warmup['wall_s']:.1f} s wall, {warmup['cpu_s']:.1f} s CPU", flush=True)
         for connections in (int(c) for c in args.connections.split(",")):
             result = run(base_url, connections, args.limit, args.display)
             results.append(result)
@@ -92,17 +100,20 @@ def main() -> None:
             print(
                 f"max_connections={connections:>3}: {result['wall_s']:7.1f} s wall, "
                 f"x{base / result['wall_s']:5.1f} vs 1, {result['cpu_ms_per_turn']:5.1f} ms CPU/turn "
-                f"({result['turns']} turns, {result['sessions']} sessions)",
+                f"({result['turns']} turns, {result['sessions']} sessions; load {result['load_average_before']:.1f})",
                 flush=True,
             )
     finally:
         stop.set()
-        requests = queue.get(timeout=30)
+        requests, server_cpu = queue.get(timeout=30)
         server.join(timeout=30)
     for result in results:
         result["speedup"] = results[0]["wall_s"] / result["wall_s"]
-    summary = {"latency_s": args.latency, "display": args.display, "requests": requests, "load_average": os.getloadavg(), "runs": results}
-    print(f"{requests} chat requests served; load average {os.getloadavg()[0]:.1f}")
+    summary = {
+        "latency_s": args.latency, "display": args.display, "requests": requests, "server_cpu_s": server_cpu,
+        "load_average": os.getloadavg(), "warmup": warmup, "runs": results,
+    }
+    print(f"{requests} chat requests served ({server_cpu:.1f} s server CPU); load average {os.getloadavg()[0]:.1f}")
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
 
