@@ -37,6 +37,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
+from physassist.gc_freeze import frozen_heap
 from solvers import TURNS_KEY
 from tasks.physassistbench import physassistbench
 
@@ -113,14 +114,15 @@ def run(
         model = get_model("scripted/model", latency=latency, memoize=False)
     with tempfile.TemporaryDirectory() as logs:
         started, cpu = time.perf_counter(), time.process_time()
-        log = eval(
-            task, model=model, log_dir=logs, display="none",
-            max_connections=connections, max_samples=samples_in_flight or connections,
-            fail_on_error=True,
-            # nothing is displayed, so the running metrics (bootstrap CIs recomputed
-            # every ~0.9 s while samples complete) would be computed for no one
-            log_realtime=False, score_display=False,
-        )[0]
+        with frozen_heap():  # as physassist-eval runs it
+            log = eval(
+                task, model=model, log_dir=logs, display="none",
+                max_connections=connections, max_samples=samples_in_flight or connections,
+                fail_on_error=True,
+                # nothing is displayed, so the running metrics (bootstrap CIs recomputed
+                # every ~0.9 s while samples complete) would be computed for no one
+                log_realtime=False, score_display=False,
+            )[0]
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
         samples = log.samples or []
