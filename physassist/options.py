@@ -113,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, mlflow="patient"),
     Option("patient.literacy", "literacy", "high", "replayed patient's health-literacy variant", Literacy),
     Option("patient.miss", "patient_miss", "unknown", "replay of a question the gold has no reply for: a fixed unknown, or the same tool's reply", PatientMiss),
-    Option("judge.mode", "judge", "rules", "rubric judge: rules (offline), llm (role grader), panel (several graders, majority)", Judge, mlflow="judge"),
+    Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, mlflow="judge"),
     Option("judge.context", "judge_context", "gold_answer", "what the llm judge verifies against: the gold answer or the EHR evidence", JudgeContext),
     Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),
     Option("scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True),

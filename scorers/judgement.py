@@ -1,10 +1,11 @@
-"""What a judge sees of one turn, and what it returns.
+"""What a judge sees of one turn, what it returns, and what a judge is (``Judge``).
 
 The judges are plain functions of a `TurnInput`, so they are testable without an eval.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,6 +17,9 @@ from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
 Status = Literal["scored", "undecided", "failed", "error"]
 #: Why a judge failed: its replies never parsed as a verdict, or the grader call itself failed.
 ErrorKind = Literal["unparseable", "provider"]
+#: What the model role ``grader`` must be bound to for a judge: nothing, one model (the judge
+#: config's ``model``), or a list of at least two (its ``models``).
+Graders = Literal["none", "one", "many"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +115,16 @@ class TurnJudgement:
             error=error,
             error_kind=kind,
         )
+
+
+@dataclass(frozen=True)
+class Judge:
+    """One value of the ``judge`` option, declared by its module in ``scorers/`` as ``JUDGE``
+    (``scorers.judges`` registers it): the scorer calls ``judge_turn(turn, graders, context)``
+    on every turn a fault did not end, with the ``scorers.grader.Grader`` s its ``graders``
+    asks for (none, one, or a list); the CLI binds the role ``grader`` from the same field."""
+
+    name: str
+    summary: str  # one line of the README's judges table (``python -m scorers.judges``)
+    graders: Graders
+    judge_turn: Callable[[TurnInput, Sequence[Any], str], Awaitable[TurnJudgement]]

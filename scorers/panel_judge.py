@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Sequence
 
 from physassist.faults import ERROR_STATUS
-from scorers import llm_judge, write_judge
-from scorers.judgement import ItemResult, TurnInput, TurnJudgement
-from scorers.llm_judge import Grader
+from scorers.grader import Grader
+from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
+from scorers.llm_judge import grade_turn
 
 NAME = "panel"
 
@@ -45,6 +45,8 @@ def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
 
 async def judge_turn(ti: TurnInput, graders: Sequence[Grader], context: str = "gold_answer") -> TurnJudgement:
     """Judge the turn with every grader (the write judge on Write/Update turns), then combine."""
-    module = write_judge if ti.is_write else llm_judge
-    judgements = await asyncio.gather(*(module.judge_turn(ti, g, context) for g in graders))
+    judgements = await asyncio.gather(*(grade_turn(ti, g, context) for g in graders))
     return combine(judgements, len(ti.items))
+
+
+JUDGE = Judge(NAME, "several grader models judge every item as `llm` does; each item takes the majority verdict, a tie leaves it undecided (the turn unscored, never guessed)", "many", judge_turn)

@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from physassist.units import canonical_unit, find_quantities, parse_quantity, values_match
-from scorers.judgement import ItemResult, TurnInput, TurnJudgement
+from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
 
 NAME = "rules"
 DEFAULT_TOLERANCE = 0.05
@@ -298,3 +298,10 @@ _HANDLERS = {
     "write_arg": _check_write_arg,
     "write_call": _check_write_call,
 }
+
+
+async def _judge_turn(ti: TurnInput, graders: object, context: str) -> TurnJudgement:
+    return judge_turn(ti)
+
+
+JUDGE = Judge(NAME, "deterministic and offline: decides the rubric items that carry a machine-checkable form (`rubric_checks`); the others stay undecided (the turn unscored)", "none", _judge_turn)

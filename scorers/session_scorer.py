@@ -21,9 +21,9 @@ from physassist.faults import ERROR_STATUS
 from physassist.options import check
 from physassist.results import TURNS_KEY
 from physassist.vocab import PREPARE_TO_ANSWER
-from scorers import llm_judge, panel_judge, rules_judge, write_judge
-from scorers.judgement import TurnInput, TurnJudgement
-from scorers.llm_judge import Grader
+from scorers.grader import Grader
+from scorers.judgement import Graders, TurnInput, TurnJudgement
+from scorers.judges import JUDGES
 from scorers.metrics import physassist_breakdowns, physassist_metrics
 from scorers.session_view import SessionView
 
@@ -110,8 +110,13 @@ def _explanation(turns: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _panel_models(grader: Sequence[str | Model] | str | Model | None) -> list[Model]:
-    """The panel's graders: the given ones, else every model bound to role ``grader``."""
+def _grader_models(grader: Sequence[str | Model] | str | Model | None, name: str, graders: Graders) -> list[Model]:
+    """The models a judge grades with (``Judge.graders``): none; one (the given one, else the
+    role ``grader``); a list of at least two (the given ones, else every model of the role)."""
+    if graders == "none":
+        return []
+    if graders == "one":
+        return [get_model(grader) if grader is not None else get_model(role="grader", required=True)]
     if grader is None:
         bound = model_roles().get("grader")
         models = bound if isinstance(bound, list) else [bound] if bound is not None else []
@@ -119,7 +124,7 @@ def _panel_models(grader: Sequence[str | Model] | str | Model | None) -> list[Mo
         models = [get_model(g) for g in (grader if isinstance(grader, list | tuple) else [grader])]
     if len(models) < 2:
         raise ValueError(
-            f"judge=panel needs at least two graders (role 'grader' bound to a list), got {len(models)}"
+            f"judge={name} needs at least two graders (role 'grader' bound to a list), got {len(models)}"
         )
     return list(models)
 
@@ -137,12 +142,12 @@ def physassist_scorer(
     """Score a PhysAssistBench session turn by turn.
 
     Args:
-        judge: `rules` (deterministic, decides items with a machine-checkable form),
-            `llm` (the grader model judges every item) or `panel` (several graders, the
-            majority per item, ties unscored).
+        judge: a judge of ``scorers.judges.JUDGES`` (`rules`, `llm`, `panel`; one module
+            each, see its ``JUDGE``).
         context: llm judge context, `gold_answer` (reference behaviour) or `evidence`.
         taus: pass thresholds, recorded for the metrics.
-        grader: grader model (a list for `panel`); default the model(s) bound to role `grader`.
+        grader: grader model (a list for a judge of several graders); default the model(s)
+            bound to role `grader`.
         max_attempts: grader calls per turn before the turn counts as failed.
         max_tokens: grader reply budget.
         structured: request the verdict through structured output (`ResponseSchema`).
@@ -158,33 +163,13 @@ def physassist_scorer(
 
     async def score(state: TaskState, target: Target) -> Score:
         inputs = turn_inputs(state.metadata, state.store.get(TURNS_KEY, []) or [])
-        if judge == "rules":
-            judgements = [judged(ti) or rules_judge.judge_turn(ti) for ti in inputs]
-        elif judge == "panel":
-            panel = [Grader(m, max_attempts, max_tokens, structured) for m in _panel_models(grader)]
+        spec = JUDGES[judge]
+        graders = [Grader(m, max_attempts, max_tokens, structured) for m in _grader_models(grader, judge, spec.graders)]
 
-            async def panel_one(ti: TurnInput) -> TurnJudgement:
-                return judged(ti) or await panel_judge.judge_turn(ti, panel, context)
+        async def judge_one(ti: TurnInput) -> TurnJudgement:
+            return judged(ti) or await spec.judge_turn(ti, graders, context)
 
-            judgements = list(await asyncio.gather(*(panel_one(ti) for ti in inputs)))
-        else:
-            model = (
-                get_model(grader) if grader is not None else get_model(role="grader", required=True)
-            )
-            grading = Grader(
-                model,
-                max_attempts=max_attempts,
-                max_tokens=max_tokens,
-                structured=structured,
-            )
-
-            async def judge_one(ti: TurnInput) -> TurnJudgement:
-                if (fault := judged(ti)) is not None:
-                    return fault
-                module = write_judge if ti.is_write else llm_judge
-                return await module.judge_turn(ti, grading, context)
-
-            judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
+        judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
         turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]
         scored = [t["score"] for t in turns if t["score"] is not None]
         value = sum(scored) / len(scored) if scored else math.nan

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scorers.grader import NAME, Grader, format_history, history_for, numbered, prompt
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
-from scorers.llm_judge import NAME, Grader, format_history, history_for, numbered, prompt
 
 _PARAMETER_KINDS = frozenset({"write_arg", "write_call"})
 NO_CALL_REASON = "no write call was executed, so the order parameter cannot be satisfied"

@@ -11,7 +11,7 @@ import pytest
 from fixtures_tracking import CONF, compose
 
 from physassist.cli.config import ConfigError, check_config, resolve, task_args
-from physassist.options import BY_KEY, DEFAULTS, OPTIONS, OptionError, check, markdown_table
+from physassist.options import BY_KEY, DEFAULTS, OPTIONS, OptionError, check, markdown_table, values
 from physassist.tracking.params import flatten_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +92,20 @@ def test_mlflow_param_names_come_from_the_table() -> None:
     assert BY_KEY["ehr.semantics"].mlflow == "ehr"
 
 
-def test_readme_and_help_show_the_table() -> None:
+def test_readme_and_help_show_the_tables() -> None:
+    from scorers.judges import markdown_table as judges_table
+
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme, "README options table is stale: paste `python -m physassist.options`"
+    assert judges_table() in readme, "README judges table is stale: paste it from `physassist-eval --help`"
     cfg = compose(hydra=True)
-    assert markdown_table() in cfg.hydra.help.footer
+    assert markdown_table() in cfg.hydra.help.footer and judges_table() in cfg.hydra.help.footer
+
+
+def test_every_declared_judge_is_one_registered_module() -> None:
+    from scorers.judges import JUDGES
+
+    assert sorted(JUDGES) == sorted(values("judge")), "a value of options.Judge has no scorers/<x>_judge.py JUDGE (or one too many)"
 
 
 #: Keys and values the groups' schema (physassist/cli/schema.py, from OPTIONS) refuses while

@@ -13,11 +13,11 @@ import fixtures_store as fs
 import pytest
 from fixtures_tracking import compose
 from hydra.errors import ConfigCompositionException
-from inspect_ai.model import ChatMessageAssistant
+from inspect_ai.model import ChatMessageAssistant, get_model
 
 from physassist import options
 from physassist.cli import schema
-from physassist.cli.config import ConfigError, check_config, resolve
+from physassist.cli.config import ConfigError, check_config, grader_spec, resolve
 from physassist.ehr.tools import (
     EHR_READ_TOOLS,
     TOOL_NAMES,
@@ -36,6 +36,9 @@ from physassist.ehr.tools.registry import read_tool
 from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
 from physassist.ehr.tools.strict_common import Window, bundle
 from physassist.tracking.params import flatten_config
+from scorers import physassist_scorer
+from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
+from scorers.judges import JUDGES, markdown_table
 from solvers import terminal
 from solvers.terminal import ControlTool, Decision, TerminalStrategy
 
@@ -185,3 +188,34 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     assert units[0] in render(raw, "compat") and units[0] in render(raw, "full")
     none = call_tool(ctx, "Procedure.search", {"subject_id": 1})
     assert "No Procedure resources found for Patient/1" in render(none, "compat")
+
+
+async def _second_opinion(ti: TurnInput, graders: Any, context: str) -> TurnJudgement:
+    """A judge of one grader: every item passes when the grader says yes to the answer."""
+    reply = (await graders[0].model.generate(f"Is this a good answer to {ti.question!r}? {ti.answer}")).completion
+    return TurnJudgement.from_items([ItemResult(reply.startswith("yes"), f"grader: {reply}")] * len(ti.items), "second")
+
+
+#: What the module ``scorers/second_judge.py`` would declare.
+SECOND = Judge("second", "one grader model says yes or no to the whole answer", "one", _second_opinion)
+
+
+def test_recipe_add_a_judge(monkeypatch, demo_store, tmp_path: Path) -> None:
+    """One module declaring ``JUDGE`` (here: SECOND) + its value in options.Judge (+ its YAML):
+    the scorer dispatches to it, the CLI binds the role it declares, the tables list it."""
+    monkeypatch.setitem(JUDGES, "second", SECOND)  # what scorers/judges.py does for the module
+    declared = options.BY_PARAM["judge"]
+    monkeypatch.setitem(options.BY_PARAM, "judge", dataclasses.replace(declared, choices=(*declared.values, "second")))
+    spec = grader_spec({"mode": "second", "model": "mockllm/model", "api_key_env": None})
+    assert not isinstance(spec, list) and spec is not None and spec.name == "mockllm/model"
+    with pytest.raises(ConfigError, match=r"^judge.model is required for judge=second"):
+        grader_spec({"mode": "second", "model": None})
+    assert "| `second` | one model (`judge.model`) |" in markdown_table()
+
+    session = fe.build_session(demo_store, "strict")
+    grader = get_model("mockllm/model", custom_outputs=[fe.text("yes")] * 8)
+    assistant = fe.Script([], default="Creatinine 2.9 mg/dL.").model()
+    sample = fe.run_sample(session, assistant, demo_store, tmp_path, model_roles={"grader": grader}, scorer=physassist_scorer(judge="second"))
+    turns = next(iter(sample.scores.values())).metadata["turns"]
+    assert [t["judge"] for t in turns] == ["second"] * len(turns) and all(t["score"] == 1.0 for t in turns)
+    assert turns[0]["items"][0]["reason"] == "grader: yes"

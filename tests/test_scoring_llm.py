@@ -8,7 +8,7 @@ import pytest
 from fixtures_scoring import call, gold_records, grader, make_session, scripted, turn_input, verdict
 
 from scorers import llm_judge, write_judge
-from scorers.llm_judge import Grader, VerdictError, parse_verdict
+from scorers.grader import Grader, VerdictError, parse_verdict
 
 # anyio's pytest plugin (installed with inspect-ai) runs the async tests on asyncio.
 pytestmark = pytest.mark.anyio

@@ -21,10 +21,12 @@ from physassist import options
 from physassist.cli import schema
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.providers import inspect_model_name
+from scorers import judges
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# ``physassist-eval --help`` prints the options table (conf/eval.yaml: hydra.help.footer).
+# ``physassist-eval --help`` prints the options and judges tables (conf/eval.yaml: hydra.help.footer).
 OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
+OmegaConf.register_new_resolver("physassist_judges", judges.markdown_table, replace=True)
 # Every group's schema (conf/eval.yaml and conf/rescore.yaml name it first in their defaults).
 schema.register()
 
@@ -153,15 +155,19 @@ class ModelSpec:
 
 
 def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
-    """The ``grader`` role a judge config needs: one model (llm), a list (panel), none (rules)."""
-    if judge["mode"] == "llm":
+    """The ``grader`` role a judge config needs, as its judge declares (``Judge.graders``): one
+    model (``judge.model``), a list (``judge.models``, at least two) or none."""
+    declared = judges.JUDGES.get(judge["mode"])  # None: physassist-rescore's judge=human
+    graders = declared.graders if declared else "none"
+    mode = judge["mode"]
+    if graders == "one":
         if not judge.get("model"):
-            raise ConfigError("judge.model is required for judge=llm (e.g. openai/gpt-5.4-mini)")
+            raise ConfigError(f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)")
         return ModelSpec.of(judge, "model")
-    if judge["mode"] == "panel":
+    if graders == "many":
         models = list(judge.get("models") or [])
         if len(models) < 2:
-            raise ConfigError(f"judge.models must list at least two graders for judge=panel, got {models}")
+            raise ConfigError(f"judge.models must list at least two graders for judge={mode}, got {models}")
         return [
             ModelSpec(m, judge.get("base_url"), judge.get("api_key_env"), provider=judge.get("provider"))
             for m in models

@@ -39,6 +39,7 @@ from physassist.cli.config import ConfigError, build_role, conf_dir, grader_spec
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
 from physassist.tracking.params import flatten_config
+from scorers.judges import JUDGES
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESCORE_OF_TAG = "physassist.rescore_of"
@@ -115,26 +116,29 @@ def find_sources(source: str, tracker) -> list[Source]:
 
 
 def judge_spec(judge: Mapping[str, Any]) -> dict[str, Any]:
-    """What of the judge config changes the scores: ``rules`` and ``human`` ignore model and
-    context."""
+    """What of the judge config changes the scores: the model(s) its judge grades with
+    (``Judge.graders``) and the context; a judge without graders (``rules``, ``human``) is its
+    mode alone."""
     mode = judge["mode"]
-    if mode in ("rules", "human"):
+    declared = JUDGES.get(mode)  # None: judge=human (this command's own)
+    graders = declared.graders if declared else "none"
+    if graders == "none":
         return {"mode": mode}
-    if mode == "panel":
+    if graders == "many":
         return {"mode": mode, "models": list(judge.get("models") or []), "context": judge.get("context")}
     return {"mode": mode, "model": judge.get("model"), "context": judge.get("context")}
 
 
 def judge_label(judge: Mapping[str, Any]) -> str:
     spec = judge_spec(judge)
-    if spec["mode"] in ("rules", "human"):
+    if "context" not in spec:
         return spec["mode"]
     models = spec.get("models") or [spec.get("model")]
     return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}"
 
 
 def grader_roles(judge: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``grader`` role for the judge: one model (llm), a list (panel), none (rules)."""
+    """The ``grader`` role for the judge: one model, a list, or none (``Judge.graders``)."""
     spec = grader_spec(judge)
     if spec is None:
         return {}
