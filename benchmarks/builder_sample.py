@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from physassist.data.builder import build_sample, build_sessions
+from generation.builder import build_sample, build_sessions
 
 
 def main() -> None:

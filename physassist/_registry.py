@@ -1,11 +1,13 @@
 """Inspect extension entry point (``[project.entry-points.inspect_ai] physassist``).
 
 Inspect names registry objects after the top-level package that defines them, so the tasks
-in ``tasks/`` are re-registered here as ``physassist/physassistbench`` and
-``physassist/generate`` (``inspect eval tasks/physassistbench.py`` still loads the file
+``tasks/physassistbench.py`` and ``generation/task.py`` are re-registered here as
+``physassist/physassistbench`` and ``physassist/generate`` (``inspect eval
+tasks/physassistbench.py`` and ``inspect eval generation/task.py`` still load the files
 directly). The offline model providers ``physassist/oracle`` and ``physassist/baseline``
-(one model API named ``physassist``) are registered by importing their module. This is the
-one module of ``physassist`` that imports from ``tasks``.
+(one model API named ``physassist``) are registered by importing their module. An entry
+point: with ``physassist/cli`` the only modules of ``physassist`` that import from ``tasks``
+and ``generation``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 from inspect_ai import Task, task
 from inspect_ai._util.package import get_installed_package_name
 
+from generation.task import generate as _generation_generate
 from physassist.agents import provider as _provider  # noqa: F401  (registers physassist/oracle|baseline)
-from tasks.generate import generate as _tasks_generate
 from tasks.physassistbench import physassistbench as _tasks_physassistbench
 
 
@@ -40,6 +42,6 @@ def _reexport(decorated: Callable[..., Task], name: str) -> Callable[..., Task]:
 
 
 physassistbench = _reexport(_tasks_physassistbench, "physassistbench")
-generate = _reexport(_tasks_generate, "generate")
+generate = _reexport(_generation_generate, "generate")
 
 __all__ = ["generate", "physassistbench"]

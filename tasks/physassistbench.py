@@ -19,6 +19,7 @@ from inspect_ai.model import GenerateConfig
 
 from physassist.data import Session, load_sessions
 from physassist.data.loader import SAMPLE_SESSIONS
+from physassist.listarg import as_list
 from physassist.options import (
     DEFAULTS as D,
 )
@@ -39,10 +40,9 @@ from physassist.options import (
 )
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_scorer
-from solvers import LoopSettings, physassist_session
 from solvers.context import cached_store
 from solvers.prompting import opening_message
-from tasks._args import as_list
+from solvers.session_loop import LoopSettings, physassist_session
 
 
 def _tool_source(names: list[str]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from physassist.data.builder.plan import check_session_rules
+from generation.builder.plan import check_session_rules
 from physassist.data.models import Session
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,17 +4,22 @@ owns its control tool, and the library never names a strategy."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("physassist", "tasks", "solvers", "scorers")
-#: Entry points sit above everything: the console scripts (physassist/cli), Inspect's registry
-#: module and ``python -m`` mains. They may import tasks, solvers and scorers.
-ENTRY_POINTS = ("physassist.cli", "physassist._registry", "physassist.synth.__main__")
-#: Who may import whom (besides itself and the vocabulary-level library).
-LAYERS = {"entry": 3, "tasks": 2, "solvers": 1, "scorers": 1, "physassist": 0}
+PACKAGES = ("physassist", "tasks", "generation", "solvers", "scorers")
+#: Entry points sit above everything: the console scripts (physassist/cli, generation/cli),
+#: Inspect's registry module and ``python -m`` mains. They may import everything below.
+ENTRY_POINTS = ("physassist.cli", "generation.cli", "physassist._registry", "physassist.synth.__main__")
+#: Who may import whom: only down (a higher number imports a lower one), and never across
+#: a pair of SIBLINGS.
+LAYERS = {"entry": 3, "tasks": 2, "generation": 2, "solvers": 1, "scorers": 1, "physassist": 0}
+SIBLINGS = {frozenset({"tasks", "generation"}), frozenset({"solvers", "scorers"})}
 
 
 def _modules() -> dict[str, Path]:
@@ -68,7 +73,7 @@ def test_imports_never_run_back_up(graph) -> None:
         (a, b)
         for a, targets in graph.items()
         for b in targets
-        if LAYERS[_layer(b)] > LAYERS[_layer(a)] or (_layer(a), _layer(b)) in {("solvers", "scorers"), ("scorers", "solvers")}
+        if LAYERS[_layer(b)] > LAYERS[_layer(a)] or frozenset({_layer(a), _layer(b)}) in SIBLINGS
     )
     assert upward == []
 
@@ -129,3 +134,16 @@ def test_the_library_and_scorers_never_name_a_strategy() -> None:
                 continue
             text = path.read_text(encoding="utf-8")
             assert not [n for n in names if n in text], path
+
+
+def test_the_builder_and_the_pure_library_never_load_inspect() -> None:
+    """Sessions, the EHR tools, the cohort, the template builder and the PHM patient run
+    without Inspect (``physassist-data build-sample`` never pays for importing it)."""
+    pure = ("physassist.data", "physassist.ehr.tools", "physassist.synth", "generation.builder.build",
+            "generation.builder.sample")
+    code = (f"import importlib, sys\nfor m in {pure!r}: importlib.import_module(m)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'inspect_ai'))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"

@@ -8,8 +8,8 @@ import fixtures_builder as fb
 import fixtures_store as fx
 import pytest
 
-from physassist.data.builder import BuildReport, build_sessions
-from physassist.data.builder.prefilter import qualify
+from generation.builder import BuildReport, build_sessions
+from generation.builder.prefilter import qualify
 from physassist.data.loader import load_sessions
 
 store_cache = fx.store_cache

@@ -8,8 +8,8 @@ from pathlib import Path
 import fixtures_builder as fb
 import pytest
 
-from physassist.data.builder import build_sample
-from physassist.data.builder.arcs import IL, WU
+from generation.builder import build_sample
+from generation.builder.arcs import IL, WU
 from physassist.data.loader import load_sessions
 from physassist.data.stats import session_stats
 

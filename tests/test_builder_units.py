@@ -7,20 +7,20 @@ import re
 
 import pytest
 
-from physassist.data.builder import facts as F
-from physassist.data.builder.answers import answer, digest, fmt
-from physassist.data.builder.arcs import ARCS, CR, DG, IL, WU, check_positions, eligible_arcs
-from physassist.data.builder.encode import BuiltTurn, dep_graph, sentences
-from physassist.data.builder.plan import check_session_rules, choose_topics
-from physassist.data.builder.profile import DrugSummary, LabSummary, Profile
-from physassist.data.builder.questions import (
+from generation.builder import facts as F
+from generation.builder.answers import answer, digest, fmt
+from generation.builder.arcs import ARCS, CR, DG, IL, WU, check_positions, eligible_arcs
+from generation.builder.encode import BuiltTurn, dep_graph, sentences
+from generation.builder.plan import check_session_rules, choose_topics
+from generation.builder.profile import DrugSummary, LabSummary, Profile
+from generation.builder.questions import (
     choose_subtype,
     feasible_subtypes,
     make_question,
 )
-from physassist.data.builder.rubrics import rubric
-from physassist.data.builder.topics import Topic, candidates
-from physassist.data.builder.wording import TemplateError, fill, templates
+from generation.builder.rubrics import rubric
+from generation.builder.topics import Topic, candidates
+from generation.builder.wording import TemplateError, fill, templates
 
 
 def lab(label: str, value: float, when: str, low: float | None = None,

@@ -14,9 +14,9 @@ from fixtures_tracking import store_uri
 from inspect_ai import eval
 from inspect_ai.model import get_model
 
-from physassist.cli.generate import collect, run_generation
+from generation.cli import collect, run_generation
+from generation.task import generate
 from physassist.data import load_sessions
-from tasks.generate import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 COHORT = ROOT / "data" / "sample" / "cohort"

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
-from physassist.data.builder.arcs import CR, DG, IL, WU
-from solvers.generation.answer import check_format, lab_values
-from solvers.generation.gates import plan_rule_problems
-from solvers.generation.llm import AgentOutputError, parse_object
-from solvers.generation.planner import PlanTurn, parse_plan
-from solvers.generation.questions import choose_subtype, settle
-from solvers.generation.rubric import validate_check
-from solvers.generation.tool_planner import Action
+from generation.builder.arcs import CR, DG, IL, WU
+from generation.pipeline.answer import check_format, lab_values
+from generation.pipeline.gates import plan_rule_problems
+from generation.pipeline.llm import AgentOutputError, parse_object
+from generation.pipeline.planner import PlanTurn, parse_plan
+from generation.pipeline.questions import choose_subtype, settle
+from generation.pipeline.rubric import validate_check
+from generation.pipeline.tool_planner import Action
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def turn(task_type: str = IL, source: str = "ehr", entities: tuple[str, ...] = ("Creatinine",)) -> PlanTurn:
@@ -107,8 +114,8 @@ def test_answer_format_counts_sentences_without_breaking_decimals() -> None:
 def test_generate_config_composes_and_requires_a_generator() -> None:
     from hydra import compose, initialize_config_dir
 
+    from generation.cli import role_specs
     from physassist.cli.config import ConfigError, conf_dir, resolve
-    from physassist.cli.generate import role_specs
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose("generate", overrides=["roles.checker=openai/gpt-5.4-mini"])
@@ -125,7 +132,7 @@ def test_generate_config_composes_and_requires_a_generator() -> None:
 
 
 def test_invalid_sessions_leave_no_output(tmp_path) -> None:
-    from physassist.cli.generate import write_output
+    from generation.cli import write_output
     from physassist.data import SessionFormatError
 
     out = tmp_path / "out"
@@ -135,8 +142,8 @@ def test_invalid_sessions_leave_no_output(tmp_path) -> None:
 
 
 def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
+    from generation.cli import run_generation
     from physassist.cli.config import ConfigError
-    from physassist.cli.generate import run_generation
 
     config = {"store": str(tmp_path / "nowhere"), "scenarios": None, "tiers": None,
               "sessions_per_slot": 1, "seed": 0, "attempts": 3, "patient_limit": 2,
@@ -148,9 +155,14 @@ def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
 
 
 def test_console_script_names_the_missing_generator(tmp_path) -> None:
-    from fixtures_tracking import cli
-
-    done = cli(["physassist-generate", "tracking=none", f"output_dir={tmp_path / 'o'}"], cwd=tmp_path)
+    """The ``physassist-generate`` target pyproject declares (an installed wrapper can predate
+    it until the project is reinstalled), run as the console script runs it."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    module, function = scripts["physassist-generate"].split(":")
+    code = f"import sys; sys.argv[0] = 'physassist-generate'; from {module} import {function}; {function}()"
+    done = subprocess.run([sys.executable, "-c", code, "tracking=none", f"output_dir={tmp_path / 'o'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"})
     assert done.returncode == 2, done.stderr
     assert "generator.name is required" in done.stderr
     assert not (tmp_path / "o").exists()

@@ -96,11 +96,11 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     calls: dict[str, tuple] = {}
     synth = types.ModuleType("physassist.synth")
     synth.generate_cohort = lambda out, n, seed=0, **kw: calls.setdefault("synth", (out, n, seed, kw))
-    builder = types.ModuleType("physassist.data.builder")
+    builder = types.ModuleType("generation.builder")
     builder.build_sessions = lambda store, out, **kw: calls.setdefault("build", (store, out, kw))
     builder.build_sample = lambda root, seed: calls.setdefault("sample", (root, seed))
     monkeypatch.setitem(sys.modules, "physassist.synth", synth)
-    monkeypatch.setitem(sys.modules, "physassist.data.builder", builder)
+    monkeypatch.setitem(sys.modules, "generation.builder", builder)
 
     assert main(["synth", "--out", str(tmp_path / "c"), "--subjects", "7", "--seed", "3"]) == 0
     assert calls["synth"] == (str(tmp_path / "c"), 7, 3, {})

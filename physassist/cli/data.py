@@ -65,7 +65,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from physassist.data.builder import build_sessions
+    from generation.builder import build_sessions
 
     report = build_sessions(args.store, args.out, sessions_per_slot=args.per_slot,
                             seed=args.seed, scenarios=args.scenarios, tiers=args.tiers)
@@ -74,7 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_build_sample(args: argparse.Namespace) -> int:
-    from physassist.data.builder import build_sample
+    from generation.builder import build_sample
 
     print(build_sample(root=args.root, seed=args.seed))
     return EXIT_OK

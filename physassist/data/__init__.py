@@ -1,7 +1,7 @@
 """Sessions: the released PhysAssistBench JSONL as typed models, validated turn tables, I/O.
 
-The public API (ARCHITECTURE.md §4) is re-exported here; the session builder lives in
-`physassist.data.builder` and is imported on its own.
+The public API (ARCHITECTURE.md §4) is re-exported here. Building sessions is not data's
+concern: the template builder and the LLM pipeline are in the top-level `generation` package.
 """
 
 from physassist.data.checks import (

@@ -16,10 +16,10 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from physassist.data.builder.build import answer_list_items, patient_annotations, session_persona
-from physassist.data.builder.encode import BuiltTurn, encode
-from physassist.data.builder.profile import Profile, load_profile
-from physassist.data.builder.questions import Question
+from generation.builder.build import answer_list_items, patient_annotations, session_persona
+from generation.builder.encode import BuiltTurn, encode
+from generation.builder.profile import Profile, load_profile
+from generation.builder.questions import Question
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm

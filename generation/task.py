@@ -2,7 +2,7 @@
 
 Slots come from the deterministic builder's pre-filter (SQL per scenario x tier, tiers never
 merged) and arc rules (an arc eligible for the tier); candidates are the slot's qualified
-patients in a seeded order. The solver is the multi-agent pipeline of ``solvers.generation``
+patients in a seeded order. The solver is the multi-agent pipeline of ``generation.pipeline``
 and the scorer hands the session and its statistics to ``physassist-generate`` through the
 score metadata. Every agent is a model role (planner, user, answer, checker, patient,
 rubric, translator) that defaults to the eval's model, the generator.
@@ -22,12 +22,12 @@ from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
-from physassist.data.builder.arcs import eligible_arcs
-from physassist.data.builder.prefilter import qualify
+from generation.builder.arcs import eligible_arcs
+from generation.builder.prefilter import qualify
+from generation.pipeline.solver import RESULT_KEY, generation_pipeline
 from physassist.ehr.store import open_store
+from physassist.listarg import as_list
 from physassist.vocab import SCENARIOS, TIERS
-from solvers.generation import RESULT_KEY, generation_pipeline
-from tasks._args import as_list
 
 
 def slot_seed(seed: int, key: str) -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from physassist.data.builder.arcs import CR, DG, IL, WU
-from physassist.data.builder.rubrics import Item
+from generation.builder.arcs import CR, DG, IL, WU
+from generation.builder.rubrics import Item
 
 from .llm import AgentOutputError, Caller, need_str
 from .planner import PlanTurn

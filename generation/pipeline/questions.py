@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from physassist.data.builder.arcs import IL, WU
+from generation.builder.arcs import IL, WU
 from physassist.vocab import SUBTYPES
 
 from .llm import Caller, need_str

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from physassist.data.builder import facts as F
-from physassist.data.builder.arcs import CR, DG, IL, WU
+from generation.builder import facts as F
+from generation.builder.arcs import CR, DG, IL, WU
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 
 from .llm import AgentOutputError, Caller

@@ -9,9 +9,9 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from physassist.data.builder import facts as F
-from physassist.data.builder.arcs import CR, DG, IL, WU
-from physassist.data.builder.encode import sentences
+from generation.builder import facts as F
+from generation.builder.arcs import CR, DG, IL, WU
+from generation.builder.encode import sentences
 from physassist.ehr.tools import render
 
 from .llm import AgentOutputError, Caller, need_str

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from physassist.data.builder.arcs import ARCS, WU
-from physassist.data.builder.profile import Profile
+from generation.builder.arcs import ARCS, WU
+from generation.builder.profile import Profile
 
 from .llm import AgentOutputError, Caller, need_str
 

@@ -1,6 +1,6 @@
 """``physassist-generate``: run the generation task, write the sessions, log to MLflow.
 
-The task (``tasks/generate.py``) leaves each slot's session and statistics in the score
+The task (``generation/task.py``) leaves each slot's session and statistics in the score
 metadata; this command collects them from the EvalLog, validates the sessions with the
 strict loader, and writes ``<output_dir>/<scenario>.jsonl`` plus ``manifest.json`` only
 when everything validated (files are moved in at the end, so no partial output).
@@ -29,7 +29,7 @@ class GenerationFailed(RuntimeError):
 
 
 def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
-    from solvers.generation.llm import ROLES
+    from generation.pipeline.llm import ROLES
 
     gen = config.get("generator") or {}
     if not gen.get("name"):
@@ -46,7 +46,7 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
 
 def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Sessions (in sample order) and the run's statistics from an EvalLog."""
-    from solvers.generation.gates import GATES
+    from generation.pipeline.gates import GATES
 
     sessions: list[dict[str, Any]] = []
     produced: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -165,8 +165,8 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     """Generate, write and track; returns the manifest."""
     from inspect_ai import eval as inspect_eval
 
-    from solvers.generation.llm import ROLES
-    from tasks.generate import generate
+    from generation.pipeline.llm import ROLES
+    from generation.task import generate
 
     generator, roles = role_specs(config)
     try:
