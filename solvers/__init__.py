@@ -1,5 +1,6 @@
-"""Inspect solvers: the PhysAssistBench assistant loop, terminal strategies, patient simulator."""
+"""Inspect solvers: the PhysAssistBench assistant loop (``session_loop``), its terminal
+strategies, tool menu and the simulated patient (``patient``).
 
-from .session_loop import ERRORS_KEY, TURNS_KEY, LoopSettings, physassist_session
-
-__all__ = ["ERRORS_KEY", "TURNS_KEY", "LoopSettings", "physassist_session"]
+Nothing is imported here, so that ``solvers.patient.phm`` (used by the pure session builder)
+does not load Inspect; import from the module that owns a name.
+"""

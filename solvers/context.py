@@ -1,8 +1,9 @@
-"""Per-sample EHR context: the shared store, the session's ``ToolContext`` and patient.
+"""Per-sample EHR context: the shared store and the session's ``ToolContext``.
 
 The store is opened once per process (``cached_store``) and shared read-only by all
 samples; each sample gets its own ``ToolContext`` (subject scope, inclusive cutoff at the
-end of the session's current date, its own write sandbox and patient responder).
+end of the session's current date, its own write sandbox; the loop sets its patient from
+``solvers.patient.responder``).
 """
 
 from __future__ import annotations
@@ -10,22 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from inspect_ai.model import get_model
 
 from physassist.data import Session
 from physassist.ehr.store import EHRStore, open_store
-from physassist.ehr.tools import (
-    PatientResponder,
-    ToolContext,
-    WriteSandbox,
-    call_tool,
-    open_chart,
-)
+from physassist.ehr.tools import ToolContext, WriteSandbox, open_chart
 
-from .patient_live import LivePatient, derived_patient_model
-from .patient_replay import ReplayPatient
 from .prompting import session_key
 
 
@@ -41,59 +31,6 @@ def end_of_day(current_date: str | None) -> dt.datetime | None:
     if not current_date:
         return None
     return dt.datetime.combine(dt.date.fromisoformat(str(current_date)[:10]), dt.time.max)
-
-
-def _record_summary(ctx: ToolContext) -> dict[str, Any]:
-    """Diagnoses and medicines from the record, to ground a live patient without a PHM."""
-    summary: dict[str, Any] = {}
-    queries = {
-        "diagnoses": ("Condition.search", "code"),
-        "medications": ("MedicationRequest.search", "medicationCodeableConcept"),
-    }
-    for key, (tool, field) in queries.items():
-        args: dict[str, Any] = {"subject_id": ctx.subject_id}
-        if ctx.hadm_id is not None:
-            args["hadm_id"] = ctx.hadm_id
-        saved = ctx.allowed
-        ctx.allowed = None
-        try:
-            raw = call_tool(ctx, tool, args)
-        finally:
-            ctx.allowed = saved
-        names: list[str] = []
-        for entry in raw.get("entry") or []:
-            concept = (entry.get("resource") or {}).get(field) or {}
-            text = concept.get("text") if isinstance(concept, dict) else None
-            if text and text not in names:
-                names.append(text)
-        summary[key] = names[:15]
-    return summary
-
-
-def patient_responder(
-    session: Session,
-    ctx: ToolContext,
-    *,
-    mode: str,
-    language: str,
-    literacy: str,
-    miss: str,
-) -> PatientResponder:
-    """The interview responder of one sample (``replay`` or ``live``)."""
-    if mode == "replay":
-        return ReplayPatient(
-            session.gold_patient_answers(language), language=language, literacy=literacy, miss=miss
-        )
-    model = get_model(role="patient", required=True)
-    persona = dict(session.persona_config or {})
-    if session.patient_model:
-        grounding = dict(session.patient_model)
-        persona = {**dict(grounding.get("persona") or {}), **persona}
-    else:
-        grounding = derived_patient_model(
-            persona, session.gold_patient_answers(language), _record_summary(ctx)
-        )
-    return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy)
 
 
 def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolContext:

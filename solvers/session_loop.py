@@ -43,9 +43,10 @@ from physassist.faults import ERROR_STATUS, SystemFault, describe
 from physassist.options import check
 from physassist.results import TURNS_KEY
 
-from .context import cached_store, patient_responder, tool_context
+from .context import cached_store, tool_context
 from .menu import control_schema, menu_schemas, schema_name
 from .observations import drop_tool_traffic
+from .patient.responder import patient_responder
 from .prompting import nudge_message, system_prompt
 from .terminal import TerminalStrategy, terminal_strategy
 from .tools import SessionToolbox, operation_outcome

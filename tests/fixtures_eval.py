@@ -32,8 +32,8 @@ from inspect_ai.tool import ToolCall
 from physassist.data import Session
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, WriteSandbox, call_tool, to_api_name
-from solvers import physassist_session
 from solvers.context import end_of_day
+from solvers.session_loop import physassist_session
 from tasks.physassistbench import session_sample
 
 USAGE = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)

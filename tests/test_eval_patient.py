@@ -12,8 +12,8 @@ import fixtures_store as fs
 import pytest
 
 from physassist.data import Session
-from solvers.patient_live import LivePatient, critical_drugs, derived_patient_model
-from solvers.patient_replay import ReplayPatient
+from solvers.patient.live import LivePatient, critical_drugs, derived_patient_model
+from solvers.patient.replay import ReplayPatient
 from solvers.prompting import patient_miss_answer
 
 store_cache = fs.store_cache

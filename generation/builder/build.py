@@ -20,8 +20,8 @@ from typing import Any
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
-from physassist.synth.patient import PHMResponder
 from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS
+from solvers.patient.phm import PHMResponder
 
 from . import facts as F
 from .answers import answer, digest

@@ -10,9 +10,9 @@ import pytest
 from fixtures_synth import SAMPLE
 
 from physassist.synth import load_phm
-from physassist.synth.patient import PHMResponder, canonical_tool
 from physassist.vocab import LITERACY_LEVELS as LITERACY
 from physassist.vocab import PATIENT_TOOLS as TOOLS
+from solvers.patient.phm import PHMResponder, canonical_tool
 
 
 def _subjects() -> list[dict]:

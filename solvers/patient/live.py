@@ -32,8 +32,8 @@ from inspect_ai.model import (
 
 from physassist.faults import SystemFault, describe
 
-from .patient_replay import normalise
-from .prompting import patient_miss_answer, prompt_json, prompt_text
+from ..prompting import patient_miss_answer, prompt_json, prompt_text
+from .replay import normalise
 
 NON_ADHERENT = frozenset(
     {"poor", "never_filled", "ran_out", "self_discontinued", "not_taking", "stopped"}

@@ -31,7 +31,7 @@ from typing import Any
 
 from physassist.options import check
 
-from .prompting import patient_miss_answer
+from ..prompting import patient_miss_answer
 
 ARGUMENT_KEYS = ("drug", "query")
 _STOPWORDS = frozenset(
