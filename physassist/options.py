@@ -4,7 +4,14 @@
 task's keyword arguments (``task_args``), the one check of each value with one message
 (``check``), the short MLflow param names (``mlflow_names``), the typed task signature (the
 ``Literal`` aliases below and ``DEFAULTS``) and the options table of the README and of
-``physassist-eval --help`` (``python -m physassist.options``). The YAML group files under
+``physassist-eval --help`` (``python -m physassist.options``). Names: the config key is the
+option's name in YAML, overrides and the README. ``param`` is its task parameter (``-T``): the
+group's name for the option that identifies its group (``menu.mode`` -> ``menu``), except
+``ehr.semantics`` -> ``semantics``, the EHR layer's word (``ToolContext.semantics``,
+``physassist-ehr --semantics``; ``ehr`` beside ``ehr_source`` would read as the EHR itself);
+else the key's last part, with its group where that alone is vague (``ehr_source``,
+``patient_miss``, ``judge_context``, ``tool_budget``). MLflow names follow one rule
+(``Option.mlflow``): the identity option under its group's name, every other under its key. The YAML group files under
 ``conf/`` hold the same defaults; ``tests/test_options.py`` composes them against this table.
 
 This module imports nothing but the vocabulary, so every layer may use it.
@@ -66,7 +73,19 @@ class Option:
     rule: Callable[[Any], bool] | None = None  # for open values: is this one acceptable?
     expects: str = ""  # what ``rule`` accepts, for the message
     many: bool = False  # a list of values (None = all)
-    mlflow: str | None = None  # short MLflow param name when the key names its group's choice
+    identity: bool = False  # what its group selects (the rule of ``mlflow``)
+
+    @property
+    def mlflow(self) -> str | None:
+        """The short MLflow param of an identity option: its group's name.
+
+        The one naming rule: the option that identifies what its group selects (the sessions,
+        the model, the tool semantics, the menu, ...) is logged, swept and compared under the
+        group's name, as ``physassist-eval ehr=compat`` chooses it (``ehr.semantics`` -> ``ehr``,
+        ``menu.mode`` -> ``menu``); the report's factors and the comparability parts are these
+        group names. Every other option is logged under its config key.
+        """
+        return self.key.split(".")[0] if self.identity else None
 
     @property
     def values(self) -> tuple[Any, ...]:
@@ -99,27 +118,27 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("dataset.source", "dataset", "sample", "sessions: sample, a released JSONL file/directory, Parquet, or hf:<id>", rule=_text, expects="a path or hf:<id>", mlflow="dataset"),
+    Option("dataset.source", "dataset", "sample", "sessions: sample, a released JSONL file/directory, Parquet, or hf:<id>", rule=_text, expects="a path or hf:<id>", identity=True),
     Option("ehr.source", "ehr_source", "sample", "EHR: sample, a MIMIC-IV / cohort directory, or a built .duckdb store", rule=_text, expects="a path"),
-    Option("ehr.semantics", "semantics", "strict", "tool semantics: strict (leak-free) or compat (the reference code)", Semantics, mlflow="ehr"),
+    Option("ehr.semantics", "semantics", "strict", "tool semantics: strict (leak-free) or compat (the reference code)", Semantics, identity=True),
     Option("ehr.render", "render", "full", "what the model sees of a tool result: full text, compat text, raw json", Render),
-    Option("language.code", "language", "en", "language of questions, rubrics and prompts", Language, mlflow="language"),
-    Option("query.mode", "query", "implicit", "physician questions as asked (implicit) or their explicit paraphrases", Query, mlflow="query"),
-    Option("menu.mode", "menu", "on", "tools offered each turn: all, none, the scenario's, the gold turn's", Menu, mlflow="menu"),
-    Option("observations.mode", "observations", "keep", "tool results kept, replaced by a placeholder, or earlier turns' traffic dropped", Observations, mlflow="observations"),
-    Option("terminal.mode", "terminal", "prepare_to_answer", "how a turn ends (solvers/terminal: one module per strategy)", Terminal, mlflow="terminal"),
+    Option("language.code", "language", "en", "language of questions, rubrics and prompts", Language, identity=True),
+    Option("query.mode", "query", "implicit", "physician questions as asked (implicit) or their explicit paraphrases", Query, identity=True),
+    Option("menu.mode", "menu", "on", "tools offered each turn: all, none, the scenario's, the gold turn's", Menu, identity=True),
+    Option("observations.mode", "observations", "keep", "tool results kept, replaced by a placeholder, or earlier turns' traffic dropped", Observations, identity=True),
+    Option("terminal.mode", "terminal", "prepare_to_answer", "how a turn ends (solvers/terminal: one module per strategy)", Terminal, identity=True),
     Option("terminal.budget", "tool_budget", 16, "tool calls allowed per turn (paper: 16)", rule=_positive_int, expects="a positive integer"),
     Option("terminal.nudge", "nudge", True, "ask once for a plain-text answer when a turn ends without one", (True, False)),
-    Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, mlflow="patient"),
+    Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, identity=True),
     Option("patient.literacy", "literacy", "high", "replayed patient's health-literacy variant", Literacy),
     Option("patient.miss", "patient_miss", "unknown", "replay of a question the gold has no reply for: a fixed unknown, or the same tool's reply", PatientMiss),
-    Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, mlflow="judge"),
+    Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, identity=True),
     Option("judge.context", "judge_context", "gold_answer", "what the llm judge verifies against: the gold answer or the EHR evidence", JudgeContext),
     Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),
     Option("scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True),
     Option("tiers", "tiers", None, "data-richness tiers to evaluate (null = all)", TIERS, many=True),
     Option("model.temperature", "temperature", 0.2, "assistant sampling temperature (paper: 0.2)", rule=_number, expects="a number"),
-    Option("model.name", None, "physassist/oracle", "the assistant: any Inspect model string, or a preset (model=openai)", rule=_text, expects="a model name", mlflow="model"),
+    Option("model.name", None, "physassist/oracle", "the assistant: any Inspect model string, or a preset (model=openai)", rule=_text, expects="a model name", identity=True),
 )
 
 BY_PARAM: dict[str, Option] = {o.param: o for o in OPTIONS if o.param}

@@ -28,7 +28,7 @@ def test_the_composed_defaults_are_the_declared_defaults() -> None:
         assert node == option.default, option.key
 
 
-@pytest.mark.parametrize("option", [o for o in OPTIONS if o.values and o.key.endswith((".mode", ".code"))], ids=lambda o: o.key)
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.values and o.identity], ids=lambda o: o.key)
 def test_every_choice_of_a_group_is_one_yaml_file_and_nothing_else(option) -> None:
     group, field = option.key.split(".")
     files = {p.stem: p for p in (CONF / group).glob("*.yaml")}
@@ -81,6 +81,16 @@ def test_one_check_one_message_for_config_and_task() -> None:
         check("taus", [0])  # the scorer's check is the same rule
     with pytest.raises(ConfigError, match=r"^menu.mode='sometimes' is not valid; valid options: on, off, scenario, gold$"):
         task_args(resolve(compose(["menu.mode=sometimes"])))
+
+
+def test_names_follow_the_one_rule() -> None:
+    """An identity option is its group's name as MLflow param and (but for semantics, the EHR
+    layer's word) as task parameter; every other option is logged under its config key."""
+    for option in OPTIONS:
+        group = option.key.split(".")[0]
+        assert option.mlflow == (group if option.identity else None), option.key
+        if option.identity and option.param is not None:
+            assert option.param == group or (option.key, option.param) == ("ehr.semantics", "semantics"), option.key
 
 
 def test_mlflow_param_names_come_from_the_table() -> None:
