@@ -1,7 +1,8 @@
 """The texts the assistant and the simulated patient see, in EN and ZH.
 
-The wording lives in ``solvers/prompts/*.txt|json`` (our own words, not the reference's);
-this module only loads and fills them, so that prompt edits never touch code.
+The wording lives in ``solvers/prompts/*.txt|json`` and, for the simulated patient,
+``solvers/patient/prompts/`` (our own words, not the reference's); this module only loads and
+fills them, so that prompt edits never touch code.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 
 
 @cache
-def prompt_text(name: str, language: str) -> str:
-    """The raw text of ``prompts/<name>_<language>.txt`` (trailing whitespace stripped)."""
-    path = PROMPTS_DIR / f"{name}_{language}.txt"
+def prompt_text(name: str, language: str, folder: Path = PROMPTS_DIR) -> str:
+    """The raw text of ``<folder>/<name>_<language>.txt`` (trailing whitespace stripped)."""
+    path = folder / f"{name}_{language}.txt"
     return path.read_text(encoding="utf-8").rstrip()
 
 
 @cache
-def prompt_json(name: str, language: str) -> dict[str, Any]:
-    """The parsed ``prompts/<name>_<language>.json``."""
-    path = PROMPTS_DIR / f"{name}_{language}.json"
+def prompt_json(name: str, language: str, folder: Path = PROMPTS_DIR) -> dict[str, Any]:
+    """The parsed ``<folder>/<name>_<language>.json``."""
+    path = folder / f"{name}_{language}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -55,8 +56,3 @@ def session_key(session: dict[str, Any]) -> str:
 def nudge_message(language: str) -> str:
     """Temporary tool-free request for a final answer (never kept in the history)."""
     return prompt_text("nudge", language)
-
-
-def patient_miss_answer(language: str) -> str:
-    """The fixed patient answer when replay has no recorded reply for a question."""
-    return prompt_text("patient_miss", language)

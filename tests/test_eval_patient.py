@@ -14,7 +14,7 @@ import pytest
 from physassist.data import Session
 from solvers.patient.live import LivePatient, critical_drugs, derived_patient_model
 from solvers.patient.replay import ReplayPatient
-from solvers.prompting import patient_miss_answer
+from solvers.patient.texts import miss_answer
 
 store_cache = fs.store_cache
 demo_store = fs.demo_store
@@ -50,12 +50,12 @@ def test_replay_literacy_variant_falls_back_to_patient_response() -> None:
 def test_replay_miss_policies() -> None:
     unknown = ReplayPatient(REPLIES)
     miss = unknown.respond("patient.get_medication_adherence", {"drug": "warfarin"})
-    assert miss == {"patient_response": patient_miss_answer("en"), "_replay": "miss"}
+    assert miss == {"patient_response": miss_answer("en"), "_replay": "miss"}
     assert unknown.respond("patient.get_pain_assessment", {})["_replay"] == "miss"
     same = ReplayPatient(REPLIES, miss="same_tool")
     assert same.respond("patient.get_medication_adherence", {"drug": "warfarin"})["_replay"] == "same_tool"
     zh = ReplayPatient([], language="zh")
-    assert zh.respond("patient.get_pain_assessment", {})["patient_response"] == patient_miss_answer("zh")
+    assert zh.respond("patient.get_pain_assessment", {})["patient_response"] == miss_answer("zh")
     with pytest.raises(ValueError, match="patient_miss"):
         ReplayPatient(REPLIES, miss="guess")
 
@@ -87,7 +87,7 @@ def test_replay_through_the_loop_hit_miss_and_zh(session, demo_store, tmp_path: 
     hit, miss = fe.turns_of(sample)[0]["calls"]
     assert hit["raw"]["patient_response"] == fe.ADHERENCE["en"]["low"]
     assert hit["arguments"]["session_id"] == session["session_id"]  # injected when left out
-    assert miss["raw"]["patient_response"] == patient_miss_answer("en")
+    assert miss["raw"]["patient_response"] == miss_answer("en")
 
     script_zh = fe.Script([fe.calls((ask, {"subject_id": sid, "drug": _drug(session)}))])
     sample_zh = fe.run_sample(session, script_zh.model(), demo_store, tmp_path, language="zh")

@@ -32,8 +32,9 @@ from inspect_ai.model import (
 
 from physassist.faults import SystemFault, describe
 
-from ..prompting import patient_miss_answer, prompt_json, prompt_text
+from ..prompting import prompt_json, prompt_text
 from .replay import normalise
+from .texts import PROMPTS, miss_answer
 
 NON_ADHERENT = frozenset(
     {"poor", "never_filled", "ran_out", "self_discontinued", "not_taking", "stopped"}
@@ -184,7 +185,7 @@ class LivePatient:
         return {normalise(n) for n in self.critical if normalise(n) not in revealed}
 
     def system_prompt(self) -> str:
-        rules = prompt_json("patient_rules", self.language)
+        rules = prompt_json("rules", self.language, PROMPTS)
         hidden = [n for n in self.critical if normalise(n) in self._hidden()]
         withheld = []
         if hidden:
@@ -195,7 +196,7 @@ class LivePatient:
         facts = redact(self.patient_model, self._hidden())
         if isinstance(facts, dict):
             facts = {k: v for k, v in facts.items() if k != "persona"}
-        return prompt_text("patient_system", self.language).format(
+        return prompt_text("system", self.language, PROMPTS).format(
             persona=json.dumps(self.persona, ensure_ascii=False),
             facts=json.dumps(facts, ensure_ascii=False, indent=1, default=str),
             literacy_rule=literacy_rule,
@@ -204,7 +205,7 @@ class LivePatient:
 
     def question(self, tool: str, arguments: dict[str, Any]) -> str:
         """The assistant's tool call, phrased as a question to the patient."""
-        templates = prompt_json("patient_questions", self.language)
+        templates = prompt_json("questions", self.language, PROMPTS)
         template = templates.get(tool)
         about = ""
         if arguments.get("drug"):
@@ -233,7 +234,7 @@ class LivePatient:
             output = await self.model.generate(messages, config=PATIENT_CONFIG)
         except Exception as exc:  # the patient's provider, after Inspect's retries
             raise SystemFault(f"patient model call failed: {describe(exc)}") from exc
-        answer = output.completion.strip() or patient_miss_answer(self.language)
+        answer = output.completion.strip() or miss_answer(self.language)
         self.history.extend([question, ChatMessageAssistant(content=answer)])
         return {"patient_response": answer, "_live": True, "_revealed": list(self.revealed)}
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from physassist.options import check
 
-from ..prompting import patient_miss_answer
+from .texts import miss_answer
 
 ARGUMENT_KEYS = ("drug", "query")
 _STOPWORDS = frozenset(
@@ -116,5 +116,5 @@ class ReplayPatient:
         if reply is None and self.miss == "same_tool" and self._replies.get(tool):
             reply, how = self._replies[tool][0][2], "same_tool"
         if reply is None:
-            reply = patient_miss_answer(self.language)
+            reply = miss_answer(self.language)
         return {"patient_response": reply, "_replay": how}
