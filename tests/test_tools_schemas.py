@@ -122,11 +122,12 @@ ENUMS = {
 
 
 def test_eighteen_tools_with_reference_names() -> None:
-    assert len(TOOL_NAMES) == 18 == len(set(TOOL_NAMES))
-    assert set(TOOL_NAMES) == set(EXPECTED)
+    """The released format's 18, in its order, come first (a tool added later follows them)."""
+    assert len(TOOL_NAMES) == len(set(TOOL_NAMES))
+    assert tuple(TOOL_NAMES)[:18] == tuple(EXPECTED)
 
 
-@pytest.mark.parametrize("schema", tool_schemas(), ids=lambda s: s["function"]["name"])
+@pytest.mark.parametrize("schema", tool_schemas(list(EXPECTED)), ids=lambda s: s["function"]["name"])
 def test_schema_matches_reference(schema: dict) -> None:
     fn = schema["function"]
     props, required = EXPECTED[fn["name"]]
@@ -178,10 +179,10 @@ def test_both_semantics_implement_every_read_tool_and_nothing_else() -> None:
 
     assert unimplemented() == []
     assert set(READERS["compat"]) == set(EHR_READ_TOOLS) == set(READERS["strict"])
-    assert list(EHR_READ_TOOLS) == list(TOOL_NAMES)[:9]
+    assert tuple(EHR_READ_TOOLS)[:9] == tuple(TOOL_NAMES)[:9]
 
 
-def test_groups_of_the_schema_entries_are_the_vocabulary_s() -> None:
+def test_write_patient_and_control_groups_match_the_vocabulary() -> None:
     """The groups the released format fixes (physassist.vocab) are those of the entries."""
     assert [n for n in TOOL_NAMES if tool_group(n) == "write"] == list(WRITE_TOOLS)
     assert [n for n in TOOL_NAMES if tool_group(n) == "patient"] == list(PATIENT_TOOLS)
