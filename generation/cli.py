@@ -20,6 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from physassist.cli.config import ConfigError, ModelSpec, conf_dir, resolve
+from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import local_path, open_tracker_for
 from physassist.providers import provider_error
 
@@ -261,8 +262,8 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    """Console entry point (``physassist-generate``)."""
-    _hydra_main()
+    """Console entry point (``physassist-generate``); a composition error is one line, exit 2."""
+    reported(_hydra_main, "physassist-generate")
 
 
 if __name__ == "__main__":

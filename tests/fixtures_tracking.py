@@ -29,15 +29,15 @@ TASK_TYPES = ("IL", "DG", "CR", "WU")
 SUBTYPES = ("none", "NA", "PE", "AE")
 
 
-def compose(overrides: Sequence[str] = (), *, config_dir: Path = CONF, hydra: bool = False):
-    """Compose ``eval`` with overrides (Hydra's compose API); ``hydra=True`` keeps hydra.*."""
+def compose(overrides: Sequence[str] = (), *, config_dir: Path = CONF, hydra: bool = False, name: str = "eval"):
+    """Compose ``eval`` (or ``name``) with overrides (Hydra's compose API); ``hydra=True`` keeps hydra.*."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     import physassist.cli.config  # noqa: F401  (registers the groups' schemas, conf/eval.yaml names them)
 
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        return hydra_compose("eval", overrides=list(overrides), return_hydra_config=hydra)
+        return hydra_compose(name, overrides=list(overrides), return_hydra_config=hydra)
 
 
 def store_uri(tmp_path: Path) -> str:

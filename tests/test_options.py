@@ -160,6 +160,24 @@ def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, 
     assert one_line(refused.value) == line
 
 
+@pytest.mark.parametrize(
+    ("name", "overrides", "line"),  # the first override makes the shipped config complete
+    [
+        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
+        ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, tracking, inspect, source, taus; did you mean source?"),
+        ("generate", ["generator.name=x", "inspect.limit=2"], "inspect.limit (command line): no such key; inspect has log_dir, max_connections, max_samples, display, log_level, fail_on_error"),
+        ("generate", ["generator.name=x", "seed=abc"], "seed (command line): Value 'abc' of type 'str' could not be converted to Integer"),
+    ],
+)
+def test_rescore_and_generate_have_their_schema(name: str, overrides: list[str], line: str) -> None:
+    from physassist.cli.hydra_errors import one_line
+
+    assert resolve(compose(overrides[:1], name=name))  # composes as shipped
+    with pytest.raises(Exception) as refused:  # noqa: PT011  (Hydra's composition errors vary)
+        compose(overrides, name=name)
+    assert one_line(refused.value) == line
+
+
 def test_open_nodes_stay_open_and_a_users_complete_group_file_composes(tmp_path: Path) -> None:
     (tmp_path / "prices").mkdir()
     (tmp_path / "prices" / "mine.yaml").write_text("models:\n  openai/gpt-5.4-mini: {input: 0.25, output: 2.0}\n")

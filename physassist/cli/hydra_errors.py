@@ -44,20 +44,22 @@ def _names(conf: Path) -> list[str]:
     return sorted(set(groups) | {k for k in keys if k not in ("defaults", "hydra")})
 
 
-def _fields(dotted: str) -> list[str]:
-    """The keys the schema allows under ``dotted`` (a group such as ``terminal``)."""
+def _fields(dotted: str, node: Any = None) -> list[str]:
+    """The keys the schema allows under ``dotted`` (a group such as ``terminal``): those of
+    ``node`` (the refusing node's dataclass, when OmegaConf names it), else of the eval's schema."""
     import dataclasses
 
     from physassist.cli.schema import eval_schema
 
-    node: Any = eval_schema()
-    for part in dotted.split(".") if dotted else []:
-        found = {f.name: f.type for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
-        node = found.get(part)
+    if not dataclasses.is_dataclass(node):
+        node = eval_schema()
+        for part in dotted.split(".") if dotted else []:
+            found = {f.name: f.type for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
+            node = found.get(part)
     return [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
 
 
-def _schema_error(key: str, message: str, where: str) -> str:
+def _schema_error(key: str, message: str, where: str, node: Any = None) -> str:
     """One line for a key the schema refuses: unknown (naming the allowed keys) or mistyped."""
     message = message.strip().splitlines()[0]
     if not message.startswith("Key '"):
@@ -65,10 +67,11 @@ def _schema_error(key: str, message: str, where: str) -> str:
             message = "may not be null"
         return f"{key} ({where}): {message}"
     parent, _, name = key.rpartition(".")
-    allowed = _fields(parent)
+    allowed = _fields(parent, node)
+    owner = parent or getattr(node, "__name__", "the config")
     close = difflib.get_close_matches(name, allowed, n=1)
-    hint = f"; did you mean {parent}.{close[0]}?" if close else ""
-    keys = f"; {parent} has {', '.join(allowed)}" if allowed else f"; add a key to {parent} with +{key}=<value>"
+    hint = f"; did you mean {'.'.join(filter(None, (parent, close[0])))}?" if close else ""
+    keys = f"; {owner} has {', '.join(allowed)}" if allowed else f"; add a key to {owner} with +{key}=<value>"
     return f"{key} ({where}): no such key{keys}{hint}"
 
 
@@ -91,9 +94,12 @@ def one_line(exc: BaseException) -> str:
         return _schema_error(in_file.group(4), in_file.group(3), f"{in_file.group(1)}.yaml")
     cause = exc.__cause__
     key = getattr(cause, "full_key", None)
-    unknown_top = key and "." not in key and str(getattr(cause, "msg", "")).startswith("Key '")
+    # An unknown top-level key of physassist-eval is named with its groups (below); of another
+    # command (physassist-generate) with its schema's keys.
+    root = getattr(getattr(cause, "object_type", None), "__name__", "eval")
+    unknown_top = key and "." not in key and root == "eval" and str(getattr(cause, "msg", "")).startswith("Key '")
     if isinstance(cause, OmegaConfBaseException) and key and not unknown_top:
-        return _schema_error(key, str(getattr(cause, "msg", "") or cause), "command line")
+        return _schema_error(key, str(getattr(cause, "msg", "") or cause), "command line", getattr(cause, "object_type", None))
     found = _OVERRIDE.search(text)
     if found:
         key = found.group(1)

@@ -3,7 +3,8 @@ it composes (a typo in ``conf/terminal/mine.yaml`` or ``terminal.nudg=false`` is
 not a silently ignored key).
 
 Hydra 1.3's way: a structured config (dataclass) in its ConfigStore used as the schema of the
-primary config (``conf/eval.yaml``, ``conf/rescore.yaml``: ``defaults: [<name>_schema, ...]``).
+primary config (``conf/eval.yaml``, ``conf/rescore.yaml``, ``conf/generate.yaml``:
+``defaults: [<name>_schema, ...]``).
 Each group's node is typed by a dataclass, so every group file, ours or a user's
 (``--config-dir``), is merged into it and checked. The task options' fields come from
 ``physassist.options.OPTIONS`` (type from the declared values or default); the keys that are not task options (model roles, ``inspect``, ``tracking``,
@@ -46,7 +47,15 @@ KEYS: dict[str, dict[str, Any]] = {
     },
     "prices": {"models": (dict[str, Any], dict)},  # open: one entry per Inspect model string
 }
-#: The groups of ``conf/eval.yaml`` that have no task option of their own.
+#: ``conf/generate.yaml``'s own keys (``generation/cli.py`` reads them); its ``scenarios`` and
+#: ``tiers`` are the options', its ``inspect`` the keys of ``KEYS["inspect"]`` it passes on.
+GENERATE: dict[str, Any] = {
+    "store": (str, MISSING), "cache_dir": str | None, "sessions_per_slot": (int, MISSING), "seed": (int, MISSING),
+    "attempts": (int, MISSING), "patient_limit": (int, MISSING), "output_dir": (str, MISSING),
+    "overwrite": (bool, MISSING), "roles": (dict[str, Any], dict),  # role -> null, a model name or a node
+}
+GENERATE_INSPECT = ("log_dir", "max_connections", "max_samples", "display", "log_level", "fail_on_error")
+#: The groups of ``conf/eval.yaml``.
 EVAL_GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
 
 
@@ -99,9 +108,24 @@ def rescore_schema() -> type:
     ])
 
 
+def generate_schema() -> type:
+    """The schema of ``conf/generate.yaml`` (``physassist-generate``): its own keys, the role
+    node ``generator`` (the model behind every agent), the tracking group, Inspect's keys."""
+    options_ = [(o.key, option_type(o), MISSING) for o in options.OPTIONS if o.key in ("scenarios", "tiers")]
+    generator = make_dataclass("generator", [
+        ("name", str, MISSING), *(_field(k, v) for k, v in ROLE.items()), _field("args", (dict[str, Any], dict)),
+    ])
+    inspect = make_dataclass("inspect", [_field(k, KEYS["inspect"][k]) for k in GENERATE_INSPECT])
+    return make_dataclass("generate", [
+        *(_field(k, v) for k, v in GENERATE.items()), *options_, _node("generator", generator),
+        _node("tracking", group_schema("tracking")), _node("inspect", inspect),
+    ])
+
+
 def register() -> None:
     """Store the schemas in Hydra's ConfigStore (the primary configs' defaults name them).
     Called when ``physassist.cli.config`` is imported, and again after OPTIONS changes."""
     store = ConfigStore.instance()
     store.store(name="eval_schema", node=eval_schema())
     store.store(name="rescore_schema", node=rescore_schema())
+    store.store(name="generate_schema", node=generate_schema())
