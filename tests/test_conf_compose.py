@@ -91,6 +91,12 @@ def test_default_is_the_offline_experiment() -> None:
     check_config(config)  # no API key needed
 
 
+def test_realtime_event_log_is_off_unless_asked() -> None:
+    """Inspect's realtime event log costs ~20 ms of CPU per turn (benchmarks/README.md)."""
+    assert eval_options(resolve(compose()))["log_realtime"] is False
+    assert eval_options(resolve(compose(["inspect.log_realtime=true"])))["log_realtime"] is True
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_named_experiment_composes_and_sweeps_valid_values(experiment: str, monkeypatch) -> None:
     """Each experiment composes, and each value of its sweep composes to valid task args."""

@@ -120,6 +120,7 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "attempt_timeout": ins.get("attempt_timeout"),
         "max_tokens": lookup(config, "model").get("max_tokens"),
         "display": ins.get("display"),
+        "log_realtime": ins.get("log_realtime"),
         "log_level": ins.get("log_level"),
     }
     return {k: v for k, v in options.items() if v is not None}

@@ -39,6 +39,7 @@ KEYS: dict[str, dict[str, Any]] = {
         "limit": int | None, "epochs": int | None, "fail_on_error": Any, "retry_on_error": int | None,
         "seed": int | None, "max_retries": int | None, "timeout": int | None,
         "attempt_timeout": int | None, "display": str | None, "log_level": str | None,
+        "log_realtime": bool | None,
     },
     "tracking": {
         "enabled": bool | None, "uri": str | None, "artifact_root": str | None, "experiment": str | None,

@@ -21,6 +21,7 @@ EXECUTION_PREFIXES: tuple[str, ...] = (
     "tracking.",
     "inspect.log_dir",
     "inspect.display",
+    "inspect.log_realtime",
     "inspect.log_level",
     "inspect.max_connections",
     "inspect.max_samples",
