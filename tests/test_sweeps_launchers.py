@@ -1,7 +1,11 @@
-"""2x2 sweeps actually run by the cluster launchers, in their own job processes: submitit's
-local executor (the same pickling, job folders and result collection as on SLURM) and Ray (a
-local Ray started for the sweep, jobs as Ray tasks): one parent and four child runs logged from
-the job processes, exactly once; a job killed mid-evaluation is resumed by the re-run."""
+"""Sweeps actually run by the cluster launchers, in their own job processes: submitit's local
+executor (the same pickling, job folders and result collection as on SLURM) and Ray (a local Ray
+started for the sweep, jobs as Ray tasks): one parent and a child run per job logged from the job
+processes, exactly once; a job killed mid-evaluation is resumed by the re-run, a finished one is
+skipped.
+
+Two jobs, not a 2x2 grid: each job is a process that imports the whole stack (~10 s of CPU), and
+two already run at once, race for the EHR store and give one job to kill and one to skip."""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from physassist.tracking import claims
 pytestmark = pytest.mark.slow
 
 SAMPLE = REPO / "data" / "sample" / "sessions"
-GRID = ["model=oracle,baseline", "query=implicit,explicit", "inspect.limit=1"]
+GRID = ["model=oracle,baseline", "inspect.limit=1"]
+JOBS = 2
 
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:
@@ -44,7 +49,7 @@ def _runs(tmp_path: Path, kind: str) -> list:
 def _check_sweep(tmp_path: Path, sweep_pid: int | None = None) -> list:
     parents, children = _runs(tmp_path, "sweep"), _runs(tmp_path, "job")
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
-    assert len(children) == 4 and {c.info.status for c in children} == {"FINISHED"}
+    assert len(children) == JOBS and {c.info.status for c in children} == {"FINISHED"}
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
     owners = [claims.Owner.parse(c.data.tags[claims.OWNER_TAG]) for c in children]
     assert sweep_pid not in {o.pid for o in owners}  # logged from the job processes
@@ -58,7 +63,7 @@ def test_submitit_local_sweep_resumes_a_killed_job(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[cluster]'")
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
-    cache = tmp_path / "cache"  # no EHR store yet: four job processes need it at once
+    cache = tmp_path / "cache"  # no EHR store yet: both job processes need it at once
     env = {**os.environ, "PHYSASSIST_CACHE": str(cache)}
     cmd = _args(tmp_path, "hydra/launcher=submitit_local", *GRID, "inspect.epochs=20")
     sweep = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -96,12 +101,12 @@ def test_ray_local_sweep_logs_each_job_once(tmp_path: Path) -> None:
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     cmd = _args(tmp_path, "hydra/launcher=ray", "+hydra.launcher.init.num_cpus=2", *GRID)
     # Ray folds repeated log lines of its workers into one ("[repeated 3x]"): keep every line,
-    # so the re-run's four "already finished" lines can be counted.
+    # so the re-run's "already finished" lines can be counted.
     env = {"RAY_DEDUP_LOGS": "0"}
     first = cli(cmd, cwd=tmp_path, timeout=900, env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     children = _check_sweep(tmp_path)
-    again = cli(cmd, cwd=tmp_path, timeout=900, env=env)  # the same sweep again: all four found finished
+    again = cli(cmd, cwd=tmp_path, timeout=900, env=env)  # the same sweep again: every job found finished
     assert again.returncode == 0, again.stderr[-3000:]
-    assert (again.stdout + again.stderr).count("already finished") == 4
+    assert (again.stdout + again.stderr).count("already finished") == JOBS
     assert sorted(r.info.run_id for r in _runs(tmp_path, "job")) == sorted(c.info.run_id for c in children)
