@@ -162,8 +162,7 @@ ORPHAN = textwrap.dedent(
     """
     import os, sys, time, multiprocessing as mp
     from physassist.tracking import claims
-    from physassist.tracking.mlflow_store import TrackingError
-from physassist.tracking.runs import KIND_TAG, PENDING_TAG, SWEEP_TAG, Tracker
+    from physassist.tracking.runs import Tracker
 
     def job(uri, sweep_pid):
         tracker = Tracker(uri, "physassist")
