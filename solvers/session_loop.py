@@ -93,6 +93,7 @@ class TurnResult:
     calls: list[dict[str, Any]] | None = None
     tokens_in: int = 0
     tokens_out: int = 0
+    started: float = 0.0  # epoch seconds
     seconds: float = 0.0
     error: str | None = None  # the system fault that ended the turn (end "error")
 
@@ -106,6 +107,7 @@ class TurnResult:
             "calls": list(self.calls or []),
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "started": self.started,
             "seconds": self.seconds,
             "error": self.error,
         }
@@ -302,7 +304,7 @@ def physassist_session(**options: Any) -> Solver:
             start_len = len(messages)
             messages.append(ChatMessageUser(content=question))
             started = time.perf_counter()
-            result = TurnResult(turn=turn, question=question, calls=[])
+            result = TurnResult(turn=turn, question=question, calls=[], started=round(time.time(), 6))
             async with span(f"turn {turn}"):
                 try:
                     await run.run_turn(messages, result)

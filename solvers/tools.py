@@ -13,6 +13,7 @@ own type coercion -- so the model always gets a FHIR answer and the loop continu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -130,21 +131,26 @@ class SessionToolbox:
         return args
 
     async def call(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Execute one call and return its record ``{name, arguments, raw, text}``."""
+        """Execute one call and return its record ``{name, arguments, raw, text, started, seconds}``
+        (``started``: epoch seconds; the MLflow trace places the call's span with them)."""
         args = self._with_ids(dotted, arguments)
+        started, clock = time.time(), time.perf_counter()
         raw = await anyio.to_thread.run_sync(self._executor, dotted, args)
-        return self._record(dotted, args, raw)
+        return self._record(dotted, args, raw, started, time.perf_counter() - clock)
 
-    def _record(self, dotted: str, args: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    def _record(
+        self, dotted: str, args: dict[str, Any], raw: dict[str, Any], started: float, seconds: float = 0.0
+    ) -> dict[str, Any]:
         text = seen_text(self._observations, self._renderer(raw), self._language)
-        return {"name": dotted, "arguments": args, "raw": raw, "text": text}
+        return {"name": dotted, "arguments": args, "raw": raw, "text": text,
+                "started": round(started, 6), "seconds": round(seconds, 6)}
 
     async def _fallback(self, call: ToolCall) -> dict[str, Any]:
         """Answer a call Inspect refused (unknown tool, bad JSON, schema violation)."""
         dotted = from_api_name(call.function)
         if call.parse_error:
             raw = operation_outcome(f"Could not parse the arguments of {dotted}: {call.parse_error}", code="invalid")
-            return self._record(dotted, {}, raw)
+            return self._record(dotted, {}, raw, time.time())
         return await self.call(dotted, dict(call.arguments or {}))
 
     async def run(

@@ -53,9 +53,10 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
     assert "Creatinine" in call["text"]
     assert t0["tokens_in"] == 20 and t0["tokens_out"] == 10 and t0["seconds"] > 0
     assert set(t0) == {
-        "turn", "question", "answer", "end", "calls", "tokens_in", "tokens_out", "seconds", "error"
+        "turn", "question", "answer", "end", "calls", "tokens_in", "tokens_out", "started", "seconds", "error"
     }
     assert t0["error"] is None
+    assert t0["started"] <= call["started"] <= call["started"] + call["seconds"] <= t0["started"] + t0["seconds"]
     # API-safe names are offered, with the control tool
     offered = script.requests[0][1]
     assert "Observation__search" in offered and "prepare_to_answer" in offered

@@ -121,8 +121,12 @@ def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) 
             assert span.inputs["rubric"] == [f"{k + 1}. {r}" for k, r in enumerate(session.rubric(t, "en"))]
             tools = [s for s in trace.data.spans if s.parent_id == span.span_id]
             assert [s.name for s in tools] == [c["name"] for c in record["calls"]]  # dotted names
+            assert span.start_time_ns == int(record["started"] * 1e9)  # where the loop timed the turn
             for tool, call in zip(tools, record["calls"], strict=True):
                 assert tool.inputs == call["arguments"] and tool.outputs == call["text"]
+                # each call's own time, inside its turn
+                assert tool.end_time_ns - tool.start_time_ns == pytest.approx(call["seconds"] * 1e9, abs=1_000)
+                assert span.start_time_ns <= tool.start_time_ns <= tool.end_time_ns <= span.end_time_ns
                 fhir = tool.get_attribute("fhir")
                 assert fhir is None or len(fhir) <= 300 + len("... [999999 more chars]")
             # the judge's verdicts: one per rubric item and the turn score, on the turn's span
@@ -133,7 +137,9 @@ def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) 
                 assert (a.source.source_type, a.source.source_id) == ("CODE", "physassist rules judge")
             [score] = by_name[f"T{t} score"]
             assert score.feedback.value == pytest.approx(verdict["score"])
-        assert any(tool.get_attribute("fhir") for tool in trace.data.spans if tool.span_type == "TOOL")
+        tool_spans = [s for s in trace.data.spans if s.span_type == "TOOL"]
+        assert any(tool.get_attribute("fhir") for tool in tool_spans)
+        assert all(tool.end_time_ns > tool.start_time_ns for tool in tool_spans)  # no zero-length calls
 
 
 def test_trace_limit_caps_and_a_rewrite_replaces(oracle_run) -> None:

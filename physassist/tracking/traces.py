@@ -5,11 +5,12 @@ One trace per evaluated session (and epoch), linked to the run (``mlflow.sourceR
 * the root span ``session <id>`` (inputs: scenario, tier, language, query; outputs: the turn
   scores);
 * one span per turn ``T<n> <task type>`` (inputs: the question and the numbered rubric;
-  outputs: the answer; attributes: end reason, tokens, seconds, score, status). Turns are laid
-  end to end from the sample's start with their measured seconds;
+  outputs: the answer; attributes: end reason, tokens, seconds, score, status), at the time the
+  loop recorded (``started``, ``seconds``; logs without ``started`` lay turns end to end from
+  the sample's start);
 * one child span per tool call, named by its dotted name (inputs: the arguments; outputs: the
-  text the model saw; attribute ``fhir``: the raw FHIR JSON, cut at ``raw_chars``). The loop
-  does not time single calls, so these spans carry no duration of their own;
+  text the model saw; attribute ``fhir``: the raw FHIR JSON, cut at ``raw_chars``), at the call's
+  recorded ``started`` for its ``seconds`` (older logs: an instant at the turn's start);
 * assessments (MLflow ``Feedback``) on the turn span: ``T<n>.<k>`` per rubric item (pass /
   fail, the judge's reason as rationale; an undecided item carries an error instead of a
   value) and ``T<n> score`` (the turn score, 0-1). Their source is the judge: ``LLM_JUDGE``
@@ -76,6 +77,11 @@ def _start_ns(sample, fallback: str) -> int:
     return int(datetime.fromisoformat(str(stamp)).timestamp() * 1e9)
 
 
+def _ns(started: Any, fallback: int) -> int:
+    """Epoch seconds as recorded by the loop, in ns; ``fallback`` for logs that predate them."""
+    return int(float(started) * 1e9) if started else fallback
+
+
 def _judge_source(judge: str | None, grader: str | None):
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
@@ -137,6 +143,7 @@ def _write_trace(
         turn = int(row["turn"])
         rec = records.get(turn, {})
         seconds = float(rec.get("seconds") or 0.0)
+        clock = _ns(rec.get("started"), clock)
         rubric = session.rubric(turn, language) if session is not None else []
         span = mlflow.start_span_no_context(
             name=f"T{turn} {row['task_type'] or ''}".strip(),
@@ -165,9 +172,9 @@ def _write_trace(
                 attributes={"fhir": _cap(json.dumps(call.get("raw"), ensure_ascii=False, default=str), raw_chars)}
                 if name != PREPARE_TO_ANSWER  # the loop records no other control call
                 else None,
-                start_time_ns=clock,
+                start_time_ns=(called := _ns(call.get("started"), clock)),
             )
-            tool.end(outputs=call.get("text"), end_time_ns=clock)
+            tool.end(outputs=call.get("text"), end_time_ns=called + int(float(call.get("seconds") or 0.0) * 1e9))
         clock += int(seconds * 1e9)
         span.end(outputs={"answer": rec.get("answer", "")}, end_time_ns=clock)
         verdicts += _verdicts(turn, st, source, span.span_id)
