@@ -56,8 +56,10 @@ HOSTILE: dict[str, object] = {
 
 
 def _assert_harmless(result: dict, started: float) -> None:
-    seconds = time.perf_counter() - started
-    assert seconds < 0.5, f"took {seconds:.2f}s"
+    # this thread's CPU, not wall time: a hang guard (a 1 MB compat medication took 4.87 s before
+    # the bounds) that machine load cannot trip; the timings themselves: benchmarks/tool_hostile.py
+    seconds = time.thread_time() - started
+    assert seconds < 0.5, f"took {seconds:.2f}s of CPU"
     size = len(json.dumps(result))
     for mode in ("compat", "full", "json"):
         assert isinstance(render(result, mode), str)
@@ -79,7 +81,7 @@ def test_hostile_arguments_are_answered_briefly_and_quickly(
     call_tool(ctx, "Patient.read", {"subject_id": SUBJECT})  # warm the subject's rows
     for tool in TOOL_NAMES:
         with caplog.at_level(logging.ERROR):
-            started = time.perf_counter()
+            started = time.thread_time()
             result = call_tool(ctx, tool, HOSTILE[case])
             _assert_harmless(result, started)
         assert not caplog.records, f"{tool}: {caplog.records[0].getMessage()}"
@@ -88,7 +90,7 @@ def test_hostile_arguments_are_answered_briefly_and_quickly(
 @pytest.mark.parametrize("semantics", ["strict", "compat"])
 def test_a_megabyte_tool_name_is_not_echoed(sample_store: EHRStore, semantics: str) -> None:  # noqa: F811
     ctx = ToolContext(store=sample_store, subject_id=SUBJECT, semantics=semantics)
-    started = time.perf_counter()
+    started = time.thread_time()
     result = call_tool(ctx, "X" * MEGA, {"subject_id": SUBJECT})
     _assert_harmless(result, started)
     assert result.get("resourceType") == "OperationOutcome" or "error" in result
