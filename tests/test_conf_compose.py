@@ -176,3 +176,8 @@ def test_bad_values_are_named(monkeypatch) -> None:
         check_config(resolve(compose(["taus=[0.6,1.5]"])))
     with pytest.raises(ConfigError, match="scenarios"):
         check_config(resolve(compose(["scenarios=[med_safty]"])))
+    # every judge node has model and models (one schema): the key its judge does not read is refused
+    with pytest.raises(ConfigError, match=r"^judge.models=\['a', 'b'\] is not read by judge=llm; it grades with judge.model$"):
+        check_config(resolve(compose(["judge=llm", "judge.models=[a,b]"])))
+    with pytest.raises(ConfigError, match=r"^judge.model='a' is not read by judge=panel"):
+        check_config(resolve(compose(["judge=panel", "judge.model=a"])))

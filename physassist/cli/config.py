@@ -161,6 +161,12 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     declared = judges.JUDGES.get(judge["mode"])  # None: physassist-rescore's judge=human
     graders = declared.graders if declared else "none"
     mode = judge["mode"]
+    # Every judge node has both keys (one schema for the group): the one its judge does not read
+    # must stay null, or a panel's models would be ignored by judge=llm without a word.
+    unread = {"one": "models", "many": "model"}.get(graders)
+    if unread and judge.get(unread):
+        used = "model" if unread == "models" else "models"
+        raise ConfigError(f"judge.{unread}={judge[unread]!r} is not read by judge={mode}; it grades with judge.{used}")
     if graders == "one":
         if not judge.get("model"):
             raise ConfigError(f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)")
