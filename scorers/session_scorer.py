@@ -3,7 +3,8 @@
 Score (ARCHITECTURE.md §5): `value` = mean over the scored turns (NaN when none was
 scored); `metadata["turns"]` = per turn {turn, score (None = unscored), items [{passed,
 reason}], judge, status scored|undecided|failed, error, end, n_calls, tools, gold_tools};
-`metadata["taus"]`, `["judge"]`, `["context"]` record the options so metrics can read them.
+`metadata["taus"]`, `["judge"]`, `["graders"]` (the judge's `Judge.graders`), `["context"]` record
+the options so metrics and traces can read them.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def physassist_scorer(
             else "grader_failed"
             if "failed" in statuses
             else "undecided",
-            metadata={"turns": turns, "taus": list(taus), "judge": judge, "context": context},
+            metadata={"turns": turns, "taus": list(taus), "judge": judge, "graders": spec.graders, "context": context},
         )
 
     return score

@@ -206,3 +206,16 @@ def test_human_verdicts_added_like_the_ui_are_read_back_as_a_judge(oracle_run) -
     assert table.loc[(sid, 2), "status"] == "undecided"
     metrics = summarize(table.reset_index(), n_boot=0)
     assert metrics["scored_turns"] == 1 and metrics["unscored_turns"] == len(table) - 1
+
+
+def test_a_judge_that_grades_with_models_is_an_llm_judge_source() -> None:
+    """The trace source follows the scorer's ``graders`` (Judge.graders), not a judge's name:
+    a panel's verdicts are its graders', not code's."""
+    from physassist.tracking.traces import RULES_SOURCE_ID, _judge_source
+
+    panel = _judge_source({"judge": "panel", "graders": "many"}, None)
+    assert (panel.source_type, panel.source_id) == ("LLM_JUDGE", "grader")
+    rules = _judge_source({"judge": "rules", "graders": "none"}, None)
+    assert (rules.source_type, rules.source_id) == ("CODE", RULES_SOURCE_ID)
+    old = _judge_source({"judge": "llm"}, "openai/gpt-5.4-mini")  # a log scored before "graders"
+    assert (old.source_type, old.source_id) == ("LLM_JUDGE", "openai/gpt-5.4-mini")

@@ -290,8 +290,9 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
     judge = config["judge"]
-    if judge["mode"] not in ("rules", "llm", "panel", "human"):
-        raise RescoreError(f"judge.mode={judge['mode']!r} is not one of rules, llm, panel, human")
+    known = (*JUDGES, "human")  # the registered judges and this command's own
+    if judge["mode"] not in known:
+        raise RescoreError(f"judge.mode={judge['mode']!r} is not one of {', '.join(known)}")
     done = [rescore_source(s, config, tracker) for s in find_sources(str(config["source"]), tracker)]
     if sweep_dir is not None:
         jobs = sweep_dir / JOBS_DIR

@@ -82,10 +82,12 @@ def _ns(started: Any, fallback: int) -> int:
     return int(float(started) * 1e9) if started else fallback
 
 
-def _judge_source(judge: str | None, grader: str | None):
+def _judge_source(score_md: dict, grader: str | None):
+    """``LLM_JUDGE`` (the grader model) for a judge that grades with models, else ``CODE``."""
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
-    if judge == "llm":
+    graders = score_md.get("graders") or ("one" if score_md.get("judge") == "llm" else "none")  # logs before "graders"
+    if graders != "none":
         return AssessmentSource(AssessmentSourceType.LLM_JUDGE, grader or "grader")
     return AssessmentSource(AssessmentSourceType.CODE, RULES_SOURCE_ID)
 
@@ -247,7 +249,7 @@ def write_traces(
         assessments += _write_trace(
             sample,
             score_md,
-            _judge_source(score_md.get("judge"), grader),
+            _judge_source(score_md, grader),
             experiment_id=experiment_id,
             run_id=run_id,
             start_ns=_start_ns(sample, log.eval.created),
