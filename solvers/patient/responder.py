@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from inspect_ai.model import get_model
@@ -16,6 +17,7 @@ from .replay import ReplayPatient
 def record_summary(ctx: ToolContext) -> dict[str, Any]:
     """Diagnoses and medicines from the record, to ground a live patient without a PHM."""
     summary: dict[str, Any] = {}
+    unrestricted = dataclasses.replace(ctx, allowed=None)  # the menu limits the model, not the patient
     queries = {
         "diagnoses": ("Condition.search", "code"),
         "medications": ("MedicationRequest.search", "medicationCodeableConcept"),
@@ -24,12 +26,7 @@ def record_summary(ctx: ToolContext) -> dict[str, Any]:
         args: dict[str, Any] = {"subject_id": ctx.subject_id}
         if ctx.hadm_id is not None:
             args["hadm_id"] = ctx.hadm_id
-        saved = ctx.allowed
-        ctx.allowed = None
-        try:
-            raw = call_tool(ctx, tool, args)
-        finally:
-            ctx.allowed = saved
+        raw = call_tool(unrestricted, tool, args)
         names: list[str] = []
         for entry in raw.get("entry") or []:
             concept = (entry.get("resource") or {}).get(field) or {}
