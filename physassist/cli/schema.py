@@ -101,18 +101,17 @@ def eval_schema() -> type:
 def rescore_schema() -> type:
     """The schema of ``conf/rescore.yaml``: the eval's judge and tracking groups, the source
     to judge again, its thresholds (null = the source's) and where the logs go."""
-    taus = next(o for o in options.OPTIONS if o.key == "taus")
     inspect = make_dataclass("inspect", [("log_dir", str, MISSING)])
     return make_dataclass("rescore", [
         _node("judge", group_schema("judge")), _node("tracking", group_schema("tracking")),
-        _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(taus) | None, None),
+        _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(options.BY_KEY["taus"]) | None, None),
     ])
 
 
 def generate_schema() -> type:
     """The schema of ``conf/generate.yaml`` (``physassist-generate``): its own keys, the role
     node ``generator`` (the model behind every agent), the tracking group, Inspect's keys."""
-    options_ = [(o.key, option_type(o), MISSING) for o in options.OPTIONS if o.key in ("scenarios", "tiers")]
+    options_ = [(key, option_type(options.BY_KEY[key]), MISSING) for key in ("scenarios", "tiers")]
     generator = make_dataclass("generator", [
         ("name", str, MISSING), *(_field(k, v) for k, v in ROLE.items()), _field("args", (dict[str, Any], dict)),
     ])
