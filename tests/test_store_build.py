@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import fixtures_store as fx
 import pytest
 from fixtures_store import DEMO_SUBJECT, demo_file, read_demo
 
-from physassist.ehr.sources import detect_source
-from physassist.ehr.store import EHRStore
+from physassist.ehr.sources import STORE_SCHEMA_VERSION, EHRSourceError, detect_source
+from physassist.ehr.store import META_TABLE, EHRStore, build_store, csv_header
 from physassist.ehr.tables import ROW_COLUMN, SUBJECT_TABLES, TABLES
 
 demo_store = fx.demo_store
@@ -150,6 +151,38 @@ def test_store_metadata(demo_store: EHRStore) -> None:
     assert src.layout == "mimic"
     assert demo_store.fingerprint == src.fingerprint()
     assert demo_store.path.name == f"{demo_store.fingerprint}.duckdb"
+
+
+def test_store_records_each_source_files_width(demo_store: EHRStore) -> None:
+    """compat types values by the width of the file pandas read, so the store keeps it."""
+    files = detect_source(demo_store.source).files
+    assert {t: w for t, w in demo_store.widths.items() if files.get(t)} == {
+        t: len(csv_header(fs[0].path)) for t, fs in files.items() if fs
+    }
+    assert all(demo_store.widths[t] == len(TABLES[t].columns) for t in TABLES if not files.get(t))
+
+
+def test_a_store_knows_its_widths_after_its_source_is_gone(tmp_path: Path) -> None:
+    src = fx.write_tiny_source(tmp_path / "src")
+    patients = src / "hosp" / "patients.csv"
+    rows = patients.read_text().splitlines()
+    patients.write_text("\n".join([rows[0] + ",extra", *(r + ",x" for r in rows[1:])]) + "\n")
+    path = build_store(src, cache_dir=tmp_path / "cache")
+    shutil.rmtree(src)
+    with EHRStore(path) as store:
+        assert store.widths["patients"] == len(TABLES["patients"].columns) + 1
+        assert store.widths["labevents"] == 16
+
+
+def test_a_store_of_another_schema_is_refused_naming_the_rebuild(tmp_path: Path) -> None:
+    import duckdb
+
+    src = fx.write_tiny_source(tmp_path / "src")
+    path = build_store(src, cache_dir=tmp_path / "cache")
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"UPDATE {META_TABLE} SET value = '2' WHERE key = 'schema_version'")
+    with pytest.raises(EHRSourceError, match=f"has schema 2, this PhysAssist reads {STORE_SCHEMA_VERSION}.*build {src}"):
+        EHRStore(path)
 
 
 def test_store_is_read_only(demo_store: EHRStore) -> None:

@@ -23,7 +23,7 @@ from physassist.ehr.tables import DICTIONARY_TABLES, TABLES
 from physassist.fingerprint import fingerprint
 
 #: Bump when the store's tables, types, sort order or indexes change: old stores rebuild.
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 
 Layout = Literal["mimic", "synthetic", "split"]
 

@@ -51,7 +51,6 @@ __all__ = [
     "EHRSourceError",
     "EHRStore",
     "build_store",
-    "csv_header",
     "default_cache_dir",
     "open_store",
 ]
@@ -170,7 +169,14 @@ class EHRStore:
             raise EHRSourceError(f"cannot open EHR store {self.path}: {exc}") from exc
         try:
             meta = dict(self._con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
-            counts = self._con.execute(f"SELECT name, n_rows FROM {COUNTS_TABLE}").fetchall()
+            if int(meta["schema_version"]) != STORE_SCHEMA_VERSION:
+                self._con.close()
+                raise EHRSourceError(
+                    f"EHR store {self.path} has schema {meta['schema_version']}, this PhysAssist "
+                    f"reads {STORE_SCHEMA_VERSION}; rebuild it with: physassist-ehr build "
+                    f"{meta.get('source', '<source>')} --force"
+                )
+            counts = self._con.execute(f"SELECT name, n_rows, width FROM {COUNTS_TABLE}").fetchall()
         except duckdb.CatalogException as exc:
             self._con.close()
             raise EHRSourceError(f"{self.path} is not a PhysAssist EHR store") from exc
@@ -181,7 +187,10 @@ class EHRStore:
         self.source = Path(meta["source"])
         self.layout: str = meta["layout"]
         self.schema_version = int(meta["schema_version"])
-        self._rows: dict[str, int] = {name: int(n) for name, n in counts}
+        self._rows: dict[str, int] = {name: int(n) for name, n, _ in counts}
+        #: Columns of each table's (first) source file, recorded at build time: the width pandas
+        #: read (``tools.compat_frames``), known without the source files.
+        self.widths: dict[str, int] = {name: int(w) for name, _, w in counts}
         self._lock = threading.Lock()
         self._subjects = SubjectCache(cache_rows)
         self._prefetch = prefetch
@@ -344,14 +353,15 @@ def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET temp_directory = ?", [str(spill)])
         con.execute("SET memory_limit = ?", [_memory_limit()])
-        counts: dict[str, tuple[int, int]] = {}
+        counts: dict[str, tuple[int, int, int]] = {}
         for name, spec in TABLES.items():
             con.execute(create_table_sql(spec))
             files = src.files.get(name, ())
             if files:
                 _load_table(con, spec, files)
             n_rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
-            counts[name] = (n_rows, len(files))
+            width = len(csv_header(files[0].path)) if files else len(spec.columns)
+            counts[name] = (n_rows, len(files), width)
         con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR, value VARCHAR)")
         meta = {
             "fingerprint": fingerprint,
@@ -362,10 +372,12 @@ def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
             "duckdb_version": duckdb.__version__,
         }
         con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", list(meta.items()))
-        con.execute(f"CREATE TABLE {COUNTS_TABLE} (name VARCHAR, n_rows BIGINT, n_files INTEGER)")
+        con.execute(
+            f"CREATE TABLE {COUNTS_TABLE} (name VARCHAR, n_rows BIGINT, n_files INTEGER, width INTEGER)"
+        )
         con.executemany(
-            f"INSERT INTO {COUNTS_TABLE} VALUES (?, ?, ?)",
-            [(n, r, f) for n, (r, f) in counts.items()],
+            f"INSERT INTO {COUNTS_TABLE} VALUES (?, ?, ?, ?)",
+            [(n, *c) for n, c in counts.items()],
         )
         con.execute("CHECKPOINT")
     finally:
@@ -412,7 +424,7 @@ def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
 
 def csv_header(path: Path) -> tuple[str, ...]:
     """The CSV header (lower-cased), read without decompressing more than the first line: what
-    the build loads by, and the width of the file pandas read (``tools.compat_frames``)."""
+    the build loads by, and the width of the file pandas read (recorded as ``widths``)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as raw:

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from physassist.ehr.sources import detect_source
-from physassist.ehr.store import EHRStore, csv_header
+from physassist.ehr.store import EHRStore
 from physassist.ehr.tables import ROW_COLUMN, TABLES
 
 from .records import Row, text
@@ -117,7 +116,7 @@ class _TableKinds:
 
     def __init__(self, store: EHRStore, table: str, columns: Sequence[str]):
         spec = TABLES[table]
-        self.width = _width(store, table)
+        self.width = store.widths[table]
         self.size = block_rows(self.width)
         terms = []
         for c in columns:
@@ -198,17 +197,6 @@ def _column(kinds: _TableKinds, column: str, typ: str, rows: Sequence[Row]) -> l
 
 def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
-
-
-def _width(store: EHRStore, table: str) -> int:
-    """Columns of the table's source file (its header), else of the canonical table."""
-    try:
-        files = detect_source(store.source).files.get(table, ())
-        if files:
-            return len(csv_header(files[0].path))
-    except (OSError, ValueError):
-        pass
-    return len(TABLES[table].columns)
 
 
 class _StoreFrames:
