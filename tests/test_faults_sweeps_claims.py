@@ -110,6 +110,21 @@ def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_boun
     assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [pending]  # nothing created
 
 
+def test_a_parent_left_pending_by_a_dead_process_is_deleted_and_the_sweep_opens(tmp_path: Path) -> None:
+    """Its creator was killed between creating and keeping it: nobody will ever keep or delete
+    it, so waiting for it (300 s) would only end in an error."""
+    tracker = Tracker(store_uri(tmp_path), "physassist")
+    dead = claims.Owner(claims.Owner.me().host, _dead_pid(), time.time() - 5)
+    tags = {KIND_TAG: "sweep", SWEEP_TAG: "sw", PENDING_TAG: f"{dead}/00"}
+    pending = tracker.create_run("sweep sw", tags)
+    start = time.monotonic()
+    parent = tracker.start_sweep("sw", ["model=a,b"], "sweep sw", wait_s=60)
+    assert time.monotonic() - start < 30 and parent != pending
+    assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [parent]
+    assert tracker.client.get_run(pending).info.lifecycle_stage == "deleted"
+    assert PENDING_TAG not in tracker.client.get_run(parent).data.tags
+
+
 def _children(uri: str) -> list:
     client = mlflow.MlflowClient(uri)
     exp = client.get_experiment_by_name("physassist")

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-import psutil
-
+from physassist.tracking.owner import Owner
 from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, SweepInfo, Tracker
 
 JOB_PARAM = "physassist.job."  # + job key -> child run id (on the parent run)
@@ -39,44 +37,7 @@ END_TAG = "physassist.end_reason"  # why a run ended KILLED or FAILED
 RESUMED_TAG = "physassist.resumed_from"  # the attempt a resumed run took over
 
 HEARTBEAT_S = 30.0  # how often a running job says it is alive
-LEASE_S = 180.0  # a run on another host with no sign of life for this long is taken over
 PARENT_POLL_S = 2.0  # how often a job checks that its sweep process still exists
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The process that holds a run: host, pid and the time it claimed it."""
-
-    host: str
-    pid: int
-    since: float
-
-    @classmethod
-    def me(cls) -> Owner:
-        return cls(socket.gethostname(), os.getpid(), time.time())
-
-    @classmethod
-    def parse(cls, text: str | None) -> Owner | None:
-        try:
-            host, pid, since = str(text).rsplit(":", 2)
-            return cls(host, int(pid), float(since))
-        except ValueError:
-            return None
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.pid}:{self.since:.3f}"
-
-    def alive(self, heartbeat: float | None = None, now: float | None = None) -> bool:
-        """On this host: its process exists (and is not a newer one with the same pid).
-        Elsewhere: it claimed or sent a heartbeat within ``LEASE_S``."""
-        if self.host == socket.gethostname():
-            try:
-                proc = psutil.Process(self.pid)
-                return proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= self.since + 1
-            except psutil.Error:
-                return False
-        last = max(self.since, heartbeat or 0.0)
-        return (now or time.time()) - last < LEASE_S
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from physassist.tracking.mlflow_store import (
     store_lock,
     with_retries,
 )
+from physassist.tracking.owner import Owner
 from physassist.tracking.traces import TraceRequest, write_traces
 
 SWEEP_FILE = "physassist_sweep.json"
@@ -211,15 +212,21 @@ class Tracker:
         call's token) and kept only if, searched again after it exists, no other process's
         parent is there; then the tag goes and others adopt it. A pending parent is never
         adopted: its creator may still delete it (adopting one that was deleted next made a
-        racer fail with "must be in the 'active' state"). Bounded: after ``wait_s`` it raises
-        ``TrackingError`` naming the parents it waited for.
+        racer fail with "must be in the 'active' state"). A pending parent whose creator is
+        gone (``Owner.alive``: a dead process on this host, or ``LEASE_S`` old elsewhere) is
+        deleted, not waited for. Bounded: after ``wait_s`` it raises ``TrackingError`` naming
+        the parents it waited for.
         """
-        token = f"{time.time():.3f}:{random.getrandbits(64):016x}"
+        token = f"{Owner.me()}/{random.getrandbits(64):016x}"
         deadline = time.monotonic() + wait_s
         with store_lock(self.uri):
             attempt = 0
             while True:
                 found = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
+                abandoned = [r for r in found if _abandoned(r.data.tags.get(PENDING_TAG))]
+                for run in abandoned:
+                    self._delete_if_active(run.info.run_id)
+                found = [r for r in found if r not in abandoned]
                 kept = [r for r in found if PENDING_TAG not in r.data.tags]
                 mine = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
                 others = [r.info.run_id for r in found if r.info.run_id not in mine]
@@ -257,6 +264,14 @@ class Tracker:
                     )
                 attempt += 1
                 time.sleep(random.uniform(0.05, 0.3) * min(attempt, 10))
+
+    def _delete_if_active(self, run_id: str) -> None:
+        """Delete a run that another process may be deleting at the same moment."""
+        try:
+            self._call(lambda: self.client.delete_run(run_id))
+        except Exception:  # noqa: BLE001 - only "already deleted" is an answer
+            if self._call(lambda: self.client.get_run(run_id)).info.lifecycle_stage != "deleted":
+                raise
 
     def create_run(self, run_name: str, tags: Mapping[str, str]) -> str:
         """A new RUNNING run of this experiment; returns its id."""
@@ -411,3 +426,10 @@ def staging_dir() -> Path:
 
 def remove_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _abandoned(pending: str | None) -> bool:
+    """A pending parent's creator (its token: ``owner/nonce``) is known to be gone. A token
+    that does not name its owner (another version wrote it) is never taken as gone."""
+    owner = Owner.parse(pending.split("/", 1)[0]) if pending else None
+    return owner is not None and not owner.alive()
