@@ -5,6 +5,8 @@ sweep process that launched it dies (no orphans)."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import multiprocessing as mp
 import os
 import queue
@@ -12,8 +14,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import traceback
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -123,6 +129,56 @@ def test_a_parent_left_pending_by_a_dead_process_is_deleted_and_the_sweep_opens(
     assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [parent]
     assert tracker.client.get_run(pending).info.lifecycle_stage == "deleted"
     assert PENDING_TAG not in tracker.client.get_run(parent).data.tags
+
+
+@contextlib.contextmanager
+def _losing_first_create(base: str) -> Iterator[str]:
+    """A proxy to ``base`` that forwards the first ``runs/create`` but answers it 503, as a
+    connection dropped after the server committed it would: the client sends it again."""
+    lost: list[str] = []
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        def _forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            req = urllib.request.Request(base + self.path, body or None, method=self.command)
+            req.add_header("Content-Type", self.headers.get("Content-Type", "application/json"))
+            try:
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    status, data = resp.status, resp.read()
+            except urllib.error.HTTPError as exc:
+                status, data = exc.code, exc.read()
+            if self.path.endswith("/runs/create") and not lost:
+                lost.append(self.path)
+                status, data = 503, b'{"error_code": "TEMPORARILY_UNAVAILABLE"}'
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = _forward
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        assert lost, "the proxy never lost a create"
+
+
+@pytest.mark.slow
+def test_a_create_sent_twice_over_http_leaves_one_run(tmp_path: Path) -> None:
+    """The server made the run, the answer was lost, the client retried: one run, not two (the
+    other would stay RUNNING forever, a job that looks unfinished)."""
+    with mlflow_server(tmp_path) as base, _losing_first_create(base) as proxy:
+        tracker = Tracker(proxy, "physassist")
+        c = claims.claim(tracker, "single", {}, None, None)
+        runs = tracker.find_runs({KIND_TAG: "job"})
+        assert [r.info.run_id for r in runs] == [c.run_id]
 
 
 def _children(uri: str) -> list:

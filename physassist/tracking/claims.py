@@ -90,11 +90,17 @@ def holder(run, claimed: str | None) -> Owner | None:
 
 
 def new_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], owner: Owner) -> str:
-    """Create a RUNNING run held by ``owner`` (a single run: nobody else can claim it)."""
+    """Create a RUNNING run held by ``owner`` (a single run: nobody else can claim it).
+
+    A create whose response was lost is sent again (by MLflow's HTTP client or ``_write``), so
+    the store may hold two; the ones this call made carry its owner and are deleted but one."""
     all_tags = {KIND_TAG: "job", **tags, OWNER_TAG: str(owner), ATTEMPT_TAG: "1"}
     run = tracker._write(
         lambda: tracker.client.create_run(tracker.experiment_id, run_name=run_name, tags=all_tags)
     )
+    for twin in tracker.find_runs({OWNER_TAG: str(owner), KIND_TAG: all_tags[KIND_TAG]}):
+        if twin.info.run_id != run.info.run_id:
+            tracker._write(lambda r=twin.info.run_id: tracker.client.delete_run(r))
     return run.info.run_id
 
 
