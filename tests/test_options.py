@@ -112,6 +112,22 @@ def test_readme_and_help_show_the_tables() -> None:
     assert markdown_table() in cfg.hydra.help.footer and judges_table() in cfg.hydra.help.footer
 
 
+@pytest.mark.parametrize("group", ["model", "judge", "dataset", "tracking", "inspect", "prices"])
+def test_readme_config_reference_lists_each_groups_keys(group: str) -> None:
+    """The "keys" column is prose, so it is checked, not generated: it names exactly the keys
+    of the group's schema (outside parentheses, which hold defaults and notes)."""
+    import dataclasses
+    import re
+
+    from physassist.cli.schema import group_schema
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith(f"| `{group}` |"))
+    keys_column = re.sub(r"\([^()]*\)", "", row.rstrip(" |").rsplit(" | ", 1)[1])
+    listed = set(re.findall(r"`([a-z_]+)`", keys_column))
+    assert listed == {f.name for f in dataclasses.fields(group_schema(group))}, row
+
+
 def test_every_declared_judge_is_one_registered_module() -> None:
     from scorers.judges import JUDGES
 
