@@ -181,3 +181,15 @@ def test_bad_values_are_named(monkeypatch) -> None:
         check_config(resolve(compose(["judge=llm", "judge.models=[a,b]"])))
     with pytest.raises(ConfigError, match=r"^judge.model='a' is not read by judge=panel"):
         check_config(resolve(compose(["judge=panel", "judge.model=a"])))
+
+
+def test_a_key_a_users_file_marks_required_must_be_given(tmp_path: Path) -> None:
+    """``base_url: ???`` in the user's model file: OmegaConf alone would keep the schema's null."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mine.yaml").write_text("name: openai/x\nbase_url: ???\ntemperature: 0.2\n")
+    user = [f"hydra.searchpath=[file://{tmp_path}]", "model=mine"]
+    with pytest.raises(ConfigError, match=r"^model\.base_url \(model/mine\.yaml\) is required but not set: add `model\.base_url=<value>`"):
+        resolve(compose(user, hydra=True))
+    given = resolve(compose([*user, "model.base_url=http://127.0.0.1:9/v1"], hydra=True))
+    assert given["model"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert resolve(compose(["model=oracle", f"hydra.searchpath=[file://{tmp_path}]"], hydra=True))  # not chosen

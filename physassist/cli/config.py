@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,9 @@ def conf_dir() -> Path:
     return Path(env).resolve() if env else REPO_ROOT / "conf"
 
 
+_PACKAGE = re.compile(r"\A(?:#.*\n)*#\s*@package\b")  # Hydra's header, in the leading comments
+
+
 class ConfigError(ValueError):
     """The composed config cannot run; the message names the key and the problem."""
 
@@ -54,6 +58,7 @@ def _unset_keys(node: Any, prefix: str = "") -> list[str]:
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:
     """The experiment config as a plain dict, every interpolation resolved, ``hydra`` removed."""
+    runtime = _runtime(cfg)
     cfg = copy.copy(cfg)  # shallow: drop the hydra node without touching the caller's config
     with open_dict(cfg):
         cfg.pop("hydra", None)
@@ -68,7 +73,39 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError(f"config error: {exc}".splitlines()[0]) from exc
     assert isinstance(data, dict)
     data.pop("hydra", None)
+    for key, where in _required_in_files(runtime):
+        if OmegaConf.select(cfg, key) is None:
+            raise ConfigError(f"{key} ({where}) is required but not set: add `{key}=<value>` to the command")
     return data
+
+
+def _runtime(cfg: DictConfig) -> Any:
+    """Hydra's ``runtime`` node of this composition: its own (composed with the hydra node),
+    else that of the running Hydra job (``@hydra.main`` passes the job's config without it)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if "hydra" in cfg:
+        return cfg.hydra.get("runtime")
+    return HydraConfig.get().runtime if HydraConfig.initialized() else None
+
+
+def _required_in_files(runtime: Any) -> list[tuple[str, str]]:
+    """Keys a chosen group file marks ``???``, with that file. OmegaConf keeps a schema
+    default over a merged ``???``, so an optional key (``model.base_url``, null by default)
+    a user's file requires would otherwise become null without a word."""
+    if runtime is None:
+        return []
+    dirs = [Path(s.path) for s in runtime.config_sources if s.schema == "file"]
+    found = []
+    for group, choice in runtime.choices.items():
+        if choice is None or group.startswith("hydra"):
+            continue
+        path = next((p for d in dirs if (p := d / group / f"{choice}.yaml").is_file()), None)
+        if path is None or _PACKAGE.search(path.read_text(encoding="utf-8")):
+            continue  # another package (experiments are _global_): its keys are not the group's
+        node = OmegaConf.load(path)
+        found += [(f"{group}.{k}", f"{group}/{choice}.yaml") for k in _unset_keys(OmegaConf.to_container(node))]
+    return found
 
 
 def lookup(config: Mapping[str, Any], dotted: str) -> Any:

@@ -66,7 +66,7 @@ def check_jobs(jobs: list[list[str]]) -> None:
 
     for number, overrides in enumerate(jobs):
         try:
-            config = resolve(compose(config_name="eval", overrides=overrides))
+            config = resolve(compose(config_name="eval", overrides=overrides, return_hydra_config=True))
             check_config(config)
         except ConfigError as exc:
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
