@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from fixtures_tracking import CONF, compose
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from physassist.cli.config import (
+    LEAST,
     ConfigError,
     check_config,
     eval_options,
@@ -193,3 +195,13 @@ def test_a_key_a_users_file_marks_required_must_be_given(tmp_path: Path) -> None
     given = resolve(compose([*user, "model.base_url=http://127.0.0.1:9/v1"], hydra=True))
     assert given["model"]["base_url"] == "http://127.0.0.1:9/v1"
     assert resolve(compose(["model=oracle", f"hydra.searchpath=[file://{tmp_path}]"], hydra=True))  # not chosen
+
+
+@pytest.mark.parametrize("key", sorted(LEAST))
+def test_integer_keys_below_their_least_are_refused_before_inspect(key: str) -> None:
+    """Inspect would crash mid-run on them, or wait forever (``inspect.max_samples=0``)."""
+    least = LEAST[key]
+    kind = "a positive integer" if least else "an integer >= 0"
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}={least - 1} must be {kind} \(or null\)$"):
+        check_config(resolve(compose([f"{key}={least - 1}"])))
+    assert check_config(resolve(compose([f"{key}={least}"])))

@@ -53,6 +53,7 @@ BAD = {
     "sweep-unknown-option": (["-m", "query=implicit,sideways"], "query=sideways", "explicit, implicit"),
     "sweep-bad-budget": (["-m", "terminal.budget=4,-1"], "terminal.budget=-1", "positive integer"),
     "sweep-limit-zero": (["-m", "inspect.limit=1,0"], "inspect.limit=0", "positive integer"),
+    "sweep-max-samples-zero": (["-m", "inspect.max_samples=1,0"], "inspect.max_samples=0", "positive integer"),
     "unknown-group": (["modle=oracle"], "modle", "did you mean model"),
     "unknown-option": (["query=sideways"], "query=sideways", "explicit, implicit"),
     "limit-minus-one": (["inspect.limit=-1"], "inspect.limit=-1", "positive integer"),

@@ -152,6 +152,8 @@ def test_unknown_store_or_scenario_is_a_config_error(tmp_path) -> None:
         run_generation(config)
     with pytest.raises(ConfigError, match="unknown scenario/tier surgery"):
         run_generation({**config, "store": "sample", "scenarios": ["surgery"]})
+    with pytest.raises(ConfigError, match=r"^inspect.max_samples=0 must be a positive integer"):
+        run_generation({**config, "store": "sample", "inspect": {"max_samples": 0}})  # Inspect would wait forever
 
 
 def test_console_script_names_the_missing_generator(tmp_path) -> None:

@@ -45,6 +45,16 @@ def conf_dir() -> Path:
 _PACKAGE = re.compile(r"\A(?:#.*\n)*#\s*@package\b")  # Hydra's header, in the leading comments
 
 
+#: The least value of the integer keys Inspect takes as they are. Below it, Inspect drops
+#: sessions (``limit=-1``), crashes (``epochs=0``, ``max_connections=-1``) or waits forever
+#: (``max_samples=0``).
+LEAST = {
+    "inspect.limit": 1, "inspect.epochs": 1, "inspect.max_connections": 1, "inspect.max_samples": 1,
+    "inspect.timeout": 1, "inspect.attempt_timeout": 1, "inspect.max_retries": 0,
+    "inspect.retry_on_error": 0, "model.max_tokens": 1,
+}
+
+
 class ConfigError(ValueError):
     """The composed config cannot run; the message names the key and the problem."""
 
@@ -239,16 +249,23 @@ def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSp
     return assistant, roles
 
 
+def check_bounds(config: Mapping[str, Any]) -> None:
+    """The integer keys of ``LEAST`` the config has (``physassist-generate`` has no ``model``)."""
+    for key, least in LEAST.items():
+        group, name = key.split(".")
+        value = (config.get(group) or {}).get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            kind = "a positive integer" if least else "an integer >= 0"
+            raise ConfigError(f"{key}={value!r} must be {kind} (or null)")
+
+
 def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Fail with one message naming the key when the experiment cannot run as configured;
     return the task arguments."""
     if lookup(config, "judge.mode") == "human":
         raise ConfigError("judge=human judges stored runs: use physassist-rescore source=<run id> judge=human")
     args = task_args(config)
-    for key in ("inspect.limit", "inspect.epochs"):  # Inspect drops sessions on -1, crashes on 0
-        value = lookup(config, key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ConfigError(f"{key}={value!r} must be a positive integer (or null)")
+    check_bounds(config)
     source = args["dataset"]
     if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
         raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
