@@ -19,7 +19,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from physassist.cli.config import ConfigError, ModelSpec, check_bounds, conf_dir, resolve
+from physassist.cli.config import ConfigError, ModelSpec, check_passed_on, conf_dir, resolve
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import local_path, open_tracker_for
 from physassist.providers import provider_error
@@ -169,7 +169,7 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     from generation.pipeline.llm import ROLES
     from generation.task import generate
 
-    check_bounds(config)
+    check_passed_on(config)
     generator, roles = role_specs(config)
     try:
         task = generate(store=str(config["store"]), scenarios=config.get("scenarios"),

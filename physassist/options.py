@@ -53,8 +53,8 @@ def _threshold(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _temperature(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def _text(value: Any) -> bool:
@@ -137,7 +137,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),
     Option("scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True),
     Option("tiers", "tiers", None, "data-richness tiers to evaluate (null = all)", TIERS, many=True),
-    Option("model.temperature", "temperature", 0.2, "assistant sampling temperature (paper: 0.2)", rule=_number, expects="a number"),
+    Option("model.temperature", "temperature", 0.2, "assistant sampling temperature (paper: 0.2)", rule=_temperature, expects="a number >= 0"),
     Option("model.name", None, "physassist/oracle", "the assistant: any Inspect model string, or a preset (model=openai)", rule=_text, expects="a model name", identity=True),
 )
 

@@ -205,3 +205,15 @@ def test_integer_keys_below_their_least_are_refused_before_inspect(key: str) -> 
     with pytest.raises(ConfigError, match=rf"^{re.escape(key)}={least - 1} must be {kind} \(or null\)$"):
         check_config(resolve(compose([f"{key}={least - 1}"])))
     assert check_config(resolve(compose([f"{key}={least}"])))
+
+
+@pytest.mark.parametrize(("key", "good"), [("inspect.display", "plain"), ("inspect.log_level", "WARNING")])
+def test_inspect_display_and_log_level_are_inspects_own_choices(key: str, good: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}='foo' is not valid; expected one of: .*{good.lower()}"):
+        check_config(resolve(compose([f"{key}=foo"])))
+    assert check_config(resolve(compose([f"{key}={good}"])))
+
+
+def test_temperature_below_zero_is_refused() -> None:
+    with pytest.raises(ConfigError, match="model.temperature.*a number >= 0"):
+        check_config(resolve(compose(["model.temperature=-1"])))

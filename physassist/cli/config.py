@@ -45,13 +45,15 @@ def conf_dir() -> Path:
 _PACKAGE = re.compile(r"\A(?:#.*\n)*#\s*@package\b")  # Hydra's header, in the leading comments
 
 
-#: The least value of the integer keys Inspect takes as they are. Below it, Inspect drops
-#: sessions (``limit=-1``), crashes (``epochs=0``, ``max_connections=-1``) or waits forever
-#: (``max_samples=0``).
+#: The least value of the integer keys passed on as they are. Below it, Inspect drops sessions
+#: (``limit=-1``), crashes (``epochs=0``, ``max_connections=-1``) or waits forever
+#: (``max_samples=0``), and tracking writes no traces (``trace_limit=-1``) or cuts them from
+#: the end (``trace_raw_chars=-5``).
 LEAST = {
     "inspect.limit": 1, "inspect.epochs": 1, "inspect.max_connections": 1, "inspect.max_samples": 1,
     "inspect.timeout": 1, "inspect.attempt_timeout": 1, "inspect.max_retries": 0,
     "inspect.retry_on_error": 0, "model.max_tokens": 1,
+    "tracking.retries": 0, "tracking.trace_limit": 0, "tracking.trace_raw_chars": 1,
 }
 
 
@@ -249,14 +251,33 @@ def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSp
     return assistant, roles
 
 
-def check_bounds(config: Mapping[str, Any]) -> None:
-    """The integer keys of ``LEAST`` the config has (``physassist-generate`` has no ``model``)."""
-    for key, least in LEAST.items():
+def check_passed_on(config: Mapping[str, Any]) -> None:
+    """The keys passed on as they are (``LEAST``, Inspect's display and log level) that the
+    config has (``physassist-generate`` has no ``model``)."""
+
+    def value(key: str) -> Any:
         group, name = key.split(".")
-        value = (config.get(group) or {}).get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+        return (config.get(group) or {}).get(name)
+
+    for key, least in LEAST.items():
+        v = value(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
             kind = "a positive integer" if least else "an integer >= 0"
-            raise ConfigError(f"{key}={value!r} must be {kind} (or null)")
+            raise ConfigError(f"{key}={v!r} must be {kind} (or null)")
+    for key, choices in _inspect_choices().items():
+        v = value(key)
+        if v is not None and str(v).lower() not in choices:
+            raise ConfigError(f"{key}={v!r} is not valid; expected one of: {', '.join(choices)} (or null)")
+
+
+def _inspect_choices() -> dict[str, tuple[str, ...]]:
+    """Inspect's own lists: it would fall back to another display, or fail after start-up."""
+    from typing import get_args
+
+    from inspect_ai._util.constants import ALL_LOG_LEVELS
+    from inspect_ai.util import DisplayType
+
+    return {"inspect.display": get_args(DisplayType), "inspect.log_level": tuple(x.lower() for x in ALL_LOG_LEVELS)}
 
 
 def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,7 +286,7 @@ def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if lookup(config, "judge.mode") == "human":
         raise ConfigError("judge=human judges stored runs: use physassist-rescore source=<run id> judge=human")
     args = task_args(config)
-    check_bounds(config)
+    check_passed_on(config)
     source = args["dataset"]
     if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
         raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
