@@ -35,7 +35,14 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.config import ConfigError, build_role, conf_dir, grader_spec, resolve
+from physassist.cli.config import (
+    ConfigError,
+    build_role,
+    check_passed_on,
+    conf_dir,
+    grader_spec,
+    resolve,
+)
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
 from physassist.tracking.params import flatten_config
@@ -287,6 +294,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
 def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored]:
     """Rescore every source of the composition; in a sweep, note each result for the callback."""
     config = resolve(cfg)
+    check_passed_on(config)
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
     judge = config["judge"]
