@@ -145,10 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except SessionFormatError as err:
-        print(f"error: invalid session data\n{err}", file=sys.stderr)
+        print(f"physassist-data: error: invalid session data\n{err}", file=sys.stderr)
         return EXIT_ERROR
     except (OSError, ValueError) as err:  # a missing source, a non-cohort output dir, no network
-        print(f"error: {err}", file=sys.stderr)
+        print(f"physassist-data: error: {err}", file=sys.stderr)
         return EXIT_ERROR
 
 
