@@ -63,11 +63,12 @@ def test_changed_source_rebuilds_and_drops_the_old_store(tmp_path: Path) -> None
     src = write_tiny_source(tmp_path / "src")
     cache = tmp_path / "cache"
     old = build_store(src, cache_dir=cache)
+    old.with_suffix(".compat-kinds").write_text("{}")  # what compat keeps beside a store
     patients = src / "hosp" / "patients.csv"
     patients.write_text(patients.read_text() + "3,F,40,2170,2017 - 2019,\n")
     new = build_store(src, cache_dir=cache)
     assert new != old
-    assert not old.exists()
+    assert not old.exists() and not list(cache.glob(f"{old.stem}.*"))  # nor anything beside it
     with open_store(src, cache_dir=cache) as store:
         assert store.path == new
         assert store.row_counts()["patients"] == 3

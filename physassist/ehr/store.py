@@ -500,7 +500,8 @@ def _remove_superseded(cache: Path, root: Path, *, keep: Path) -> None:
         info = read_manifest(store)
         if info is not None and info.get("source") == str(root):
             store.unlink(missing_ok=True)
-            sidecar.unlink(missing_ok=True)
+            for beside in cache.glob(f"{store.stem}.*"):  # its manifest and caches of what it holds
+                beside.unlink(missing_ok=True)
 
 
 def _intact(store: Path, *, warn: bool) -> bool:

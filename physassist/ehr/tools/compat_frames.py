@@ -14,8 +14,9 @@ the tools print carry those types:
 pandas' C parser infers types per block of rows (``2**20 // n_columns`` rounded down to a power
 of two) and merges the blocks: int with float gives float, text with numbers gives an object
 column whose values keep their block's type. Both reads are reproduced with those rules from
-the store's rows: the split read's per-block kinds come from one aggregate query per table, the
-subject read runs in Python on the subject's rows. Results are cached per (table, subject).
+the store's rows: the split read's per-block kinds come from one aggregate query per table
+(measured once per store and kept beside it: ``compat_kinds_file``), the subject read runs in
+Python on the subject's rows. Results are cached per (table, subject).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tables import ROW_COLUMN, TABLES
 
+from . import compat_kinds_file as kinds_file
 from .records import Row, text
 from .registry import COLUMNS
 
@@ -111,13 +113,47 @@ def written(value: Any) -> str | None:
 
 
 class _TableKinds:
-    """The split read of one table: its width and, per column, the merged kind and each
-    block's kind."""
+    """The split read of one table: its width and, per column, the merged kind and, for a
+    column whose blocks differ (``mixed``), each block's kind."""
 
-    def __init__(self, store: EHRStore, table: str, columns: Sequence[str]):
+    def __init__(self, width: int, merged: dict[str, str], blocks: dict[str, dict[int, str]]):
+        self.width = width
+        self.size = block_rows(width)
+        self.merged = merged
+        self.kinds = blocks
+
+    @classmethod
+    def of(cls, store: EHRStore, table: str, columns: Sequence[str]) -> _TableKinds:
+        """Read from beside the store if measured there for these columns, else measured (one
+        aggregate query over the whole table) and kept there."""
+        key = {"columns": list(columns), "width": store.widths[table], "rows": store.row_counts()[table]}
+        entry = kinds_file.load(store.path, store.fingerprint, table, key)
+        if entry is not None:
+            try:
+                kinds = cls(key["width"], dict(entry["merged"]), kinds_file.blocks_from_json(entry["blocks"]))
+            except (KeyError, TypeError, ValueError):
+                kinds = None
+            if kinds is not None and kinds.complete(columns):
+                return kinds
+        kinds = cls.measure(store, table, columns)
+        entry = {**key, "merged": kinds.merged, "blocks": kinds_file.blocks_to_json(kinds.kinds)}
+        kinds_file.save(store.path, store.fingerprint, table, entry)
+        return kinds
+
+    def complete(self, columns: Sequence[str]) -> bool:
+        """Every column has a known kind, and every mixed one its blocks'."""
+        blocks = {"int", "float", "str"}
+        return set(self.merged) == set(columns) and all(
+            k in blocks or (k == "mixed" and bool(self.kinds.get(c)) and set(self.kinds[c].values()) <= blocks)
+            for c, k in self.merged.items()
+        )
+
+    @classmethod
+    def measure(cls, store: EHRStore, table: str, columns: Sequence[str]) -> _TableKinds:
+        """Per block of the table's rows, each column's kind: one aggregate query."""
         spec = TABLES[table]
-        self.width = store.widths[table]
-        self.size = block_rows(self.width)
+        width = store.widths[table]
+        size = block_rows(width)
         terms = []
         for c in columns:
             q, typ = f'"{c}"', spec.columns[c]
@@ -141,13 +177,13 @@ class _TableKinds:
                 terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "0", "0"]
             else:  # timestamps and dates are text to pandas
                 terms += [f"count(*) FILTER (WHERE {q} IS NULL)", "count(*)", "count(*)"]
-        block = f'(("{ROW_COLUMN}" & {(1 << 40) - 1}) - 1) // {self.size}'
+        block = f'(("{ROW_COLUMN}" & {(1 << 40) - 1}) - 1) // {size}'
         rows = store.rows(
             f"SELECT {block} AS b, count(*) AS n, "
             + ", ".join(f"{t} AS k{i}" for i, t in enumerate(terms))
             + f' FROM "{table}" GROUP BY b ORDER BY b'
         )
-        self.kinds: dict[str, dict[int, str]] = {c: {} for c in columns}
+        kinds: dict[str, dict[int, str]] = {c: {} for c in columns}
         for r in rows:
             values = list(r.values())
             b, n = values[0], values[1]
@@ -161,8 +197,9 @@ class _TableKinds:
                     kind = "float"
                 else:
                     kind = "int"
-                self.kinds[c][b] = kind
-        self.merged = {c: _merged(list(k.values())) for c, k in self.kinds.items()}
+                kinds[c][b] = kind
+        merged = {c: _merged(list(k.values())) for c, k in kinds.items()}
+        return cls(width, merged, {c: k for c, k in kinds.items() if merged[c] == "mixed"})
 
     def cell(self, column: str, typ: str, row: Row) -> str | None:
         """The text the split script wrote for this cell."""
@@ -203,6 +240,7 @@ class _StoreFrames:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tables: dict[str, _TableKinds] = {}
+        self.measuring: dict[str, threading.Lock] = {}  # one measurement per table, not per caller
         self.frames: OrderedDict[tuple[str, int], tuple[Row, ...]] = OrderedDict()
 
 
@@ -223,12 +261,7 @@ def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
             return cached
     columns = COLUMNS[table]
     rows = store.subject_rows(table, sid, columns)
-    with state.lock:
-        kinds = state.tables.get(table)
-    if kinds is None:
-        kinds = _TableKinds(store, table, columns)
-        with state.lock:
-            state.tables[table] = kinds
+    kinds = _table_kinds(store, state, table, columns)
     spec = TABLES[table]
     typed = {c: _column(kinds, c, spec.columns[c], rows) for c in columns}
     out = tuple(
@@ -240,6 +273,23 @@ def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
         if len(state.frames) > _MEMO:
             state.frames.popitem(last=False)
     return out
+
+
+def _table_kinds(store: EHRStore, state: _StoreFrames, table: str, columns: Sequence[str]) -> _TableKinds:
+    """The table's kinds, found or measured once: concurrent first calls wait for one."""
+    with state.lock:
+        kinds = state.tables.get(table)
+        measuring = state.measuring.setdefault(table, threading.Lock())
+    if kinds is not None:
+        return kinds
+    with measuring:
+        with state.lock:
+            kinds = state.tables.get(table)
+        if kinds is None:
+            kinds = _TableKinds.of(store, table, columns)
+            with state.lock:
+                state.tables[table] = kinds
+    return kinds
 
 
 def sort_rows(rows: Sequence[Row], column: str, ascending: bool = True) -> list[Row]:
