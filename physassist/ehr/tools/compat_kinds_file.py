@@ -6,7 +6,8 @@ call on each table. The store is immutable and the kinds follow from it, so the 
 writes them here and later ones read them. The file is a cache: a missing, unreadable or
 stale one is measured again; one that cannot be written (a read-only store directory) is
 skipped with a log line, never an error. Entries are checked against the store's
-fingerprint, the table's row count and width, and the columns read.
+fingerprint, the table's row count and width, and the columns read. Two processes adding
+tables at the same moment may each drop the other's newest entry; it is measured again later.
 """
 
 from __future__ import annotations
