@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,26 @@ def test_open_store_accepts_a_built_file(tmp_path: Path) -> None:
     duckdb.connect(str(other)).close()
     with pytest.raises(EHRSourceError, match="not a PhysAssist EHR store"):
         EHRStore(other)
+
+
+def test_prune_removes_stores_whose_source_is_gone_or_changed(tmp_path: Path, capsys) -> None:
+    from physassist.cli.ehr import main
+    from physassist.ehr.store import prune_stores
+
+    cache = tmp_path / "cache"
+    kept, gone, changed = (write_tiny_source(tmp_path / name) for name in ("kept", "gone", "changed"))
+    stores = {src.name: build_store(src, cache_dir=cache) for src in (kept, gone, changed)}
+    stores["gone"].with_suffix(".compat-kinds").write_text("{}")
+    shutil.rmtree(gone)
+    patients = changed / "hosp" / "patients.csv"
+    patients.write_text(patients.read_text() + "3,F,40,2170,2017 - 2019,\n")
+    assert main(["prune", "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert f"removed: {stores['gone']}" in out and f"removed: {stores['changed']}" in out
+    assert "2 of 3 stores removed" in out
+    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [
+        stores["kept"].name, stores["kept"].with_suffix(".json").name
+    ]
+    with open_store(kept, cache_dir=cache) as store:  # reused, not rebuilt
+        assert store.path == stores["kept"]
+    assert prune_stores(cache) == []

@@ -1,6 +1,7 @@
 """``physassist-ehr``: build an EHR store, or answer one tool call against it.
 
     physassist-ehr build SOURCE [--cache-dir D] [--force]
+    physassist-ehr prune [--cache-dir D]
     physassist-ehr call SOURCE --subject N [--hadm H] [--date YYYY-MM-DD]
                         [--semantics strict|compat] [--render full|compat|json] TOOL '{json}'
 
@@ -17,9 +18,17 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from physassist.ehr.sources import EHRSourceError
-from physassist.ehr.store import EHRBuildError, EHRStore, build_store, open_store
+from physassist.ehr.store import (
+    EHRBuildError,
+    EHRStore,
+    build_store,
+    default_cache_dir,
+    open_store,
+    prune_stores,
+)
 from physassist.ehr.tools import ToolContext, call_tool, render
 from physassist.faults import SystemFault
 from physassist.options import DEFAULTS, values
@@ -39,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--cache-dir", default=None, help="store cache (default $PHYSASSIST_CACHE)")
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
+
+    prune = sub.add_parser("prune", help="remove cached stores whose source is gone or has changed")
+    prune.add_argument("--cache-dir", default=None, help="store cache (default $PHYSASSIST_CACHE)")
 
     call = sub.add_parser("call", help="answer one tool call for one subject")
     call.add_argument("source", help="a source (as for build) or a built .duckdb store")
@@ -66,6 +78,15 @@ def _build(args: argparse.Namespace) -> None:
         width = max(map(len, counts))
         for table, n in counts.items():
             print(f"  {table:<{width}}  {n:>12,}")
+
+
+def _prune(args: argparse.Namespace) -> None:
+    sizes = {p: p.stat().st_size for p in Path(args.cache_dir or default_cache_dir()).expanduser().glob("*.duckdb")}
+    removed = prune_stores(args.cache_dir)
+    for store in removed:
+        print(f"removed: {store}")
+    freed = sum(sizes.get(store, 0) for store in removed)
+    print(f"{len(removed)} of {len(sizes)} stores removed, {freed / 2**20:,.1f} MiB freed")
 
 
 def _call(args: argparse.Namespace) -> None:
@@ -98,10 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``physassist-ehr``; returns the process exit code."""
     args = _parser().parse_args(argv)
     try:
-        if args.command == "build":
-            _build(args)
-        else:
-            _call(args)
+        {"build": _build, "prune": _prune, "call": _call}[args.command](args)
     except (_UsageError, EHRSourceError, EHRBuildError) as exc:
         print(f"physassist-ehr: error: {exc}", file=sys.stderr)
         return 2

@@ -53,6 +53,7 @@ __all__ = [
     "build_store",
     "default_cache_dir",
     "open_store",
+    "prune_stores",
 ]
 
 log = logging.getLogger(__name__)
@@ -493,15 +494,42 @@ def _alive(pid: int) -> bool:
 
 def _remove_superseded(cache: Path, root: Path, *, keep: Path) -> None:
     """Drop older stores of the same source directory (its files changed since)."""
-    for sidecar in cache.glob("*.json"):
-        store = sidecar.with_suffix(".duckdb")
-        if store == keep:
-            continue
-        info = read_manifest(store)
-        if info is not None and info.get("source") == str(root):
-            store.unlink(missing_ok=True)
-            for beside in cache.glob(f"{store.stem}.*"):  # its manifest and caches of what it holds
-                beside.unlink(missing_ok=True)
+    for store, info in _cached(cache):
+        if store != keep and info.get("source") == str(root):
+            _remove(cache, store)
+
+
+def prune_stores(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the cached stores nothing can reuse: their source is gone, or has changed since
+    (its fingerprint is no longer the store's name). Returns the stores removed. A process
+    that has one open keeps reading it (the file goes when it closes it)."""
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    if not cache.is_dir():
+        return []
+    removed = []
+    with _exclusive(cache / ".build.lock"):  # not while a build adds one
+        for store, info in _cached(cache):
+            try:
+                current = detect_source(info["source"]).fingerprint()
+            except (EHRSourceError, OSError, KeyError):
+                current = None
+            if current != store.stem:
+                _remove(cache, store)
+                removed.append(store)
+    return removed
+
+
+def _cached(cache: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The stores in a cache directory with their manifests."""
+    stores = (sidecar.with_suffix(".duckdb") for sidecar in sorted(cache.glob("*.json")))
+    found = ((store, read_manifest(store)) for store in stores)
+    return [(store, info) for store, info in found if info is not None]
+
+
+def _remove(cache: Path, store: Path) -> None:
+    store.unlink(missing_ok=True)
+    for beside in cache.glob(f"{store.stem}.*"):  # its manifest and caches of what it holds
+        beside.unlink(missing_ok=True)
 
 
 def _intact(store: Path, *, warn: bool) -> bool:
