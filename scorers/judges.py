@@ -15,7 +15,7 @@ import pkgutil
 from pathlib import Path
 
 from physassist.options import values
-from scorers.judgement import Judge
+from scorers.judgement import Graders, Judge
 
 JUDGES: dict[str, Judge] = {}
 for _module in pkgutil.iter_modules([str(Path(__file__).parent)]):
@@ -23,6 +23,12 @@ for _module in pkgutil.iter_modules([str(Path(__file__).parent)]):
         _judge = getattr(importlib.import_module(f"scorers.{_module.name}"), "JUDGE", None)
         if isinstance(_judge, Judge):
             JUDGES[_judge.name] = _judge
+
+def graders(mode: str) -> Graders:
+    """The models judge ``mode`` grades with (``Judge.graders``); ``none`` for a mode that is no
+    registered judge (``physassist-rescore``'s ``judge=human``)."""
+    return JUDGES[mode].graders if mode in JUDGES else "none"
+
 
 #: What the role ``grader`` is bound to, as the table says it.
 GRADERS = {"none": "-", "one": "one model (`judge.model`)", "many": "a list of models (`judge.models`, at least two)"}

@@ -207,9 +207,8 @@ class ModelSpec:
 def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     """The ``grader`` role a judge config needs, as its judge declares (``Judge.graders``): one
     model (``judge.model``), a list (``judge.models``, at least two) or none."""
-    declared = judges.JUDGES.get(judge["mode"])  # None: physassist-rescore's judge=human
-    graders = declared.graders if declared else "none"
     mode = judge["mode"]
+    graders = judges.graders(mode)
     # Every judge node has both keys (one schema for the group): the one its judge does not read
     # must stay null, or a panel's models would be ignored by judge=llm without a word.
     unread = {"one": "models", "many": "model"}.get(graders)

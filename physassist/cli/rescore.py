@@ -46,7 +46,7 @@ from physassist.cli.config import (
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
 from physassist.tracking.params import flatten_config
-from scorers.judges import JUDGES
+from scorers import judges
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESCORE_OF_TAG = "physassist.rescore_of"
@@ -127,8 +127,7 @@ def judge_spec(judge: Mapping[str, Any]) -> dict[str, Any]:
     (``Judge.graders``) and the context; a judge without graders (``rules``, ``human``) is its
     mode alone."""
     mode = judge["mode"]
-    declared = JUDGES.get(mode)  # None: judge=human (this command's own)
-    graders = declared.graders if declared else "none"
+    graders = judges.graders(mode)
     if graders == "none":
         return {"mode": mode}
     if graders == "many":
@@ -298,7 +297,7 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
     judge = config["judge"]
-    known = (*JUDGES, "human")  # the registered judges and this command's own
+    known = (*judges.JUDGES, "human")  # the registered judges and this command's own
     if judge["mode"] not in known:
         raise RescoreError(f"judge.mode={judge['mode']!r} is not one of {', '.join(known)}")
     done = [rescore_source(s, config, tracker) for s in find_sources(str(config["source"]), tracker)]
