@@ -202,4 +202,4 @@ def test_prune_removes_stores_whose_source_is_gone_or_changed(tmp_path: Path, ca
     ]
     with open_store(kept, cache_dir=cache) as store:  # reused, not rebuilt
         assert store.path == stores["kept"]
-    assert prune_stores(cache) == []
+    assert prune_stores(cache) == ({}, 1)

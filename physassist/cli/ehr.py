@@ -18,14 +18,12 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from physassist.ehr.sources import EHRSourceError
 from physassist.ehr.store import (
     EHRBuildError,
     EHRStore,
     build_store,
-    default_cache_dir,
     open_store,
     prune_stores,
 )
@@ -81,12 +79,10 @@ def _build(args: argparse.Namespace) -> None:
 
 
 def _prune(args: argparse.Namespace) -> None:
-    sizes = {p: p.stat().st_size for p in Path(args.cache_dir or default_cache_dir()).expanduser().glob("*.duckdb")}
-    removed = prune_stores(args.cache_dir)
+    removed, cached = prune_stores(args.cache_dir)
     for store in removed:
         print(f"removed: {store}")
-    freed = sum(sizes.get(store, 0) for store in removed)
-    print(f"{len(removed)} of {len(sizes)} stores removed, {freed / 2**20:,.1f} MiB freed")
+    print(f"{len(removed)} of {cached} stores removed, {sum(removed.values()) / 2**20:,.1f} MiB freed")
 
 
 def _call(args: argparse.Namespace) -> None:

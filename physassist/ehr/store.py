@@ -499,24 +499,29 @@ def _remove_superseded(cache: Path, root: Path, *, keep: Path) -> None:
             _remove(cache, store)
 
 
-def prune_stores(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+def prune_stores(cache_dir: str | os.PathLike[str] | None = None) -> tuple[dict[Path, int], int]:
     """Remove the cached stores nothing can reuse: their source is gone, or has changed since
-    (its fingerprint is no longer the store's name). Returns the stores removed. A process
-    that has one open keeps reading it (the file goes when it closes it)."""
+    (its fingerprint is no longer the store's name). A source that exists but cannot be read
+    now keeps its store. Returns the stores removed with their sizes, and how many there were.
+    A process that has one open keeps reading it (the file goes when it closes it)."""
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     if not cache.is_dir():
-        return []
-    removed = []
+        return {}, 0
+    removed: dict[Path, int] = {}
     with _exclusive(cache / ".build.lock"):  # not while a build adds one
-        for store, info in _cached(cache):
+        stores = _cached(cache)
+        for store, info in stores:
             try:
                 current = detect_source(info["source"]).fingerprint()
-            except (EHRSourceError, OSError, KeyError):
+            except (EHRSourceError, KeyError):
                 current = None
+            except OSError as exc:
+                log.warning("keeping %s: cannot read its source %s (%s)", store, info.get("source"), exc)
+                continue
             if current != store.stem:
+                removed[store] = store.stat().st_size if store.exists() else 0
                 _remove(cache, store)
-                removed.append(store)
-    return removed
+    return removed, len(stores)
 
 
 def _cached(cache: Path) -> list[tuple[Path, dict[str, Any]]]:
