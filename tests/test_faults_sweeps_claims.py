@@ -181,6 +181,19 @@ def test_a_create_sent_twice_over_http_leaves_one_run(tmp_path: Path) -> None:
         assert [r.info.run_id for r in runs] == [c.run_id]
 
 
+def test_a_failed_twin_search_keeps_the_created_run(tmp_path: Path, monkeypatch, caplog) -> None:
+    """Failing the claim after the create would leave that run RUNNING with nobody to end it."""
+    tracker = Tracker(store_uri(tmp_path), "physassist")
+
+    def down(*args, **kwargs):
+        raise ConnectionError("tracking server went away")
+
+    monkeypatch.setattr(tracker, "find_runs", down)
+    c = claims.claim(tracker, "single", {}, None, None)
+    assert c.state == "mine" and tracker.client.get_run(c.run_id).info.status == "RUNNING"
+    assert f"run {c.run_id}: cannot look for or delete a twin" in caplog.text
+
+
 def _children(uri: str) -> list:
     client = mlflow.MlflowClient(uri)
     exp = client.get_experiment_by_name("physassist")

@@ -19,6 +19,7 @@ it dies, so no orphan goes on evaluating and logging for a sweep that is gone.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 
 from physassist.tracking.owner import Owner
 from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, SweepInfo, Tracker
+
+log = logging.getLogger(__name__)
 
 JOB_PARAM = "physassist.job."  # + job key -> child run id (on the parent run)
 CLAIM_PARAM = "physassist.claim."  # + job key + "." + attempt -> owner (on the parent run)
@@ -98,9 +101,12 @@ def new_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], owner: Own
     run = tracker._write(
         lambda: tracker.client.create_run(tracker.experiment_id, run_name=run_name, tags=all_tags)
     )
-    for twin in tracker.find_runs({OWNER_TAG: str(owner), KIND_TAG: all_tags[KIND_TAG]}):
-        if twin.info.run_id != run.info.run_id:
-            tracker._write(lambda r=twin.info.run_id: tracker.client.delete_run(r))
+    try:  # the run exists: failing the claim now would leave it RUNNING with nobody to end it
+        for twin in tracker.find_runs({OWNER_TAG: str(owner), KIND_TAG: all_tags[KIND_TAG]}):
+            if twin.info.run_id != run.info.run_id:
+                tracker._write(lambda r=twin.info.run_id: tracker.client.delete_run(r))
+    except Exception as exc:  # noqa: BLE001 - a leftover twin is named, not fatal
+        log.warning("run %s: cannot look for or delete a twin a retried create made: %s", run.info.run_id, exc)
     return run.info.run_id
 
 
