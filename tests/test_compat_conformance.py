@@ -1,13 +1,15 @@
 """``ehr=compat`` against the reference implementation's own answers, call by call.
 
 ``../shared/conformance/`` holds read-tool calls answered by the reference's code: the demo
-file over ``../shared/mimic-iv-demo``, the sample file over the frozen ``sample-cohort``. Each
+file over ``../shared/mimic-iv-demo``, the sample file over the frozen ``sample-cohort``, the
+notes file over that cohort with its ``note/`` replaced by ``notes-cohort/note/`` (discharge
+summaries and radiology reports in the MIMIC-IV-Note layout). Each
 call is replayed through ``call_tool`` in compat semantics with the call's session date; the
 raw result must equal the reference's ``observation`` and ``render(.., "compat")`` its ``shown``.
 
 Run as a script for a report of the mismatches grouped by tool and kind of difference:
 
-    python tests/test_compat_conformance.py [demo|sample ...] [--show N]
+    python tests/test_compat_conformance.py [demo|sample|notes ...] [--show N]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import collections
 import gzip
 import json
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -42,6 +45,7 @@ CONFORMANCE = _shared() / "conformance"
 SOURCES = {
     "demo": CONFORMANCE.parent / "mimic-iv-demo",
     "sample": CONFORMANCE / "sample-cohort",
+    "notes": CONFORMANCE / "notes-cohort",  # only note/: assembled over sample-cohort
 }
 
 
@@ -122,12 +126,27 @@ def compare(store: EHRStore, calls: list[dict[str, Any]]) -> dict[str, Any]:
     return {"n": len(calls), "raw": raw_ok, "shown": shown_ok, "kinds": kinds, "examples": examples}
 
 
+def notes_cohort(under: Path) -> Path:
+    """The notes calls' source, as the conformance README builds it: ``sample-cohort`` with
+    its ``note/`` folder replaced by ``notes-cohort/note/`` (made once under ``under``)."""
+    root = under / "notes-cohort"
+    if not root.is_dir():
+        building = under / "notes-cohort.partial"
+        shutil.rmtree(building, ignore_errors=True)
+        shutil.copytree(SOURCES["sample"], building, ignore=shutil.ignore_patterns("note"))
+        shutil.copytree(SOURCES["notes"] / "note", building / "note")
+        building.rename(root)
+    return root
+
+
 def open_source(name: str, cache_dir: Path) -> EHRStore:
-    return open_store(SOURCES[name], cache_dir=cache_dir)
+    source = notes_cohort(cache_dir) if name == "notes" else SOURCES[name]
+    return open_store(source, cache_dir=cache_dir)
 
 
 def require(name: str) -> None:
-    if not calls_file(name).is_file() or not SOURCES[name].is_dir():
+    needed = [SOURCES[name], *([SOURCES["sample"]] if name == "notes" else [])]
+    if not calls_file(name).is_file() or not all(p.is_dir() for p in needed):
         pytest.skip(f"conformance data for {name} not found under {CONFORMANCE.parent}")
 
 

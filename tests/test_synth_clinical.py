@@ -9,6 +9,7 @@ import re
 import fixtures_synth
 from fixtures_synth import SAMPLE
 
+from physassist.ehr.tools.notes_text import discharge_sections
 from physassist.synth.archetypes import child_pugh, meld
 
 sample_con = fixtures_synth.sample_con  # session-scoped DuckDB views over the committed sample
@@ -17,9 +18,9 @@ FACTS = {f["subject_id"]: f for f in map(json.loads, (SAMPLE / "meta" / "facts.j
 
 
 def _section(text: str, title: str) -> list[str]:
-    m = re.search(rf"{re.escape(title)}:\n(.*?)\n \n", text, re.S)
-    assert m, f"section {title!r} missing"
-    return [ln for ln in m.group(1).splitlines() if re.match(r"\d+\. ", ln)]
+    body = discharge_sections(text).get(title)
+    assert body, f"section {title!r} missing"
+    return [ln for ln in body.splitlines() if re.match(r"\d+\. ", ln)]
 
 
 def _anchor_note(con, sid: int) -> str:

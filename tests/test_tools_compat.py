@@ -7,9 +7,11 @@ MIMIC-IV demo tests check the same behaviours on real tables.
 from __future__ import annotations
 
 import fixtures_tools as fx
+import pytest
 from fixtures_tools import ANCHOR, OTHER, SID, tiny_ctx
 
 from physassist.ehr.tools import ToolContext, call_tool, render
+from physassist.ehr.tools.errors import ToolError
 
 tiny_store = fx.tiny_store
 demo_store = fx.demo_store
@@ -127,18 +129,68 @@ def test_compat_regex_metachar_medication_is_execution_error(tiny_store) -> None
     assert "Tool execution error" in doc["error"]
 
 
-def test_compat_regex_metachar_valid_pattern_is_literal(tiny_store) -> None:
-    # documented deviation: a *valid* pattern is matched literally (we never run user regexes),
-    # where pandas would have treated "(Porcine)" as a group and matched "Porcine" anywhere
-    got = call(tiny_store, "MedicationRequest.search", medication="(Porcine)")
-    assert [e["resource"]["medicationCodeableConcept"]["text"] for e in got["entry"]] == [
+def test_compat_text_filters_are_regular_expressions(tiny_store) -> None:
+    # pandas' str.contains(case=False, regex=True): "." is any character, groups group
+    got = call(tiny_store, "MedicationRequest.search", medication="hep.*(porcine)")
+    assert {e["resource"]["medicationCodeableConcept"]["text"] for e in got["entry"]} == {
         "Heparin (Porcine)"
-    ]
+    }
+    doc = call(tiny_store, "DocumentReference.search", keyword="chest (pa and lat)")
+    assert is_outcome(doc)  # the group matches "pa and lat", not the parentheses
+    doc = call(tiny_store, "DocumentReference.search", keyword="chest .pa and lat.")
+    assert [e["resource"]["id"] for e in doc["entry"]] == ["docref-1001-RR-1"]
+
+
+HUGE_REPEATS = ("a{99999999999}", "a{4294967295}", "a{1,99999999999}")
+
+
+def test_compat_huge_repetition_is_the_references_error(tiny_store) -> None:
+    """Python's OverflowError, which the reference answered as any tool exception."""
+    for pattern in HUGE_REPEATS:
+        for tool, key in (
+            ("DocumentReference.search", "keyword"),
+            ("MedicationRequest.search", "medication"),
+            ("MedicationAdministration.search", "medication"),
+        ):
+            got = call(tiny_store, tool, **{key: pattern})
+            assert got == {
+                "error": f"Tool execution error for {tool}: the repetition number is too large"
+            }, (tool, pattern)
+
+
+def test_compat_keyword_compiled_only_over_notes(tiny_store) -> None:
+    """The reference compiled the keyword when it filtered a subject's notes: without notes,
+    any keyword finds nothing; with them, a keyword that is not text is its TypeError."""
+    ctx = tiny_ctx(tiny_store, "compat")
+    for keyword in (*HUGE_REPEATS, "[unclosed", 5):
+        got = call_tool(ctx, "DocumentReference.search", {"subject_id": OTHER, "keyword": keyword})
+        assert got["issue"][0]["diagnostics"] == f"No documents found for Patient/{OTHER}"
+    got = call(tiny_store, "DocumentReference.search", keyword=5)
+    assert got == {
+        "error": "Bad arguments for DocumentReference.search: first argument must be string or "
+        "compiled pattern"
+    }
+
+
+def test_compat_pattern_guards(tiny_store, monkeypatch) -> None:
+    """Bounds the reference lacked, answered in its error shape: a pattern the engine would
+    unroll past MAX_UNROLLED items, matching past the time budget (catastrophic backtracking)."""
+    from physassist.ehr.tools import compat_common
+
+    got = call(tiny_store, "DocumentReference.search", keyword="(a{1000}){1000}")
+    assert got["error"].startswith("Tool execution error for DocumentReference.search: the pattern")
+    monkeypatch.setattr(compat_common, "REGEX_BUDGET_S", 0.001)
+    matches = compat_common.regex_matcher("DocumentReference.search", "(a|aa)+$")
+    with pytest.raises(ToolError, match="the pattern '\\(a\\|aa\\)\\+\\$' took over 0.001 s"):
+        matches("a" * 60 + "b")  # 10^12 ways to split the run; stopped after milliseconds
 
 
 def test_compat_unknown_tool_is_reference_error(tiny_store) -> None:
-    got = call_tool(tiny_ctx(tiny_store, "compat"), "Patient.everything", {"subject_id": SID})
-    assert got == {"error": "Unknown tool: Patient.everything"}
+    # the reference answered its unoffered tools; compat does not (docs/compat.md, deviation 5)
+    for name in ("Patient.everything", "AllergyIntolerance.search", "Procedure.search",
+                 "get_lab_results"):  # fmt: skip
+        got = call_tool(tiny_ctx(tiny_store, "compat"), name, {"subject_id": SID})
+        assert got == {"error": f"Unknown tool: {name}"}
 
 
 def test_compat_tool_outside_menu_refused(tiny_store) -> None:

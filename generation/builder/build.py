@@ -27,6 +27,7 @@ from . import facts as F
 from .answers import answer, digest
 from .arcs import ARCS, eligible_arcs
 from .encode import BuiltTurn, encode
+from .grounding import anchor_note_grounding
 from .plan import choose_topics
 from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
@@ -194,11 +195,14 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
             env.subtype_use.update(used_before)
             continue
         env.global_index += 1
-        return encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
-                      hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
-                      gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                      patient_model=phm, situation=_situation(scenario, prof), seed=env.seed,
-                      global_index=env.global_index)
+        session = encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
+                         hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
+                         gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
+                         patient_model=phm, situation=_situation(scenario, prof), seed=env.seed,
+                         global_index=env.global_index)
+        if scenario == "discharge_planning":
+            session["note_grounding"] = anchor_note_grounding(con, prof.subject_id, prof.hadm_id)
+        return session
     return None
 
 

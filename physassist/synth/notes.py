@@ -1,14 +1,19 @@
-"""Discharge summaries and radiology reports in MIMIC-IV note style (our own templates).
+"""Discharge summaries and radiology reports in the MIMIC-IV-Note layout (our own templates).
 
 Notes are written from the same plan as the tables, so they agree with them: the medication
 lists are the home / discharge drugs, the admission and discharge labs are the first and last
 values of the anchor admission's series, and imaging impressions match the radiology reports.
-Identifiers are masked with ``___`` as in MIMIC-IV-Note.
+The layout is MIMIC-IV-Note's: the header block (``Name:  ___ Unit No:   ___``, dates, sex,
+service, allergies, attending), identifiers masked with ``___``, sections separated by lines
+holding one space, a letter as discharge instructions; radiology reports with EXAMINATION,
+INDICATION, TECHNIQUE, COMPARISON, FINDINGS and IMPRESSION. Each note draws its variant of that
+layout (:class:`Layout`), so the sample exercises what real notes make parsers do.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from physassist.synth.catalog import DRUGS, ICD10, LABS
 from physassist.synth.plan import DAY, HOUR, SubjectPlan, fmt_date, fmt_time
@@ -220,12 +225,117 @@ def _lab_line(plan: SubjectPlan, values: dict[str, float], when: int) -> str:
     return "\n".join(lines)
 
 
-def radiology_text(kind: str, plan: SubjectPlan, chief_complaint: str, params: dict) -> str:
+@dataclass(frozen=True)
+class Layout:
+    """How one note is laid out, drawn per note: the conventions vary from note to note in
+    MIMIC-IV-Note, and the reference's regular expressions (compat) read them differently."""
+
+    separator: str  # between sections: a line holding one space, a blank line, or nothing
+    caps: frozenset[str]  # headers written in capitals
+    bare: frozenset[str]  # headers written without their colon
+    followup: str  # how Followup Instructions is spelled
+    plan: str  # how a plan is written in the hospital course (PLAN_STYLES)
+    condition: str  # how Discharge Condition is written (three lines, one, indented, word)
+    mentions: bool  # "discharge instructions" / "discharge condition" named in the course
+    crlf: bool  # CRLF line endings
+    radiology: str  # how a radiology report starts (RADIOLOGY_STARTS)
+
+
+FOLLOWUP_SPELLINGS = ("Followup Instructions", "Follow-up Instructions", "Follow up instructions",
+                      "FOLLOW UP INSTRUCTIONS", "Follow-Up Instruction")
+#: plan style -> the hospital-course lines ({plan} = what is continued).
+PLAN_STYLES = {
+    "none": "",
+    "assessment": "Assessment and Plan:\n{plan}",
+    "treatment": "Treatment Plan:\n{plan}",
+    "slash": "ASSESSMENT/PLAN:\n{plan}",
+    "dash": "PLAN - {plan}",
+    "sentence": "Discussed with the patient and family; the team's plan: {plan}",
+    "of_care": "Plan-of-care reviewed with the patient: {plan}",
+    "bare": "Plan\n- {plan}",
+    "planned": "Follow-up labs were planned; {plan}",
+}
+#: How a radiology report may start: the exam line, its indication (in capitals, indented or not,
+#: in title case, or as HISTORY), an old FINAL REPORT banner or the bare exam title.
+RADIOLOGY_STARTS = ("examination", "indication", "indented", "titlecase", "history", "final", "title")
+#: Headers that keep their colon in every note (the header block's fields).
+_ALWAYS_COLON = ("Name", "Unit No", "Admission Date", "Discharge Date", "Date of Birth", "Sex",
+                 "Service", "Allergies", "Attending")
+
+
+def draw_layout(r: random.Random) -> Layout:
+    """Mostly the common layout (one-space separators, Title Case headers with colons), with
+    the variants real notes show."""
+    def some(headers: tuple[str, ...], p: float) -> frozenset[str]:
+        return frozenset(h for h in headers if r.random() < p)
+
+    sections = ("Chief Complaint", "History of Present Illness", "Past Medical History", "Social History",
+                "Brief Hospital Course", "Medications on Admission", "Discharge Medications",
+                "Discharge Disposition", "Discharge Diagnosis", "Discharge Condition", "Discharge Instructions")
+    return Layout(
+        separator=r.choices((" \n", "\n", ""), weights=(7, 2, 1))[0],
+        caps=some(sections, 0.08),
+        bare=some(("Brief Hospital Course", "Discharge Diagnosis", "Discharge Condition",
+                   "Discharge Instructions"), 0.12),
+        followup=r.choices(FOLLOWUP_SPELLINGS, weights=(12, 3, 2, 2, 1))[0],
+        plan=r.choices(list(PLAN_STYLES), weights=(8, 3, 2, 2, 1, 1, 1, 1, 1))[0],
+        condition=r.choices(("lines", "line", "indented", "word"), weights=(6, 2, 1, 1))[0],
+        mentions=r.random() < 0.15,
+        crlf=r.random() < 0.06,
+        radiology=r.choices(RADIOLOGY_STARTS, weights=(10, 2, 1, 1, 1, 1, 1))[0],
+    )
+
+
+def layout_rng(r: random.Random) -> random.Random:
+    """The layout draws' own generator, seeded from the subject's stream without consuming it
+    (the tables and the PHM drawn after the notes stay as they were)."""
+    return random.Random(f"physassist-synth:notes:{r.getstate()[1][:8]}")
+
+
+def _header(name: str, layout: Layout) -> str:
+    text = name.upper() if name in layout.caps else name
+    return text if name in layout.bare and name not in _ALWAYS_COLON else text + ":"
+
+
+def _note(blocks: list[str], layout: Layout) -> str:
+    """Blocks joined by the layout's separator line (MIMIC-IV-Note: a line holding one space)."""
+    text = ("\n" + layout.separator).join(b.rstrip("\n") for b in blocks) + "\n"
+    return text.replace("\n", "\r\n") if layout.crlf else text
+
+
+def _section(name: str, body: str, layout: Layout) -> str:
+    return f"{_header(name, layout)}\n{body}"
+
+
+def _condition(text: str, style: str) -> str:
+    """The discharge-condition lines (Mental Status, Level of Consciousness, Activity Status)."""
+    lines = [s if s.endswith(".") else s + "." for s in text.rstrip(".").split(". ")]
+    if style == "line":
+        return " ".join(lines)
+    if style == "indented":
+        return "\n".join("  " + s for s in lines)
+    if style == "word":
+        return "Stable. " + lines[-1]
+    return "\n".join(lines)
+
+
+def radiology_text(kind: str, plan: SubjectPlan, chief_complaint: str, params: dict,
+                   start: str = "examination") -> str:
     title, indication, technique, findings, impression = RADIOLOGY[kind]
     fill = {"cc_lower": chief_complaint.lower(), "ef": params.get("ef", 30)}
     dose = ("\nDOSE:  Acquisition sequence: 1) Spiral Acquisition 4.8 s, 38.2 cm; CTDIvol = 11.9 mGy (Body) "
             "DLP = 455.1 mGy-cm. Total DLP (Body) = 455 mGy-cm.\n") if title.startswith("CT") else ""
-    return (f"EXAMINATION:  {title}\n\nINDICATION:  {indication.format(**fill)}\n\nTECHNIQUE:  {technique}\n{dose}\n"
+    why = indication.format(**fill)
+    head = {
+        "examination": f"EXAMINATION:  {title}\n\nINDICATION:  {why}",
+        "indication": f"INDICATION:  {why}\n\nEXAMINATION:  {title}",
+        "indented": f" INDICATION:  {why}\n\nEXAMINATION:  {title}",
+        "titlecase": f"Indication:  {why}\n\nEXAMINATION:  {title}",
+        "history": f"HISTORY:  {why}\n\nEXAMINATION:  {title}",
+        "final": f"FINAL REPORT\n{title}\n\nINDICATION:  {why}",
+        "title": f"{title}\n\nINDICATION:  {why}",
+    }[start]
+    return (f"{head}\n\nTECHNIQUE:  {technique}\n{dose}\n"
             f"COMPARISON:  ___\n\nFINDINGS: \n\n{findings.format(**fill)}\n\nIMPRESSION: \n\n{impression.format(**fill)}\n\n"
             "NOTIFICATION:  The findings were discussed with ___, M.D. by ___, M.D. on the telephone on ___ at ___, "
             "within 30 minutes of discovery of the findings.\n")
@@ -239,7 +349,23 @@ def _pmh(codes: list[str]) -> str:
     return "\n".join(f"- {ICD10[c]}" for c in codes)
 
 
-def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str]) -> str:
+def _header_block(sex: str) -> list[str]:
+    return ["Name:  ___                 Unit No:   ___",
+            "Admission Date:  ___              Discharge Date:   ___",
+            f"Date of Birth:  ___             Sex:   {sex}",
+            "Service: MEDICINE",
+            "Allergies: \nNo Known Allergies / Adverse Drug Reactions",
+            "Attending: ___."]
+
+
+def _letter(sex: str, why: str, happened: str, changes: str) -> str:
+    return (f"Dear {'Ms.' if sex == 'F' else 'Mr.'} ___,\n\nIt was a privilege caring for you at ___.\n\n"
+            f"WHY WERE YOU IN THE HOSPITAL?\n- {why}.\n\nWHAT HAPPENED IN THE HOSPITAL?\n- {happened}\n\n"
+            f"MEDICATION CHANGES:\n{changes}\n\nWHAT SHOULD YOU DO WHEN YOU GET HOME?\n- Take your medicines as listed.\n"
+            "- Keep your follow-up appointments.\n\nWe wish you the best!\nYour ___ Care Team")
+
+
+def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str], layout: Layout) -> str:
     a = plan.anchor
     f = plan.facts
     sex = "F" if plan.sex == "F" else "M"
@@ -297,57 +423,83 @@ def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str]) ->
                          "home with services" if a.discharge_location == "HOME HEALTH CARE" else "home without services")
                       + ". Teaching on daily weights, low-salt diet, fluid restriction and symptom recognition was completed "
                       "with teach-back. The patient verbalized understanding of the medication changes.")
-    return (
-        f"Name:  ___                 Unit No:   ___\n \nAdmission Date:  ___              Discharge Date:   ___\n \n"
-        f"Date of Birth:  ___             Sex:   {sex}\n \nService: MEDICINE\n \nAllergies: \nNo Known Allergies / Adverse Drug Reactions\n \n"
-        f"Attending: ___.\n \nChief Complaint:\n{case.chief_complaint}\n \nMajor Surgical or Invasive Procedure:\n"
-        f"{'Paracentesis' if case.archetype == 'cirrhosis_ascites' else 'None'}\n\n \nHistory of Present Illness:\n{case.hpi}\n \n"
-        f"Past Medical History:\n{_pmh(a.diagnoses[1:])}\n \nSocial History:\n{social['note']}\n"
-        f"Family History:\nNon-contributory.\n \nPhysical Exam:\nADMISSION PHYSICAL EXAM:\n{exam_adm}\n\n"
-        f"DISCHARGE PHYSICAL EXAM:\nAfebrile, vital signs stable. Exam improved from admission.\n \n"
-        f"Pertinent Results:\nADMISSION LABS:\n{adm_labs}\n\nDISCHARGE LABS:\n{dis_labs}\n{micro_txt}\nIMAGING:\n"
-        + "\n".join(f"___ {RADIOLOGY[k][0]}: {RADIOLOGY[k][4].format(cc_lower='', ef=case.radiology_params.get('ef', 30))}" for k in imaging)
-        + f"\n \nBrief Hospital Course:\n{case.course}{extra}\n\nTRANSITIONAL ISSUES:\n" + "\n".join(transitional)
-        + f"\n \nMedications on Admission:\nThe Preadmission Medication list is accurate and complete.\n{_med_list(plan.home_meds)}\n \n"
-        f"Discharge Medications:\n{_med_list(plan.discharge_meds)}\n \nDischarge Disposition:\n"
-        f"{'Home' if a.discharge_location == 'HOME' else 'Home With Service' if a.discharge_location == 'HOME HEALTH CARE' else 'Extended Care'}\n \n"
-        f"Discharge Diagnosis:\nPRIMARY:\n{ICD10[a.diagnoses[0]]}\n\nSECONDARY:\n" + "\n".join(ICD10[c] for c in a.diagnoses[1:])
-        + f"\n \nDischarge Condition:\n{case.discharge_condition}\n \nDischarge Instructions:\nDear ___,\n\nIt was a privilege caring for you at ___.\n\n"
-        f"WHY WERE YOU IN THE HOSPITAL?\n- {case.chief_complaint}.\n\nWHAT HAPPENED IN THE HOSPITAL?\n- {case.instructions}\n\n"
-        f"MEDICATION CHANGES:\n{change_txt}\n\nWHAT SHOULD YOU DO WHEN YOU GET HOME?\n- Take your medicines as listed.\n- Keep your follow-up appointments.\n\n"
-        f"We wish you the best!\nYour ___ Care Team\n \nFollowup Instructions:\n{case.followup}\n"
-    )
+    course = f"{case.course}{extra}"
+    if layout.plan != "none":
+        keep = "; ".join(DRUGS[c].sig for c in plan.discharge_meds[:2]) or "home medications"
+        course += "\n\n" + PLAN_STYLES[layout.plan].format(plan=f"continue {keep}; repeat labs at PCP visit.")
+    if layout.mentions:
+        course += ("\n\nDischarge instructions were reviewed with the patient and family. "
+                   "Discharge condition was discussed with the primary team.")
+    course += "\n\nTRANSITIONAL ISSUES:\n" + "\n".join(transitional)
+    imaging_lines = "\n".join(
+        f"___ {RADIOLOGY[k][0]}: {RADIOLOGY[k][4].format(cc_lower='', ef=case.radiology_params.get('ef', 30))}"
+        for k in imaging)
+    disposition = ("Home" if a.discharge_location == "HOME" else
+                   "Home With Service" if a.discharge_location == "HOME HEALTH CARE" else "Extended Care")
+    diagnosis = f"PRIMARY:\n{ICD10[a.diagnoses[0]]}\n\nSECONDARY:\n" + "\n".join(ICD10[c] for c in a.diagnoses[1:])
+    procedure = "Paracentesis" if case.archetype == "cirrhosis_ascites" else "None"
+    results = (f"ADMISSION LABS:\n{adm_labs}\n\nDISCHARGE LABS:\n{dis_labs}\n{micro_txt}\nIMAGING:\n{imaging_lines}")
+    exam = (f"ADMISSION PHYSICAL EXAM:\n{exam_adm}\n\n"
+            "DISCHARGE PHYSICAL EXAM:\nAfebrile, vital signs stable. Exam improved from admission.")
+    s = _section
+    return _note(_header_block(sex) + [
+        s("Chief Complaint", case.chief_complaint, layout),
+        s("Major Surgical or Invasive Procedure", procedure, layout),
+        s("History of Present Illness", case.hpi, layout),
+        s("Past Medical History", _pmh(a.diagnoses[1:]), layout),
+        s("Social History", social["note"], layout),
+        s("Family History", "Non-contributory.", layout),
+        s("Physical Exam", exam, layout),
+        s("Pertinent Results", results, layout),
+        s("Brief Hospital Course", course, layout),
+        s("Medications on Admission",
+          f"The Preadmission Medication list is accurate and complete.\n{_med_list(plan.home_meds)}", layout),
+        s("Discharge Medications", _med_list(plan.discharge_meds), layout),
+        s("Discharge Disposition", disposition, layout),
+        s("Discharge Diagnosis", diagnosis, layout),
+        s("Discharge Condition", _condition(case.discharge_condition, layout.condition), layout),
+        s("Discharge Instructions", _letter(sex, case.chief_complaint, case.instructions, change_txt), layout),
+        f"{layout.followup}:\n{case.followup}",
+    ], layout)
 
 
-def prior_discharge_text(plan: SubjectPlan, case, adm) -> str:
+def prior_discharge_text(plan: SubjectPlan, case, adm, layout: Layout) -> str:
     meds = [o.drug for o in plan.orders if o.hadm_id == adm.hadm_id and o.drug in DRUGS and o.drug != "ns_flush"]
-    return (
-        f"Name:  ___                 Unit No:   ___\n \nAdmission Date:  ___              Discharge Date:   ___\n \n"
-        f"Sex:   {plan.sex}\n \nService: MEDICINE\n \nChief Complaint:\nRoutine admission for {ICD10[adm.diagnoses[0]].lower()}\n \n"
-        f"History of Present Illness:\nAdmitted for management of {ICD10[adm.diagnoses[0]].lower()}. Stable course.\n \n"
-        f"Brief Hospital Course:\nLabs at baseline. Home medications continued. Discharged in stable condition.\n \n"
-        f"Discharge Medications:\n{_med_list(meds)}\n \nDischarge Diagnosis:\n" + "\n".join(ICD10[c] for c in adm.diagnoses)
-        + "\n \nDischarge Condition:\nStable.\n \nDischarge Instructions:\nContinue your home medications.\n \n"
-        "Followup Instructions:\nPCP in 2 weeks.\n"
-    )
+    reason = ICD10[adm.diagnoses[0]].lower()
+    s = _section
+    return _note(_header_block(plan.sex) + [
+        s("Chief Complaint", f"Routine admission for {reason}", layout),
+        s("History of Present Illness", f"Admitted for management of {reason}. Stable course.", layout),
+        s("Brief Hospital Course", "Labs at baseline. Home medications continued. Discharged in stable condition.",
+          layout),
+        s("Discharge Medications", _med_list(meds), layout),
+        s("Discharge Diagnosis", "\n".join(ICD10[c] for c in adm.diagnoses), layout),
+        s("Discharge Condition", "Stable.", layout),
+        s("Discharge Instructions", "Continue your home medications.", layout),
+        f"{layout.followup}:\nPCP in 2 weeks.",
+    ], layout)
 
 
 def add_notes(plan: SubjectPlan, case, r: random.Random, social: dict) -> None:
-    """Radiology reports (anchor admission, one per tier) and discharge summaries."""
+    """Radiology reports (anchor admission, one per tier) and discharge summaries, each in a
+    layout of its own (:func:`draw_layout`)."""
     a = plan.anchor
+    lr = layout_rng(r)
     kinds = list(case.radiology) + ["cxr_followup", "cxr_picc"][: case.tier - 1]
     for i, kind in enumerate(kinds):
         t = a.admit + (r.randint(60, 180) * 60 if i == 0 else i * DAY + r.randint(9, 15) * HOUR)
         t = min(t, a.disch - HOUR)
-        plan.radiology.append((a.hadm_id, t, radiology_text(kind, plan, case.chief_complaint, case.radiology_params)))
+        text = radiology_text(kind, plan, case.chief_complaint, case.radiology_params, draw_layout(lr).radiology)
+        plan.radiology.append((a.hadm_id, t, text))
     for adm in plan.admissions:
         if not adm.anchor and case.tier == 3:
-            plan.radiology.append((adm.hadm_id, adm.admit + 2 * HOUR, radiology_text("cxr_clear", plan, "shortness of breath", {})))
+            text = radiology_text("cxr_clear", plan, "shortness of breath", {}, draw_layout(lr).radiology)
+            plan.radiology.append((adm.hadm_id, adm.admit + 2 * HOUR, text))
     for adm in plan.admissions:
         if adm.anchor:
-            text = discharge_text(plan, case, social, case.radiology)
+            text = discharge_text(plan, case, social, case.radiology, draw_layout(lr))
         else:
-            text = prior_discharge_text(plan, case, adm)
+            text = prior_discharge_text(plan, case, adm, draw_layout(lr))
         plan.discharge.append((adm.hadm_id, adm.disch - adm.disch % DAY, text))
     plan.radiology.sort(key=lambda x: x[1])
     plan.discharge.sort(key=lambda x: x[1])

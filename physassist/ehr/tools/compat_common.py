@@ -1,10 +1,15 @@
 """Argument and result helpers shared by the compat tools (the reference's pandas behaviour:
-subject ids as folder names, numeric hadm_id equality, regex-mode errors, ``head(n)``)."""
+subject ids as folder names, numeric hadm_id equality, regex-mode filters, ``head(n)``)."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Iterator
+from re import _constants, _parser  # type: ignore[attr-defined]  # the parse re.compile made
 from typing import Any
+
+import regex
 
 from .errors import bad_arguments, execution_error
 from .records import Row
@@ -40,19 +45,71 @@ def text_arg(tool: str, args: dict[str, Any], key: str) -> str | None:
     raise execution_error(tool, f"'{type(value).__name__}' object has no attribute 'lower'")
 
 
-def regex_arg(tool: str, args: dict[str, Any], key: str) -> str | None:
-    """Filters the reference ran through pandas regex mode: an invalid pattern was an error.
+#: Wall-clock seconds one call may spend matching a model's pattern (all rows together; the
+#: engine checks its clock now and then, so a stop can come a few times later). The reference
+#: had no bound: a catastrophic pattern (``(a|aa)+$``) over a note ran for hours.
+REGEX_BUDGET_S = 0.5
+#: Pattern items the ``regex`` engine may unroll: it copies a repeated item ``min`` times
+#: (``a{10000000}`` exhausted memory, ``(a{1000}){1000}`` took 1.9 s to compile).
+MAX_UNROLLED = 20_000
+_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT)
 
-    The pattern is only compiled to reproduce that error; matching itself is a literal,
-    case-insensitive substring test (no user-built regex is ever executed).
+
+def _unrolled(items: Any) -> int:
+    """How many items a parsed pattern (``re._parser``) becomes once its repeats are copied."""
+    total = 0
+    for op, av in items:
+        inner = sum(_unrolled(sub) for sub in _subpatterns(av))
+        total += max(av[0], 1) * max(inner, 1) if op in _REPEATS else 1 + inner
+    return total
+
+
+def _subpatterns(av: Any) -> Iterator[Any]:
+    if isinstance(av, _parser.SubPattern):
+        yield av
+    elif isinstance(av, tuple | list):
+        for item in av:
+            yield from _subpatterns(item)
+
+
+def regex_matcher(tool: str, pattern: Any) -> Callable[[Any], bool]:
+    """pandas' ``str.contains(pattern, case=False, regex=True)`` as the reference ran it: the
+    pattern searched case-insensitively in each cell, a missing cell never matching.
+
+    Compile errors are Python's own (``re``): a non-string pattern is the reference's "Bad
+    arguments" (a TypeError), an invalid one or an overflowing repetition (``a{99999999999}``)
+    its "Tool execution error". Matching runs on the ``regex`` engine (the same syntax with
+    ``VERSION0``) because it can stop: over :data:`REGEX_BUDGET_S` the call is a tool execution
+    error instead of a hung session, and so is a pattern it would unroll into more than
+    :data:`MAX_UNROLLED` items.
     """
-    value = text_arg(tool, args, key)
-    if value is not None:
+    if not isinstance(pattern, str):
+        raise bad_arguments(tool, "first argument must be string or compiled pattern")
+    try:
+        re.compile(pattern, re.IGNORECASE)
+        if _unrolled(_parser.parse(pattern)) > MAX_UNROLLED:
+            raise execution_error(
+                tool, f"the pattern repeats more than {MAX_UNROLLED:,} items; use a plain word"
+            )
+        compiled = regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
+    except (re.error, regex.error, OverflowError, RecursionError) as exc:  # deep groups: pandas too
+        raise execution_error(tool, str(exc)) from None
+    deadline = time.monotonic() + REGEX_BUDGET_S
+
+    def matches(cell: Any) -> bool:
+        if cell is None:
+            return False
         try:
-            re.compile(value)
-        except (re.error, RecursionError) as exc:  # deep groups: what pandas hit too
-            raise execution_error(tool, str(exc)) from None
-    return value
+            left = max(deadline - time.monotonic(), 0.001)
+            return compiled.search(str(cell), timeout=left) is not None
+        except TimeoutError:
+            raise execution_error(
+                tool,
+                f"the pattern {pattern[:80]!r} took over {REGEX_BUDGET_S:g} s to match "
+                "(catastrophic backtracking); use a plain word",
+            ) from None
+
+    return matches
 
 
 def head(tool: str, rows: list[Row], n: Any) -> list[Row]:

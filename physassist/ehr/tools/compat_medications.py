@@ -3,6 +3,7 @@ with status always ``completed``, the event text in ``_event_txt`` and no dose."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import fhir
@@ -12,13 +13,13 @@ from .compat_common import (
     hadm_filter,
     nan_text,
     present,
-    regex_arg,
+    regex_matcher,
     subject_key,
     text_arg,
 )
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
-from .records import Row, contains
+from .records import Row
 from .registry import read_tool
 
 
@@ -32,12 +33,13 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     tool = "MedicationRequest.search"
     sid = subject_key(tool, args)
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
-    medication = regex_arg(tool, args, "medication")
+    medication = text_arg(tool, args, "medication")
+    matches = None if medication is None else regex_matcher(tool, medication)
     status = text_arg(tool, args, "status")
     if sid is None or not ok:
         return empty("MedicationRequest", args)
     # rx ids are the row's index in the subject's prescriptions file
-    found = _matching(frame(ctx.store, "prescriptions", sid), hadm, "drug", medication)
+    found = _matching(frame(ctx.store, "prescriptions", sid), hadm, "drug", matches)
     found = sort_rows(found, "starttime", ascending=False)
     out = []
     for r in found:
@@ -91,10 +93,11 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     tool = "MedicationAdministration.search"
     sid = subject_key(tool, args)
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
-    medication = regex_arg(tool, args, "medication")
+    medication = text_arg(tool, args, "medication")
+    matches = None if medication is None else regex_matcher(tool, medication)
     if sid is None or not ok:
         return empty("MedicationAdministration", args)
-    found = _matching(frame(ctx.store, "emar", sid), hadm, "medication", medication)
+    found = _matching(frame(ctx.store, "emar", sid), hadm, "medication", matches)
     found = sort_rows(found, "charttime", ascending=False)
     if medication is None and hadm is None:
         found = found[:100]
@@ -122,13 +125,15 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
 
 
 def _matching(
-    rows: tuple[Row, ...], hadm: float | None, column: str, text_filter: str | None
+    rows: tuple[Row, ...],
+    hadm: float | None,
+    column: str,
+    matches: Callable[[Any], bool] | None,
 ) -> list[Row]:
-    """The rows whose ``hadm_id`` equals ``hadm`` and whose ``column`` contains
-    ``text_filter`` (None = no filter)."""
+    """The rows whose ``hadm_id`` equals ``hadm`` and whose ``column`` ``matches`` (the
+    ``medication`` pattern; None = no filter)."""
     return [
         r
         for r in rows
-        if (hadm is None or r["hadm_id"] == hadm)
-        and (text_filter is None or contains(r[column], text_filter))
+        if (hadm is None or r["hadm_id"] == hadm) and (matches is None or matches(r[column]))
     ]

@@ -1,5 +1,7 @@
 """compat note-based tools: radiology reports (synonyms, top 5) plus microbiology reports (up to
-10 in all), notes (top 5 per table, 4000 characters) and care-plan fragments."""
+10 in all), notes (top 5 per table, 4000 characters, keyword as a regular expression) and
+care-plan fragments, each read from the note text as the reference's regular expressions read
+it (official-implementation.md, "Note text parsing")."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from .compat_common import (
     hadm_filter,
     nan_text,
     present,
-    regex_arg,
+    regex_matcher,
     subject_key,
     text_arg,
 )
@@ -23,22 +25,26 @@ from .records import contains
 from .registry import read_tool
 
 MICRO_REPORT_WORDS = ("micro", "culture", "blood", "urine", "sputum", "csf", "wound")
+_XRAY = ("CHEST", "PORTABLE", "AP", "PA", "RADIOGRAPH")
+#: The upper-cased ``report_type`` -> the further terms searched; only these exact keys expand
+#: (``CHEST`` finds what contains CHEST, ``CHEST X-RAY`` only what contains that).
 RADIOLOGY_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "X-RAY": ("CHEST", "PORTABLE", "AP", "PA", "RADIOGRAPH"),
-    "XRAY": ("CHEST", "PORTABLE", "AP", "PA", "RADIOGRAPH"),
-    "CXR": ("CHEST", "PORTABLE", "AP", "PA", "RADIOGRAPH"),
+    "X-RAY": _XRAY,
+    "CXR": _XRAY,
+    "XRAY": ("CHEST", "PORTABLE", "AP", "RADIOGRAPH"),
+    "CT": ("CT",),
     "MRI": ("MR ",),
     "ULTRASOUND": ("US ", "SONO"),
     "ECHO": ("ECHO",),
-    "CT": ("CT",),
 }
 
 
 def report_title(text: str) -> str:
-    """First non-empty line not starting with INDICATION, at most 120 characters."""
+    """The first non-blank line (stripped) not starting with ``INDICATION`` in capitals,
+    at most 120 characters."""
     for line in (text or "").splitlines():
         line = line.strip()
-        if line and not line.upper().startswith("INDICATION"):
+        if line and not line.startswith("INDICATION"):
             return line[:120]
     return "Radiology report"
 
@@ -62,10 +68,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     notes = sort_rows(notes, "charttime", ascending=False)
     if report_type is not None:
         wanted = report_type.upper()
-        terms = [wanted]
-        for key, synonyms in RADIOLOGY_SYNONYMS.items():
-            if key in wanted:
-                terms.extend(synonyms)
+        terms = [wanted, *RADIOLOGY_SYNONYMS.get(wanted, ())]
         notes = [
             n
             for n in notes
@@ -179,16 +182,19 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     sid = subject_key(tool, args)
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     type_code = text_arg(tool, args, "type_code")
-    keyword = regex_arg(tool, args, "keyword")
+    keyword = args.get("keyword")  # any type: the reference only compiled it over a subject's notes
     if sid is None or not ok:
         return empty("DocumentReference", args)
     out: list[dict[str, Any]] = []
+    matches = None
     for code, table, display in DOC_TYPES:
         if type_code is not None and not (type_code.lower() in code or code in type_code.lower()):
             continue
-        found = [n for n in frame(ctx.store, table, sid) if hadm is None or n["hadm_id"] == hadm]
-        if keyword is not None:
-            found = [n for n in found if contains(n["text"], keyword)]
+        notes = frame(ctx.store, table, sid)
+        found = [n for n in notes if hadm is None or n["hadm_id"] == hadm]
+        if keyword is not None and notes:
+            matches = matches or regex_matcher(tool, keyword)
+            found = [n for n in found if matches(n["text"])]
         for n in sort_rows(found, "charttime", ascending=False)[:5]:
             enc = encounter(n["hadm_id"])
             out.append(
@@ -215,16 +221,21 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     return fhir.compat_bundle("DocumentReference", out)
 
 
-# section header -> care-plan category (the reference's three sections plus a free-text "Plan:")
-CAREPLAN_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("Discharge Instructions", "discharge-planning"),
-    ("Discharge Condition", "discharge-planning"),
-    ("Followup Instructions", "followup"),
-    ("Plan", "treatment"),
+#: Care-plan sections in the order they are looked for: (display, category, where the section
+#: starts). A start is the first case-insensitive occurrence anywhere in the note (a mention in
+#: the hospital course wins), then an optional ``:`` or ``-`` (required after "plan") with any
+#: whitespace, newlines included, on either side: ``Plan\n- Apixaban`` is a plan, ``Apixaban``.
+CAREPLAN_SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("Discharge Instructions", "discharge-planning", r"discharge instructions?\s*[:\-]?"),
+    ("Discharge Condition", "discharge-planning", r"discharge condition\s*[:\-]?"),
+    ("Followup Instructions", "followup", r"follow[- ]?up instructions?\s*[:\-]?"),
+    ("Treatment Plan", "treatment", r"\bplan\s*[:\-]"),
 )
-_FRAGMENT = {
-    header: re.compile(rf"(?:^|\n)\s*{re.escape(header)}:\s*(.+?)(?:\n\s*\n|\Z)", re.S | re.I)
-    for header, _ in CAREPLAN_SECTIONS
+#: A section ends at the first newline followed by two letters (a line that looks like the next
+#: header), so a body is often only its first line: the reference's fragments.
+_SECTION = {
+    display: re.compile(start + r"\s*(.*?)(?=\n[A-Za-z]{2}|\Z)", re.S | re.I)
+    for display, _, start in CAREPLAN_SECTIONS
 }
 
 
@@ -232,8 +243,7 @@ _FRAGMENT = {
     "compat", "CarePlan.search", reads={"discharge": ("note_id", "hadm_id", "charttime", "text")}
 )
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Sections pulled from the first 3 discharge notes; bodies stop at the first blank line,
-    which is why the reference's bodies are often fragments. Always a Bundle."""
+    """Sections pulled from the first 3 discharge notes in file order. Always a Bundle."""
     tool = "CarePlan.search"
     sid = subject_key(tool, args)
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
@@ -245,11 +255,12 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     ]
     out: list[dict[str, Any]] = []
     for n in notes:
-        for header, cat in CAREPLAN_SECTIONS:
+        for display, cat, _ in CAREPLAN_SECTIONS:
             if category is not None and category != cat:
                 continue
-            m = _FRAGMENT[header].search(str(n["text"] or ""))
-            if not m or not m.group(1).strip():
+            m = _SECTION[display].search(str(n["text"] or ""))
+            body = m.group(1).strip() if m else ""
+            if not body:
                 continue
             out.append(
                 {
@@ -257,9 +268,9 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                     "id": f"careplan-{n['note_id']}-{cat}",
                     "status": "completed",
                     "intent": "plan",
-                    "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, header, header),
+                    "category": fhir.category(fhir.CAREPLAN_CATEGORY, cat, display, display),
                     "subject": fhir.patient_ref(sid),
-                    "note": [{"text": m.group(1).strip()[:1000]}],
+                    "note": [{"text": body[:1000]}],
                     "encounter": encounter(n["hadm_id"]),
                     "period": present({"end": n["charttime"]}, "end"),
                 }

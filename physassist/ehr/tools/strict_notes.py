@@ -1,13 +1,13 @@
 """strict note-based tools: imaging and microbiology reports, clinical notes, and care plans
-split from discharge summaries by their top-level sections."""
+split from discharge summaries by their top-level sections (``notes_text``)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from . import fhir
 from .context import ToolContext
+from .notes_text import discharge_sections, impression, radiology_title
 from .records import by, contains, keep, order, subject_rows, text
 from .registry import read_tool
 from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle
@@ -58,11 +58,6 @@ _MICRO_WORDS = (
 )
 
 
-def _impression(text: str) -> str | None:
-    m = re.search(r"IMPRESSION:\s*(.+?)(?:\n\s*\n[A-Z ]{3,}:|\Z)", text, re.S)
-    return " ".join(m.group(1).split())[:1000] if m else None
-
-
 @read_tool(
     "strict",
     "DiagnosticReport.search",
@@ -101,11 +96,11 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                         "id": fhir.safe_id(f"dr-{n['note_id']}"),
                         "status": "final",
                         "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
-                        "code": {"text": _title(body)},
+                        "code": {"text": radiology_title(body)},
                         "subject": fhir.patient_ref(sid),
                         "encounter": fhir.encounter_ref(n["hadm_id"]),
                         "effectiveDateTime": fhir.fhir_datetime(text(n["charttime"])),
-                        "conclusion": _impression(body),
+                        "conclusion": impression(body),
                         "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(body)}],
                     },
                 )
@@ -181,14 +176,6 @@ def _micro_lines(items: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _title(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.upper().startswith("INDICATION"):
-            return line[:120]
-    return "Radiology report"
-
-
 _DOC_TYPES = (
     ("discharge-summary", "discharge", "18842-5", "Discharge summary"),
     ("radiology", "radiology", "18748-4", "Diagnostic imaging study"),
@@ -247,43 +234,6 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     return bundle(out, total, hint)
 
 
-# top-level headers of MIMIC-IV discharge notes (a section ends where the next one starts)
-DISCHARGE_HEADERS = (
-    "Name",
-    "Unit No",
-    "Admission Date",
-    "Discharge Date",
-    "Date of Birth",
-    "Sex",
-    "Service",
-    "Allergies",
-    "Attending",
-    "Chief Complaint",
-    "Major Surgical or Invasive Procedure",
-    "History of Present Illness",
-    "Past Medical History",
-    "Social History",
-    "Family History",
-    "Physical Exam",
-    "Pertinent Results",
-    "Brief Hospital Course",
-    "Medications on Admission",
-    "Discharge Medications",
-    "Discharge Disposition",
-    "Discharge Diagnosis",
-    "Discharge Condition",
-    "Discharge Instructions",
-    "Followup Instructions",
-    "Facility",
-    "Assessment and Plan",
-    "Plan",
-)
-_HEADER = re.compile(
-    r"^[ \t]*("
-    + "|".join(re.escape(h) for h in sorted(DISCHARGE_HEADERS, key=len, reverse=True))
-    + r")[ \t]*:",
-    re.M | re.I,
-)
 CAREPLAN_CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "discharge-planning": (
         "Discharge planning",
@@ -294,18 +244,6 @@ CAREPLAN_CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def note_sections(text: str) -> dict[str, str]:
-    """Split a discharge note into its top-level sections (header -> body)."""
-    marks = [(m.start(), m.end(), m.group(1)) for m in _HEADER.finditer(text)]
-    out: dict[str, str] = {}
-    for i, (_, end, name) in enumerate(marks):
-        body = text[end : marks[i + 1][0] if i + 1 < len(marks) else len(text)].strip()
-        canonical = next(h for h in DISCHARGE_HEADERS if h.lower() == name.lower())
-        if body and canonical not in out:
-            out[canonical] = body
-    return out
-
-
 @read_tool("strict", "CarePlan.search", reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
@@ -314,7 +252,7 @@ def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         return miss
     out = []
     for n in _notes(ctx, "discharge", sid, hadm, window)[:3]:
-        sections = note_sections(str(n["text"] or ""))
+        sections = discharge_sections(str(n["text"] or ""))
         for cat, (display, headers) in CAREPLAN_CATEGORIES.items():
             if args.get("category") and args["category"] != cat:
                 continue
