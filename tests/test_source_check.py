@@ -199,6 +199,14 @@ def test_absent_and_header_only_tables_are_listed_once_with_their_cost(
         assert store.row_counts()["labevents"] == 107_727
 
 
+def test_a_column_a_release_lacks_is_listed_with_its_cost(tmp_path: Path) -> None:
+    """MIMIC-IV v1.0 has ``ethnicity`` where later releases have ``race``: it builds."""
+    src = _damaged(tmp_path, ("admissions",), admissions=lambda rows: [["ethnicity" if c == "race" else c for c in rows[0]], *rows[1:]])
+    with open_store(src, cache_dir=tmp_path / "cache") as store:
+        assert "admissions lacks race: shown as unknown by Encounter.search" in store.gaps
+        assert store.row_counts()["admissions"] == 275
+
+
 def test_the_intact_demo_lacks_only_what_the_demo_lacks(demo_store) -> None:
     """The demo has no ``icu/chartevents`` and no ``note/`` module, and nothing else is missing."""
     assert [line.split(":")[0] for line in demo_store.gaps] == [
