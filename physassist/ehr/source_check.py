@@ -107,8 +107,7 @@ def needs(spec: TableSpec) -> dict[str, str]:
     why = {c: "a key" for c in spec.keys}
     readers = _readers()
     if spec.is_dictionary:
-        tools = sorted({t for ts in readers.get(spec.names or "", {}).values() for t in ts})
-        read = {c: tools for c in spec.lookups}
+        read = {c: _tools(readers, spec.names) for c in spec.lookups}
     else:
         read = {c: sorted(ts) for c, ts in readers.get(spec.name, {}).items()}
     for column, tools in read.items():
@@ -123,6 +122,11 @@ def _readers() -> dict[str, dict[str, set[str]]]:
     from physassist.ehr.tools.reads import read_by
 
     return read_by()
+
+
+def _tools(readers: Mapping[str, Mapping[str, set[str]]], table: str | None) -> list[str]:
+    """The read tools that read any column of ``table``."""
+    return sorted({t for tools in readers.get(table or "", {}).values() for t in tools})
 
 
 def _check_header(spec: TableSpec, header: tuple[str, ...], path: Path, wanted: Mapping[str, str]) -> None:
@@ -233,9 +237,8 @@ def _first_problem(
 
 def _broken_rows(con: duckdb.DuckDBPyConnection) -> dict[Path, tuple[int, bool, int, str]]:
     """file -> (rows DuckDB's reader rejected, whether it stopped recording them, the first
-    one's line, its error), from the
-    rejects tables the last ``read_csv(store_rejects = true)`` wrote (a row lacking 14
-    columns is 14 rejects of one line)."""
+    one's line, its error), from the rejects tables ``read_csv(store_rejects = true)`` wrote
+    (a row lacking 14 columns is 14 rejects of one line)."""
     rows = con.execute(
         "SELECT s.file_path, count(DISTINCT e.line), count(*) >= ?, min(e.line), "
         "arg_min(e.error_message, e.line) "
@@ -277,13 +280,13 @@ def gaps(src: EHRSource, checked: Checked, rows: Mapping[str, int]) -> list[str]
 
 
 def _cost(spec: TableSpec, readers: Mapping[str, Mapping[str, set[str]]]) -> str:
-    if spec.is_dictionary:
-        named = spec.names or ""
-        tools = sorted({t for ts in readers.get(named, {}).values() for t in ts})
-        cost = f"{named} codes go without names in {', '.join(tools)}" if tools else "no tool reads it"
+    tools = ", ".join(_tools(readers, spec.names if spec.is_dictionary else spec.name))
+    if not tools:
+        cost = "no tool reads it"
+    elif spec.is_dictionary:
+        cost = f"{spec.names} codes go without names in {tools}"
     else:
-        tools = sorted({t for ts in readers.get(spec.name, {}).values() for t in ts})
-        cost = f"nothing of it in {', '.join(tools)} answers" if tools else "no tool reads it"
+        cost = f"nothing of it in {tools} answers"
     if spec.scenarios:
         cost += f"; {', '.join(spec.scenarios)} sessions cannot be built"
     return cost
