@@ -8,7 +8,8 @@
 
 `validate` and `stats` never write anything. Exit codes: 0 success; 1 invalid data (the
 message lists every problem), an unreadable source or an output directory that must not be
-overwritten; 2 bad command-line usage.
+overwritten; 2 bad command-line usage, or an EHR source (``--store``) that is not one or fails
+its check (as ``physassist-ehr build`` says).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from physassist.data.models import SessionFormatError
+from physassist.ehr.sources import EHRSourceError
 from physassist.vocab import LANGUAGES, SCENARIOS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -147,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SessionFormatError as err:
         print(f"physassist-data: error: invalid session data\n{err}", file=sys.stderr)
         return EXIT_ERROR
+    except EHRSourceError as err:  # the same line and code as physassist-ehr build
+        print(f"physassist-data: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except (OSError, ValueError) as err:  # a missing source, a non-cohort output dir, no network
         print(f"physassist-data: error: {err}", file=sys.stderr)
         return EXIT_ERROR

@@ -22,8 +22,9 @@ from typing import Literal
 from physassist.ehr.tables import DICTIONARY_TABLES, TABLES
 from physassist.fingerprint import fingerprint
 
-#: Bump when the store's tables, types, sort order or indexes change: old stores rebuild.
-STORE_SCHEMA_VERSION = 3
+#: Bump when the store's tables, types, sort order or indexes change, or the checks a source
+#: passes to be built (``source_check.py``): old stores rebuild (their fingerprint changes).
+STORE_SCHEMA_VERSION = 4
 
 Layout = Literal["mimic", "synthetic", "split"]
 
@@ -33,6 +34,10 @@ _SPLIT_STEMS = {f"{spec.module}_{name}": name for name, spec in TABLES.items()}
 
 class EHRSourceError(ValueError):
     """The given path is not a usable EHR source (message names the path and why)."""
+
+
+class EHRBuildError(RuntimeError):
+    """Loading a source into a store failed (message names the table and file)."""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,7 @@ on the same file, so parallel sweeps can share one store.
 from __future__ import annotations
 
 import contextlib
-import csv
-import gzip
-import io
+import json
 import logging
 import os
 import shutil
@@ -36,11 +34,22 @@ from typing import Any
 import duckdb
 
 from physassist.ehr.manifest import damage, read_manifest, write_manifest
+from physassist.ehr.source_check import (
+    MAX_LINE,
+    Checked,
+    Groups,
+    SourceTableError,
+    check_headers,
+    check_keys,
+    csv_header,
+    diagnose,
+    gaps,
+)
 from physassist.ehr.sources import (
     STORE_SCHEMA_VERSION,
+    EHRBuildError,
     EHRSource,
     EHRSourceError,
-    SourceFile,
     detect_source,
 )
 from physassist.ehr.subject_cache import Key, Rows, SubjectCache
@@ -50,7 +59,9 @@ __all__ = [
     "EHRBuildError",
     "EHRSourceError",
     "EHRStore",
+    "SourceTableError",
     "build_store",
+    "csv_header",
     "default_cache_dir",
     "open_store",
     "prune_stores",
@@ -61,14 +72,9 @@ log = logging.getLogger(__name__)
 META_TABLE = "_physassist_meta"
 COUNTS_TABLE = "_physassist_tables"
 _TEMP_MARK = ".building"
-_MAX_LINE = 64 * 1024 * 1024  # discharge notes are long; be generous
 #: Columns cleaned on load. ICD codes are keys joined against their dictionary; some exports
 #: pad them with blanks, and a join on ``trim(...)`` cannot use zone maps or join filters.
 _NORMALISE = {"icd_code": "trim({})"}
-
-
-class EHRBuildError(RuntimeError):
-    """Loading a source into a store failed (message names the table and file)."""
 
 
 def default_cache_dir() -> Path:
@@ -86,7 +92,9 @@ def build_store(
     """Build (or reuse) the store for ``source`` and return the path of its ``.duckdb`` file.
 
     A cached store is reused only if it matches its integrity manifest (``manifest.py``); a
-    damaged one (truncated, overwritten) is rebuilt with a warning naming what was wrong."""
+    damaged one (truncated, overwritten) is rebuilt with a warning naming what was wrong.
+    A new store is built only from a source whose tables pass ``source_check`` (else
+    ``SourceTableError``, and no store); what the source lacks is logged once, as a warning."""
     src = detect_source(source)
     fingerprint = src.fingerprint()
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
@@ -94,6 +102,7 @@ def build_store(
     if not force and _intact(final, warn=False):
         return final
     _require_writable(cache)
+    checked = check_headers(src)  # a wrong file fails here, before anything is written
     with _exclusive(cache / ".build.lock"):
         if not force and _intact(final, warn=True):  # another process built it while we waited
             return final
@@ -102,7 +111,7 @@ def build_store(
         spill = Path(f"{tmp}.spill")
         try:
             started = time.perf_counter()
-            _load(src, fingerprint, tmp, spill)
+            lacking = _load(src, checked, fingerprint, tmp, spill)
             log.info(
                 "built %s from %s in %.1fs", final.name, src.root, time.perf_counter() - started
             )
@@ -114,6 +123,8 @@ def build_store(
         info = {"fingerprint": fingerprint, "source": str(src.root), "layout": src.layout}
         write_manifest(final, info)
         _remove_superseded(cache, src.root, keep=final)
+    if lacking:
+        log.warning("EHR source %s lacks, at a cost:\n  %s", src.root, "\n  ".join(lacking))
     return final
 
 
@@ -188,6 +199,8 @@ class EHRStore:
         self.source = Path(meta["source"])
         self.layout: str = meta["layout"]
         self.schema_version = int(meta["schema_version"])
+        #: What the source lacks and what it costs, as listed when the store was built.
+        self.gaps: tuple[str, ...] = tuple(json.loads(meta.get("gaps", "[]")))
         self._rows: dict[str, int] = {name: int(n) for name, n, _ in counts}
         #: Columns of each table's (first) source file, recorded at build time: the width pandas
         #: read (``tools.compat_frames``), known without the source files.
@@ -348,7 +361,8 @@ def _reader_config() -> dict[str, Any]:
 # --------------------------------------------------------------------------- loading
 
 
-def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
+def _load(src: EHRSource, checked: Checked, fingerprint: str, target: Path, spill: Path) -> list[str]:
+    """Load every table into ``target``; returns what the source lacks (``source_check.gaps``)."""
     con = duckdb.connect(str(target))
     try:
         con.execute("SET preserve_insertion_order = true")
@@ -357,12 +371,13 @@ def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
         counts: dict[str, tuple[int, int, int]] = {}
         for name, spec in TABLES.items():
             con.execute(create_table_sql(spec))
-            files = src.files.get(name, ())
-            if files:
-                _load_table(con, spec, files)
+            groups = checked.groups.get(name, {})
+            if groups:
+                _load_table(con, spec, groups)
             n_rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
-            width = len(csv_header(files[0].path)) if files else len(spec.columns)
-            counts[name] = (n_rows, len(files), width)
+            width = len(next(iter(groups))) if groups else len(spec.columns)
+            counts[name] = (n_rows, len(src.files.get(name, ())), width)
+        lacking = gaps(src, checked, {name: c[0] for name, c in counts.items()})
         con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR, value VARCHAR)")
         meta = {
             "fingerprint": fingerprint,
@@ -371,6 +386,7 @@ def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
             "source": str(src.root),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "duckdb_version": duckdb.__version__,
+            "gaps": json.dumps(lacking),
         }
         con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", list(meta.items()))
         con.execute(
@@ -383,15 +399,12 @@ def _load(src: EHRSource, fingerprint: str, target: Path, spill: Path) -> None:
         con.execute("CHECKPOINT")
     finally:
         con.close()
+    return lacking
 
 
-def _load_table(
-    con: duckdb.DuckDBPyConnection, spec: TableSpec, files: tuple[SourceFile, ...]
-) -> None:
-    """Insert all files of one table, sorted by its sort key then source order."""
-    groups: dict[tuple[str, ...], list[SourceFile]] = {}
-    for f in files:
-        groups.setdefault(csv_header(f.path), []).append(f)
+def _load_table(con: duckdb.DuckDBPyConnection, spec: TableSpec, groups: Groups) -> None:
+    """Insert all files of one table (grouped by header), sorted by its sort key then source
+    order; a value that does not parse or an empty key stops the build (``source_check``)."""
     parts, params = [], []
     for g, (header, group) in enumerate(groups.items()):
         types = ", ".join(f"'{c}': '{spec.columns.get(c, 'VARCHAR')}'" for c in header)
@@ -399,7 +412,7 @@ def _load_table(
         parts.append(
             f"SELECT {select}, row_number() OVER () + {g << 40} AS {ROW_COLUMN} "
             f"FROM read_csv(?, header = true, auto_detect = false, delim = ',', quote = '\"', "
-            f"escape = '\"', max_line_size = {_MAX_LINE}, columns = {{{types}}})"
+            f"escape = '\"', max_line_size = {MAX_LINE}, columns = {{{types}}})"
         )
         params.append([str(f.path) for f in group])
     order = ", ".join(f'"{c}"' for c in (*spec.sort_key, ROW_COLUMN))
@@ -407,10 +420,13 @@ def _load_table(
     try:
         con.execute(sql, params)
     except duckdb.Error as exc:
+        files = [f for group in groups.values() for f in group]
         where = (
             files[0].path if len(files) == 1 else f"{len(files)} files under {files[0].path.parent}"
         )
-        raise EHRBuildError(f"cannot load table {spec.name!r} from {where}: {exc}") from exc
+        found = diagnose(spec, groups)
+        raise found or EHRBuildError(f"cannot load table {spec.name!r} from {where}: {exc}") from exc
+    check_keys(con, spec, groups)
 
 
 def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
@@ -421,21 +437,6 @@ def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
     if column in _NORMALISE:
         return f"{_NORMALISE[column].format(quoted)} AS {quoted}"
     return quoted
-
-
-def csv_header(path: Path) -> tuple[str, ...]:
-    """The CSV header (lower-cased), read without decompressing more than the first line: what
-    the build loads by, and the width of the file pandas read (recorded as ``widths``)."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as raw:
-            first = raw.readline().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EHRBuildError(f"cannot read the header of {path}: {exc}") from exc
-    row = next(csv.reader(io.StringIO(first)), [])
-    if not row:
-        raise EHRBuildError(f"{path} has no CSV header line")
-    return tuple(c.strip().lower() for c in row)
 
 
 def _memory_limit() -> str:

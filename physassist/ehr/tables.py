@@ -6,8 +6,12 @@ and a 160M-row file is never scanned just to guess types), creates absent tables
 with these columns, and sorts per-subject tables by ``sort_key`` so that DuckDB's
 row-group zone maps skip everything but one subject's rows.
 
-Column names follow MIMIC-IV v2.2 / v3.x. A source column missing from an older release
-is loaded as NULL; a source column unknown here is dropped. ``icd_code`` values are
+Column names follow MIMIC-IV v2.2 / v3.x. What a source must hold is declared here too and
+checked when the store is built (``source_check.py``): the ``keys`` (present, never NULL) and
+the columns the tools read (derived from their ``@read_tool`` declarations,
+``tools/reads.py``; ``lookups`` for the dictionaries, which the tools read whole) must be there,
+except the ``optional`` ones a release may lack. Any other source column missing from a
+release is loaded as NULL; a source column unknown here is dropped. ``icd_code`` values are
 stripped of surrounding blanks on load, so joins on the code need no ``trim()``.
 
 Besides the native columns each table has ``_row`` (BIGINT): the row's position in its
@@ -33,6 +37,17 @@ class TableSpec:
     columns: dict[str, str]  # column -> DuckDB type, in MIMIC-IV order
     sort_key: tuple[str, ...]  # physical order; per-subject tables start with subject_id
     time_column: str | None = None  # the column a time cutoff applies to (None: not timed)
+    #: What identifies or joins a row (NOT NULL in MIMIC-IV's own schema): present, never NULL.
+    keys: tuple[str, ...] = ()
+    #: Columns the tools read that a release may lack: loaded as NULL, listed at build.
+    optional: tuple[str, ...] = ()
+    #: A dictionary's columns the tools read from the rows they look up (``records.lookup``
+    #: reads whole rows, so no ``@read_tool`` declares them), and the table whose codes it names.
+    lookups: tuple[str, ...] = ()
+    names: str | None = None
+    #: The scenarios whose sessions the builder cannot make without this table's rows
+    #: (``generation/builder/prefilter.RULES``; ``tests/test_source_check.py`` holds it to them).
+    scenarios: tuple[str, ...] = ()
 
     @property
     def per_subject(self) -> bool:
@@ -63,6 +78,8 @@ _NOTE = _cols(
     "note_id:s subject_id:id hadm_id:id note_type:s note_seq:i charttime:ts storetime:ts text:s"
 )
 
+_ALL_SCENARIOS = ("diagnostic_workup", "med_safety", "treatment_response", "discharge_planning")
+
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (
@@ -71,6 +88,7 @@ TABLES: dict[str, TableSpec] = {
             "hosp",
             _cols("subject_id:id gender:s anchor_age:i anchor_year:i anchor_year_group:s dod:d"),
             ("subject_id",),
+            keys=("subject_id",),
         ),
         TableSpec(
             "admissions",
@@ -82,6 +100,10 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "admittime"),
             "admittime",
+            keys=("subject_id", "hadm_id", "admittime"),
+            # descriptive, NULL on many rows anyway; MIMIC-IV v1.0 names race ``ethnicity``
+            optional=("insurance", "language", "marital_status", "race"),
+            scenarios=_ALL_SCENARIOS,
         ),
         TableSpec(
             "transfers",
@@ -91,18 +113,24 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "intime"),
             "intime",
+            keys=("subject_id", "transfer_id"),
         ),
         TableSpec(
             "diagnoses_icd",
             "hosp",
             _cols("subject_id:id hadm_id:id seq_num:i icd_code:s icd_version:i"),
             ("subject_id", "hadm_id", "seq_num"),
+            keys=("subject_id", "hadm_id"),
+            scenarios=("diagnostic_workup", "discharge_planning"),
         ),
         TableSpec(
             "d_icd_diagnoses",
             "hosp",
             _cols("icd_code:s icd_version:i long_title:s"),
             ("icd_code", "icd_version"),
+            keys=("icd_code", "icd_version"),
+            lookups=("long_title",),
+            names="diagnoses_icd",
         ),
         TableSpec(
             "labevents",
@@ -114,8 +142,19 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "charttime"),
             "charttime",
+            keys=("labevent_id", "subject_id", "itemid"),
+            scenarios=_ALL_SCENARIOS,
         ),
-        TableSpec("d_labitems", "hosp", _cols("itemid:i label:s fluid:s category:s"), ("itemid",)),
+        TableSpec(
+            "d_labitems",
+            "hosp",
+            _cols("itemid:i label:s fluid:s category:s"),
+            ("itemid",),
+            keys=("itemid",),
+            lookups=("label", "fluid"),
+            names="labevents",
+            scenarios=("diagnostic_workup", "med_safety", "treatment_response"),
+        ),
         TableSpec(
             "prescriptions",
             "hosp",
@@ -127,6 +166,8 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "starttime"),
             "starttime",
+            keys=("subject_id", "hadm_id"),
+            scenarios=("med_safety", "discharge_planning"),
         ),
         TableSpec(
             "pharmacy",
@@ -141,6 +182,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "starttime"),
             "starttime",
+            keys=("subject_id", "hadm_id", "pharmacy_id"),
         ),
         TableSpec(
             "emar",
@@ -152,6 +194,8 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "charttime"),
             "charttime",
+            keys=("subject_id", "emar_id", "emar_seq"),
+            scenarios=("treatment_response",),
         ),
         TableSpec(
             "emar_detail",
@@ -169,6 +213,7 @@ TABLES: dict[str, TableSpec] = {
                 "non_formulary_visual_verification:s"
             ),
             ("subject_id", "emar_id"),
+            keys=("subject_id", "emar_id", "emar_seq"),
         ),
         TableSpec(
             "microbiologyevents",
@@ -182,6 +227,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "chartdate", "charttime"),
             "chartdate",
+            keys=("microevent_id", "subject_id", "micro_specimen_id"),
         ),
         TableSpec(
             "omr",
@@ -189,6 +235,7 @@ TABLES: dict[str, TableSpec] = {
             _cols("subject_id:id chartdate:d seq_num:i result_name:s result_value:s"),
             ("subject_id", "chartdate", "seq_num"),
             "chartdate",
+            keys=("subject_id", "chartdate", "seq_num", "result_name"),
         ),
         TableSpec(
             "icustays",
@@ -199,6 +246,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "intime"),
             "intime",
+            keys=("subject_id", "hadm_id", "stay_id"),
         ),
         TableSpec(
             "chartevents",
@@ -209,6 +257,7 @@ TABLES: dict[str, TableSpec] = {
             ),
             ("subject_id", "charttime"),
             "charttime",
+            keys=("subject_id", "hadm_id", "stay_id", "itemid"),
         ),
         TableSpec(
             "d_items",
@@ -218,9 +267,27 @@ TABLES: dict[str, TableSpec] = {
                 "lownormalvalue:f highnormalvalue:f"
             ),
             ("itemid",),
+            keys=("itemid",),
+            lookups=("label", "unitname"),
+            names="chartevents",
         ),
-        TableSpec("discharge", "note", _NOTE, ("subject_id", "charttime"), "charttime"),
-        TableSpec("radiology", "note", _NOTE, ("subject_id", "charttime"), "charttime"),
+        TableSpec(
+            "discharge",
+            "note",
+            _NOTE,
+            ("subject_id", "charttime"),
+            "charttime",
+            keys=("note_id", "subject_id"),
+            scenarios=("discharge_planning",),
+        ),
+        TableSpec(
+            "radiology",
+            "note",
+            _NOTE,
+            ("subject_id", "charttime"),
+            "charttime",
+            keys=("note_id", "subject_id"),
+        ),
     )
 }
 

@@ -9,7 +9,7 @@ semantics, each declaring the per-subject columns it reads::
 The package imports each of its modules, so a new ``strict_*.py`` / ``compat_*.py`` module
 registers its tools by being there. :data:`COLUMNS`, what the store loads per subject and table
 (and what ``records.open_chart`` prefetches), is the union of the declared reads: one cached load
-per (subject, table) serves every tool.
+per (subject, table) serves every tool. The declarations themselves are kept in ``reads``.
 """
 
 from __future__ import annotations
@@ -17,20 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from physassist.ehr.tables import TABLES
 from physassist.options import Semantics
 
 from .context import ToolContext
+from .reads import COLUMNS, READS, declare
 from .schemas import SCHEMAS
+
+__all__ = ["COLUMNS", "READERS", "READS", "Reader", "read_tool", "unimplemented"]
 
 Reader = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
 
 #: semantics -> tool name -> the function answering it.
 READERS: dict[Semantics, dict[str, Reader]] = {"strict": {}, "compat": {}}
-#: semantics -> tool name -> the per-subject tables and columns the function declared it reads.
-READS: dict[Semantics, dict[str, dict[str, tuple[str, ...]]]] = {"strict": {}, "compat": {}}
-#: per-subject table -> the columns the registered tools read from it (``_row`` is added).
-COLUMNS: dict[str, tuple[str, ...]] = {}
 
 
 def read_tool(
@@ -48,28 +46,11 @@ def read_tool(
             raise ValueError(
                 f"{function.__qualname__}: {name!r} is already registered in {semantics}"
             )
-        _declare(name, reads)
+        declare(semantics, name, reads)
         READERS[semantics][name] = function
-        READS[semantics][name] = {table: tuple(columns) for table, columns in reads.items()}
         return function
 
     return register
-
-
-def _declare(name: str, reads: Mapping[str, Sequence[str]]) -> None:
-    for table, columns in reads.items():
-        spec = TABLES.get(table)
-        if spec is None or not spec.per_subject:
-            raise ValueError(f"{name}: {table!r} is not a per-subject table of the store")
-        unknown = [c for c in columns if c not in spec.columns]
-        if unknown:
-            raise ValueError(f"{name}: {table!r} has no column(s) {unknown}")
-        wanted = {*COLUMNS.get(table, ()), *columns}
-        COLUMNS[table] = tuple(c for c in spec.columns if c in wanted)
-    # the store's table order, whichever module registers first (open_chart prefetches in it)
-    ordered = {t: COLUMNS[t] for t in TABLES if t in COLUMNS}
-    COLUMNS.clear()
-    COLUMNS.update(ordered)
 
 
 def unimplemented() -> list[str]:
