@@ -154,7 +154,10 @@ def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default)."""
+    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default;
+    the display is the command's, ``cli/console``)."""
+    from physassist.cli.console import inspect_display
+
     ins = lookup(config, "inspect")
     options = {
         "max_connections": ins.get("max_connections"),
@@ -168,7 +171,7 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "timeout": ins.get("timeout"),
         "attempt_timeout": ins.get("attempt_timeout"),
         "max_tokens": lookup(config, "model").get("max_tokens"),
-        "display": ins.get("display"),
+        "display": inspect_display(ins.get("display")),
         "log_realtime": ins.get("log_realtime"),
         "log_level": ins.get("log_level"),
     }
