@@ -44,6 +44,8 @@ def summary(turns: pd.DataFrame) -> str | None:
     all undecided by the judge``), or None when the run is not degenerate."""
     if turns is None or not len(turns):
         return None
+    if "status" in turns.columns and (turns["status"] == "error").all():
+        return None  # every turn a system fault: the faults line says it (physassist.faults)
     n = len(turns)
     parts = []
     if "answered" in turns.columns and turns["answered"].notna().all() and not turns["answered"].astype(bool).any():

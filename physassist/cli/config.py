@@ -28,6 +28,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # ``physassist-eval --help`` prints the options and judges tables (conf/eval.yaml: hydra.help.footer).
 OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
 OmegaConf.register_new_resolver("physassist_judges", judges.markdown_table, replace=True)
+
+
+def _groups_help(config_name: str) -> str:
+    from physassist.cli.commands import groups_help
+
+    return groups_help(config_name)
+
+
+# Each command's --help lists the groups it takes (conf/<command>.yaml: hydra.help.template).
+OmegaConf.register_new_resolver("physassist_groups", _groups_help, replace=True)
 # Every group's schema (conf/eval.yaml and conf/rescore.yaml name it first in their defaults).
 schema.register()
 
