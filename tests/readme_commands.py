@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+INSTALL = "installs the project"
 #: (pattern, reason): a command matching the pattern is not run by the README test.
 SKIPS: tuple[tuple[str, str], ...] = (
     (r"OPENAI_API_KEY|ANTHROPIC_API_KEY|OPENAI_COMPATIBLE_API_KEY", "needs an API key"),
@@ -31,7 +32,7 @@ SKIPS: tuple[tuple[str, str], ...] = (
     (r"https?://", "needs an external server"),
     (r"(^|[\s=])/data/", "needs /data paths (MIMIC-IV, the released sessions)"),
     (r"~/", "needs a directory in the user's home"),
-    (r"^(python3 -m venv|pip install|\. \.venv)", "installs the project"),
+    (r"^(python3 -m venv|pip install|\. \.venv)", INSTALL),
     (r"^(pytest|python docs/screenshots\.py)\b", "runs the tests / needs Chromium"),
     (r"^export\b", "sets an environment variable"),
     (r"<(?!id>)[^>]+>|\.\.\.", "has a value to fill in"),
@@ -103,6 +104,15 @@ def _shell_commands(first: int, body: list[str]) -> list[tuple[int, str]]:
     return commands
 
 
+def _after_install(command: str) -> str:
+    """``python3 -m venv .venv && ... && physassist-eval`` -> ``physassist-eval``: the test runs
+    in the installed project, so the steps of a chain that install it are left out."""
+    parts = command.split(" && ")
+    while len(parts) > 1 and skip_reason(parts[0]) == INSTALL:
+        parts.pop(0)
+    return " && ".join(parts)
+
+
 def _file_name(body: list[str]) -> str | None:
     """``conf/terminal/tight.yaml`` when a leading comment line of a YAML block names it
     (after a ``# @package`` header, which Hydra wants first)."""
@@ -121,6 +131,7 @@ def commands(path: Path) -> list[Step]:
     for first, lang, body, mark in _blocks(path.read_text(encoding="utf-8")):
         if lang in ("bash", "sh", "shell"):
             for line, command in _shell_commands(first, body):
+                command = _after_install(command)
                 steps.append(Step(line, command=command, skip=mark or skip_reason(command)))
         elif lang == "yaml" and (name := _file_name(body)):
             steps.append(Step(first, file=name, text="\n".join(body) + "\n", skip=mark))

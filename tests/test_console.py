@@ -154,3 +154,21 @@ def test_the_offline_generator_preset_runs(tmp_path: Path) -> None:
                 f"output_dir={tmp_path / 'out'}", f"inspect.log_dir={tmp_path / 'logs'}"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "out" / "med_safety.jsonl").is_file() and "sessions: 1 of 1 slots" in proc.stdout
+
+
+def test_plots_of_a_run_with_nothing_scored_say_nothing(tmp_path: Path) -> None:
+    """Every turn a system fault: the figures are drawn without matplotlib's or numpy's warnings."""
+    import subprocess
+    import sys
+
+    script = (
+        "import pandas as pd; from pathlib import Path; from physassist.cli import console; console.setup()\n"
+        "from physassist.tracking.plots import run_plots\n"
+        "turns = pd.DataFrame({'session_id': ['s'] * 4, 'epoch': 1, 'turn': range(4), 'task_type': ['IL', 'DG', 'CR', 'WU'],"
+        " 'subtype': 'none', 'tool_source': 'ehr', 'score': float('nan'), 'status': 'error'})\n"
+        f"run_plots(turns, Path({str(tmp_path)!r}), taus=[0.6, 0.75])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, console.VERBOSE_ENV: "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr

@@ -35,11 +35,14 @@ def _matches(expected: str, printed: str) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [p.relative_to(REPO).as_posix() for p in pages(REPO)])
 def test_offline_commands_run_as_written(page: str, tmp_path: Path) -> None:
+    steps = commands(REPO / page)
+    if not any(step.command and not step.skip for step in steps):
+        pytest.skip(f"{page} has no offline command")
     shutil.copytree(REPO / "conf", tmp_path / "conf")
     env = {**os.environ, "PHYSASSIST_CONF_DIR": str(tmp_path / "conf"), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
     env.pop("HYDRA_FULL_ERROR", None)
     sweep_id, failures, seconds = None, [], {}
-    for step in commands(REPO / page):
+    for step in steps:
         if step.skip:
             continue
         if step.file:

@@ -21,6 +21,12 @@ VERBOSE_ENV = "PHYSASSIST_VERBOSE"
 VERBOSE_FLAGS = ("-v", "--verbose")
 #: Loggers that speak at INFO per request or at exit; their warnings and errors still show.
 CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "anthropic", "urllib3", "mlflow", "alembic")
+_EMPTY_PLOT_WARNINGS = (
+    r"Attempting to set identical (low and high|left == right|bottom == top)",
+    r"Mean of empty slice",
+    r"All-NaN (slice|axis) encountered",
+    r"invalid value encountered in (divide|scalar divide)",
+)
 
 
 def take_verbose_flag(argv: list[str]) -> bool:
@@ -50,10 +56,11 @@ def setup() -> None:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read when mlflow is imported
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    # A figure of a run with nothing scored plots NaNs: numpy's and matplotlib's complaints
-    # about empty slices and singular axis limits say nothing the run's own warning does not.
-    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy(\.|$)")
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"matplotlib(\.|$)")
+    # A figure of a run with nothing scored plots NaNs: matplotlib's complaint about singular
+    # axis limits and numpy's about empty slices say nothing the run's own lines do not (they
+    # are raised from our plotting code, so they are matched by their text).
+    for text in _EMPTY_PLOT_WARNINGS:
+        warnings.filterwarnings("ignore", message=text)
 
 
 def start() -> None:
