@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fixtures_http import ScriptedServer, grader_policy
-from fixtures_tracking import cli, search_runs, store_uri
+from fixtures_tracking import CONF, cli, search_runs, store_uri
 
 from physassist import degenerate
 from physassist.cli import commands, console, sweep_summary
@@ -60,11 +60,11 @@ def test_verbose_flag_is_taken_out_of_argv(monkeypatch) -> None:
 
 
 def test_each_command_names_only_what_it_takes() -> None:
-    assert "model" not in commands.names("physassist-rescore")
-    assert {"judge", "tracking", "source", "taus"} <= set(commands.names("physassist-rescore"))
-    assert commands.groups("generate") == ["tracking", "generator"]
-    assert "experiment" in commands.groups("eval") and "generator" not in commands.groups("eval")
-    assert commands.groups_help("rescore").splitlines() == ["judge: human, llm, panel, rules", "tracking: mlflow, none"]
+    assert "model" not in commands.names("physassist-rescore", CONF)
+    assert {"judge", "tracking", "source", "taus"} <= set(commands.names("physassist-rescore", CONF))
+    assert commands.groups("generate", CONF) == ["tracking", "generator"]
+    assert "experiment" in commands.groups("eval", CONF) and "generator" not in commands.groups("eval", CONF)
+    assert commands.groups_help("rescore", CONF).splitlines() == ["judge: human, llm, panel, rules", "tracking: mlflow, none"]
 
 
 def test_errors_and_help_are_the_commands_own(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The three commands share one config directory, so Hydra's own help and its "did 
 every group in it (``physassist-rescore --help`` listed ``model``, ``menu``, ... it does not
 take). A command's groups are the ones its primary config (``conf/<name>.yaml``) names in its
 defaults list; its keys are its schema's fields (``cli/schema.py``). ``--help`` prints the
-groups through the ``physassist_groups`` resolver; ``hydra_errors`` names them in errors.
+groups through the ``physassist_groups`` resolver (``cli/config``); ``hydra_errors`` names
+them in errors. The callers pass the config directory (``cli.config.conf_dir``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ from pathlib import Path
 CONFIGS = {"physassist-eval": "eval", "physassist-rescore": "rescore", "physassist-generate": "generate"}
 
 
-def groups(config_name: str, conf: Path | None = None) -> list[str]:
-    """The config groups ``conf/<config_name>.yaml`` names in its defaults (not ``hydra/*``)."""
+def groups(config_name: str, conf: Path) -> list[str]:
+    """The config groups ``<conf>/<config_name>.yaml`` names in its defaults (not ``hydra/*``)."""
     import yaml
 
-    from physassist.cli.config import conf_dir
-
-    path = (conf or conf_dir()) / f"{config_name}.yaml"
+    path = conf / f"{config_name}.yaml"
     defaults = (yaml.safe_load(path.read_text()) or {}).get("defaults") if path.is_file() else None
     names = []
     for entry in defaults or []:
@@ -42,17 +41,14 @@ def keys(config_name: str) -> list[str]:
     return [f.name for f in dataclasses.fields(node)]
 
 
-def names(program: str) -> list[str]:
+def names(program: str, conf: Path) -> list[str]:
     """Everything a command takes at the top level: its groups and its keys."""
     config_name = CONFIGS.get(program, "eval")
-    return sorted(set(groups(config_name)) | set(keys(config_name)))
+    return sorted(set(groups(config_name, conf)) | set(keys(config_name)))
 
 
-def groups_help(config_name: str) -> str:
+def groups_help(config_name: str, conf: Path) -> str:
     """``group: option, option`` per group the command takes (its ``--help``)."""
-    from physassist.cli.config import conf_dir
-
-    conf = conf_dir()
     lines = []
     for group in groups(config_name, conf):
         options = sorted(p.stem for p in (conf / group).glob("*.yaml"))

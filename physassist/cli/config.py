@@ -33,7 +33,7 @@ OmegaConf.register_new_resolver("physassist_judges", judges.markdown_table, repl
 def _groups_help(config_name: str) -> str:
     from physassist.cli.commands import groups_help
 
-    return groups_help(config_name)
+    return groups_help(config_name, conf_dir())
 
 
 # Each command's --help lists the groups it takes (conf/<command>.yaml: hydra.help.template).

@@ -92,9 +92,10 @@ def one_line(exc: BaseException, program: str = "physassist-eval") -> str:
     found = _OVERRIDE.search(text)
     if found:
         from physassist.cli.commands import names as command_names
+        from physassist.cli.config import conf_dir
 
         key = found.group(1)
-        names = command_names(program)
+        names = command_names(program, conf_dir())
         close = difflib.get_close_matches(key.split(".")[0], names, n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         return f"{key}: no such config group or key (groups and keys: {', '.join(names)}){hint}"
