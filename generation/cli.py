@@ -168,6 +168,7 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
 
     from generation.pipeline.llm import ROLES
     from generation.task import generate
+    from physassist.cli import console
 
     check_passed_on(config)
     generator, roles = role_specs(config)
@@ -184,8 +185,8 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing key or package
         raise ConfigError(f"generator/roles: cannot create a model: {provider_error(exc)}") from exc
     ins = config.get("inspect") or {}
-    options = {k: ins[k] for k in ("max_connections", "max_samples", "display", "log_level")
-               if ins.get(k)}
+    options = {k: ins[k] for k in ("max_connections", "max_samples", "log_level") if ins.get(k)}
+    options["display"] = console.inspect_display(ins.get("display"))
     if ins.get("fail_on_error") is not None:
         options["fail_on_error"] = ins["fail_on_error"]
     log = inspect_eval(task, model=model, model_roles=role_models or None, seed=int(config["seed"]),
@@ -246,7 +247,10 @@ def summary(manifest: dict[str, Any]) -> str:
 
 @hydra.main(config_path=str(conf_dir()), config_name="generate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    from physassist.cli import console
     from physassist.data import SessionFormatError
+
+    console.setup()
 
     try:
         manifest = run_generation(resolve(cfg))
@@ -264,6 +268,9 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console entry point (``physassist-generate``); a composition error is one line, exit 2."""
+    from physassist.cli import console
+
+    console.start()
     reported(_hydra_main, "physassist-generate")
 
 

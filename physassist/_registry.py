@@ -4,8 +4,9 @@ Inspect names registry objects after the top-level package that defines them, so
 ``tasks/physassistbench.py`` and ``generation/task.py`` are re-registered here as
 ``physassist/physassistbench`` and ``physassist/generate`` (``inspect eval
 tasks/physassistbench.py`` and ``inspect eval generation/task.py`` still load the files
-directly). The offline model providers ``physassist/oracle`` and ``physassist/baseline``
-(one model API named ``physassist``) are registered by importing their module. An entry
+directly). The offline model providers ``physassist/oracle``, ``physassist/baseline``, ...
+(one model API named ``physassist``) and the offline generator ``physassist-generate/scripted``
+are registered by importing their modules. An entry
 point: with ``physassist/cli`` the only modules of ``physassist`` that import from ``tasks``
 and ``generation``.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from inspect_ai import Task, task
 from inspect_ai._util.package import get_installed_package_name
 
+from generation import scripted as _scripted  # noqa: F401  (registers physassist-generate/scripted)
 from generation.task import generate as _generation_generate
 from physassist.agents import provider as _provider  # noqa: F401  (registers physassist/oracle|baseline)
 from tasks.physassistbench import physassistbench as _tasks_physassistbench

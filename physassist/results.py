@@ -56,6 +56,7 @@ TURN_COLUMNS = [
     "n_undecided",
     "error_kind",
     "end",
+    "answered",  # the turn ended with a non-empty answer (None: the log has no turn record)
     "error",
     "n_calls",
     "tools",
@@ -143,6 +144,7 @@ def turn_rows(
                 "n_undecided": sum(1 for i in items if i.get("passed") is None),
                 "error_kind": st.get("error_kind"),
                 "end": rec.get("end", st.get("end")),
+                "answered": bool(str(rec.get("answer") or "").strip()) if rec else None,
                 "error": st.get("error") or rec.get("error"),
                 "n_calls": len(calls) if rec else st.get("n_calls"),
                 "tools": list(tools),

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import fixtures_generate  # noqa: F401  (registers fakegen/scripted)
 import pytest
 from fixtures_tracking import store_uri
 from inspect_ai import eval
 from inspect_ai.model import get_model
 
 from generation.cli import collect, run_generation
+from generation.scripted import API  # registers the offline generator
 from generation.task import generate
 from physassist.data import load_sessions
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not (COHORT / "phm").is_dir(), reason=f"sample c
 def run_slot(log_dir: Path, *, scenario: str = "med_safety", tier: int = 1, attempts: int = 3,
              patient_limit: int = 2, **model_args: Any) -> dict[str, Any]:
     task = generate(scenarios=scenario, tiers=str(tier), attempts=attempts, patient_limit=patient_limit)
-    log = eval(task, model=get_model("fakegen/scripted", memoize=False, **model_args),
+    log = eval(task, model=get_model(f"{API}/scripted", memoize=False, **model_args),
                display="none", log_dir=str(log_dir), log_realtime=False, fail_on_error=True)[0]
     assert log.status == "success", log.error
     score = next(iter(log.samples[0].scores.values()))
@@ -39,7 +39,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     config = {"store": "sample", "cache_dir": None, "scenarios": ["med_safety", "discharge_planning"],
               "tiers": [1, 2], "sessions_per_slot": 1, "seed": 3, "attempts": 3, "patient_limit": 3,
               "output_dir": str(base / "out"), "overwrite": False,
-              "generator": {"name": "fakegen/scripted"}, "roles": {},
+              "generator": {"name": f"{API}/scripted"}, "roles": {},
               "inspect": {"log_dir": str(base / "logs"), "display": "none"},
               "tracking": {"enabled": False}}
     return {"manifest": run_generation(config), "out": base / "out", "config": config}
@@ -51,7 +51,7 @@ def test_pipeline_writes_valid_sessions_and_manifest(generated: dict[str, Any]) 
     loaded = load_sessions(out)  # strict
     assert len(loaded.sessions) == manifest["sessions"] == 4
     on_disk = json.loads((out / "manifest.json").read_text())
-    assert on_disk["seed"] == 3 and on_disk["models"]["checker"] == "fakegen/scripted"
+    assert on_disk["seed"] == 3 and on_disk["models"]["checker"] == f"{API}/scripted"
     assert set(on_disk["gates"]) == {"gate1_rules", "gate1_llm", "gate2", "gate3"}
     assert on_disk["gates"]["gate3"]["checked"] == 16 and on_disk["tokens"]["translator"]["calls"] == 16
     for s in loaded.sessions:
@@ -85,7 +85,7 @@ def test_rerun_is_reproducible_and_refuses_to_overwrite(generated: dict[str, Any
     m = run.data.metrics
     assert m["sessions"] == 2 and m["produced.med_safety.L1"] == 1
     assert m["gate.gate3.failure_rate"] == 0.0 and m["tokens.total"] > 0
-    assert run.data.params["generator.name"] == "fakegen/scripted"
+    assert run.data.params["generator.name"] == f"{API}/scripted"
 
 
 def test_generated_sessions_score_full_marks_with_the_oracle(generated: dict[str, Any], tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_retry_exhaustion_skips_the_slot_and_counts_it(tmp_path: Path) -> None:
 
 def test_errored_slot_is_counted_not_lost(tmp_path: Path) -> None:
     task = generate(scenarios="med_safety", tiers="1", patient_limit=1)
-    log = eval(task, model=get_model("fakegen/scripted", memoize=False, fail="crash"), display="none",
+    log = eval(task, model=get_model(f"{API}/scripted", memoize=False, fail="crash"), display="none",
                log_dir=str(tmp_path), log_realtime=False, fail_on_error=False)[0]
     sessions, stats = collect(log)
     assert sessions == [] and stats["slots_errored"] == stats["slots_skipped"] == 1

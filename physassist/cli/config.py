@@ -28,6 +28,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # ``physassist-eval --help`` prints the options and judges tables (conf/eval.yaml: hydra.help.footer).
 OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
 OmegaConf.register_new_resolver("physassist_judges", judges.markdown_table, replace=True)
+
+
+def _groups_help(config_name: str) -> str:
+    from physassist.cli.commands import groups_help
+
+    return groups_help(config_name, conf_dir())
+
+
+# Each command's --help lists the groups it takes (conf/<command>.yaml: hydra.help.template).
+OmegaConf.register_new_resolver("physassist_groups", _groups_help, replace=True)
 # Every group's schema (conf/eval.yaml and conf/rescore.yaml name it first in their defaults).
 schema.register()
 
@@ -154,7 +164,10 @@ def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default)."""
+    """Keyword arguments for ``inspect_ai.eval`` / ``eval_set`` (None = Inspect's default;
+    the display is the command's, ``cli/console``)."""
+    from physassist.cli.console import inspect_display
+
     ins = lookup(config, "inspect")
     options = {
         "max_connections": ins.get("max_connections"),
@@ -168,7 +181,7 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "timeout": ins.get("timeout"),
         "attempt_timeout": ins.get("attempt_timeout"),
         "max_tokens": lookup(config, "model").get("max_tokens"),
-        "display": ins.get("display"),
+        "display": inspect_display(ins.get("display")),
         "log_realtime": ins.get("log_realtime"),
         "log_level": ins.get("log_level"),
     }

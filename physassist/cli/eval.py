@@ -60,6 +60,7 @@ class JobContext:
     overrides: list[str] = field(default_factory=list)
     choices: dict[str, str] = field(default_factory=dict)
     sweep_dir: Path | None = None  # set for multirun jobs
+    number: int = 0  # the job's number in its sweep
 
     @classmethod
     def from_hydra(cls) -> JobContext:
@@ -70,6 +71,7 @@ class JobContext:
             overrides=list(hc.overrides.task),
             choices=choices,
             sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
+            number=int(hc.job.num or 0) if multirun else 0,
         )
 
 
@@ -147,7 +149,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
                 tracking_error = f"cannot read MLflow store {tracker.uri}: {error_line(exc)}"
                 tracker = None
         if previous is not None and previous.info.status == "FINISHED":
-            return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id)
+            return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id, dict(previous.data.metrics))
 
     task = build_task(args)  # validates the session files: bad data stops here, before any run
     assistant_spec, role_specs = model_specs(config)
@@ -199,7 +201,10 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             turns, metrics = results(log, args["taus"], prices(config))
         outcome = Outcome(status, log_path, None, metrics, tracking_error)
         if turns is not None:
+            from physassist import degenerate
+
             outcome.faults = fault_summary(turns)
+            outcome.degenerate = degenerate.summary(turns)
         if tracker is None or claim is None:
             return outcome
 
@@ -208,6 +213,10 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             tags["physassist.error"] = str(log.error.message)[:5000]
         if outcome.faults:  # not a result: the run is FAILED, the reasons in a tag
             tags[FAULT_TAG] = outcome.faults[:5000]
+        if outcome.degenerate:  # a result, but not what was meant to be measured
+            from physassist.degenerate import DEGENERATE_TAG
+
+            tags[DEGENERATE_TAG] = outcome.degenerate
         staging = runs.staging_dir()
         try:
             inputs = run_inputs(log, args["dataset"], dataset_path(config), args["ehr_source"])
@@ -244,6 +253,9 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
 
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> Outcome | None:
+    from physassist.cli import console, sweep_summary
+
+    console.setup()  # in every process that runs a job (sweep workers too)
     job = JobContext.from_hydra()
     try:
         outcome = run_experiment(cfg, job)
@@ -254,7 +266,13 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
         fail(str(exc))
         return None
-    report(outcome, resolve(cfg))
+    config = resolve(cfg)
+    if job.sweep_dir is None:
+        report(outcome, config)
+    else:  # one line per job; the sweep ends with the table of all its jobs
+        overrides = identity_overrides(job.overrides)
+        report(outcome, config, job=" ".join(overrides))
+        sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, config.get("taus"))
     if outcome.status == "FAILED":
         if job.sweep_dir is not None:
             from physassist.cli.hydra_errors import JobFailed
@@ -278,8 +296,9 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
 
 def main() -> None:
     """Console entry point (``physassist-eval``)."""
-    from physassist.cli import hydra_errors, sweep
+    from physassist.cli import console, hydra_errors, sweep
 
+    console.start()
     sweep.run(lambda: hydra_errors.reported(_hydra_main))
 
 

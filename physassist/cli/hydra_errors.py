@@ -14,7 +14,6 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 _OVERRIDE = re.compile(r"Could not (?:override|append to|delete from config\.?) '([^']+)'")
@@ -32,16 +31,6 @@ class JobFailed(RuntimeError):
 
     def __reduce__(self):  # keeps the code when a launcher sends it back from another process
         return (JobFailed, (str(self), self.code))
-
-
-def _names(conf: Path) -> list[str]:
-    """Config groups and top-level keys of the project's config (for 'did you mean')."""
-    import yaml
-
-    groups = [p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra"] if conf.is_dir() else []
-    root = conf / "eval.yaml"
-    keys = list((yaml.safe_load(root.read_text()) or {}).keys()) if root.is_file() else []
-    return sorted(set(groups) | {k for k in keys if k not in ("defaults", "hydra")})
 
 
 def _fields(dotted: str, node: Any = None) -> list[str]:
@@ -75,11 +64,11 @@ def _schema_error(key: str, message: str, where: str, node: Any = None) -> str:
     return f"{key} ({where}): no such key{keys}{hint}"
 
 
-def one_line(exc: BaseException) -> str:
-    """The error in one line that names the key (and the valid choices, when Hydra knows them)."""
+def one_line(exc: BaseException, program: str = "physassist-eval") -> str:
+    """The error in one line that names the key (and the valid choices, when Hydra knows them);
+    an unknown name is matched against what ``program`` takes (``cli/commands``)."""
     from hydra.errors import MissingConfigException
 
-    from physassist.cli.config import conf_dir
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = str(exc.missing_cfg_file).rpartition("/")
@@ -102,13 +91,35 @@ def one_line(exc: BaseException) -> str:
         return _schema_error(key, str(getattr(cause, "msg", "") or cause), "command line", getattr(cause, "object_type", None))
     found = _OVERRIDE.search(text)
     if found:
+        from physassist.cli.commands import names as command_names
+        from physassist.cli.config import conf_dir
+
         key = found.group(1)
-        names = _names(conf_dir())
+        names = command_names(program, conf_dir())
         close = difflib.get_close_matches(key.split(".")[0], names, n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         return f"{key}: no such config group or key (groups and keys: {', '.join(names)}){hint}"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else repr(exc)
+
+
+def _from_hydra_flags(exc: ValueError) -> bool:
+    """Hydra raised it while reading its flags (``-m`` with ``--cfg``, ``--resolve`` alone)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code if tb is not None else None
+    return code is not None and code.co_name == "_run_hydra" and f"{os.sep}hydra{os.sep}" in code.co_filename
+
+
+def _flags_hint(program: str) -> str:
+    """For ``-m ... --cfg job``: the command that prints one job's composition."""
+    args = sys.argv[1:]
+    if not {"-m", "--multirun"} & set(args):
+        return ""
+    one = [a.split(",")[0] if "=" in a and not a.startswith("-") and "[" not in a else a for a in args]
+    one = [a for a in one if a not in ("-m", "--multirun")]
+    return f" (--cfg prints one composition: {program} {' '.join(one)})"
 
 
 def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
@@ -127,7 +138,12 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
     except (MissingConfigException, ConfigCompositionException, OverrideParseException) as exc:
         if user_full_error:
             raise
-        print(f"{program}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"{program}: error: {one_line(exc, program)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ValueError as exc:  # Hydra's own flags used together that it refuses
+        if user_full_error or not _from_hydra_flags(exc):
+            raise
+        print(f"{program}: error: {exc}{_flags_hint(program)}", file=sys.stderr)
         raise SystemExit(2) from None
     except JobFailed as exc:
         print(f"{program}: error: {exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ class Outcome:
     tracking_error: str | None = None
     faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
     holder: str | None = None  # BUSY: the process (host:pid:time) that holds the run
+    degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
 
     @property
     def run_status(self) -> str:
@@ -53,14 +54,37 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
     return "\n".join(lines)
 
 
-def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
-    """Print the result table and where the Inspect log and the MLflow run are."""
+def job_line(job: str, outcome: Outcome) -> str:
+    """A sweep job's result in one line (the sweep ends with the table of all its jobs)."""
+    from physassist.cli.sweep_summary import mrs_text, unscored_text
+
+    run = f"; MLflow run {outcome.run_id}" if outcome.run_id else ""
+    return f"job {job}: mRS {mrs_text(outcome.metrics)}, {unscored_text(outcome.metrics)} turns unscored{run}"
+
+
+def report(outcome: Outcome, config: Mapping[str, Any], job: str | None = None) -> None:
+    """Print the result table and where the Inspect log and the MLflow run are; for a sweep's
+    job (``job``: its overrides) one line. Then the warnings that matter, on stderr."""
     if outcome.status == "SKIPPED":
         print(f"already finished in MLflow run {outcome.run_id}; skipped (log: {outcome.log_path})")
         return
     if outcome.status == "BUSY":
         print(f"MLflow run {outcome.run_id} is being evaluated by {outcome.holder}; skipped (not run twice)")
         return
+    if job is not None:
+        print(job_line(job, outcome))
+    else:
+        _where(outcome, config)
+    whose = f"job {job}: " if job is not None else ""
+    if outcome.tracking_error:
+        print(f"tracking failed: {whose}{outcome.tracking_error}; the Inspect log is complete", file=sys.stderr)
+    if outcome.faults:
+        print(f"physassist-eval: system faults: {whose}{outcome.faults}", file=sys.stderr)
+    if outcome.degenerate:
+        print(f"physassist-eval: warning: {whose}{outcome.degenerate}", file=sys.stderr)
+
+
+def _where(outcome: Outcome, config: Mapping[str, Any]) -> None:
     if outcome.metrics:
         print(result_table(outcome.metrics, [float(t) for t in config.get("taus") or (0.6, 0.75)]))
     print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
@@ -71,10 +95,6 @@ def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
         uri = resolve_tracking_uri(tracking.get("uri"))
         print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.run_status}) in {uri}")
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
-    if outcome.tracking_error:
-        print(f"tracking failed: {outcome.tracking_error}; the Inspect log above is complete", file=sys.stderr)
-    if outcome.faults:
-        print(f"physassist-eval: system faults: {outcome.faults}", file=sys.stderr)
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -192,6 +192,7 @@ class Rescored:
     run_id: str | None
     metrics: dict[str, float]
     skipped: bool = False
+    degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
 
 
 def _params(source: Source, config: Mapping[str, Any]) -> dict[str, str]:
@@ -230,7 +231,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     """Rescore one source, write its log, log its run (unless one FINISHED already)."""
     from inspect_ai.log import read_eval_log, write_eval_log
 
-    from physassist import comparability
+    from physassist import comparability, degenerate
     from physassist.agreement import compare
     from physassist.cli.mlflow_staging import results
     from physassist.results import item_table, turn_table
@@ -264,6 +265,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     write_eval_log(new, str(out_path))
     new = read_eval_log(str(out_path))
     turns, metrics = results(new, taus)
+    warning = degenerate.summary(turns)
     metrics.update(compare(before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."))
     run_id = None
     if tracker is not None:
@@ -277,6 +279,8 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
             params = _params(source, config)
             tags = _tags(source, config, key, str(out_path.resolve()))
             tags.update(comparability.tags_for(params, tags))
+            if warning:
+                tags[degenerate.DEGENERATE_TAG] = warning
             run_id = tracker.log_run(
                 run_name=name,
                 params=params,
@@ -287,7 +291,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
             )
         finally:
             runs.remove_dir(staging)
-    return Rescored(source, label, str(out_path), run_id, metrics)
+    return Rescored(source, label, str(out_path), run_id, metrics, degenerate=warning)
 
 
 def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored]:
@@ -330,6 +334,9 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
     for r in done:
         if not r.skipped:
             print(f"Inspect log: {r.log_path}")
+    for r in done:
+        if r.degenerate:
+            print(f"physassist-rescore: warning: {r.label} on {r.source.key}: {r.degenerate}", file=sys.stderr)
 
 
 def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -375,6 +382,9 @@ def _fail(message: str, code: int = 2) -> None:
 
 @hydra.main(config_path=str(conf_dir()), config_name="rescore", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
+    from physassist.cli import console
+
+    console.setup()  # in every process that runs a job
     hc = HydraConfig.get()
     sweep_dir = Path(hc.sweep.dir).resolve() if hc.mode == RunMode.MULTIRUN else None
     try:
@@ -390,6 +400,9 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
 
 def main() -> None:
     """Console entry point (``physassist-rescore``); a composition error is one line, exit 2."""
+    from physassist.cli import console
+
+    console.start()
     reported(_hydra_main, "physassist-rescore")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from physassist.cli import sweep_summary
 from physassist.cli.config import ConfigError, check_config, resolve
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
@@ -114,7 +115,7 @@ class SweepCallback(Callback):
         arguments += [f"{k}={v}" for k, v in params.items()]
         sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        for name in (TRACKING_ERRORS_FILE, FAULTS_FILE):
+        for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
         parent = None
         tracking = base.get("tracking") or {}
@@ -142,6 +143,8 @@ class SweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
         opened, _open = _open, None
+        if jobs := sweep_summary.read(sweep_dir):  # the jobs side by side
+            print(sweep_summary.table(jobs))
         if opened is not None and opened.parent_run_id and tracking.get("enabled"):
             close(opened, None)
         errors = sweep_dir / TRACKING_ERRORS_FILE

@@ -1,10 +1,11 @@
-"""A scripted offline "generator" model for the generation tests and the dry run.
+"""The offline generator: ``physassist-generate generator=scripted`` (``conf/generator/``).
 
-``fakegen/scripted`` answers every generation agent (by the ``[physassist-generate: kind]``
-line of its prompt) from the prompt's INPUT JSON, deterministically, and always reports
-usage (mockllm would otherwise fetch a tokenizer). ``fail=<mode>`` makes one agent misbehave
-(``fail_times`` times each, default always; several modes comma-separated) to drive each
-rejection path:
+``physassist-generate/scripted`` answers every generation agent (by the ``[physassist-generate:
+kind]`` line of its prompt) from the prompt's INPUT JSON, deterministically, with no key and no
+network, and always reports usage (so nothing fetches a tokenizer): the pipeline end to end on
+the sample, for a dry run, a demo and the tests, as ``model=explorer`` is for the eval.
+``+generator.args.fail=<mode>`` makes one agent misbehave (``fail_times`` times each, default
+always; several modes as a list or comma-separated) to drive each rejection path:
 ``gate1_rules`` (IL with two calls), ``gate1_llm``, ``gate2`` (a lab that does not exist),
 ``gate3``, ``gate3_error`` (checker replies non-JSON), ``drift`` (off-topic rewrite),
 ``rubric`` (a value not in the results), ``planner`` (three turns instead of four),
@@ -29,6 +30,8 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+#: The model API's name: the generator is ``physassist-generate/scripted``.
+API = "physassist-generate"
 _KIND = re.compile(r"^\[physassist-generate: (\w+)\]")
 
 
@@ -37,11 +40,14 @@ def _content(message: ChatMessage) -> str:
 
 
 class ScriptedGenerator(ModelAPI):
+    """Every agent's reply, derived from its prompt's input; ``fail`` modes misbehave on purpose."""
+
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig | None = None, fail: str | None = None,
+                 config: GenerateConfig | None = None, fail: str | list[str] | None = None,
                  fail_times: int = 10**9, **_: Any) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
-        modes = [m.strip() for m in (fail or "").split(",") if m.strip()]
+        listed = fail if isinstance(fail, list | tuple) else str(fail or "").split(",")
+        modes = [str(m).strip() for m in listed if str(m).strip()]
         self.fail_left = dict.fromkeys(modes, int(fail_times))
         self.calls: dict[str, int] = {}
 
@@ -56,7 +62,7 @@ class ScriptedGenerator(ModelAPI):
         prompt = _content(input[-1])
         m = _KIND.match(prompt)
         if not m:
-            raise ValueError(f"fakegen: not a generation prompt: {prompt[:80]!r}")
+            raise ValueError(f"{API}/scripted: not a generation prompt: {prompt[:80]!r}")
         kind = m.group(1)
         self.calls[kind] = self.calls.get(kind, 0) + 1
         payload = json.loads(prompt.split("\nINPUT:\n", 1)[1])
@@ -201,6 +207,6 @@ def _concept(term: str) -> dict[str, Any]:
     return {"kind": "concept", "any": {"en": [term], "zh": [term]}}
 
 
-@modelapi(name="fakegen")
-def fakegen() -> type[ModelAPI]:
+@modelapi(name=API)
+def scripted_generator() -> type[ModelAPI]:
     return ScriptedGenerator

@@ -1,0 +1,69 @@
+"""How much the commands print: by default the result, where it went and the warnings that
+matter; ``-v`` (or ``inspect.display=...``) brings back everything the libraries say.
+
+Measured before (README quick start, output not a TTY): a default eval printed 262 lines, 250 of
+them Inspect's per-metric dump; ``physassist-rescore judge=llm`` one httpx INFO line per grader
+call (432 of 472 lines); MLflow a "Flushing the async trace logging queue" line at every exit.
+So, unless verbose: Inspect's display is ``none`` (``inspect.display`` chooses another), the
+HTTP clients' and MLflow's INFO lines are dropped (their warnings stay), and so are the numeric
+warnings of plotting an empty figure. ``setup()`` runs in every process that runs a job (sweep
+workers too); ``-v`` travels to them in the environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+VERBOSE_ENV = "PHYSASSIST_VERBOSE"
+VERBOSE_FLAGS = ("-v", "--verbose")
+#: Loggers that speak at INFO per request or at exit; their warnings and errors still show.
+CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic", "urllib3", "mlflow", "alembic")
+_EMPTY_PLOT_WARNINGS = (
+    r"Attempting to set identical (low and high|left == right|bottom == top)",
+    r"Mean of empty slice",
+    r"All-NaN (slice|axis) encountered",
+    r"invalid value encountered in (divide|scalar divide)",
+)
+
+
+def take_verbose_flag(argv: list[str]) -> bool:
+    """Remove ``-v`` / ``--verbose`` from ``argv`` (Hydra does not know them) and remember it
+    for this process and the job processes it starts. True when verbose."""
+    found = [a for a in argv[1:] if a in VERBOSE_FLAGS]
+    argv[1:] = [a for a in argv[1:] if a not in VERBOSE_FLAGS]
+    if found:
+        os.environ[VERBOSE_ENV] = "1"
+    return verbose()
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def inspect_display(configured: str | None) -> str:
+    """Inspect's display: the configured one, else ``full`` when verbose and ``none`` otherwise
+    (the command prints its own result)."""
+    return configured or ("full" if verbose() else "none")
+
+
+def setup() -> None:
+    """Quiet the libraries for this process, unless verbose."""
+    if verbose():
+        return
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read when mlflow is imported
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # A figure of a run with nothing scored plots NaNs: matplotlib's complaint about singular
+    # axis limits and numpy's about empty slices say nothing the run's own lines do not (they
+    # are raised from our plotting code, so they are matched by their text).
+    for text in _EMPTY_PLOT_WARNINGS:
+        warnings.filterwarnings("ignore", message=text)
+
+
+def start() -> None:
+    """For a console entry point: take ``-v`` out of ``sys.argv`` and quiet this process."""
+    take_verbose_flag(sys.argv)
+    setup()
