@@ -310,6 +310,8 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
 
 
 def print_results(done: list[Rescored], taus: list[float] | None = None) -> None:
+    from physassist.agreement import kappa_text
+
     rows = [("source", "judge", "mRS", "kappa vs source", "items agree", "unparseable", "run")]
     for r in done:
         m = r.metrics
@@ -318,7 +320,7 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
                 (r.source.run_name or r.source.log_path.name)[:40],
                 r.label,
                 f"{m.get('mrs', float('nan')):.1f}",
-                f"{m.get('agreement.vs_source.kappa', float('nan')):.3f}",
+                kappa_text(m),
                 f"{m.get('agreement.vs_source.items', float('nan')):.1f}",
                 f"{m.get('judge_unparseable_rate', float('nan')):.1f}",
                 (r.run_id or "-") + (" (already done)" if r.skipped else ""),
