@@ -18,7 +18,14 @@ from pathlib import Path
 import pandas as pd
 
 from physassist.report import figures
-from physassist.report.pairs import TurnsLoader, comparisons, refusals, run_pairs
+from physassist.report.pairs import (
+    RESCORE_OF,
+    TurnsLoader,
+    comparisons,
+    pairing_context,
+    refusals,
+    run_pairs,
+)
 from physassist.report.tables import Table, agreement_table, all_tables, taus_of
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.params import experiment_params
@@ -101,20 +108,33 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
 IDENTITY_TAGS = ("tags.physassist.dataset_fingerprint", "tags.physassist.ehr_fingerprint")
 
 
-def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """One run per configuration: the newest of runs with the same experiment params and data
-    fingerprints (a job logged twice, the same command run again). Returns the kept runs and
-    the ids left out, so the caller can say so."""
+def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """One run per configuration *and pairing context*: the newest of runs with the same
+    experiment params and data fingerprints in the same sweep (a job logged twice), or among
+    single runs (the same command run again). A run of another sweep, a rescoring's source
+    and the rescorings of another source are never repeats: each is the arm of its own
+    comparison (``report.pairs``), so a sweep keeps its default arm even when a newer sweep
+    ran the same configuration. Returns the kept runs and (left out, the newer twin) ids."""
     params = [c for c in runs.columns if c.startswith("params.")]
     tags = [c for c in IDENTITY_TAGS if c in runs.columns]
+    sources = set(runs[RESCORE_OF].dropna().astype(str)) if RESCORE_OF in runs.columns else set()
 
     def identity(row: pd.Series) -> tuple:
         values = {c[len("params.") :]: row[c] for c in params if pd.notna(row[c])}
-        return tuple(sorted(experiment_params(values).items())) + tuple(str(row[c]) for c in tags)
+        context = str(row["run_id"]) if str(row["run_id"]) in sources else pairing_context(row)
+        return (*sorted(experiment_params(values).items()), *(str(row[c]) for c in tags), context)
 
     ordered = runs.sort_values("start_time", ascending=False, kind="stable") if "start_time" in runs else runs
-    duplicated = ordered.apply(identity, axis=1).duplicated()
-    return ordered[~duplicated].reset_index(drop=True), list(ordered.loc[duplicated, "run_id"].astype(str))
+    keys = ordered.apply(identity, axis=1)
+    newest: dict[tuple, str] = {}
+    dropped: list[tuple[str, str]] = []
+    for run_id, key in zip(ordered["run_id"].astype(str), keys, strict=True):
+        if key in newest:
+            dropped.append((run_id, newest[key]))
+        else:
+            newest[key] = run_id
+    left_out = {old for old, _ in dropped}
+    return ordered[~ordered["run_id"].astype(str).isin(left_out)].reset_index(drop=True), dropped
 
 
 def write_report(
@@ -176,7 +196,7 @@ def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit
         out.append(Table("comparisons", title, frame, column_decimals={"p_value": 3}))
     refused = refusals(pairs)
     if len(refused):
-        out.append(Table("refused_pairs", "Pairs not compared: their comparability keys differ", refused))
+        out.append(Table("refused_pairs", "Pairs not compared, and why", refused))
     agreement = agreement_table(runs)
     if len(agreement.frame):
         out.append(agreement)
