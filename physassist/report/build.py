@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,7 +149,9 @@ def write_report(
     when complete: a failure leaves the previous report (or none), never half of a new one.
     """
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    # mkdir, not mkdtemp: the report gets the user's umask (mkdtemp's 0700 hid it from a group)
+    scratch = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
     try:
         tables, made = _write_files(runs, scratch, turns_of, explicit)
         if out_dir.exists():
