@@ -160,7 +160,7 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
     import mlflow
 
     logged = mlflow.MlflowClient(store_uri(tmp_path)).get_run(child.name).data.metrics
-    assert {"mrs", "pass_session_0.60", "mrs.task_type.CR", "n_turns"} <= set(logged)
+    assert {"mrs", "pass_session_0.60", "task_type/mrs.task_type.CR", "n_turns"} <= set(logged)
     for name in [k for k in logged if not k.startswith("agreement.")]:  # every metric of the rescoring
         a, b = child[f"metrics.{name}"], source[f"metrics.{name}"]
         assert a == b or (math.isnan(a) and math.isnan(b)), name

@@ -28,6 +28,7 @@ from physassist.report.pairs import (
     run_pairs,
 )
 from physassist.report.tables import Table, agreement_table, all_tables, taus_of
+from physassist.tracking.metric_names import with_summary_names
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.params import experiment_params
 from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
@@ -85,7 +86,7 @@ def select_runs(
         what = f"experiment(s) {', '.join(experiments)}" + (f", sweep {sweep_id}" if sweep_id else "")
         what += f", filter {filter_string!r}" if filter_string else ""
         raise ReportError(f"no FINISHED runs in {what} of {uri}")
-    return runs.reset_index(drop=True)
+    return with_summary_names(runs).reset_index(drop=True)
 
 
 def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
