@@ -57,7 +57,7 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     assert (children["metrics.n_sessions"] == 1.0).all() and (children["metrics.n_turns"] == 4.0).all()
     assert children["metrics.mrs"].between(0, 100).all()
     # names lead with the swept values; the headline is on top, breakdowns under their section
-    assert set(children["tags.mlflow.runName"]) == {f"{m} | query={q}" for m in ("oracle", "baseline") for q in ("implicit", "explicit")}
+    assert set(children["tags.mlflow.runName"]) == {f"{m} | query={q} | inspect.limit=1" for m in ("oracle", "baseline") for q in ("implicit", "explicit")}
     assert children["metrics.tier/mrs.tier.1"].notna().all() and "metrics.mrs.tier.1" not in children
     # the parent carries each job's headline under the job's swept values
     for _, child in children.iterrows():
