@@ -14,7 +14,8 @@ read as a fail.
 * ``panel``: alpha and mean pairwise kappa over several judgings of the same run.
 
 Both coefficients are NaN when undefined (fewer than two decided pairs, or every verdict the
-same value, so chance agreement is 1).
+same value, so chance agreement is 1: the oracle's run rescored by rules passes every item).
+``kappa_text`` says which, beside the observed agreement, wherever a kappa is shown.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "TURN_KEYS",
     "cohen_kappa",
     "compare",
+    "kappa_text",
     "krippendorff_alpha",
     "panel",
 ]
@@ -56,6 +58,19 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float:
     p_o = sum(x == y for x, y in pairs) / n
     p_e = sum((sum(x == c for x, _ in pairs) / n) * (sum(y == c for _, y in pairs) / n) for c in labels)
     return math.nan if math.isclose(p_e, 1.0) else (p_o - p_e) / (1 - p_e)
+
+
+def kappa_text(metrics: Mapping[str, float], prefix: str = "agreement.vs_source.") -> str:
+    """A kappa of ``compare``'s metrics as shown to people: the value, or why it is undefined
+    with the observed agreement (points), never a bare ``nan``."""
+    kappa = metrics.get(prefix + "kappa", math.nan)
+    if not math.isnan(kappa):
+        return f"{kappa:.3f}"
+    compared = metrics.get(prefix + "items_compared", math.nan)
+    if not compared >= 2:  # NaN: not known
+        return f"undefined ({0 if math.isnan(compared) else compared:.0f} item(s) decided by both judges)"
+    observed = metrics.get(prefix + "items", math.nan)
+    return f"undefined (no variance: all {compared:.0f} items one verdict; items agree {observed:.1f})"
 
 
 def krippendorff_alpha(units: Sequence[Sequence[object]]) -> float:

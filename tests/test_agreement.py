@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from physassist.agreement import cohen_kappa, compare, krippendorff_alpha, panel
+from physassist.agreement import cohen_kappa, compare, kappa_text, krippendorff_alpha, panel
 
 T, F = True, False
 A = [T, T, T, T, T, T, F, F, F, F]
@@ -20,6 +20,16 @@ def test_cohen_kappa_hand_computed():
     assert cohen_kappa(A, A) == pytest.approx(1.0)
     assert cohen_kappa([*A, None], [*B, T]) == pytest.approx(0.4)  # a missing label is left out
     assert math.isnan(cohen_kappa([T, T, T], [T, T, T]))  # chance agreement 1: undefined
+    assert cohen_kappa([T, T, T], [F, F, F]) == 0.0  # both constant but different: defined
+
+
+def test_kappa_text_says_why_kappa_is_undefined():
+    items = pd.DataFrame({"session_id": "s", "epoch": 1, "turn": 0, "task_type": "IL", "item": range(3), "passed": [T, T, T]})
+    turns = pd.DataFrame({"session_id": ["s"], "epoch": [1], "turn": [0], "task_type": ["IL"], "score": [1.0], "status": ["scored"]})
+    same = compare(items, items, turns, turns, prefix="x.")
+    assert math.isnan(same["x.kappa"]) and kappa_text(same, "x.") == "undefined (no variance: all 3 items one verdict; items agree 100.0)"
+    assert kappa_text({"x.kappa": 0.4}, "x.") == "0.400"
+    assert kappa_text({"x.kappa": math.nan, "x.items_compared": 1.0}, "x.") == "undefined (1 item(s) decided by both judges)"
 
 
 def test_krippendorff_alpha_hand_computed():

@@ -121,8 +121,10 @@ def test_new_ablation_is_only_a_yaml_file(tmp_path: Path) -> None:
     # one scale: every number of the console table is the MLflow metric as logged (points)
     printed = _console_table(proc.stdout)
     assert {"mrs", "pass_turn_0.60", "pass_session_0.75"} <= set(printed)
+    from physassist.tracking.metric_names import mlflow_name
+
     for name, (value, low, high) in printed.items():
-        assert value == f"{run[f'metrics.{name}']:.1f}", name
+        assert value == f"{run[f'metrics.{mlflow_name(name)}']:.1f}", name
         if low:
             assert (low, high) == (f"{run[f'metrics.{name}_ci_low']:.1f}", f"{run[f'metrics.{name}_ci_high']:.1f}"), name
     log = Path(run["tags.physassist.inspect_log"])

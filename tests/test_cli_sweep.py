@@ -56,6 +56,14 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     assert combos == {(m, q) for m in ("physassist/oracle", "physassist/baseline") for q in ("implicit", "explicit")}
     assert (children["metrics.n_sessions"] == 1.0).all() and (children["metrics.n_turns"] == 4.0).all()
     assert children["metrics.mrs"].between(0, 100).all()
+    # names lead with the swept values; the headline is on top, breakdowns under their section
+    assert set(children["tags.mlflow.runName"]) == {f"{m} | query={q} | inspect.limit=1" for m in ("oracle", "baseline") for q in ("implicit", "explicit")}
+    assert children["metrics.tier/mrs.tier.1"].notna().all() and "metrics.mrs.tier.1" not in children
+    # the parent carries each job's headline under the job's swept values
+    for _, child in children.iterrows():
+        label = f"model-{child['params.model'].split('/')[-1]} query-{child['params.query']}"
+        assert parent[f"metrics.mrs/{label}"] == child["metrics.mrs"], label
+        assert parent[f"metrics.mrs_ci_low/{label}"] == child["metrics.mrs_ci_low"], label
     assert (children["params.inspect.limit"] == "1").all()
     for log in children["tags.physassist.inspect_log"]:
         assert Path(log).is_file()

@@ -3,6 +3,7 @@ titles or labels), no legend inside the axes, one colour per series."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pandas as pd
@@ -83,3 +84,40 @@ def test_figures_fit_the_canvas_with_many_runs(tmp_path: Path, captured) -> None
     colours = {tuple(p.get_facecolor()) for p in channel.axes[0].patches}
     assert len(colours) == 2  # one colour per series, never repeated across series
     assert len(delta.axes) == 4 and all(ax.get_legend() is None for ax in delta.axes)
+
+
+def _tick_labels_apart(fig) -> None:
+    """No two run names on the y axis overlap."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    boxes = sorted((t.label1.get_window_extent(renderer) for t in ax.yaxis.get_major_ticks() if t.label1.get_text()), key=lambda b: b.y0)
+    for low, high in itertools.pairwise(boxes):
+        assert low.y1 <= high.y0 + 1, (low, high)
+
+
+def test_long_and_short_run_names_do_not_overlap(tmp_path: Path, captured) -> None:
+    parts = ["explorer", "menu=scenario", "observations=history_removed", "terminal.budget=4", "inspect.limit=8", "dataset=physassistbench"]
+    runs = _runs(8)  # 16 runs and 2 floors, names of 1 to 6 parts (3 to 6 lines next to single lines)
+    runs["tags.mlflow.runName"] = [" | ".join(parts[: 1 + k]) for k in (0, 4, 1, 3, 1, 1, 4, 1, 5, 4, 0, 5, 2, 0, 5, 1, 0, 0)]
+    figures.mrs_bars(runs, tmp_path / "mrs.png")
+    figures.channel_bars(runs, tmp_path / "channel.png")
+    for fig in captured:
+        _tick_labels_apart(fig)
+        _inside(fig)
+
+
+def test_the_report_directory_gets_the_users_umask(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from physassist.report.build import write_report
+
+    old = os.umask(0o022)
+    try:
+        report = write_report(_runs(2), tmp_path / "report")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(report.out_dir.stat().st_mode) == 0o755  # mkdtemp made it 0700
+    assert (report.out_dir / "fig_mrs.png").is_file()

@@ -3,9 +3,11 @@ compared on shared sessions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from fixtures_tracking import synthetic_turns
+from fixtures_tracking import store_uri, synthetic_turns
 
 from physassist import comparability
 from physassist.paired import paired, session_values
@@ -36,8 +38,12 @@ def test_pairs_only_within_a_sweep_or_explicit_runs():
         ]
     )
     pairs = run_pairs(runs)
-    assert [(p.a["run_id"], p.b["run_id"], p.factor) for p in pairs] == [("imp1", "exp1", "query")]
-    assert len(table3(runs).frame["pair"].unique()) == 1
+    assert [(p.a["run_id"], p.b["run_id"], p.factor) for p in pairs if not p.refused] == [("imp1", "exp1", "query")]
+    # the pairs no sweep holds together are listed, not dropped without a word
+    apart = {(p.a["run_id"], p.b["run_id"], p.factor): p.refused for p in pairs if p.refused}
+    assert set(apart) == {("imp1", "exp2", "query"), ("imp3", "imp1", "model")}
+    assert apart[("imp1", "exp2", "query")].startswith("not in one sweep (sweep s1 vs sweep s2)")
+    assert len(refusals(pairs)) == 2 and len(table3(runs).frame["pair"].unique()) == 1
     explicit = {(p.a["run_id"], p.b["run_id"], p.factor) for p in run_pairs(runs, explicit=True)}
     assert explicit == {("imp1", "exp1", "query"), ("imp1", "exp2", "query"), ("imp3", "imp1", "model")}
 
@@ -100,3 +106,41 @@ def test_a_rescoring_pairs_with_its_source_on_judge():
     runs = pd.DataFrame([run("src", "s1"), {**run("llm", None, judge="llm", **{"judge.model": "m"}), "tags.physassist.rescore_of": "src"}])
     [pair] = run_pairs(runs)
     assert (pair.a["run_id"], pair.b["run_id"], pair.factor, pair.refused) == ("llm", "src", "judge", None)
+
+
+def test_each_sweep_keeps_its_default_arm_when_a_newer_sweep_repeats_it(tmp_path: Path, capsys) -> None:
+    """Two sweeps through a real MLflow store, the newer one repeating the older one's default
+    arm (observations=keep): the older sweep keeps its within-sweep pair (removed vs keep), no
+    run is left out as a repeat, and every pair not made is listed with its reason."""
+    from physassist.cli import report as report_cli
+    from physassist.metrics import summarize
+    from physassist.tracking.runs import Tracker, write_turn_tables
+
+    tracker = Tracker(store_uri(tmp_path), "physassist")
+    ids = {}
+    for sweep, arm, params, seed in [
+        ("s1", "s1 keep", {}, 1),
+        ("s1", "s1 removed", {"observations": "removed"}, 2),
+        ("s2", "s2 keep", {}, 3),  # the newest default run: another sweep
+        ("s2", "s2 menu off", {"menu": "off"}, 4),
+    ]:
+        p = {**BASE, "observations": "keep", **params}
+        tags = {**TAGS, **comparability.tags_for(p, TAGS), "physassist.sweep_id": sweep}
+        turns = synthetic_turns(seed=seed)
+        files = [(f, "tables") for f in write_turn_tables(turns, tmp_path / arm)]
+        ids[arm] = tracker.log_run(run_name=arm, params=p, tags=tags, metrics=summarize(turns, n_boot=20), files=files)
+    out = tmp_path / "report"
+    assert report_cli.main(["--tracking-uri", store_uri(tmp_path), "--out", str(out), "--no-log"]) == 0
+    assert "repeat the configuration" not in capsys.readouterr().err
+    assert len(pd.read_csv(out / "runs.csv")) == 4
+    made = pd.read_csv(out / "comparisons.csv").drop_duplicates(["a_run_id", "b_run_id"])
+    assert set(zip(made["factor"], made["a_run_id"], made["b_run_id"], strict=True)) == {
+        ("observations", ids["s1 removed"], ids["s1 keep"]),
+        ("menu", ids["s2 menu off"], ids["s2 keep"]),
+    }
+    not_made = pd.read_csv(out / "refused_pairs.csv")
+    assert set(zip(not_made["a_run_id"], not_made["b_run_id"], strict=True)) == {
+        (ids["s1 removed"], ids["s2 keep"]),
+        (ids["s2 menu off"], ids["s1 keep"]),
+    }
+    assert not_made["reason"].str.startswith("not in one sweep (sweep s").all()

@@ -160,7 +160,7 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
     import mlflow
 
     logged = mlflow.MlflowClient(store_uri(tmp_path)).get_run(child.name).data.metrics
-    assert {"mrs", "pass_session_0.60", "mrs.task_type.CR", "n_turns"} <= set(logged)
+    assert {"mrs", "pass_session_0.60", "task_type/mrs.task_type.CR", "n_turns"} <= set(logged)
     for name in [k for k in logged if not k.startswith("agreement.")]:  # every metric of the rescoring
         a, b = child[f"metrics.{name}"], source[f"metrics.{name}"]
         assert a == b or (math.isnan(a) and math.isnan(b)), name
@@ -224,3 +224,24 @@ def test_human_verdicts_rescore_a_run(tmp_path):
     mlflow.log_feedback(trace_id=trace.info.trace_id, name="T2.1", value=True, source=AssessmentSource("HUMAN", "dr.b@example.org"))
     again = run_rescore(rescore_cfg)[0]
     assert not again.skipped and again.run_id != done.run_id
+
+
+def test_rules_rescore_of_the_default_oracle_run_says_kappa_is_undefined(tmp_path, capsys):
+    """README's sanity check on the run its quick start makes (the oracle, rules judge): every
+    item passes on both sides, so kappa has no variance to measure; it is reported as undefined
+    beside the observed agreement (100), never as a bare nan."""
+    from physassist.agents import provider  # noqa: F401  (registers physassist/oracle)
+    from physassist.cli.rescore import Rescored, print_results
+    from tasks.physassistbench import physassistbench
+
+    [log] = inspect_eval(physassistbench(), model="physassist/oracle", limit=2, log_dir=str(tmp_path), display="none")
+    new = rescore_log(read_eval_log(log.location), {"mode": "rules"}, [0.6, 0.75])
+    before_turns, after_turns = turn_table(log.location), turn_table(new)
+    assert (before_turns["score"] == 1.0).all() and after_turns["score"].tolist() == before_turns["score"].tolist()
+    m = compare(item_table(log.location), item_table(new), before_turns, after_turns, prefix="agreement.vs_source.")
+    assert math.isnan(m["agreement.vs_source.kappa"]) and m["agreement.vs_source.items"] == 100.0
+    source = type("Source", (), {"run_name": "oracle", "log_path": Path(log.location)})()
+    print_results([Rescored(source, "rules", str(tmp_path / "r.eval"), None, {**summarize(after_turns), **m})])
+    out = capsys.readouterr().out
+    assert "nan" not in out
+    assert f"undefined (no variance: all {m['agreement.vs_source.items_compared']:.0f} items one verdict; items agree 100.0)" in out

@@ -61,3 +61,24 @@ def test_report_markdown_escapes_the_separator_of_run_names() -> None:
     assert "oracle \\| menu=off" in row
     unescaped_pipes = re.compile(r"(?<!\\)\|")
     assert len(unescaped_pipes.findall(row)) == len(unescaped_pipes.findall(header))
+
+
+def test_a_sweep_job_leads_with_its_swept_values() -> None:
+    """MLflow's run list shows ~20 characters of a name: four ``explorer | menu=…`` children
+    looked alike, so the swept value comes first (a swept model as its bare name)."""
+    choices = {**DEFAULTS, "model": "explorer", "menu": "gold"}
+    name = run_name("physassist/explorer", choices, DEFAULTS, ["menu=gold", "model=explorer", "terminal.budget=4"], swept=["menu"])
+    assert name == "menu=gold | explorer | terminal.budget=4"
+    both = run_name("physassist/baseline", {**DEFAULTS, "model": "baseline", "query": "explicit"}, DEFAULTS,
+                    ["model=baseline", "query=explicit"], swept=["query", "model"])
+    assert both == "query=explicit | baseline"
+    cfg = compose(["menu=gold", "model=explorer", "tracking.run_name=null"])
+    job = ev.JobContext(overrides=["menu=gold", "model=explorer"], choices=choices)
+    assert staging.run_name(ev.resolve(cfg), job.choices, job.overrides, ["menu=on,off,scenario,gold", "model=explorer"]) == "menu=gold | explorer"
+
+
+def test_a_sweep_parent_gets_each_jobs_headline_under_its_swept_values() -> None:
+    metrics = {"mrs": 36.6782407, "mrs_ci_low": 31.04, "mrs_ci_high": 42.96, "pass_turn_0.60": 40.0, "pass_turn_0.75": 30.0,
+               "unscored_turns": 0.0, "mrs.tier.1": 3.0, "n_turns": 144.0}
+    parent = staging.parent_metrics(metrics, ["menu=gold", "model=explorer", "inspect.log_dir=x"], ["menu=on,off,scenario,gold", "model=explorer"])
+    assert list(parent.items()) == [("mrs/menu-gold", 36.7), ("mrs_ci_low/menu-gold", 31.0), ("mrs_ci_high/menu-gold", 43.0)]

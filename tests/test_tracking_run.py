@@ -51,11 +51,13 @@ def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) ->
     assert run["tags.version.inspect_ai"] and run["tags.version.mlflow"] == mlflow.__version__
     assert len(run["tags.physassist.ehr_fingerprint"]) == 20  # the tiny task carries no sessions
     assert run["tags.choice.model"] == "mockllm"
-    # metrics: every metric of summarize on the turn table of the log
+    # metrics: every metric of summarize on the turn table of the log, sectioned and rounded
+    from physassist.tracking.metric_names import mlflow_name, rounded
+
     expected = summarize(turn_table(out.log_path), taus=[0.6, 0.75])
     for key, value in expected.items():
-        logged = run[f"metrics.{key}"]
-        assert (math.isnan(value) and math.isnan(logged)) or logged == pytest.approx(value), key
+        logged = run[f"metrics.{mlflow_name(key)}"]
+        assert (math.isnan(value) and math.isnan(logged)) or logged == rounded(key, value), key
     # artifacts: config, the .eval log, the turn table (files + log_table), plots
     client = mlflow.MlflowClient(store_uri(tmp_path))
     listed = {a.path for d in ("config", "inspect", "tables", "plots") for a in client.list_artifacts(out.run_id, d)}

@@ -42,6 +42,7 @@ from physassist.cli.mlflow_staging import (
     identity_overrides,
     local_path,
     open_tracker_for,
+    parent_metrics,
     prices,
     results,
     run_name,
@@ -116,6 +117,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     from physassist import comparability
     from physassist.tracking import claims, runs
     from physassist.tracking.inputs import run_inputs
+    from physassist.tracking.metric_names import for_mlflow
     from physassist.tracking.mlflow_store import TrackingError, error_line
     from physassist.tracking.tags import provenance_tags
     from physassist.tracking.traces import TraceRequest
@@ -165,7 +167,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if not sweep:
         open_tracker()
 
-    name = run_name(config, job.choices, job.overrides)
+    name = run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ())
     tags = {f"choice.{k}": v for k, v in job.choices.items()}
     tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
     if sweep and key:
@@ -232,7 +234,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
                 run_name=name,
                 params=params,
                 tags=tags,
-                metrics=metrics,
+                metrics=for_mlflow(metrics),
                 files=files,
                 table=turns if tracking.get("log_table") else None,
                 inputs=inputs,
@@ -243,6 +245,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
                 run_id=claim.run_id,
                 parent_run_id=sweep.parent_run_id if sweep else None,
             )
+            if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
+                tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, job.overrides, sweep.arguments))
         except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
             outcome.tracking_error = f"logging to {tracker.uri} failed: {error_line(exc)}"
         finally:

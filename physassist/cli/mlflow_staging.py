@@ -6,7 +6,7 @@ decides, from the config and the Inspect log, what goes into it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +57,11 @@ def default_choices() -> dict[str, str]:
     }
 
 
-def run_name(config: Mapping[str, Any], choices: Mapping[str, str], overrides: list[str]) -> str:
-    """What differs: ``<model> | <non-default choice or override> ... | dataset=<name>``
-    (``physassist.tracking.names``), unless ``tracking.run_name`` sets it. ``choices`` and
-    ``overrides`` are the job's (``eval.JobContext``)."""
+def run_name(config: Mapping[str, Any], choices: Mapping[str, str], overrides: list[str], sweep_arguments: Sequence[str] = ()) -> str:
+    """What differs: ``[<swept values> |] <model> | <non-default choice or override> ... |
+    dataset=<name>`` (``physassist.tracking.names``), unless ``tracking.run_name`` sets it.
+    ``choices`` and ``overrides`` are the job's (``eval.JobContext``), ``sweep_arguments`` its
+    sweep's (``runs.SweepInfo.arguments``)."""
     from physassist.tracking import names
 
     explicit = (config.get("tracking") or {}).get("run_name")
@@ -72,7 +73,17 @@ def run_name(config: Mapping[str, Any], choices: Mapping[str, str], overrides: l
         default_choices(),
         identity_overrides(list(overrides)),
         str(lookup(config, "dataset.source")),
+        names.swept_factors(identity_overrides(list(sweep_arguments))),
     )
+
+
+def parent_metrics(metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]) -> dict[str, float]:
+    """A sweep job's headline for its parent run, named by the job's swept values."""
+    from physassist.tracking import metric_names, names
+
+    job = identity_overrides(list(overrides))
+    label = metric_names.job_label(job, names.swept_factors(identity_overrides(list(sweep_arguments))))
+    return metric_names.parent_metrics(metrics, label)
 
 
 def local_path(location: str | None) -> str | None:

@@ -51,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs, dropped = deduplicate(runs)
     if dropped:
+        repeats = ", ".join(f"{old} (repeats {newer})" for old, newer in dropped)
         print(
             f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a newer run "
-            f"and are left out: {', '.join(dropped)}",
+            f"of their own sweep (or, outside sweeps, of a newer single run) and are left out: {repeats}",
             file=sys.stderr,
         )
     try:

@@ -236,6 +236,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     from physassist.cli.mlflow_staging import results
     from physassist.results import item_table, turn_table
     from physassist.tracking import runs
+    from physassist.tracking.metric_names import for_mlflow, summary_names
 
     judge = config["judge"]
     label = judge_label(judge)
@@ -248,7 +249,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
         done = tracker.find_runs({RESCORE_KEY_TAG: key}, status="FINISHED")
         if done:
             run = done[0]
-            return Rescored(source, label, run.data.tags.get("physassist.inspect_log", ""), run.info.run_id, dict(run.data.metrics), skipped=True)
+            return Rescored(source, label, run.data.tags.get("physassist.inspect_log", ""), run.info.run_id, summary_names(run.data.metrics), skipped=True)
     before_items, before_turns = item_table(log), turn_table(log)
     if verdicts is not None:
         from inspect_ai.log import recompute_metrics
@@ -285,7 +286,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
                 run_name=name,
                 params=params,
                 tags=tags,
-                metrics=metrics,
+                metrics=for_mlflow(metrics),
                 files=files,
                 parent_run_id=source.run_id,
             )
@@ -314,6 +315,8 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
 
 
 def print_results(done: list[Rescored], taus: list[float] | None = None) -> None:
+    from physassist.agreement import kappa_text
+
     rows = [("source", "judge", "mRS", "kappa vs source", "items agree", "unparseable", "run")]
     for r in done:
         m = r.metrics
@@ -322,7 +325,7 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
                 (r.source.run_name or r.source.log_path.name)[:40],
                 r.label,
                 f"{m.get('mrs', float('nan')):.1f}",
-                f"{m.get('agreement.vs_source.kappa', float('nan')):.3f}",
+                kappa_text(m),
                 f"{m.get('agreement.vs_source.items', float('nan')):.1f}",
                 f"{m.get('judge_unparseable_rate', float('nan')):.1f}",
                 (r.run_id or "-") + (" (already done)" if r.skipped else ""),
@@ -367,12 +370,14 @@ class RescoreSweepCallback(Callback):
             return
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
         tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
+        from physassist.tracking.metric_names import for_mlflow
+
         for source, metrics in results.items():
             shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:.3f}" for k, v in metrics.items())
             print(f"judges' agreement on {source}: {shown}")
             run_ids = {r["run_id"] for r in records if r["source"] == source and r["run_id"]}
             for run_id in sorted(run_ids) if tracker is not None else ():
-                tracker.log_metrics(run_id, metrics)
+                tracker.log_metrics(run_id, for_mlflow(metrics))
 
 
 def _fail(message: str, code: int = 2) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,16 @@ from pathlib import Path
 import pandas as pd
 
 from physassist.report import figures
-from physassist.report.pairs import TurnsLoader, comparisons, refusals, run_pairs
+from physassist.report.pairs import (
+    RESCORE_OF,
+    TurnsLoader,
+    comparisons,
+    pairing_context,
+    refusals,
+    run_pairs,
+)
 from physassist.report.tables import Table, agreement_table, all_tables, taus_of
+from physassist.tracking.metric_names import with_summary_names
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.params import experiment_params
 from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
@@ -77,7 +86,7 @@ def select_runs(
         what = f"experiment(s) {', '.join(experiments)}" + (f", sweep {sweep_id}" if sweep_id else "")
         what += f", filter {filter_string!r}" if filter_string else ""
         raise ReportError(f"no FINISHED runs in {what} of {uri}")
-    return runs.reset_index(drop=True)
+    return with_summary_names(runs).reset_index(drop=True)
 
 
 def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
@@ -101,20 +110,33 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
 IDENTITY_TAGS = ("tags.physassist.dataset_fingerprint", "tags.physassist.ehr_fingerprint")
 
 
-def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """One run per configuration: the newest of runs with the same experiment params and data
-    fingerprints (a job logged twice, the same command run again). Returns the kept runs and
-    the ids left out, so the caller can say so."""
+def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """One run per configuration *and pairing context*: the newest of runs with the same
+    experiment params and data fingerprints in the same sweep (a job logged twice), or among
+    single runs (the same command run again). A run of another sweep, a rescoring's source
+    and the rescorings of another source are never repeats: each is the arm of its own
+    comparison (``report.pairs``), so a sweep keeps its default arm even when a newer sweep
+    ran the same configuration. Returns the kept runs and (left out, the newer twin) ids."""
     params = [c for c in runs.columns if c.startswith("params.")]
     tags = [c for c in IDENTITY_TAGS if c in runs.columns]
+    sources = set(runs[RESCORE_OF].dropna().astype(str)) if RESCORE_OF in runs.columns else set()
 
     def identity(row: pd.Series) -> tuple:
         values = {c[len("params.") :]: row[c] for c in params if pd.notna(row[c])}
-        return tuple(sorted(experiment_params(values).items())) + tuple(str(row[c]) for c in tags)
+        context = str(row["run_id"]) if str(row["run_id"]) in sources else pairing_context(row)
+        return (*sorted(experiment_params(values).items()), *(str(row[c]) for c in tags), context)
 
     ordered = runs.sort_values("start_time", ascending=False, kind="stable") if "start_time" in runs else runs
-    duplicated = ordered.apply(identity, axis=1).duplicated()
-    return ordered[~duplicated].reset_index(drop=True), list(ordered.loc[duplicated, "run_id"].astype(str))
+    keys = ordered.apply(identity, axis=1)
+    newest: dict[tuple, str] = {}
+    dropped: list[tuple[str, str]] = []
+    for run_id, key in zip(ordered["run_id"].astype(str), keys, strict=True):
+        if key in newest:
+            dropped.append((run_id, newest[key]))
+        else:
+            newest[key] = run_id
+    left_out = {old for old, _ in dropped}
+    return ordered[~ordered["run_id"].astype(str).isin(left_out)].reset_index(drop=True), dropped
 
 
 def write_report(
@@ -128,7 +150,9 @@ def write_report(
     when complete: a failure leaves the previous report (or none), never half of a new one.
     """
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    # mkdir, not mkdtemp: the report gets the user's umask (mkdtemp's 0700 hid it from a group)
+    scratch = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
     try:
         tables, made = _write_files(runs, scratch, turns_of, explicit)
         if out_dir.exists():
@@ -176,7 +200,7 @@ def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit
         out.append(Table("comparisons", title, frame, column_decimals={"p_value": 3}))
     refused = refusals(pairs)
     if len(refused):
-        out.append(Table("refused_pairs", "Pairs not compared: their comparability keys differ", refused))
+        out.append(Table("refused_pairs", "Pairs not compared, and why", refused))
     agreement = agreement_table(runs)
     if len(agreement.frame):
         out.append(agreement)

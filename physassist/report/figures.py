@@ -46,8 +46,11 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _lines(labels: list[str]) -> int:
-    return sum(label.count("\n") + 1 for label in labels)
+def _rows_height(labels: list[str], gap: float) -> float:
+    """Inches for one row per label: rows are evenly spaced, so each gets the room of the
+    longest label (the sum of the lines let a tall name overlap its neighbours)."""
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    return len(labels) * (0.17 * lines + gap)
 
 
 def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
@@ -60,7 +63,7 @@ def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
     low, high = _col(shown, "mrs_ci_low"), _col(shown, "mrs_ci_high")
     err = np.vstack([np.nan_to_num(mrs - low), np.nan_to_num(high - mrs)])
     labels = _labels(shown)
-    fig = _figure(8, 0.17 * _lines(labels) + 0.12 * len(labels) + 1.6)
+    fig = _figure(8, _rows_height(labels, 0.12) + 1.6)
     ax = fig.add_subplot()
     y = np.arange(len(shown))
     ax.barh(y, np.nan_to_num(mrs), xerr=err, color=EHR_COLOUR, capsize=3)
@@ -84,7 +87,7 @@ def channel_bars(runs: pd.DataFrame, path: Path) -> Path:
     ehr = _col(runs, "mrs.channel.ehr_only")
     patient = _col(runs, "mrs.channel.patient_interview")
     labels = _labels(runs)
-    fig = _figure(8, 0.17 * _lines(labels) + 0.2 * len(labels) + 1.8)
+    fig = _figure(8, _rows_height(labels, 0.2) + 1.8)
     ax = fig.add_subplot()
     y = np.arange(len(runs))
     ax.barh(y - 0.2, np.nan_to_num(ehr), height=0.4, color=EHR_COLOUR, label="EHR-only turns")
@@ -112,7 +115,7 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
     names = frame.drop_duplicates(ids).set_index(ids)["pair"]
     subtypes = [*SUBTYPES, "all"]
     labels = [_wrap(names.loc[p]) for p in pairs]
-    fig = _figure(10, 0.17 * _lines(labels) + 0.12 * len(labels) + 1.8)
+    fig = _figure(10, _rows_height(labels, 0.12) + 1.8)
     axes = fig.subplots(1, len(subtypes), sharey=True, sharex=True)
     y = np.arange(len(pairs))
     intervals = _query_intervals(frame, comparisons)

@@ -6,7 +6,8 @@ ablation vs its base, ``judge`` for a rescoring vs its source). Pairs are formed
 one sweep, between a rescoring and its source or the rescorings of one source, or among runs
 the user names explicitly: never across unrelated sweeps. A pair whose comparability key
 (``physassist.comparability``) differs in a part the factor does not own is refused, with
-the part named.
+the part named; two runs that differ in one group but sit in different sweeps (or outside
+any) are listed as not paired, with that reason, so no comparison disappears without a word.
 
 Each pair is compared on the sessions both runs share (``physassist.paired``): mRS and
 Pass@Session at each tau, mean difference, paired bootstrap 95% interval, p-value, and the
@@ -119,9 +120,26 @@ def _groups(runs: pd.DataFrame, explicit: bool) -> list[pd.DataFrame]:
     return groups
 
 
+def pairing_context(row: pd.Series) -> str:
+    """Where a run may be paired: its sweep, its rescored source, or nowhere (a single run)."""
+    sweep, source = row.get(SWEEP), row.get(RESCORE_OF)
+    if isinstance(sweep, str) and sweep:
+        return f"sweep {sweep}"
+    return f"rescorings of {source}" if isinstance(source, str) and source else "no sweep"
+
+
+def _apart(x: pd.Series, y: pd.Series, factor: str) -> Pair:
+    """Two runs differing in one group that no pairing context holds together."""
+    a, b = _orient(x, y, factor)
+    where = f"{pairing_context(a)} vs {pairing_context(b)}"
+    reason = f"not in one sweep ({where}): runs are paired only within a sweep; name both with --runs to pair them"
+    return Pair(a, b, factor, reason)
+
+
 def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
     """Every pair of runs (within a sweep, a rescored source, or the explicit runs) that
-    differ in exactly one config group; refused pairs carry the reason."""
+    differ in exactly one config group; refused pairs carry the reason, and so do the pairs
+    no sweep holds together (see the module docstring)."""
     pairs: list[Pair] = []
     seen: set[frozenset[str]] = set()
     for group in _groups(runs, explicit):
@@ -140,6 +158,12 @@ def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
                 if parts:
                     refused = "comparability key differs in " + ", ".join(parts) + f" (not only in {factor})"
             pairs.append(Pair(a, b, factor, refused))
+    if not explicit:
+        rows = [r for _, r in runs.iterrows()]
+        for x, y in itertools.combinations(rows, 2):
+            factor = factor_of(x, y)
+            if factor is not None and frozenset((x["run_id"], y["run_id"])) not in seen:
+                pairs.append(_apart(x, y, factor))
     return pairs
 
 
@@ -188,7 +212,10 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
 
 
 def refusals(pairs: list[Pair]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [{"factor": p.factor, "a": label(p.a), "b": label(p.b), "reason": p.refused} for p in pairs if p.refused],
-        columns=["factor", "a", "b", "reason"],
-    )
+    """Every pair not compared, with the reason (run ids too: two sweeps reuse run names)."""
+    rows = [
+        {"factor": p.factor, "a": label(p.a), "b": label(p.b), "reason": p.refused, "a_run_id": p.a["run_id"], "b_run_id": p.b["run_id"]}
+        for p in pairs
+        if p.refused
+    ]
+    return pd.DataFrame(rows, columns=["factor", "a", "b", "reason", "a_run_id", "b_run_id"])

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from physassist.agreement import kappa_text
 from physassist.vocab import SCENARIOS, SUBTYPES, TIERS
 
 _TAU = re.compile(r"^metrics\.pass_turn_(\d\.\d\d)$")
@@ -182,6 +183,10 @@ def agreement_table(runs: pd.DataFrame) -> Table:
     out["source_run_id"] = sel["tags.physassist.rescore_of"].values if "tags.physassist.rescore_of" in sel.columns else None
     out["items"] = _metric(sel, AGREEMENT + "items").values
     out["kappa"] = _metric(sel, AGREEMENT + "kappa").values
+    stats = pd.DataFrame({AGREEMENT + k: _metric(sel, AGREEMENT + k).values for k in ("kappa", "items", "items_compared")})
+    out["kappa note"] = [
+        "" if pd.notna(row[AGREEMENT + "kappa"]) else kappa_text(row.to_dict(), AGREEMENT) for _, row in stats.iterrows()
+    ]
     out["alpha"] = _metric(sel, AGREEMENT + "alpha").values
     for tau in taus_of(sel):
         out[f"@T{tau[1:]} agree"] = _metric(sel, f"{AGREEMENT}pass_turn_{tau}").values

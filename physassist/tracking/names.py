@@ -1,10 +1,12 @@
 """Run names that say what differs: ``gpt-5.4-mini | query=explicit | menu=off``.
 
 A run is named by its model (the last part of the model string), then every choice that differs
-from the defaults of ``conf/eval.yaml`` and every value set on the command line (in a sweep:
-the job's swept values, even a default one, so the runs of a sweep tell themselves apart), then
-the dataset when it is not the embedded sample. A sweep's parent is named after its experiment
-and its swept factors: ``paper_explicit: model x query``. Plain values in, strings out.
+from the defaults of ``conf/eval.yaml`` and every value set on the command line, then the dataset
+when it is not the embedded sample. A sweep job's name *leads with its swept values*, in the
+sweep's order (a swept model as its bare name), even a default one: MLflow's run list shows a
+name's first ~20 characters, and four ``explorer | menu=...`` children looked alike
+(``menu=gold | explorer``). A sweep's parent is named after its experiment and its swept
+factors: ``paper_explicit: model x query``. Plain values in, strings out.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def run_name(
     defaults: Mapping[str, str],
     overrides: Sequence[str] = (),
     dataset: str = "sample",
+    swept: Sequence[str] = (),
 ) -> str:
-    """``<model> | <group>=<choice> ... | dataset=<name>`` (see the module docstring)."""
+    """``[<swept key>=<value> ... |] <model> | <group>=<choice> ... | dataset=<name>`` (see
+    the module docstring); ``swept``: the sweep's factors (``swept_factors``), none alone."""
     shown: dict[str, str] = {
         group: option
         for group, option in choices.items()
@@ -52,7 +56,11 @@ def run_name(
         key, value = _key(override)
         if not _unnamed(key):
             shown[key] = value
-    parts = [model.rstrip("/").split("/")[-1], *(f"{k}={v}" for k, v in shown.items())]
+    model_name = model.rstrip("/").split("/")[-1]
+    parts = [model_name if key == "model" else f"{key}={shown.pop(key)}" for key in swept if key == "model" or key in shown]
+    if "model" not in swept:
+        parts.append(model_name)
+    parts += [f"{k}={v}" for k, v in shown.items()]
     if dataset != "sample":
         parts.append(f"dataset={Path(dataset.removeprefix('hf:')).name or dataset}")
     return SEPARATOR.join(parts)

@@ -5,12 +5,15 @@
 * ``source_bars``: mean turn score of EHR-only vs patient-interview turns (paper Fig. 4).
 
 Figures are drawn on bare ``matplotlib.figure.Figure`` objects (Agg canvas, no pyplot global
-state), so they are safe in worker processes and without a display.
+state), so they are safe in worker processes and without a display. Titles (the run's name) are
+wrapped to the figure's width and the layout engine keeps them inside the canvas. A run without
+a scored turn gets no figures (each would be empty): ``run_plots`` says so in one warning.
 """
 
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -63,6 +66,15 @@ def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
     return known + sorted(v for v in values if v not in order)
 
 
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _title(fig: Figure, ax, text: str) -> None:
+    """The title wrapped to the figure's width (~7 pt per character at the default 12 pt)."""
+    ax.set_title(textwrap.fill(text, max(20, int(fig.get_figwidth() * 72 / 7))))
+
+
 def _scores(turns: pd.DataFrame) -> pd.Series:
     col = column(turns, "score")
     if col is None:
@@ -84,12 +96,14 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
     )
     mean = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="mean")
     count = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="count")
+    if mean.empty:
+        raise ValueError(f"no scored turn to draw (0 of {len(frame)})")
     rows = _ordered(list(mean.index), TASK_TYPE_ORDER)
     cols = _ordered(list(mean.columns), IMPLICITNESS_ORDER)
     mean = mean.reindex(index=rows, columns=cols)
     count = count.reindex(index=rows, columns=cols).fillna(0).astype(int)
 
-    fig = Figure(figsize=(1.4 * len(cols) + 2, 0.8 * len(rows) + 1.6))
+    fig = _figure(1.4 * len(cols) + 2, 0.8 * len(rows) + 1.6)
     ax = fig.add_subplot()
     image = ax.imshow(mean.to_numpy(dtype=float), vmin=0, vmax=100, cmap="RdYlGn", aspect="auto")
     ax.set_xticks(range(len(cols)), labels=[c if c != "none" else "none (T0, WU)" for c in cols])
@@ -102,8 +116,7 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
             text = "-" if pd.isna(value) else f"{value:.1f}\nn={count.loc[row, col]}"
             ax.text(j, i, text, ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=ax, label="mean turn score x100")
-    ax.set_title(title or "Turn score by task type and implicitness")
-    fig.tight_layout()
+    _title(fig, ax, title or "Turn score by task type and implicitness")
     fig.savefig(path, dpi=120)
     return path
 
@@ -117,7 +130,7 @@ def pass_curves(
     logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` metrics.
     """
     rates = pass_rates(turns, np.round(np.linspace(0.0, 1.0, 41), 4))
-    fig = Figure(figsize=(6, 4))
+    fig = _figure(6, 4)
     ax = fig.add_subplot()
     ax.plot(rates["tau"], rates["pass_turn"], label="Pass@Turn", marker=".")
     ax.plot(rates["tau"], rates["pass_session"], label="Pass@Session", marker=".")
@@ -127,8 +140,7 @@ def pass_curves(
     ax.set_ylabel("pass rate (%)")
     ax.set_ylim(-2, 102)
     ax.legend()
-    ax.set_title(title or "Pass@Turn / Pass@Session vs tau")
-    fig.tight_layout()
+    _title(fig, ax, title or "Pass@Turn / Pass@Session vs tau")
     fig.savefig(path, dpi=120)
     return path
 
@@ -141,7 +153,7 @@ def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
     frame = pd.DataFrame({"source": turns[src].astype(str), "score": _scores(turns) * 100.0})
     stats = frame.groupby("source")["score"].agg(["mean", "count"])
     stats = stats.reindex(_ordered(list(stats.index), SOURCE_ORDER))
-    fig = Figure(figsize=(5, 4))
+    fig = _figure(5, 4)
     ax = fig.add_subplot()
     bars = ax.bar(stats.index, stats["mean"].fillna(0), color="#4c72b0")
     for bar, (mean, n) in zip(bars, stats.itertuples(index=False), strict=True):
@@ -150,15 +162,19 @@ def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
     ax.set_ylim(0, 110)
     ax.set_ylabel("mean turn score x100")
     ax.set_xlabel("tool source")
-    ax.set_title(title or "EHR vs patient turns")
-    fig.tight_layout()
+    _title(fig, ax, title or "EHR vs patient turns")
     fig.savefig(path, dpi=120)
     return path
 
 
 def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], title: str = "") -> list[Path]:
     """Every per-run figure that the turn table supports; a figure the table lacks the
-    columns for is skipped with a warning naming it, not an error."""
+    columns for is skipped with a warning naming it, not an error. Without a scored turn
+    there is nothing to draw: no figure, one warning with the count."""
+    scored = _scores(turns).notna() & (turns["status"] == "scored") if "status" in turns else _scores(turns).notna()
+    if not scored.any():
+        log.warning("figures skipped: none of the run's %d turns was scored", len(turns))
+        return []
     out_dir.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     makers = (
