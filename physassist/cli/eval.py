@@ -111,6 +111,9 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
 
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
+    config = resolve(cfg)
+    args = check_config(config)
+    # after the checks: a config error is answered without loading pandas and the tracking layer
     from physassist import comparability
     from physassist.tracking import claims, runs
     from physassist.tracking.inputs import run_inputs
@@ -118,8 +121,6 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     from physassist.tracking.tags import provenance_tags
     from physassist.tracking.traces import TraceRequest
 
-    config = resolve(cfg)
-    args = check_config(config)
     tracking = config.get("tracking") or {}
     tracker: runs.Tracker | None = None
     tracking_error: str | None = None
