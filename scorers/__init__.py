@@ -6,8 +6,7 @@ which grader role) for ``--help`` and its checks, and must not import Inspect fo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from physassist.lazy import exports
 
 _HOME = {
     "physassist_breakdowns": "scorers.metrics",
@@ -17,8 +16,4 @@ _HOME = {
 }
 __all__ = sorted(_HOME)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'scorers' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME[name]), name)
+__getattr__ = exports(__name__, _HOME)

@@ -9,8 +9,7 @@ LLM pipeline are in the top-level `generation` package.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from physassist.lazy import exports
 
 _HOME = {
     **dict.fromkeys(
@@ -25,8 +24,4 @@ _HOME = {
 }
 __all__ = sorted(_HOME)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'physassist.data' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME[name]), name)
+__getattr__ = exports(__name__, _HOME)
