@@ -14,10 +14,12 @@ so this is added to a run's tracking time, not to the eval.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -50,7 +52,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="physassist-traces-"))
     log_path = args.log or _sample_log(work)
     log = read_eval_log(str(log_path))
-    per_session, summary, sizes = [], None, {}
+    per_session, cpu_per_session, summary, sizes = [], [], None, {}
     for repeat in range(args.repeats):
         store = work / f"store{repeat}"
         uri = f"sqlite:///{store / 'mlflow.db'}"
@@ -59,13 +61,16 @@ def main() -> None:
         eid = client.create_experiment("bench", artifact_location=(store / "artifacts").as_uri())
         run_id = client.create_run(eid).info.run_id
         before = _bytes(store)
+        cpu = time.process_time()  # every thread of the process: MLflow's exporter threads too
         summary = write_traces(log, uri=uri, experiment_id=eid, run_id=run_id, raw_chars=args.raw_chars)
+        cpu_per_session.append((time.process_time() - cpu) / summary.traces)
         per_session.append(summary.seconds / summary.traces)
         sizes = {"store_bytes": _bytes(store) - before}
     assert summary is not None
     print(f"log: {log_path} ({log_path.stat().st_size / 1e6:.2f} MB, {summary.traces} sessions)")
     print(f"trace writing: median {statistics.median(per_session) * 1000:.0f} ms per session "
-          f"over {args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms)")
+          f"over {args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms); "
+          f"CPU median {statistics.median(cpu_per_session) * 1000:.0f} ms per session; load {os.getloadavg()[0]:.1f}")
     print(f"assessments: {summary.assessments} ({summary.assessments / summary.traces:.1f} per session)")
     print(f"store growth (SQLite keeps the spans; WAL and artifacts included): "
           f"{sizes['store_bytes'] / 1e6:.2f} MB, {sizes['store_bytes'] / summary.traces / 1024:.0f} KB per session "

@@ -1,6 +1,19 @@
-"""Inspect AI scorers and metrics for PhysAssistBench: rubric judges, write judge, metrics."""
+"""Inspect AI scorers and metrics for PhysAssistBench: rubric judges, write judge, metrics.
 
-from scorers.metrics import physassist_breakdowns, physassist_metrics, session_epochs
-from scorers.session_scorer import physassist_scorer
+The names below load on first use (PEP 562): the CLI reads ``scorers.judges`` (which judge needs
+which grader role) for ``--help`` and its checks, and must not import Inspect for that.
+"""
 
-__all__ = ["physassist_breakdowns", "physassist_metrics", "physassist_scorer", "session_epochs"]
+from __future__ import annotations
+
+from physassist.lazy import exports
+
+_HOME = {
+    "physassist_breakdowns": "scorers.metrics",
+    "physassist_metrics": "scorers.metrics",
+    "session_epochs": "scorers.metrics",
+    "physassist_scorer": "scorers.session_scorer",
+}
+__all__ = sorted(_HOME)
+
+__getattr__ = exports(__name__, _HOME)

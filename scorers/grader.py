@@ -15,20 +15,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from string import Template
-
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-    GenerateConfig,
-    Model,
-    ResponseSchema,
-)
-from inspect_ai.util import JSONSchema
+from typing import TYPE_CHECKING
 
 from physassist.faults import describe
 from scorers.judgement import ErrorKind, ItemResult, TurnInput, TurnJudgement
+
+if TYPE_CHECKING:  # Inspect is imported where a grader is asked: the CLI lists judges without it
+    from inspect_ai.model import ChatMessage, Model, ResponseSchema
 
 NAME = "llm"  # the judge a grader's verdicts are recorded under
 
@@ -45,6 +38,9 @@ def prompt(name: str) -> Template:
 
 
 def verdict_schema() -> ResponseSchema:
+    from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
+
     item = JSONSchema(
         type="object",
         properties={
@@ -117,6 +113,13 @@ class Grader:
     ) -> tuple[list[ItemResult] | None, int, str | None, ErrorKind | None]:
         """Ask until a valid verdict arrives: (items or None, attempts used, last error, its
         kind: the last reply did not parse, or the call itself failed)."""
+        from inspect_ai.model import (
+            ChatMessageAssistant,
+            ChatMessageSystem,
+            ChatMessageUser,
+            GenerateConfig,
+        )
+
         config = GenerateConfig(
             temperature=0.0,
             max_tokens=self.max_tokens,

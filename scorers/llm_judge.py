@@ -15,7 +15,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from physassist.ehr.tools import render as render_result
 from physassist.options import check
 from scorers import write_judge
 from scorers.grader import NAME, Grader, format_history, history_for, numbered, prompt
@@ -30,6 +29,8 @@ def render_observation(raw: Any) -> str:
     if isinstance(raw, str):
         text = raw
     elif isinstance(raw, dict):
+        from physassist.ehr.tools import render as render_result  # DuckDB's tools: not for the CLI
+
         try:
             text = render_result(raw, "full")
         except Exception:  # a renderer bug must not lose the evidence: fall back to JSON

@@ -219,3 +219,25 @@ def test_a_judge_that_grades_with_models_is_an_llm_judge_source() -> None:
     assert (rules.source_type, rules.source_id) == ("CODE", RULES_SOURCE_ID)
     old = _judge_source({"judge": "llm"}, "openai/gpt-5.4-mini")  # a log scored before "graders"
     assert (old.source_type, old.source_id) == ("LLM_JUDGE", "openai/gpt-5.4-mini")
+
+
+def test_a_runs_traces_are_its_own_in_an_experiment_shared_with_other_runs(oracle_run) -> None:
+    """The run page's Traces tab filters on the trace metadata ``mlflow.sourceRun``; the traces
+    are also linked to the run (MLflow's run-trace links, what ``search_traces(run_id=)`` joins)."""
+    from inspect_ai.log import read_eval_log
+
+    from physassist.tracking.traces import write_traces
+
+    uri, out = oracle_run
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_run(out.run_id).info.experiment_id
+    other = client.create_run(experiment, run_name="another run").info.run_id
+    write_traces(read_eval_log(out.log_path), uri=uri, experiment_id=experiment, run_id=other)
+    seen = []
+    for run_id in (out.run_id, other):
+        mine = {t.info.trace_id for t in _run_traces(uri, run_id)}
+        shown = client.search_traces(locations=[experiment], filter_string=f"metadata.`mlflow.sourceRun` = '{run_id}'")
+        assert len(mine) == 2 and {t.info.trace_id for t in shown} == mine
+        assert {t.info.trace_metadata["mlflow.sourceRun"] for t in shown} == {run_id}
+        seen.append(mine)
+    assert not seen[0] & seen[1]

@@ -20,7 +20,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from physassist import options
 from physassist.cli import schema
-from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.providers import inspect_model_name
 from scorers import judges
 
@@ -147,6 +146,8 @@ def dataset_path(config: Mapping[str, Any]) -> Path | None:
     """The local session files of the dataset (None for a Hub dataset)."""
     source = str(lookup(config, "dataset.source"))
     if source == "sample":
+        from physassist.data.loader import SAMPLE_SESSIONS  # pandas: not for a config check
+
         return SAMPLE_SESSIONS
     if _is_hf(source):
         local = Path(source[len("hf:") :])
@@ -276,9 +277,12 @@ def check_passed_on(config: Mapping[str, Any]) -> None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
             kind = "a positive integer" if least else "an integer >= 0"
             raise ConfigError(f"{key}={v!r} must be {kind} (or null)")
-    for key, choices in _inspect_choices().items():
+    for key in ("inspect.display", "inspect.log_level"):
         v = value(key)
-        if v is not None and str(v).lower() not in choices:
+        if v is None:
+            continue
+        choices = _inspect_choices()[key]  # Inspect's import: only when a value is given
+        if str(v).lower() not in choices:
             raise ConfigError(f"{key}={v!r} is not valid; expected one of: {', '.join(choices)} (or null)")
 
 

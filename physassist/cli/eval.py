@@ -94,26 +94,26 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     """Run Inspect (eval_set in a per-job directory when resumable) and return the log."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai import eval_set
-    from inspect_ai.log import read_eval_log
 
     from physassist.gc_freeze import frozen_heap
+    from physassist.results import samples_in_memory, with_samples
 
     common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
-    with frozen_heap():
+    with frozen_heap(), samples_in_memory() as kept:
         if resumable:
             _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
         else:
             logs = inspect_eval(task, log_dir=str(log_dir), **common)
     if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
         raise KeyboardInterrupt
-    log = logs[0]
-    if log.samples is None and log.location:
-        log = read_eval_log(log.location)
-    return log
+    return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
 
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
+    config = resolve(cfg)
+    args = check_config(config)
+    # after the checks: a config error is answered without loading pandas and the tracking layer
     from physassist import comparability
     from physassist.tracking import claims, runs
     from physassist.tracking.inputs import run_inputs
@@ -122,8 +122,6 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     from physassist.tracking.tags import provenance_tags
     from physassist.tracking.traces import TraceRequest
 
-    config = resolve(cfg)
-    args = check_config(config)
     tracking = config.get("tracking") or {}
     tracker: runs.Tracker | None = None
     tracking_error: str | None = None

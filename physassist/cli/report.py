@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)  # before the imports: --help and usage errors answer at once
     from physassist.report.build import (
         ReportError,
         artifact_turns,
@@ -40,7 +41,6 @@ def main(argv: list[str] | None = None) -> int:
         write_report,
     )
 
-    args = parser().parse_args(argv)
     experiments = args.experiment or ["physassist"]
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     out = args.out or Path("outputs") / "reports" / (args.sweep or "-".join(experiments))

@@ -126,6 +126,10 @@ def register() -> None:
     """Store the schemas in Hydra's ConfigStore (the primary configs' defaults name them).
     Called when ``physassist.cli.config`` is imported, and again after OPTIONS changes."""
     store = ConfigStore.instance()
+    # Hydra deep-copies its config repository, and with it this process-wide singleton, for
+    # every config group it lists (~120 times for ``--help``, ~9 ms each); what it reads from
+    # the store it copies again on load, so the singleton may be shared instead.
+    ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
     store.store(name="eval_schema", node=eval_schema())
     store.store(name="rescore_schema", node=rescore_schema())
     store.store(name="generate_schema", node=generate_schema())

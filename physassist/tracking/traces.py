@@ -17,13 +17,15 @@ One trace per evaluated session (and epoch), linked to the run (``mlflow.sourceR
   with the grader model as id, or ``CODE`` (``physassist rules judge``). A human who adds or
   overrides ``T<n>.<k>`` in the UI is read back by ``physassist.tracking.human``.
 
-Written after the eval, so the eval's speed is unchanged; ``tracking.traces: false`` skips
-them and ``tracking.trace_limit`` caps how many sessions get one.
+Written after the eval, in batches (``write_traces``), and linked to their run, so the run
+page's Traces tab shows that run's sessions only; ``tracking.traces: false`` skips them and
+``tracking.trace_limit`` caps how many sessions get one.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -112,33 +114,68 @@ def _session(sample) -> Session | None:
     return Session.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
 
 
-def _write_trace(
-    sample, score_md: Mapping[str, Any], source, *, experiment_id: str, run_id: str, start_ns: int, raw_chars: int
-) -> int:
-    """One session's trace with its verdicts; returns the number of assessments.
+class _Spans:
+    """The spans of one trace as MLflow ``Span`` entities, built without MLflow's tracing
+    runtime: its exporter wrote every span in a transaction of its own as the span ended
+    (~20 per session, ~390 ms per session on SQLite), these are written in one batch."""
 
-    The verdicts ride on the trace itself (its ``TraceInfo.assessments``), so the store writes
-    them with the trace in one call: ``log_feedback`` per verdict cost ~18 ms each, about 20
-    per session.
-    """
-    import mlflow
-    from mlflow.entities import SpanType
-    from mlflow.tracing.trace_manager import InMemoryTraceManager
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.spans: list = []
+
+    def add(self, name: str, span_type: str, start_ns: int, end_ns: int, *, parent: str | None = None,
+            inputs: Any = None, outputs: Any = None, attributes: Mapping[str, Any] | None = None) -> str:
+        """Add a finished span; returns its id. Values are stored as MLflow does (JSON text)."""
+        from mlflow.entities import Span
+        from mlflow.tracing.constant import SpanAttributeKey
+        from mlflow.tracing.utils import dump_span_attribute_value as dump
+
+        span_id = f"{random.getrandbits(64):016x}"
+        values = {SpanAttributeKey.REQUEST_ID: self.trace_id, SpanAttributeKey.SPAN_TYPE: span_type}
+        values |= {k: v for k, v in (attributes or {}).items()}
+        if inputs is not None:
+            values[SpanAttributeKey.INPUTS] = inputs
+        if outputs is not None:
+            values[SpanAttributeKey.OUTPUTS] = outputs
+        self.spans.append(
+            Span.from_dict(
+                {
+                    "trace_id": self.trace_id,
+                    "span_id": span_id,
+                    "parent_span_id": parent,
+                    "name": name,
+                    "start_time_unix_nano": start_ns,
+                    "end_time_unix_nano": end_ns,
+                    "status": {"code": "STATUS_CODE_OK", "message": ""},
+                    "events": [],
+                    "attributes": {k: dump(v) for k, v in values.items()},
+                }
+            )
+        )
+        return span_id
+
+
+def _build_trace(
+    sample, score_md: Mapping[str, Any], source, *, experiment_id: str, run_id: str, start_ns: int, raw_chars: int
+):  # -> mlflow.entities.Trace
+    """One session's trace with its verdicts (its ``TraceInfo.assessments``, written with it:
+    ``log_feedback`` per verdict cost ~18 ms each, about 20 per session)."""
+    from mlflow.entities import SpanType, Trace, TraceData, TraceInfo, TraceLocation, TraceState
+    from mlflow.tracing.constant import (
+        TRACE_SCHEMA_VERSION,
+        TRACE_SCHEMA_VERSION_KEY,
+        TraceMetadataKey,
+        TraceTagKey,
+    )
+    from mlflow.tracing.utils.truncation import set_request_response_preview
 
     md = sample.metadata or {}
     session = _session(sample)
     language = str(md.get("language", "en"))
     records = {r.get("turn"): r for r in (sample.store or {}).get(TURNS_KEY) or []}
     rows = turn_rows(sample.id, sample.epoch, md, score_md["turns"], list(records.values()))
-    root = mlflow.start_span_no_context(
-        name=f"session {sample.id}",
-        span_type=SpanType.AGENT,
-        inputs={k: md.get(k) for k in ("scenario", "tier", "language", "query")} | {"epoch": sample.epoch},
-        experiment_id=experiment_id,
-        start_time_ns=start_ns,
-        tags={"session_id": str(sample.id), "scenario": str(md.get("scenario")), "tier": str(md.get("tier"))},
-        metadata={"mlflow.sourceRun": run_id, "physassist.session_id": str(sample.id), "physassist.epoch": str(sample.epoch)},
-    )
+    spans = _Spans(f"tr-{random.getrandbits(128):032x}")
+    root_children: list[tuple] = []
     clock = start_ns
     verdicts = []
     for row, st in zip(rows, score_md["turns"], strict=True):
@@ -147,43 +184,79 @@ def _write_trace(
         seconds = float(rec.get("seconds") or 0.0)
         clock = _ns(rec.get("started"), clock)
         rubric = session.rubric(turn, language) if session is not None else []
-        span = mlflow.start_span_no_context(
-            name=f"T{turn} {row['task_type'] or ''}".strip(),
-            span_type=SpanType.CHAIN,
-            parent_span=root,
+        turn_start, calls = clock, []
+        for call in rec.get("calls") or []:
+            name = str(call.get("name"))
+            called = _ns(call.get("started"), clock)
+            calls.append((name, called, called + int(float(call.get("seconds") or 0.0) * 1e9), call))
+        clock += int(seconds * 1e9)
+        root_children.append((turn, row, st, rec, rubric, turn_start, clock, calls))
+    root_id = spans.add(
+        f"session {sample.id}",
+        SpanType.AGENT,
+        start_ns,
+        clock,
+        inputs={k: md.get(k) for k in ("scenario", "tier", "language", "query")} | {"epoch": sample.epoch},
+        outputs={"turn_scores": [st.get("score") for st in score_md["turns"]]},
+        attributes={"mlflow.experimentId": experiment_id},
+    )
+    for turn, row, st, rec, rubric, turn_start, turn_end, calls in root_children:
+        span_id = spans.add(
+            f"T{turn} {row['task_type'] or ''}".strip(),
+            SpanType.CHAIN,
+            turn_start,
+            turn_end,
+            parent=root_id,
             inputs={"question": row["question"], "rubric": [f"{k + 1}. {text}" for k, text in enumerate(rubric)]},
+            outputs={"answer": rec.get("answer", "")},
             attributes={
                 "end": str(row["end"]),
                 "tokens_in": int(rec.get("tokens_in") or 0),
                 "tokens_out": int(rec.get("tokens_out") or 0),
-                "seconds": seconds,
+                "seconds": float(rec.get("seconds") or 0.0),
                 "score": None if row["score"] != row["score"] else float(row["score"]),
                 "status": str(row["status"]),
                 "implicitness": str(row["subtype"]),
                 "tool_source": str(row["tool_source"]),
             },
-            start_time_ns=clock,
         )
-        for call in rec.get("calls") or []:
-            name = str(call.get("name"))
-            tool = mlflow.start_span_no_context(
-                name=name,
-                span_type=SpanType.TOOL,
-                parent_span=span,
+        for name, called, ended, call in calls:
+            spans.add(
+                name,
+                SpanType.TOOL,
+                called,
+                ended,
+                parent=span_id,
                 inputs=call.get("arguments"),
+                outputs=call.get("text"),
                 attributes={"fhir": _cap(json.dumps(call.get("raw"), ensure_ascii=False, default=str), raw_chars)}
                 if name != PREPARE_TO_ANSWER  # the loop records no other control call
                 else None,
-                start_time_ns=(called := _ns(call.get("started"), clock)),
             )
-            tool.end(outputs=call.get("text"), end_time_ns=called + int(float(call.get("seconds") or 0.0) * 1e9))
-        clock += int(seconds * 1e9)
-        span.end(outputs={"answer": rec.get("answer", "")}, end_time_ns=clock)
-        verdicts += _verdicts(turn, st, source, span.span_id)
-    with InMemoryTraceManager.get_instance().get_trace(root.trace_id) as live:
-        live.info.assessments.extend(verdicts)
-    root.end(outputs={"turn_scores": [st.get("score") for st in score_md["turns"]]}, end_time_ns=clock)
-    return len(verdicts)
+        verdicts += _verdicts(turn, st, source, span_id)
+    info = TraceInfo(
+        trace_id=spans.trace_id,
+        trace_location=TraceLocation.from_experiment_id(experiment_id),
+        request_time=start_ns // 1_000_000,
+        execution_duration=(clock - start_ns) // 1_000_000,
+        state=TraceState.OK,
+        trace_metadata={
+            TRACE_SCHEMA_VERSION_KEY: str(TRACE_SCHEMA_VERSION),
+            TraceMetadataKey.SOURCE_RUN: run_id,  # the run page's Traces tab filters on it
+            "physassist.session_id": str(sample.id),
+            "physassist.epoch": str(sample.epoch),
+        },
+        tags={
+            TraceTagKey.TRACE_NAME: f"session {sample.id}",
+            "session_id": str(sample.id),
+            "scenario": str(md.get("scenario")),
+            "tier": str(md.get("tier")),
+        },
+        assessments=verdicts,
+    )
+    trace = Trace(info, TraceData(spans.spans))
+    set_request_response_preview(info, trace.data)
+    return trace
 
 
 def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:
@@ -226,27 +299,36 @@ def _run_trace_ids(experiment_id: str, run_id: str) -> list[str]:
     return [t.info.trace_id for t in found]
 
 
+#: Spans per ``log_spans`` call (one transaction each; a session has ~15-25).
+SPAN_BATCH = 2000
+LINK_BATCH = 100  # MLflow's limit per link_traces_to_run call
+
+
 def write_traces(
     log, *, uri: str, experiment_id: str, run_id: str, limit: int | None = None, raw_chars: int = 2000
 ) -> TraceSummary:
     """Write the sessions of an Inspect log as the traces of run ``run_id`` (at most ``limit``).
 
-    Traces an earlier attempt of the same run left behind are replaced. MLflow's exporter only
-    logs a failed export, so the traces are counted back from the store: a shortfall raises.
+    Each trace carries the run in its metadata (``mlflow.sourceRun``: what the run page's Traces
+    tab filters on) and is linked to the run (``link_traces_to_run``), so a run shows only its
+    own sessions. Written in batches: one trace record (with its verdicts) per session, the spans
+    of many sessions per transaction. Traces an earlier attempt of the same run left behind are
+    replaced, and the traces are counted back from the store: a shortfall raises.
     """
     import mlflow
+    from mlflow.tracing.client import TracingClient
 
     started = time.perf_counter()
     mlflow.set_tracking_uri(uri)
+    client = mlflow.MlflowClient(uri)
     stale = _run_trace_ids(experiment_id, run_id)
     if stale:
-        mlflow.MlflowClient(uri).delete_traces(experiment_id, trace_ids=stale)
+        client.delete_traces(experiment_id, trace_ids=stale)
     samples = list(_scored_samples(log))
     kept = samples if limit is None else samples[: max(0, int(limit))]
     grader = _grader(log)
-    assessments = 0
-    for sample, score_md in kept:
-        assessments += _write_trace(
+    traces = [
+        _build_trace(
             sample,
             score_md,
             _judge_source(score_md, grader),
@@ -255,8 +337,23 @@ def write_traces(
             start_ns=_start_ns(sample, log.eval.created),
             raw_chars=raw_chars,
         )
-    mlflow.flush_trace_async_logging()
+        for sample, score_md in kept
+    ]
+    tracing = TracingClient(uri)
+    for trace in traces:
+        tracing.start_trace(trace.info)
+    spans = [span for trace in traces for span in trace.data.spans]
+    try:
+        for begin in range(0, len(spans), SPAN_BATCH):
+            tracing.log_spans(experiment_id, spans[begin : begin + SPAN_BATCH])
+    except NotImplementedError:  # a tracking server older than 3.4 keeps spans as artifacts
+        for trace in traces:
+            tracing._upload_trace_data(trace.info, trace.data)
+    ids = [trace.info.trace_id for trace in traces]
+    for begin in range(0, len(ids), LINK_BATCH):
+        client.link_traces_to_run(ids[begin : begin + LINK_BATCH], run_id)
     stored = len(_run_trace_ids(experiment_id, run_id))
     if stored != len(kept):
         raise RuntimeError(f"traces: {len(kept)} written but {stored} in the store for run {run_id}")
+    assessments = sum(len(trace.info.assessments) for trace in traces)
     return TraceSummary(len(kept), assessments, len(samples) - len(kept), time.perf_counter() - started)

@@ -1,0 +1,208 @@
+"""Where the wall time of a default ``physassist-eval`` goes: a phase breakdown.
+
+Each repeat runs ``physassist-eval`` with no overrides (or the given ones) in a fresh process,
+in a scratch working directory, so the run is exactly the default: the oracle on the sample,
+the rules judge, MLflow to ``sqlite:///mlruns/mlflow.db`` in that directory, with traces,
+tables and plots. One unmeasured run first creates the store (a new SQLite store pays its
+schema migrations once). Inside the process the functions the run goes through are wrapped
+(exclusive time: a phase nested in another is taken out of it):
+
+* start-up: process start to the run (interpreter, imports, Hydra's composition, checks);
+* task: reading the sessions and building the Inspect task; store open: the EHR store;
+* eval: Inspect's eval (the samples, the scorer, Inspect's own log);
+* metrics: the turn table and every metric; MLflow logging: opening the store, claiming the
+  run, params, tags, metrics, inputs, artifacts, the logged table; traces: the sessions as
+  traces with their assessments (wherever they are written); plots; report: the printed table;
+* exit: the command's return to the process's end (MLflow's exit hooks included);
+* other: the rest of the run (config resolution, fingerprints of the inputs, staging).
+
+Figures are medians over the repeats, with the ratio (all but the eval) / wall, and the same
+for a ``python -c pass`` measured in the same run. ``--dump DIR`` also writes the metrics and
+the turn table of the last repeat (before/after checks of behaviour).
+
+    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [override ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (module, attribute, phase): what is wrapped in the measured process; a name that is not
+#: there (moved, not yet written) is skipped.
+PHASES = [
+    ("physassist.cli.eval", "run_experiment", "other"),
+    ("physassist.cli.eval", "build_task", "task"),
+    ("tasks.physassistbench", "cached_store", "store open"),
+    ("physassist.cli.eval", "_evaluate", "eval"),
+    ("physassist.cli.eval", "results", "metrics"),
+    ("physassist.cli.eval", "open_tracker_for", "MLflow logging"),
+    ("physassist.tracking.claims", "claim", "MLflow logging"),
+    ("physassist.tracking.runs", "Tracker.log_run", "MLflow logging"),
+    ("physassist.tracking.runs", "write_traces", "traces"),
+    ("physassist.tracking.traces", "TraceWriter.finish", "traces"),
+    ("physassist.tracking.plots", "run_plots", "plots"),
+    ("physassist.cli.eval", "report", "report"),
+]
+ORDER = ["start-up", "task", "store open", "eval", "metrics", "MLflow logging", "traces", "plots", "report",
+         "other", "exit"]
+
+
+def child(dump: str | None) -> None:
+    """The measured process: wrap the phases, run ``physassist-eval``, print the times as JSON."""
+    import importlib
+    import threading
+
+    entered = time.time()
+    from physassist.cli import eval as cli_eval
+
+    spent: dict[str, list[float]] = {}
+    stack: list[list[float]] = []  # [start wall, start cpu, child wall, child cpu]
+    lock = threading.Lock()
+    marks: dict[str, float] = {"imported": time.time(), "entered": entered}
+    captured: dict[str, Any] = {}
+
+    def wrap(fn, phase):
+        def timed(*args, **kwargs):
+            main_thread = threading.current_thread() is threading.main_thread()
+            if not main_thread:  # a worker thread's time is inside its caller's phase
+                return fn(*args, **kwargs)
+            if phase == "other" and "run" not in marks:
+                marks["run"] = time.time()
+            stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
+            try:
+                out = fn(*args, **kwargs)
+                if phase == "metrics":
+                    captured["results"] = out
+                return out
+            finally:
+                start, cpu, inner, inner_cpu = stack.pop()
+                wall, used = time.perf_counter() - start, time.process_time() - cpu
+                with lock:
+                    total = spent.setdefault(phase, [0.0, 0.0])
+                    total[0] += wall - inner
+                    total[1] += used - inner_cpu
+                if stack:
+                    stack[-1][2] += wall
+                    stack[-1][3] += used
+                if phase == "other":
+                    marks["ran"] = time.time()
+
+        return timed
+
+    for module, qualname, phase in PHASES:
+        *path, attr = qualname.split(".")
+        try:
+            owner = importlib.import_module(module)
+            for part in path:
+                owner = getattr(owner, part)
+            fn = getattr(owner, attr)
+        except (ImportError, AttributeError):
+            continue
+        setattr(owner, attr, wrap(fn, phase))
+    sys.argv = ["physassist-eval", *sys.argv[sys.argv.index("--") + 1 :]]
+    code = 0
+    try:
+        cli_eval.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    marks["returned"] = time.time()
+    if dump and "results" in captured:
+        turns, metrics = captured["results"]
+        out = Path(dump)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str) + "\n")
+        from physassist.tracking.runs import loggable_table
+
+        loggable_table(turns).to_csv(out / "turns.csv", index=False)
+    print("PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}), file=sys.__stdout__, flush=True)
+
+
+def measure(cwd: Path, overrides: list[str], dump: str | None) -> dict[str, Any]:
+    """One ``physassist-eval`` in a fresh process: wall, CPU and the phases."""
+    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []), "--", *overrides]
+    started, spawned = time.perf_counter(), time.time()
+    before = os.times()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    ended = time.time()
+    wall = time.perf_counter() - started
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("PHASES ")), None)
+    if line is None:
+        raise SystemExit(f"the run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    data = json.loads(line[len("PHASES ") :])
+    if data["code"] not in (0, None):
+        raise SystemExit(f"physassist-eval exited {data['code']}:\n{proc.stderr[-3000:]}")
+    marks = data["marks"]
+    phases = {name: values[0] for name, values in data["spent"].items()}
+    phases["start-up"] = marks["run"] - spawned
+    phases["exit"] = ended - marks["returned"]
+    phases["report"] = phases.get("report", 0.0)
+    cpus = {name: values[1] for name, values in data["spent"].items()}
+    return {"wall_s": wall, "cpu_s": cpu, "phases": phases, "phase_cpu": cpus,
+            "import_s": marks["imported"] - marks["entered"]}
+
+
+def python_pass(repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dump", default=None, help="write metrics.json and turns.csv of the last repeat here")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("overrides", nargs="*")
+    args, _ = parser.parse_known_args(sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else None)
+    if args.child:
+        child(args.dump)
+        return
+    with tempfile.TemporaryDirectory(prefix="physassist-phases-") as scratch:
+        cwd = Path(scratch)
+        first = measure(cwd, args.overrides, None)  # creates mlruns/ (migrations): not counted
+        print(f"store creation run: {first['wall_s']:.1f} s wall (not counted)", flush=True)
+        runs = []
+        for i in range(args.repeats):
+            runs.append(measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None))
+            r = runs[-1]
+            share = 1 - r["phases"].get("eval", 0.0) / r["wall_s"]
+            print(f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "
+                  f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+    baseline = python_pass(args.repeats)
+    med = {name: statistics.median(r["phases"].get(name, 0.0) for r in runs) for name in ORDER}
+    med_cpu = {name: statistics.median(r["phase_cpu"].get(name, 0.0) for r in runs) for name in ORDER}
+    wall = statistics.median(r["wall_s"] for r in runs)
+    shares = [1 - r["phases"].get("eval", 0.0) / r["wall_s"] for r in runs]
+    print(f"\n{'phase':<16}{'wall s':>9}{'share':>8}{'CPU s':>8}")
+    for name in ORDER:
+        print(f"{name:<16}{med[name]:>9.2f}{100 * med[name] / wall:>7.1f}%{med_cpu.get(name, 0.0):>8.2f}")
+    print(f"{'run (median)':<16}{wall:>9.2f}   100.0%{statistics.median(r['cpu_s'] for r in runs):>8.2f}")
+    print(f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time "
+          f"(range {100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; "
+          f"load {os.getloadavg()[0]:.1f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"overrides": args.overrides, "runs": runs, "median": med,
+                                              "median_cpu": med_cpu, "python_pass_s": baseline,
+                                              "load_average": os.getloadavg()}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
