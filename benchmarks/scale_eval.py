@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logs = args.out / "logs"
     shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
     data = (
         ["dataset=physassistbench", f"dataset.source={args.sessions}", f"dataset.ehr_source={args.ehr}"]
         if args.sessions
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_cmd = str(Path(sys.executable).with_name("physassist-eval"))  # the one beside this Python
     cmd = [eval_cmd, *data, f"model={args.model}", "tracking.enabled=false", f"inspect.log_dir={logs}",
            *args.overrides]  # fmt: skip
-    result = measure(cmd)
+    result = measure(cmd, output=args.out / "eval.out")
     result.update(tool_times(logs))
     print(json.dumps(result), flush=True)
     return 0

@@ -35,11 +35,13 @@ def tree_size(path: Path) -> int:
 
 
 def measure(cmd: list[str], disk: Path | None = None, kill_after: float | None = None,
-            every: float = 0.5) -> dict[str, Any]:  # fmt: skip
-    """Run ``cmd`` to its end (or kill it after ``kill_after`` seconds) and measure it."""
+            every: float = 0.5, output: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run ``cmd`` to its end (or kill it after ``kill_after`` seconds) and measure it; its
+    stdout and stderr go to ``output`` if given."""
     disk_before = tree_size(disk) if disk else 0
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, start_new_session=True)
+    sink = open(output, "wb") if output else None  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=sink, stderr=sink)
     root = psutil.Process(proc.pid)
     peak_rss = peak_disk = 0
     cpu: dict[int, float] = {}
@@ -67,6 +69,8 @@ def measure(cmd: list[str], disk: Path | None = None, kill_after: float | None =
             break
         time.sleep(every)
     code = proc.wait()
+    if sink:
+        sink.close()
     res = psutil.Process().cpu_times()
     wall = time.perf_counter() - started
     out = {
