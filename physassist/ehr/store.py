@@ -460,7 +460,11 @@ def csv_header(path: Path) -> tuple[str, ...]:
 
 
 def _memory_limit() -> str:
-    """``$PHYSASSIST_DUCKDB_MEMORY`` or 60% of RAM: leaves room for the rest of the machine."""
+    """``$PHYSASSIST_DUCKDB_MEMORY`` or 40% of RAM (60% on a small machine, up to 1.5 GiB: the
+    CSV reader's buffers need ~1 GiB). The build's peak RSS follows the largest sort
+    (chartevents) up to this limit, then DuckDB spills: 9.9 GiB at 10% of MIMIC-IV's volume, so
+    a full build sits at the limit; 60% of a 24 GB machine is 14 GiB, 40% keeps it near 10
+    (``benchmarks/README.md``, full MIMIC-IV scale)."""
     env = os.environ.get("PHYSASSIST_DUCKDB_MEMORY")
     if env:
         return env
@@ -468,7 +472,8 @@ def _memory_limit() -> str:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return "4GB"
-    return f"{max(1, int(total * 0.6) // 2**20)}MB"
+    limit = max(total * 0.4, min(total * 0.6, 1.5 * 2**30))
+    return f"{max(1, int(limit) // 2**20)}MB"
 
 
 # --------------------------------------------------------------------------- cache housekeeping
