@@ -26,7 +26,8 @@ from scale_run import measure  # noqa: E402
 
 
 def tool_times(log_dir: Path) -> dict[str, Any]:
-    from inspect_ai.log import ToolEvent, read_eval_log
+    from inspect_ai.event import ToolEvent
+    from inspect_ai.log import read_eval_log
 
     (path,) = sorted(log_dir.glob("*.eval"))
     log = read_eval_log(str(path))
