@@ -321,6 +321,24 @@ def test_reader_memory_limit_defaults_to_2gb_and_follows_the_environment(
     assert limit() == "488.2 MiB"
 
 
+@pytest.mark.parametrize(
+    ("ram_gib", "limit"), [(24, "9830MB"), (3, "1536MB"), (2, "1228MB")]
+)
+def test_build_memory_limit_is_40_percent_of_ram_with_a_floor(
+    monkeypatch: pytest.MonkeyPatch, ram_gib: int, limit: str
+) -> None:
+    """A full MIMIC-IV build sits at this limit (its sorts spill beyond it): 40% keeps a 24 GB
+    machine's build near 10 GiB of RSS; small machines keep 60% up to the reader's ~1.5 GiB."""
+    from physassist.ehr import store as store_module
+
+    monkeypatch.delenv("PHYSASSIST_DUCKDB_MEMORY", raising=False)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": ram_gib * 2**30 // 4096}
+    monkeypatch.setattr(store_module.os, "sysconf", pages.__getitem__)
+    assert store_module._memory_limit() == limit
+    monkeypatch.setenv("PHYSASSIST_DUCKDB_MEMORY", "3GB")
+    assert store_module._memory_limit() == "3GB"
+
+
 def test_a_failed_prefetch_is_logged_not_lost(
     demo_store: EHRStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -69,6 +69,26 @@ def test_threads_share_the_subject_row_cache(demo_store: EHRStore) -> None:
     store.close()
 
 
+def test_concurrent_first_calls_load_once(demo_store: EHRStore) -> None:
+    """Threads asking at once for what is not loaded yet wait for one load of it: a subject's
+    table (also while ``prefetch`` fills it) and a dictionary (the ICD one is 112k rows)."""
+    store = EHRStore(demo_store.path)
+    sid = _subjects(store)[0]
+    loads: list[object] = []
+    load, rows = store._load, store.rows
+    store._load = lambda key, subject: loads.append(key) or load(key, subject)
+    store.rows = lambda sql, params=(): loads.append(sql) or rows(sql, params)
+    columns = ("labevent_id", "valuenum")
+    store.prefetch(sid, [("labevents", columns)])
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda _: store.subject_rows("labevents", sid, columns), range(16)))
+        icd = list(pool.map(lambda _: store.dictionary("d_icd_diagnoses", ("icd_code",)), range(16)))
+    store.close()
+    assert len(loads) == 2
+    assert all(g is got[0] for g in got) and got[0]
+    assert all(d is icd[0] for d in icd) and icd[0]
+
+
 _CHILD = """
 import json, sys
 from physassist.ehr.store import open_store

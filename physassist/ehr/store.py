@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -212,6 +212,7 @@ class EHRStore:
         self._filling: set[int] = set()
         self._closed = False
         self._dictionaries: dict[tuple[str, tuple[str, ...]], dict[Any, dict[str, Any]]] = {}
+        self._loading: dict[Hashable, threading.Lock] = {}
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new read-only cursor on the shared database; use one per call or thread."""
@@ -243,9 +244,25 @@ class EHRStore:
             return cached
         if not TABLES[table].per_subject:
             raise KeyError(f"{table!r} is not a per-subject table")
-        loaded = self._load(key, subject_id)
-        self._subjects.put(subject_id, key, loaded)
-        return loaded
+        with self._once((subject_id, key)):
+            cached = self._subjects.get(subject_id, key)  # loaded by the thread we waited for
+            if cached is None:
+                cached = self._load(key, subject_id)
+                self._subjects.put(subject_id, key, cached)
+            return cached
+
+    @contextlib.contextmanager
+    def _once(self, what: Hashable) -> Iterator[None]:
+        """Hold the lock of loading ``what``: concurrent first calls (the eval runs tools in
+        threads; ``prefetch`` loads beside them) wait for one load instead of each making
+        their own, which on a big chart or the 112k-row ICD dictionary cost a second each."""
+        with self._lock:
+            lock = self._loading.setdefault(what, threading.Lock())
+        with lock:
+            yield
+        with self._lock:
+            if not lock.locked():
+                self._loading.pop(what, None)
 
     def prefetch(self, subject_id: int, keys: Iterable[tuple[str, Sequence[str]]]) -> None:
         """Start loading, in a background thread, the (table, columns) of ``keys`` that this
@@ -281,7 +298,7 @@ class EHRStore:
                 if self._closed:
                     return
                 if self._subjects.get(subject_id, key) is None:
-                    self._subjects.put(subject_id, key, self._load(key, subject_id))
+                    self.subject_rows(key[0], subject_id, key[1])
         except Exception:  # runs in a pool nobody waits on: say so; calls load on demand anyway
             if not self._closed:  # a load cut short by close() is expected
                 log.warning("prefetch for subject %s failed", subject_id, exc_info=True)
@@ -299,13 +316,17 @@ class EHRStore:
             return cached
         if not TABLES[table].is_dictionary:
             raise KeyError(f"{table!r} is not a dictionary table")
-        records = self.rows(f'SELECT * FROM "{table}" ORDER BY "{ROW_COLUMN}"')
-        single = len(key) == 1
-        loaded: dict[Any, dict[str, Any]] = {}
-        for r in records:
-            loaded.setdefault(r[key[0]] if single else tuple(r[k] for k in key), r)
-        self._dictionaries[cache_key] = loaded
-        return loaded
+        with self._once(cache_key):
+            cached = self._dictionaries.get(cache_key)
+            if cached is not None:
+                return cached
+            records = self.rows(f'SELECT * FROM "{table}" ORDER BY "{ROW_COLUMN}"')
+            single = len(key) == 1
+            loaded: dict[Any, dict[str, Any]] = {}
+            for r in records:
+                loaded.setdefault(r[key[0]] if single else tuple(r[k] for k in key), r)
+            self._dictionaries[cache_key] = loaded
+            return loaded
 
     def has_rows(self, table: str) -> bool:
         """Whether ``table`` (a canonical name) holds any row in this store."""
@@ -440,7 +461,11 @@ def _select_expr(column: str, typ: str, header: tuple[str, ...]) -> str:
 
 
 def _memory_limit() -> str:
-    """``$PHYSASSIST_DUCKDB_MEMORY`` or 60% of RAM: leaves room for the rest of the machine."""
+    """``$PHYSASSIST_DUCKDB_MEMORY`` or 40% of RAM (60% on a small machine, up to 1.5 GiB: the
+    CSV reader's buffers need ~1 GiB). The build's peak RSS follows the largest sort
+    (chartevents) up to this limit, then DuckDB spills: 9.9 GiB at 10% of MIMIC-IV's volume, so
+    a full build sits at the limit; 60% of a 24 GB machine is 14 GiB, 40% keeps it near 10
+    (``benchmarks/README.md``, full MIMIC-IV scale)."""
     env = os.environ.get("PHYSASSIST_DUCKDB_MEMORY")
     if env:
         return env
@@ -448,7 +473,8 @@ def _memory_limit() -> str:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return "4GB"
-    return f"{max(1, int(total * 0.6) // 2**20)}MB"
+    limit = max(total * 0.4, min(total * 0.6, 1.5 * 2**30))
+    return f"{max(1, int(limit) // 2**20)}MB"
 
 
 # --------------------------------------------------------------------------- cache housekeeping

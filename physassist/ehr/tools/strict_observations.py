@@ -59,31 +59,30 @@ def _labs(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_labitems", "itemid")
-    labs = [
-        {
-            **r,
-            "label": joined(items, r["itemid"], "label"),
-            "fluid": joined(items, r["itemid"], "fluid"),
-        }
-        for r in subject_rows(ctx, "labevents", sid)
-        if window.keeps(r["charttime"], use_start=False)
+    rows = [
+        r for r in subject_rows(ctx, "labevents", sid) if window.keeps(r["charttime"], use_start=False)
     ]
-    if code is not None:
-        match = match_label(code, (r["label"] for r in labs))
+    if code is not None:  # match on the distinct items, then label only their rows (a big chart
+        # has tens of thousands of lab rows, of which a search keeps a few dozen)
+        label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
+        match = match_label(code, label_of.values())
         if not match.matched:
             return bundle([], 0, miss_hint("laboratory test", code, match))
         chosen = set(match.labels)
-        labs = [r for r in labs if r["label"] in chosen]
-        fluids = {r["fluid"] for r in labs}
+        rows = [r for r in rows if label_of[r["itemid"]] in chosen]
+        fluids = {joined(items, r["itemid"], "fluid") for r in rows}
         if (
             len(fluids) > 1
             and "Blood" in fluids
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
-        ):
-            labs = [r for r in labs if r["fluid"] == "Blood"]  # "Creatinine" means serum
-    labs = [r for r in keep(labs, hadm_id=hadm) if window.keeps(r["charttime"])]
-    found = order(labs, by("charttime", desc=True), by("labevent_id"))[:count]
-    total = len(labs)
+        ):  # "Creatinine" means serum
+            rows = [r for r in rows if joined(items, r["itemid"], "fluid") == "Blood"]
+    rows = [r for r in keep(rows, hadm_id=hadm) if window.keeps(r["charttime"])]
+    found = [
+        {**r, "label": joined(items, r["itemid"], "label")}
+        for r in order(rows, by("charttime", desc=True), by("labevent_id"))[:count]
+    ]
+    total = len(rows)
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -119,15 +118,10 @@ def _vitals(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_items", "itemid")
-    charted = [
-        {
-            **r,
-            "label": joined(items, r["itemid"], "label"),
-            "unitname": joined(items, r["itemid"], "unitname"),
-        }
-        for r in subject_rows(ctx, "chartevents", sid)
-        if window.keeps(r["charttime"], use_start=False)
+    rows = [
+        r for r in subject_rows(ctx, "chartevents", sid) if window.keeps(r["charttime"], use_start=False)
     ]
+    label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
     omr = [
         r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
     ]
@@ -143,11 +137,11 @@ def _vitals(
             and first.date() <= r["chartdate"] <= last.date()
         ]
     use_omr = False
-    if code is not None:
-        match = match_label(code, (r["label"] for r in charted))
+    if code is not None:  # match on the distinct items, then label only their rows
+        match = match_label(code, label_of.values())
         if match.matched:
             chosen = set(match.labels)
-            charted = [r for r in charted if r["label"] in chosen]
+            rows = [r for r in rows if label_of[r["itemid"]] in chosen]
         else:
             omr_match = match_label(code, (r["result_name"] for r in omr))
             if not omr_match.matched:
@@ -158,15 +152,22 @@ def _vitals(
             use_omr = True
             chosen = set(omr_match.labels)
             omr = [r for r in omr if r["result_name"] in chosen]
-    elif not any(r["label"] for r in charted):
+    elif not any(label_of.values()):
         use_omr = True
     if use_omr:
         return _omr(sid, omr, window, count)
     if hadm is not None:
         stays = {s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm}
-        charted = [r for r in charted if r["hadm_id"] == hadm or r["stay_id"] in stays]
-    charted = [r for r in charted if window.keeps(r["charttime"])]
-    found = order(charted, by("charttime", desc=True), by("itemid"))[:count]
+        rows = [r for r in rows if r["hadm_id"] == hadm or r["stay_id"] in stays]
+    rows = [r for r in rows if window.keeps(r["charttime"])]
+    found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
+        {
+            **r,
+            "label": joined(items, r["itemid"], "label"),
+            "unitname": joined(items, r["itemid"], "unitname"),
+        }
+        for r in order(rows, by("charttime", desc=True), by("itemid"))[:count]
+    ]
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -187,7 +188,7 @@ def _vitals(
                 "valueString": None if value is not None else r["value"],
             }
         )
-    return bundle(out, len(charted))
+    return bundle(out, len(rows))
 
 
 def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dict[str, Any]:
