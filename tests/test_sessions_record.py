@@ -27,6 +27,13 @@ def test_demo_sessions_agree_with_the_raw_tables(demo_store, tmp_path) -> None:
     assert {"value", "concept"} <= kinds
 
 
+def test_sample_sessions_agree_with_the_raw_tables() -> None:
+    entries = fb.read_entries(fb.SAMPLE / "sessions")
+    assert entries
+    found = fr.defects(entries, fb.SAMPLE / "cohort")
+    assert found == {k: [] for k in fr.CATEGORIES}
+
+
 def test_the_raw_check_finds_what_the_builder_got_wrong_before() -> None:
     """The issue's defects, as sessions claimed them on main at 3e5055e, are found."""
     demo = fb.demo_or_skip()
