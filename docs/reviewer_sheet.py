@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> Path:
              f"{sum(report.rejects.values())}). Each turn shows the question, the gold answer, "
              "every rubric item with its machine check, and the raw CSV rows that support it, "
              "read directly from the demo tables. The session's current date is the "
-             "discharge day; an order counts as current when it was not stopped more than "
-             "24 h before discharge (physassist/timeline.py).", ""]
+             "discharge day; an order counts as current when it was not stopped before "
+             "discharge, give or take an hour (physassist/timeline.py).", ""]
     for i, t in turns:
         lines += _turn(con, entries[i], t) + [""]
     args.out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")

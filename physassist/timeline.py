@@ -10,9 +10,10 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
 
 * **Current order**: started by the reference moment and not stopped more than
   :data:`ORDER_GRACE` before it. The reference moment is the discharge time (or the end of
-  the current date when that comes first). The grace exists because MIMIC-IV pharmacy stops
-  every running order at discharge ("Discontinued via patient discharge"), usually minutes to
-  hours before ``dischtime``; an order stopped days earlier is not current.
+  the current date when that comes first). Orders running at discharge are closed by pharmacy
+  ("Discontinued via patient discharge") with a stop time after ``dischtime`` (all 5,139 such
+  orders of the MIMIC-IV demo: median 4 h after), so an order stopped before discharge was
+  stopped; the hour of grace only absorbs charting skew.
 * **Scheduled order**: a numeric dose > 0 given on a schedule. Sliding-scale orders
   (``pharmacy.sliding_scale = 'Y'``, a dose of 0, frequency ASDIR), PRN and one-time orders
   have no fixed dose or schedule, so they never answer a dose or reliability question.
@@ -36,7 +37,7 @@ from functools import cached_property
 import duckdb
 
 #: An order stopped this long before the reference moment still counts as current (see above).
-ORDER_GRACE = dt.timedelta(hours=24)
+ORDER_GRACE = dt.timedelta(hours=1)
 #: Pharmacy frequencies of a one-time order (MIMIC-IV ``pharmacy.frequency``).
 ONE_TIME = frozenset({"ONCE", "1X", "X1", "NOW", "ONCE/PRN", "ASDIR ONCE", "STAT"})
 #: Frequencies with no fixed dose schedule: "as directed" (sliding scales) and rate-titrated

@@ -15,9 +15,9 @@ from typing import Any
 
 import duckdb
 
-#: What a reviewer accepts as "current" on the discharge day: not stopped more than a day
-#: before discharge (pharmacy closes running orders at discharge).
-GRACE = dt.timedelta(days=1)
+#: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
+#: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
+GRACE = dt.timedelta(hours=1)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
 CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
               "end_of_life")

@@ -28,7 +28,8 @@ def _rx(pid: int, drug: str, dose: str, start: str, stop: str | None, freq: str,
 def _record(**extra: list[dict]) -> dict[str, list[dict]]:
     orders = [
         _rx(1, "Warfarin", "2", "2150-03-01 16:00:00", "2150-03-03 13:00:00", "DAILY"),
-        _rx(2, "Metoprolol Tartrate", "25", "2150-03-01 09:00:00", "2150-03-06 10:00:00", "BID"),
+        _rx(2, "Metoprolol Tartrate", "25", "2150-03-01 09:00:00", "2150-03-06 16:00:00", "BID"),
+        _rx(6, "Lisinopril", "10", "2150-03-01 09:00:00", "2150-03-06 09:00:00", "DAILY"),
         _rx(3, "Insulin", "0", "2150-03-01 09:00:00", "2150-03-06 11:00:00", "ASDIR", "Y"),
         _rx(4, "Acetaminophen", "650", "2150-03-01 09:00:00", None, "Q6H:PRN"),
         _rx(5, "Furosemide", "40", "2150-03-05 09:00:00", "2150-03-05 09:01:00", "ONCE"),
@@ -42,8 +43,9 @@ def _record(**extra: list[dict]) -> dict[str, list[dict]]:
 def test_current_orders_leave_out_stopped_sliding_scale_prn_and_one_time() -> None:
     tl = fb.timeline_of(_record())
     assert tl.current_order("warfarin") is None  # stopped three days before discharge
-    metoprolol = tl.current_order("metoprolol")  # stopped at discharge: within the grace
+    metoprolol = tl.current_order("metoprolol")  # closed by pharmacy after discharge
     assert metoprolol is not None and metoprolol.dose == 25.0
+    assert tl.current_order("lisinopril") is None  # stopped three hours before discharge
     for word in ("insulin", "acetaminophen", "furosemide"):
         assert tl.current_order(word) is None, word
     assert [o.word for o in tl.orders_for("insulin")] == ["insulin"]
