@@ -77,3 +77,23 @@ def gold_check_failures(entry: dict[str, Any]) -> list[str]:
                 if result.passed is not True:
                     failures.append(f"{entry['id']} {lang} turn {t} item {i}: {result.reason}")
     return failures
+
+
+def timeline_of(rows: dict[str, list[dict[str, Any]]], subject_id: int = 1, hadm_id: int = 2,
+                current_date: str = "2150-03-06"):
+    """A clinical timeline over a tiny in-memory store: the canonical (empty) tables of
+    ``physassist.ehr.tables`` plus ``rows`` per table (columns by name, others NULL)."""
+    import duckdb
+
+    from physassist.ehr.tables import TABLES, create_table_sql
+    from physassist.timeline import load_timeline
+
+    con = duckdb.connect()
+    for spec in TABLES.values():
+        con.execute(create_table_sql(spec))
+    for table, records in rows.items():
+        for record in records:
+            cols = ", ".join(f'"{c}"' for c in record)
+            marks = ", ".join("?" for _ in record)
+            con.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(record.values()))
+    return load_timeline(con, subject_id, hadm_id, current_date)

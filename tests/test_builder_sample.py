@@ -77,7 +77,7 @@ def test_every_rubric_item_has_a_check_that_the_gold_answer_passes(entries) -> N
             size = {"Information Lookup": (3, 3), "Data Gathering": (4, 5),
                     "Clinical Reasoning": (5, 6), "Write/Update": (4, 6)}[entry["task_types"][t]]
             if entry["tool_sources"][t] in ("patient", "mixed"):
-                size = (5, 6)
+                size = (4, 6)  # 4: a low-literacy reply gives no scores to score
             assert size[0] <= n <= size[1], (entry["id"], t, n)
     failures = [f for entry in entries for f in fb.gold_check_failures(entry)]
     assert failures == []

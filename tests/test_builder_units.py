@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 
+import fixtures_builder as fb
 import pytest
 
 from generation.builder import facts as F
@@ -46,11 +47,31 @@ def med(drug: str, dose: float, unit: str, route: str, start: str) -> dict:
                                    "timing": {"repeat": {"boundsPeriod": {"start": start}}}}]}
 
 
+#: The record behind the observations below: one admission, a current lisinopril order, a
+#: serum creatinine series (plus a urine creatinine item of the same label) and potassium.
+RECORD = {
+    "admissions": [{"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
+                    "dischtime": "2150-03-06 12:00:00", "discharge_location": "HOME"}],
+    "prescriptions": [{"subject_id": 1, "hadm_id": 2, "pharmacy_id": 7, "drug": "Lisinopril",
+                       "dose_val_rx": "10", "dose_unit_rx": "mg", "route": "PO",
+                       "starttime": "2150-03-01 08:00:00", "doses_per_24_hrs": 1}],
+    "pharmacy": [{"subject_id": 1, "hadm_id": 2, "pharmacy_id": 7, "frequency": "DAILY"}],
+    "d_labitems": [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"},
+                   {"itemid": 51082, "label": "Creatinine", "fluid": "Urine", "category": "Chemistry"},
+                   {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"}],
+    "labevents": [{"labevent_id": i, "subject_id": 1, "hadm_id": 2, "itemid": item,
+                   "charttime": t, "valuenum": v}
+                  for i, (item, t, v) in enumerate([(50912, "2150-03-02 06:00:00", 1.1),
+                                                    (50912, "2150-03-05 06:00:00", 1.9),
+                                                    (51082, "2150-03-05 07:00:00", 12.0),
+                                                    (50971, "2150-03-05 06:00:00", 4.2)])],
+}
 PROFILE = Profile(1, 2, "2150-03-06", "F", 70,
                   labs={"Creatinine": LabSummary("Creatinine", 3, True),
                         "Potassium": LabSummary("Potassium", 2, False)},
                   drugs={"lisinopril": DrugSummary("lisinopril", "Lisinopril", "10", "mg", "PO",
-                                                   1.0, 3)})
+                                                   1.0, 3)},
+                  timeline=fb.timeline_of(RECORD))
 
 CREAT = bundle(lab("Creatinine", 1.1, "2150-03-02T06:00:00+00:00", 0.5, 1.2),
                lab("Creatinine", 1.9, "2150-03-05T06:00:00+00:00", 0.5, 1.2),
@@ -227,7 +248,8 @@ def _items_pass_literal_terms(items, answer_en: str, answer_zh: str) -> None:
 
 
 def test_patient_turns_render_the_patient_model_in_both_languages() -> None:
-    prof = Profile(1, 2, "2150-03-06", "F", 70, drugs=PROFILE.drugs, phm=PHM)
+    prof = Profile(1, 2, "2150-03-06", "F", 70, drugs=PROFILE.drugs, phm=PHM,
+                   timeline=PROFILE.timeline)
     meds = bundle(med("Lisinopril", 10, "mg", "PO", "2150-03-01T08:00:00+00:00"))
     adherence = digest(Topic("adherence_check", drug="lisinopril"),
                        [meds, _patient_obs("I stopped it, it made me cough.")], prof)
@@ -249,7 +271,9 @@ def test_patient_turns_render_the_patient_model_in_both_languages() -> None:
     assert pain is not None
     en, zh = answer(pain, "en"), answer(pain, "zh")
     assert "started two days ago" in en and "while resting" not in en and "4/10" in en
-    assert len(rubric(pain)) == 6
+    # The reply states the pain score, not the symptom's severity (6): only the score is a fact.
+    assert "6/10" not in en and len(rubric(pain)) == 5
+    assert all(i.check.get("label") != "severity" for i in rubric(pain))
     assert digest(Topic("symptom_pain"), [_patient_obs(""), _patient_obs("4/10")], prof) is None
 
 

@@ -9,10 +9,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+import fixtures_builder as fb
 import pytest
 
 from generation.builder.arcs import CR, DG, IL, WU
-from generation.pipeline.answer import check_format, lab_values
+from generation.pipeline.answer import check_format, evidence, lab_values
 from generation.pipeline.gates import plan_rule_problems
 from generation.pipeline.llm import AgentOutputError, parse_object
 from generation.pipeline.planner import PlanTurn, parse_plan
@@ -168,3 +169,33 @@ def test_console_script_names_the_missing_generator(tmp_path) -> None:
     assert done.returncode == 2, done.stderr
     assert "generator.name is required" in done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_evidence_carries_the_record_at_the_cutoff() -> None:
+    """The agents see the lab concept's values only (no blood-gas glucose beside the
+    chemistry one), its latest and peak, and that a stopped drug has no current order."""
+    def obs(item: int, value: float, when: str) -> dict:
+        return {"resourceType": "Observation", "valueQuantity": {"value": value, "unit": "mg/dL"},
+                "code": {"coding": [{"code": str(item)}], "text": "Glucose"},
+                "effectiveDateTime": when}
+    record = {
+        "admissions": [{"subject_id": 1, "hadm_id": 2, "dischtime": "2150-03-06 12:00:00"}],
+        "d_labitems": [{"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
+                       {"itemid": 50809, "label": "Glucose", "fluid": "Blood", "category": "Blood Gas"}],
+        "labevents": [{"labevent_id": i, "subject_id": 1, "hadm_id": 2, "itemid": item,
+                       "charttime": t, "valuenum": v} for i, (item, t, v) in enumerate(
+                           [(50931, "2150-03-02 06:00:00", 210.0), (50931, "2150-03-05 06:00:00", 114.0),
+                            (50809, "2150-03-05 09:00:00", 173.0)])],
+        "prescriptions": [{"subject_id": 1, "hadm_id": 2, "drug": "Warfarin", "dose_val_rx": "2",
+                           "dose_unit_rx": "mg", "starttime": "2150-03-01 16:00:00",
+                           "stoptime": "2150-03-03 13:00:00"}],
+    }
+    tl = fb.timeline_of(record)
+    glucose = {"resourceType": "Bundle", "entry": [{"resource": r} for r in (
+        obs(50809, 173.0, "2150-03-05T09:00:00"), obs(50931, 114.0, "2150-03-05T06:00:00"))]}
+    ev = evidence([Action("Observation.search", {"subject_id": 1, "code": "Glucose"}),
+                   Action("MedicationRequest.search", {"subject_id": 1, "medication": "warfarin"})],
+                  [glucose, {"resourceType": "Bundle", "entry": []}], tl)
+    assert [v["value"] for v in ev[0]["values"]] == ["114.0"]
+    assert ev[0]["record"]["latest"]["value"] == "114.0" and ev[0]["record"]["peak"]["value"] == "210.0"
+    assert ev[1]["record"]["current_scheduled_order"] is None

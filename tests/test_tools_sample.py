@@ -16,6 +16,7 @@ import pytest
 from fixtures_tools import SAMPLE, entries
 
 from physassist.ehr.tools import ToolContext, call_tool, render
+from physassist.synth.quirks import BLOOD_GAS_GLUCOSE
 
 sample_store = fx.sample_store
 
@@ -78,8 +79,9 @@ def test_sample_strict_first_and_last_lab_values(sample_store) -> None:
         hadm = f["anchor_hadm_id"]
         bundle = call(sample_store, f, "strict", "Observation.search", hadm_id=hadm, _count=200)
         by_label: dict[str, list[float | None]] = {}
-        for r in entries(bundle):  # newest first
-            by_label.setdefault(r["code"]["text"], []).append(number(r))
+        for r in entries(bundle):  # newest first; the plan's series, not the blood-gas twin
+            if r["code"]["coding"][0]["code"] != str(BLOOD_GAS_GLUCOSE):
+                by_label.setdefault(r["code"]["text"], []).append(number(r))
         if bundle["total"] > 200:  # truncated: ask label by label
             by_label = {
                 label: [
@@ -95,6 +97,7 @@ def test_sample_strict_first_and_last_lab_values(sample_store) -> None:
                             _count=200,
                         )
                     )
+                    if r["code"]["coding"][0]["code"] != str(BLOOD_GAS_GLUCOSE)
                 ]
                 for label in f["labs_discharge"]
             }

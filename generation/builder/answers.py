@@ -9,6 +9,7 @@ so every rubric value is one the gold answer states.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +24,8 @@ from .patient_topics import (
 )
 from .profile import Profile
 from .topics import Topic
-from .vocab import LABS, MEANINGS, drug_class_of
+from .vocab import LABS, MEANINGS, TREND_DELTAS, drug_class_of
 from .wording import say
-
-TREND_THRESHOLD = 0.10  # relative change below which a series counts as stable
 
 
 def fmt(value: float) -> str:
@@ -82,10 +81,11 @@ class Digest:
 
     topic: Topic
     labs: list[LabFact] = field(default_factory=list)  # latest value per lab, in topic order
-    series: list[LabFact] = field(default_factory=list)  # trend: first and last of the series
+    series: list[LabFact] = field(default_factory=list)  # trend: reference point and last value
+    anchor: str = "first"  # what series[0] is: first | peak | nadir (of the admission)
     med: MedFact | None = None
     admin_count: int = 0
-    admin_total: int = 0  # charted administrations, given or not
+    admin_total: int = 0  # charted administrations given or not given (unknown left out)
     admin_first: str = ""
     admin_last: str = ""
     dx: F.Diagnosis | None = None
@@ -99,17 +99,34 @@ class Digest:
     reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
     home: dict[str, Any] = field(default_factory=dict)
     symptom: dict[str, Any] = field(default_factory=dict)
+    said: frozenset[str] = frozenset()  # numbers the patient's own reply states: severity, pain_score
     pain: dict[str, Any] = field(default_factory=dict)
     write: dict[str, Any] = field(default_factory=dict)  # the write call's arguments
     write_result: dict[str, Any] = field(default_factory=dict)
 
 
-def _trend(first: float, last: float) -> str:
-    base = abs(first) if first else 1.0
-    change = (last - first) / base
-    if abs(change) < TREND_THRESHOLD:
-        return "stable"
-    return "rising" if change > 0 else "falling"
+def judge_trend(points: list[F.LabPoint], delta: float) -> tuple[str, F.LabPoint, str]:
+    """(rising | falling | stable, reference point, first | peak | nadir) of an admission
+    series, oldest first, judged on the analyte's meaningful absolute change ``delta``.
+
+    When the series turned (an interior peak or nadir at least ``delta`` beyond both ends),
+    the direction is the one since that turn and the turn is the reference; the later turn
+    wins when there are two. Otherwise the direction is last versus first.
+    """
+    first, last = points[0], points[-1]
+    peak = max(points, key=lambda p: p.value)
+    nadir = min(points, key=lambda p: p.value)
+    turns = []
+    if peak.value - max(first.value, last.value) >= delta:
+        turns.append(("falling", peak, "peak"))
+    if min(first.value, last.value) - nadir.value >= delta:
+        turns.append(("rising", nadir, "nadir"))
+    if turns:
+        return max(turns, key=lambda t: t[1].time)
+    change = last.value - first.value
+    if abs(change) < delta:
+        return "stable", first, "first"
+    return ("rising" if change > 0 else "falling"), first, "first"
 
 
 def _course(status: str, trend: str) -> str:
@@ -121,22 +138,39 @@ def _course(status: str, trend: str) -> str:
     return "worsening" if worse else "improving"
 
 
-def _med(observation: Any, word: str) -> MedFact | None:
+def _med(observation: Any, word: str, prof: Profile) -> MedFact | None:
+    """The order of ``word`` that is current and scheduled at the cutoff (the timeline's),
+    as the order tool returned it; None when there is none (stopped, sliding-scale, PRN or
+    one-time orders never answer a dose question)."""
+    current = prof.timeline.current_order(word) if prof.timeline is not None else None
+    if current is None or current.start is None or current.dose is None:
+        return None
+    start = current.start.strftime("%Y-%m-%d %H:%M")
     for order in F.med_orders(observation, word):
-        if order.dose is not None and order.unit:
+        if (order.dose == current.dose and order.unit and F.minute(order.start) == start
+                and order.drug == current.drug):
             return MedFact(word, order.drug, order.dose, order.unit, order.route or "",
                            F.day(order.start))
     return None
 
 
 def _given_admins(d: Digest, observation: Any) -> bool:
-    """Record count, first day and last minute of the topic drug's given doses; False when none."""
+    """Record count, first day and last minute of the topic drug's given doses; False when
+    none, or when the tool's page does not hold every charted event."""
+    if _truncated(observation):
+        return False
     events = F.given(F.admin_events(observation, d.topic.drug))
     if not events:
         return False
     d.admin_count, d.admin_first, d.admin_last = (
         len(events), F.day(events[0].time), F.minute(events[-1].time))
     return True
+
+
+def _truncated(observation: Any) -> bool:
+    """A searchset whose ``total`` is more than the entries it returned."""
+    total = observation.get("total") if isinstance(observation, dict) else None
+    return isinstance(total, int) and total > len(F.resources(observation))
 
 
 def digest(topic: Topic, observations: list[Any], prof: Profile,
@@ -146,8 +180,12 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
     k = topic.kind
     obs = observations
 
+    def points(o: Any, label: str) -> list[F.LabPoint]:
+        series = prof.timeline.lab(label) if prof.timeline is not None else None
+        return F.lab_points(o, label, series.itemids) if series is not None else []
+
     def latest(o: Any, label: str) -> LabFact | None:
-        pts = F.lab_points(o, label)
+        pts = points(o, label)
         return _lab_fact(pts[-1]) if pts else None
 
     if k == "lab_latest":
@@ -163,7 +201,7 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
     elif k in ("med_current", "lab_and_med", "med_and_admin", "drug_lab_safety",
                "admin_reliability"):
         med_obs = obs[1] if k == "lab_and_med" else obs[0]
-        d.med = _med(med_obs, topic.drug or "")
+        d.med = _med(med_obs, topic.drug or "", prof)
         if d.med is None:
             return None
         if k in ("lab_and_med", "drug_lab_safety"):
@@ -172,13 +210,15 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
                 return None
             d.labs = [fact]
         if k == "admin_reliability":
+            if _truncated(obs[1]):
+                return None
             charted = F.admin_events(obs[1], topic.drug)
-            events = F.given(charted)
+            events, missed = F.given(charted), F.not_given(charted)
             if not events:
                 return None
             d.admin_count, d.admin_total, d.admin_last = (
-                len(events), len(charted), F.minute(events[-1].time))
-            d.verdict = "ok" if len(events) == len(charted) else "missed"
+                len(events), len(events) + len(missed), F.minute(events[-1].time))
+            d.verdict = "ok" if not missed else "missed"
         if k == "med_and_admin" and not _given_admins(d, obs[1]):
             return None
         if k == "drug_lab_safety":
@@ -198,13 +238,14 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         d.stay = stays[0]
     elif k in ("lab_trend", "abx_response"):
         lab_obs = obs[0] if k == "lab_trend" else obs[1]
-        pts = F.lab_points(lab_obs, topic.lab or "")
-        if len(pts) < 2 or pts[0].time == pts[-1].time:
+        pts = points(lab_obs, topic.lab or "")
+        delta = TREND_DELTAS.get(topic.lab or "")
+        if len(pts) < 2 or pts[0].time == pts[-1].time or delta is None:
             return None
-        first, last = _lab_fact(pts[0]), _lab_fact(pts[-1])
-        d.series = [first, last]
+        d.trend, ref, d.anchor = judge_trend(pts, delta)
+        last = _lab_fact(pts[-1])
+        d.series = [_lab_fact(ref), last]
         d.labs = [last]
-        d.trend = _trend(first.value, last.value)
         d.course = _course(last.status, d.trend)
         if k == "abx_response":
             if not _given_admins(d, obs[0]):
@@ -214,8 +255,16 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
                 d.verdict = "unclear"
     elif k in ("culture_latest", "imaging_latest"):
         want_micro = k == "culture_latest"
-        d.reports = [r for r in F.reports(obs[0]) if r.micro == want_micro and r.conclusion
-                     and r.time][:3 if want_micro else 1]
+        found = [r for r in F.reports(obs[0]) if r.micro == want_micro and r.conclusion and r.time]
+        if want_micro:
+            # Any positive culture of the admission leads (the newest positive), then the
+            # newest others; a page that misses a positive culture the record has is unusable.
+            positive = [r for r in found if organisms(r.conclusion)]
+            n_positive = len(prof.timeline.positive_cultures) if prof.timeline is not None else 0
+            if n_positive and not positive:
+                return None
+            found = positive[:1] + [r for r in found if r not in positive[:1]]
+        d.reports = found[:3 if want_micro else 1]
         if not d.reports:
             return None
     elif k in PATIENT_KINDS:
@@ -238,7 +287,7 @@ def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
         return False
     k = d.topic.kind
     if k == "adherence_check":
-        d.med = _med(obs[0], d.topic.drug or "")
+        d.med = _med(obs[0], d.topic.drug or "", prof)
         entry = phm_medication(phm, d.topic.drug or "")
         if d.med is None or entry is None:
             return False
@@ -252,8 +301,22 @@ def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
     if k == "symptom_pain":
         d.symptom = primary_symptom(phm)
         d.pain = dict(phm.get("pain") or {})
+        # A low-literacy reply gives no scores: only numbers the reply states are facts.
+        said = set()
+        if _states(obs[0], d.symptom.get("severity")):
+            said.add("severity")
+        if d.pain.get("present") and _states(obs[1], d.pain.get("score")):
+            said.add("pain_score")
+        d.said = frozenset(said)
         return True
     return False
+
+
+def _states(observation: Any, number: Any) -> bool:
+    """The patient's reply states ``number`` as a number ("7/10", "about a 7")."""
+    text = str((observation or {}).get("patient_response") or "")
+    return number is not None and re.search(rf"(?<![\d.]){re.escape(str(number))}(?![\d.])",
+                                            text) is not None
 
 
 def _patient_answer(d: Digest, lang: str) -> str:
@@ -277,10 +340,12 @@ def _patient_answer(d: Digest, lang: str) -> str:
                               falls=falls)])
     if k == "symptom_pain":
         s, p = d.symptom, d.pain
-        lines = [say(lang, "answers.patient.symptom", term=s["term"][lang],
+        symptom = "symptom" if "severity" in d.said else "symptom_unscored"
+        lines = [say(lang, f"answers.patient.{symptom}", term=s["term"][lang],
                      onset=onset_phrase(s["onset"], lang), severity=s["severity"])]
         if p.get("present"):
-            lines.append(say(lang, "answers.patient.pain", score=p["score"],
+            pain = "pain" if "pain_score" in d.said else "pain_unscored"
+            lines.append(say(lang, f"answers.patient.{pain}", score=p["score"],
                              location=p["location"][lang], quality=p["quality"][lang]))
         else:
             lines.append(say(lang, "answers.patient.no_pain"))
@@ -384,10 +449,13 @@ def _trend_answer(d: Digest, lang: str) -> str:
     else:
         extra = f"，提示{m.zh}"
     action = ""
-    text = say(lang, "answers.trend", label=lab_name(last.label, lang), first=fmt(first.value),
+    template = "answers.trend" if d.anchor == "first" else "answers.trend_turn"
+    text = say(lang, template, label=lab_name(last.label, lang), first=fmt(first.value),
                last=fmt(last.value), unit=last.unit, first_time=first.day, last_time=last.day,
                trend_word=say(lang, f"answers.trend_word.{d.trend}"),
-               status=_status(lang, last.status), meaning=extra)
+               status=_status(lang, last.status), meaning=extra,
+               anchor_word=say(lang, f"answers.anchor_word.{d.anchor}")
+               if d.anchor != "first" else "")
     rec = say(lang, f"answers.rec.{d.course}", action=action)
     return f"{text} {rec}" if lang == "en" else f"{text}{rec}"
 

@@ -31,7 +31,14 @@ from .grounding import anchor_note_grounding
 from .plan import choose_topics
 from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
-from .questions import choose_subtype, count_subtype, feasible_subtypes, make_question
+from .questions import (
+    antecedents,
+    choose_subtype,
+    count_subtype,
+    feasible_subtypes,
+    make_question,
+)
+from .recheck import record_check
 from .rubrics import rubric
 from .topics import SCENARIO_FOCUS, Topic, calls, candidates
 
@@ -49,6 +56,7 @@ class BuildReport:
     built: dict[str, dict[int, int]] = field(default_factory=dict)
     patients_used: dict[str, dict[int, int]] = field(default_factory=dict)
     failed_patients: int = 0
+    rejects: dict[str, int] = field(default_factory=dict)  # sessions the record check rejected
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -67,7 +75,18 @@ class BuildReport:
                              f"{self.built.get(s, {}).get(t, 0):>5}")
         lines.append(f"total sessions: {self.n_sessions} in {self.seconds:.1f} s"
                      + (f" -> {self.files[0].parent}" if self.files else ""))
+        rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(self.rejects.items()))
+        lines.append(f"rejected by the record check: {sum(self.rejects.values())}"
+                     + (f" ({rejected})" if rejected else ""))
         return "\n".join(lines)
+
+
+class _Rejected(Exception):
+    """A built turn states a fact the record does not support (:mod:`.recheck`)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class _Replan(Exception):
@@ -83,6 +102,7 @@ class _Env:
     store: EHRStore
     seed: int
     cohort: Path | None  # the synthetic cohort folder when the source has PHMs (``phm/``)
+    rejects: dict[str, int] = field(default_factory=dict)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
 
@@ -194,6 +214,11 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
             env.subtype_use.clear()
             env.subtype_use.update(used_before)
             continue
+        except _Rejected as bad:
+            env.rejects[bad.reason] = env.rejects.get(bad.reason, 0) + 1
+            env.subtype_use.clear()
+            env.subtype_use.update(used_before)
+            return None
         env.global_index += 1
         session = encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
                          hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
@@ -209,7 +234,6 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
 def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext,
                  rng: random.Random, zh_patient: Any) -> list[BuiltTurn]:
     turns: list[BuiltTurn] = []
-    prior: set[str] = set()
     held: set[str] = set()  # drugs an earlier turn advised holding: never renewed later
     for t, topic in enumerate(topics):
         if topic.kind == "continue_med" and topic.drug in held:
@@ -218,10 +242,14 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
         d = digest(topic, observations, prof, [a for _, a in planned])
         if d is None:
             raise _Replan(topic)
+        if prof.timeline is not None and (reason := record_check(d, prof.timeline)):
+            raise _Rejected(reason)
         if d.verdict == "hold" and topic.drug:
             held.add(topic.drug)
-        subtype = choose_subtype(feasible_subtypes(topic, t, prior), env.subtype_use, rng, t)
-        question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender, prior)
+        referents = antecedents(topics[t - 1] if t else None)
+        subtype = choose_subtype(feasible_subtypes(topic, t, referents), env.subtype_use, rng, t)
+        question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender,
+                                 referents)
         if question.subtype:
             count_subtype(env.subtype_use, question.subtype, t)
         en, zh = answer(d, "en"), answer(d, "zh")
@@ -234,7 +262,6 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             answer_en=en, answer_zh=zh, items=items,
             tool_hint=", ".join(n for n, _ in planned),
             annotations=patient_annotations(t, planned, observations)))
-        prior |= set(topic.entities)
     return turns
 
 
@@ -282,6 +309,7 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
                 fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
         tmp.replace(path)
         report.files.append(path)
+    report.rejects = dict(sorted(env.rejects.items()))
     report.seconds = time.perf_counter() - started
     return report
 

@@ -95,11 +95,14 @@ class LabPoint:
         return "abnormal" if self.flagged else "normal"
 
 
-def lab_points(observation: Any, label: str) -> list[LabPoint]:
-    """Numeric lab values for exactly `label`, oldest first, one item code only.
+def lab_points(observation: Any, label: str,
+               itemids: tuple[int, ...] | None = None) -> list[LabPoint]:
+    """Numeric lab values for exactly `label`, oldest first, one value per chart time.
 
-    Name searches can return sibling items (urine creatinine next to serum creatinine):
-    only the code with the most values among the exact-label matches is kept.
+    ``itemids`` is the lab concept's items (``physassist.timeline``: blood gas items left
+    out where the label has others); without it, name searches that return sibling items
+    keep only the item code with the most values. Values charted at one time are merged,
+    keeping the most-charted item's.
     """
     points: list[LabPoint] = []
     for r in resources(observation, "Observation"):
@@ -124,13 +127,24 @@ def lab_points(observation: Any, label: str) -> list[LabPoint]:
         points.append(LabPoint(name, value, str(q.get("unit") or ""),
                                str(r.get("effectiveDateTime") or ""), low, high, flagged,
                                codes[0] if codes else ""))
+    if itemids is not None:
+        wanted = {str(i) for i in itemids}
+        points = [p for p in points if p.code in wanted]
     if not points:
         return []
     counts: dict[str, int] = {}
     for p in points:
         counts[p.code] = counts.get(p.code, 0) + 1
-    best = max(sorted(counts), key=lambda c: counts[c])
-    return sorted((p for p in points if p.code == best), key=lambda p: p.time)
+    if itemids is None:
+        best = max(sorted(counts), key=lambda c: counts[c])
+        points = [p for p in points if p.code == best]
+    rank = {c: (-n, c) for c, n in counts.items()}
+    by_time: dict[str, LabPoint] = {}
+    for p in points:
+        kept = by_time.get(p.time)
+        if kept is None or rank[p.code] < rank[kept.code]:
+            by_time[p.time] = p
+    return [by_time[t] for t in sorted(by_time)]
 
 
 def _naming(observation: Any, resource_type: str, word: str | None) -> Iterator[tuple[dict[str, Any], str]]:
@@ -198,9 +212,14 @@ def admin_events(observation: Any, word: str | None = None) -> list[AdminEvent]:
 
 
 def given(events: list[AdminEvent]) -> list[AdminEvent]:
-    """Administrations that were actually given (status completed and no 'not given' text)."""
-    return [e for e in events if e.status in ("completed", "in-progress", "")
-            and "not given" not in e.event.lower() and "held" not in e.event.lower()]
+    """Administrations charted as given (status completed). An event with no text is
+    ``unknown``: neither given nor missed."""
+    return [e for e in events if e.status in ("completed", "in-progress")]
+
+
+def not_given(events: list[AdminEvent]) -> list[AdminEvent]:
+    """Administrations charted as not given or held."""
+    return [e for e in events if e.status in ("not-done", "on-hold")]
 
 
 @dataclass(frozen=True)

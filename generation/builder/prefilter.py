@@ -58,7 +58,8 @@ def _feature_sql() -> str:
     icd = "replace(d.icd_code, '.', '')"
     return f"""
 WITH adm AS (
-    SELECT subject_id, hadm_id, admittime, dischtime, discharge_location, hospital_expire_flag,
+    SELECT subject_id, hadm_id, admittime, dischtime, deathtime, discharge_location,
+           hospital_expire_flag,
            CAST(COALESCE(dischtime, admittime) AS DATE) AS cut_day,
            CAST(COALESCE(dischtime, admittime) AS DATE) + INTERVAL 1 DAY AS cut_ts
     FROM admissions
@@ -140,7 +141,7 @@ dis AS (
     JOIN adm a ON a.hadm_id = n.hadm_id GROUP BY n.subject_id
 )
 SELECT a.subject_id, a.hadm_id, strftime(a.cut_day, '%Y-%m-%d') AS current_date,
-       COALESCE(a.hospital_expire_flag, 0) = 1
+       COALESCE(a.hospital_expire_flag, 0) = 1 OR a.deathtime IS NOT NULL
          OR upper(COALESCE(a.discharge_location, '')) LIKE '%DIED%'
          OR upper(COALESCE(a.discharge_location, '')) LIKE '%HOSPICE%' AS died_or_hospice,
        COALESCE(labf.n_systems, 0) AS n_systems, COALESCE(labf.n_monitor, 0) AS n_monitor,
@@ -190,11 +191,11 @@ RULES: dict[str, dict[int, str]] = {
            "AND (has_sofa_labs OR has_sepsis)",
     },
     "discharge_planning": {
-        1: "NOT died_or_hospice AND n_discharge > 0 AND n_drugs >= 10 AND n_dx >= 5 "
+        1: "n_discharge > 0 AND n_drugs >= 10 AND n_dx >= 5 "
            "AND n_lab_rows > 0",
-        2: "NOT died_or_hospice AND n_discharge > 0 AND n_drugs >= 20 AND n_dx >= 12 "
+        2: "n_discharge > 0 AND n_drugs >= 20 AND n_dx >= 12 "
            "AND n_lab_rows > 50",
-        3: "NOT died_or_hospice AND n_discharge > 0 AND n_drugs >= 30 AND n_dx >= 18 "
+        3: "n_discharge > 0 AND n_drugs >= 30 AND n_dx >= 18 "
            "AND n_lab_rows > 150",
     },
 }
@@ -218,7 +219,7 @@ def qualify(con: duckdb.DuckDBPyConnection, scenarios: tuple[str, ...] | list[st
         for t in tiers:
             rows = local.execute(
                 f"SELECT subject_id, hadm_id, current_date FROM features "
-                f"WHERE {RULES[s][t]} ORDER BY subject_id"
+                f"WHERE NOT died_or_hospice AND ({RULES[s][t]}) ORDER BY subject_id"
             ).fetchall()
             out[(s, t)] = [Candidate(int(a), int(b), str(c)) for a, b, c in rows]
     local.close()

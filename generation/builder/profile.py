@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import duckdb
 
 from physassist.ehr.tools.fhir import as_number
+from physassist.timeline import Timeline, load_timeline
 
-from .vocab import LABS, drug_word
+from .vocab import LABS
 
 #: First words of prescriptions that name a fluid, salt or vaccine rather than a drug a
 #: clinician would ask about by that word.
@@ -39,7 +40,8 @@ class DrugSummary:
     unit: str  # dose_unit_rx
     route: str
     per_day: float | None  # doses_per_24_hrs
-    n_admin: int  # eMAR events for the word in the admission
+    n_admin: int  # eMAR events charted given for the word in the admission
+    admin_complete: bool = True  # False when ICU doses (not in the store) may be missing
 
     @property
     def numeric_dose(self) -> bool:
@@ -65,6 +67,7 @@ class Profile:
     n_radiology: int = 0
     n_discharge: int = 0
     phm: dict | None = None  # the cohort's patient health model, when the source has one
+    timeline: Timeline | None = None  # what is true at the cutoff (physassist.timeline)
 
     @property
     def pronoun(self) -> str:
@@ -110,32 +113,21 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
     for label, n, abnormal in lab_rows:
         prof.labs[label] = LabSummary(label, int(n), bool(abnormal))
 
-    rx_rows = con.execute(
-        f"""
-        SELECT drug, dose_val_rx, dose_unit_rx, route, doses_per_24_hrs, starttime
-        FROM prescriptions
-        WHERE subject_id = ? AND hadm_id = ? AND drug IS NOT NULL
-          AND (starttime IS NULL OR starttime < {cut})
-        ORDER BY starttime DESC NULLS LAST, drug
-        """,
-        [subject_id, hadm_id],
-    ).fetchall()
-    admin_rows = con.execute(
-        f"""
-        SELECT lower(medication), count(*) FROM emar
-        WHERE subject_id = ? AND hadm_id = ? AND medication IS NOT NULL AND charttime < {cut}
-        GROUP BY 1
-        """,
-        [subject_id, hadm_id],
-    ).fetchall()
-    for drug, dose, unit, route, per_day, _start in rx_rows:
-        word = drug_word(str(drug))
+    # Only drugs with a current, scheduled order at the cutoff (physassist.timeline): a
+    # stopped, sliding-scale, PRN or one-time order never answers a dose question.
+    tl = load_timeline(con, subject_id, hadm_id, current_date)
+    prof.timeline = tl
+    for o in tl.orders:
+        word = o.word
         if len(word) < 4 or word in prof.drugs or word in NOT_A_DRUG_WORD or not word.isalpha():
             continue
-        n_admin = sum(int(n) for med, n in admin_rows if word in str(med))
-        prof.drugs[word] = DrugSummary(word, str(drug), str(dose or ""), str(unit or ""),
-                                       str(route or ""), _finite(per_day),
-                                       n_admin)
+        current = tl.current_order(word)
+        if current is None or current.word != word:
+            continue
+        admins = tl.administrations(word)
+        prof.drugs[word] = DrugSummary(word, current.drug, current.dose_text, current.unit,
+                                       current.route, _finite(current.per_day),
+                                       len(admins.given), admins.complete)
 
     def count(sql: str) -> int:
         return int(con.execute(sql, [subject_id, hadm_id]).fetchone()[0])

@@ -25,15 +25,15 @@ from .arcs import IL, WU
 from .topics import Topic
 from .wording import fill, lookup, variants
 
-#: For NA: which entity each anaphoric form points back to.
+#: For NA: which entity each anaphoric form points back to. Topics naming a lab and a drug
+#: have none: "what dose of it" after naming the potassium in the same question has two
+#: referents.
 _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "lab_latest": (("na", "lab"),),
     "med_current": (("na", "drug"),),
     "lab_pair": (("na", "lab"),),
-    "lab_and_med": (("na", "drug"), ("na_lab", "lab")),
     "med_and_admin": (("na", "drug"),),
     "lab_trend": (("na", "lab"),),
-    "drug_lab_safety": (("na", "drug"), ("na_lab", "lab")),
     "abx_response": (("na", "drug"),),
     "adherence_check": (("na", "drug"),),
     "admin_reliability": (("na", "drug"),),
@@ -67,6 +67,13 @@ def _values(topic: Topic, lang: str, gender: str) -> dict[str, str]:
         vals["drug"] = topic.drug if lang == "en" else f" {topic.drug} "
         vals["Drug"] = _cap(topic.drug)
     return vals
+
+
+def antecedents(previous: Topic | None) -> set[str]:
+    """What an NA rewrite may point back to: the previous turn's entity when it named exactly
+    one ("Recheck that one" after a turn about lactate and creatinine has no single referent)."""
+    entities = set(previous.entities) if previous is not None else set()
+    return entities if len(entities) == 1 else set()
 
 
 def na_form(topic: Topic, prior_entities: set[str]) -> tuple[str, str] | None:

@@ -203,11 +203,16 @@ def _home_items(d: Digest) -> list[Item]:
 def _symptom_items(d: Digest) -> list[Item]:
     s, p = d.symptom, d.pain
     onset = {lang: onset_phrase(s["onset"], lang) for lang in LANGUAGES}
+    # Only what the patient's own reply says: no scores from a low-literacy reply.
     items = [
         _item("sym_main", {"kind": "concept", "any": {"en": [s["term"]["en"]],
                                                       "zh": [s["term"]["zh"]]}},
               {"term": s["term"]["en"]}, {"term": s["term"]["zh"]}),
-        _item("sym_severity", value("severity", s["severity"], ""), {"severity": s["severity"]}),
+    ]
+    if "severity" in d.said:
+        items.append(_item("sym_severity", value("severity", s["severity"], ""),
+                           {"severity": s["severity"]}))
+    items += [
         _item("sym_onset", {"kind": "concept", "any": {"en": [onset["en"]], "zh": [onset["zh"]]}},
               {"onset": onset["en"]}, {"onset": onset["zh"]}),
         _item("sym_source", concept("patient_source"), {}),
@@ -216,7 +221,8 @@ def _symptom_items(d: Digest) -> list[Item]:
         items.append(_item("pain_site", {"kind": "concept", "any": {
             "en": [p["location"]["en"]], "zh": [p["location"]["zh"]]}},
             {"location": p["location"]["en"]}, {"location": p["location"]["zh"]}))
-        items.append(_item("pain_score", value("Pain", p["score"], ""), {"score": p["score"]}))
+        if "pain_score" in d.said:
+            items.append(_item("pain_score", value("Pain", p["score"], ""), {"score": p["score"]}))
     else:
         items.append(_item("pain_none", concept("no_pain"), {}))
     return items
@@ -233,7 +239,8 @@ def _trend_items(d: Digest) -> list[Item]:
     tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
     ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in LANGUAGES}
     items = [
-        _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
+        _item(f"trend_{d.anchor}", value(lab, first.value, first.unit), vals(first, "en"),
+              vals(first, "zh")),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
         _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
               {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),

@@ -19,6 +19,7 @@ from .vocab import (
     FREQUENCIES,
     INFECTION_MARKERS,
     LABS,
+    TREND_DELTAS,
     antibiotic_class_of,
     drug_class_of,
 )
@@ -95,6 +96,10 @@ SCENARIO_LABS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Lab values a gold lab call asks for: the tool's maximum page, the admission's series.
+LAB_COUNT = 200
+
+
 @dataclass(frozen=True)
 class Topic:
     """One turn's subject: a kind bound to entities (lab labels are MIMIC-IV labels)."""
@@ -143,12 +148,15 @@ def _dosable(prof: Profile, word: str) -> bool:
 def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     """Every topic of this task type the scenario uses and the patient's data supports."""
     labs = _lab_order(scenario, prof)
-    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2]
+    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TREND_DELTAS]
     abnormal = [lab for lab in labs if prof.labs[lab].abnormal]
     drugs = [w for w in sorted(prof.drugs) if _dosable(prof, w)]
     monitored = [w for w in drugs if drug_class_of(w) is not None]
-    antibiotics = [w for w in drugs if antibiotic_class_of(w) and prof.drugs[w].n_admin > 0]
-    given = [w for w in drugs if prof.drugs[w].n_admin > 0]
+    antibiotics = [w for w in drugs if antibiotic_class_of(w) and prof.drugs[w].n_admin > 0
+                   and prof.drugs[w].admin_complete]
+    # Administration counts only where the eMAR holds every dose (no ICU overlap: ICU doses
+    # live in icu/inputevents, which the store does not have).
+    given = [w for w in drugs if prof.drugs[w].n_admin > 0 and prof.drugs[w].admin_complete]
     # Keep medication topics on the scenario's focus when the patient has such drugs.
     if scenario == "med_safety" and monitored:
         drugs = monitored + [w for w in drugs if w not in monitored][:2]
@@ -236,7 +244,9 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
     pat = {**base, "session_id": session_id}
 
     def lab_call(label: str) -> tuple[str, dict[str, Any]]:
-        return "Observation.search", {**adm, "category": "laboratory", "code": label}
+        # The whole admission's series (the tool's default page is the newest 20).
+        return "Observation.search", {**adm, "category": "laboratory", "code": label,
+                                      "_count": LAB_COUNT}
 
     k = topic.kind
     if k in ("lab_latest", "lab_trend"):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from physassist.timeline import order_word
+
 
 @dataclass(frozen=True)
 class Lab:
@@ -55,6 +57,29 @@ LABS: dict[str, Lab] = {
         Lab("NTproBNP", "BNP", "N末端B型利钠肽原", "cardiac"),
         Lab("Lipase", "lipase", "脂肪酶", "hepatic"),
     )
+}
+
+#: The smallest absolute change of a lab over an admission that counts as a real trend
+#: (smaller moves are "stable"). Clinical thresholds where a guideline defines one, else
+#: chosen at or above the reference change value (analytical + within-person biological
+#: variation) so that noise between two draws is not called a trend:
+#: creatinine 0.3 mg/dL is the KDIGO 2012 AKI criterion; hemoglobin 1 g/dL is the rise from
+#: one red-cell unit (AABB); lactate 1 mmol/L follows the Surviving Sepsis Campaign 2021
+#: re-measurement advice (>2 abnormal); INR 0.5 is half the width of the warfarin target
+#: range (2-3, ACCP); potassium 0.5, sodium 4, chloride 4, bicarbonate 3 mEq/L, glucose
+#: 40 mg/dL, BUN 10 mg/dL, platelets 50 K/uL (the HIT 4T score counts falls of 30-50%),
+#: WBC 2 K/uL, bilirubin 1 mg/dL, albumin 0.5 g/dL, magnesium 0.3 and calcium 0.5 mg/dL,
+#: phosphate 1 mg/dL are clinical judgement above the biological-variation RCVs (Westgard
+#: desirable-specifications database; Fraser, Biological Variation, AACC 2001). A lab not in
+#: this table gets no trend question.
+TREND_DELTAS: dict[str, float] = {
+    "Creatinine": 0.3, "Urea Nitrogen": 10.0, "Potassium": 0.5, "Sodium": 4.0,
+    "Chloride": 4.0, "Bicarbonate": 3.0, "Glucose": 40.0, "Hemoglobin": 1.0,
+    "Hematocrit": 3.0, "Platelet Count": 50.0, "White Blood Cells": 2.0,
+    "Bilirubin, Total": 1.0, "Albumin": 0.5, "Magnesium": 0.3, "Calcium, Total": 0.5,
+    "Phosphate": 1.0, "INR(PT)": 0.5, "Lactate": 1.0,
+    "Alanine Aminotransferase (ALT)": 40.0, "Asparate Aminotransferase (AST)": 40.0,
+    "C-Reactive Protein": 20.0, "Neutrophils": 10.0,
 }
 
 #: Labs a prescriber monitors (med_safety's base criterion).
@@ -130,10 +155,7 @@ def antibiotic_class_of(drug: str) -> str | None:
     return None
 
 
-def drug_word(drug: str) -> str:
-    """The spoken/searchable name of a prescription: its first word, lower-cased ("vancomycin")."""
-    word = drug.strip().split()[0] if drug.strip() else drug
-    return word.strip(",;:()").lower()
+drug_word = order_word  # one definition: physassist.timeline
 
 
 #: Concept synonyms per language for rubric checks. Every word the gold answers use for a
@@ -280,8 +302,10 @@ MEANINGS: dict[tuple[str, str], Meaning] = {
                                           ("白细胞减少",)),
     ("Platelet Count", "low"): Meaning("thrombocytopenia", "血小板减少", ("thrombocytopenia",),
                                        ("血小板减少",)),
-    ("INR(PT)", "high"): Meaning("a bleeding risk", "出血风险",
-                                 ("bleeding", "coagulopathy", "anticoagulation"), ("出血", "凝血")),
+    # A high INR is anticoagulant effect or coagulopathy; "bleeding risk" alone misreads a
+    # therapeutic warfarin INR.
+    ("INR(PT)", "high"): Meaning("anticoagulant effect or coagulopathy", "抗凝作用或凝血功能障碍",
+                                 ("anticoagula", "coagulopathy", "prolonged"), ("抗凝", "凝血")),
     ("Lactate", "high"): Meaning("hypoperfusion", "组织灌注不足",
                                  ("hypoperfusion", "perfusion", "sepsis"), ("灌注", "脓毒")),
     ("Alanine Aminotransferase (ALT)", "high"): _LIVER,

@@ -1,7 +1,12 @@
 """The answer agent, and the evidence it (and the checker and rubric agents) read.
 
 Evidence is the rendered tool result plus the exact lab values as strings (decimal-safe:
-``1.40`` stays ``1.40``; nothing is split on "."), so numbers reach the agents as written.
+``1.40`` stays ``1.40``; nothing is split on "."), so numbers reach the agents as written,
+and what the record says at the cutoff (``physassist.timeline``, the same facts the template
+builder uses): a lab's values are the lab concept's only (no blood-gas twin beside the
+chemistry value), with its latest, first, peak and nadir over the admission; a drug's current
+scheduled order or none (stopped, sliding-scale, PRN, one-time); given / not given / unknown
+administrations and whether ICU doses are missing; the admission's positive cultures.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from generation.builder import facts as F
 from generation.builder.arcs import CR, DG, IL, WU
 from generation.builder.encode import sentences
 from physassist.ehr.tools import render
+from physassist.timeline import Timeline
 
 from .llm import AgentOutputError, Caller, need_str
 from .planner import PlanTurn
@@ -30,17 +36,25 @@ MAX_LINES = {IL: 2, "IL_report": 4, DG: 3, "patient": 3, WU: 3}
 MAX_SENTENCES = {CR: 2}
 
 
-def lab_values(observation: Any) -> list[dict[str, str]]:
-    """(label, value, unit, time) of each Observation with a numeric value, as strings."""
+def _exact(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return str(Decimal(str(value)))
+    except InvalidOperation:
+        return None
+
+
+def lab_values(observation: Any, itemids: tuple[int, ...] | None = None) -> list[dict[str, str]]:
+    """(label, value, unit, time) of each Observation with a numeric value, as strings; only
+    the lab concept's items when ``itemids`` is given."""
+    wanted = {str(i) for i in itemids} if itemids is not None else None
     out = []
     for r in F.resources(observation, "Observation"):
         q = r.get("valueQuantity") or {}
-        value = q.get("value")
-        if value is None or isinstance(value, bool):
-            continue
-        try:
-            exact = str(Decimal(str(value)))
-        except InvalidOperation:
+        exact = _exact(q.get("value"))
+        codes = [str(c.get("code")) for c in (r.get("code") or {}).get("coding") or []]
+        if exact is None or (wanted is not None and not wanted.intersection(codes)):
             continue
         label = (r.get("code") or {}).get("text") or ""
         out.append({"label": str(label), "value": exact, "unit": str(q.get("unit") or ""),
@@ -48,9 +62,49 @@ def lab_values(observation: Any) -> list[dict[str, str]]:
     return out
 
 
-def evidence(actions: list[Action], observations: list[Any]) -> list[dict[str, Any]]:
-    return [{"tool": a.name, "arguments": a.arguments, "result": render(o, "full")[:4000],
-             "values": lab_values(o)} for a, o in zip(actions, observations, strict=True)]
+def record_facts(name: str, arguments: dict[str, Any], tl: Timeline) -> dict[str, Any] | None:
+    """What the record says at the cutoff about one call's subject (module docstring)."""
+    if name == "Observation.search" and arguments.get("code") and (
+            arguments.get("category") or "laboratory") == "laboratory":
+        series = tl.lab(str(arguments["code"]))
+        if series is None:
+            return {"lab": arguments["code"], "in_record": False}
+        return {"lab": series.label, "n_values": len(series.points), **{
+            k: {"value": _exact(p.value), "unit": p.unit, "time": str(p.time)}
+            for k, p in (("latest", series.latest), ("first", series.first),
+                         ("peak", series.peak), ("nadir", series.nadir))}}
+    word = str(arguments.get("medication") or "").strip()
+    if name in ("MedicationRequest.search", "MedicationAdministration.search") and word:
+        order = tl.current_order(word)
+        facts: dict[str, Any] = {"drug": word, "current_scheduled_order": None if order is None
+                                 else {"drug": order.drug, "dose": order.dose_text,
+                                       "unit": order.unit, "route": order.route,
+                                       "frequency": order.frequency, "start": str(order.start)}}
+        if name == "MedicationAdministration.search":
+            a = tl.administrations(word)
+            facts.update(given=len(a.given), not_given=a.not_given, unknown=a.unknown,
+                         icu_doses_missing=not a.complete)
+        return facts
+    if name == "DiagnosticReport.search":
+        return {"positive_cultures": [{"specimen": c.specimen, "time": str(c.time),
+                                       "organisms": list(c.organisms)}
+                                      for c in tl.positive_cultures]}
+    return None
+
+
+def evidence(actions: list[Action], observations: list[Any],
+             tl: Timeline | None = None) -> list[dict[str, Any]]:
+    out = []
+    for a, o in zip(actions, observations, strict=True):
+        facts = record_facts(a.name, a.arguments, tl) if tl is not None else None
+        series = tl.lab(str(a.arguments.get("code"))) if (
+            tl is not None and a.name == "Observation.search" and a.arguments.get("code")) else None
+        entry = {"tool": a.name, "arguments": a.arguments, "result": render(o, "full")[:4000],
+                 "values": lab_values(o, series.itemids if series is not None else None)}
+        if facts is not None:
+            entry["record"] = facts
+        out.append(entry)
+    return out
 
 
 def answer_format(plan: PlanTurn, actions: list[Action]) -> str:

@@ -2,8 +2,9 @@
 
 Gate 1: rule checks of the plan (official-implementation.md §6.3), then an LLM check.
 Gate 2: every executed call returned something usable.
-Gate 3: an LLM clinical check of the answer; a checker that errors or replies off-format
-fails the turn (the reference counted that as a pass).
+Gate 3: an LLM clinical check of the answer against the tool results and the record at the
+cutoff (each result's ``record``, the admission's ``course``: ``physassist.timeline``); a
+checker that errors or replies off-format fails the turn (the reference counted that as a pass).
 """
 
 from __future__ import annotations
@@ -80,8 +81,12 @@ def gate2(actions: list[Action], observations: list[Any], stats: GateStats) -> N
 
 
 async def gate3(caller: Caller, question: str, answer: str, evidence: list[dict[str, str]],
-                history: list[dict[str, str]], stats: GateStats) -> None:
-    payload = {"question": question, "answer": answer, "evidence": evidence, "history": history}
+                history: list[dict[str, str]], stats: GateStats, course: str | None = None
+                ) -> None:
+    """``course`` is how the admission ended (``physassist.timeline``: died, hospice,
+    discharged), so the checker can flag forward-looking advice where none applies."""
+    payload = {"question": question, "answer": answer, "evidence": evidence, "history": history,
+               "course": course}
     flags = ("hallucination", "contradiction", "safety", "incomplete")
 
     def passes(r: dict[str, Any]) -> bool:

@@ -116,9 +116,10 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
                     raise GateFailure("patient", "no patient model for a patient tool")
                 observations[i] = await patient_reply(caller, slot.phm, slot.literacy, a.name, a.arguments)
         stage = "answer"
-        ev = evidence(actions, observations)
+        ev = evidence(actions, observations, prof.timeline)
         answer = await write_answer(caller, plan, explicit, actions, ev, history)
-        await gate3(caller, explicit, answer, ev, history, stats.gates)
+        course = prof.timeline.course if prof.timeline is not None else None
+        await gate3(caller, explicit, answer, ev, history, stats.gates, course)
         stage = "rubric"
         writes = [a for a in actions if a.name in WRITE_TOOLS]
         items = await write_rubric(caller, plan, explicit, answer, ev, writes)

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from physassist.synth.catalog import DRUG_CODES, DRUG_INDEX, DRUGS, SCHEDULE_HOURS
 from physassist.synth.plan import DAY, HOUR, SubjectPlan
 from physassist.synth.planner import PROVIDERS
+from physassist.synth.quirks import blank_events
 
 _D = [DRUGS[c] for c in DRUG_CODES]
 
@@ -149,7 +150,7 @@ def _emar(o: dict, rng: np.random.Generator) -> tuple[dict, dict]:
         "subject_id": subject_id, "hadm_id": o["hadm_id"][oi], "emar_id": emar_id, "emar_seq": seq,
         "poe_id": _poe_id(subject_id, o["poe_seq"][oi]), "pharmacy_id": o["pharmacy_id"][oi],
         "enter_provider_id": pa.nulls(m, pa.string()), "charttime": pa.array(chart.astype("datetime64[s]")),
-        "medication": pc.take(_DRUG, drug), "event_txt": pa.array(event),
+        "medication": pc.take(_DRUG, drug), "event_txt": blank_events(event),
         "scheduletime": pa.array(sched.astype("datetime64[s]")),
         "storetime": pa.array((chart + rng.integers(0, 12, m) * 60).astype("datetime64[s]")),
     }

@@ -15,6 +15,7 @@ from physassist.synth.catalog import (
     SUSCEPTIBILITY,
 )
 from physassist.synth.plan import DAY, HOUR, SubjectPlan
+from physassist.synth.quirks import BLOOD_GAS_ITEM
 
 _DT = "datetime64[s]"
 
@@ -168,8 +169,8 @@ def dictionaries() -> dict[str, dict]:
     items = sorted(CHART.values(), key=lambda x: x.itemid)
     return {
         "d_icd_diagnoses": {"icd_code": icd, "icd_version": [10] * len(icd), "long_title": [ICD10[c] for c in icd]},
-        "d_labitems": {"itemid": [x.itemid for x in labs], "label": [x.label for x in labs],
-                       "fluid": [x.fluid for x in labs], "category": [x.category for x in labs]},
+        "d_labitems": {k: [*(getattr(x, k) for x in labs), BLOOD_GAS_ITEM[k]]
+                       for k in ("itemid", "label", "fluid", "category")},
         "d_items": {"itemid": [x.itemid for x in items], "label": [x.label for x in items],
                     "abbreviation": [x.abbreviation for x in items], "linksto": ["chartevents"] * len(items),
                     "category": [x.category for x in items], "unitname": [x.unit for x in items],

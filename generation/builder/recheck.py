@@ -1,0 +1,70 @@
+"""The record check: every fact a built turn states, re-derived from the store.
+
+A turn's answer and rubric are rendered from the tool observations (:mod:`.answers`); this
+check derives the same facts a second way, from the clinical timeline at the cutoff
+(:mod:`physassist.timeline`, SQL over the store), and names the first disagreement. The
+builder rejects a session with any disagreeing turn and counts it by reason, as the
+paper's pipeline filters cases the record does not support.
+"""
+
+from __future__ import annotations
+
+from physassist.timeline import Timeline
+
+from .answers import Digest, judge_trend, organisms
+from .facts import day, minute
+from .vocab import TREND_DELTAS
+
+#: Reasons a session is rejected, in the order they are checked.
+REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "trend",
+           "admin_incomplete", "admin_count", "culture")
+
+
+def _stamp(t: object) -> str:
+    return str(t)[:16].replace("T", " ")
+
+
+def record_check(d: Digest, tl: Timeline) -> str | None:
+    """The first reason the record does not support ``d`` (see :data:`REASONS`), else None."""
+    if tl.end_of_life:
+        return "end_of_life"
+    word = d.topic.drug or ""
+    if d.med is not None or d.topic.kind == "continue_med":
+        order = tl.current_order(word)
+        if order is None:
+            return "order_not_current"
+        if d.med is not None and (order.dose != d.med.dose or order.unit != d.med.unit
+                                  or day(str(order.start)) != d.med.start):
+            return "order_mismatch"
+        if d.write and d.write.get("dose") != f"{order.dose_text} {order.unit}":
+            return "order_mismatch"
+    for fact in d.labs:
+        series = tl.lab(fact.label)
+        if series is None or (series.latest.value, _stamp(series.latest.time)) != (
+                fact.value, fact.time):
+            return "lab_latest"
+    if d.series:
+        series = tl.lab(d.series[-1].label)
+        delta = TREND_DELTAS.get(d.series[-1].label)
+        if series is None or delta is None:
+            return "trend"
+        trend, ref, anchor = judge_trend(list(series.points), delta)
+        if (trend, anchor, ref.value, _stamp(ref.time)[:10]) != (
+                d.trend, d.anchor, d.series[0].value, d.series[0].day):
+            return "trend"
+    if d.admin_count:
+        admins = tl.administrations(word)
+        if not admins.complete:
+            return "admin_incomplete"
+        if len(admins.given) != d.admin_count or minute(str(admins.given[-1])) != d.admin_last:
+            return "admin_count"
+        if d.admin_total and d.admin_total - d.admin_count != admins.not_given:
+            return "admin_count"
+    if d.topic.kind == "culture_latest":
+        said = {(r.time[:10], tuple(sorted(organisms(r.conclusion)))) for r in d.reports}
+        record = {(_stamp(c.time)[:10], tuple(sorted(c.organisms))) for c in tl.cultures}
+        if not said <= record:
+            return "culture"
+        if tl.positive_cultures and not any(orgs for _, orgs in said):
+            return "culture"
+    return None

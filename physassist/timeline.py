@@ -1,0 +1,348 @@
+"""One admission as a clinician sees it on the session's current date: what is true then.
+
+The builder (``generation/builder``) and the LLM pipeline read their clinical facts here,
+so both agree on which orders are current, which lab value is the latest, what the cultures
+grew, what was given and how the admission ended. Everything is read with DuckDB from an
+EHR store (the canonical MIMIC-IV tables of ``physassist.ehr.tables``); nothing here
+imports Inspect.
+
+Rules (each is a place where reading the raw tables naively gives a wrong fact):
+
+* **Current order**: started by the reference moment and not stopped more than
+  :data:`ORDER_GRACE` before it. The reference moment is the discharge time (or the end of
+  the current date when that comes first). Orders running at discharge are closed by pharmacy
+  ("Discontinued via patient discharge") with a stop time after ``dischtime`` (all 5,139 such
+  orders of the MIMIC-IV demo: median 4 h after), so an order stopped before discharge was
+  stopped; the hour of grace only absorbs charting skew.
+* **Scheduled order**: a numeric dose > 0 given on a schedule. Sliding-scale orders
+  (``pharmacy.sliding_scale = 'Y'``, a dose of 0, frequency ASDIR), PRN and one-time orders
+  have no fixed dose or schedule, so they never answer a dose or reliability question.
+* **Lab concept**: a label in blood; when the label has chemistry/hematology items and blood
+  gas items (Glucose 50931/50809, Hemoglobin 51222/50811), the blood gas items are left out;
+  values charted at one time are merged (the concept's most-charted item wins).
+* **Administration**: an eMAR event is given, not given (not given / held / not started) or
+  unknown (no event text): an empty event is not a missed dose. ICU administrations live in
+  ``icu/inputevents``, which the store does not hold (``physassist.ehr.tables``): a drug
+  whose order overlaps an ICU stay has an incomplete eMAR count (:attr:`Administrations.complete`).
+* **Course**: died (``hospital_expire_flag``, ``deathtime`` or a DIED disposition), hospice
+  (a HOSPICE disposition) or discharged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import duckdb
+
+#: An order stopped this long before the reference moment still counts as current (see above).
+ORDER_GRACE = dt.timedelta(hours=1)
+#: Pharmacy frequencies of a one-time order (MIMIC-IV ``pharmacy.frequency``).
+ONE_TIME = frozenset({"ONCE", "1X", "X1", "NOW", "ONCE/PRN", "ASDIR ONCE", "STAT"})
+#: Frequencies with no fixed dose schedule: "as directed" (sliding scales) and rate-titrated
+#: infusions, whose prescribed dose is not what is running.
+AS_DIRECTED = frozenset({"ASDIR", "AS DIRECTED", "INFUSION"})
+#: d_labitems categories left out of a label that also has another category.
+BLOOD_GAS = "blood gas"
+
+
+def _day_end(day: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(day[:10]) + dt.timedelta(days=1)
+
+
+def _num(x: object) -> float | None:
+    try:
+        v = float(str(x).strip())
+    except (TypeError, ValueError):
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def order_word(drug: str) -> str:
+    """The searchable word of a prescription: its first word, lower-cased ("vancomycin")."""
+    word = drug.strip().split()[0] if drug.strip() else drug
+    return word.strip(",;:()").lower()
+
+
+@dataclass(frozen=True)
+class Order:
+    """One prescription with the pharmacy fields that say how it is given."""
+
+    drug: str
+    dose_text: str
+    unit: str
+    route: str
+    start: dt.datetime | None
+    stop: dt.datetime | None
+    frequency: str
+    sliding_scale: bool
+    per_day: float | None
+
+    @property
+    def word(self) -> str:
+        return order_word(self.drug)
+
+    @property
+    def dose(self) -> float | None:
+        return _num(self.dose_text)
+
+    @property
+    def prn(self) -> bool:
+        return "PRN" in self.frequency.upper()
+
+    @property
+    def one_time(self) -> bool:
+        return self.frequency.upper().strip() in ONE_TIME
+
+    @property
+    def scheduled(self) -> bool:
+        """A fixed numeric dose on a schedule (see the module rules)."""
+        dose = self.dose
+        return (dose is not None and dose > 0 and bool(self.unit) and not self.sliding_scale
+                and not self.prn and not self.one_time
+                and self.frequency.upper().strip() not in AS_DIRECTED)
+
+    def current_at(self, ref: dt.datetime) -> bool:
+        started = self.start is None or self.start <= ref
+        return started and (self.stop is None or self.stop >= ref - ORDER_GRACE)
+
+    def overlaps(self, start: dt.datetime, end: dt.datetime) -> bool:
+        return ((self.start is None or self.start <= end)
+                and (self.stop is None or self.stop >= start))
+
+
+@dataclass(frozen=True)
+class LabPoint:
+    time: dt.datetime
+    value: float
+    unit: str
+    low: float | None
+    high: float | None
+    itemid: int
+
+
+@dataclass(frozen=True)
+class LabSeries:
+    """One lab concept over the admission up to the cutoff, oldest first."""
+
+    label: str
+    itemids: tuple[int, ...]
+    points: tuple[LabPoint, ...]
+
+    @property
+    def latest(self) -> LabPoint:
+        return self.points[-1]
+
+    @property
+    def first(self) -> LabPoint:
+        return self.points[0]
+
+    @property
+    def peak(self) -> LabPoint:
+        """The highest value (the earliest of equal highs)."""
+        return max(self.points, key=lambda p: (p.value, -p.time.timestamp()))
+
+    @property
+    def nadir(self) -> LabPoint:
+        """The lowest value (the earliest of equal lows)."""
+        return min(self.points, key=lambda p: (p.value, p.time.timestamp()))
+
+
+@dataclass(frozen=True)
+class Culture:
+    """One specimen's result: what grew (empty when nothing did)."""
+
+    specimen: str
+    time: dt.datetime
+    organisms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Administrations:
+    """eMAR events of one drug word in the admission up to the cutoff."""
+
+    given: tuple[dt.datetime, ...]
+    not_given: int
+    unknown: int
+    complete: bool  # False when the order overlapped an ICU stay (ICU doses are not in the store)
+
+    @property
+    def charted(self) -> int:
+        return len(self.given) + self.not_given + self.unknown
+
+
+#: eMAR event text (lower case) of a dose that was given.
+GIVEN_WORDS = ("administered", "given", "applied", "started", "confirmed", "flushed",
+               "assessed", "removed", "read", "rate change", "reconciliation")
+
+
+def admin_kind(event: str | None) -> str:
+    """'given', 'not_given' or 'unknown' for one eMAR event text ("Not Given per Sliding
+    Scale" and "Held" are not given; "Stopped", "Delayed" and an empty event say nothing)."""
+    text = str(event or "").strip().lower()
+    if (text.startswith("not ") and "stopped" not in text) or "held" in text or "hold" in text:
+        return "not_given"
+    if not text or text.startswith(("stopped", "delayed")):
+        return "unknown"
+    return "given" if any(w in text for w in GIVEN_WORDS) else "unknown"
+
+
+@dataclass
+class Timeline:
+    """What is true for ``hadm_id`` on ``current_date`` (see the module rules)."""
+
+    con: duckdb.DuckDBPyConnection
+    subject_id: int
+    hadm_id: int
+    current_date: str
+    _labs: dict[str, LabSeries | None] = field(default_factory=dict)
+
+    @property
+    def cutoff(self) -> dt.datetime:
+        """What is recorded counts up to the end of the current date (the tools' cutoff)."""
+        return _day_end(self.current_date)
+
+    @cached_property
+    def _admission(self) -> tuple:
+        row = self.con.execute(
+            "SELECT admittime, dischtime, deathtime, discharge_location, hospital_expire_flag "
+            "FROM admissions WHERE hadm_id = ?", [self.hadm_id]).fetchone()
+        return row or (None, None, None, None, None)
+
+    @property
+    def ref(self) -> dt.datetime:
+        """The reference moment orders are judged at: discharge, or the cutoff if earlier."""
+        disch = self._admission[1]
+        return min(disch, self.cutoff) if disch is not None else self.cutoff
+
+    @property
+    def course(self) -> str:
+        """'died', 'hospice' or 'discharged'."""
+        _, _, death, location, expired = self._admission
+        loc = str(location or "").upper()
+        if expired == 1 or death is not None or "DIED" in loc:
+            return "died"
+        return "hospice" if "HOSPICE" in loc else "discharged"
+
+    @property
+    def end_of_life(self) -> bool:
+        """The admission ended in death or hospice: nothing forward-looking applies."""
+        return self.course != "discharged"
+
+    @cached_property
+    def orders(self) -> tuple[Order, ...]:
+        """Every prescription of the admission started by the cutoff, newest start first."""
+        rows = self.con.execute(
+            """
+            SELECT p.drug, p.dose_val_rx, p.dose_unit_rx, p.route, p.starttime, p.stoptime,
+                   COALESCE(ph.frequency, ''), upper(COALESCE(ph.sliding_scale, '')) = 'Y',
+                   p.doses_per_24_hrs
+            FROM prescriptions p
+            LEFT JOIN (SELECT pharmacy_id, any_value(frequency) AS frequency,
+                              any_value(sliding_scale) AS sliding_scale
+                       FROM pharmacy WHERE subject_id = ? GROUP BY pharmacy_id) ph
+              ON ph.pharmacy_id = p.pharmacy_id
+            WHERE p.subject_id = ? AND p.hadm_id = ? AND p.drug IS NOT NULL
+              AND (p.starttime IS NULL OR p.starttime < ?)
+            ORDER BY p.starttime DESC NULLS LAST, p.drug
+            """, [self.subject_id, self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        return tuple(Order(str(d), str(dose or "").strip(), str(unit or ""), str(route or ""),
+                           s, e, str(freq or ""), bool(ss), _num(per_day))
+                     for d, dose, unit, route, s, e, freq, ss, per_day in rows)
+
+    def orders_for(self, word: str) -> list[Order]:
+        """Orders whose drug name contains ``word`` (as the order tools search), newest first."""
+        w = word.lower()
+        return [o for o in self.orders if w in o.drug.lower()]
+
+    def current_order(self, word: str) -> Order | None:
+        """The newest current, scheduled order of ``word``; None when no such order exists or
+        when a current order of it is sliding-scale, PRN or one-time (the dose is ambiguous)."""
+        current = [o for o in self.orders_for(word) if o.current_at(self.ref)]
+        if not current or not all(o.scheduled for o in current):
+            return None
+        return current[0]
+
+    @cached_property
+    def icu_stays(self) -> tuple[tuple[dt.datetime, dt.datetime], ...]:
+        rows = self.con.execute(
+            "SELECT intime, COALESCE(outtime, ?) FROM icustays WHERE hadm_id = ? "
+            "AND intime IS NOT NULL", [self.cutoff, self.hadm_id]).fetchall()
+        return tuple((a, b) for a, b in rows)
+
+    def administrations(self, word: str) -> Administrations:
+        rows = self.con.execute(
+            "SELECT charttime, event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
+            "AND charttime < ? AND contains(lower(medication), ?) ORDER BY charttime",
+            [self.subject_id, self.hadm_id, self.cutoff, word.lower()]).fetchall()
+        given, not_given, unknown = [], 0, 0
+        for t, event in rows:
+            kind = admin_kind(event)
+            if kind == "given":
+                given.append(t)
+            elif kind == "not_given":
+                not_given += 1
+            else:
+                unknown += 1
+        in_icu = any(o.overlaps(a, b) for o in self.orders_for(word) for a, b in self.icu_stays)
+        return Administrations(tuple(given), not_given, unknown, not in_icu)
+
+    def lab(self, label: str) -> LabSeries | None:
+        """The lab concept ``label`` over the admission (see the module rules); None if absent."""
+        if label not in self._labs:
+            self._labs[label] = self._load_lab(label)
+        return self._labs[label]
+
+    def _load_lab(self, label: str) -> LabSeries | None:
+        rows = self.con.execute(
+            """
+            SELECT l.itemid, lower(COALESCE(d.category, '')), l.charttime, l.valuenum,
+                   l.valueuom, l.ref_range_lower, l.ref_range_upper
+            FROM labevents l JOIN d_labitems d USING (itemid)
+            WHERE l.subject_id = ? AND l.hadm_id = ? AND l.charttime < ?
+              AND l.valuenum IS NOT NULL AND d.label = ?
+              AND (d.fluid IS NULL OR lower(d.fluid) = 'blood')
+            ORDER BY l.charttime, l.labevent_id
+            """, [self.subject_id, self.hadm_id, self.cutoff, label]).fetchall()
+        if any(cat != BLOOD_GAS for _, cat, *_ in rows):
+            rows = [r for r in rows if r[1] != BLOOD_GAS]
+        if not rows:
+            return None
+        counts: dict[int, int] = {}
+        for r in rows:
+            counts[int(r[0])] = counts.get(int(r[0]), 0) + 1
+        rank = {item: (-n, item) for item, n in counts.items()}
+        by_time: dict[dt.datetime, tuple] = {}
+        for r in rows:
+            kept = by_time.get(r[2])
+            if kept is None or rank[int(r[0])] < rank[int(kept[0])]:
+                by_time[r[2]] = r
+        points = tuple(LabPoint(t, float(v), str(u or ""), _num(lo), _num(hi), int(item))
+                       for t, (item, _, _, v, u, lo, hi) in sorted(by_time.items()))
+        return LabSeries(label, tuple(sorted(counts)), points)
+
+    @cached_property
+    def cultures(self) -> tuple[Culture, ...]:
+        """Each specimen of the admission up to the cutoff with its organisms, newest first."""
+        rows = self.con.execute(
+            """
+            SELECT micro_specimen_id, any_value(spec_type_desc),
+                   min(COALESCE(charttime, chartdate)),
+                   list(DISTINCT org_name ORDER BY org_name) FILTER (WHERE org_name IS NOT NULL)
+            FROM microbiologyevents
+            WHERE subject_id = ? AND hadm_id = ? AND COALESCE(charttime, chartdate) < ?
+            GROUP BY micro_specimen_id
+            """, [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        out = [Culture(str(spec or ""), t, tuple(orgs or ())) for _, spec, t, orgs in rows]
+        return tuple(sorted(out, key=lambda c: (c.time, c.specimen), reverse=True))
+
+    @property
+    def positive_cultures(self) -> tuple[Culture, ...]:
+        return tuple(c for c in self.cultures if c.organisms)
+
+
+def load_timeline(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
+                  current_date: str) -> Timeline:
+    """The timeline of one admission at ``current_date`` (queries run lazily, once each)."""
+    return Timeline(con, int(subject_id), int(hadm_id), str(current_date)[:10])

@@ -1,0 +1,193 @@
+"""Built sessions read against the raw source CSV tables, independently of the builder.
+
+A reviewer's reading of MIMIC-IV, written from the tables alone with DuckDB (no builder, no
+store, no tools): what each session's rubric may say about current orders, doses, latest
+lab values, cultures, administrations and the patient's course. ``defects`` lists every
+disagreement by category; a clinically sound build has none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+#: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
+#: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
+GRACE = dt.timedelta(hours=1)
+NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
+CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
+              "end_of_life")
+
+
+def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str) -> None:
+    path = source / module / f"{name}.csv.gz"
+    if path.is_file():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{path}', header=true, "
+                    "all_varchar=true)")
+    else:
+        con.execute(f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS hadm_id, "
+                    "NULL::VARCHAR AS itemid, NULL::VARCHAR AS label WHERE false")
+
+
+def raw(source: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    for module, names in (("hosp", ("admissions", "prescriptions", "pharmacy", "labevents",
+                                    "d_labitems", "emar", "microbiologyevents")),
+                          ("icu", ("icustays", "inputevents", "d_items"))):
+        for name in names:
+            _table(con, source, module, name)
+    return con
+
+
+def _ts(text: Any) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(str(text)) if text not in (None, "") else None
+
+
+def _num(text: Any) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+class Record:
+    """One admission's raw rows, read on demand."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, hadm_id: int, current_date: str) -> None:
+        self.con, self.hadm = con, str(hadm_id)
+        self.cutoff = dt.datetime.fromisoformat(current_date) + dt.timedelta(days=1)
+        adm = con.execute("SELECT dischtime, deathtime, discharge_location, hospital_expire_flag "
+                          "FROM admissions WHERE hadm_id = ?", [self.hadm]).fetchone()
+        self.disch, self.death, self.location, self.expired = adm
+
+    def rows(self, sql: str, *args: Any) -> list[tuple]:
+        return self.con.execute(sql, [self.hadm, *args]).fetchall()
+
+    @property
+    def end_of_life(self) -> bool:
+        loc = str(self.location or "").upper()
+        return self.expired == "1" or bool(self.death) or "DIED" in loc or "HOSPICE" in loc
+
+    def current_doses(self, word: str) -> set[float] | None:
+        """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
+        ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
+        out: set[float] = set()
+        for start, stop, dose, freq, sliding in self.rows(
+                "SELECT p.starttime, p.stoptime, p.dose_val_rx, ph.frequency, ph.sliding_scale "
+                "FROM prescriptions p LEFT JOIN pharmacy ph USING (pharmacy_id) "
+                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower()):
+            s, e = _ts(start), _ts(stop)
+            if (s is not None and s > ref) or (e is not None and e < ref - GRACE):
+                continue
+            f = str(freq or "").upper()
+            if sliding == "Y" or any(w in f for w in NO_FIXED_DOSE) or not _num(dose):
+                return None
+            out.add(float(dose))
+        return out
+
+    def lab_series(self, label: str) -> list[tuple[dt.datetime, float]]:
+        rows = self.rows(
+            "SELECT l.charttime, l.valuenum, lower(coalesce(d.category, '')) FROM labevents l "
+            "JOIN d_labitems d USING (itemid) WHERE l.hadm_id = ? AND d.label = ? "
+            "AND lower(coalesce(d.fluid, 'blood')) = 'blood' AND l.valuenum IS NOT NULL", label)
+        rows = [(_ts(t), float(v), c) for t, v, c in rows if _ts(t) < self.cutoff]
+        if any(c != "blood gas" for *_, c in rows):
+            rows = [r for r in rows if r[2] != "blood gas"]
+        return sorted((t, v) for t, v, _ in rows)
+
+    def organisms(self) -> set[str]:
+        return {o for (o, t) in self.rows(
+            "SELECT org_name, coalesce(charttime, chartdate) FROM microbiologyevents "
+            "WHERE hadm_id = ? AND org_name IS NOT NULL") if _ts(t) < self.cutoff}
+
+    def icu_doses(self, word: str) -> int:
+        return self.rows("SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
+                         "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
+                         word.lower())[0][0]
+
+    def emar_counts(self, word: str) -> tuple[int, int]:
+        """(given, not given) eMAR events; an event with no text is neither."""
+        given = missed = 0
+        for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
+                                  "AND contains(lower(medication), ?)", word.lower()):
+            text = str(event or "").lower()
+            if not text or _ts(t) >= self.cutoff:
+                continue
+            if text.startswith("not ") or "held" in text or "hold" in text:
+                missed += "stopped" not in text
+            elif not text.startswith(("stopped", "delayed")) and any(
+                    w in text for w in ("administered", "given", "applied", "started", "confirmed",
+                                        "flushed", "assessed", "removed", "read", "rate change",
+                                        "reconciliation")):
+                given += 1
+        return given, missed
+
+
+def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(a["action"]["name"], a["action"]["arguments"]) for a in turn
+            if a["action"]["name"] != "prepare_to_answer"]
+
+
+def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]:
+    """Every rubric fact the raw tables contradict, by category (see module docstring)."""
+    con = raw(source)
+    out: dict[str, list[str]] = defaultdict(list)
+    for e in entries:
+        rec = Record(con, e["hadm_id"], e["current_date"])
+        if rec.end_of_life:
+            out["end_of_life"].append(f"{e['id']}: admission ended in death or hospice")
+        for t, (turn, checks) in enumerate(zip(e["answer_list"], e["rubric_checks"], strict=True)):
+            where = f"{e['id']} turn {t}"
+            calls = _calls(turn)
+            drugs = {a["medication"].lower() for n, a in calls
+                     if n in ("MedicationRequest.search", "MedicationAdministration.search")}
+            writes = [a for n, a in calls if n == "MedicationRequest.create"]
+            for a in writes:
+                if not rec.current_doses(str(a["medication"]).split()[0].lower()):
+                    out["current_orders"].append(f"{where}: renews {a['medication']}, not current")
+            labs = {a["code"] for n, a in calls if n == "Observation.search" and a.get("code")}
+            for c in checks:
+                if c["kind"] != "value":
+                    continue
+                label, value = c["label"], c["value"]
+                if label in drugs:
+                    if value == 0:
+                        out["zero_doses"].append(f"{where}: {label} dose 0")
+                    doses = rec.current_doses(label)
+                    if not doses or value not in doses:
+                        out["current_orders"].append(
+                            f"{where}: {label} {value} not a current scheduled dose ({doses})")
+                elif label in labs:
+                    series = rec.lab_series(label)
+                    values = [v for _, v in series]
+                    if not series:
+                        out["latest_values"].append(f"{where}: no {label} in the record")
+                    elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
+                        out["latest_values"].append(
+                            f"{where}: {label} {value}, latest is {values[-1]}")
+                    elif value not in (values[0], values[-1], max(values), min(values)):
+                        out["latest_values"].append(
+                            f"{where}: {label} {value} is not first, last, peak or nadir")
+                elif label in ("given", "not given") and drugs:
+                    word = next(iter(drugs))
+                    if rec.icu_doses(word):
+                        out["administrations"].append(f"{where}: {word} has ICU doses")
+                    given, missed = rec.emar_counts(word)
+                    if value != (given if label == "given" else missed):
+                        out["administrations"].append(
+                            f"{where}: {label} {value}, eMAR says {given} given, {missed} not")
+            if any(a.get("report_type") == "culture" for n, a in calls
+                   if n == "DiagnosticReport.search"):
+                orgs = rec.organisms()
+                answer = turn[-1]["observation"]
+                named = {o for o in orgs if o in answer}
+                if orgs and not named:
+                    out["cultures"].append(f"{where}: answer names none of {sorted(orgs)}")
+                if orgs and any("no organism" in w for c in checks if c["kind"] == "concept"
+                                for w in c["any"]["en"]):
+                    out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
+    return {k: out.get(k, []) for k in CATEGORIES}
