@@ -47,7 +47,8 @@ from physassist.cli.mlflow_staging import (
     run_name,
     stage_artifacts,
 )
-from physassist.cli.printing import Outcome, fail, report
+from physassist.cli.preflight import EndpointError, check_endpoints
+from physassist.cli.printing import Outcome, fail, fault, report
 from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
 from physassist.providers import provider_error
 from physassist.tracking.params import flatten_config
@@ -160,6 +161,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
         name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
         raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
+    check_endpoints([("model", assistant_spec), *role_specs.items()])  # EndpointError: before any run
     if not sweep:
         open_tracker()
 
@@ -254,6 +256,12 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
         fail(str(exc))
         return None
+    except EndpointError as exc:  # a system fault before the first sample: no run was made
+        if job.sweep_dir is not None:
+            from physassist.cli.hydra_errors import JobFailed
+
+            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=EXIT_FAULTS) from exc
+        fault(str(exc))
     report(outcome, resolve(cfg))
     if outcome.status == "FAILED":
         if job.sweep_dir is not None:

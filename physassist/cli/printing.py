@@ -77,6 +77,14 @@ def report(outcome: Outcome, config: Mapping[str, Any]) -> None:
         print(f"physassist-eval: system faults: {outcome.faults}", file=sys.stderr)
 
 
+def fault(message: str, code: int | None = None) -> None:
+    """One line for a system fault that ends the command (exit ``EXIT_FAULTS`` unless ``code``)."""
+    from physassist.faults import EXIT_FAULTS
+
+    print(f"physassist-eval: fault: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_FAULTS if code is None else code)
+
+
 def fail(message: str, code: int = 2) -> None:
     print(f"physassist-eval: error: {message}", file=sys.stderr)
     raise SystemExit(code)

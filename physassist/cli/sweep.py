@@ -21,10 +21,11 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.config import ConfigError, check_config, resolve
+from physassist.cli.config import ConfigError, check_config, model_specs, resolve
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
-from physassist.cli.printing import fail
+from physassist.cli.preflight import EndpointError, check_endpoints
+from physassist.cli.printing import fail, fault
 from physassist.faults import EXIT_FAULTS
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.params import experiment_params, flatten_config
@@ -60,18 +61,23 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     return [list(job) for batch in batches for job in batch]
 
 
-def check_jobs(jobs: list[list[str]]) -> None:
-    """Compose and check every job before any runs; the first bad one stops the sweep."""
+def check_jobs(jobs: list[list[str]]) -> list[tuple[str, Any]]:
+    """Compose and check every job before any runs; the first bad one stops the sweep.
+    Returns every job's (role, model spec), for the endpoints' pre-flight."""
     from hydra import compose
 
+    specs: list[tuple[str, Any]] = []
     for number, overrides in enumerate(jobs):
         try:
             config = resolve(compose(config_name="eval", overrides=overrides, return_hydra_config=True))
             check_config(config)
+            assistant, roles = model_specs(config)
+            specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {one_line(exc)}") from exc
+    return specs
 
 
 def record_tracking_error(sweep_dir: Path, message: str) -> None:
@@ -106,9 +112,11 @@ class SweepCallback(Callback):
             base = resolve(config)
             check_config(base)
             jobs = job_overrides(config)
-            check_jobs(jobs)
+            check_endpoints(check_jobs(jobs))  # a dead endpoint stops the sweep before any run
         except ConfigError as exc:
             fail(str(exc))
+        except EndpointError as exc:
+            fault(str(exc))
         arguments = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
         arguments += [f"{k}={v}" for k, v in params.items()]
