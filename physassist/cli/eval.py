@@ -246,6 +246,9 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
 
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> Outcome | None:
+    from physassist import signals
+
+    signals.install()  # also in a sweep's worker process (joblib), where main() did not run
     job = JobContext.from_hydra()
     try:
         outcome = run_experiment(cfg, job)

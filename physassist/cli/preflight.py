@@ -33,7 +33,9 @@ def served_name(spec: ModelSpec) -> str:
 def check_endpoint(role: str, spec: ModelSpec, timeout: float = PREFLIGHT_S) -> None:
     """Raise ``EndpointError`` when the endpoint of ``spec`` is unreachable, silent, failing
     (5xx), refuses the key (401/403) or lists its models without this one."""
-    import httpx
+    import json
+    import urllib.error
+    import urllib.request
 
     if not spec.base_url:
         return
@@ -42,35 +44,27 @@ def check_endpoint(role: str, spec: ModelSpec, timeout: float = PREFLIGHT_S) -> 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     where = f"{role} endpoint {spec.base_url}"
     try:
-        response = httpx.get(url, headers=headers, timeout=timeout)
-    except httpx.ConnectError as exc:
-        raise EndpointError(f"{where}: cannot connect ({_reason(exc)})") from exc
-    except httpx.TimeoutException as exc:
-        raise EndpointError(f"{where}: no answer to GET {url} within {timeout:.0f} s") from exc
-    except httpx.HTTPError as exc:
-        raise EndpointError(f"{where}: GET {url} failed ({_reason(exc)})") from exc
-    status = response.status_code
-    if status >= 500:
-        raise EndpointError(f"{where}: the server answers HTTP {status} (GET {url})")
-    if status in (401, 403):
-        raise EndpointError(f"{where}: HTTP {status}, the key in ${spec.api_key_env} is refused")
-    if status != 200:
-        return
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code >= 500:
+            raise EndpointError(f"{where}: the server answers HTTP {exc.code} (GET {url})") from exc
+        if exc.code in (401, 403):
+            raise EndpointError(f"{where}: HTTP {exc.code}, the key in ${spec.api_key_env} is refused") from exc
+        return  # no model list here (404, ...): nothing to compare
+    except (TimeoutError, urllib.error.URLError, OSError) as exc:
+        cause = getattr(exc, "reason", exc)
+        if isinstance(cause, TimeoutError) or "timed out" in str(cause):
+            raise EndpointError(f"{where}: no answer to GET {url} within {timeout:.0f} s") from exc
+        raise EndpointError(f"{where}: cannot connect ({cause})") from exc
     try:
-        served = [str(m.get("id")) for m in response.json().get("data") or []]
+        served = [str(m.get("id")) for m in json.loads(body).get("data") or []]
     except (ValueError, AttributeError):
         return  # not an OpenAI model list: nothing to compare
     name = served_name(spec)
     if served and name not in served:
         listed = ", ".join(served[:5]) + (f" and {len(served) - 5} more" if len(served) > 5 else "")
         raise EndpointError(f"{where} does not serve {NAME_KEY.get(role, role)}={name} (it serves: {listed})")
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost cause's text (httpx wraps the socket error: "[Errno 111] Connection refused")."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def check_endpoints(specs: Iterable[tuple[str, ModelSpec | list[ModelSpec]]]) -> None:

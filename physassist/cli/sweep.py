@@ -180,18 +180,65 @@ def close(opened: _Open, status: str | None) -> None:
         record_tracking_error(opened.sweep_dir, f"closing the sweep: {error_line(exc)}")
 
 
+JOBS_END_S = 15.0  # how long an interrupted sweep waits for its job processes to be gone
+
+
+def end_jobs(opened: _Open, reason: str) -> None:
+    """Mark KILLED the runs of jobs that ran in other processes (joblib workers: the launcher
+    kills them with SIGKILL on an interrupt, so they cannot end their runs themselves), once
+    their processes are gone (bounded by ``JOBS_END_S``). A job of another live process (an
+    identical sweep running at the same time) is left to it."""
+    import time
+
+    from physassist.tracking import claims
+
+    try:
+        tracker = open_tracker_for(opened.tracking, retries=8)
+        mine = {os.getpid(), *(p.pid for p in _children())}
+        deadline = time.monotonic() + JOBS_END_S
+        while time.monotonic() < deadline:
+            live = claims.live_children(tracker, opened.sweep_id)
+            if not any(_owner_pid(r) in mine for r in live):
+                break
+            time.sleep(0.5)
+        claims.mark_stale(tracker, opened.sweep_id, f": the sweep was {reason}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"tracking failed when ending the jobs of sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
+
+
+def _children() -> list:
+    import psutil
+
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _owner_pid(run) -> int | None:
+    from physassist.tracking.claims import OWNER_TAG
+    from physassist.tracking.owner import Owner
+
+    owner = Owner.parse(run.data.tags.get(OWNER_TAG))
+    return owner.pid if owner else None
+
+
 def run(entry: Callable[[], Any]) -> None:
     """Run the Hydra entry point; a sweep cut short by Ctrl-C or a failed job is closed
     KILLED or FAILED instead of being left RUNNING."""
     global _open
+    from physassist import signals
+
+    signals.install()
     try:
         entry()
     except KeyboardInterrupt:
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
+            end_jobs(opened, signals.reason())
             close(opened, "KILLED")
-        print("physassist-eval: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+        print(f"physassist-eval: {signals.reason()}", file=sys.stderr)
+        raise SystemExit(signals.exit_code()) from None
     except BaseException as exc:  # a failed job, or any error: the parent must not stay RUNNING
         opened, _open = _open, None
         ended_well = isinstance(exc, SystemExit) and exc.code in (0, None)

@@ -159,12 +159,14 @@ def claim(tracker: Tracker, run_name: str, tags: Mapping[str, str], sweep: Sweep
     return Claim("mine", new_run(tracker, run_name, tags, me), 1, str(me))
 
 
-def mark_stale(tracker: Tracker, sweep_id: str) -> list[str]:
-    """Mark the sweep's RUNNING child runs whose owner is gone KILLED; returns their ids."""
+def mark_stale(tracker: Tracker, sweep_id: str, why: str = "") -> list[str]:
+    """Mark the sweep's RUNNING child runs whose owner is gone KILLED (``why``: added to the
+    reason); returns their ids."""
     stale = []
     for run in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING"):
         if holder(run, None) is None:
-            tracker.set_tags(run.info.run_id, {END_TAG: f"{run.data.tags.get(OWNER_TAG)} stopped without finishing"})
+            reason = f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}"
+            tracker.set_tags(run.info.run_id, {END_TAG: reason})
             tracker.terminate(run.info.run_id, "KILLED")
             stale.append(run.info.run_id)
     return stale
@@ -205,8 +207,10 @@ def holding(tracker: Tracker, run_id: str, *, sweep_pid: int | None = None) -> I
     try:
         yield
     except (KeyboardInterrupt, SystemExit):
+        from physassist import signals
+
         with contextlib.suppress(Exception):
-            tracker.set_tags(run_id, {END_TAG: "interrupted (Ctrl-C)"})
+            tracker.set_tags(run_id, {END_TAG: signals.reason()})
             tracker.terminate(run_id, "KILLED")
         raise
     except BaseException as exc:
