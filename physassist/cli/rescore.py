@@ -45,6 +45,7 @@ from physassist.cli.config import (
 )
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
+from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
 from physassist.tracking.params import flatten_config
 from scorers import judges
 
@@ -192,6 +193,7 @@ class Rescored:
     run_id: str | None
     metrics: dict[str, float]
     skipped: bool = False
+    faults: str | None = None  # physassist.faults.fault_summary: the judge could not grade turns
 
 
 def _params(source: Source, config: Mapping[str, Any]) -> dict[str, str]:
@@ -265,6 +267,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     new = read_eval_log(str(out_path))
     turns, metrics = results(new, taus)
     metrics.update(compare(before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."))
+    faults = fault_summary(turns)
     run_id = None
     if tracker is not None:
         staging = runs.staging_dir()
@@ -277,6 +280,8 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
             params = _params(source, config)
             tags = _tags(source, config, key, str(out_path.resolve()))
             tags.update(comparability.tags_for(params, tags))
+            if faults:  # not a result: FAILED, the reasons in a tag
+                tags[FAULT_TAG] = faults[:5000]
             run_id = tracker.log_run(
                 run_name=name,
                 params=params,
@@ -284,10 +289,11 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
                 metrics=metrics,
                 files=files,
                 parent_run_id=source.run_id,
+                status="FAILED" if faults else "FINISHED",
             )
         finally:
             runs.remove_dir(staging)
-    return Rescored(source, label, str(out_path), run_id, metrics)
+    return Rescored(source, label, str(out_path), run_id, metrics, faults=faults)
 
 
 def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored]:
@@ -385,6 +391,11 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
         _fail(str(exc))
         return None
     print_results(done)
+    faulted = [r for r in done if r.faults]
+    for r in faulted:
+        print(f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}", file=sys.stderr)
+    if faulted and sweep_dir is None:
+        raise SystemExit(EXIT_FAULTS)
     return done
 
 
