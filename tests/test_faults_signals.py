@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -115,3 +116,55 @@ def test_a_signal_ends_a_sweep_and_every_job_run_and_a_rerun_finishes_each_job_o
     jobs = [r for r in runs if r.data.tags.get("physassist.kind") == "job"]
     assert sorted(r.info.status for r in jobs) == ["FINISHED", "FINISHED"]  # one run per job, resumed
     assert len({r.data.tags["physassist.job_key"] for r in jobs}) == 2
+
+
+def _dead_owner() -> str:
+    from physassist.tracking.owner import Owner
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return str(Owner(Owner.me().host, proc.pid, time.time() - 5))
+
+
+def test_runs_whose_owner_is_gone_are_ended_by_the_next_command_that_opens_the_experiment(tmp_path) -> None:
+    """A job, a sweep parent and a single run a dead process left RUNNING end KILLED with the
+    reason; a run of a live process and a run that names no owner are left alone."""
+    from physassist.tracking import claims
+    from physassist.tracking.owner import Owner
+    from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
+
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    tracker = Tracker(uri, "physassist")
+    dead = _dead_owner()
+    gone = [
+        tracker.create_run("job", {KIND_TAG: "job", SWEEP_TAG: "sw", claims.OWNER_TAG: dead}),
+        tracker.create_run("sweep", {KIND_TAG: "sweep", SWEEP_TAG: "sw", claims.OWNER_TAG: dead}),
+        tracker.create_run("single", {KIND_TAG: "job", claims.OWNER_TAG: dead}),
+    ]
+    alive = tracker.create_run("live", {KIND_TAG: "job", claims.OWNER_TAG: str(Owner.me())})
+    unowned = tracker.create_run("other tool", {})
+    proc = subprocess.run(
+        [str(VENV_BIN / "physassist-report"), "--tracking-uri", uri, "--out", str(tmp_path / "report"), "--no-log"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+    )
+    assert "3 run(s) whose process is gone (kill -9, a crash) marked KILLED" in proc.stderr, proc.stderr[-2000:]
+    for run_id in gone:
+        run = tracker.client.get_run(run_id)
+        assert run.info.status == "KILLED" and run.data.tags[claims.END_TAG].startswith(f"{dead} stopped without finishing")
+    assert {tracker.client.get_run(r).info.status for r in (alive, unowned)} == {"RUNNING"}
+
+
+@pytest.mark.slow
+def test_after_kill_9_of_a_sweep_the_next_eval_ends_its_runs_killed(tmp_path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    code, _, runs = _interrupt(tmp_path, signal.SIGKILL, "-m", "query=implicit,explicit")
+    assert code == -signal.SIGKILL and [r.info.status for r in runs if r.info.status == "RUNNING"]
+    later = subprocess.run(
+        [str(VENV_BIN / "physassist-eval"), "inspect.limit=1", "inspect.display=none", f"tracking.uri={uri}",
+         f"inspect.log_dir={tmp_path / 'logs2'}", f"hydra.run.dir={tmp_path / 'out2'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert later.returncode == 0, later.stderr[-2000:]
+    ended = [r for r in _runs(uri) if r.info.run_id in {x.info.run_id for x in runs}]
+    assert ended and all(r.info.status == "KILLED" for r in ended)
+    assert all("stopped without finishing" in r.data.tags["physassist.end_reason"] for r in ended)

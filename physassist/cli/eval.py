@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -110,6 +111,20 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     return log
 
 
+def end_abandoned(tracker) -> None:
+    """Runs a dead process left RUNNING (``kill -9``) are ended KILLED, with one line."""
+    from physassist.tracking import claims
+    from physassist.tracking.mlflow_store import error_line
+
+    try:
+        ended = claims.end_abandoned(tracker)
+    except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+        print(f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}", file=sys.stderr)
+        return
+    if ended:
+        print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+
+
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     from physassist import comparability
@@ -133,6 +148,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             tracker = open_tracker_for(tracking)
         except TrackingError as exc:
             tracking_error = str(exc)
+            return
+        end_abandoned(tracker)
 
     sweep = runs.SweepInfo.read(job.sweep_dir) if job.sweep_dir else None
     if job.sweep_dir and sweep is None:  # no callback ran (e.g. hydra.callbacks overridden)

@@ -302,6 +302,10 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     check_passed_on(config)
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
+    if tracker is not None:
+        from physassist.cli.eval import end_abandoned
+
+        end_abandoned(tracker)
     judge = config["judge"]
     known = (*judges.JUDGES, "human")  # the registered judges and this command's own
     if judge["mode"] not in known:

@@ -28,6 +28,7 @@ from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault
 from physassist.faults import EXIT_FAULTS
 from physassist.tracking.mlflow_store import error_line
+from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
 
 TRACKING_ERRORS_FILE = "physassist_tracking_errors.txt"
@@ -132,6 +133,10 @@ class SweepCallback(Callback):
                 experiment = config.hydra.runtime.choices.get("experiment")
                 name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
                 parent = tracker.start_sweep(sweep_id, arguments, name)
+                tracker.set_tags(parent, {claims.OWNER_TAG: str(Owner.me())})  # a later command ends it if we die
+                ended = claims.end_abandoned(tracker)
+                if ended:
+                    print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED")
                 tracker.log_params(parent, shared_params(flatten_config(base), arguments))
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:

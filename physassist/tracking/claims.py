@@ -172,6 +172,27 @@ def mark_stale(tracker: Tracker, sweep_id: str, why: str = "") -> list[str]:
     return stale
 
 
+def end_abandoned(tracker: Tracker) -> list[str]:
+    """Mark KILLED every RUNNING run of the experiment whose owner is gone (its process died
+    on this host: ``kill -9``, a crash, a lost machine; or no heartbeat for ``LEASE_S``
+    elsewhere), with the reason; returns their ids. Every command that opens the experiment
+    calls it, so a run is not left looking alive until the same sweep is re-run. Runs that
+    name no owner (older versions, other tools) are left alone."""
+    ended = []
+    for run in tracker.find_runs({}, status="RUNNING"):
+        owner = run.data.tags.get(OWNER_TAG)
+        if owner is None or Owner.parse(owner) is None or holder(run, None) is not None:
+            continue
+        sweep_id = run.data.tags.get(SWEEP_TAG)
+        if run.data.tags.get(KIND_TAG) == "sweep" and sweep_id and live_children(tracker, sweep_id):
+            continue  # an identical sweep in another process still runs its jobs and will close it
+        with contextlib.suppress(Exception):  # another command may be ending it at the same moment
+            tracker.set_tags(run.info.run_id, {END_TAG: f"{owner} stopped without finishing (found by {Owner.me()})"})
+            tracker.terminate(run.info.run_id, "KILLED")
+            ended.append(run.info.run_id)
+    return ended
+
+
 def live_children(tracker: Tracker, sweep_id: str) -> list:
     """The sweep's child runs still held by a live process (possibly another sweep's)."""
     running = tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING")
