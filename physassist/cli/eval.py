@@ -95,10 +95,12 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     from inspect_ai import eval_set
     from inspect_ai.log import read_eval_log
 
+    from physassist.cli.progress import reporting
     from physassist.gc_freeze import frozen_heap
 
     common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
-    with frozen_heap():
+    sessions = min(len(task.dataset), options.get("limit") or len(task.dataset))
+    with frozen_heap(), reporting(sessions * int(options.get("epochs") or 1)):
         if resumable:
             _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
         else:
