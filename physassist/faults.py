@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "ERROR_STATUS", "EXIT_FAULTS", "FAULT_TAG", "JUDGE_FAILED_MAX", "SystemFault", "describe", "fault_summary",
+    "DiskFull", "ERROR_STATUS", "EXIT_FAULTS", "FAULT_TAG", "JUDGE_FAILED_MAX", "SystemFault", "describe", "fault_summary",
 ]
 
 #: The scorer status (and the loop's ``end``) of a turn that a system fault ended.
@@ -35,6 +35,36 @@ FAULT_TAG = "physassist.faults"
 #: system fault like any other: 0, so any such turn makes the run FAILED and exits 4. A judge
 #: that cannot grade says nothing about the assistant.
 JUDGE_FAILED_MAX = 0
+
+
+class DiskFull(RuntimeError):
+    """A directory we write to has no space left (ENOSPC): the message names it."""
+
+
+def no_space(exc: BaseException | None, directory: str | None = None) -> bool:
+    """Whether ``exc`` (or an error in its chain) is ENOSPC, or, when ``directory`` is given,
+    whether a small write there fails with ENOSPC now (Inspect's log writer reports a full
+    disk as another error: the file it could not write is missing)."""
+    import errno
+    import os
+    import tempfile
+
+    for _ in range(10):
+        if exc is None:
+            break
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    if directory is None:
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".physassist-space-") as probe:
+            probe.write(b"\0" * 65536)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as probe_error:
+        return probe_error.errno == errno.ENOSPC
+    return False
 
 
 class SystemFault(RuntimeError):

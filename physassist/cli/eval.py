@@ -50,7 +50,7 @@ from physassist.cli.mlflow_staging import (
 )
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import Outcome, fail, fault, report
-from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
+from physassist.faults import EXIT_FAULTS, FAULT_TAG, DiskFull, fault_summary, no_space
 from physassist.providers import provider_error
 from physassist.tracking.params import flatten_config
 
@@ -204,15 +204,20 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     log_root = Path(str(lookup(config, "inspect.log_dir"))).expanduser()
     log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
     with claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext():
-        log = _evaluate(
-            task,
-            assistant,
-            roles,
-            eval_options(config),
-            log_dir,
-            resumable=bool(sweep),
-            tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
-        )
+        try:
+            log = _evaluate(
+                task,
+                assistant,
+                roles,
+                eval_options(config),
+                log_dir,
+                resumable=bool(sweep),
+                tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
+            )
+        except Exception as exc:  # a full disk: one line naming the directory, the run FAILED
+            if no_space(exc, str(log_dir) if log_dir.is_dir() else None):
+                raise DiskFull(f"Inspect's log dir {log_dir}: no space left on device") from exc
+            raise
         log_path = local_path(log.location)
         status = "FINISHED" if log.status == "success" else "FAILED"
         turns, metrics = None, {}
@@ -278,7 +283,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
         fail(str(exc))
         return None
-    except EndpointError as exc:  # a system fault before the first sample: no run was made
+    except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
         if job.sweep_dir is not None:
             from physassist.cli.hydra_errors import JobFailed
 
