@@ -6,6 +6,7 @@ small latency, so the signal lands while a job evaluates."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -53,12 +54,15 @@ def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
     ]
 
 
-def _interrupt(tmp_path: Path, signum: int, *extra: str) -> tuple[int, str, list]:
+def _interrupt(tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None) -> tuple[int, str, list]:
     """Start the command, send ``signum`` once a job's run evaluates; the exit status, stderr
-    and the runs after it ended."""
+    and the runs after it ended. ``server``: a running one (a re-run must name the same URL:
+    it is part of the sweep's and the jobs' keys)."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     env = {**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY", "PYTHONUNBUFFERED": "1"}
-    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3) as server:
+    with contextlib.ExitStack() as stack:
+        if server is None:
+            server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3))
         proc = subprocess.Popen(
             _command(tmp_path, server.base_url, *extra), cwd=tmp_path, env=env, text=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -100,13 +104,14 @@ def test_a_signal_ends_a_single_run_killed_with_the_reason(tmp_path, signum) -> 
 )
 def test_a_signal_ends_a_sweep_and_every_job_run_and_a_rerun_finishes_each_job_once(tmp_path, launcher, signum) -> None:
     sweep = ["-m", f"hydra/launcher={launcher}", "query=implicit,explicit"]
-    code, err, runs = _interrupt(tmp_path, signum, *sweep)
-    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-    assert code == 128 + signum, err[-2000:]
-    _all_ended(runs, f"interrupted ({name})")
-    assert {r.data.tags.get("physassist.kind") for r in runs} == {"sweep", "job"}
+    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3) as server:
+        code, err, runs = _interrupt(tmp_path, signum, *sweep, server=server)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        assert code == 128 + signum, err[-2000:]
+        _all_ended(runs, f"interrupted ({name})")
+        assert {r.data.tags.get("physassist.kind") for r in runs} == {"sweep", "job"}
 
-    with ScriptedServer({"oracle": agent_policy(OracleAgent())}) as server:
+        server.latency = 0.0
         again = subprocess.run(
             _command(tmp_path, server.base_url, *sweep), cwd=tmp_path, capture_output=True, text=True, timeout=300,
             env={**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
