@@ -30,6 +30,24 @@ def _runs(uri: str) -> list:
     return client.search_runs([experiment.experiment_id]) if experiment else []
 
 
+def _job_running(db: Path) -> bool:
+    """A job's run is RUNNING: read-only SQL, as an MlflowClient on a store the command is still
+    creating would run its own migrations there ("attempt to write a readonly database")."""
+    import sqlite3
+
+    if not db.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as con:
+            (n,) = con.execute(
+                "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                "WHERE r.status = 'RUNNING' AND t.key = 'physassist.kind' AND t.value = 'job'"
+            ).fetchone()
+        return n > 0
+    except sqlite3.Error:
+        return False
+
+
 def _wait_for(what: Callable[[], bool], proc: subprocess.Popen, timeout: float = 150) -> None:
     deadline = time.monotonic() + timeout
     while not what():
@@ -68,10 +86,7 @@ def _interrupt(tmp_path: Path, signum: int, *extra: str, server: ScriptedServer 
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            running = lambda: (tmp_path / "mlruns").exists() and any(  # noqa: E731
-                r.info.status == "RUNNING" and r.data.tags.get("physassist.kind") == "job" for r in _runs(uri)
-            )
-            _wait_for(lambda: running() and bool(server.served()), proc)
+            _wait_for(lambda: _job_running(tmp_path / "mlruns" / "mlflow.db") and bool(server.served()), proc)
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=90)
         finally:

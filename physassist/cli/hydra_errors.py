@@ -24,7 +24,8 @@ _IN_FILE = re.compile(r"In '([^']+)': (\w+) raised while composing config:\n(.*?
 
 
 class JobFailed(RuntimeError):
-    """A sweep job failed: bad input (code 2) or a failed evaluation (code 1, see its log)."""
+    """A sweep job failed: bad input (code 2), a failed evaluation (code 1, see its log) or a
+    system fault such as a failed endpoint (code 4)."""
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)

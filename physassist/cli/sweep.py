@@ -6,7 +6,9 @@ run is found or created, runs left RUNNING by a dead process are marked KILLED (
 resume), and the parent's id is written into the sweep directory, where every job (joblib
 worker, submitit or Ray job) reads it. After the sweep the parent is marked FINISHED or FAILED;
 it stays RUNNING while another process still evaluates one of its jobs (an identical sweep
-started at the same time), and is marked KILLED on Ctrl-C and FAILED when a job failed.
+started at the same time), and is marked KILLED on Ctrl-C, SIGTERM or SIGHUP (with the runs of
+jobs whose worker processes were killed) and FAILED when a job failed. Before the first job,
+every job's model endpoints get a pre-flight (``preflight``).
 """
 
 from __future__ import annotations

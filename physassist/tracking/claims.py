@@ -12,7 +12,7 @@ tracking server over HTTP:
   heartbeat for ``LEASE_S``) by claiming attempt n+1; losing means another process resumed it.
 
 While it runs, the owner refreshes ``physassist.heartbeat`` on its run, marks the run KILLED on
-Ctrl-C and FAILED on an exception, and stops its own process if the sweep process that launched
+Ctrl-C, SIGTERM or SIGHUP (``physassist.signals``) and FAILED on an exception, and stops its own process if the sweep process that launched
 it dies, so no orphan goes on evaluating and logging for a sweep that is gone.
 """
 
