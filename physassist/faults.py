@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ERROR_STATUS", "EXIT_FAULTS", "FAULT_TAG", "SystemFault", "describe", "fault_summary"]
+__all__ = [
+    "DiskFull", "ERROR_STATUS", "EXIT_FAULTS", "FAULT_TAG", "JUDGE_FAILED_MAX", "SystemFault", "describe", "fault_summary",
+]
 
 #: The scorer status (and the loop's ``end``) of a turn that a system fault ended.
 ERROR_STATUS = "error"
@@ -28,6 +30,41 @@ ERROR_STATUS = "error"
 EXIT_FAULTS = 4
 #: MLflow tag of a run in which system faults left turns unscored (its value: ``fault_summary``).
 FAULT_TAG = "physassist.faults"
+#: Turns a run tolerates that the judge could not grade (its replies never parsed as a verdict,
+#: or its calls failed: scorer status ``failed`` with an ``error_kind``) before the run is a
+#: system fault like any other: 0, so any such turn makes the run FAILED and exits 4. A judge
+#: that cannot grade says nothing about the assistant.
+JUDGE_FAILED_MAX = 0
+
+
+class DiskFull(RuntimeError):
+    """A directory we write to has no space left (ENOSPC): the message names it."""
+
+
+def no_space(exc: BaseException | None, directory: str | None = None) -> bool:
+    """Whether ``exc`` (or an error in its chain) is ENOSPC, or, when ``directory`` is given,
+    whether a small write there fails with ENOSPC now (Inspect's log writer reports a full
+    disk as another error: the file it could not write is missing)."""
+    import errno
+    import os
+    import tempfile
+
+    for _ in range(10):
+        if exc is None:
+            break
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    if directory is None:
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".physassist-space-") as probe:
+            probe.write(b"\0" * 65536)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as probe_error:
+        return probe_error.errno == errno.ENOSPC
+    return False
 
 
 class SystemFault(RuntimeError):
@@ -61,16 +98,26 @@ def describe(exc: BaseException, limit: int = 500) -> str:
 
 def fault_summary(turns: pd.DataFrame) -> str | None:
     """One line saying how many turns system faults left unscored and why (the most frequent
-    reasons first), or None when there were none. ``turns``: the per-turn table."""
+    reasons first), and how many the judge could not grade (above ``JUDGE_FAILED_MAX``), or
+    None when there were none. ``turns``: the per-turn table."""
     if not len(turns) or "status" not in turns.columns:
         return None
+    parts = []
     faulted = turns[turns["status"] == ERROR_STATUS]
-    if faulted.empty:
-        return None
-    reasons = Counter(str(e) for e in faulted.get("error", [None] * len(faulted)))
+    if not faulted.empty:
+        parts.append(
+            f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: {_reasons(faulted)}"
+        )
+    kinds = turns["error_kind"] if "error_kind" in turns.columns else None
+    ungraded = turns[(turns["status"] != ERROR_STATUS) & kinds.isin(("unparseable", "provider"))] if kinds is not None else turns[:0]
+    if len(ungraded) > JUDGE_FAILED_MAX:
+        counts = Counter(str(k) for k in ungraded["error_kind"])
+        how = ", ".join(f"{n} {'unparseable replies' if k == 'unparseable' else 'failed calls'}" for k, n in counts.most_common())
+        parts.append(f"the judge could not grade {len(ungraded)} of {len(turns)} turns ({how}): {_reasons(ungraded)}")
+    return "; ".join(parts) or None
+
+
+def _reasons(turns: pd.DataFrame) -> str:
+    reasons = Counter(" ".join(str(e).split())[:200] for e in turns.get("error", [None] * len(turns)))
     top = "; ".join(f"{n}x {reason}" for reason, n in reasons.most_common(3))
-    more = f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
-    return (
-        f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: "
-        f"{top}{more}"
-    )
+    return top + (f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else "")

@@ -15,18 +15,22 @@ local token estimate), recorded per request in ``ScriptedServer.log``.
 Faults (``faults``: request number -> kind, numbered from 1 over chat requests): ``429``
 (with ``Retry-After``), ``500``, ``slow`` (answers after ``slow_seconds``), ``malformed_args``
 (an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls), ``unknown_tool`` (a tool that was not offered),
-``empty_choices``. ``latency`` delays every response (benchmarks).
+``empty_choices``. ``latency`` delays every response (benchmarks). ``broken=True``: HTTP 500 to
+every request, ``GET /v1/models`` included (a server that is up but failing).
+``silent_server()``: an address that accepts connections and never answers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -86,6 +90,16 @@ def patient_policy(body: dict[str, Any]) -> Reply:
     return {"content": PATIENT_ANSWER, "tool_calls": [], "usage": (100, 9)}
 
 
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """The base URL (``.../v1``) of a socket that listens (the kernel completes the TCP
+    handshake) but never accepts or answers: a hung server."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (it timed out, or gave up) is expected here; others raise."""
@@ -119,6 +133,7 @@ class ScriptedServer:
     retry_after: str = "0"
     log: list[Served] = field(default_factory=list)
     other_paths: list[str] = field(default_factory=list)
+    broken: bool = False
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -137,7 +152,9 @@ class ScriptedServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                if self.path.rstrip("/") == "/v1/models":
+                if server.broken:
+                    self._json(500, {"error": {"message": "internal error", "type": "server_error"}})
+                elif self.path.rstrip("/") == "/v1/models":
                     data = [{"id": name, "object": "model", "owned_by": "tests"} for name in server.policies]
                     self._json(200, {"object": "list", "data": data})
                 else:
@@ -205,6 +222,8 @@ class ScriptedServer:
             self.log.append(record)
         if self.latency:
             time.sleep(self.latency)
+        if self.broken:
+            fault = record.fault = "500"
         if model not in self.policies:
             record.status = 404
             return 404, {"error": {"message": f"model {model!r} not served"}}, {}

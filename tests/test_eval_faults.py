@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import copy
 import re
-import socket
 from pathlib import Path
 
 import pytest
+from fixtures_http import ScriptedServer, agent_policy
 from fixtures_scoring import gold_records, make_session, sample_metadata, scripted, verdict
 from fixtures_tracking import cli, search_runs, store_uri
 from inspect_ai import Task, eval
@@ -18,6 +18,7 @@ from inspect_ai.model import get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from tenacity import RetryError, Retrying, stop_after_attempt
 
+from physassist.agents.oracle import OracleAgent
 from physassist.faults import EXIT_FAULTS, FAULT_TAG, describe
 from physassist.metrics import summarize
 from physassist.results import turn_table
@@ -110,21 +111,16 @@ def test_describe_names_the_root_cause_on_one_bounded_line():
     assert describe(ExceptionGroup("g", [KeyError("k")])) == "KeyError: 'k'"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
-
-
 @pytest.mark.slow
-def test_dead_endpoint_gives_unscored_turns_a_failed_run_and_exit_4(tmp_path):
-    """The whole command against an address where no server listens."""
+def test_failing_model_calls_give_unscored_turns_a_failed_run_and_exit_4(tmp_path):
+    """The whole command against a server that lists its models (the pre-flight passes) and
+    answers every chat request with HTTP 500."""
     uri = store_uri(tmp_path)
-    proc = _against_a_dead_endpoint(tmp_path, uri, f"hydra.run.dir={tmp_path / 'out'}")
+    proc = _against_a_failing_server(tmp_path, uri, f"hydra.run.dir={tmp_path / 'out'}")
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     assert "error_turns        4" in proc.stdout
     [line] = [ln for ln in proc.stderr.splitlines() if "system fault" in ln]
-    assert "4 of 4 turns ended in a system fault and are unscored: 4x APIConnectionError" in line
+    assert "4 of 4 turns ended in a system fault and are unscored: 4x InternalServerError" in line
     [run] = search_runs(uri).to_dict("records")
     assert run["status"] == "FAILED" and run["metrics.error_turns"] == 4
     assert run["metrics.unscored_turns"] == 4 and run["metrics.scored_turns"] == 0
@@ -137,34 +133,35 @@ def test_dead_endpoint_gives_unscored_turns_a_failed_run_and_exit_4(tmp_path):
 def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
     """Sweep jobs run in other processes: their faults still reach the sweep's exit code."""
     uri = store_uri(tmp_path)
-    proc = _against_a_dead_endpoint(
+    proc = _against_a_failing_server(
         tmp_path, uri, "-m", "query=implicit,explicit", f"hydra.sweep.dir={tmp_path / 'multirun'}"
     )
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     [line] = [ln for ln in proc.stderr.splitlines() if "system faults in" in ln]
-    assert "system faults in 2 job(s) of the sweep" in line and "APIConnectionError" in line
+    assert "system faults in 2 job(s) of the sweep" in line and "InternalServerError" in line
     runs = search_runs(uri)
     children = runs[runs["tags.mlflow.parentRunId"].notna()]
     assert len(children) == 2 and set(children["status"]) == {"FAILED"}
     assert set(runs[runs["tags.mlflow.parentRunId"].isna()]["status"]) == {"FAILED"}  # the parent
 
 
-def _against_a_dead_endpoint(tmp_path: Path, uri: str, *extra: str):
-    """``physassist-eval`` with the assistant on an address where no server listens."""
-    return cli(
-        [
-            "physassist-eval",
-            *extra,
-            "model=openai_compatible",
-            f"model.base_url=http://127.0.0.1:{_free_port()}/v1",
-            "+model.args.max_retries=0",  # the OpenAI SDK's own retries
-            "inspect.limit=1",
-            "inspect.max_retries=0",
-            "inspect.timeout=20",
-            "inspect.display=none",
-            f"inspect.log_dir={tmp_path / 'logs'}",
-            f"tracking.uri={uri}",
-        ],
-        cwd=tmp_path,
-        env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
-    )
+def _against_a_failing_server(tmp_path: Path, uri: str, *extra: str):
+    """``physassist-eval`` with the assistant on a server whose chat requests all fail (500)."""
+    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults=lambda n, m: "500") as server:
+        return cli(
+            [
+                "physassist-eval",
+                *extra,
+                "model=openai_compatible",
+                "model.name=oracle",
+                f"model.base_url={server.base_url}",
+                "+model.args.max_retries=0",  # the OpenAI SDK's own retries
+                "inspect.limit=1",
+                "inspect.max_retries=0",
+                "inspect.display=none",
+                f"inspect.log_dir={tmp_path / 'logs'}",
+                f"tracking.uri={uri}",
+            ],
+            cwd=tmp_path,
+            env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+        )

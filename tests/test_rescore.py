@@ -26,6 +26,7 @@ from inspect_ai.model import (
 
 from physassist.agreement import compare, panel
 from physassist.cli.rescore import rescore_log
+from physassist.faults import fault_summary
 from physassist.metrics import summarize
 from physassist.results import TURNS_KEY, item_table, turn_table
 
@@ -118,6 +119,8 @@ def test_unparseable_replies_are_unscored_and_counted(source_log):
     metrics = summarize(turns)
     assert metrics["judge_unparseable"] == 1 and metrics["judge_unparseable_rate"] == 25.0
     assert metrics["unscored_turns"] == 1
+    # a judge that could not grade is a system fault (JUDGE_FAILED_MAX = 0): the rescore run is FAILED, exit 4
+    assert fault_summary(turns).startswith("the judge could not grade 1 of 4 turns (1 unparseable replies): 1x ")
 
 
 def test_panel_takes_the_majority_and_leaves_ties_unscored(source_log):

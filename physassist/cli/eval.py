@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -48,8 +49,9 @@ from physassist.cli.mlflow_staging import (
     run_name,
     stage_artifacts,
 )
-from physassist.cli.printing import Outcome, fail, report
-from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
+from physassist.cli.preflight import EndpointError, check_endpoints
+from physassist.cli.printing import Outcome, fail, fault, report
+from physassist.faults import EXIT_FAULTS, FAULT_TAG, DiskFull, fault_summary, no_space
 from physassist.providers import provider_error
 from physassist.tracking.params import flatten_config
 
@@ -95,11 +97,13 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     from inspect_ai import eval as inspect_eval
     from inspect_ai import eval_set
 
+    from physassist.cli.progress import reporting
     from physassist.gc_freeze import frozen_heap
     from physassist.results import samples_in_memory, with_samples
 
     common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
-    with frozen_heap(), samples_in_memory() as kept:
+    sessions = min(len(task.dataset), options.get("limit") or len(task.dataset))
+    with frozen_heap(), samples_in_memory() as kept, reporting(sessions * int(options.get("epochs") or 1)):
         if resumable:
             _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
         else:
@@ -107,6 +111,20 @@ def _evaluate(task, assistant, roles, options: dict[str, Any], log_dir: Path, re
     if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
         raise KeyboardInterrupt
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
+
+
+def end_abandoned(tracker) -> None:
+    """Runs a dead process left RUNNING (``kill -9``) are ended KILLED, with one line."""
+    from physassist.tracking import claims
+    from physassist.tracking.mlflow_store import error_line
+
+    try:
+        ended = claims.end_abandoned(tracker)
+    except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+        print(f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}", file=sys.stderr)
+        return
+    if ended:
+        print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
 
 
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
@@ -134,6 +152,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
             tracker = open_tracker_for(tracking)
         except TrackingError as exc:
             tracking_error = str(exc)
+            return
+        end_abandoned(tracker)
 
     sweep = runs.SweepInfo.read(job.sweep_dir) if job.sweep_dir else None
     if job.sweep_dir and sweep is None:  # no callback ran (e.g. hydra.callbacks overridden)
@@ -162,6 +182,7 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
         name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
         raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
+    check_endpoints([("model", assistant_spec), *role_specs.items()])  # EndpointError: before any run
     if not sweep:
         open_tracker()
 
@@ -185,15 +206,20 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     log_root = Path(str(lookup(config, "inspect.log_dir"))).expanduser()
     log_dir = (log_root / "sweeps" / sweep.sweep_id / key) if (sweep and key) else log_root
     with claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext():
-        log = _evaluate(
-            task,
-            assistant,
-            roles,
-            eval_options(config),
-            log_dir,
-            resumable=bool(sweep),
-            tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
-        )
+        try:
+            log = _evaluate(
+                task,
+                assistant,
+                roles,
+                eval_options(config),
+                log_dir,
+                resumable=bool(sweep),
+                tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
+            )
+        except Exception as exc:  # a full disk: one line naming the directory, the run FAILED
+            if no_space(exc, str(log_dir) if log_dir.is_dir() else None):
+                raise DiskFull(f"Inspect's log dir {log_dir}: no space left on device") from exc
+            raise
         log_path = local_path(log.location)
         status = "FINISHED" if log.status == "success" else "FAILED"
         turns, metrics = None, {}
@@ -255,8 +281,10 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
 
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> Outcome | None:
+    from physassist import signals
     from physassist.cli import console, sweep_summary
 
+    signals.install()  # also in a sweep's worker process (joblib), where main() did not run
     console.setup()  # in every process that runs a job (sweep workers too)
     job = JobContext.from_hydra()
     try:
@@ -268,6 +296,12 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
         fail(str(exc))
         return None
+    except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
+        if job.sweep_dir is not None:
+            from physassist.cli.hydra_errors import JobFailed
+
+            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=EXIT_FAULTS) from exc
+        fault(str(exc))
     config = resolve(cfg)
     if job.sweep_dir is None:
         report(outcome, config)

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 _OVERRIDE = re.compile(r"Could not (?:override|append to|delete from config\.?) '([^']+)'")
@@ -23,7 +24,8 @@ _IN_FILE = re.compile(r"In '([^']+)': (\w+) raised while composing config:\n(.*?
 
 
 class JobFailed(RuntimeError):
-    """A sweep job failed: bad input (code 2) or a failed evaluation (code 1, see its log)."""
+    """A sweep job failed: bad input (code 2), a failed evaluation (code 1, see its log) or a
+    system fault such as a failed endpoint (code 4)."""
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
@@ -122,6 +124,19 @@ def _flags_hint(program: str) -> str:
     return f" (--cfg prints one composition: {program} {' '.join(one)})"
 
 
+def _output_dir(exc: OSError) -> str:
+    """The directory a failed write was in: the file's, else the ``output_dir`` Hydra was
+    writing to (a local of its ``_save_config``/``run_job`` frames; Hydra's own config is reset
+    by then)."""
+    if exc.filename:
+        return f"Hydra's output dir {Path(str(exc.filename)).parent}"
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        found = tb.tb_frame.f_locals.get("output_dir", found)
+        tb = tb.tb_next
+    return f"Hydra's output dir {found}" if found else "Hydra's output dir"
+
+
 def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
     """Run a Hydra entry point; composition errors become one line and exit status 2."""
     from hydra.errors import (
@@ -148,6 +163,13 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
     except JobFailed as exc:
         print(f"{program}: error: {exc}", file=sys.stderr)
         raise SystemExit(exc.code) from None
+    except OSError as exc:  # Hydra's output dir (.hydra/*.yaml, the job log) on a full disk
+        from physassist.faults import no_space
+
+        if not no_space(exc):
+            raise
+        print(f"{program}: error: {_output_dir(exc)}: no space left on device (nothing ran)", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         if previous is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)

@@ -97,6 +97,20 @@ def _where(outcome: Outcome, config: Mapping[str, Any]) -> None:
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
 
 
+def progress_line(done: int, total: int, mrs: float, unscored: int) -> None:
+    """One short line per finished session (``physassist.cli.progress``, stdout not a TTY)."""
+    shown = "-" if mrs != mrs else f"{mrs:.1f}"
+    print(f"sessions {done}/{total}  mRS so far {shown}  unscored turns {unscored}", flush=True)
+
+
+def fault(message: str, code: int | None = None) -> None:
+    """One line for a system fault that ends the command (exit ``EXIT_FAULTS`` unless ``code``)."""
+    from physassist.faults import EXIT_FAULTS
+
+    print(f"physassist-eval: fault: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_FAULTS if code is None else code)
+
+
 def fail(message: str, code: int = 2) -> None:
     print(f"physassist-eval: error: {message}", file=sys.stderr)
     raise SystemExit(code)

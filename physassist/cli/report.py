@@ -30,6 +30,21 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
+    """Runs a dead process left RUNNING are ended KILLED before they are reported on."""
+    from physassist.cli.eval import end_abandoned
+    from physassist.tracking.mlflow_store import open_client, resolve_tracking_uri
+    from physassist.tracking.runs import Tracker
+
+    for experiment in experiments:
+        try:
+            if open_client(resolve_tracking_uri(uri), retries=0).get_experiment_by_name(experiment) is None:
+                continue  # never create one here: select_runs says it does not exist
+            end_abandoned(Tracker(uri, experiment))
+        except Exception:  # noqa: BLE001 - select_runs names the store's problem
+            continue
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)  # before the imports: --help and usage errors answer at once
     from physassist.report.build import (
@@ -44,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     experiments = args.experiment or ["physassist"]
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     out = args.out or Path("outputs") / "reports" / (args.sweep or "-".join(experiments))
+    _end_abandoned(args.tracking_uri, experiments)
     try:
         runs = select_runs(args.tracking_uri, experiments, args.filter, args.sweep, run_ids)
     except ReportError as exc:

@@ -45,6 +45,7 @@ from physassist.cli.config import (
 )
 from physassist.cli.hydra_errors import reported
 from physassist.cli.mlflow_staging import open_tracker_for
+from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
 from physassist.tracking.params import flatten_config
 from scorers import judges
 
@@ -193,6 +194,7 @@ class Rescored:
     metrics: dict[str, float]
     skipped: bool = False
     degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
+    faults: str | None = None  # physassist.faults.fault_summary: the judge could not grade turns
 
 
 def _params(source: Source, config: Mapping[str, Any]) -> dict[str, str]:
@@ -268,6 +270,7 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
     turns, metrics = results(new, taus)
     warning = degenerate.summary(turns)
     metrics.update(compare(before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."))
+    faults = fault_summary(turns)
     run_id = None
     if tracker is not None:
         staging = runs.staging_dir()
@@ -282,6 +285,8 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
             tags.update(comparability.tags_for(params, tags))
             if warning:
                 tags[degenerate.DEGENERATE_TAG] = warning
+            if faults:  # not a result: FAILED, the reasons in a tag
+                tags[FAULT_TAG] = faults[:5000]
             run_id = tracker.log_run(
                 run_name=name,
                 params=params,
@@ -289,10 +294,11 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
                 metrics=for_mlflow(metrics),
                 files=files,
                 parent_run_id=source.run_id,
+                status="FAILED" if faults else "FINISHED",
             )
         finally:
             runs.remove_dir(staging)
-    return Rescored(source, label, str(out_path), run_id, metrics, degenerate=warning)
+    return Rescored(source, label, str(out_path), run_id, metrics, degenerate=warning, faults=faults)
 
 
 def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored]:
@@ -301,6 +307,10 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     check_passed_on(config)
     tracking = config.get("tracking") or {}
     tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
+    if tracker is not None:
+        from physassist.cli.eval import end_abandoned
+
+        end_abandoned(tracker)
     judge = config["judge"]
     known = (*judges.JUDGES, "human")  # the registered judges and this command's own
     if judge["mode"] not in known:
@@ -400,6 +410,11 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
         _fail(str(exc))
         return None
     print_results(done)
+    faulted = [r for r in done if r.faults]
+    for r in faulted:
+        print(f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}", file=sys.stderr)
+    if faulted and sweep_dir is None:
+        raise SystemExit(EXIT_FAULTS)
     return done
 
 

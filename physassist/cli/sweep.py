@@ -6,7 +6,9 @@ run is found or created, runs left RUNNING by a dead process are marked KILLED (
 resume), and the parent's id is written into the sweep directory, where every job (joblib
 worker, submitit or Ray job) reads it. After the sweep the parent is marked FINISHED or FAILED;
 it stays RUNNING while another process still evaluates one of its jobs (an identical sweep
-started at the same time), and is marked KILLED on Ctrl-C and FAILED when a job failed.
+started at the same time), and is marked KILLED on Ctrl-C, SIGTERM or SIGHUP (with the runs of
+jobs whose worker processes were killed) and FAILED when a job failed. Before the first job,
+every job's model endpoints get a pre-flight (``preflight``).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli import sweep_summary
-from physassist.cli.config import ConfigError, check_config, resolve
+from physassist.cli.config import ConfigError, check_config, model_specs, resolve
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
-from physassist.cli.printing import fail
+from physassist.cli.preflight import EndpointError, check_endpoints
+from physassist.cli.printing import fail, fault
 from physassist.faults import EXIT_FAULTS
 from physassist.tracking.mlflow_store import error_line
+from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
 
 TRACKING_ERRORS_FILE = "physassist_tracking_errors.txt"
@@ -61,18 +65,23 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     return [list(job) for batch in batches for job in batch]
 
 
-def check_jobs(jobs: list[list[str]]) -> None:
-    """Compose and check every job before any runs; the first bad one stops the sweep."""
+def check_jobs(jobs: list[list[str]]) -> list[tuple[str, Any]]:
+    """Compose and check every job before any runs; the first bad one stops the sweep.
+    Returns every job's (role, model spec), for the endpoints' pre-flight."""
     from hydra import compose
 
+    specs: list[tuple[str, Any]] = []
     for number, overrides in enumerate(jobs):
         try:
             config = resolve(compose(config_name="eval", overrides=overrides, return_hydra_config=True))
             check_config(config)
+            assistant, roles = model_specs(config)
+            specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {one_line(exc)}") from exc
+    return specs
 
 
 def record_tracking_error(sweep_dir: Path, message: str) -> None:
@@ -107,9 +116,11 @@ class SweepCallback(Callback):
             base = resolve(config)
             check_config(base)
             jobs = job_overrides(config)
-            check_jobs(jobs)
+            check_endpoints(check_jobs(jobs))  # a dead endpoint stops the sweep before any run
         except ConfigError as exc:
             fail(str(exc))
+        except EndpointError as exc:
+            fault(str(exc))
         arguments = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
         arguments += [f"{k}={v}" for k, v in params.items()]
@@ -125,6 +136,10 @@ class SweepCallback(Callback):
                 experiment = config.hydra.runtime.choices.get("experiment")
                 name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
                 parent = tracker.start_sweep(sweep_id, arguments, name)
+                tracker.set_tags(parent, {claims.OWNER_TAG: str(Owner.me())})  # a later command ends it if we die
+                ended = claims.end_abandoned(tracker)
+                if ended:
+                    print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED")
                 tracker.log_params(parent, shared_params(flatten_config(base), arguments))
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:
@@ -175,18 +190,65 @@ def close(opened: _Open, status: str | None) -> None:
         record_tracking_error(opened.sweep_dir, f"closing the sweep: {error_line(exc)}")
 
 
+JOBS_END_S = 15.0  # how long an interrupted sweep waits for its job processes to be gone
+
+
+def end_jobs(opened: _Open, reason: str) -> None:
+    """Mark KILLED the runs of jobs that ran in other processes (joblib workers: the launcher
+    kills them with SIGKILL on an interrupt, so they cannot end their runs themselves), once
+    their processes are gone (bounded by ``JOBS_END_S``). A job of another live process (an
+    identical sweep running at the same time) is left to it."""
+    import time
+
+    from physassist.tracking import claims
+
+    try:
+        tracker = open_tracker_for(opened.tracking, retries=8)
+        mine = {os.getpid(), *(p.pid for p in _children())}
+        deadline = time.monotonic() + JOBS_END_S
+        while time.monotonic() < deadline:
+            live = claims.live_children(tracker, opened.sweep_id)
+            if not any(_owner_pid(r) in mine for r in live):
+                break
+            time.sleep(0.5)
+        claims.mark_stale(tracker, opened.sweep_id, f": the sweep was {reason}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"tracking failed when ending the jobs of sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
+
+
+def _children() -> list:
+    import psutil
+
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _owner_pid(run) -> int | None:
+    from physassist.tracking.claims import OWNER_TAG
+    from physassist.tracking.owner import Owner
+
+    owner = Owner.parse(run.data.tags.get(OWNER_TAG))
+    return owner.pid if owner else None
+
+
 def run(entry: Callable[[], Any]) -> None:
     """Run the Hydra entry point; a sweep cut short by Ctrl-C or a failed job is closed
     KILLED or FAILED instead of being left RUNNING."""
     global _open
+    from physassist import signals
+
+    signals.install()
     try:
         entry()
     except KeyboardInterrupt:
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
+            end_jobs(opened, signals.reason())
             close(opened, "KILLED")
-        print("physassist-eval: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+        print(f"physassist-eval: {signals.reason()}", file=sys.stderr)
+        raise SystemExit(signals.exit_code()) from None
     except BaseException as exc:  # a failed job, or any error: the parent must not stay RUNNING
         opened, _open = _open, None
         ended_well = isinstance(exc, SystemExit) and exc.code in (0, None)

@@ -12,7 +12,7 @@ tracking server over HTTP:
   heartbeat for ``LEASE_S``) by claiming attempt n+1; losing means another process resumed it.
 
 While it runs, the owner refreshes ``physassist.heartbeat`` on its run, marks the run KILLED on
-Ctrl-C and FAILED on an exception, and stops its own process if the sweep process that launched
+Ctrl-C, SIGTERM or SIGHUP (``physassist.signals``) and FAILED on an exception, and stops its own process if the sweep process that launched
 it dies, so no orphan goes on evaluating and logging for a sweep that is gone.
 """
 
@@ -159,15 +159,38 @@ def claim(tracker: Tracker, run_name: str, tags: Mapping[str, str], sweep: Sweep
     return Claim("mine", new_run(tracker, run_name, tags, me), 1, str(me))
 
 
-def mark_stale(tracker: Tracker, sweep_id: str) -> list[str]:
-    """Mark the sweep's RUNNING child runs whose owner is gone KILLED; returns their ids."""
+def mark_stale(tracker: Tracker, sweep_id: str, why: str = "") -> list[str]:
+    """Mark the sweep's RUNNING child runs whose owner is gone KILLED (``why``: added to the
+    reason); returns their ids."""
     stale = []
     for run in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING"):
         if holder(run, None) is None:
-            tracker.set_tags(run.info.run_id, {END_TAG: f"{run.data.tags.get(OWNER_TAG)} stopped without finishing"})
+            reason = f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}"
+            tracker.set_tags(run.info.run_id, {END_TAG: reason})
             tracker.terminate(run.info.run_id, "KILLED")
             stale.append(run.info.run_id)
     return stale
+
+
+def end_abandoned(tracker: Tracker) -> list[str]:
+    """Mark KILLED every RUNNING run of the experiment whose owner is gone (its process died
+    on this host: ``kill -9``, a crash, a lost machine; or no heartbeat for ``LEASE_S``
+    elsewhere), with the reason; returns their ids. Every command that opens the experiment
+    calls it, so a run is not left looking alive until the same sweep is re-run. Runs that
+    name no owner (older versions, other tools) are left alone."""
+    ended = []
+    for run in tracker.find_runs({}, status="RUNNING"):
+        owner = run.data.tags.get(OWNER_TAG)
+        if owner is None or Owner.parse(owner) is None or holder(run, None) is not None:
+            continue
+        sweep_id = run.data.tags.get(SWEEP_TAG)
+        if run.data.tags.get(KIND_TAG) == "sweep" and sweep_id and live_children(tracker, sweep_id):
+            continue  # an identical sweep in another process still runs its jobs and will close it
+        with contextlib.suppress(Exception):  # another command may be ending it at the same moment
+            tracker.set_tags(run.info.run_id, {END_TAG: f"{owner} stopped without finishing (found by {Owner.me()})"})
+            tracker.terminate(run.info.run_id, "KILLED")
+            ended.append(run.info.run_id)
+    return ended
 
 
 def live_children(tracker: Tracker, sweep_id: str) -> list:
@@ -205,8 +228,10 @@ def holding(tracker: Tracker, run_id: str, *, sweep_pid: int | None = None) -> I
     try:
         yield
     except (KeyboardInterrupt, SystemExit):
+        from physassist import signals
+
         with contextlib.suppress(Exception):
-            tracker.set_tags(run_id, {END_TAG: "interrupted (Ctrl-C)"})
+            tracker.set_tags(run_id, {END_TAG: signals.reason()})
             tracker.terminate(run_id, "KILLED")
         raise
     except BaseException as exc:

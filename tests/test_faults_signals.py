@@ -1,0 +1,190 @@
+"""SIGTERM and SIGHUP (kill, timeout, docker stop, SLURM preemption, a closed terminal) end a
+single run, a basic sweep and a joblib sweep like Ctrl-C: afterwards no run is RUNNING, every
+KILLED run says why, the exit status is 128 + the signal (143, 129; 130 for Ctrl-C), and running
+the sweep again finishes each job exactly once. The model is the scripted HTTP server with a
+small latency, so the signal lands while a job evaluates."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fixtures_http import ScriptedServer, agent_policy
+from fixtures_tracking import VENV_BIN
+
+from physassist.agents.oracle import OracleAgent
+
+
+def _runs(uri: str) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("physassist")
+    return client.search_runs([experiment.experiment_id]) if experiment else []
+
+
+def _job_running(db: Path) -> bool:
+    """A job's run is RUNNING: read-only SQL, as an MlflowClient on a store the command is still
+    creating would run its own migrations there ("attempt to write a readonly database")."""
+    import sqlite3
+
+    if not db.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as con:
+            (n,) = con.execute(
+                "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                "WHERE r.status = 'RUNNING' AND t.key = 'physassist.kind' AND t.value = 'job'"
+            ).fetchone()
+        return n > 0
+    except sqlite3.Error:
+        return False
+
+
+def _wait_for(what: Callable[[], bool], proc: subprocess.Popen, timeout: float = 150) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert proc.poll() is None, f"ended first ({proc.returncode}): {proc.stderr.read()[-2000:]}"
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.3)
+
+
+def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
+    return [
+        str(VENV_BIN / "physassist-eval"),
+        *extra,
+        "model=openai_compatible",
+        "model.name=oracle",
+        f"model.base_url={url}",
+        "inspect.limit=2",
+        "inspect.display=none",
+        f"inspect.log_dir={tmp_path / 'logs'}",
+        f"tracking.uri=sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}",
+        f"hydra.run.dir={tmp_path / 'out'}",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+    ]
+
+
+def _interrupt(tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None) -> tuple[int, str, list]:
+    """Start the command, send ``signum`` once a job's run evaluates; the exit status, stderr
+    and the runs after it ended. ``server``: a running one (a re-run must name the same URL:
+    it is part of the sweep's and the jobs' keys)."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    env = {**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY", "PYTHONUNBUFFERED": "1"}
+    with contextlib.ExitStack() as stack:
+        if server is None:
+            server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3))
+        proc = subprocess.Popen(
+            _command(tmp_path, server.base_url, *extra), cwd=tmp_path, env=env, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            _wait_for(lambda: _job_running(tmp_path / "mlruns" / "mlflow.db") and bool(server.served()), proc)
+            proc.send_signal(signum)
+            _, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return proc.returncode, err, _runs(uri)
+
+
+def _all_ended(runs: list, reason: str) -> None:
+    assert runs and not [r for r in runs if r.info.status == "RUNNING"]
+    for run in runs:
+        assert run.info.status == "KILLED" and run.info.end_time, run
+        if run.data.tags.get("physassist.kind") == "job":
+            assert reason in run.data.tags["physassist.end_reason"], run.data.tags
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_a_single_run_killed_with_the_reason(tmp_path, signum) -> None:
+    code, err, runs = _interrupt(tmp_path, signum)
+    name = signal.Signals(signum).name
+    assert code == 128 + signum, err[-2000:]
+    assert err.strip().splitlines()[-1] == f"physassist-eval: interrupted ({name})"
+    _all_ended(runs, f"interrupted ({name})")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("launcher", "signum"),
+    [("basic", signal.SIGTERM), ("joblib", signal.SIGTERM), ("joblib", signal.SIGHUP), ("joblib", signal.SIGINT)],
+)
+def test_a_signal_ends_a_sweep_and_every_job_run_and_a_rerun_finishes_each_job_once(tmp_path, launcher, signum) -> None:
+    sweep = ["-m", f"hydra/launcher={launcher}", "query=implicit,explicit"]
+    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3) as server:
+        code, err, runs = _interrupt(tmp_path, signum, *sweep, server=server)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        assert code == 128 + signum, err[-2000:]
+        _all_ended(runs, f"interrupted ({name})")
+        assert {r.data.tags.get("physassist.kind") for r in runs} == {"sweep", "job"}
+
+        server.latency = 0.0
+        again = subprocess.run(
+            _command(tmp_path, server.base_url, *sweep), cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+        )
+    assert again.returncode == 0, again.stderr[-2000:]
+    runs = _runs(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    jobs = [r for r in runs if r.data.tags.get("physassist.kind") == "job"]
+    assert sorted(r.info.status for r in jobs) == ["FINISHED", "FINISHED"]  # one run per job, resumed
+    assert len({r.data.tags["physassist.job_key"] for r in jobs}) == 2
+
+
+def _dead_owner() -> str:
+    from physassist.tracking.owner import Owner
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return str(Owner(Owner.me().host, proc.pid, time.time() - 5))
+
+
+def test_runs_whose_owner_is_gone_are_ended_by_the_next_command_that_opens_the_experiment(tmp_path) -> None:
+    """A job, a sweep parent and a single run a dead process left RUNNING end KILLED with the
+    reason; a run of a live process and a run that names no owner are left alone."""
+    from physassist.tracking import claims
+    from physassist.tracking.owner import Owner
+    from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
+
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    tracker = Tracker(uri, "physassist")
+    dead = _dead_owner()
+    gone = [
+        tracker.create_run("job", {KIND_TAG: "job", SWEEP_TAG: "sw", claims.OWNER_TAG: dead}),
+        tracker.create_run("sweep", {KIND_TAG: "sweep", SWEEP_TAG: "sw", claims.OWNER_TAG: dead}),
+        tracker.create_run("single", {KIND_TAG: "job", claims.OWNER_TAG: dead}),
+    ]
+    alive = tracker.create_run("live", {KIND_TAG: "job", claims.OWNER_TAG: str(Owner.me())})
+    unowned = tracker.create_run("other tool", {})
+    proc = subprocess.run(
+        [str(VENV_BIN / "physassist-report"), "--tracking-uri", uri, "--out", str(tmp_path / "report"), "--no-log"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+    )
+    assert "3 run(s) whose process is gone (kill -9, a crash) marked KILLED" in proc.stderr, proc.stderr[-2000:]
+    for run_id in gone:
+        run = tracker.client.get_run(run_id)
+        assert run.info.status == "KILLED" and run.data.tags[claims.END_TAG].startswith(f"{dead} stopped without finishing")
+    assert {tracker.client.get_run(r).info.status for r in (alive, unowned)} == {"RUNNING"}
+
+
+@pytest.mark.slow
+def test_after_kill_9_of_a_sweep_the_next_eval_ends_its_runs_killed(tmp_path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    code, _, runs = _interrupt(tmp_path, signal.SIGKILL, "-m", "query=implicit,explicit")
+    assert code == -signal.SIGKILL and [r.info.status for r in runs if r.info.status == "RUNNING"]
+    later = subprocess.run(
+        [str(VENV_BIN / "physassist-eval"), "inspect.limit=1", "inspect.display=none", f"tracking.uri={uri}",
+         f"inspect.log_dir={tmp_path / 'logs2'}", f"hydra.run.dir={tmp_path / 'out2'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert later.returncode == 0, later.stderr[-2000:]
+    ended = [r for r in _runs(uri) if r.info.run_id in {x.info.run_id for x in runs}]
+    assert ended and all(r.info.status == "KILLED" for r in ended)
+    assert all("stopped without finishing" in r.data.tags["physassist.end_reason"] for r in ended)
