@@ -156,8 +156,9 @@ def test_grader_and_patient_roles_through_the_same_server(tmp_path, key) -> None
                 ("api_key_env", "OPENAI_COMPATIBLE_API_KEY"),
             )
         ]
-        # the second sample session has a patient-interview turn
-        out = run(tmp_path, served_model(server, 2, "judge=llm", "patient=live", *roles))
+        # the sample's tier-2 diagnostic workups: the second has a patient-interview turn
+        narrow = ("scenarios=[diagnostic_workup]", "tiers=[2]")
+        out = run(tmp_path, served_model(server, 2, "judge=llm", "patient=live", *narrow, *roles))
     assert out.faults is None and out.metrics["scored_turns"] == 8 and out.metrics["mrs"] == 100
     assert len(server.served("grader")) == 8 and set(turn_table(out.log_path)["judge"]) == {"llm"}
     assert server.served("patient") and server.other_paths == []
