@@ -42,4 +42,4 @@ def test_a_judge_whose_replies_never_parse_fails_the_run_with_exit_4(tmp_path) -
     assert line.startswith("physassist-eval: system faults: the judge could not grade 4 of 4 turns (4 unparseable replies): 4x ")
     [run] = search_runs(uri).to_dict("records")
     assert run["status"] == "FAILED" and run[f"tags.{FAULT_TAG}"].startswith("the judge could not grade 4 of 4")
-    assert run["metrics.judge_unparseable"] == 4
+    assert run["metrics.counts/judge_unparseable"] == 4  # a count, under its section (metric_names)
