@@ -370,12 +370,25 @@ def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float
 
 
 class RescoreSweepCallback(Callback):
-    """After ``-m``: the agreement of all judgings of each source, logged on their runs."""
+    """After ``-m``: the agreement of all judgings of each source, logged on their runs; exit
+    ``EXIT_FAULTS`` when a job's judge could not grade (noted by the job, another process)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from physassist.cli.sweep import FAULTS_FILE
+
+        (Path(config.hydra.sweep.dir).resolve() / FAULTS_FILE).unlink(missing_ok=True)  # an earlier run's
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         records = [rec for path in sorted((sweep_dir / JOBS_DIR).glob("*.json")) for rec in json.loads(path.read_text())]
-        results = judges_agreement(records)
+        self._log_agreement(config, judges_agreement(records), records)
+        from physassist.cli.sweep import FAULTS_FILE
+
+        if (sweep_dir / FAULTS_FILE).is_file():  # a job's judge could not grade: as a single rescore
+            raise SystemExit(EXIT_FAULTS)
+
+    @staticmethod
+    def _log_agreement(config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]) -> None:
         if not results:
             return
         tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
@@ -415,6 +428,11 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
         print(f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}", file=sys.stderr)
     if faulted and sweep_dir is None:
         raise SystemExit(EXIT_FAULTS)
+    if faulted:  # a sweep's job: its callback exits EXIT_FAULTS once every job has run
+        from physassist.cli.sweep import record_faults
+
+        for r in faulted:
+            record_faults(sweep_dir, f"{r.source.key} [judge={r.label}]: {r.faults}")
     return done
 
 
