@@ -1,5 +1,7 @@
-"""strict medication tools: orders with status derived against the cutoff, and the eMAR with
-given / not given / held statuses and the dose actually given (``emar_detail``)."""
+"""strict medication tools: orders with status derived against the cutoff, and the
+administrations: the eMAR with given / not given / held statuses and the dose actually given
+(``emar_detail``), and the ICU's (``icu/inputevents``, where MIMIC-IV charts most drugs given in
+an ICU and not in the eMAR), shaped as MIMIC-on-FHIR's MedicationAdministrationICU."""
 
 from __future__ import annotations
 
@@ -7,7 +9,18 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import by, contains, first_non_null, keep, order, stamp, subject_rows, text
+from .records import (
+    by,
+    contains,
+    first_non_null,
+    joined,
+    keep,
+    lookup,
+    order,
+    stamp,
+    subject_rows,
+    text,
+)
 from .registry import read_tool
 from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, quantity
 
@@ -168,6 +181,34 @@ def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
     return out
 
 
+#: ``inputevents.statusdescription`` -> MedicationAdministration.status. A segment that ended
+#: by a dose or rate change ran (completed); "Rewritten" rows were superseded by a corrected row.
+ICU_STATUS = {
+    "finishedrunning": "completed",
+    "changedose/rate": "completed",
+    "bolus": "completed",
+    "flushed": "completed",
+    "stopped": "stopped",
+    "paused": "on-hold",
+    "rewritten": "entered-in-error",
+}
+#: ``inputevents.ordercategorydescription`` of a continuous infusion: its rows are segments of
+#: one running drip, not doses.
+CONTINUOUS = ("continuous med", "continuous iv")
+
+
+def icu_status(statusdescription: Any, ends_after_cutoff: bool = False) -> str:
+    """MedicationAdministration.status of one ``inputevents`` row; a row still running at the
+    cutoff is ``in-progress`` (how it ended is not known yet)."""
+    if ends_after_cutoff:
+        return "in-progress"
+    return ICU_STATUS.get(str(statusdescription or "").strip().lower(), "unknown")
+
+
+def is_continuous(ordercategorydescription: Any) -> bool:
+    return str(ordercategorydescription or "").strip().lower() in CONTINUOUS
+
+
 @read_tool(
     "strict",
     "MedicationAdministration.search",
@@ -181,6 +222,21 @@ def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
             "dose_given_unit",
             "route",
         ),
+        "inputevents": (
+            "hadm_id",
+            "stay_id",
+            "orderid",
+            "itemid",
+            "starttime",
+            "endtime",
+            "amount",
+            "amountuom",
+            "rate",
+            "rateuom",
+            "ordercategoryname",
+            "ordercategorydescription",
+            "statusdescription",
+        ),
     },
 )
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -190,52 +246,97 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         return miss
     medication = args.get("medication")
     given = [
-        e
+        {**e, "t": e["charttime"], "icu": False}
         for e in keep(subject_rows(ctx, "emar", sid), hadm_id=hadm)
         if window.keeps(e["charttime"])
         and (not medication or contains(e["medication"], medication))
     ]
-    found = order(given, by("charttime", desc=True), by("emar_id"))[:MAR_LIMIT]
+    items = lookup(ctx, "d_items", "itemid")
+    for r in keep(subject_rows(ctx, "inputevents", sid), hadm_id=hadm):
+        label = joined(items, r["itemid"], "label")
+        if window.keeps(r["starttime"]) and (not medication or contains(label, medication)):
+            given.append({**r, "t": r["starttime"], "icu": True, "label": label})
+    found = order(given, by("t", desc=True), by(lambda r: str(r.get("emar_id") or r.get("orderid"))))
+    found = found[:MAR_LIMIT]
     total = len(given)
-    shown = {e["emar_id"] for e in found}
+    shown = {e["emar_id"] for e in found if not e["icu"]}
     details: dict[Any, list[dict[str, Any]]] = {}
     for d in subject_rows(ctx, "emar_detail", sid):
         if d["dose_given"] is not None and d["emar_id"] in shown:
             details.setdefault(d["emar_id"], []).append(d)
-    found = [
-        {**e, "t": text(e["charttime"]), **_first_dose(details.get(e["emar_id"]))} for e in found
+    out = [
+        _icu_administration(r, sid, window) if r["icu"]
+        else _emar_administration({**r, **_first_dose(details.get(r["emar_id"]))}, sid)
+        for r in found
     ]
-    out = []
-    for r in found:
-        status = mar_status(r["event_txt"])
-        dose_value = fhir.as_number(r["dose_given"])
-        dosage = None
-        if r["dose_given"] is not None or r["route"]:
-            dosage = {
-                "text": " ".join(
-                    str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x
-                )
-                or None,
-                "route": {"text": r["route"]} if r["route"] else None,
-                "dose": quantity(dose_value, r["dose_given_unit"]),
-            }
-        event = str(r["event_txt"] or "").strip()
-        out.append(
-            {
-                "resourceType": "MedicationAdministration",
-                "id": fhir.safe_id(f"emar-{r['emar_id']}"),
-                "status": status,
-                "statusReason": [{"text": event}]
-                if status in ("not-done", "on-hold", "stopped") and event
-                else None,
-                "medicationCodeableConcept": {
-                    "text": r["medication"] or "(medication not recorded)"
-                },
-                "subject": fhir.patient_ref(sid),
-                "context": fhir.encounter_ref(r["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(r["t"]),
-                "note": [{"text": event}] if event else None,
-                "dosage": dosage,
-            }
-        )
     return bundle(out, total)
+
+
+def _emar_administration(r: dict[str, Any], sid: int) -> dict[str, Any]:
+    status = mar_status(r["event_txt"])
+    dose_value = fhir.as_number(r["dose_given"])
+    dosage = None
+    if r["dose_given"] is not None or r["route"]:
+        dosage = {
+            "text": " ".join(
+                str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x
+            )
+            or None,
+            "route": {"text": r["route"]} if r["route"] else None,
+            "dose": quantity(dose_value, r["dose_given_unit"]),
+        }
+    event = str(r["event_txt"] or "").strip()
+    return {
+        "resourceType": "MedicationAdministration",
+        "id": fhir.safe_id(f"emar-{r['emar_id']}"),
+        "status": status,
+        "statusReason": [{"text": event}]
+        if status in ("not-done", "on-hold", "stopped") and event
+        else None,
+        "medicationCodeableConcept": {"text": r["medication"] or "(medication not recorded)"},
+        "subject": fhir.patient_ref(sid),
+        "context": fhir.encounter_ref(r["hadm_id"]),
+        "effectiveDateTime": fhir.fhir_datetime(text(r["charttime"])),
+        "note": [{"text": event}] if event else None,
+        "dosage": dosage,
+    }
+
+
+def _icu_administration(r: dict[str, Any], sid: int, window: Window) -> dict[str, Any]:
+    """One ``inputevents`` row as MIMIC-on-FHIR's MedicationAdministrationICU: the d_items
+    item as the medication, the order category, the period, the amount and rate, the method
+    (Drug Push, Bolus, Continuous Med, ...). A row running at the cutoff shows no end, amount
+    or status description (they are charted when it ends)."""
+    running = not window.visible(r["endtime"])
+    status = icu_status(r["statusdescription"], running)
+    method = str(r["ordercategorydescription"] or "")
+    amount = None if running else fhir.as_number(r["amount"])
+    rate = fhir.as_number(r["rate"])
+    parts = [f"{amount:g} {r['amountuom'] or ''}".strip() if amount is not None else "",
+             f"at {rate:g} {r['rateuom'] or ''}".strip() if rate is not None else "", method]
+    label = r["label"]
+    return {
+        "resourceType": "MedicationAdministration",
+        "id": fhir.stable_id("icu", sid, r["stay_id"], r["orderid"], r["itemid"], text(r["starttime"])),
+        "status": status,
+        "category": {"text": r["ordercategoryname"]} if r["ordercategoryname"] else None,
+        "medicationCodeableConcept": {
+            "coding": [{"system": "mimic-iv/d_items", "code": str(r["itemid"]),
+                        "display": label}] if label else None,
+            "text": label or f"(ICU item {r['itemid']})",
+        },
+        "subject": fhir.patient_ref(sid),
+        "context": fhir.encounter_ref(r["hadm_id"]),
+        "effectivePeriod": {
+            "start": fhir.fhir_datetime(text(r["starttime"])),
+            "end": None if running else fhir.fhir_datetime(text(r["endtime"])),
+        },
+        "note": [{"text": f"ICU ({r['statusdescription']})"}]
+        if r["statusdescription"] and not running else [{"text": "ICU (running)"}],
+        "dosage": {
+            "text": " ".join(p for p in parts if p) or None,
+            "method": {"text": method} if method else None,
+            "dose": quantity(amount, r["amountuom"]),
+            "rateQuantity": quantity(rate, r["rateuom"]),
+        },
+    }
