@@ -188,3 +188,19 @@ def test_timeline_never_imports_inspect() -> None:
     code = "import sys, physassist.timeline; print('inspect_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_sample_meets_current_orders_with_icu_doses(store_cache) -> None:
+    """The synthetic ICU-only doses reach the builder: subcutaneous heparin runs on to discharge
+    after ICU doses charted in inputevents, so its eMAR count is short and it gets no count."""
+    from generation.builder.profile import load_profile
+    from physassist.ehr.store import open_store
+
+    with open_store("sample", cache_dir=store_cache) as store:
+        con = store.cursor()
+        stays = con.execute(
+            "SELECT DISTINCT i.subject_id, i.hadm_id, a.dischtime::DATE::VARCHAR FROM inputevents i "
+            "JOIN admissions a USING (hadm_id) ORDER BY 1").fetchall()
+        heparin = [load_profile(con, *s).drugs.get("heparin") for s in stays]
+    current = [d for d in heparin if d is not None]
+    assert current and all(d.n_admin > 0 and not d.admin_countable for d in current)
