@@ -24,7 +24,7 @@ from .patient_topics import (
 )
 from .profile import Profile
 from .topics import Topic
-from .vocab import LABS, MEANINGS, TREND_DELTAS, drug_class_of
+from .vocab import LABS, MEANINGS, TREND_DELTAS, unsafe
 from .wording import say
 
 
@@ -222,10 +222,8 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if k == "med_and_admin" and not _given_admins(d, obs[1]):
             return None
         if k == "drug_lab_safety":
-            cls = drug_class_of(topic.drug or "")
-            status = d.labs[0].status
-            risky = cls is not None and status == cls.risk_when
-            d.verdict = "hold" if risky else "ok"
+            lab = d.labs[0]
+            d.verdict = "hold" if unsafe(topic.drug or "", lab.label, lab.value) else "ok"
     elif k == "dx_primary":
         dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
         if not dxs:
@@ -368,9 +366,12 @@ def _med_vars(m: MedFact) -> dict[str, Any]:
 
 
 def meaning(d: Digest) -> Any:
+    """What the latest value suggests (vocab.MEANINGS), only past its clinical threshold."""
     if not d.labs:
         return None
-    return MEANINGS.get((d.labs[-1].label, d.labs[-1].status))
+    lab = d.labs[-1]
+    m = MEANINGS.get((lab.label, lab.status))
+    return m if m is not None and m.limit.passed(lab.value, lab.status) else None
 
 
 def answer(d: Digest, lang: str) -> str:
