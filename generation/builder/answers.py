@@ -129,8 +129,14 @@ def judge_trend(points: list[F.LabPoint], delta: float) -> tuple[str, F.LabPoint
     return ("rising" if change > 0 else "falling"), first, "first"
 
 
-def _course(status: str, trend: str) -> str:
-    if status == "normal":
+def _course(last: LabFact, trend: str) -> str:
+    """normal | improving | worsening | abnormal_stable. A stable value just past the lab's
+    range but short of its clinical threshold (vocab.MEANINGS: an INR of 1.2, a glucose of
+    120) needs no action, so it is "normal"; a moving one is judged by its trend."""
+    status = last.status
+    m = MEANINGS.get((last.label, status))
+    if status == "normal" or (trend == "stable" and m is not None
+                              and not m.limit.passed(last.value, status)):
         return "normal"
     if trend == "stable" or status == "abnormal":
         return "abnormal_stable"
@@ -244,7 +250,7 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         last = _lab_fact(pts[-1])
         d.series = [_lab_fact(ref), last]
         d.labs = [last]
-        d.course = _course(last.status, d.trend)
+        d.course = _course(last, d.trend)
         if k == "abx_response":
             if not _given_admins(d, obs[0]):
                 return None
