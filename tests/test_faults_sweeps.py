@@ -3,7 +3,8 @@
 * bad values and unknown groups/options stop a sweep before its first job, in one line;
 * two identical sweeps at once, or a killed joblib sweep re-run at once, evaluate and log
   each job exactly once; the killed sweep's workers stop (no orphans);
-* Ctrl-C ends a sweep with its parent KILLED (no IndexError); a failed job marks it FAILED;
+* Ctrl-C ends a sweep with its parent KILLED (no IndexError, no claim of success); a failed job
+  marks it FAILED;
 * an unreachable tracking server exits 3; a read-only store says so in one line.
 """
 
@@ -20,9 +21,13 @@ from pathlib import Path
 import mlflow
 import psutil
 import pytest
+from fixtures_http import ScriptedServer, agent_policy
 from fixtures_tracking import REPO, VENV_BIN, cli, store_uri
 
+from physassist.agents.oracle import OracleAgent
+
 SAMPLE = REPO / "data" / "sample" / "sessions"
+KEY = {"OPENAI_COMPATIBLE_API_KEY": "EMPTY"}  # the scripted server takes any key
 
 
 def _args(tmp_path: Path, *extra: str, sweep_dir: str = "a") -> list[str]:
@@ -128,28 +133,32 @@ def _wait_running(tmp_path: Path, n: int, proc: subprocess.Popen, timeout: float
 
 @pytest.mark.slow
 def test_killed_joblib_sweep_leaves_no_orphans_and_rerun_logs_each_job_once(tmp_path: Path) -> None:
+    """The model (the scripted server) answers in 30 s until the sweep is killed, so both jobs are
+    mid-evaluation then; the re-run, answered at once, resumes both."""
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
-    sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "model=oracle,baseline",
-             "inspect.limit=1", "inspect.epochs=40"]
-    cmd = _args(tmp_path, *sweep)
-    proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    _wait_running(tmp_path, 2, proc)
-    workers = [c for c in psutil.Process(proc.pid).children(recursive=True)]
-    proc.kill()
-    proc.wait(timeout=30)
-    deadline = time.time() + 60
-    while time.time() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers):
-        time.sleep(1)
-    orphans = [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
-    for pid in orphans:
-        os.kill(pid, signal.SIGKILL)
-    assert not orphans, "loky workers outlived their sweep process"
-    killed = _runs(tmp_path, "job")
-    assert len(killed) == 2 and {r.info.status for r in killed} == {"KILLED"}
+    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=30) as server:
+        sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "query=implicit,explicit", "inspect.limit=1",
+                 "model=openai_compatible", "model.name=oracle", f"model.base_url={server.base_url}"]
+        cmd = _args(tmp_path, *sweep)
+        proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, **KEY})
+        _wait_running(tmp_path, 2, proc)
+        workers = [c for c in psutil.Process(proc.pid).children(recursive=True)]
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.time() + 60
+        while time.time() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers):
+            time.sleep(1)
+        orphans = [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+        for pid in orphans:
+            os.kill(pid, signal.SIGKILL)
+        assert not orphans, "loky workers outlived their sweep process"
+        killed = _runs(tmp_path, "job")
+        assert len(killed) == 2 and {r.info.status for r in killed} == {"KILLED"}
 
-    again = cli(_args(tmp_path, *sweep, sweep_dir="b"), cwd=tmp_path, timeout=900)
+        server.latency = 0.0
+        again = cli(_args(tmp_path, *sweep, sweep_dir="b"), cwd=tmp_path, timeout=900, env=KEY)
     assert again.returncode == 0, again.stderr[-3000:]
     children = _runs(tmp_path, "job")
     assert sorted(r.info.run_id for r in children) == sorted(r.info.run_id for r in killed)
@@ -160,7 +169,10 @@ def test_killed_joblib_sweep_leaves_no_orphans_and_rerun_logs_each_job_once(tmp_
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_a_sweep_killed_without_a_traceback(tmp_path: Path) -> None:
+def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal (SIGINT to the process group) during a sweep's first job: exit 130,
+    the parent and the job's run KILLED, no IndexError or traceback, and not Inspect's "Task
+    interrupted" followed by "Completed all tasks ... successfully"."""
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     # 200 epochs: the first job's eval lasts ~20 s idle, so the interrupt lands inside it; at 40
@@ -171,9 +183,11 @@ def test_ctrl_c_ends_a_sweep_killed_without_a_traceback(tmp_path: Path) -> None:
     _wait_running(tmp_path, 1, proc)
     time.sleep(2)  # inside the evaluation
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-3000:]
     assert "IndexError" not in err and "Traceback" not in err, err[-3000:]
+    assert "successfully" not in out + err and "Task interrupted" not in out + err, out + err
+    assert err.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"
     parents, children = _runs(tmp_path, "sweep"), _runs(tmp_path, "job")
     assert [p.info.status for p in parents] == ["KILLED"]
     assert [c.info.status for c in children] == ["KILLED"]
