@@ -1,4 +1,4 @@
-"""Make the README's MLflow screenshots the way a user sees them: a menu sweep of the offline
+"""Make the MLflow screenshots of docs/mlflow.md the way a user sees them: a menu sweep of the offline
 explorer (4 jobs) and the default run in a fresh store, served by `mlflow server` on 127.0.0.1,
 photographed with headless Chromium.
 
@@ -8,7 +8,7 @@ photographed with headless Chromium.
 
 Chromium: /usr/bin/chromium (Debian: apt-get install chromium), or $CHROMIUM. The run list's
 columns are the browser's choice (MLflow keeps them in localStorage, per experiment): the script
-sets the view README describes before the page loads (``VIEW``) and expands the sweep's parent.
+sets the view docs/mlflow.md describes before the page loads (``VIEW``) and expands the sweep's parent.
 Not part of the tests (CI has no browser). Every step is bounded in time.
 """
 
@@ -38,7 +38,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 LIMIT = "inspect.limit=8"  # 8 sessions per run: the screens, not the numbers, are the point
-#: The run list's columns (README, "A readable run list"): the headline, then the swept params.
+#: The run list's columns (docs/mlflow.md, "A readable run list"): the headline, then the swept params.
 VIEW = [
     "metrics.`mrs`",
     "metrics.`mrs_ci_low`",

@@ -3,9 +3,9 @@
 ``OPTIONS`` is the one table. From it come: the mapping of a composed Hydra config to the
 task's keyword arguments (``task_args``), the one check of each value with one message
 (``check``), the short MLflow param names (``mlflow_names``), the typed task signature (the
-``Literal`` aliases below and ``DEFAULTS``) and the options table of the README and of
+``Literal`` aliases below and ``DEFAULTS``) and the options table of docs/config.md and of
 ``physassist-eval --help`` (``python -m physassist.options``). Names: the config key is the
-option's name in YAML, overrides and the README. ``param`` is its task parameter (``-T``): the
+option's name in YAML, overrides and the docs. ``param`` is its task parameter (``-T``): the
 group's name for the option that identifies its group (``menu.mode`` -> ``menu``), except
 ``ehr.semantics`` -> ``semantics``, the EHR layer's word (``ToolContext.semantics``,
 ``physassist-ehr --semantics``; ``ehr`` beside ``ehr_source`` would read as the EHR itself);
@@ -195,7 +195,7 @@ def _yaml(value: Any) -> str:
 
 
 def markdown_table() -> str:
-    """The options table of the README and of ``physassist-eval --help``."""
+    """The options table of docs/config.md and of ``physassist-eval --help``."""
     rows = ["| config key | task parameter | values | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
         accepted = ", ".join(map(_yaml, o.values)) if o.values else o.expects

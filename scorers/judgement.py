@@ -125,6 +125,6 @@ class Judge:
     asks for (none, one, or a list); the CLI binds the role ``grader`` from the same field."""
 
     name: str
-    summary: str  # one line of the README's judges table (``python -m scorers.judges``)
+    summary: str  # one line of the judges table (docs/config.md) (``python -m scorers.judges``)
     graders: Graders
     judge_turn: Callable[[TurnInput, Sequence[Any], str], Awaitable[TurnJudgement]]

@@ -4,7 +4,7 @@ Every ``scorers/*_judge.py`` module that defines ``JUDGE`` (a ``scorers.judgemen
 one judge, registered under its name: the scorer dispatches through ``JUDGES`` and the CLI binds
 the role ``grader`` from ``Judge.graders``, so adding a judge is its module, its value in
 ``physassist.options.Judge`` and ``conf/judge/<name>.yaml``. ``markdown_table()`` is the
-README's judges table and part of ``physassist-eval --help`` (``tests/test_options.py`` checks
+judges table of docs/config.md and part of ``physassist-eval --help`` (``tests/test_options.py`` checks
 both).
 """
 
@@ -35,7 +35,7 @@ GRADERS = {"none": "-", "one": "one model (`judge.model`)", "many": "a list of m
 
 
 def markdown_table() -> str:
-    """The README's judges table: ``judge=<name>``, the role ``grader`` it needs, what it does."""
+    """The judges table of docs/config.md: ``judge=<name>``, the role ``grader`` it needs, what it does."""
     rows = ["| `judge=` | role `grader` | what it does |", "|---|---|---|"]
     rows += [f"| `{j.name}` | {GRADERS[j.graders]} | {j.summary} |" for j in (JUDGES[n] for n in values("judge"))]
     return "\n".join(rows)

@@ -9,11 +9,10 @@ would run from each:
 * ``yaml`` blocks whose leading comment names their file (``# conf/terminal/tight.yaml ...``):
   the file, written before the commands after it run.
 
-A command is skipped, with the reason, when it cannot run offline on a fresh clone (``SKIPS``:
-API keys, an external server, ``/data`` paths, the installation, the tests themselves, a value
-to fill in); ``<id>`` is the one placeholder filled in, with the sweep id the page's last sweep
-printed. To skip another command on purpose, put ``<!-- readme-test: skip <reason> -->`` on the
-line before its block.
+A command is skipped, with the reason, when it cannot run offline on a fresh clone: ``SKIPS`` is
+the one place that says which and why (API keys, a model server, a cluster, ``/data`` paths, the
+installation, the tests themselves, a value to fill in). ``<id>`` is the one placeholder filled
+in, with the sweep id the page's last sweep printed.
 """
 
 from __future__ import annotations
@@ -29,15 +28,12 @@ SKIPS: tuple[tuple[str, str], ...] = (
     (r"model=(openai|anthropic)\b|model=openai_compatible|judge=(llm|panel)\b|patient=live", "needs a model provider (key or server)"),
     (r"^(vllm|llama-server|mlflow (ui|server)|ray start)\b", "starts an external server"),
     (r"hydra/launcher=(ray|submitit_\w+)", "needs the cluster extras (tests/test_sweeps_launchers.py runs them)"),
-    (r"https?://", "needs an external server"),
     (r"(^|[\s=])/data/", "needs /data paths (MIMIC-IV, the released sessions)"),
-    (r"~/", "needs a directory in the user's home"),
+    (r"generated/mimic-", "reads the sessions generated from MIMIC-IV (needs /data and a key)"),
     (r"^(python3 -m venv|pip install|\. \.venv)", INSTALL),
     (r"^(pytest|python docs/screenshots\.py)\b", "runs the tests / needs Chromium"),
-    (r"^export\b", "sets an environment variable"),
     (r"<(?!id>)[^>]+>|\.\.\.", "has a value to fill in"),
 )
-SKIP_MARK = re.compile(r"<!--\s*readme-test:\s*skip\s*(.*?)\s*-->")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 
 
@@ -63,8 +59,8 @@ def skip_reason(command: str) -> str | None:
     return None
 
 
-def _blocks(text: str) -> list[tuple[int, str, list[str], str | None]]:
-    """(first line number, language, lines, skip mark) of every fenced block."""
+def _blocks(text: str) -> list[tuple[int, str, list[str]]]:
+    """(first line number, language, lines) of every fenced block."""
     blocks = []
     lines = text.splitlines()
     i = 0
@@ -74,13 +70,12 @@ def _blocks(text: str) -> list[tuple[int, str, list[str], str | None]]:
             i += 1
             continue
         indent, lang = fence.group(1), fence.group(2)
-        mark = next((SKIP_MARK.search(lines[j]) for j in range(max(i - 2, 0), i) if SKIP_MARK.search(lines[j])), None)
         body = []
         i += 1
         while i < len(lines) and not lines[i].strip().startswith("```"):
             body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].strip())
             i += 1
-        blocks.append((i - len(body), lang, body, (mark.group(1) or "marked") if mark else None))
+        blocks.append((i - len(body), lang, body))
         i += 1
     return blocks
 
@@ -128,13 +123,13 @@ def _file_name(body: list[str]) -> str | None:
 def commands(path: Path) -> list[Step]:
     """Every step of a Markdown page, in order (see the module docstring)."""
     steps: list[Step] = []
-    for first, lang, body, mark in _blocks(path.read_text(encoding="utf-8")):
+    for first, lang, body in _blocks(path.read_text(encoding="utf-8")):
         if lang in ("bash", "sh", "shell"):
             for line, command in _shell_commands(first, body):
                 command = _after_install(command)
-                steps.append(Step(line, command=command, skip=mark or skip_reason(command)))
+                steps.append(Step(line, command=command, skip=skip_reason(command)))
         elif lang == "yaml" and (name := _file_name(body)):
-            steps.append(Step(first, file=name, text="\n".join(body) + "\n", skip=mark))
+            steps.append(Step(first, file=name, text="\n".join(body) + "\n"))
         elif lang == "" and any(b.startswith("$ ") for b in body):
             for k, b in enumerate(body):
                 if b.startswith("$ "):
@@ -144,7 +139,7 @@ def commands(path: Path) -> list[Step]:
                             break
                         expected.append(after)
                     command = b[2:].strip()
-                    steps.append(Step(first + k, command=command, expected=expected, skip=mark or skip_reason(command)))
+                    steps.append(Step(first + k, command=command, expected=expected, skip=skip_reason(command)))
     return steps
 
 

@@ -174,29 +174,3 @@ def test_plots_of_a_run_with_nothing_scored_say_nothing(tmp_path: Path) -> None:
                           env={**__import__("os").environ, console.VERBOSE_ENV: "0"})
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr, proc.stderr
-
-
-@pytest.mark.slow
-def test_ctrl_c_in_a_sweep_does_not_claim_success(tmp_path: Path) -> None:
-    """Inspect used to print "Task interrupted" and then "Completed all tasks ... successfully"."""
-    import os
-    import signal
-    import subprocess
-    import time
-
-    from fixtures_tracking import VENV_BIN
-
-    args = ["-m", "model=oracle", "inspect.limit=1", "inspect.epochs=200", f"tracking.uri={store_uri(tmp_path)}",
-            f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.sweep.dir={tmp_path / 'multirun'}"]
-    proc = subprocess.Popen([str(VENV_BIN / "physassist-eval"), *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None and not list((tmp_path / "logs").glob("sweeps/*/*/*.eval")):
-        time.sleep(0.5)
-    time.sleep(2)  # inside the evaluation
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-3000:]
-    printed = out + err
-    assert "successfully" not in printed and "Task interrupted" not in printed, printed
-    assert err.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"

@@ -1,4 +1,4 @@
-"""A failed model endpoint with the DEFAULT config (README "What a failed endpoint looks like"):
+"""A failed model endpoint with the DEFAULT config (docs/faults.md, "What a failed endpoint looks like"):
 nothing listening, a server answering 500 to everything, a server that accepts and never
 answers, a model the server does not serve. Each ends in under 60 s with one line naming the URL
 and the cause, exit status 4, and no run left behind (the pre-flight runs before any run exists).
@@ -25,7 +25,7 @@ def _free_port() -> int:
 
 
 def _eval_with_defaults(tmp_path: Path, base_url: str, *extra: str):
-    """README's failed-endpoint command: the defaults, one session, a store in tmp_path."""
+    """docs/faults.md's failed-endpoint command: the defaults, one session, a store in tmp_path."""
     start = time.monotonic()
     proc = cli(
         [

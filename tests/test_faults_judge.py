@@ -1,4 +1,4 @@
-"""judge=llm against a grader whose replies never parse (README's compatible-server grader
+"""judge=llm against a grader whose replies never parse (docs/real-models.md's compatible-server grader
 recipe, with the defaults): the run is no result. One line with the counts, the MLflow run
 FAILED with the ``physassist.faults`` tag, exit status 4."""
 

@@ -3,7 +3,8 @@
 * bad values and unknown groups/options stop a sweep before its first job, in one line;
 * two identical sweeps at once, or a killed joblib sweep re-run at once, evaluate and log
   each job exactly once; the killed sweep's workers stop (no orphans);
-* Ctrl-C ends a sweep with its parent KILLED (no IndexError); a failed job marks it FAILED;
+* Ctrl-C ends a sweep with its parent KILLED (no IndexError, no claim of success); a failed job
+  marks it FAILED;
 * an unreachable tracking server exits 3; a read-only store says so in one line.
 """
 
@@ -160,7 +161,10 @@ def test_killed_joblib_sweep_leaves_no_orphans_and_rerun_logs_each_job_once(tmp_
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_a_sweep_killed_without_a_traceback(tmp_path: Path) -> None:
+def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal (SIGINT to the process group) during a sweep's first job: exit 130,
+    the parent and the job's run KILLED, no IndexError or traceback, and not Inspect's "Task
+    interrupted" followed by "Completed all tasks ... successfully"."""
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     # 200 epochs: the first job's eval lasts ~20 s idle, so the interrupt lands inside it; at 40
@@ -171,9 +175,11 @@ def test_ctrl_c_ends_a_sweep_killed_without_a_traceback(tmp_path: Path) -> None:
     _wait_running(tmp_path, 1, proc)
     time.sleep(2)  # inside the evaluation
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-3000:]
     assert "IndexError" not in err and "Traceback" not in err, err[-3000:]
+    assert "successfully" not in out + err and "Task interrupted" not in out + err, out + err
+    assert err.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"
     parents, children = _runs(tmp_path, "sweep"), _runs(tmp_path, "job")
     assert [p.info.status for p in parents] == ["KILLED"]
     assert [c.info.status for c in children] == ["KILLED"]

@@ -1,5 +1,5 @@
 """Each option is declared once (physassist/options.py): the YAML, the task signature, the
-checks, the MLflow names and the README table all agree with that one table."""
+checks, the MLflow names and the config reference (docs/config.md) all agree with that one table."""
 
 from __future__ import annotations
 
@@ -102,18 +102,21 @@ def test_mlflow_param_names_come_from_the_table() -> None:
     assert BY_KEY["ehr.semantics"].mlflow == "ehr"
 
 
-def test_readme_and_help_show_the_tables() -> None:
+CONFIG_PAGE = ROOT / "docs" / "config.md"  # the config reference
+
+
+def test_config_reference_and_help_show_the_tables() -> None:
     from scorers.judges import markdown_table as judges_table
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README options table is stale: paste `python -m physassist.options`"
-    assert judges_table() in readme, "README judges table is stale: paste it from `physassist-eval --help`"
+    page = CONFIG_PAGE.read_text(encoding="utf-8")
+    assert markdown_table() in page, "docs/config.md options table is stale: paste `python -m physassist.options`"
+    assert judges_table() in page, "docs/config.md judges table is stale: paste it from `physassist-eval --help`"
     cfg = compose(hydra=True)
     assert markdown_table() in cfg.hydra.help.footer and judges_table() in cfg.hydra.help.footer
 
 
 @pytest.mark.parametrize("group", ["model", "judge", "dataset", "tracking", "inspect", "prices"])
-def test_readme_config_reference_lists_each_groups_keys(group: str) -> None:
+def test_config_reference_lists_each_groups_keys(group: str) -> None:
     """The "keys" column is prose, so it is checked, not generated: it names exactly the keys
     of the group's schema (outside parentheses, which hold defaults and notes)."""
     import dataclasses
@@ -121,8 +124,8 @@ def test_readme_config_reference_lists_each_groups_keys(group: str) -> None:
 
     from physassist.cli.schema import group_schema
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith(f"| `{group}` |"))
+    page = CONFIG_PAGE.read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith(f"| `{group}` |"))
     keys_column = re.sub(r"\([^()]*\)", "", row.rstrip(" |").rsplit(" | ", 1)[1])
     listed = set(re.findall(r"`([a-z_]+)`", keys_column))
     assert listed == {f.name for f in dataclasses.fields(group_schema(group))}, row

@@ -48,7 +48,7 @@ demo_store = fs.demo_store
 
 def test_recipe_add_an_ablation_option(monkeypatch) -> None:
     """One Option line + the key in the group's YAML files (here an override stands in for them):
-    the groups' schema, the CLI check, MLflow and the README table follow."""
+    the groups' schema, the CLI check, MLflow and the options table (docs/config.md) follow."""
     option = options.Option(
         "terminal.max_seconds", None, 60, "wall-clock limit per turn", rule=lambda v: isinstance(v, int) and v > 0,
         expects="seconds > 0",
@@ -61,7 +61,7 @@ def test_recipe_add_an_ablation_option(monkeypatch) -> None:
         config = resolve(compose(["terminal.max_seconds=30"]))  # no `+`: the schema declares it
         check_config(config)  # the CLI checks it ...
         assert flatten_config(config)["terminal.max_seconds"] == "30"  # ... and MLflow logs it
-        assert "`terminal.max_seconds`" in options.markdown_table()  # ... README / --help show it
+        assert "`terminal.max_seconds`" in options.markdown_table()  # ... docs/config.md / --help show it
         with pytest.raises(ConfigError, match=r"^terminal.max_seconds=0 is not valid; expected: seconds > 0$"):
             check_config(resolve(compose(["terminal.max_seconds=0"])))
         with pytest.raises(ConfigCompositionException):  # typed int by the schema

@@ -230,7 +230,7 @@ def test_human_verdicts_rescore_a_run(tmp_path):
 
 
 def test_rules_rescore_of_the_default_oracle_run_says_kappa_is_undefined(tmp_path, capsys):
-    """README's sanity check on the run its quick start makes (the oracle, rules judge): every
+    """docs/reports.md's sanity check on the run its quick start makes (the oracle, rules judge): every
     item passes on both sides, so kappa has no variance to measure; it is reported as undefined
     beside the observed agreement (100), never as a bare nan."""
     from physassist.agents import provider  # noqa: F401  (registers physassist/oracle)
