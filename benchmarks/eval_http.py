@@ -20,7 +20,7 @@ ratio of the wall times; over fewer, it also carries their mix and the eval's fi
 (~1 s of CPU, ~1 % of a 2 s-latency request budget). Next to each speed-up the script prints the
 bound CPU sets on one event loop: (latency + CPU per request at 1) / max(CPU per request at k,
 latency / k); a run near its bound is CPU-bound, not latency-bound. The lead's re-run on an
-idle machine (~4 min):
+idle machine (~5-6 min):
 
     python benchmarks/eval_http.py --latency 0.2,2 --connections 1,32 --sequential-budget 240 --out r.json
 
