@@ -11,6 +11,19 @@ tools, HTTP client, scoring, log writing; the server's CPU is in the other proce
 warm-up eval of ``--warmup`` sessions runs first, so that no measured run pays the process's
 one-time costs (lazy imports, first use of the store); its figures are reported apart.
 
+``--latency`` takes several values (one server per latency, the runs of each in turn).
+``--sequential-budget S`` bounds each 1-connection run to about S seconds of latency: the first
+N sessions with N x 8 requests x latency <= S (at 2 s per response the whole sample takes ~10
+min one request at a time; at 200 ms it fits). The speed-up is taken per chat request,
+(wall / requests at 1 connection) / (wall / requests at k): over the same sessions it is the
+ratio of the wall times; over fewer, it also carries their mix and the eval's fixed cost
+(~1 s of CPU, ~1 % of a 2 s-latency request budget). Next to each speed-up the script prints the
+bound CPU sets on one event loop: (latency + CPU per request at 1) / max(CPU per request at k,
+latency / k); a run near its bound is CPU-bound, not latency-bound. The lead's re-run on an
+idle machine (~5-6 min):
+
+    python benchmarks/eval_http.py --latency 0.2,2 --connections 1,32 --sequential-budget 240 --out r.json
+
     python benchmarks/eval_http.py [--latency 0.2] [--connections 1,8,32] [--limit N] [--out f.json]
 """
 
@@ -27,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+REQUESTS_PER_SESSION = 8  # the oracle on the sample: 288 chat requests for 36 sessions
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 
@@ -49,7 +63,7 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     from inspect_ai.model import get_model
 
     from physassist.gc_freeze import frozen_heap
-    from physassist.results import turn_table
+    from physassist.results import read_log, turn_table
     from tasks.physassistbench import physassistbench
 
     task = physassistbench(dataset="sample", ehr_source="sample")
@@ -65,57 +79,70 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
             )
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
-        turns = turn_table(log.location if log.samples is None else log)
+        log = read_log(log.location if log.samples is None else log)
+        requests = sum(1 for sample in log.samples for event in sample.events if event.event == "model")
+        turns = turn_table(log)
     assert (turns["status"] == "scored").all() and (turns["score"] == 1.0).all(), "oracle must score 1"
     return {
-        "connections": connections, "wall_s": wall, "cpu_s": cpu, "turns": len(turns),
+        "connections": connections, "wall_s": wall, "cpu_s": cpu, "turns": len(turns), "requests": requests,
         "sessions": turns["session_id"].nunique(), "cpu_ms_per_turn": 1000 * cpu / len(turns),
+        "cpu_ms_per_request": 1000 * cpu / requests, "wall_s_per_request": wall / requests,
         "load_average_before": load,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--latency", default="0.2", help="seconds per response; several: 0.2,2")
     parser.add_argument("--connections", default="1,8,32")
     parser.add_argument("--limit", type=int, default=None, help="first N sessions only")
+    parser.add_argument("--sequential-budget", type=float, default=None,
+                        help="seconds of latency a 1-connection run may take (first sessions only)")
     parser.add_argument("--display", default="none", help="Inspect display (none, log, plain)")
     parser.add_argument("--warmup", type=int, default=2, help="sessions of the unmeasured first eval (0: none)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
-    queue, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=serve, args=(args.latency, queue, stop), daemon=True)
-    server.start()
-    base_url = queue.get(timeout=120)
-    results, warmup = [], None
-    try:
-        if args.warmup:
-            warmup = run(base_url, 8, args.warmup, args.display)
-            print(f"warm-up ({args.warmup} sessions): {warmup['wall_s']:.1f} s wall, {warmup['cpu_s']:.1f} s CPU", flush=True)
-        for connections in (int(c) for c in args.connections.split(",")):
-            result = run(base_url, connections, args.limit, args.display)
-            results.append(result)
-            base = results[0]["wall_s"]
-            print(
-                f"max_connections={connections:>3}: {result['wall_s']:7.1f} s wall, "
-                f"x{base / result['wall_s']:5.1f} vs 1, {result['cpu_ms_per_turn']:5.1f} ms CPU/turn "
-                f"({result['turns']} turns, {result['sessions']} sessions; load {result['load_average_before']:.1f})",
-                flush=True,
-            )
-    finally:
-        stop.set()
-        requests, server_cpu = queue.get(timeout=30)
-        server.join(timeout=30)
-    for result in results:
-        result["speedup"] = results[0]["wall_s"] / result["wall_s"]
-    summary = {
-        "latency_s": args.latency, "display": args.display, "requests": requests, "server_cpu_s": server_cpu,
-        "load_average": os.getloadavg(), "warmup": warmup, "runs": results,
-    }
-    print(f"{requests} chat requests served ({server_cpu:.1f} s server CPU); load average {os.getloadavg()[0]:.1f}")
+    summaries, warmup = [], None
+    for latency in (float(x) for x in args.latency.split(",")):
+        queue, stop = ctx.Queue(), ctx.Event()
+        server = ctx.Process(target=serve, args=(latency, queue, stop), daemon=True)
+        server.start()
+        base_url = queue.get(timeout=120)
+        results = []
+        try:
+            if args.warmup and warmup is None:
+                warmup = run(base_url, 8, args.warmup, args.display)
+                print(f"warm-up ({args.warmup} sessions): {warmup['wall_s']:.1f} s wall, {warmup['cpu_s']:.1f} s CPU",
+                      flush=True)
+            for connections in (int(c) for c in args.connections.split(",")):
+                limit = args.limit
+                if connections == 1 and args.sequential_budget and latency > 0:
+                    fit = max(1, int(args.sequential_budget / (latency * REQUESTS_PER_SESSION)))
+                    limit = min(fit, limit) if limit else fit
+                result = run(base_url, connections, limit, args.display)
+                results.append(result)
+                first = results[0]
+                result["speedup"] = first["wall_s_per_request"] / result["wall_s_per_request"]
+                result["cpu_bound"] = (latency + first["cpu_ms_per_request"] / 1000) / max(
+                    result["cpu_ms_per_request"] / 1000, latency / connections)
+                print(
+                    f"latency {latency:g} s, max_connections={connections:>3}: {result['wall_s']:7.1f} s wall, "
+                    f"x{result['speedup']:5.1f} vs 1 per request (CPU bound x{result['cpu_bound']:.1f}), "
+                    f"{result['cpu_ms_per_turn']:5.1f} ms CPU/turn, {result['cpu_ms_per_request']:5.1f} ms CPU/request "
+                    f"({result['requests']} requests, {result['turns']} turns, {result['sessions']} sessions; "
+                    f"load {result['load_average_before']:.1f})",
+                    flush=True,
+                )
+        finally:
+            stop.set()
+            requests, server_cpu = queue.get(timeout=30)
+            server.join(timeout=30)
+        summaries.append({"latency_s": latency, "requests": requests, "server_cpu_s": server_cpu, "runs": results})
+        print(f"{requests} chat requests served ({server_cpu:.1f} s server CPU); load average {os.getloadavg()[0]:.1f}")
     if args.out:
-        Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps({"display": args.display, "load_average": os.getloadavg(),
+                                              "warmup": warmup, "latencies": summaries}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ schema migrations once). Inside the process the functions the run goes through a
 * start-up: process start to the run (interpreter, imports, Hydra's composition, checks);
 * task: reading the sessions and building the Inspect task; store open: the EHR store;
 * eval: Inspect's eval (the samples, the scorer, Inspect's own log);
-* metrics: the turn table and every metric; MLflow logging: opening the store, claiming the
-  run, params, tags, metrics, inputs, artifacts, the logged table; traces: the sessions as
-  traces with their assessments (wherever they are written); plots; report: the printed table;
+* metrics: the turn table and every metric; MLflow open: importing MLflow and opening its
+  store; MLflow claim: ending abandoned runs, claiming the run; MLflow logging: params, tags,
+  metrics, inputs, artifacts, the logged table; traces: the sessions as traces with their
+  assessments (wherever they are written); plots; report: the printed table;
 * exit: the command's return to the process's end (MLflow's exit hooks included);
 * other: the rest of the run (config resolution, fingerprints of the inputs, staging).
 
@@ -46,25 +47,40 @@ PHASES = [
     ("tasks.physassistbench", "cached_store", "store open"),
     ("physassist.cli.eval", "_evaluate", "eval"),
     ("physassist.cli.eval", "results", "metrics"),
-    ("physassist.cli.eval", "open_tracker_for", "MLflow logging"),
-    ("physassist.tracking.claims", "claim", "MLflow logging"),
+    ("physassist.cli.eval", "open_tracker_for", "MLflow open"),
+    ("physassist.tracking.runs", "Tracker.__init__", "MLflow open"),
+    ("physassist.tracking.claims", "end_abandoned", "MLflow claim"),
+    ("physassist.tracking.claims", "claim", "MLflow claim"),
     ("physassist.tracking.runs", "Tracker.log_run", "MLflow logging"),
     ("physassist.tracking.runs", "write_traces", "traces"),
     ("physassist.tracking.traces", "TraceWriter.finish", "traces"),
     ("physassist.tracking.plots", "run_plots", "plots"),
     ("physassist.cli.eval", "report", "report"),
 ]
-ORDER = ["start-up", "task", "store open", "eval", "metrics", "MLflow logging", "traces", "plots", "report",
-         "other", "exit"]
+ORDER = ["start-up", "task", "store open", "eval", "metrics", "MLflow open", "MLflow claim", "MLflow logging",
+         "traces", "plots", "report", "other", "exit"]
 
 
-def child(dump: str | None) -> None:
-    """The measured process: wrap the phases, run ``physassist-eval``, print the times as JSON."""
+def child(dump: str | None, reuse_log: str | None) -> None:
+    """The measured process: wrap the phases, run ``physassist-eval``, print the times as JSON.
+    With ``reuse_log`` the eval is not run: its log (a finished run's ``.eval``) is read instead."""
     import importlib
     import threading
 
     entered = time.time()
     from physassist.cli import eval as cli_eval
+
+    if reuse_log:
+
+        def reused(*args, **kwargs):  # as _evaluate runs the eval
+            from inspect_ai.log import read_eval_log
+
+            from physassist.gc_freeze import frozen_heap
+
+            with frozen_heap():
+                return read_eval_log(reuse_log)
+
+        cli_eval._evaluate = reused
 
     spent: dict[str, list[float]] = {}
     stack: list[list[float]] = []  # [start wall, start cpu, child wall, child cpu]
@@ -79,6 +95,7 @@ def child(dump: str | None) -> None:
                 return fn(*args, **kwargs)
             if phase == "other" and "run" not in marks:
                 marks["run"] = time.time()
+                marks["run_cpu"] = time.process_time()
             stack.append([time.perf_counter(), time.process_time(), 0.0, 0.0])
             try:
                 out = fn(*args, **kwargs)
@@ -117,6 +134,7 @@ def child(dump: str | None) -> None:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     marks["returned"] = time.time()
+    marks["returned_cpu"] = time.process_time()
     if dump and "results" in captured:
         turns, metrics = captured["results"]
         out = Path(dump)
@@ -128,9 +146,10 @@ def child(dump: str | None) -> None:
     print("PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}), file=sys.__stdout__, flush=True)
 
 
-def measure(cwd: Path, overrides: list[str], dump: str | None) -> dict[str, Any]:
+def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | None = None) -> dict[str, Any]:
     """One ``physassist-eval`` in a fresh process: wall, CPU and the phases."""
-    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []), "--", *overrides]
+    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []),
+           *(["--reuse-log", reuse_log] if reuse_log else []), "--", *overrides]
     started, spawned = time.perf_counter(), time.time()
     before = os.times()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
@@ -150,6 +169,8 @@ def measure(cwd: Path, overrides: list[str], dump: str | None) -> dict[str, Any]
     phases["exit"] = ended - marks["returned"]
     phases["report"] = phases.get("report", 0.0)
     cpus = {name: values[1] for name, values in data["spent"].items()}
+    cpus["start-up"] = marks["run_cpu"]  # the process's CPU until the run began
+    cpus["exit"] = cpu - marks["returned_cpu"]  # after the command returned (atexit, teardown)
     return {"wall_s": wall, "cpu_s": cpu, "phases": phases, "phase_cpu": cpus,
             "import_s": marks["imported"] - marks["entered"]}
 
@@ -169,18 +190,21 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="write metrics.json and turns.csv of the last repeat here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--reuse-log", default=None,
+                        help="skip the eval: read this finished .eval instead (measures everything else)")
     parser.add_argument("overrides", nargs="*")
     args, _ = parser.parse_known_args(sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else None)
     if args.child:
-        child(args.dump)
+        child(args.dump, args.reuse_log)
         return
     with tempfile.TemporaryDirectory(prefix="physassist-phases-") as scratch:
         cwd = Path(scratch)
-        first = measure(cwd, args.overrides, None)  # creates mlruns/ (migrations): not counted
+        reuse = str(Path(args.reuse_log).resolve()) if args.reuse_log else None
+        first = measure(cwd, args.overrides, None, reuse)  # creates mlruns/ (migrations): not counted
         print(f"store creation run: {first['wall_s']:.1f} s wall (not counted)", flush=True)
         runs = []
         for i in range(args.repeats):
-            runs.append(measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None))
+            runs.append(measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None, reuse))
             r = runs[-1]
             share = 1 - r["phases"].get("eval", 0.0) / r["wall_s"]
             print(f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "

@@ -9,26 +9,55 @@ are never scanned; a larger young generation collects the short-lived ones less 
 are undone afterwards, so a process that runs several evals (sweeps) freezes each time only
 what is alive then. No collection before freezing: a full one costs ~0.3-0.6 s here, and
 garbage frozen with the rest is collected after the eval, once unfrozen.
+
+The same holds after the eval, wherever a step allocates many containers on that heap (the
+sessions parsed back from the log for the run's dataset input): blocks nest, only the outermost
+freezes and thaws. And at exit: the interpreter's final collections walked the whole heap
+again (~2 s of CPU after a default run, for memory the OS takes back anyway), so a process
+that froze its heap once freezes it for good when it exits (after the other exit handlers
+registered since then, MLflow's among them, have run).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 #: allocations between young-generation collections while an eval runs (CPython's default: 700)
 YOUNG_THRESHOLD = 10_000
 
 
+_lock = threading.Lock()
+_depth = 0  # frozen_heap blocks open in this process
+
+
+@cache
+def _freeze_at_exit() -> None:
+    atexit.register(gc.freeze)
+
+
 @contextmanager
 def frozen_heap() -> Iterator[None]:
-    """Freeze what is alive, run the body with a larger young generation."""
-    gc.freeze()
-    thresholds = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, *thresholds[1:])
+    """Freeze what is alive, run the body with a larger young generation (a nested block
+    leaves both to the outermost)."""
+    global _depth
+    _freeze_at_exit()
+    with _lock:
+        _depth += 1
+        outermost = _depth == 1
+        if outermost:
+            gc.freeze()
+            thresholds = gc.get_threshold()
+            gc.set_threshold(YOUNG_THRESHOLD, *thresholds[1:])
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        with _lock:
+            _depth -= 1
+            if outermost:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()

@@ -25,3 +25,33 @@ def test_restores_when_the_body_raises() -> None:
         raise RuntimeError("eval failed")
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_nested_blocks_leave_the_heap_to_the_outermost() -> None:
+    before = gc.get_threshold()
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        with frozen_heap():  # e.g. MLflow's logging inside a caller's frozen block
+            pass
+        assert gc.get_freeze_count() == frozen  # the inner block did not thaw the outer's heap
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *before[1:])
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+
+
+def test_a_process_that_froze_its_heap_freezes_it_at_exit() -> None:
+    """The interpreter's final collections would walk the whole heap: frozen objects are skipped.
+    An exit handler registered first runs last (after the freeze) and sees it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+        "from physassist.gc_freeze import frozen_heap\n"
+        "with frozen_heap():\n"
+        "    pass\n"
+        "assert gc.get_freeze_count() == 0\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "frozen at exit: True"

@@ -153,3 +153,20 @@ def test_interrupted_sweep_job_resumes_its_eval_without_recomputing(tmp_path: Pa
     assert fixed.metrics["n_sessions"] == 3
     children = search_runs(uri, filter_string="tags.`physassist.kind` = 'job'")
     assert len(children) == 1 and children.iloc[0]["status"] == "FINISHED"
+
+
+def test_log_run_logs_more_than_one_batch_of_each(tmp_path: Path) -> None:
+    """Params, tags and metrics share log_batch calls within MLflow's limits (100 params, 100
+    tags, 1,000 entities per call): past them every one still arrives, and a resumed run keeps
+    the params it has."""
+    tracker = Tracker(store_uri(tmp_path), "batches")
+    params = {f"p{i}": str(i) for i in range(230)}
+    tags = {f"t{i}": str(i) for i in range(130)}
+    metrics = {f"m{i}": float(i) for i in range(1900)}
+    run_id = tracker.create_run("many", {})
+    tracker.log_params(run_id, {"p0": "0"})  # already there: not sent again
+    assert tracker.log_run(run_name="many", params=params, tags=tags, metrics=metrics, run_id=run_id) == run_id
+    data = tracker.client.get_run(run_id).data
+    assert data.params == params
+    assert {k: data.tags[k] for k in tags} == tags
+    assert data.metrics == metrics

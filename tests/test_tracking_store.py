@@ -109,3 +109,29 @@ def test_unreachable_server_is_a_tracking_error_fast(monkeypatch) -> None:
         Tracker(f"http://127.0.0.1:{free_port()}", "x", retries=0)
     assert time.monotonic() - start < 30
     assert sys.version_info >= (3, 11)
+
+
+def test_the_database_file_alone_holds_the_runs_after_the_process_exits(tmp_path: Path) -> None:
+    """The heap is frozen at exit, so MLflow's SQLite connections are not closed (and the WAL
+    not checkpointed) by the last collection: the store checkpoints it itself."""
+    import shutil
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = tmp_path / "mlruns" / "mlflow.db"
+    code = (
+        "from physassist.gc_freeze import frozen_heap\n"
+        "from physassist.tracking.runs import Tracker\n"
+        f"t = Tracker('sqlite:///{db}', 'wal')\n"
+        "with frozen_heap():\n"
+        "    t.create_run('after-exit', {'k': 'v'})\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+    alone = tmp_path / "copy.db"
+    shutil.copyfile(db, alone)  # without mlflow.db-wal
+    con = sqlite3.connect(alone)
+    try:
+        assert con.execute("select name from runs").fetchall() == [("after-exit",)]
+    finally:
+        con.close()

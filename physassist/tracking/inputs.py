@@ -59,21 +59,25 @@ class RunInput:
 
 def sessions_input(log, dataset: str, path: Path | None) -> RunInput | None:
     """The sessions a run evaluated, one row each (None when the log's samples carry none)."""
+    from physassist.gc_freeze import frozen_heap
+
     sessions: dict[str, dict[str, Any]] = {}
     rows = []
-    for sample in log.samples or []:
-        meta = sample.metadata or {}
-        sid = str(sample.id)
-        if meta.get("session") is None or sid in sessions:  # epochs repeat a session
-            continue
-        raw = meta["session"]
-        sessions[sid] = json.loads(raw) if isinstance(raw, str) else raw
-        rows.append({"session_id": sid, **{k: str(meta.get(k)) for k in ("scenario", "tier", "language")}})
-    if not sessions:
+    with frozen_heap():  # the parsed sessions are ~100k containers: no full collections over the heap
+        for sample in log.samples or []:
+            meta = sample.metadata or {}
+            sid = str(sample.id)
+            if meta.get("session") is None or sid in sessions:  # epochs repeat a session
+                continue
+            raw = meta["session"]
+            sessions[sid] = json.loads(raw) if isinstance(raw, str) else raw
+            rows.append({"session_id": sid, **{k: str(meta.get(k)) for k in ("scenario", "tier", "language")}})
+        digest = sessions_fingerprint(sessions.values()) if sessions else None
+    if digest is None:
         return None
     name = "sample" if dataset == "sample" else Path(dataset.removeprefix("hf:")).name or dataset
     source = dataset if dataset.startswith("hf:") or path is None else str(path.resolve())
-    return RunInput(name, sessions_fingerprint(sessions.values()), source, pd.DataFrame(rows), "dataset")
+    return RunInput(name, digest, source, pd.DataFrame(rows), "dataset")
 
 
 def ehr_input(source: str) -> RunInput:

@@ -9,6 +9,7 @@ in WAL mode (readers never block the writer), and every call is retried with bac
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import logging
@@ -153,6 +154,18 @@ def _enable_wal(db: Path) -> None:
         con.close()
 
 
+def _checkpoint(db: Path) -> None:
+    """Move the WAL's pages into the database file (the file alone then holds every run). At
+    exit MLflow's connections are left open (the heap is frozen: ``physassist.gc_freeze``), so
+    the checkpoint SQLite makes when the last one closes does not happen by itself."""
+    with contextlib.suppress(sqlite3.Error):  # busy (another process writes): it checkpoints later
+        con = sqlite3.connect(db, timeout=5)
+        try:
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+
+
 def _cache_dir() -> Path:
     root = os.environ.get("PHYSASSIST_CACHE") or Path.home() / ".cache" / "physassist"
     return Path(root)
@@ -226,6 +239,7 @@ def open_client(tracking_uri: str, *, retries: int = 8):  # -> mlflow.MlflowClie
         client = MlflowClient(tracking_uri=tracking_uri)
         with_retries(lambda: client.search_experiments(max_results=1), retries=retries)
         with_retries(lambda: _enable_wal(db), retries=retries)
+    atexit.register(_checkpoint, db)
     return client
 
 

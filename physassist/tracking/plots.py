@@ -175,6 +175,8 @@ def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], titl
     if not scored.any():
         log.warning("figures skipped: none of the run's %d turns was scored", len(turns))
         return []
+    from physassist.gc_freeze import frozen_heap
+
     out_dir.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     makers = (
@@ -182,9 +184,10 @@ def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], titl
         ("pass_vs_tau.png", lambda p: pass_curves(turns, p, taus, title)),
         ("ehr_vs_patient.png", lambda p: source_bars(turns, p, title)),
     )
-    for name, make in makers:
-        try:
-            made.append(make(out_dir / name))
-        except ValueError as exc:
-            log.warning("figure %s skipped: %s", name, exc)
+    with frozen_heap():  # matplotlib's import and figures: no full collections over the eval's heap
+        for name, make in makers:
+            try:
+                made.append(make(out_dir / name))
+            except ValueError as exc:
+                log.warning("figure %s skipped: %s", name, exc)
     return made

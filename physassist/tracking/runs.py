@@ -149,6 +149,23 @@ def _chunks(items: list, size: int) -> Iterable[list]:
         yield items[start : start + size]
 
 
+#: MLflow's limits per ``log_batch`` call: params, tags, all entities (metrics included).
+BATCH_PARAMS, BATCH_TAGS, BATCH_ENTITIES = 100, 100, 1000
+
+
+def _batches(params: list, tags: list, metrics: list) -> list[tuple[list, list, list]]:
+    """(params, tags, metrics) per ``log_batch`` call, as few calls as MLflow's limits allow
+    (each call is one transaction of the store)."""
+    out = []
+    while params or tags or metrics or not out:
+        p, params = params[:BATCH_PARAMS], params[BATCH_PARAMS:]
+        t, tags = tags[:BATCH_TAGS], tags[BATCH_TAGS:]
+        room = BATCH_ENTITIES - len(p) - len(t)
+        m, metrics = metrics[:room], metrics[room:]
+        out.append((p, t, m))
+    return out
+
+
 class Tracker:
     """An MLflow experiment in one tracking store, written to safely from many processes."""
 
@@ -160,17 +177,20 @@ class Tracker:
         artifact_root: str | None = None,
         retries: int = 8,
     ) -> None:
+        from physassist.gc_freeze import frozen_heap
+
         http_quiet()
         self.uri = resolve_tracking_uri(uri)
         self.retries = retries
         try:
-            self.client = open_client(self.uri, retries=retries)
-            self.experiment_id = get_or_create_experiment(
-                self.client,
-                experiment,
-                resolve_artifact_root(self.uri, artifact_root),
-                retries=retries,
-            )
+            with frozen_heap():  # importing MLflow and its store: no full collections over the heap
+                self.client = open_client(self.uri, retries=retries)
+                self.experiment_id = get_or_create_experiment(
+                    self.client,
+                    experiment,
+                    resolve_artifact_root(self.uri, artifact_root),
+                    retries=retries,
+                )
         except Exception as exc:  # noqa: BLE001 - any store failure is a tracking failure
             raise TrackingError(f"cannot open MLflow store {self.uri}: {error_line(exc)}") from exc
         self.experiment = experiment
@@ -343,7 +363,14 @@ class Tracker:
         (``physassist.tracking.traces``), before the run is ended. Returns the run id. The run is
         created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
         """
-        from mlflow.entities import RunTag
+        from physassist.gc_freeze import frozen_heap
+
+        with frozen_heap():  # MLflow's ORM allocates much: no full collections over the eval's heap
+            return self._log_run(run_name, params, tags, metrics, files, table, inputs, traces, status, run_id,
+                                 parent_run_id)
+
+    def _log_run(self, run_name, params, tags, metrics, files, table, inputs, traces, status, run_id, parent_run_id):
+        from mlflow.entities import Param, RunTag
 
         all_tags = {KIND_TAG: "job", **tags}
         if parent_run_id:
@@ -356,14 +383,15 @@ class Tracker:
         else:
             self._write(lambda: self.client.update_run(run_id, status="RUNNING", name=run_name))
         try:
-            self.log_params(run_id, params)
-            tag_list = [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()]
-            for chunk in _chunks(tag_list, 100):
-                self._write(lambda c=chunk: self.client.log_batch(run_id, tags=c))
+            existing = self._call(lambda: self.client.get_run(run_id)).data.params  # a resumed run has some
             now = int(time.time() * 1000)
-            metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
-            for chunk in _chunks(metric_list, 1000):
-                self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+            batches = _batches(
+                [Param(k, v) for k, v in params.items() if k not in existing],
+                [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()],
+                [_metric(k, v, now) for k, v in clean_metrics(metrics).items()],
+            )
+            for p, t, m in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
+                self._write(lambda p=p, t=t, m=m: self.client.log_batch(run_id, metrics=m, params=p, tags=t))
             if inputs:
                 datasets = [i.dataset_input() for i in inputs]
                 self._write(lambda: self.client.log_inputs(run_id, datasets=datasets))
