@@ -280,17 +280,61 @@ class EHRStore:
 
     def _load(self, key: Key, subject_id: int) -> Rows:
         table, columns = key
+        return self.select(table, subject_id, columns)
+
+    def select(
+        self,
+        table: str,
+        subject_id: int,
+        columns: Sequence[str],
+        where: str = "",
+        params: Sequence[Any] = (),
+        order_by: str = f'"{ROW_COLUMN}"',
+        limit: int | None = None,
+    ) -> Rows:
+        """``columns`` (and ``_row``) of one subject's rows in ``table`` that match the SQL
+        ``where`` (its ``?`` bound to ``params``), in source-file order unless ``order_by``;
+        not cached. For a big chart a call that keeps a few rows of hundreds of thousands
+        asks DuckDB for those (~1-3 ms) instead of loading all of them into Python (~3 us
+        a row). Rows are fetched by column (numpy, ~30% faster than row tuples) with the
+        same Python values as ``fetchall``: ``tolist`` gives int, float, str, datetime and
+        None for NULL; DATE columns are converted to ``date``."""
+        if not TABLES[table].per_subject:
+            raise KeyError(f"{table!r} is not a per-subject table")
         names = (*columns, ROW_COLUMN)
+        select = ", ".join(f'"{c}"' for c in names)
+        sql = f'SELECT {select} FROM "{table}" WHERE subject_id = ?'
+        sql += f" AND ({where})" if where else ""
+        sql += f" ORDER BY {order_by}" + (f" LIMIT {int(limit)}" if limit is not None else "")
         cur = self.cursor()
         try:
-            select = ", ".join(f'"{c}"' for c in names)
-            found = cur.execute(
-                f'SELECT {select} FROM "{table}" WHERE subject_id = ?', [subject_id]
-            ).fetchall()
+            found = cur.execute(sql, [subject_id, *params]).fetchnumpy()
         finally:
             cur.close()
-        found.sort(key=lambda r: r[-1])  # the scan returns the sort-key order; want file order
-        return tuple(dict(zip(names, r, strict=True)) for r in found)
+        types = TABLES[table].columns
+        values = [
+            (found[c].astype("datetime64[D]") if types.get(c) == "DATE" else found[c]).tolist()
+            for c in names
+        ]
+        return tuple(dict(zip(names, r, strict=True)) for r in zip(*values, strict=True))
+
+    def aggregate(
+        self,
+        table: str,
+        subject_id: int,
+        expression: str,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[Any]:
+        """One SQL ``expression`` over one subject's rows of ``table`` matching ``where``, one
+        value per result row (e.g. ``DISTINCT itemid`` or ``count(*)``)."""
+        sql = f'SELECT {expression} FROM "{table}" WHERE subject_id = ?'
+        sql += f" AND ({where})" if where else ""
+        cur = self.cursor()
+        try:
+            return [r[0] for r in cur.execute(sql, [subject_id, *params]).fetchall()]
+        finally:
+            cur.close()
 
     def _fill(self, subject_id: int, keys: list[Key]) -> None:
         try:
@@ -382,7 +426,9 @@ def _reader_config() -> dict[str, Any]:
 # --------------------------------------------------------------------------- loading
 
 
-def _load(src: EHRSource, checked: Checked, fingerprint: str, target: Path, spill: Path) -> list[str]:
+def _load(
+    src: EHRSource, checked: Checked, fingerprint: str, target: Path, spill: Path
+) -> list[str]:
     """Load every table into ``target``; returns what the source lacks (``source_check.gaps``)."""
     con = duckdb.connect(str(target))
     try:
@@ -446,7 +492,9 @@ def _load_table(con: duckdb.DuckDBPyConnection, spec: TableSpec, groups: Groups)
             files[0].path if len(files) == 1 else f"{len(files)} files under {files[0].path.parent}"
         )
         found = diagnose(spec, groups)
-        raise found or EHRBuildError(f"cannot load table {spec.name!r} from {where}: {exc}") from exc
+        raise found or EHRBuildError(
+            f"cannot load table {spec.name!r} from {where}: {exc}"
+        ) from exc
     check_keys(con, spec, groups)
 
 
@@ -543,7 +591,9 @@ def prune_stores(cache_dir: str | os.PathLike[str] | None = None) -> tuple[dict[
             except (EHRSourceError, KeyError):
                 current = None
             except OSError as exc:
-                log.warning("keeping %s: cannot read its source %s (%s)", store, info.get("source"), exc)
+                log.warning(
+                    "keeping %s: cannot read its source %s (%s)", store, info.get("source"), exc
+                )
                 continue
             if current != store.stem:
                 removed[store] = store.stat().st_size if store.exists() else 0

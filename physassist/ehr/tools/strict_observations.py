@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from physassist.ehr.tables import ROW_COLUMN
+
 from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
 from .records import by, contains, joined, keep, lookup, order, stamp, subject_rows, text
-from .registry import read_tool
+from .registry import COLUMNS, read_tool
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
     Window,
@@ -59,30 +61,24 @@ def _labs(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_labitems", "itemid")
-    rows = [
-        r for r in subject_rows(ctx, "labevents", sid) if window.keeps(r["charttime"], use_start=False)
-    ]
-    if code is not None:  # match on the distinct items, then label only their rows (a big chart
-        # has tens of thousands of lab rows, of which a search keeps a few dozen)
-        label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
+    itemids = None
+    if code is not None:  # match on the chart's distinct items up to the window's end
+        label_of = {i: joined(items, i, "label") for i in _items(ctx, "labevents", sid, window)}
         match = match_label(code, label_of.values())
         if not match.matched:
             return bundle([], 0, miss_hint("laboratory test", code, match))
         chosen = set(match.labels)
-        rows = [r for r in rows if label_of[r["itemid"]] in chosen]
-        fluids = {joined(items, r["itemid"], "fluid") for r in rows}
+        itemids = [i for i, label in label_of.items() if label in chosen]
+        fluids = {joined(items, i, "fluid") for i in itemids}
         if (
             len(fluids) > 1
             and "Blood" in fluids
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):  # "Creatinine" means serum
-            rows = [r for r in rows if joined(items, r["itemid"], "fluid") == "Blood"]
-    rows = [r for r in keep(rows, hadm_id=hadm) if window.keeps(r["charttime"])]
-    found = [
-        {**r, "label": joined(items, r["itemid"], "label")}
-        for r in order(rows, by("charttime", desc=True), by("labevent_id"))[:count]
-    ]
-    total = len(rows)
+            itemids = [i for i in itemids if joined(items, i, "fluid") == "Blood"]
+    where, params = _where(window, "charttime", itemids, hadm)
+    total, rows = _newest(ctx, "labevents", sid, where, params, "labevent_id", count)
+    found = [{**r, "label": joined(items, r["itemid"], "label")} for r in rows]
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -118,10 +114,7 @@ def _vitals(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_items", "itemid")
-    rows = [
-        r for r in subject_rows(ctx, "chartevents", sid) if window.keeps(r["charttime"], use_start=False)
-    ]
-    label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
+    label_of = {i: joined(items, i, "label") for i in _items(ctx, "chartevents", sid, window)}
     omr = [
         r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
     ]
@@ -137,11 +130,12 @@ def _vitals(
             and first.date() <= r["chartdate"] <= last.date()
         ]
     use_omr = False
-    if code is not None:  # match on the distinct items, then label only their rows
+    itemids = None
+    if code is not None:  # match on the distinct items, then fetch only their rows
         match = match_label(code, label_of.values())
         if match.matched:
             chosen = set(match.labels)
-            rows = [r for r in rows if label_of[r["itemid"]] in chosen]
+            itemids = [i for i, label in label_of.items() if label in chosen]
         else:
             omr_match = match_label(code, (r["result_name"] for r in omr))
             if not omr_match.matched:
@@ -156,17 +150,18 @@ def _vitals(
         use_omr = True
     if use_omr:
         return _omr(sid, omr, window, count)
+    stays = None
     if hadm is not None:
-        stays = {s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm}
-        rows = [r for r in rows if r["hadm_id"] == hadm or r["stay_id"] in stays]
-    rows = [r for r in rows if window.keeps(r["charttime"])]
+        stays = [s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm]
+    where, params = _where(window, "charttime", itemids, hadm, stays)
+    total, rows = _newest(ctx, "chartevents", sid, where, params, "itemid", count)
     found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
         {
             **r,
             "label": joined(items, r["itemid"], "label"),
             "unitname": joined(items, r["itemid"], "unitname"),
         }
-        for r in order(rows, by("charttime", desc=True), by("itemid"))[:count]
+        for r in rows
     ]
     out = []
     for r in found:
@@ -188,7 +183,7 @@ def _vitals(
                 "valueString": None if value is not None else r["value"],
             }
         )
-    return bundle(out, len(rows))
+    return bundle(out, total)
 
 
 def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dict[str, Any]:
@@ -214,6 +209,55 @@ def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dic
             }
         )
     return bundle(out, len(omr))
+
+
+def _items(ctx: ToolContext, table: str, sid: int, window: Window) -> set[Any]:
+    """The distinct item ids of the subject's ``table`` rows charted up to the window's end."""
+    where, params = _where(window, "charttime", use_start=False)
+    return set(ctx.store.aggregate(table, sid, "DISTINCT itemid", where, params))
+
+
+def _where(
+    window: Window,
+    time: str,
+    itemids: list[Any] | None = None,
+    hadm: int | None = None,
+    stays: list[Any] | None = None,
+    use_start: bool = True,
+) -> tuple[str, list[Any]]:
+    """SQL keeping what ``window.keeps`` keeps (a row without a time is outside any bound),
+    the chosen items, and the admission (or one of its ICU stays)."""
+    terms: list[str] = []
+    params: list[Any] = []
+    if use_start and window.start is not None:
+        terms.append(f'"{time}" >= ?')
+        params.append(window.start)
+    if window.end is not None:
+        terms.append(f'"{time}" <= ?')
+        params.append(window.end)
+    if itemids is not None:
+        terms.append("itemid IN (SELECT unnest(?::BIGINT[]))")
+        params.append(itemids)
+    if hadm is not None:
+        terms.append(
+            "(hadm_id = ? OR stay_id IN (SELECT unnest(?::BIGINT[])))"
+            if stays is not None
+            else "hadm_id = ?"
+        )
+        params += [hadm, stays] if stays is not None else [hadm]
+    return " AND ".join(terms), params
+
+
+def _newest(
+    ctx: ToolContext, table: str, sid: int, where: str, params: list[Any], then: str, count: int
+) -> tuple[int, tuple[dict[str, Any], ...]]:
+    """How many of the subject's rows match, and the ``count`` newest (``order``'s ``by(time,
+    desc=True), by(then)``: NULLs last, ties in file order), fetched from the store alone: a
+    big chart's search keeps a few dozen of its hundreds of thousands of rows."""
+    (total,) = ctx.store.aggregate(table, sid, "count(*)", where, params)
+    columns = COLUMNS[table]
+    order_by = f'charttime DESC NULLS LAST, "{then}" ASC NULLS LAST, "{ROW_COLUMN}"'
+    return total, ctx.store.select(table, sid, columns, where, params, order_by, count)
 
 
 def micro_rows(
