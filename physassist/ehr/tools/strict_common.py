@@ -6,11 +6,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from physassist.ehr.tables import ROW_COLUMN
+
 from . import fhir
 from .context import ToolContext
 from .errors import ToolError
 from .labels import LabelMatch
 from .records import by, order, stamp, subject_rows
+from .registry import COLUMNS
 
 #: What ``admission_miss`` reads: every tool that calls it declares it among its reads.
 ADMISSIONS_CHECKED: dict[str, tuple[str, ...]] = {"admissions": ("hadm_id", "admittime")}
@@ -42,6 +45,71 @@ class Window:
         """Whether a time (TIMESTAMP, DATE or text) is known and at or before the cutoff."""
         when = stamp(value)
         return when is not None and (self.cutoff is None or when <= self.cutoff)
+
+
+class Where:
+    """SQL conditions on one subject's rows and their parameters (``EHRStore.select``): what a
+    big chart's search keeps is asked of the store, not filtered from every row in Python."""
+
+    IN = "{} IN (SELECT unnest(?::{}[]))"
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, term: str, *params: Any) -> Where:
+        self.terms.append(term)
+        self.params += params
+        return self
+
+    def within(self, window: Window, time: str, use_start: bool = True) -> Where:
+        """What ``window.keeps(row[time], use_start)`` keeps: a row without a time is outside
+        any bound."""
+        if use_start and window.start is not None:
+            self.add(f'"{time}" >= ?', window.start)
+        if window.end is not None:
+            self.add(f'"{time}" <= ?', window.end)
+        return self
+
+    def among(self, column: str, values: list[Any] | None, typ: str = "BIGINT") -> Where:
+        """``column`` is one of ``values`` (``None``: no condition)."""
+        return self if values is None else self.add(self.IN.format(f'"{column}"', typ), values)
+
+    def equal(self, column: str, value: Any) -> Where:
+        """``column = value`` (``records.keep``; ``None``: no condition)."""
+        return self if value is None else self.add(f'"{column}" = ?', value)
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.terms)
+
+
+def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) -> set[Any]:
+    """The distinct values of ``column`` in the subject's rows that ``where`` keeps."""
+    return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
+
+
+def newest(
+    ctx: ToolContext,
+    table: str,
+    sid: int,
+    where: Where,
+    time: str,
+    then: tuple[str, ...],
+    count: int | None,
+) -> tuple[int, tuple[dict[str, Any], ...]]:
+    """How many of the subject's rows ``where`` keeps, and the ``count`` newest of them (all if
+    ``None``), as ``order(rows, by(time, desc=True), *(by(c) for c in then))`` sorts them (NULLs
+    last, ties in file order), with the tools' columns of the table: a big chart's search
+    keeps a few dozen of its rows."""
+    order_by = ", ".join(
+        (f'"{time}" DESC NULLS LAST', *(f'"{c}" ASC NULLS LAST' for c in then), f'"{ROW_COLUMN}"')
+    )
+    rows = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
+    if count is None:
+        return len(rows), rows
+    (total,) = ctx.store.aggregate(table, sid, "count(*)", where.sql, where.params)
+    return total, rows
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

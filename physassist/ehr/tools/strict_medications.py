@@ -7,9 +7,18 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import by, contains, first_non_null, keep, order, stamp, subject_rows, text
-from .registry import read_tool
-from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, quantity
+from .records import contains, first_non_null, stamp, text
+from .registry import COLUMNS, read_tool
+from .strict_common import (
+    ADMISSIONS_CHECKED,
+    Where,
+    Window,
+    admission_miss,
+    bundle,
+    distinct,
+    newest,
+    quantity,
+)
 
 MAR_LIMIT = 100
 
@@ -40,26 +49,29 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     window = Window(ctx, {}, "MedicationRequest.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    pharmacy: dict[Any, list[dict[str, Any]]] = {}
-    for ph in subject_rows(ctx, "pharmacy", sid):
-        if ph["pharmacy_id"] is not None:
-            pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     medication = args.get("medication")
+    where = Where().equal("hadm_id", hadm).within(window, "starttime")
+    if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
+        names = distinct(ctx, "prescriptions", sid, "drug", where)
+        where.among("drug", [d for d in names if contains(d, medication)], "VARCHAR")
+    _, orders = newest(ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), None)
+    ids = list({p["pharmacy_id"] for p in orders if p["pharmacy_id"] is not None})
+    pharmacy: dict[Any, list[dict[str, Any]]] = {}
+    verified = Where().among("pharmacy_id", ids)
+    for ph in ctx.store.select("pharmacy", sid, COLUMNS["pharmacy"], verified.sql, verified.params):
+        pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     found = []
-    for p in keep(subject_rows(ctx, "prescriptions", sid), hadm_id=hadm):
-        if not window.keeps(p["starttime"]) or (medication and not contains(p["drug"], medication)):
-            continue
-        orders = pharmacy.get(p["pharmacy_id"], ())
+    for p in orders:
+        entries = pharmacy.get(p["pharmacy_id"], ())
         found.append(
             {
                 **p,
                 "s": text(p["starttime"]),
                 "e": text(p["stoptime"]),
-                "ph_status": first_non_null(orders, "status"),
-                "frequency": first_non_null(orders, "frequency"),
+                "ph_status": first_non_null(entries, "status"),
+                "frequency": first_non_null(entries, "frequency"),
             }
         )
-    found = order(found, by("starttime", desc=True), by("drug"), by("pharmacy_id"))
     out = []
     for r in found:
         status = _rx_status(r["stoptime"], r["ph_status"], window)
@@ -189,19 +201,16 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
     medication = args.get("medication")
-    given = [
-        e
-        for e in keep(subject_rows(ctx, "emar", sid), hadm_id=hadm)
-        if window.keeps(e["charttime"])
-        and (not medication or contains(e["medication"], medication))
-    ]
-    found = order(given, by("charttime", desc=True), by("emar_id"))[:MAR_LIMIT]
-    total = len(given)
-    shown = {e["emar_id"] for e in found}
+    where = Where().equal("hadm_id", hadm).within(window, "charttime")
+    if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
+        names = distinct(ctx, "emar", sid, "medication", where)
+        where.among("medication", [m for m in names if contains(m, medication)], "VARCHAR")
+    total, found = newest(ctx, "emar", sid, where, "charttime", ("emar_id",), MAR_LIMIT)
+    shown = [e["emar_id"] for e in found]
     details: dict[Any, list[dict[str, Any]]] = {}
-    for d in subject_rows(ctx, "emar_detail", sid):
-        if d["dose_given"] is not None and d["emar_id"] in shown:
-            details.setdefault(d["emar_id"], []).append(d)
+    doses = Where().add("dose_given IS NOT NULL").among("emar_id", shown, "VARCHAR")
+    for d in ctx.store.select("emar_detail", sid, COLUMNS["emar_detail"], doses.sql, doses.params):
+        details.setdefault(d["emar_id"], []).append(d)
     found = [
         {**e, "t": text(e["charttime"]), **_first_dose(details.get(e["emar_id"]))} for e in found
     ]

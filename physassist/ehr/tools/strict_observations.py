@@ -7,20 +7,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from physassist.ehr.tables import ROW_COLUMN
-
 from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
 from .records import by, contains, joined, keep, lookup, order, stamp, subject_rows, text
-from .registry import COLUMNS, read_tool
+from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
+    Where,
     Window,
     admission_miss,
     bundle,
+    distinct,
     interpretation,
     miss_hint,
+    newest,
     quantity,
 )
 
@@ -63,7 +64,8 @@ def _labs(
     items = lookup(ctx, "d_labitems", "itemid")
     itemids = None
     if code is not None:  # match on the chart's distinct items up to the window's end
-        label_of = {i: joined(items, i, "label") for i in _items(ctx, "labevents", sid, window)}
+        ids = distinct(ctx, "labevents", sid, "itemid", Where().within(window, "charttime", False))
+        label_of = {i: joined(items, i, "label") for i in ids}
         match = match_label(code, label_of.values())
         if not match.matched:
             return bundle([], 0, miss_hint("laboratory test", code, match))
@@ -76,8 +78,8 @@ def _labs(
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):  # "Creatinine" means serum
             itemids = [i for i in itemids if joined(items, i, "fluid") == "Blood"]
-    where, params = _where(window, "charttime", itemids, hadm)
-    total, rows = _newest(ctx, "labevents", sid, where, params, "labevent_id", count)
+    where = Where().within(window, "charttime").among("itemid", itemids).equal("hadm_id", hadm)
+    total, rows = newest(ctx, "labevents", sid, where, "charttime", ("labevent_id",), count)
     found = [{**r, "label": joined(items, r["itemid"], "label")} for r in rows]
     out = []
     for r in found:
@@ -114,7 +116,8 @@ def _vitals(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_items", "itemid")
-    label_of = {i: joined(items, i, "label") for i in _items(ctx, "chartevents", sid, window)}
+    ids = distinct(ctx, "chartevents", sid, "itemid", Where().within(window, "charttime", False))
+    label_of = {i: joined(items, i, "label") for i in ids}
     omr = [
         r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
     ]
@@ -150,11 +153,11 @@ def _vitals(
         use_omr = True
     if use_omr:
         return _omr(sid, omr, window, count)
-    stays = None
-    if hadm is not None:
+    where = Where().within(window, "charttime").among("itemid", itemids)
+    if hadm is not None:  # the admission's rows, or its ICU stays'
         stays = [s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm]
-    where, params = _where(window, "charttime", itemids, hadm, stays)
-    total, rows = _newest(ctx, "chartevents", sid, where, params, "itemid", count)
+        where.add(f"(hadm_id = ? OR {Where.IN.format('stay_id', 'BIGINT')})", hadm, stays)
+    total, rows = newest(ctx, "chartevents", sid, where, "charttime", ("itemid",), count)
     found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
         {
             **r,
@@ -209,55 +212,6 @@ def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dic
             }
         )
     return bundle(out, len(omr))
-
-
-def _items(ctx: ToolContext, table: str, sid: int, window: Window) -> set[Any]:
-    """The distinct item ids of the subject's ``table`` rows charted up to the window's end."""
-    where, params = _where(window, "charttime", use_start=False)
-    return set(ctx.store.aggregate(table, sid, "DISTINCT itemid", where, params))
-
-
-def _where(
-    window: Window,
-    time: str,
-    itemids: list[Any] | None = None,
-    hadm: int | None = None,
-    stays: list[Any] | None = None,
-    use_start: bool = True,
-) -> tuple[str, list[Any]]:
-    """SQL keeping what ``window.keeps`` keeps (a row without a time is outside any bound),
-    the chosen items, and the admission (or one of its ICU stays)."""
-    terms: list[str] = []
-    params: list[Any] = []
-    if use_start and window.start is not None:
-        terms.append(f'"{time}" >= ?')
-        params.append(window.start)
-    if window.end is not None:
-        terms.append(f'"{time}" <= ?')
-        params.append(window.end)
-    if itemids is not None:
-        terms.append("itemid IN (SELECT unnest(?::BIGINT[]))")
-        params.append(itemids)
-    if hadm is not None:
-        terms.append(
-            "(hadm_id = ? OR stay_id IN (SELECT unnest(?::BIGINT[])))"
-            if stays is not None
-            else "hadm_id = ?"
-        )
-        params += [hadm, stays] if stays is not None else [hadm]
-    return " AND ".join(terms), params
-
-
-def _newest(
-    ctx: ToolContext, table: str, sid: int, where: str, params: list[Any], then: str, count: int
-) -> tuple[int, tuple[dict[str, Any], ...]]:
-    """How many of the subject's rows match, and the ``count`` newest (``order``'s ``by(time,
-    desc=True), by(then)``: NULLs last, ties in file order), fetched from the store alone: a
-    big chart's search keeps a few dozen of its hundreds of thousands of rows."""
-    (total,) = ctx.store.aggregate(table, sid, "count(*)", where, params)
-    columns = COLUMNS[table]
-    order_by = f'charttime DESC NULLS LAST, "{then}" ASC NULLS LAST, "{ROW_COLUMN}"'
-    return total, ctx.store.select(table, sid, columns, where, params, order_by, count)
 
 
 def micro_rows(
