@@ -9,8 +9,11 @@ import fixtures_tools as fx
 import pytest
 from fixtures_tools import ANCHOR, EARLIER, FUTURE, OTHER, SID, entries, hint, tiny_ctx
 
-from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, render
+from physassist.ehr.store import EHRStore
+from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, open_chart, render
 from physassist.ehr.tools.labels import match_label
+from physassist.ehr.tools.records import STRICT_QUERIED
+from physassist.ehr.tools.registry import COLUMNS
 
 tiny_store = fx.tiny_store
 demo_store = fx.demo_store
@@ -28,6 +31,26 @@ READS = [
     ("DocumentReference.search", {}),
     ("CarePlan.search", {}),
 ]
+
+
+def test_strict_never_loads_a_queried_table_whole(demo_store) -> None:
+    """The big tables are asked for per call: neither the tools nor ``open_chart`` keep a
+    strict session's whole chart of them in memory (compat's frames still do)."""
+    busiest = "SELECT subject_id FROM emar GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+    sid = demo_store.rows(busiest)[0]["subject_id"]
+    queried = [(t, COLUMNS[t]) for t in sorted(STRICT_QUERIED)]
+    for semantics, loaded in (("strict", []), ("compat", queried)):
+        store = EHRStore(demo_store.path)
+        ctx = ToolContext(
+            store=store, subject_id=sid, current_date="2200-01-01", semantics=semantics
+        )
+        open_chart(ctx)
+        for tool, args in READS:
+            result = call_tool(ctx, tool, {"subject_id": sid, **args})
+            assert "error" not in result and result.get("code") != "exception", (tool, result)
+        store._filler.shutdown(wait=True)
+        assert [k for k in queried if k not in store._subjects.missing(sid, queried)] == loaded
+        store.close()
 
 
 def call(store, tool: str, **args):
