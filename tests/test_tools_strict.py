@@ -9,6 +9,7 @@ import fixtures_tools as fx
 import pytest
 from fixtures_tools import ANCHOR, EARLIER, FUTURE, OTHER, SID, entries, hint, tiny_ctx
 
+import physassist.ehr.store as store_module
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, open_chart, render
 from physassist.ehr.tools.labels import match_label
@@ -33,24 +34,58 @@ READS = [
 ]
 
 
-def test_strict_never_loads_a_queried_table_whole(demo_store) -> None:
-    """The big tables are asked for per call: neither the tools nor ``open_chart`` keep a
-    strict session's whole chart of them in memory (compat's frames still do)."""
+STRICT_CALLS = [
+    *READS,
+    ("Observation.search", {"code": "Creatinine"}),
+    ("Observation.search", {"code": "Creatinine", "_count": 2, "date_from": "2150-01-08"}),
+    ("Observation.search", {"code": "glucose", "date_to": "2150-01-09"}),
+    ("Observation.search", {"code": "no such test"}),
+    ("Observation.search", {"category": "vital-signs", "code": "Heart Rate", "_count": 3}),
+    ("Observation.search", {"category": "vital-signs", "code": "weight"}),
+    ("MedicationRequest.search", {"medication": "HEPARIN"}),
+    ("MedicationRequest.search", {"medication": "no such drug"}),
+    ("MedicationAdministration.search", {"medication": "sodium chloride"}),
+]
+
+
+@pytest.mark.parametrize("name", ["tiny", "demo"])
+def test_strict_big_chart_path_answers_as_the_small_one(
+    name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big chart's search is asked of the store in SQL, a small one's filtered in memory: the
+    same answers, byte for byte, for each admission and with and without a cutoff. With the
+    threshold at 0 every chart is big, and then nothing of the queried tables is loaded whole
+    (nor prefetched by ``open_chart``)."""
+    store_fixture: EHRStore = request.getfixturevalue(f"{name}_store")
     busiest = "SELECT subject_id FROM emar GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
-    sid = demo_store.rows(busiest)[0]["subject_id"]
+    sid = store_fixture.rows(busiest)[0]["subject_id"]
+    admissions = [
+        r["hadm_id"]
+        for r in store_fixture.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
+    ]
     queried = [(t, COLUMNS[t]) for t in sorted(STRICT_QUERIED)]
-    for semantics, loaded in (("strict", []), ("compat", queried)):
-        store = EHRStore(demo_store.path)
-        ctx = ToolContext(
-            store=store, subject_id=sid, current_date="2200-01-01", semantics=semantics
-        )
-        open_chart(ctx)
-        for tool, args in READS:
-            result = call_tool(ctx, tool, {"subject_id": sid, **args})
-            assert "error" not in result and result.get("code") != "exception", (tool, result)
-        store._filler.shutdown(wait=True)
-        assert [k for k in queried if k not in store._subjects.missing(sid, queried)] == loaded
+    answers = {}
+    for limit in (None, 0):
+        if limit is not None:
+            monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", limit)
+        store = EHRStore(store_fixture.path)
+        got = []
+        for date in (None, "2150-01-08", "2200-01-01"):
+            ctx = ToolContext(store=store, subject_id=sid, current_date=date, semantics="strict")
+            open_chart(ctx)
+            for hadm in (None, *admissions[:2]):
+                for tool, args in STRICT_CALLS:
+                    extra = {} if hadm is None else {"hadm_id": hadm}
+                    got.append(
+                        json.dumps(call_tool(ctx, tool, {"subject_id": sid, **args, **extra}))
+                    )
+        if limit == 0:
+            store._filler.shutdown(wait=True)
+            assert all(not store._subjects.get(sid, k) for k in queried)  # none, or an empty table
+        answers[limit] = got
         store.close()
+    assert answers[0] == answers[None]
+    assert any('"total": 0' not in a for a in answers[0])  # not all empty
 
 
 def call(store, tool: str, **args):

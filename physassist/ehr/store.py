@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -72,6 +73,9 @@ log = logging.getLogger(__name__)
 META_TABLE = "_physassist_meta"
 COUNTS_TABLE = "_physassist_tables"
 _TEMP_MARK = ".building"
+#: A subject's rows of one table up to which ``small_subject_rows`` keeps them in memory.
+SMALL_CHART_ROWS = 2_000
+_BIG_MEMO = 65_536  # (subject, table) pairs remembered as bigger
 #: Columns cleaned on load. ICD codes are keys joined against their dictionary; some exports
 #: pad them with blanks, and a join on ``trim(...)`` cannot use zone maps or join filters.
 _NORMALISE = {"icd_code": "trim({})"}
@@ -213,6 +217,7 @@ class EHRStore:
         self._closed = False
         self._dictionaries: dict[tuple[str, tuple[str, ...]], dict[Any, dict[str, Any]]] = {}
         self._loading: dict[Hashable, threading.Lock] = {}
+        self._big: OrderedDict[tuple[int, str], None] = OrderedDict()  # small_subject_rows
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new read-only cursor on the shared database; use one per call or thread."""
@@ -250,6 +255,33 @@ class EHRStore:
                 cached = self._load(key, subject_id)
                 self._subjects.put(subject_id, key, cached)
             return cached
+
+    def small_subject_rows(
+        self, table: str, subject_id: int, columns: Sequence[str], limit: int | None = None
+    ) -> Rows | None:
+        """``subject_rows`` if the subject has at most ``limit`` rows in ``table``, else None:
+        then the caller asks the store for what it keeps (``select``, ``aggregate``). Filtering
+        a few hundred rows kept in memory costs less than a query per call; loading a big
+        chart's hundreds of thousands costs far more. One query either way (``LIMIT limit + 1``);
+        a big chart is remembered as such. ``limit`` defaults to ``SMALL_CHART_ROWS``."""
+        limit = SMALL_CHART_ROWS if limit is None else limit
+        key = (table, tuple(columns))
+        cached = self._subjects.get(subject_id, key)
+        if cached is not None or (subject_id, table) in self._big:
+            return cached
+        with self._once((subject_id, key)):
+            cached = self._subjects.get(subject_id, key)
+            if cached is not None:
+                return cached
+            found = self.select(table, subject_id, columns, limit=limit + 1)
+            if len(found) <= limit:
+                self._subjects.put(subject_id, key, found)
+                return found
+            with self._lock:
+                self._big[(subject_id, table)] = None
+                if len(self._big) > _BIG_MEMO:
+                    self._big.popitem(last=False)
+            return None
 
     @contextlib.contextmanager
     def _once(self, what: Hashable) -> Iterator[None]:

@@ -29,9 +29,10 @@ def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
     return ctx.store.subject_rows(table, sid, COLUMNS[table])
 
 
-#: Tables the strict tools never load whole: they ask the store for the rows a call returns
-#: (``strict_common.newest``), so a strict session does not prefetch them (a big ICU chart's
-#: hundreds of thousands of rows, loaded beside the calls, only took the GIL from them).
+#: Tables the strict tools load whole only for a small chart (``EHRStore.small_subject_rows``);
+#: of a big one they ask the store for the rows a call returns (``strict_common.newest``), so a
+#: strict session does not prefetch them (a big ICU chart's hundreds of thousands of rows,
+#: loaded beside the calls, only took the GIL from them).
 STRICT_QUERIED = frozenset(
     ("labevents", "chartevents", "emar", "emar_detail", "prescriptions", "pharmacy")
 )

@@ -4,6 +4,7 @@ searchset building and value helpers."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from physassist.ehr.tables import ROW_COLUMN
@@ -12,7 +13,7 @@ from . import fhir
 from .context import ToolContext
 from .errors import ToolError
 from .labels import LabelMatch
-from .records import by, order, stamp, subject_rows
+from .records import Row, by, order, stamp, subject_rows
 from .registry import COLUMNS
 
 #: What ``admission_miss`` reads: every tool that calls it declares it among its reads.
@@ -48,44 +49,70 @@ class Window:
 
 
 class Where:
-    """SQL conditions on one subject's rows and their parameters (``EHRStore.select``): what a
-    big chart's search keeps is asked of the store, not filtered from every row in Python."""
+    """Conditions on one subject's rows, twice: as SQL with its parameters (``EHRStore.select``)
+    for a big chart, whose search keeps a few dozen of its hundreds of thousands of rows, and
+    as a Python test for a small chart's rows, kept in memory (``EHRStore.small_subject_rows``):
+    a query per call costs more than filtering a few hundred rows (``rows``)."""
 
     IN = "{} IN (SELECT unnest(?::{}[]))"
 
     def __init__(self) -> None:
         self.terms: list[str] = []
         self.params: list[Any] = []
+        self.tests: list[Callable[[Row], bool]] = []
 
-    def add(self, term: str, *params: Any) -> Where:
+    def add(self, term: str, test: Callable[[Row], bool], *params: Any) -> Where:
+        """The SQL ``term`` (its ``?`` bound to ``params``) and the same condition in Python."""
         self.terms.append(term)
+        self.tests.append(test)
         self.params += params
         return self
 
     def within(self, window: Window, time: str, use_start: bool = True) -> Where:
         """What ``window.keeps(row[time], use_start)`` keeps: a row without a time is outside
         any bound."""
-        if use_start and window.start is not None:
-            self.add(f'"{time}" >= ?', window.start)
-        if window.end is not None:
-            self.add(f'"{time}" <= ?', window.end)
+        if (use_start and window.start is not None) or window.end is not None:
+            start = window.start if use_start else None
+            bounds = [(">=", start), ("<=", window.end)]
+            term = " AND ".join(f'"{time}" {op} ?' for op, t in bounds if t is not None)
+            params = [t for _, t in bounds if t is not None]
+            self.add(term, lambda r: window.keeps(r[time], use_start), *params)
         return self
 
     def among(self, column: str, values: list[Any] | None, typ: str = "BIGINT") -> Where:
-        """``column`` is one of ``values`` (``None``: no condition)."""
-        return self if values is None else self.add(self.IN.format(f'"{column}"', typ), values)
+        """``column`` is one of ``values`` (``None``: no condition; NULL is never one)."""
+        if values is None:
+            return self
+        wanted = set(values) - {None}
+        return self.add(self.IN.format(f'"{column}"', typ), lambda r: r[column] in wanted, values)
 
     def equal(self, column: str, value: Any) -> Where:
         """``column = value`` (``records.keep``; ``None``: no condition)."""
-        return self if value is None else self.add(f'"{column}" = ?', value)
+        if value is None:
+            return self
+        return self.add(f'"{column}" = ?', lambda r: r[column] == value, value)
 
     @property
     def sql(self) -> str:
         return " AND ".join(self.terms)
 
+    def keeps(self, row: Row) -> bool:
+        return all(test(row) for test in self.tests)
+
+
+def rows(ctx: ToolContext, table: str, sid: int, where: Where) -> tuple[Row, ...]:
+    """The subject's rows of ``table`` that ``where`` keeps, in file order."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        return tuple(r for r in small if where.keeps(r))
+    return ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params)
+
 
 def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) -> set[Any]:
     """The distinct values of ``column`` in the subject's rows that ``where`` keeps."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        return {r[column] for r in small if where.keeps(r)}
     return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
 
 
@@ -97,19 +124,24 @@ def newest(
     time: str,
     then: tuple[str, ...],
     count: int | None,
-) -> tuple[int, tuple[dict[str, Any], ...]]:
+) -> tuple[int, tuple[Row, ...]]:
     """How many of the subject's rows ``where`` keeps, and the ``count`` newest of them (all if
     ``None``), as ``order(rows, by(time, desc=True), *(by(c) for c in then))`` sorts them (NULLs
-    last, ties in file order), with the tools' columns of the table: a big chart's search
-    keeps a few dozen of its rows."""
+    last, ties in file order), with the tools' columns of the table."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        kept = order(
+            (r for r in small if where.keeps(r)), by(time, desc=True), *(by(c) for c in then)
+        )
+        return len(kept), tuple(kept if count is None else kept[:count])
     order_by = ", ".join(
         (f'"{time}" DESC NULLS LAST', *(f'"{c}" ASC NULLS LAST' for c in then), f'"{ROW_COLUMN}"')
     )
-    rows = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
+    found = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
     if count is None:
-        return len(rows), rows
+        return len(found), found
     (total,) = ctx.store.aggregate(table, sid, "count(*)", where.sql, where.params)
-    return total, rows
+    return total, found
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

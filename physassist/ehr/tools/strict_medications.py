@@ -8,7 +8,7 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .records import contains, first_non_null, stamp, text
-from .registry import COLUMNS, read_tool
+from .registry import read_tool
 from .strict_common import (
     ADMISSIONS_CHECKED,
     Where,
@@ -18,6 +18,7 @@ from .strict_common import (
     distinct,
     newest,
     quantity,
+    rows,
 )
 
 MAR_LIMIT = 100
@@ -58,7 +59,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     ids = list({p["pharmacy_id"] for p in orders if p["pharmacy_id"] is not None})
     pharmacy: dict[Any, list[dict[str, Any]]] = {}
     verified = Where().among("pharmacy_id", ids)
-    for ph in ctx.store.select("pharmacy", sid, COLUMNS["pharmacy"], verified.sql, verified.params):
+    for ph in rows(ctx, "pharmacy", sid, verified):
         pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     found = []
     for p in orders:
@@ -208,8 +209,8 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     total, found = newest(ctx, "emar", sid, where, "charttime", ("emar_id",), MAR_LIMIT)
     shown = [e["emar_id"] for e in found]
     details: dict[Any, list[dict[str, Any]]] = {}
-    doses = Where().add("dose_given IS NOT NULL").among("emar_id", shown, "VARCHAR")
-    for d in ctx.store.select("emar_detail", sid, COLUMNS["emar_detail"], doses.sql, doses.params):
+    given = Where().add("dose_given IS NOT NULL", lambda d: d["dose_given"] is not None)
+    for d in rows(ctx, "emar_detail", sid, given.among("emar_id", shown, "VARCHAR")):
         details.setdefault(d["emar_id"], []).append(d)
     found = [
         {**e, "t": text(e["charttime"]), **_first_dose(details.get(e["emar_id"]))} for e in found

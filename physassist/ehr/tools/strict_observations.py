@@ -156,7 +156,8 @@ def _vitals(
     where = Where().within(window, "charttime").among("itemid", itemids)
     if hadm is not None:  # the admission's rows, or its ICU stays'
         stays = [s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm]
-        where.add(f"(hadm_id = ? OR {Where.IN.format('stay_id', 'BIGINT')})", hadm, stays)
+        term, in_stays = f"(hadm_id = ? OR {Where.IN.format('stay_id', 'BIGINT')})", set(stays)
+        where.add(term, lambda r: r["hadm_id"] == hadm or r["stay_id"] in in_stays, hadm, stays)
     total, rows = newest(ctx, "chartevents", sid, where, "charttime", ("itemid",), count)
     found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
         {
