@@ -26,7 +26,7 @@ DEMO = DOCS.parents[1] / "shared" / "mimic-iv-demo"
 TABLES = (("hosp", "admissions"), ("hosp", "prescriptions"), ("hosp", "pharmacy"),
           ("hosp", "labevents"), ("hosp", "d_labitems"), ("hosp", "emar"),
           ("hosp", "microbiologyevents"), ("hosp", "diagnoses_icd"), ("hosp", "d_icd_diagnoses"),
-          ("icu", "icustays"))
+          ("icu", "inputevents"), ("icu", "d_items"))
 SERIES_SHOWN = 6  # lab rows shown per series: the newest ones, plus the first, peak and nadir
 
 
@@ -73,14 +73,19 @@ def _drug_rows(con: duckdb.DuckDBPyConnection, hadm: int, word: str) -> list[str
         "SELECT coalesce(event_txt, '(empty)'), count(*), min(charttime), max(charttime) "
         "FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) GROUP BY 1 ORDER BY 2 DESC",
         [hadm, word.lower()]).fetchall()
-    icu = con.execute("SELECT intime, outtime FROM icustays WHERE hadm_id = ?", [hadm]).fetchall()
+    icu = con.execute(
+        "SELECT d.label, i.ordercategorydescription, i.statusdescription, count(*), "
+        "min(i.starttime), max(i.starttime) FROM inputevents i JOIN d_items d USING (itemid) "
+        "WHERE i.hadm_id = ? AND contains(lower(d.label), ?) GROUP BY ALL ORDER BY 4 DESC",
+        [hadm, word.lower()]).fetchall()
     out = [f"prescriptions + pharmacy, '{word}':", "",
            *_table(["start", "stop", "drug", "dose", "unit", "route", "frequency", "sliding",
                     "pharmacy status"], rx), "", f"emar events, '{word}':", "",
            *_table(["event", "count", "first", "last"], mar)]
     if icu:
-        out += ["", "ICU stays (ICU doses are in icu/inputevents, not in the eMAR): "
-                + "; ".join(f"{a} to {b}" for a, b in icu)]
+        out += ["", f"ICU administrations (icu/inputevents, d_items label containing '{word}'; "
+                "a drug with any has no dose-count item, physassist/timeline.py):", "",
+                *_table(["label", "method", "status", "count", "first", "last"], icu)]
     return out
 
 

@@ -4,6 +4,12 @@ A reviewer's reading of MIMIC-IV, written from the tables alone with DuckDB (no 
 store, no tools): what each session's rubric may say about current orders, doses, latest
 lab values, cultures, administrations and the patient's course. ``defects`` lists every
 disagreement by category; a clinically sound build has none.
+
+Administrations are counted from the eMAR and from ``icu/inputevents`` (the ICU charts most
+drugs given there only in MetaVision): an ICU row counts for a drug when its ``d_items.label``
+holds the drug word, and as given when it finished running (``FinishedRunning``, or a segment
+ended by a dose/rate change). A turn that states a dose count or the last dose of a drug with
+any ICU administration is a defect: the compat tools (the reference's) show the eMAR only.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import duckdb
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
+#: Turn intents (session_plan) that state a dose count or the last dose given.
+DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
 CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
               "end_of_life")
 
@@ -104,10 +112,15 @@ class Record:
             "SELECT org_name, coalesce(charttime, chartdate) FROM microbiologyevents "
             "WHERE hadm_id = ? AND org_name IS NOT NULL") if _ts(t) < self.cutoff}
 
-    def icu_doses(self, word: str) -> int:
-        return self.rows("SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
-                         "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
-                         word.lower())[0][0]
+    def icu_counts(self, word: str) -> tuple[int, int]:
+        """(ICU rows, of them given) of ``word`` before the cutoff."""
+        rows = [(s, e) for s, e, t in self.rows(
+            "SELECT i.statusdescription, i.endtime, i.starttime FROM inputevents i "
+            "JOIN d_items d USING (itemid) WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
+            word.lower()) if _ts(t) < self.cutoff]
+        given = sum(str(s).lower() in ("finishedrunning", "changedose/rate") or
+                    (_ts(e) or self.cutoff) >= self.cutoff for s, e in rows)
+        return len(rows), given
 
     def emar_counts(self, word: str) -> tuple[int, int]:
         """(given, not given) eMAR events; an event with no text is neither."""
@@ -174,12 +187,21 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                             f"{where}: {label} {value} is not first, last, peak or nadir")
                 elif label in ("given", "not given") and drugs:
                     word = next(iter(drugs))
-                    if rec.icu_doses(word):
-                        out["administrations"].append(f"{where}: {word} has ICU doses")
                     given, missed = rec.emar_counts(word)
+                    given += rec.icu_counts(word)[1]
                     if value != (given if label == "given" else missed):
                         out["administrations"].append(
-                            f"{where}: {label} {value}, eMAR says {given} given, {missed} not")
+                            f"{where}: {label} {value}, the record says {given} given, "
+                            f"{missed} not")
+            intents = e.get("session_plan", {}).get("turn_intents", [])
+            intent = intents[t] if t < len(intents) else ""
+            if intent.startswith(DOSE_COUNT_KINDS):
+                word = intent.split("(", 1)[1].rstrip(")")
+                icu_rows, icu_given = rec.icu_counts(word)
+                if icu_rows:
+                    out["administrations"].append(
+                        f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
+                        f"({icu_given} given) that compat cannot show")
             if any(a.get("report_type") == "culture" for n, a in calls
                    if n == "DiagnosticReport.search"):
                 orgs = rec.organisms()

@@ -495,6 +495,22 @@ TINY: dict[str, tuple[str, list[tuple]]] = {
                 "mmHg",
             ),
             (220277, "O2 saturation pulseoxymetry", "SpO2", "chartevents", "Respiratory", "%"),
+            (225152, "Heparin Sodium", "Heparin Sodium", "inputevents", "Medications", "units"),
+            (225798, "Vancomycin", "Vancomycin", "inputevents", "Antibiotics", "dose"),
+        ],
+    ),
+    # ICU doses: a vancomycin push in the anchor's ICU stay, a heparin drip still running at the
+    # cutoff (its end and amount are charted later), a push in the future admission.
+    "icu/inputevents": (
+        "subject_id,hadm_id,stay_id,starttime,endtime,itemid,amount,amountuom,rate,rateuom,"
+        "orderid,linkorderid,ordercategoryname,ordercategorydescription,statusdescription",
+        [
+            (SID, ANCHOR, 7001, "2150-01-07 20:00:00", "2150-01-07 20:01:00", 225798, 1, "dose",
+             "", "", 11, 11, "08-Antibiotics (IV)", "Drug Push", "FinishedRunning"),
+            (SID, ANCHOR, 7001, "2150-01-10 22:00:00", "2150-01-11 02:00:00", 225152, 4000,
+             "units", 1000, "units/hour", 12, 12, "01-Drips", "Continuous Med", "FinishedRunning"),
+            (SID, FUTURE, 7002, "2150-03-02 08:00:00", "2150-03-02 08:01:00", 225798, 1, "dose",
+             "", "", 13, 13, "08-Antibiotics (IV)", "Drug Push", "FinishedRunning"),
         ],
     ),
     "icu/chartevents": (

@@ -297,3 +297,34 @@ def test_culture_and_imaging_lookups_name_organism_specimen_and_finding() -> Non
     assert d is not None
     finding = rubric(d)[1].check["any"]["en"]
     assert "effusion" in finding and "consolidation" not in finding
+
+
+def test_conditions_and_unsafe_verdicts_need_the_clinical_threshold() -> None:
+    """A value past the lab's reference range is "high"/"low"; naming a condition or holding a
+    drug needs the documented clinical threshold (vocab.MEANINGS, vocab.UNSAFE_WHEN)."""
+    from generation.builder.answers import Digest, LabFact, _course, meaning
+    from generation.builder.vocab import unsafe
+
+    def said(label: str, value: float, status: str) -> str | None:
+        d = Digest(Topic("lab_trend", lab=label))
+        d.labs = [LabFact(label, value, "", status, "2150-03-05 06:00", "2150-03-05")]
+        m = meaning(d)
+        return m.en if m is not None else None
+
+    assert said("Glucose", 120, "high") is None  # above 70-100, not hospital hyperglycemia
+    assert said("Glucose", 190, "high") == "hyperglycemia"
+    assert said("INR(PT)", 1.2, "high") is None and said("INR(PT)", 2.1, "high") is not None
+    assert said("Urea Nitrogen", 24, "high") is None  # BUN alone names no kidney condition
+    assert said("Creatinine", 1.2, "high") is None and said("Creatinine", 1.9, "high")
+    assert said("Lactate", 2.4, "high") is None and said("Lactate", 4.5, "high")
+    assert said("Potassium", 5.6, "high") == "hyperkalemia"
+    inr = LabFact("INR(PT)", 1.2, "", "high", "2150-03-05 06:00", "2150-03-05")
+    assert _course(inr, "stable") == "normal"  # mildly high and steady: no action
+    creat = LabFact("Creatinine", 1.3, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")
+    assert _course(creat, "rising") == "worsening"  # a KDIGO-sized rise still counts
+    assert not unsafe("Warfarin", "INR(PT)", 2.5) and unsafe("warfarin", "INR(PT)", 3.6)
+    assert not unsafe("potassium chloride", "Potassium", 3.1)  # it treats the low potassium
+    assert unsafe("potassium chloride", "Potassium", 5.4)
+    assert not unsafe("furosemide", "Potassium", 3.3) and unsafe("furosemide", "Potassium", 2.8)
+    assert not unsafe("vancomycin", "Urea Nitrogen", 40) and unsafe("vancomycin", "Creatinine", 2.0)
+    assert not unsafe("lisinopril", "Potassium", 5.3) and unsafe("lisinopril", "Potassium", 5.8)

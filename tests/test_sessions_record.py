@@ -48,3 +48,23 @@ def test_the_raw_check_finds_what_the_builder_got_wrong_before() -> None:
         rubric_checks=[[{"kind": "value", "label": "warfarin", "value": 2.0}]])
     found = fr.defects([warfarin], demo)
     assert found["end_of_life"] and found["current_orders"]
+
+
+def test_the_raw_check_counts_icu_doses() -> None:
+    """The issue's metronidazole: "2 doses" from the eMAR while 11 more were given in the CCU
+    (icu/inputevents only). The count is wrong, and a dose count of a drug with ICU doses is
+    one compat cannot show."""
+    demo = fb.demo_or_skip()
+    day = fr.raw(demo).execute("SELECT dischtime[:10] FROM admissions "
+                               "WHERE hadm_id = '24982426'").fetchone()[0]
+    claim = {"id": "m", "hadm_id": 24982426, "current_date": day,
+             "task_types": ["Clinical Reasoning"],
+             "session_plan": {"turn_intents": ["admin_reliability(metronidazole)"]},
+             "answer_list": [[
+                 {"action": {"name": "MedicationAdministration.search",
+                             "arguments": {"medication": "metronidazole"}}, "observation": {}},
+                 {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
+             "rubric_checks": [[{"kind": "value", "label": "given", "value": 2.0}]]}
+    found = fr.defects([claim], demo)["administrations"]
+    assert len(found) == 2
+    assert "the record says 13 given" in found[0] and "11 ICU administrations" in found[1]

@@ -157,6 +157,26 @@ def test_held_doses_have_event_text_and_no_dose_given(sample_con) -> None:
     assert missing == 0
 
 
+def test_icu_doses_are_charted_in_inputevents_not_the_emar(sample_con) -> None:
+    """The ICU-only quirk (physassist.synth.quirks.ICU_MEDS): inside an ICU stay IV vancomycin,
+    piperacillin-tazobactam, furosemide and SC heparin doses are inputevents rows of their real
+    d_items items, and the eMAR has none of them there; outside the stay the eMAR charts them."""
+    icu = sample_con.sql("""SELECT d.label, i.ordercategorydescription, i.statusdescription,
+            count(*), bool_and(i.starttime >= s.intime AND i.starttime < s.outtime)
+        FROM inputevents i JOIN d_items d USING (itemid) JOIN icustays s USING (stay_id)
+        GROUP BY ALL ORDER BY 1""").fetchall()
+    assert [r[0] for r in icu] == ["Furosemide (Lasix)", "Heparin Sodium (Prophylaxis)",
+                                   "Piperacillin/Tazobactam (Zosyn)", "Vancomycin"]
+    assert all(r[1:3] == ("Drug Push", "FinishedRunning") and r[3] > 5 and r[4] for r in icu)
+    (in_stay,) = sample_con.sql("""SELECT count(*) FROM emar e JOIN prescriptions p USING (pharmacy_id)
+        JOIN icustays s ON s.hadm_id = e.hadm_id AND e.charttime >= s.intime AND e.charttime < s.outtime
+        WHERE p.formulary_drug_cd IN ('VANC1F', 'PTZ4.5F', 'FURO40I', 'HEPA5I')""").fetchall()[0]
+    (outside,) = sample_con.sql("""SELECT count(*) FROM emar e JOIN prescriptions p USING (pharmacy_id)
+        JOIN icustays s ON s.hadm_id = e.hadm_id
+        WHERE p.formulary_drug_cd IN ('VANC1F', 'PTZ4.5F', 'FURO40I', 'HEPA5I')""").fetchall()[0]
+    assert in_stay == 0 and outside > 0
+
+
 def test_future_data_exists_after_the_anchor_discharge(sample_con) -> None:
     (n,) = sample_con.sql("""SELECT count(*) FROM labevents l JOIN subjects s USING (subject_id) JOIN admissions a
         ON a.hadm_id = s.anchor_hadm_id WHERE l.charttime > a.dischtime""").fetchall()[0]

@@ -6,12 +6,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import duckdb
 import fixtures_builder as fb
+import fixtures_store as fx
 
 from generation.builder.answers import Digest, LabFact, judge_trend
+from generation.builder.profile import NOT_A_DRUG_WORD
 from generation.builder.recheck import record_check
 from generation.builder.topics import Topic
-from physassist.timeline import LabPoint
+from physassist.timeline import LabPoint, load_timeline
+
+store_cache = fx.store_cache
+demo_store = fx.demo_store
 
 ADMISSION = {"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
              "dischtime": "2150-03-06 12:00:00", "discharge_location": "HOME"}
@@ -69,18 +75,67 @@ def test_labs_prefer_chemistry_over_blood_gas_and_merge_one_time() -> None:
     assert hemoglobin is not None and hemoglobin.latest.value == 9.1
 
 
-def test_empty_emar_event_is_unknown_and_icu_overlap_is_incomplete() -> None:
+def test_empty_emar_event_is_unknown_and_icu_doses_count_but_are_not_countable() -> None:
     events = [{"subject_id": 1, "hadm_id": 2, "emar_id": f"e{i}", "medication": "Metoprolol",
                "charttime": f"2150-03-0{i + 2} 09:00:00", "event_txt": text}
               for i, text in enumerate(["Administered", None, "Not Given", "Held"])]
     tl = fb.timeline_of(_record(emar=events))
     admins = tl.administrations("metoprolol")
     assert (len(admins.given), admins.not_given, admins.unknown) == (1, 2, 1)
-    assert admins.complete
-    icu = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "intime": "2150-03-02 00:00:00",
-            "outtime": "2150-03-03 00:00:00"}]
-    assert not fb.timeline_of(_record(emar=events, icustays=icu)).administrations(
-        "metoprolol").complete
+    assert admins.countable and admins.icu == 0
+    # An ICU stay alone changes nothing; ICU doses of the drug (d_items label "Metoprolol")
+    # count (given, paused = not given, rewritten = unknown, running at the cutoff = given)
+    # and make the drug's dose count one that only strict shows.
+    items = [{"itemid": 225974, "label": "Metoprolol"}, {"itemid": 221794, "label": "Furosemide (Lasix)"}]
+    icu = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "itemid": item, "starttime": start,
+            "endtime": end, "statusdescription": status}
+           for item, start, end, status in [
+               (225974, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning"),
+               (225974, "2150-03-03 20:00:00", "2150-03-03 21:00:00", "Paused"),
+               (225974, "2150-03-04 20:00:00", "2150-03-04 20:01:00", "Rewritten"),
+               (225974, "2150-03-06 23:00:00", "2150-03-07 02:00:00", "FinishedRunning"),
+               (225974, "2150-03-07 08:00:00", "2150-03-07 08:01:00", "FinishedRunning"),
+               (221794, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning")]]
+    stays = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "intime": "2150-03-02 00:00:00",
+              "outtime": "2150-03-07 00:00:00"}]
+    assert fb.timeline_of(_record(emar=events, icustays=stays)).administrations(
+        "metoprolol").countable
+    admins = fb.timeline_of(_record(emar=events, d_items=items, inputevents=icu)).administrations(
+        "metoprolol")
+    assert (len(admins.given), admins.not_given, admins.unknown, admins.icu) == (3, 3, 2, 4)
+    assert admins.given[-1].hour == 23 and not admins.countable
+    d = Digest(Topic("admin_reliability", drug="metoprolol"))
+    d.admin_count, d.admin_last = 1, "2150-03-02 09:00"
+    tl = fb.timeline_of(_record(emar=events, d_items=items, inputevents=icu))
+    assert record_check(d, tl) == "admin_icu"
+
+
+def test_icu_doses_match_their_orders_by_name_on_the_demo(demo_store) -> None:
+    """The name match (d_items.label holds the order's word) read on the raw demo CSVs: of the
+    ICU rows it gives a drug of an admission, at least 95% start inside a prescription of that
+    word (start - 1 h to stop + 1 h); and the timeline counts them, e.g. the issue's
+    metronidazole of admission 24982426: 2 eMAR doses and 11 in the CCU."""
+    demo = fb.demo_or_skip()
+    con = duckdb.connect()
+    for module, name in (("icu", "inputevents"), ("icu", "d_items"), ("hosp", "prescriptions")):
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{demo}/{module}/{name}.csv.gz')")
+    matched, in_window = con.execute(
+        """
+        WITH o AS (SELECT hadm_id, lower(trim(split_part(trim(drug), ' ', 1), ',;:()')) AS w,
+                          starttime, stoptime FROM prescriptions),
+        words AS (SELECT DISTINCT hadm_id, w FROM o WHERE length(w) >= 4
+                  AND regexp_matches(w, '^[a-z]+$') AND w NOT IN (SELECT unnest(?))),
+        m AS (SELECT words.w, i.hadm_id, i.starttime FROM words JOIN inputevents i USING (hadm_id)
+              JOIN d_items d USING (itemid) WHERE contains(lower(d.label), words.w))
+        SELECT count(*), count(*) FILTER (WHERE EXISTS (
+            SELECT 1 FROM o WHERE o.hadm_id = m.hadm_id AND o.w = m.w
+              AND m.starttime BETWEEN o.starttime - INTERVAL 1 HOUR
+                                  AND o.stoptime + INTERVAL 1 HOUR)) FROM m
+        """, [sorted(NOT_A_DRUG_WORD)]).fetchone()
+    assert matched > 5000 and in_window >= 0.95 * matched, (matched, in_window)
+    tl = load_timeline(demo_store.cursor(), 10002495, 24982426, "2141-05-29")
+    admins = tl.administrations("metronidazole")
+    assert (admins.icu, len(admins.given)) == (11, 13) and not admins.countable
 
 
 def test_course_and_cultures() -> None:
@@ -133,3 +188,19 @@ def test_timeline_never_imports_inspect() -> None:
     code = "import sys, physassist.timeline; print('inspect_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_sample_meets_current_orders_with_icu_doses(store_cache) -> None:
+    """The synthetic ICU-only doses reach the builder: subcutaneous heparin runs on to discharge
+    after ICU doses charted in inputevents, so its eMAR count is short and it gets no count."""
+    from generation.builder.profile import load_profile
+    from physassist.ehr.store import open_store
+
+    with open_store("sample", cache_dir=store_cache) as store:
+        con = store.cursor()
+        stays = con.execute(
+            "SELECT DISTINCT i.subject_id, i.hadm_id, a.dischtime::DATE::VARCHAR FROM inputevents i "
+            "JOIN admissions a USING (hadm_id) ORDER BY 1").fetchall()
+        heparin = [load_profile(con, *s).drugs.get("heparin") for s in stays]
+    current = [d for d in heparin if d is not None]
+    assert current and all(d.n_admin > 0 and not d.admin_countable for d in current)

@@ -136,7 +136,8 @@ def test_strict_explicit_cutoff_overrides_current_date(tiny_store) -> None:
 def _timestamps(resource: dict) -> list[str]:
     keys = ("effectiveDateTime", "date", "authoredOn", "created")
     out = [resource[k] for k in keys if k in resource]
-    out += [v for k in ("start", "end") if (v := resource.get("period", {}).get(k))]
+    out += [v for p in ("period", "effectivePeriod") for k in ("start", "end")
+            if (v := resource.get(p, {}).get(k))]
     return out
 
 
@@ -368,16 +369,37 @@ def test_strict_condition_codes_with_or_without_dots_and_status(tiny_store) -> N
 def test_strict_mar_given_vs_not_given_and_dose(tiny_store) -> None:
     got = entries(call(tiny_store, "MedicationAdministration.search"))
     assert [(r["medicationCodeableConcept"]["text"], r["status"]) for r in got] == [
+        ("Heparin Sodium", "in-progress"),
+        ("Vancomycin", "completed"),
         ("Metoprolol Tartrate", "on-hold"),
         ("Apixaban", "not-done"),
         ("Apixaban", "completed"),
     ]
-    assert got[2]["dosage"]["dose"] == {"value": 5.0, "unit": "mg"} and got[2]["dosage"][
+    assert got[4]["dosage"]["dose"] == {"value": 5.0, "unit": "mg"} and got[4]["dosage"][
         "route"
     ] == {"text": "PO"}
-    assert got[1]["statusReason"] == [{"text": "Not Given"}]
+    assert got[3]["statusReason"] == [{"text": "Not Given"}]
     text = render(call(tiny_store, "MedicationAdministration.search"), "full")
     assert "Not Given [not-done]" in text and "dose 5 mg PO" in text
+
+
+def test_strict_icu_doses_from_inputevents(tiny_store) -> None:
+    """ICU administrations (icu/inputevents), as MIMIC-on-FHIR's MedicationAdministrationICU:
+    the d_items item, the period, amount and method; a drip running at the cutoff shows no
+    end and no amount; the medication filter matches the d_items label."""
+    vanco = entries(call(tiny_store, "MedicationAdministration.search", medication="vanco"))
+    assert len(vanco) == 1  # the future admission's push is not shown
+    (push,) = vanco
+    assert push["medicationCodeableConcept"]["coding"][0]["code"] == "225798"
+    assert push["effectivePeriod"]["start"].startswith("2150-01-07T20:00")
+    assert push["dosage"]["dose"] == {"value": 1.0, "unit": "dose"}
+    assert push["dosage"]["method"] == {"text": "Drug Push"}
+    assert push["category"] == {"text": "08-Antibiotics (IV)"}
+    (drip,) = entries(call(tiny_store, "MedicationAdministration.search", medication="heparin"))
+    assert drip["status"] == "in-progress" and drip["effectivePeriod"].get("end") is None
+    assert "dose" not in drip["dosage"] and drip["dosage"]["rateQuantity"]["value"] == 1000
+    text = render(call(tiny_store, "MedicationAdministration.search", medication="vanco"), "full")
+    assert "2150-01-07 20:00 Vancomycin" in text and "[completed]" in text
 
 
 def test_strict_encounter_discharge_disposition(tiny_store) -> None:

@@ -24,7 +24,7 @@ from .patient_topics import (
 )
 from .profile import Profile
 from .topics import Topic
-from .vocab import LABS, MEANINGS, TREND_DELTAS, drug_class_of
+from .vocab import LABS, MEANINGS, TREND_DELTAS, unsafe
 from .wording import say
 
 
@@ -129,8 +129,14 @@ def judge_trend(points: list[F.LabPoint], delta: float) -> tuple[str, F.LabPoint
     return ("rising" if change > 0 else "falling"), first, "first"
 
 
-def _course(status: str, trend: str) -> str:
-    if status == "normal":
+def _course(last: LabFact, trend: str) -> str:
+    """normal | improving | worsening | abnormal_stable. A stable value just past the lab's
+    range but short of its clinical threshold (vocab.MEANINGS: an INR of 1.2, a glucose of
+    120) needs no action, so it is "normal"; a moving one is judged by its trend."""
+    status = last.status
+    m = MEANINGS.get((last.label, status))
+    if status == "normal" or (trend == "stable" and m is not None
+                              and not m.limit.passed(last.value, status)):
         return "normal"
     if trend == "stable" or status == "abnormal":
         return "abnormal_stable"
@@ -222,10 +228,8 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if k == "med_and_admin" and not _given_admins(d, obs[1]):
             return None
         if k == "drug_lab_safety":
-            cls = drug_class_of(topic.drug or "")
-            status = d.labs[0].status
-            risky = cls is not None and status == cls.risk_when
-            d.verdict = "hold" if risky else "ok"
+            lab = d.labs[0]
+            d.verdict = "hold" if unsafe(topic.drug or "", lab.label, lab.value) else "ok"
     elif k == "dx_primary":
         dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
         if not dxs:
@@ -246,7 +250,7 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         last = _lab_fact(pts[-1])
         d.series = [_lab_fact(ref), last]
         d.labs = [last]
-        d.course = _course(last.status, d.trend)
+        d.course = _course(last, d.trend)
         if k == "abx_response":
             if not _given_admins(d, obs[0]):
                 return None
@@ -368,9 +372,12 @@ def _med_vars(m: MedFact) -> dict[str, Any]:
 
 
 def meaning(d: Digest) -> Any:
+    """What the latest value suggests (vocab.MEANINGS), only past its clinical threshold."""
     if not d.labs:
         return None
-    return MEANINGS.get((d.labs[-1].label, d.labs[-1].status))
+    lab = d.labs[-1]
+    m = MEANINGS.get((lab.label, lab.status))
+    return m if m is not None and m.limit.passed(lab.value, lab.status) else None
 
 
 def answer(d: Digest, lang: str) -> str:

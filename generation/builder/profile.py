@@ -40,8 +40,10 @@ class DrugSummary:
     unit: str  # dose_unit_rx
     route: str
     per_day: float | None  # doses_per_24_hrs
-    n_admin: int  # eMAR events charted given for the word in the admission
-    admin_complete: bool = True  # False when ICU doses (not in the store) may be missing
+    n_admin: int  # administrations charted given for the word in the admission (eMAR + ICU)
+    #: A dose-count item may be asked (the timeline's rule: no ICU administration, which only
+    #: the strict tools show)
+    admin_countable: bool = True
 
     @property
     def numeric_dose(self) -> bool:
@@ -127,7 +129,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
         admins = tl.administrations(word)
         prof.drugs[word] = DrugSummary(word, current.drug, current.dose_text, current.unit,
                                        current.route, _finite(current.per_day),
-                                       len(admins.given), admins.complete)
+                                       len(admins.given), admins.countable)
 
     def count(sql: str) -> int:
         return int(con.execute(sql, [subject_id, hadm_id]).fetchone()[0])

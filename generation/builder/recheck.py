@@ -17,7 +17,7 @@ from .vocab import TREND_DELTAS
 
 #: Reasons a session is rejected, in the order they are checked.
 REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "trend",
-           "admin_incomplete", "admin_count", "culture")
+           "admin_icu", "admin_count", "culture")
 
 
 def _stamp(t: object) -> str:
@@ -54,8 +54,8 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
             return "trend"
     if d.admin_count:
         admins = tl.administrations(word)
-        if not admins.complete:
-            return "admin_incomplete"
+        if not admins.countable:
+            return "admin_icu"
         if len(admins.given) != d.admin_count or minute(str(admins.given[-1])) != d.admin_last:
             return "admin_count"
         if d.admin_total and d.admin_total - d.admin_count != admins.not_given:

@@ -152,11 +152,9 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     abnormal = [lab for lab in labs if prof.labs[lab].abnormal]
     drugs = [w for w in sorted(prof.drugs) if _dosable(prof, w)]
     monitored = [w for w in drugs if drug_class_of(w) is not None]
-    antibiotics = [w for w in drugs if antibiotic_class_of(w) and prof.drugs[w].n_admin > 0
-                   and prof.drugs[w].admin_complete]
-    # Administration counts only where the eMAR holds every dose (no ICU overlap: ICU doses
-    # live in icu/inputevents, which the store does not have).
-    given = [w for w in drugs if prof.drugs[w].n_admin > 0 and prof.drugs[w].admin_complete]
+    # Dose counts only where both semantics show the same count (physassist.timeline's rule).
+    given = [w for w in drugs if prof.drugs[w].n_admin > 0 and prof.drugs[w].admin_countable]
+    antibiotics = [w for w in given if antibiotic_class_of(w)]
     # Keep medication topics on the scenario's focus when the patient has such drugs.
     if scenario == "med_safety" and monitored:
         drugs = monitored + [w for w in drugs if w not in monitored][:2]

@@ -97,24 +97,23 @@ class DrugClass:
     en: str
     zh: str
     patterns: tuple[str, ...]  # lower-case substrings of prescriptions.drug
-    labs: tuple[str, ...]  # monitoring labs, most decisive first
-    risk_when: str  # "high" | "low": the lab direction that makes the drug unsafe
+    labs: tuple[str, ...]  # monitoring labs, most decisive first (when unsafe: UNSAFE_WHEN)
 
 
 DRUG_CLASSES: tuple[DrugClass, ...] = (
     DrugClass("nephrotoxic", "nephrotoxic drug", "肾毒性药物",
               ("vancomycin", "gentamicin", "tobramycin", "amikacin", "ibuprofen", "ketorolac",
-               "naproxen", "acyclovir"), ("Creatinine", "Urea Nitrogen"), "high"),
+               "naproxen", "acyclovir"), ("Creatinine", "Urea Nitrogen")),
     DrugClass("acei_arb", "ACE inhibitor/ARB", "ACEI/ARB类药物",
               ("lisinopril", "enalapril", "captopril", "ramipril", "benazepril", "losartan",
-               "valsartan", "irbesartan"), ("Potassium", "Creatinine"), "high"),
+               "valsartan", "irbesartan"), ("Potassium", "Creatinine")),
     DrugClass("diabetes", "glucose-lowering drug", "降糖药",
               ("insulin", "metformin", "glipizide", "glyburide", "glimepiride", "sitagliptin"),
-              ("Glucose",), "low"),
+              ("Glucose",)),
     DrugClass("diuretic", "diuretic/electrolyte drug", "利尿剂/电解质药物",
               ("furosemide", "torsemide", "bumetanide", "hydrochlorothiazide", "spironolactone",
-               "potassium chloride"), ("Potassium", "Sodium"), "low"),
-    DrugClass("anticoagulant", "warfarin", "华法林", ("warfarin",), ("INR(PT)",), "high"),
+               "potassium chloride"), ("Potassium", "Sodium")),
+    DrugClass("anticoagulant", "warfarin", "华法林", ("warfarin",), ("INR(PT)",)),
 )
 
 #: Antibiotic classes (treatment_response): class name -> lower-case name substrings.
@@ -267,53 +266,129 @@ FREQUENCIES: dict[int, tuple[str, list[str]]] = {
 
 
 @dataclass(frozen=True)
+class Limit:
+    """A clinical threshold: a value past it (above for "high", below for "low") means
+    something a lab's reference range alone does not say."""
+
+    value: float
+    source: str
+
+    def passed(self, value: float, direction: str) -> bool:
+        return value > self.value if direction == "high" else value < self.value
+
+
+@dataclass(frozen=True)
 class Meaning:
-    """What an abnormal lab direction suggests, for reasoning answers and their rubrics."""
+    """What an abnormal lab direction suggests, for reasoning answers and their rubrics: said
+    only when the value is also past ``limit``."""
 
     en: str
     zh: str
     en_syn: tuple[str, ...]
     zh_syn: tuple[str, ...]
+    limit: Limit
 
 
-_RENAL = Meaning("impaired kidney function", "肾功能受损", ("kidney", "renal", "AKI"), ("肾",))
-_LIVER = Meaning("liver injury", "肝损伤", ("liver", "hepatic", "hepatocellular"), ("肝",))
+# The one table of clinical thresholds. A lab's own reference range only makes a value "high"
+# or "low" (the answers say so); naming a condition (MEANINGS) or calling a drug unsafe
+# (UNSAFE_WHEN) needs the value past a documented clinical threshold, else it is left unsaid
+# (a glucose of 120 above a range of 70-100 is not "hyperglycemia"; an INR of 1.2 is not a
+# coagulopathy; a therapeutic INR of 2.5 does not make warfarin unsafe).
+_CKD = Limit(1.5, "KDIGO 2012 defines kidney impairment by eGFR < 60 (CKD) or a rise of "
+                  "0.3 mg/dL / 1.5x (AKI); 1.5 mg/dL is eGFR < 60 from age 40 in either sex "
+                  "(CKD-EPI 2021)")
+_RENAL = Meaning("impaired kidney function", "肾功能受损", ("kidney", "renal", "AKI"), ("肾",),
+                 _CKD)
+_DILI = Limit(120.0, "3x the upper limit of normal (40 U/L): hepatocellular injury, FDA "
+                     "drug-induced liver injury guidance 2009")
+_LIVER = Meaning("liver injury", "肝损伤", ("liver", "hepatic", "hepatocellular"), ("肝",), _DILI)
+_ANEMIA = Limit(12.0, "WHO 2011: anaemia below 12 g/dL (non-pregnant women; 13 in men, so "
+                      "12 holds for both)")
 MEANINGS: dict[tuple[str, str], Meaning] = {
+    # Urea nitrogen has none: a high BUN alone is prerenal, GI bleeding, catabolism or steroids
+    # as often as kidney disease (KDIGO judges kidney function by creatinine and urine output).
     ("Creatinine", "high"): _RENAL,
-    ("Urea Nitrogen", "high"): _RENAL,
-    ("Potassium", "high"): Meaning("hyperkalemia", "高钾血症",
-                                   ("hyperkalemia", "hyperkalaemia", "high potassium"), ("高钾",)),
-    ("Potassium", "low"): Meaning("hypokalemia", "低钾血症",
-                                  ("hypokalemia", "hypokalaemia", "low potassium"), ("低钾",)),
-    ("Sodium", "high"): Meaning("hypernatremia", "高钠血症", ("hypernatremia", "hypernatraemia"),
-                                ("高钠",)),
-    ("Sodium", "low"): Meaning("hyponatremia", "低钠血症", ("hyponatremia", "hyponatraemia"),
-                               ("低钠",)),
-    ("Glucose", "high"): Meaning("hyperglycemia", "高血糖", ("hyperglycemia", "hyperglycaemia"),
-                                 ("高血糖",)),
-    ("Glucose", "low"): Meaning("hypoglycemia", "低血糖", ("hypoglycemia", "hypoglycaemia"),
-                                ("低血糖",)),
-    ("Hemoglobin", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",)),
-    ("Hematocrit", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",)),
-    ("White Blood Cells", "high"): Meaning("infection or inflammation", "感染或炎症",
-                                           ("infection", "inflammation", "leukocytosis"),
-                                           ("感染", "炎症")),
-    ("White Blood Cells", "low"): Meaning("leukopenia", "白细胞减少", ("leukopenia",),
-                                          ("白细胞减少",)),
-    ("Platelet Count", "low"): Meaning("thrombocytopenia", "血小板减少", ("thrombocytopenia",),
-                                       ("血小板减少",)),
+    ("Potassium", "high"): Meaning(
+        "hyperkalemia", "高钾血症", ("hyperkalemia", "hyperkalaemia", "high potassium"), ("高钾",),
+        Limit(5.0, "KDIGO 2020 Controversies Conference on potassium: hyperkalemia > 5.0 mmol/L")),
+    ("Potassium", "low"): Meaning(
+        "hypokalemia", "低钾血症", ("hypokalemia", "hypokalaemia", "low potassium"), ("低钾",),
+        Limit(3.5, "hypokalemia < 3.5 mmol/L (KDIGO 2020 Controversies Conference)")),
+    ("Sodium", "high"): Meaning(
+        "hypernatremia", "高钠血症", ("hypernatremia", "hypernatraemia"), ("高钠",),
+        Limit(145.0, "hypernatremia > 145 mmol/L (Adrogue & Madias, NEJM 2000)")),
+    ("Sodium", "low"): Meaning(
+        "hyponatremia", "低钠血症", ("hyponatremia", "hyponatraemia"), ("低钠",),
+        Limit(135.0, "hyponatraemia < 135 mmol/L (European clinical practice guideline, "
+                     "Spasovski 2014)")),
+    ("Glucose", "high"): Meaning(
+        "hyperglycemia", "高血糖", ("hyperglycemia", "hyperglycaemia"), ("高血糖",),
+        Limit(140.0, "ADA Standards of Care 2024, 16 (Diabetes Care in the Hospital): "
+                     "hospital hyperglycemia > 140 mg/dL; insulin for persistent > 180")),
+    ("Glucose", "low"): Meaning(
+        "hypoglycemia", "低血糖", ("hypoglycemia", "hypoglycaemia"), ("低血糖",),
+        Limit(70.0, "ADA Standards of Care 2024, 6: level 1 hypoglycemia < 70 mg/dL")),
+    ("Hemoglobin", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",), _ANEMIA),
+    ("Hematocrit", "low"): Meaning("anemia", "贫血", ("anemia", "anaemia"), ("贫血",),
+                                   Limit(36.0, "3x the WHO haemoglobin threshold of 12 g/dL")),
+    ("White Blood Cells", "high"): Meaning(
+        "infection or inflammation", "感染或炎症", ("infection", "inflammation", "leukocytosis"),
+        ("感染", "炎症"), Limit(12.0, "SIRS criterion WBC > 12 K/uL (ACCP/SCCM 1992)")),
+    ("White Blood Cells", "low"): Meaning(
+        "leukopenia", "白细胞减少", ("leukopenia",), ("白细胞减少",),
+        Limit(4.0, "SIRS criterion WBC < 4 K/uL (ACCP/SCCM 1992)")),
+    ("Platelet Count", "low"): Meaning(
+        "thrombocytopenia", "血小板减少", ("thrombocytopenia",), ("血小板减少",),
+        Limit(150.0, "thrombocytopenia < 150 K/uL (ASH; the ISTH DIC score's first step)")),
     # A high INR is anticoagulant effect or coagulopathy; "bleeding risk" alone misreads a
     # therapeutic warfarin INR.
-    ("INR(PT)", "high"): Meaning("anticoagulant effect or coagulopathy", "抗凝作用或凝血功能障碍",
-                                 ("anticoagula", "coagulopathy", "prolonged"), ("抗凝", "凝血")),
-    ("Lactate", "high"): Meaning("hypoperfusion", "组织灌注不足",
-                                 ("hypoperfusion", "perfusion", "sepsis"), ("灌注", "脓毒")),
+    ("INR(PT)", "high"): Meaning(
+        "anticoagulant effect or coagulopathy", "抗凝作用或凝血功能障碍",
+        ("anticoagula", "coagulopathy", "prolonged"), ("抗凝", "凝血"),
+        Limit(1.5, "INR >= 1.5: the coagulopathy of acute liver failure (AASLD 2011) and the "
+                   "usual procedural threshold")),
+    ("Lactate", "high"): Meaning(
+        "hypoperfusion", "组织灌注不足", ("hypoperfusion", "perfusion", "sepsis"), ("灌注", "脓毒"),
+        Limit(4.0, "Surviving Sepsis Campaign: lactate >= 4 mmol/L signals tissue hypoperfusion "
+                   "(30 mL/kg crystalloid); 2-4 is re-measured")),
     ("Alanine Aminotransferase (ALT)", "high"): _LIVER,
     ("Asparate Aminotransferase (AST)", "high"): _LIVER,
-    ("Bilirubin, Total", "high"): Meaning("liver or biliary disease", "肝胆疾病",
-                                          ("liver", "hepatic", "biliary", "cholestasis"),
-                                          ("肝", "胆")),
+    ("Bilirubin, Total", "high"): Meaning(
+        "liver or biliary disease", "肝胆疾病", ("liver", "hepatic", "biliary", "cholestasis"),
+        ("肝", "胆"), Limit(2.0, "2x the upper limit of normal (FDA DILI guidance 2009); "
+                                 "jaundice is seen from about 2.5 mg/dL")),
 }
+
+#: When a monitored drug is unsafe to continue as ordered: (drug name substrings, lab,
+#: direction, threshold). A (drug, lab) pair not listed here is never "hold": potassium
+#: chloride or spironolactone with a low potassium, a nephrotoxic drug with a high BUN.
+_PATTERNS = {c.name: c.patterns for c in DRUG_CLASSES}
+_LOOP_THIAZIDE = ("furosemide", "torsemide", "bumetanide", "hydrochlorothiazide")
+UNSAFE_WHEN: tuple[tuple[tuple[str, ...], str, str, Limit], ...] = (
+    (_PATTERNS["nephrotoxic"], "Creatinine", "high", _CKD),
+    (_PATTERNS["acei_arb"], "Potassium", "high",
+     Limit(5.5, "KDIGO 2021 blood pressure in CKD: reduce or stop RAS blockade at K > 5.5")),
+    (("spironolactone", "potassium chloride"), "Potassium", "high",
+     Limit(5.0, "hyperkalemia > 5.0 mmol/L (KDIGO 2020): stop potassium supplements and "
+                "potassium-sparing diuretics")),
+    (_PATTERNS["diabetes"], "Glucose", "low", Limit(70.0, "ADA 2024, 16: review the glucose-lowering regimen below 70 mg/dL")),
+    (_LOOP_THIAZIDE, "Potassium", "low",
+     Limit(3.0, "potassium < 3.0 mmol/L is moderate-to-severe hypokalemia: replete before "
+                "more diuresis")),
+    (_LOOP_THIAZIDE, "Sodium", "low",
+     Limit(130.0, "moderate hyponatraemia < 130 mmol/L (Spasovski 2014): stop diuretics that "
+                  "may cause it")),
+    (_PATTERNS["anticoagulant"], "INR(PT)", "high",
+     Limit(3.0, "above the 2-3 target range (CHEST 2012 antithrombotic guideline): hold or "
+                "reduce")),
+)
+
+
+def unsafe(drug: str, label: str, value: float) -> bool:
+    """Whether ``value`` of ``label`` makes ``drug`` unsafe to continue as ordered."""
+    low = drug.lower()
+    return any(label == lab and any(p in low for p in pats) and limit.passed(value, direction)
+               for pats, lab, direction, limit in UNSAFE_WHEN)
 
 
 #: Imaging findings a report impression may name: EN term -> (EN synonyms, ZH synonyms).

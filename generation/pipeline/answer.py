@@ -6,7 +6,9 @@ and what the record says at the cutoff (``physassist.timeline``, the same facts 
 builder uses): a lab's values are the lab concept's only (no blood-gas twin beside the
 chemistry value), with its latest, first, peak and nadir over the admission; a drug's current
 scheduled order or none (stopped, sliding-scale, PRN, one-time); given / not given / unknown
-administrations and whether ICU doses are missing; the admission's positive cultures.
+administrations (eMAR and ICU) and whether a dose count may be asked (the timeline's rule:
+only when no dose was given in an ICU, which the compat tools cannot show); the admission's
+positive cultures.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def record_facts(name: str, arguments: dict[str, Any], tl: Timeline) -> dict[str
         if name == "MedicationAdministration.search":
             a = tl.administrations(word)
             facts.update(given=len(a.given), not_given=a.not_given, unknown=a.unknown,
-                         icu_doses_missing=not a.complete)
+                         icu_administrations=a.icu, dose_count_askable=a.countable)
         return facts
     if name == "DiagnosticReport.search":
         return {"positive_cultures": [{"specimen": c.specimen, "time": str(c.time),

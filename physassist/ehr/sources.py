@@ -24,7 +24,7 @@ from physassist.fingerprint import fingerprint
 
 #: Bump when the store's tables, types, sort order or indexes change, or the checks a source
 #: passes to be built (``source_check.py``): old stores rebuild (their fingerprint changes).
-STORE_SCHEMA_VERSION = 4
+STORE_SCHEMA_VERSION = 5
 
 Layout = Literal["mimic", "synthetic", "split"]
 

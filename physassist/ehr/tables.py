@@ -260,6 +260,21 @@ TABLES: dict[str, TableSpec] = {
             keys=("subject_id", "hadm_id", "stay_id", "itemid"),
         ),
         TableSpec(
+            "inputevents",
+            "icu",
+            _cols(
+                "subject_id:id hadm_id:id stay_id:id caregiver_id:id starttime:ts endtime:ts "
+                "storetime:ts itemid:i amount:f amountuom:s rate:f rateuom:s orderid:id "
+                "linkorderid:id ordercategoryname:s secondaryordercategoryname:s "
+                "ordercomponenttypedescription:s ordercategorydescription:s patientweight:f "
+                "totalamount:f totalamountuom:s isopenbag:i continueinnextdept:i "
+                "statusdescription:s originalamount:f originalrate:f"
+            ),
+            ("subject_id", "starttime"),
+            "starttime",
+            keys=("subject_id", "hadm_id", "stay_id", "itemid", "starttime"),
+        ),
+        TableSpec(
             "d_items",
             "icu",
             _cols(

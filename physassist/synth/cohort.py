@@ -38,7 +38,8 @@ from physassist.synth.writer import SCHEMAS, CsvGzWriter, conform, table_path
 GENERATOR_VERSION = 1
 DEFAULT_CHUNK = 1000
 PER_CHUNK_TABLES = ("patients", "admissions", "transfers", "diagnoses_icd", "labevents", "prescriptions", "pharmacy",
-                    "emar", "emar_detail", "microbiologyevents", "omr", "icustays", "chartevents", "discharge", "radiology")
+                    "emar", "emar_detail", "microbiologyevents", "omr", "icustays", "chartevents", "inputevents",
+                    "discharge", "radiology")
 SUBJECT_COLUMNS = ("subject_id", "archetype", "tier", "anchor_hadm_id", "current_date", "scenarios", "health_literacy",
                    "adherence", "anxiety_level", "info_completeness", "withheld_drug", "key_drug")
 
@@ -98,6 +99,7 @@ def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
     tables.update(meds.med_tables(plans, rng))
     quirks.end_of_life(plans, tables["admissions"], tables["patients"])  # type: ignore[arg-type]
     tables["labevents"] = quirks.blood_gas_twins(tables["labevents"])  # type: ignore[arg-type]
+    quirks.icu_doses(tables, plans)
     out, rows = {}, {}
     for name in PER_CHUNK_TABLES:
         data = tables.get(name)

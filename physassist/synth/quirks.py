@@ -11,18 +11,27 @@ every other value stays as it was):
 * empty eMAR events: about 1 in 97 charted doses has no event text (unknown, not missed);
 * a blood-gas twin: glucose drawn on a blood gas (itemid 50809, the MIMIC-IV item, category
   "Blood Gas") 90 minutes after about 1 in 3 chemistry glucose draws (50931), reading higher,
-  so the newest glucose of an admission is often a blood-gas value.
-
-ICU administrations (``icu/inputevents``) are not written: the store has no such table.
+  so the newest glucose of an admission is often a blood-gas value;
+* ICU-only doses: during an ICU stay, IV vancomycin, piperacillin-tazobactam and furosemide
+  and subcutaneous heparin are charted in ``icu/inputevents`` (MetaVision) as MIMIC-IV does,
+  not in the eMAR: each dose given becomes a "Drug Push" row with the real d_items item,
+  ordercategoryname and amount of the demo's rows for that drug; the ICU charts no held or
+  refused dose, so those eMAR rows go. Heparin usually runs on to discharge, so the builder
+  meets a current order whose eMAR count misses its ICU doses.
 """
 
 from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from physassist.synth.plan import SubjectPlan
+
+MINUTE_S = 60
 
 CHEMISTRY_GLUCOSE, BLOOD_GAS_GLUCOSE = 50931, 50809
 BLOOD_GAS_ITEM = {"itemid": BLOOD_GAS_GLUCOSE, "label": "Glucose", "fluid": "Blood",
@@ -101,3 +110,93 @@ def blood_gas_twins(labevents: pa.Table) -> pa.Table:
     order = pc.sort_indices(both, [("subject_id", "ascending"), ("charttime", "ascending"),
                                    ("itemid", "ascending")])
     return both.take(order)
+
+
+@dataclass(frozen=True)
+class IcuMed:
+    """How MIMIC-IV's ICU charts one drug in ``inputevents`` (values of the demo's rows)."""
+
+    itemid: int
+    label: str  # d_items.label (and abbreviation)
+    category: str  # d_items.category
+    unit: str  # d_items.unitname and inputevents.amountuom
+    amount: float
+    ordercategoryname: str
+    secondaryordercategoryname: str | None
+
+
+#: Formulary code (``prescriptions.formulary_drug_cd``) -> its ICU charting (module docstring).
+ICU_MEDS: dict[str, IcuMed] = {
+    "VANC1F": IcuMed(225798, "Vancomycin", "Antibiotics", "dose", 1.0, "08-Antibiotics (IV)",
+                     "02-Fluids (Crystalloids)"),
+    "PTZ4.5F": IcuMed(225893, "Piperacillin/Tazobactam (Zosyn)", "Antibiotics", "dose", 1.0,
+                      "08-Antibiotics (IV)", "02-Fluids (Crystalloids)"),
+    "FURO40I": IcuMed(221794, "Furosemide (Lasix)", "Medications", "mg", 40.0, "05-Med Bolus",
+                      None),
+    "HEPA5I": IcuMed(225975, "Heparin Sodium (Prophylaxis)", "Medications", "dose", 1.0,
+                     "11-Prophylaxis (Non IV)", None),
+}
+
+
+def icu_doses(tables: dict, plans: list[SubjectPlan]) -> None:
+    """Move the ICU_MEDS doses charted inside an ICU stay from ``emar`` (and ``emar_detail``)
+    to a new ``inputevents`` table (in place; module docstring)."""
+    emar, rx, stays = tables.get("emar"), tables.get("prescriptions"), tables["icustays"]
+    if emar is None or rx is None or not stays["hadm_id"]:
+        tables["inputevents"] = None
+        return
+    code_of = dict(zip(np.asarray(rx["pharmacy_id"]).tolist(),
+                       pa.array(rx["formulary_drug_cd"]).to_pylist(), strict=True))
+    stay_of = {h: (s, i, o) for h, s, i, o in zip(
+        stays["hadm_id"], stays["stay_id"], stays["intime"].to_pylist(),
+        stays["outtime"].to_pylist(), strict=True)}
+    weight = {p.subject_id: p.weight_kg for p in plans}
+    chart = pa.array(emar["charttime"]).to_pylist()
+    event = pa.array(emar["event_txt"]).to_pylist()
+    move = np.zeros(len(chart), dtype=bool)
+    rows: list[tuple] = []
+    for i, (pid, hadm, t) in enumerate(zip(np.asarray(emar["pharmacy_id"]).tolist(),
+                                          np.asarray(emar["hadm_id"]).tolist(), chart,
+                                          strict=True)):
+        med, stay = ICU_MEDS.get(code_of.get(pid, "")), stay_of.get(hadm)
+        if med is None or stay is None or not stay[1] <= t < stay[2]:
+            continue
+        move[i] = True
+        if event[i] == "Administered":
+            rows.append((i, med, stay[0], t))
+    keep = pa.array(~move)
+    moved = set(pa.array(emar["emar_id"]).filter(pa.array(move)).to_pylist())
+    subject = np.asarray(emar["subject_id"])
+    tables["inputevents"] = _inputevents(rows, subject, np.asarray(emar["hadm_id"]), weight)
+    tables["emar"] = {k: (v[~move] if isinstance(v, np.ndarray) else pa.array(v).filter(keep))
+                      for k, v in emar.items()}
+    detail = tables["emar_detail"]
+    gone = pa.array(pc.is_in(detail["emar_id"], pa.array(sorted(moved), pa.string())))
+    tables["emar_detail"] = {k: v.filter(pc.invert(gone)) for k, v in detail.items()}
+
+
+def _inputevents(rows: list[tuple], subject: np.ndarray, hadm: np.ndarray,
+                 weight: dict[int, float]) -> dict:
+    delta = dt.timedelta(seconds=MINUTE_S)
+    sid = [int(subject[i]) for i, *_ in rows]
+    # one ICU order per dose, numbered within its subject (inputevents.orderid)
+    order = [s % 100_000 * 1000 + sid[:k].count(s) for k, s in enumerate(sid)]
+    meds = [m for _, m, *_ in rows]
+    amount = [m.amount for m in meds]
+    n = len(rows)
+    return {
+        "subject_id": sid, "hadm_id": [int(hadm[i]) for i, *_ in rows],
+        "stay_id": [s for *_, s, _ in rows], "caregiver_id": [None] * n,
+        "starttime": [t for *_, t in rows], "endtime": [t + delta for *_, t in rows],
+        "storetime": [t for *_, t in rows], "itemid": [m.itemid for m in meds],
+        "amount": amount, "amountuom": [m.unit for m in meds], "rate": [None] * n,
+        "rateuom": [None] * n, "orderid": order, "linkorderid": order,
+        "ordercategoryname": [m.ordercategoryname for m in meds],
+        "secondaryordercategoryname": [m.secondaryordercategoryname for m in meds],
+        "ordercomponenttypedescription": ["Main order parameter"] * n,
+        "ordercategorydescription": ["Drug Push"] * n,
+        "patientweight": [weight.get(s) for s in sid], "totalamount": [None] * n,
+        "totalamountuom": [None] * n, "isopenbag": [0] * n, "continueinnextdept": [0] * n,
+        "statusdescription": ["FinishedRunning"] * n, "originalamount": amount,
+        "originalrate": amount,
+    }

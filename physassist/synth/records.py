@@ -15,7 +15,7 @@ from physassist.synth.catalog import (
     SUSCEPTIBILITY,
 )
 from physassist.synth.plan import DAY, HOUR, SubjectPlan
-from physassist.synth.quirks import BLOOD_GAS_ITEM
+from physassist.synth.quirks import BLOOD_GAS_ITEM, ICU_MEDS
 
 _DT = "datetime64[s]"
 
@@ -166,14 +166,16 @@ def dictionaries() -> dict[str, dict]:
     """Dictionary tables restricted to the codes/items the generator uses (real MIMIC entries)."""
     icd = sorted(ICD10)
     labs = sorted(LABS.values(), key=lambda x: x.itemid)
-    items = sorted(CHART.values(), key=lambda x: x.itemid)
+    chart = [(x.itemid, x.label, x.abbreviation, "chartevents", x.category, x.unit, "Numeric")
+             for x in CHART.values()]
+    icu = [(m.itemid, m.label, m.label, "inputevents", m.category, m.unit, "Solution")
+           for m in ICU_MEDS.values()]
+    items = sorted(chart + icu)
+    columns = ("itemid", "label", "abbreviation", "linksto", "category", "unitname", "param_type")
     return {
         "d_icd_diagnoses": {"icd_code": icd, "icd_version": [10] * len(icd), "long_title": [ICD10[c] for c in icd]},
         "d_labitems": {k: [*(getattr(x, k) for x in labs), BLOOD_GAS_ITEM[k]]
                        for k in ("itemid", "label", "fluid", "category")},
-        "d_items": {"itemid": [x.itemid for x in items], "label": [x.label for x in items],
-                    "abbreviation": [x.abbreviation for x in items], "linksto": ["chartevents"] * len(items),
-                    "category": [x.category for x in items], "unitname": [x.unit for x in items],
-                    "param_type": ["Numeric"] * len(items), "lownormalvalue": [None] * len(items),
-                    "highnormalvalue": [None] * len(items)},
+        "d_items": {**{c: [x[i] for x in items] for i, c in enumerate(columns)},
+                    "lownormalvalue": [None] * len(items), "highnormalvalue": [None] * len(items)},
     }

@@ -20,7 +20,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 WRITTEN_TABLES = (
     "patients", "admissions", "transfers", "diagnoses_icd", "d_icd_diagnoses", "labevents", "d_labitems",
     "prescriptions", "pharmacy", "emar", "emar_detail", "microbiologyevents", "omr", "icustays",
-    "chartevents", "d_items", "discharge", "radiology",
+    "chartevents", "inputevents", "d_items", "discharge", "radiology",
 )
 
 # table -> (module, [(column, type)]): names, module and column order are the store's own

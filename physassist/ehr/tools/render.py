@@ -179,7 +179,8 @@ def _compat_line(r: dict[str, Any]) -> str:
         return f"{_text_of(r.get('medicationCodeableConcept'))} [{r.get('status')}]: {dosage.get('text', '')} @ {_date(r.get('authoredOn'))}"
     if rt == "MedicationAdministration":
         dose = _qty((r.get("dosage") or {}).get("dose"))
-        return f"{_text_of(r.get('medicationCodeableConcept'))}: {dose}  @ {_date(r.get('effectiveDateTime'), 16)}"
+        when = r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start")
+        return f"{_text_of(r.get('medicationCodeableConcept'))}: {dose}  @ {_date(when, 16)}"
     if rt == "Condition":
         status = _text_of(r.get("clinicalStatus"))
         return f"{_text_of(r.get('code'))} [{status}] @ {_date(r.get('onsetDateTime'))}"
@@ -269,7 +270,7 @@ def _ref_range(r: dict[str, Any]) -> str:
 
 def _full_line(r: dict[str, Any]) -> str:
     rt = r.get("resourceType")
-    when = _date(r.get("effectiveDateTime"), 16)
+    when = _date(r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start"), 16)
     if rt == "Observation":
         flags = [c for c in _interp_codes(r) if c]
         flag = f" {'/'.join(flags)}" if flags else ""

@@ -21,7 +21,10 @@ Derivations (documented because MIMIC-IV has no such fields):
   ``resolved`` is never derived (nothing in MIMIC-IV says a condition resolved).
 * MedicationAdministration.status from the eMAR event text: given -> ``completed``,
   not given / not started / not applied -> ``not-done``, held -> ``on-hold``, stopped ->
-  ``stopped``, otherwise ``unknown``.
+  ``stopped``, otherwise ``unknown``. ICU administrations (``icu/inputevents``, shaped as
+  MIMIC-on-FHIR's MedicationAdministrationICU) from ``statusdescription``: finished running or
+  ended by a dose/rate change -> ``completed``, paused -> ``on-hold``, stopped -> ``stopped``,
+  rewritten -> ``entered-in-error``; a row running at the cutoff -> ``in-progress``.
 """
 
 from __future__ import annotations

@@ -116,26 +116,36 @@ def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) 
     return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
 
 
+#: A tie-breaking key of ``newest`` that is not a bare column: (SQL expression, Python key).
+Tiebreak = tuple[str, Callable[[Row], Any]]
+
+
 def newest(
     ctx: ToolContext,
     table: str,
     sid: int,
     where: Where,
     time: str,
-    then: tuple[str, ...],
+    then: tuple[str | Tiebreak, ...],
     count: int | None,
 ) -> tuple[int, tuple[Row, ...]]:
     """How many of the subject's rows ``where`` keeps, and the ``count`` newest of them (all if
     ``None``), as ``order(rows, by(time, desc=True), *(by(c) for c in then))`` sorts them (NULLs
-    last, ties in file order), with the tools' columns of the table."""
+    last, ties in file order), with the tools' columns of the table. A ``then`` term is a column
+    or a ``Tiebreak`` (an SQL expression and the same key in Python)."""
+    terms = [(f'"{t}"', t) if isinstance(t, str) else t for t in then]
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
         kept = order(
-            (r for r in small if where.keeps(r)), by(time, desc=True), *(by(c) for c in then)
+            (r for r in small if where.keeps(r)), by(time, desc=True), *(by(k) for _, k in terms)
         )
         return len(kept), tuple(kept if count is None else kept[:count])
     order_by = ", ".join(
-        (f'"{time}" DESC NULLS LAST', *(f'"{c}" ASC NULLS LAST' for c in then), f'"{ROW_COLUMN}"')
+        (
+            f'"{time}" DESC NULLS LAST',
+            *(f"{sql} ASC NULLS LAST" for sql, _ in terms),
+            f'"{ROW_COLUMN}"',
+        )
     )
     found = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
     if count is None:

@@ -1,5 +1,7 @@
-"""strict medication tools: orders with status derived against the cutoff, and the eMAR with
-given / not given / held statuses and the dose actually given (``emar_detail``)."""
+"""strict medication tools: orders with status derived against the cutoff, and the
+administrations: the eMAR with given / not given / held statuses and the dose actually given
+(``emar_detail``), and the ICU's (``icu/inputevents``, where MIMIC-IV charts most drugs given in
+an ICU and not in the eMAR), shaped as MIMIC-on-FHIR's MedicationAdministrationICU."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import contains, first_non_null, stamp, text
+from .records import Row, by, contains, first_non_null, joined, lookup, order, stamp, text
 from .registry import read_tool
 from .strict_common import (
     ADMISSIONS_CHECKED,
@@ -181,6 +183,44 @@ def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
     return out
 
 
+#: ``inputevents.statusdescription`` -> MedicationAdministration.status. A segment that ended
+#: by a dose or rate change ran (completed); "Rewritten" rows were superseded by a corrected row.
+ICU_STATUS = {
+    "finishedrunning": "completed",
+    "changedose/rate": "completed",
+    "bolus": "completed",
+    "flushed": "completed",
+    "stopped": "stopped",
+    "paused": "on-hold",
+    "rewritten": "entered-in-error",
+}
+#: ``inputevents.ordercategorydescription`` of a continuous infusion: its rows are segments of
+#: one running drip, not doses.
+CONTINUOUS = ("continuous med", "continuous iv")
+
+
+def icu_status(statusdescription: Any, ends_after_cutoff: bool = False) -> str:
+    """MedicationAdministration.status of one ``inputevents`` row; a row still running at the
+    cutoff is ``in-progress`` (how it ended is not known yet)."""
+    if ends_after_cutoff:
+        return "in-progress"
+    return ICU_STATUS.get(str(statusdescription or "").strip().lower(), "unknown")
+
+
+def is_continuous(ordercategorydescription: Any) -> bool:
+    return str(ordercategorydescription or "").strip().lower() in CONTINUOUS
+
+
+def _tiebreak(r: Row) -> str:
+    """The administrations' order after time: the eMAR id or the ICU order id, as text."""
+    return str(r.get("emar_id") or r.get("orderid"))
+
+
+#: ``_tiebreak`` of each side, in SQL and in Python (``strict_common.newest``).
+_EMAR_TIE = ("""COALESCE(NULLIF("emar_id", ''), 'None')""", _tiebreak)
+_ICU_TIE = ("""COALESCE(CAST(NULLIF("orderid", 0) AS VARCHAR), 'None')""", _tiebreak)
+
+
 @read_tool(
     "strict",
     "MedicationAdministration.search",
@@ -194,6 +234,21 @@ def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
             "dose_given_unit",
             "route",
         ),
+        "inputevents": (
+            "hadm_id",
+            "stay_id",
+            "orderid",
+            "itemid",
+            "starttime",
+            "endtime",
+            "amount",
+            "amountuom",
+            "rate",
+            "rateuom",
+            "ordercategoryname",
+            "ordercategorydescription",
+            "statusdescription",
+        ),
     },
 )
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -202,50 +257,100 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
     medication = args.get("medication")
+    # The MAR_LIMIT newest of the union are among each side's MAR_LIMIT newest (one key).
     where = Where().equal("hadm_id", hadm).within(window, "charttime")
     if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
         names = distinct(ctx, "emar", sid, "medication", where)
         where.among("medication", [m for m in names if contains(m, medication)], "VARCHAR")
-    total, found = newest(ctx, "emar", sid, where, "charttime", ("emar_id",), MAR_LIMIT)
-    shown = [e["emar_id"] for e in found]
-    details: dict[Any, list[dict[str, Any]]] = {}
-    given = Where().add("dose_given IS NOT NULL", lambda d: d["dose_given"] is not None)
-    for d in rows(ctx, "emar_detail", sid, given.among("emar_id", shown, "VARCHAR")):
-        details.setdefault(d["emar_id"], []).append(d)
-    found = [
-        {**e, "t": text(e["charttime"]), **_first_dose(details.get(e["emar_id"]))} for e in found
+    emar_total, emar = newest(ctx, "emar", sid, where, "charttime", (_EMAR_TIE,), MAR_LIMIT)
+    items = lookup(ctx, "d_items", "itemid")
+    icu_where = Where().equal("hadm_id", hadm).within(window, "starttime")
+    if medication:  # the items whose d_items label matches (``contains``), fetched in SQL
+        icu_where.among("itemid", [i for i, d in items.items() if contains(d["label"], medication)])
+    icu_total, icu = newest(ctx, "inputevents", sid, icu_where, "starttime", (_ICU_TIE,), MAR_LIMIT)
+    given = [{**e, "t": e["charttime"], "icu": False} for e in emar] + [
+        {**r, "t": r["starttime"], "icu": True, "label": joined(items, r["itemid"], "label")}
+        for r in icu
     ]
-    out = []
-    for r in found:
-        status = mar_status(r["event_txt"])
-        dose_value = fhir.as_number(r["dose_given"])
-        dosage = None
-        if r["dose_given"] is not None or r["route"]:
-            dosage = {
-                "text": " ".join(
-                    str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x
-                )
-                or None,
-                "route": {"text": r["route"]} if r["route"] else None,
-                "dose": quantity(dose_value, r["dose_given_unit"]),
-            }
-        event = str(r["event_txt"] or "").strip()
-        out.append(
-            {
-                "resourceType": "MedicationAdministration",
-                "id": fhir.safe_id(f"emar-{r['emar_id']}"),
-                "status": status,
-                "statusReason": [{"text": event}]
-                if status in ("not-done", "on-hold", "stopped") and event
-                else None,
-                "medicationCodeableConcept": {
-                    "text": r["medication"] or "(medication not recorded)"
-                },
-                "subject": fhir.patient_ref(sid),
-                "context": fhir.encounter_ref(r["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(r["t"]),
-                "note": [{"text": event}] if event else None,
-                "dosage": dosage,
-            }
-        )
-    return bundle(out, total)
+    found = order(given, by("t", desc=True), by(_tiebreak))[:MAR_LIMIT]
+    shown = [e["emar_id"] for e in found if not e["icu"]]
+    details: dict[Any, list[dict[str, Any]]] = {}
+    given_dose = Where().add("dose_given IS NOT NULL", lambda d: d["dose_given"] is not None)
+    for d in rows(ctx, "emar_detail", sid, given_dose.among("emar_id", shown, "VARCHAR")):
+        details.setdefault(d["emar_id"], []).append(d)
+    out = [
+        _icu_administration(r, sid, window) if r["icu"]
+        else _emar_administration({**r, **_first_dose(details.get(r["emar_id"]))}, sid)
+        for r in found
+    ]
+    return bundle(out, emar_total + icu_total)
+
+
+def _emar_administration(r: dict[str, Any], sid: int) -> dict[str, Any]:
+    status = mar_status(r["event_txt"])
+    dose_value = fhir.as_number(r["dose_given"])
+    dosage = None
+    if r["dose_given"] is not None or r["route"]:
+        dosage = {
+            "text": " ".join(
+                str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x
+            )
+            or None,
+            "route": {"text": r["route"]} if r["route"] else None,
+            "dose": quantity(dose_value, r["dose_given_unit"]),
+        }
+    event = str(r["event_txt"] or "").strip()
+    return {
+        "resourceType": "MedicationAdministration",
+        "id": fhir.safe_id(f"emar-{r['emar_id']}"),
+        "status": status,
+        "statusReason": [{"text": event}]
+        if status in ("not-done", "on-hold", "stopped") and event
+        else None,
+        "medicationCodeableConcept": {"text": r["medication"] or "(medication not recorded)"},
+        "subject": fhir.patient_ref(sid),
+        "context": fhir.encounter_ref(r["hadm_id"]),
+        "effectiveDateTime": fhir.fhir_datetime(text(r["charttime"])),
+        "note": [{"text": event}] if event else None,
+        "dosage": dosage,
+    }
+
+
+def _icu_administration(r: dict[str, Any], sid: int, window: Window) -> dict[str, Any]:
+    """One ``inputevents`` row as MIMIC-on-FHIR's MedicationAdministrationICU: the d_items
+    item as the medication, the order category, the period, the amount and rate, the method
+    (Drug Push, Bolus, Continuous Med, ...). A row running at the cutoff shows no end, amount
+    or status description (they are charted when it ends)."""
+    running = not window.visible(r["endtime"])
+    status = icu_status(r["statusdescription"], running)
+    method = str(r["ordercategorydescription"] or "")
+    amount = None if running else fhir.as_number(r["amount"])
+    rate = fhir.as_number(r["rate"])
+    parts = [f"{amount:g} {r['amountuom'] or ''}".strip() if amount is not None else "",
+             f"at {rate:g} {r['rateuom'] or ''}".strip() if rate is not None else "", method]
+    label = r["label"]
+    return {
+        "resourceType": "MedicationAdministration",
+        "id": fhir.stable_id("icu", sid, r["stay_id"], r["orderid"], r["itemid"], text(r["starttime"])),
+        "status": status,
+        "category": {"text": r["ordercategoryname"]} if r["ordercategoryname"] else None,
+        "medicationCodeableConcept": {
+            "coding": [{"system": "mimic-iv/d_items", "code": str(r["itemid"]),
+                        "display": label}] if label else None,
+            "text": label or f"(ICU item {r['itemid']})",
+        },
+        "subject": fhir.patient_ref(sid),
+        "context": fhir.encounter_ref(r["hadm_id"]),
+        "effectivePeriod": {
+            "start": fhir.fhir_datetime(text(r["starttime"])),
+            "end": None if running else fhir.fhir_datetime(text(r["endtime"])),
+        },
+        "note": [{"text": f"ICU ({r['statusdescription']})"}]
+        if r["statusdescription"] and not running else [{"text": "ICU (running)"}],
+        "dosage": {
+            "text": " ".join(p for p in parts if p) or None,
+            "method": {"text": method} if method else None,
+            "dose": quantity(amount, r["amountuom"]),
+            "rateQuantity": quantity(rate, r["rateuom"]),
+        },
+    }
