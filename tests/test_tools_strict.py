@@ -45,6 +45,7 @@ STRICT_CALLS = [
     ("MedicationRequest.search", {"medication": "HEPARIN"}),
     ("MedicationRequest.search", {"medication": "no such drug"}),
     ("MedicationAdministration.search", {"medication": "sodium chloride"}),
+    ("MedicationAdministration.search", {"medication": "heparin"}),  # ICU: Heparin Sodium
 ]
 
 
@@ -53,16 +54,22 @@ def test_strict_big_chart_path_answers_as_the_small_one(
     name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A big chart's search is asked of the store in SQL, a small one's filtered in memory: the
-    same answers, byte for byte, for each admission and with and without a cutoff. With the
-    threshold at 0 every chart is big, and then nothing of the queried tables is loaded whole
-    (nor prefetched by ``open_chart``)."""
+    same answers, byte for byte, for each admission and with and without a cutoff, for the
+    busiest eMAR and the busiest ICU heparin chart (a cutoff inside its ICU stay: running
+    rows). With the threshold at 0 every chart is big, and then nothing of the queried tables
+    is loaded whole (nor prefetched by ``open_chart``)."""
     store_fixture: EHRStore = request.getfixturevalue(f"{name}_store")
     busiest = "SELECT subject_id FROM emar GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
-    sid = store_fixture.rows(busiest)[0]["subject_id"]
-    admissions = [
-        r["hadm_id"]
-        for r in store_fixture.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
-    ]
+    heparin = (  # and the first day ending while one of its ICU rows runs on past midnight
+        "SELECT subject_id, CAST(min(starttime) FILTER (WHERE CAST(endtime AS DATE) > "
+        "CAST(starttime AS DATE)) AS DATE) AS day FROM inputevents JOIN d_items USING (itemid) "
+        "GROUP BY 1 ORDER BY count(*) FILTER (WHERE label ILIKE '%heparin%') DESC LIMIT 1"
+    )
+    (icu,) = store_fixture.rows(heparin)
+    charts = {
+        store_fixture.rows(busiest)[0]["subject_id"]: (None, "2150-01-08", "2200-01-01"),
+        icu["subject_id"]: (None, icu["day"].isoformat()),
+    }
     queried = [(t, COLUMNS[t]) for t in sorted(STRICT_QUERIED)]
     answers = {}
     for limit in (None, 0):
@@ -70,22 +77,32 @@ def test_strict_big_chart_path_answers_as_the_small_one(
             monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", limit)
         store = EHRStore(store_fixture.path)
         got = []
-        for date in (None, "2150-01-08", "2200-01-01"):
-            ctx = ToolContext(store=store, subject_id=sid, current_date=date, semantics="strict")
-            open_chart(ctx)
-            for hadm in (None, *admissions[:2]):
-                for tool, args in STRICT_CALLS:
-                    extra = {} if hadm is None else {"hadm_id": hadm}
-                    got.append(
-                        json.dumps(call_tool(ctx, tool, {"subject_id": sid, **args, **extra}))
-                    )
+        for sid, dates in charts.items():
+            admissions = [
+                r["hadm_id"]
+                for r in store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
+            ]
+            for date in dates:
+                ctx = ToolContext(
+                    store=store, subject_id=sid, current_date=date, semantics="strict"
+                )
+                open_chart(ctx)
+                for hadm in (None, *admissions[:2]):
+                    for tool, args in STRICT_CALLS:
+                        extra = {} if hadm is None else {"hadm_id": hadm}
+                        got.append(
+                            json.dumps(call_tool(ctx, tool, {"subject_id": sid, **args, **extra}))
+                        )
         if limit == 0:
             store._filler.shutdown(wait=True)
-            assert all(not store._subjects.get(sid, k) for k in queried)  # none, or an empty table
+            for sid in charts:  # none, or an empty table
+                assert all(not store._subjects.get(sid, k) for k in queried)
         answers[limit] = got
         store.close()
     assert answers[0] == answers[None]
     assert any('"total": 0' not in a for a in answers[0])  # not all empty
+    assert any('"Heparin Sodium' in a and '"effectivePeriod"' in a for a in answers[0])
+    assert any('"ICU (running)"' in a for a in answers[0])  # the cutoff inside the ICU stay
 
 
 def call(store, tool: str, **args):
