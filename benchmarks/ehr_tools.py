@@ -1,7 +1,7 @@
 """Benchmark the EHR store and tools against the reference's per-call CSV reading.
 
-For each cohort size: generate a synthetic cohort (``physassist.synth.generate_cohort``),
-build its store, and time
+For each cohort size: a synthetic cohort (``physassist.synth.generate_cohort``, generated once
+and kept: ``cohorts.py``), build its store, and time
 
 * store build time and size on disk;
 * tool-call latency (``call_tool``, raw FHIR, no rendering) over mixed read calls to random
@@ -568,18 +568,12 @@ def main(argv: list[str] | None = None) -> int:
             (Path(s).name, Path(s), None) for s in args.source
         ]
         if not args.source:
-            from physassist.synth import generate_cohort
+            from cohorts import cohort
 
             for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-                cohort = work / f"cohort-{size}"
-                if not (cohort / "hosp").is_dir():
-                    t0 = time.perf_counter()
-                    generate_cohort(cohort, size, seed=args.seed)
-                    gen = round(time.perf_counter() - t0, 1)
-                    log(f"[{size}] generated in {gen}s")
-                else:
-                    gen = None
-                sources.append((str(size), cohort, gen))
+                path, gen = cohort(size, seed=args.seed)  # kept between runs (cohorts.py)
+                log(f"[{size}] " + (f"generated in {gen}s" if gen is not None else f"reused {path}"))
+                sources.append((str(size), path, gen))
         for label, source, gen in sources:
             res = bench_source(
                 source,

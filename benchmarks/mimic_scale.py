@@ -2,7 +2,7 @@
 
     python benchmarks/mimic_scale.py --scale 0.25 --out /work/scale-data/mimic-0.25 [--threads 2]
 
-Writes every table of ``physassist.ehr.tables.TABLES`` as ``<module>/<table>.csv.gz`` (the
+Writes every table of ``physassist.ehr.tables.TABLES`` (and ``icu/inputevents``) as ``<module>/<table>.csv.gz`` (the
 MIMIC-IV download layout: hosp/, icu/, note/) with MIMIC-IV's columns in MIMIC-IV's order,
 values that parse as the spec's types and non-NULL keys. Only shape and volume are real, not
 the clinical content: row counts are MIMIC-IV v3.1's (+ MIMIC-IV-Note 2.2) times ``--scale``
@@ -34,7 +34,21 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from physassist.ehr.tables import TABLES  # noqa: E402
+from physassist.ehr.tables import TABLES, TableSpec, _cols  # noqa: E402
+
+#: ``icu/inputevents`` with MIMIC-IV v3.1's columns, generated even where the store does not
+#: load it yet (the store's own spec wins once ``TABLES`` declares it), so the next build measures it.
+INPUTEVENTS = TableSpec(
+    name="inputevents", module="icu", sort_key=("subject_id", "starttime"),
+    columns=_cols(
+        "subject_id:id hadm_id:id stay_id:id caregiver_id:id starttime:ts endtime:ts storetime:ts itemid:id "
+        "amount:f amountuom:s rate:f rateuom:s orderid:id linkorderid:id ordercategoryname:s "
+        "secondaryordercategoryname:s ordercomponenttypedescription:s ordercategorydescription:s patientweight:f "
+        "totalamount:f totalamountuom:s isopenbag:i continueinnextdept:i statusdescription:s originalamount:f "
+        "originalrate:f"
+    ),
+)  # fmt: skip
+SPECS = {**TABLES, **({} if "inputevents" in TABLES else {"inputevents": INPUTEVENTS})}
 
 #: Rows of each table in full MIMIC-IV v3.1 (hosp, icu) and MIMIC-IV-Note 2.2 (note).
 ROWS = {
@@ -51,6 +65,7 @@ ROWS = {
     "omr": 7_753_027,
     "icustays": 94_458,
     "chartevents": 432_997_491,
+    "inputevents": 10_000_000,  # ~10M (issue 27's figure for v3.1)
     "discharge": 331_793,
     "radiology": 2_321_355,
 }
@@ -111,7 +126,7 @@ def _subjects_sql(n_patients: int, counts: dict[str, int]) -> str:
     for table, total in counts.items():
         if table in ("patients", "admissions", "discharge"):
             continue
-        group = "icu" if TABLES[table].module == "icu" else "all"
+        group = "icu" if SPECS[table].module == "icu" else "all"
         per.append(
             f"least({15 if table == 'icustays' else MAX_PER_SUBJECT}, "
             f"floor({total} * w_{group} / sum(w_{group}) OVER () "
@@ -135,10 +150,10 @@ def _subjects_sql(n_patients: int, counts: dict[str, int]) -> str:
 def _select(name: str, exprs: dict[str, str], source: str) -> str:
     """``SELECT`` of ``name``'s spec columns in spec order, each cast to its spec type; a
     column without an expression is NULL (as many MIMIC-IV columns mostly are)."""
-    unknown = set(exprs) - set(TABLES[name].columns)
+    unknown = set(exprs) - set(SPECS[name].columns)
     if unknown:
         raise ValueError(f"{name}: {sorted(unknown)} are not columns of the spec")
-    cols = (f'CAST({exprs.get(c, "NULL")} AS {t}) AS "{c}"' for c, t in TABLES[name].columns.items())
+    cols = (f'CAST({exprs.get(c, "NULL")} AS {t}) AS "{c}"' for c, t in SPECS[name].columns.items())
     return f"SELECT {', '.join(cols)} {source}"
 
 
@@ -326,6 +341,28 @@ def _table_sql(name: str) -> str:
                 "itemid": f"[{', '.join(item)}][1 + i % {n}]", "value": f"{val}::VARCHAR", "valuenum": val,
                 "valueuom": f"{[v[1] for v in VITALS.values()]}[1 + i % {n}]", "warning": "0",
             }, "FROM subj, range(CASE WHEN subj.n_icustays > 0 THEN subj.n_chartevents ELSE 0 END) r(i)")  # fmt: skip
+        case "inputevents":  # ICU doses within one stay: half boluses, half infusions with a rate
+            j = f"floor(u({row}, 'st') * n_icustays)::INTEGER"
+            start = (f"date_trunc('minute', intime(idx, {j}, n_adm) "
+                     f"+ to_seconds(floor(u({row}, 't') * icu_min(idx, {j}, n_adm) * 60)::BIGINT))")
+            drip = f"u({row}, 'drip') < 0.5"
+            return _select(name, {
+                "subject_id": "subject_id", "hadm_id": f"hadm(idx, {j} % n_adm)", "stay_id": f"30000000 + idx * 16 + {j}",
+                "caregiver_id": f"floor(u({row}, 'cg') * 99999)", "starttime": start,
+                "endtime": f"{start} + to_minutes(CASE WHEN {drip} THEN 60 + floor(u({row}, 'dur') * 720)::BIGINT ELSE 1 END)",
+                "storetime": start, "itemid": _pick(["225158", "225798", "221906", "222168", "225152", "221749"],
+                                                    f"u({row}, 'it')"),
+                "amount": f"round(u({row}, 'amt') * 500, 2)", "amountuom": f"CASE WHEN {drip} THEN 'ml' ELSE 'dose' END",
+                "rate": f"CASE WHEN {drip} THEN round(u({row}, 'rate') * 150, 2) END",
+                "rateuom": f"CASE WHEN {drip} THEN 'mL/hour' END", "orderid": row, "linkorderid": row,
+                "ordercategoryname": _pick(["01-Drips", "02-Fluids (Crystalloids)", "08-Antibiotics (IV)"],
+                                           f"u({row}, 'oc')"),
+                "ordercomponenttypedescription": "'Main order parameter'",
+                "ordercategorydescription": f"CASE WHEN {drip} THEN 'Continuous IV' ELSE 'Drug Push' END",
+                "patientweight": "round(50 + u(idx, 'wt') * 60, 1)", "isopenbag": "0", "continueinnextdept": "0",
+                "statusdescription": "'FinishedRunning'", "originalamount": f"round(u({row}, 'amt') * 500, 2)",
+                "originalrate": f"CASE WHEN {drip} THEN round(u({row}, 'rate') * 150, 2) END",
+            }, "FROM subj, range(CASE WHEN subj.n_icustays > 0 THEN subj.n_inputevents ELSE 0 END) r(i)")  # fmt: skip
         case "discharge" | "radiology":
             return _note_sql(name, k)
     raise ValueError(f"no generator for table {name!r}")
@@ -387,9 +424,9 @@ def _copy_gzipped(con: duckdb.DuckDBPyConnection, sql: str, target: Path) -> int
 
 
 def generate(
-    out: Path, scale: float, *, seed: int = 0, threads: int = 2, memory: str = "4GB", tables: Iterable[str] = TABLES
+    out: Path, scale: float, *, seed: int = 0, threads: int = 2, memory: str = "4GB", tables: Iterable[str] = SPECS
 ) -> list[dict]:
-    """Write ``tables`` (default: every table) at ``scale`` under ``out``; one summary per table."""
+    """Write ``tables`` (default: every table and inputevents) at ``scale`` under ``out``; one summary per table."""
     counts = {t: max(1, round(n * scale)) for t, n in ROWS.items()}
     con = duckdb.connect(config={"threads": threads, "memory_limit": memory})
     try:
@@ -398,7 +435,7 @@ def generate(
         con.execute(_subjects_sql(counts["patients"], counts))
         results = []
         for name in tables:
-            spec = TABLES[name]
+            spec = SPECS[name]
             target = out / spec.module / f"{name}.csv.gz"
             target.parent.mkdir(parents=True, exist_ok=True)
             started, cpu = time.perf_counter(), time.process_time()

@@ -7,8 +7,10 @@ listing what the source lacks (``gaps``); the rest of the build is the load it g
 on a copy of the source's ``labevents`` whose last row has a value that does not parse, how
 long the build takes to fail and name it (the error path reads that file again, as text).
 
-    python benchmarks/source_check.py --source ../shared/mimic-iv-demo --source COHORT \
+    python benchmarks/source_check.py --source ../shared/mimic-iv-demo --cohort 100000 \
         [--repeat 3] [--no-failing] [--work-dir DIR] [--out results.json]
+
+``--cohort N`` is the synthetic cohort of N subjects, generated once and kept (``cohorts.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from cohorts import cohort
 
 import physassist.ehr.store as store_module
 from physassist.ehr.source_check import SourceTableError
@@ -101,12 +105,21 @@ def measure(source: str, repeat: int, scratch: Path, failing: bool) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--source", action="append", required=True, help="an EHR source (repeatable)")
+    parser.add_argument("--source", action="append", default=[], help="an EHR source (repeatable)")
+    parser.add_argument(
+        "--cohort", action="append", type=int, default=[], help="a synthetic cohort of N subjects, kept (cohorts.py)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="forced builds per source (median)")
     parser.add_argument("--work-dir", default=None, help="scratch directory (default: a temp dir)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--no-failing", action="store_true", help="skip the failing build")
     args = parser.parse_args()
+    if not args.source and not args.cohort:
+        parser.error("give at least one --source or --cohort")
+    for size in args.cohort:
+        path, seconds = cohort(size)
+        print(f"cohort of {size}: {path}" + (f" (generated in {seconds} s)" if seconds is not None else " (kept)"))
+        args.source.append(str(path))
     import physassist.ehr.tools  # noqa: F401  - the tools' declarations, imported once, outside the timing
 
     with open("/proc/loadavg") as handle:

@@ -11,7 +11,11 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ehr_tools.py"
 
 
-def test_benchmark_smoke_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmark_smoke_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # its sibling ``cohorts``, as a script has
+    monkeypatch.setenv("PHYSASSIST_COHORTS", str(tmp_path / "cohorts"))  # not the user's cache
     spec = importlib.util.spec_from_file_location("ehr_tools_benchmark", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

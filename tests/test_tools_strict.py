@@ -9,8 +9,12 @@ import fixtures_tools as fx
 import pytest
 from fixtures_tools import ANCHOR, EARLIER, FUTURE, OTHER, SID, entries, hint, tiny_ctx
 
-from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, render
+import physassist.ehr.store as store_module
+from physassist.ehr.store import EHRStore
+from physassist.ehr.tools import TOOL_NAMES, ToolContext, call_tool, open_chart, render
 from physassist.ehr.tools.labels import match_label
+from physassist.ehr.tools.records import STRICT_QUERIED
+from physassist.ehr.tools.registry import COLUMNS
 
 tiny_store = fx.tiny_store
 demo_store = fx.demo_store
@@ -28,6 +32,77 @@ READS = [
     ("DocumentReference.search", {}),
     ("CarePlan.search", {}),
 ]
+
+
+STRICT_CALLS = [
+    *READS,
+    ("Observation.search", {"code": "Creatinine"}),
+    ("Observation.search", {"code": "Creatinine", "_count": 2, "date_from": "2150-01-08"}),
+    ("Observation.search", {"code": "glucose", "date_to": "2150-01-09"}),
+    ("Observation.search", {"code": "no such test"}),
+    ("Observation.search", {"category": "vital-signs", "code": "Heart Rate", "_count": 3}),
+    ("Observation.search", {"category": "vital-signs", "code": "weight"}),
+    ("MedicationRequest.search", {"medication": "HEPARIN"}),
+    ("MedicationRequest.search", {"medication": "no such drug"}),
+    ("MedicationAdministration.search", {"medication": "sodium chloride"}),
+    ("MedicationAdministration.search", {"medication": "heparin"}),  # ICU: Heparin Sodium
+]
+
+
+@pytest.mark.parametrize("name", ["tiny", "demo"])
+def test_strict_big_chart_path_answers_as_the_small_one(
+    name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big chart's search is asked of the store in SQL, a small one's filtered in memory: the
+    same answers, byte for byte, for each admission and with and without a cutoff, for the
+    busiest eMAR and the busiest ICU heparin chart (a cutoff inside its ICU stay: running
+    rows). With the threshold at 0 every chart is big, and then nothing of the queried tables
+    is loaded whole (nor prefetched by ``open_chart``)."""
+    store_fixture: EHRStore = request.getfixturevalue(f"{name}_store")
+    busiest = "SELECT subject_id FROM emar GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+    heparin = (  # and the first day ending while one of its ICU rows runs on past midnight
+        "SELECT subject_id, CAST(min(starttime) FILTER (WHERE CAST(endtime AS DATE) > "
+        "CAST(starttime AS DATE)) AS DATE) AS day FROM inputevents JOIN d_items USING (itemid) "
+        "GROUP BY 1 ORDER BY count(*) FILTER (WHERE label ILIKE '%heparin%') DESC LIMIT 1"
+    )
+    (icu,) = store_fixture.rows(heparin)
+    charts = {
+        store_fixture.rows(busiest)[0]["subject_id"]: (None, "2150-01-08", "2200-01-01"),
+        icu["subject_id"]: (None, icu["day"].isoformat()),
+    }
+    queried = [(t, COLUMNS[t]) for t in sorted(STRICT_QUERIED)]
+    answers = {}
+    for limit in (None, 0):
+        if limit is not None:
+            monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", limit)
+        store = EHRStore(store_fixture.path)
+        got = []
+        for sid, dates in charts.items():
+            admissions = [
+                r["hadm_id"]
+                for r in store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
+            ]
+            for date in dates:
+                ctx = ToolContext(
+                    store=store, subject_id=sid, current_date=date, semantics="strict"
+                )
+                open_chart(ctx)
+                for hadm in (None, *admissions[:2]):
+                    for tool, args in STRICT_CALLS:
+                        extra = {} if hadm is None else {"hadm_id": hadm}
+                        got.append(
+                            json.dumps(call_tool(ctx, tool, {"subject_id": sid, **args, **extra}))
+                        )
+        if limit == 0:
+            store._filler.shutdown(wait=True)
+            for sid in charts:  # none, or an empty table
+                assert all(not store._subjects.get(sid, k) for k in queried)
+        answers[limit] = got
+        store.close()
+    assert answers[0] == answers[None]
+    assert any('"total": 0' not in a for a in answers[0])  # not all empty
+    assert any('"Heparin Sodium' in a and '"effectivePeriod"' in a for a in answers[0])
+    assert any('"ICU (running)"' in a for a in answers[0])  # the cutoff inside the ICU stay
 
 
 def call(store, tool: str, **args):

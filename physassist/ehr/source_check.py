@@ -129,7 +129,9 @@ def _tools(readers: Mapping[str, Mapping[str, set[str]]], table: str | None) -> 
     return sorted({t for tools in readers.get(table or "", {}).values() for t in tools})
 
 
-def _check_header(spec: TableSpec, header: tuple[str, ...], path: Path, wanted: Mapping[str, str]) -> None:
+def _check_header(
+    spec: TableSpec, header: tuple[str, ...], path: Path, wanted: Mapping[str, str]
+) -> None:
     missing = [c for c in wanted if c not in header]
     if 2 * (len(wanted) - len(missing)) < len(wanted):
         raise SourceTableError(
@@ -190,13 +192,18 @@ def diagnose(spec: TableSpec, groups: Groups) -> SourceTableError | None:
 
 
 def _first_problem(
-    con: duckdb.DuckDBPyConnection, spec: TableSpec, header: tuple[str, ...], files: list[SourceFile]
+    con: duckdb.DuckDBPyConnection,
+    spec: TableSpec,
+    header: tuple[str, ...],
+    files: list[SourceFile],
 ) -> SourceTableError | None:
     typed = [(c, spec.columns[c]) for c in header if spec.columns.get(c, "VARCHAR") != "VARCHAR"]
     keys = [k for k in spec.keys if k in header]
     bad = {c: f'"{c}" IS NOT NULL AND TRY_CAST("{c}" AS {t}) IS NULL' for c, t in typed}
     parts = ["count(*)"]
-    parts += [f"count(*) FILTER (WHERE {b}), any_value(\"{c}\") FILTER (WHERE {b})" for c, b in bad.items()]
+    parts += [
+        f'count(*) FILTER (WHERE {b}), any_value("{c}") FILTER (WHERE {b})' for c, b in bad.items()
+    ]
     parts += [f'count(*) FILTER (WHERE "{k}" IS NULL)' for k in keys]
     columns = ", ".join(f"'{c}': 'VARCHAR'" for c in header)
     rows = con.execute(
@@ -245,7 +252,9 @@ def _broken_rows(con: duckdb.DuckDBPyConnection) -> dict[Path, tuple[int, bool, 
         "FROM reject_errors e JOIN reject_scans s USING (scan_id, file_id) GROUP BY s.file_path",
         [_REJECTS_LIMIT],
     ).fetchall()
-    return {Path(p): (int(n), bool(capped), int(line), str(msg)) for p, n, capped, line, msg in rows}
+    return {
+        Path(p): (int(n), bool(capped), int(line), str(msg)) for p, n, capped, line, msg in rows
+    }
 
 
 # --------------------------------------------------------------------------- what is lacking

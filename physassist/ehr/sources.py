@@ -68,7 +68,9 @@ class EHRSource:
         items = sorted(
             (table, f.rel, f.size, f.mtime_ns) for table, fs in self.files.items() for f in fs
         )
-        return fingerprint([json.dumps([STORE_SCHEMA_VERSION, self.layout, items], separators=(",", ":"))])
+        return fingerprint(
+            [json.dumps([STORE_SCHEMA_VERSION, self.layout, items], separators=(",", ":"))]
+        )
 
 
 def sample_cohort_dir() -> Path:

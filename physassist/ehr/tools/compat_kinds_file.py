@@ -38,12 +38,18 @@ def _read(path: Path, fingerprint: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         log.warning("ignoring unreadable compat kinds %s (%s); measuring again", path, exc)
         return {}
-    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint or not isinstance(data.get("tables"), dict):
+    if (
+        not isinstance(data, dict)
+        or data.get("fingerprint") != fingerprint
+        or not isinstance(data.get("tables"), dict)
+    ):
         return {}
     return data["tables"]
 
 
-def load(store_path: Path, fingerprint: str, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+def load(
+    store_path: Path, fingerprint: str, table: str, key: dict[str, Any]
+) -> dict[str, Any] | None:
     """The stored entry of ``table`` if it was measured for this ``key`` (columns, width, rows)."""
     entry = _read(path_for(store_path), fingerprint).get(table)
     if not isinstance(entry, dict) or any(entry.get(k) != v for k, v in key.items()):
@@ -59,12 +65,16 @@ def save(store_path: Path, fingerprint: str, table: str, entry: dict[str, Any]) 
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"fingerprint": fingerprint, "tables": tables}, handle, separators=(",", ":"))
+                json.dump(
+                    {"fingerprint": fingerprint, "tables": tables}, handle, separators=(",", ":")
+                )
             os.replace(tmp, path)
         finally:
             Path(tmp).unlink(missing_ok=True)
     except OSError as exc:
-        log.info("compat kinds not kept beside %s (%s); each process measures them", store_path, exc)
+        log.info(
+            "compat kinds not kept beside %s (%s); each process measures them", store_path, exc
+        )
 
 
 def blocks_to_json(blocks: dict[str, dict[int, str]]) -> dict[str, list[list[Any]]]:

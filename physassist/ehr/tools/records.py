@@ -29,11 +29,21 @@ def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
     return ctx.store.subject_rows(table, sid, COLUMNS[table])
 
 
+#: Tables the strict tools load whole only for a small chart (``EHRStore.small_subject_rows``);
+#: of a big one they ask the store for the rows a call returns (``strict_common.newest``), so a
+#: strict session does not prefetch them (a big ICU chart's hundreds of thousands of rows,
+#: loaded beside the calls, only took the GIL from them).
+STRICT_QUERIED = frozenset(
+    ("labevents", "chartevents", "emar", "emar_detail", "inputevents", "prescriptions", "pharmacy")
+)
+
+
 def open_chart(ctx: ToolContext) -> None:
-    """Start loading, in the background, every table the tools read for this session's
+    """Start loading, in the background, every table the tools read whole for this session's
     patient; a session opens the chart before the model's first call and the tool calls
     then find the rows in memory. Returns at once."""
-    ctx.store.prefetch(ctx.subject_id, COLUMNS.items())
+    skip = STRICT_QUERIED if ctx.semantics == "strict" else frozenset()
+    ctx.store.prefetch(ctx.subject_id, [(t, c) for t, c in COLUMNS.items() if t not in skip])
 
 
 def lookup(ctx: ToolContext, table: str, *key: str) -> dict[Any, Row]:

@@ -4,13 +4,17 @@ searchset building and value helpers."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
+
+from physassist.ehr.tables import ROW_COLUMN
 
 from . import fhir
 from .context import ToolContext
 from .errors import ToolError
 from .labels import LabelMatch
-from .records import by, order, stamp, subject_rows
+from .records import Row, by, order, stamp, subject_rows
+from .registry import COLUMNS
 
 #: What ``admission_miss`` reads: every tool that calls it declares it among its reads.
 ADMISSIONS_CHECKED: dict[str, tuple[str, ...]] = {"admissions": ("hadm_id", "admittime")}
@@ -42,6 +46,112 @@ class Window:
         """Whether a time (TIMESTAMP, DATE or text) is known and at or before the cutoff."""
         when = stamp(value)
         return when is not None and (self.cutoff is None or when <= self.cutoff)
+
+
+class Where:
+    """Conditions on one subject's rows, twice: as SQL with its parameters (``EHRStore.select``)
+    for a big chart, whose search keeps a few dozen of its hundreds of thousands of rows, and
+    as a Python test for a small chart's rows, kept in memory (``EHRStore.small_subject_rows``):
+    a query per call costs more than filtering a few hundred rows (``rows``)."""
+
+    IN = "{} IN (SELECT unnest(?::{}[]))"
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self.params: list[Any] = []
+        self.tests: list[Callable[[Row], bool]] = []
+
+    def add(self, term: str, test: Callable[[Row], bool], *params: Any) -> Where:
+        """The SQL ``term`` (its ``?`` bound to ``params``) and the same condition in Python."""
+        self.terms.append(term)
+        self.tests.append(test)
+        self.params += params
+        return self
+
+    def within(self, window: Window, time: str, use_start: bool = True) -> Where:
+        """What ``window.keeps(row[time], use_start)`` keeps: a row without a time is outside
+        any bound."""
+        if (use_start and window.start is not None) or window.end is not None:
+            start = window.start if use_start else None
+            bounds = [(">=", start), ("<=", window.end)]
+            term = " AND ".join(f'"{time}" {op} ?' for op, t in bounds if t is not None)
+            params = [t for _, t in bounds if t is not None]
+            self.add(term, lambda r: window.keeps(r[time], use_start), *params)
+        return self
+
+    def among(self, column: str, values: list[Any] | None, typ: str = "BIGINT") -> Where:
+        """``column`` is one of ``values`` (``None``: no condition; NULL is never one)."""
+        if values is None:
+            return self
+        wanted = set(values) - {None}
+        return self.add(self.IN.format(f'"{column}"', typ), lambda r: r[column] in wanted, values)
+
+    def equal(self, column: str, value: Any) -> Where:
+        """``column = value`` (``records.keep``; ``None``: no condition)."""
+        if value is None:
+            return self
+        return self.add(f'"{column}" = ?', lambda r: r[column] == value, value)
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.terms)
+
+    def keeps(self, row: Row) -> bool:
+        return all(test(row) for test in self.tests)
+
+
+def rows(ctx: ToolContext, table: str, sid: int, where: Where) -> tuple[Row, ...]:
+    """The subject's rows of ``table`` that ``where`` keeps, in file order."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        return tuple(r for r in small if where.keeps(r))
+    return ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params)
+
+
+def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) -> set[Any]:
+    """The distinct values of ``column`` in the subject's rows that ``where`` keeps."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        return {r[column] for r in small if where.keeps(r)}
+    return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
+
+
+#: A tie-breaking key of ``newest`` that is not a bare column: (SQL expression, Python key).
+Tiebreak = tuple[str, Callable[[Row], Any]]
+
+
+def newest(
+    ctx: ToolContext,
+    table: str,
+    sid: int,
+    where: Where,
+    time: str,
+    then: tuple[str | Tiebreak, ...],
+    count: int | None,
+) -> tuple[int, tuple[Row, ...]]:
+    """How many of the subject's rows ``where`` keeps, and the ``count`` newest of them (all if
+    ``None``), as ``order(rows, by(time, desc=True), *(by(c) for c in then))`` sorts them (NULLs
+    last, ties in file order), with the tools' columns of the table. A ``then`` term is a column
+    or a ``Tiebreak`` (an SQL expression and the same key in Python)."""
+    terms = [(f'"{t}"', t) if isinstance(t, str) else t for t in then]
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        kept = order(
+            (r for r in small if where.keeps(r)), by(time, desc=True), *(by(k) for _, k in terms)
+        )
+        return len(kept), tuple(kept if count is None else kept[:count])
+    order_by = ", ".join(
+        (
+            f'"{time}" DESC NULLS LAST',
+            *(f"{sql} ASC NULLS LAST" for sql, _ in terms),
+            f'"{ROW_COLUMN}"',
+        )
+    )
+    found = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
+    if count is None:
+        return len(found), found
+    (total,) = ctx.store.aggregate(table, sid, "count(*)", where.sql, where.params)
+    return total, found
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

@@ -9,20 +9,19 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import (
-    by,
-    contains,
-    first_non_null,
-    joined,
-    keep,
-    lookup,
-    order,
-    stamp,
-    subject_rows,
-    text,
-)
+from .records import Row, by, contains, first_non_null, joined, lookup, order, stamp, text
 from .registry import read_tool
-from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, quantity
+from .strict_common import (
+    ADMISSIONS_CHECKED,
+    Where,
+    Window,
+    admission_miss,
+    bundle,
+    distinct,
+    newest,
+    quantity,
+    rows,
+)
 
 MAR_LIMIT = 100
 
@@ -53,26 +52,29 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     window = Window(ctx, {}, "MedicationRequest.search")
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
-    pharmacy: dict[Any, list[dict[str, Any]]] = {}
-    for ph in subject_rows(ctx, "pharmacy", sid):
-        if ph["pharmacy_id"] is not None:
-            pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     medication = args.get("medication")
+    where = Where().equal("hadm_id", hadm).within(window, "starttime")
+    if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
+        names = distinct(ctx, "prescriptions", sid, "drug", where)
+        where.among("drug", [d for d in names if contains(d, medication)], "VARCHAR")
+    _, orders = newest(ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), None)
+    ids = list({p["pharmacy_id"] for p in orders if p["pharmacy_id"] is not None})
+    pharmacy: dict[Any, list[dict[str, Any]]] = {}
+    verified = Where().among("pharmacy_id", ids)
+    for ph in rows(ctx, "pharmacy", sid, verified):
+        pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     found = []
-    for p in keep(subject_rows(ctx, "prescriptions", sid), hadm_id=hadm):
-        if not window.keeps(p["starttime"]) or (medication and not contains(p["drug"], medication)):
-            continue
-        orders = pharmacy.get(p["pharmacy_id"], ())
+    for p in orders:
+        entries = pharmacy.get(p["pharmacy_id"], ())
         found.append(
             {
                 **p,
                 "s": text(p["starttime"]),
                 "e": text(p["stoptime"]),
-                "ph_status": first_non_null(orders, "status"),
-                "frequency": first_non_null(orders, "frequency"),
+                "ph_status": first_non_null(entries, "status"),
+                "frequency": first_non_null(entries, "frequency"),
             }
         )
-    found = order(found, by("starttime", desc=True), by("drug"), by("pharmacy_id"))
     out = []
     for r in found:
         status = _rx_status(r["stoptime"], r["ph_status"], window)
@@ -209,6 +211,16 @@ def is_continuous(ordercategorydescription: Any) -> bool:
     return str(ordercategorydescription or "").strip().lower() in CONTINUOUS
 
 
+def _tiebreak(r: Row) -> str:
+    """The administrations' order after time: the eMAR id or the ICU order id, as text."""
+    return str(r.get("emar_id") or r.get("orderid"))
+
+
+#: ``_tiebreak`` of each side, in SQL and in Python (``strict_common.newest``).
+_EMAR_TIE = ("""COALESCE(NULLIF("emar_id", ''), 'None')""", _tiebreak)
+_ICU_TIE = ("""COALESCE(CAST(NULLIF("orderid", 0) AS VARCHAR), 'None')""", _tiebreak)
+
+
 @read_tool(
     "strict",
     "MedicationAdministration.search",
@@ -245,31 +257,33 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
         return miss
     medication = args.get("medication")
-    given = [
-        {**e, "t": e["charttime"], "icu": False}
-        for e in keep(subject_rows(ctx, "emar", sid), hadm_id=hadm)
-        if window.keeps(e["charttime"])
-        and (not medication or contains(e["medication"], medication))
-    ]
+    # The MAR_LIMIT newest of the union are among each side's MAR_LIMIT newest (one key).
+    where = Where().equal("hadm_id", hadm).within(window, "charttime")
+    if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
+        names = distinct(ctx, "emar", sid, "medication", where)
+        where.among("medication", [m for m in names if contains(m, medication)], "VARCHAR")
+    emar_total, emar = newest(ctx, "emar", sid, where, "charttime", (_EMAR_TIE,), MAR_LIMIT)
     items = lookup(ctx, "d_items", "itemid")
-    for r in keep(subject_rows(ctx, "inputevents", sid), hadm_id=hadm):
-        label = joined(items, r["itemid"], "label")
-        if window.keeps(r["starttime"]) and (not medication or contains(label, medication)):
-            given.append({**r, "t": r["starttime"], "icu": True, "label": label})
-    found = order(given, by("t", desc=True), by(lambda r: str(r.get("emar_id") or r.get("orderid"))))
-    found = found[:MAR_LIMIT]
-    total = len(given)
-    shown = {e["emar_id"] for e in found if not e["icu"]}
+    icu_where = Where().equal("hadm_id", hadm).within(window, "starttime")
+    if medication:  # the items whose d_items label matches (``contains``), fetched in SQL
+        icu_where.among("itemid", [i for i, d in items.items() if contains(d["label"], medication)])
+    icu_total, icu = newest(ctx, "inputevents", sid, icu_where, "starttime", (_ICU_TIE,), MAR_LIMIT)
+    given = [{**e, "t": e["charttime"], "icu": False} for e in emar] + [
+        {**r, "t": r["starttime"], "icu": True, "label": joined(items, r["itemid"], "label")}
+        for r in icu
+    ]
+    found = order(given, by("t", desc=True), by(_tiebreak))[:MAR_LIMIT]
+    shown = [e["emar_id"] for e in found if not e["icu"]]
     details: dict[Any, list[dict[str, Any]]] = {}
-    for d in subject_rows(ctx, "emar_detail", sid):
-        if d["dose_given"] is not None and d["emar_id"] in shown:
-            details.setdefault(d["emar_id"], []).append(d)
+    given_dose = Where().add("dose_given IS NOT NULL", lambda d: d["dose_given"] is not None)
+    for d in rows(ctx, "emar_detail", sid, given_dose.among("emar_id", shown, "VARCHAR")):
+        details.setdefault(d["emar_id"], []).append(d)
     out = [
         _icu_administration(r, sid, window) if r["icu"]
         else _emar_administration({**r, **_first_dose(details.get(r["emar_id"]))}, sid)
         for r in found
     ]
-    return bundle(out, total)
+    return bundle(out, emar_total + icu_total)
 
 
 def _emar_administration(r: dict[str, Any], sid: int) -> dict[str, Any]:

@@ -14,11 +14,14 @@ from .records import by, contains, joined, keep, lookup, order, stamp, subject_r
 from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
+    Where,
     Window,
     admission_miss,
     bundle,
+    distinct,
     interpretation,
     miss_hint,
+    newest,
     quantity,
 )
 
@@ -59,30 +62,25 @@ def _labs(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_labitems", "itemid")
-    rows = [
-        r for r in subject_rows(ctx, "labevents", sid) if window.keeps(r["charttime"], use_start=False)
-    ]
-    if code is not None:  # match on the distinct items, then label only their rows (a big chart
-        # has tens of thousands of lab rows, of which a search keeps a few dozen)
-        label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
+    itemids = None
+    if code is not None:  # match on the chart's distinct items up to the window's end
+        ids = distinct(ctx, "labevents", sid, "itemid", Where().within(window, "charttime", False))
+        label_of = {i: joined(items, i, "label") for i in ids}
         match = match_label(code, label_of.values())
         if not match.matched:
             return bundle([], 0, miss_hint("laboratory test", code, match))
         chosen = set(match.labels)
-        rows = [r for r in rows if label_of[r["itemid"]] in chosen]
-        fluids = {joined(items, r["itemid"], "fluid") for r in rows}
+        itemids = [i for i, label in label_of.items() if label in chosen]
+        fluids = {joined(items, i, "fluid") for i in itemids}
         if (
             len(fluids) > 1
             and "Blood" in fluids
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):  # "Creatinine" means serum
-            rows = [r for r in rows if joined(items, r["itemid"], "fluid") == "Blood"]
-    rows = [r for r in keep(rows, hadm_id=hadm) if window.keeps(r["charttime"])]
-    found = [
-        {**r, "label": joined(items, r["itemid"], "label")}
-        for r in order(rows, by("charttime", desc=True), by("labevent_id"))[:count]
-    ]
-    total = len(rows)
+            itemids = [i for i in itemids if joined(items, i, "fluid") == "Blood"]
+    where = Where().within(window, "charttime").among("itemid", itemids).equal("hadm_id", hadm)
+    total, rows = newest(ctx, "labevents", sid, where, "charttime", ("labevent_id",), count)
+    found = [{**r, "label": joined(items, r["itemid"], "label")} for r in rows]
     out = []
     for r in found:
         value = fhir.as_number(r["valuenum"])
@@ -118,10 +116,8 @@ def _vitals(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     items = lookup(ctx, "d_items", "itemid")
-    rows = [
-        r for r in subject_rows(ctx, "chartevents", sid) if window.keeps(r["charttime"], use_start=False)
-    ]
-    label_of = {i: joined(items, i, "label") for i in {r["itemid"] for r in rows}}
+    ids = distinct(ctx, "chartevents", sid, "itemid", Where().within(window, "charttime", False))
+    label_of = {i: joined(items, i, "label") for i in ids}
     omr = [
         r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
     ]
@@ -137,11 +133,12 @@ def _vitals(
             and first.date() <= r["chartdate"] <= last.date()
         ]
     use_omr = False
-    if code is not None:  # match on the distinct items, then label only their rows
+    itemids = None
+    if code is not None:  # match on the distinct items, then fetch only their rows
         match = match_label(code, label_of.values())
         if match.matched:
             chosen = set(match.labels)
-            rows = [r for r in rows if label_of[r["itemid"]] in chosen]
+            itemids = [i for i, label in label_of.items() if label in chosen]
         else:
             omr_match = match_label(code, (r["result_name"] for r in omr))
             if not omr_match.matched:
@@ -156,17 +153,19 @@ def _vitals(
         use_omr = True
     if use_omr:
         return _omr(sid, omr, window, count)
-    if hadm is not None:
-        stays = {s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm}
-        rows = [r for r in rows if r["hadm_id"] == hadm or r["stay_id"] in stays]
-    rows = [r for r in rows if window.keeps(r["charttime"])]
+    where = Where().within(window, "charttime").among("itemid", itemids)
+    if hadm is not None:  # the admission's rows, or its ICU stays'
+        stays = [s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm]
+        term, in_stays = f"(hadm_id = ? OR {Where.IN.format('stay_id', 'BIGINT')})", set(stays)
+        where.add(term, lambda r: r["hadm_id"] == hadm or r["stay_id"] in in_stays, hadm, stays)
+    total, rows = newest(ctx, "chartevents", sid, where, "charttime", ("itemid",), count)
     found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
         {
             **r,
             "label": joined(items, r["itemid"], "label"),
             "unitname": joined(items, r["itemid"], "unitname"),
         }
-        for r in order(rows, by("charttime", desc=True), by("itemid"))[:count]
+        for r in rows
     ]
     out = []
     for r in found:
@@ -188,7 +187,7 @@ def _vitals(
                 "valueString": None if value is not None else r["value"],
             }
         )
-    return bundle(out, len(rows))
+    return bundle(out, total)
 
 
 def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dict[str, Any]:
