@@ -19,10 +19,11 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from physassist.cli.config import ConfigError, ModelSpec, check_passed_on, conf_dir, resolve
+from physassist.cli.config import ConfigError, check_passed_on, conf_dir, resolve
 from physassist.cli.hydra_errors import reported
-from physassist.cli.mlflow_staging import local_path, open_tracker_for
+from physassist.experiment import ModelSpec, TrackingSettings
 from physassist.providers import provider_error
+from physassist.staging import local_path, open_tracker
 
 
 class GenerationFailed(RuntimeError):
@@ -206,22 +207,22 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _track(config: dict[str, Any], manifest: dict[str, Any], out: Path) -> str | None:
-    tracking = config.get("tracking") or {}
-    if not tracking.get("enabled"):
+    tracking = TrackingSettings.of(config.get("tracking"))
+    if not tracking.enabled:
         return None
     from physassist.tracking import runs
     from physassist.tracking.params import flatten_config
     from physassist.tracking.tags import provenance_tags
 
     try:
-        tracker = open_tracker_for(tracking, experiment="physassist-generate")
+        tracker = open_tracker(tracking, experiment="physassist-generate")
         known = (manifest["fingerprint"], str(out)) if manifest.get("fingerprint") else None
         tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
         tags[runs.KIND_TAG] = "generate"
         files = [(Path(f), "sessions") for f in manifest["files"]]
-        if tracking.get("log_eval") and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
+        if tracking.log_eval and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
             files.append((Path(manifest["inspect_log"]), "inspect"))
-        tracker.log_run(run_name=tracking.get("run_name") or f"generate-{config['generator']['name']}",
+        tracker.log_run(run_name=tracking.run_name or f"generate-{config['generator']['name']}",
                         params=flatten_config(config), tags=tags, metrics=metrics_of(manifest),
                         files=files)
     except Exception as exc:  # noqa: BLE001 - the sessions are written; tracking must not lose them

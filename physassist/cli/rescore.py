@@ -37,15 +37,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli.config import (
     ConfigError,
-    build_role,
     check_passed_on,
     conf_dir,
     grader_spec,
     resolve,
 )
 from physassist.cli.hydra_errors import reported
-from physassist.cli.mlflow_staging import open_tracker_for
+from physassist.experiment import TrackingSettings, build_role
 from physassist.faults import EXIT_FAULTS, FAULT_TAG, fault_summary
+from physassist.staging import end_abandoned, open_tracker
 from physassist.tracking.params import flatten_config
 from scorers import judges
 
@@ -235,8 +235,8 @@ def rescore_source(source: Source, config: Mapping[str, Any], tracker) -> Rescor
 
     from physassist import comparability, degenerate
     from physassist.agreement import compare
-    from physassist.cli.mlflow_staging import results
     from physassist.results import item_table, turn_table
+    from physassist.staging import results
     from physassist.tracking import runs
     from physassist.tracking.metric_names import for_mlflow, summary_names
 
@@ -305,11 +305,9 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     """Rescore every source of the composition; in a sweep, note each result for the callback."""
     config = resolve(cfg)
     check_passed_on(config)
-    tracking = config.get("tracking") or {}
-    tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
+    tracking = TrackingSettings.of(config.get("tracking"))
+    tracker = open_tracker(tracking) if tracking.enabled else None
     if tracker is not None:
-        from physassist.cli.eval import end_abandoned
-
         end_abandoned(tracker)
     judge = config["judge"]
     known = (*judges.JUDGES, "human")  # the registered judges and this command's own
@@ -391,8 +389,8 @@ class RescoreSweepCallback(Callback):
     def _log_agreement(config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]) -> None:
         if not results:
             return
-        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
-        tracker = open_tracker_for(tracking) if tracking.get("enabled") else None
+        tracking = TrackingSettings.of(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
+        tracker = open_tracker(tracking) if tracking.enabled else None
         from physassist.tracking.metric_names import for_mlflow
 
         for source, metrics in results.items():

@@ -1,0 +1,133 @@
+"""One experiment, resolved once: what ``physassist-eval`` runs, typed and frozen.
+
+The command line composes the config (Hydra, ``conf/``), checks it and fills these objects once
+(``physassist.cli.config.experiment``); everything after composition takes the object or the
+part of it it needs (the task its arguments, Inspect its options, the run staging its tracking
+settings and name), so no code below the command line reads a config by key. The keys of the
+``inspect`` and ``tracking`` groups are the fields of ``InspectSettings`` and
+``TrackingSettings`` (``physassist.cli.schema`` declares the groups from them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from physassist.providers import inspect_model_name
+
+
+class ConfigError(ValueError):
+    """The composed config cannot run; the message names the key and the problem."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An Inspect model: name plus how to reach it (the key is read from the environment)."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
+        """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
+        ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+        return cls(
+            node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
+            node.get("provider"),
+        )
+
+    def build(self):  # -> inspect_ai.model.Model
+        from inspect_ai.model import get_model
+
+        kwargs: dict[str, Any] = dict(self.args)
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ[self.api_key_env]
+        name = inspect_model_name(self.name, self.provider)
+        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+
+
+#: A model role: one model, or a list of them (``judge=panel``'s graders).
+Role = ModelSpec | list[ModelSpec]
+
+
+def build_role(spec: Role):  # -> Model | list[Model]
+    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+
+
+@dataclass(frozen=True)
+class InspectSettings:
+    """The ``inspect`` group: where Inspect logs, and what it is passed as it is (null =
+    Inspect's default)."""
+
+    log_dir: str | None = None
+    max_connections: int | None = None
+    max_samples: int | None = None
+    limit: int | None = None
+    epochs: int | None = None
+    fail_on_error: Any = None
+    retry_on_error: int | None = None
+    seed: int | None = None
+    max_retries: int | None = None
+    timeout: int | None = None
+    attempt_timeout: int | None = None
+    display: str | None = None
+    log_level: str | None = None
+    log_realtime: bool | None = None
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The ``tracking`` group: the MLflow store, and what a run logs into it."""
+
+    enabled: bool | None = None
+    uri: str | None = None
+    artifact_root: str | None = None
+    experiment: str | None = None
+    run_name: str | None = None
+    log_eval: bool | None = None
+    log_table: bool | None = None
+    plots: bool | None = None
+    traces: bool | None = None
+    trace_limit: int | None = None
+    trace_raw_chars: int | None = None
+    retries: int | None = None
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
+        """The settings of a ``tracking`` node (the schema's keys; none: tracking off)."""
+        return cls(**{f.name: (node or {}).get(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One composition of ``physassist-eval``, checked: everything a run needs after it."""
+
+    task: Mapping[str, Any]  # the task's arguments (``tasks.physassistbench``), checked by ``options``
+    model: ModelSpec  # the assistant
+    roles: Mapping[str, Role]  # ``grader`` (judge=llm: one; panel: a list), ``patient`` (live)
+    inspect: InspectSettings
+    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    tracking: TrackingSettings
+    prices: Mapping[str, Any]  # Inspect model string -> {input, output} USD per 1M tokens
+    run_name: str
+    dataset_path: Path | None  # the local session files (None: a Hub dataset)
+    params: Mapping[str, str]  # the config as MLflow params (``tracking.params.flatten_config``)
+    resolved: str  # the resolved config as YAML (the run's ``config/resolved.yaml``)
+
+    @property
+    def taus(self) -> list[float]:
+        return [float(t) for t in self.task["taus"]]
+
+    @property
+    def log_dir(self) -> Path:
+        return Path(str(self.inspect.log_dir)).expanduser()
+
+    def endpoints(self) -> list[tuple[str, Role]]:
+        """Every role's model spec, the assistant first (``physassist-eval``'s pre-flight)."""
+        return [("model", self.model), *self.roles.items()]
