@@ -105,6 +105,55 @@ class TrackingSettings:
 
 
 @dataclass(frozen=True)
+class JudgeSettings:
+    """The ``judge`` group: how turns are judged (``scorers/*_judge.py``) and by which graders."""
+
+    mode: str
+    context: str | None = None
+    model: str | None = None  # judge.graders == "one"
+    models: tuple[str, ...] | None = None  # judge.graders == "many"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    provider: str | None = None
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any]) -> JudgeSettings:
+        values = {f.name: node.get(f.name) for f in fields(cls)}
+        values["models"] = tuple(values["models"]) if values["models"] is not None else None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Rescore:
+    """One composition of ``physassist-rescore``, checked: what to judge again, and how."""
+
+    source: str  # an Inspect log, an MLflow run id or a sweep id
+    judge: JudgeSettings
+    graders: Role | None  # the ``grader`` role the judge needs (``Judge.graders``), or none
+    taus: tuple[float, ...] | None  # None: the source's
+    log_dir: Path  # ``<inspect.log_dir>``: the new logs go to ``rescore/`` in it
+    tracking: TrackingSettings
+    params: Mapping[str, str]  # the judge as MLflow params
+    resolved: str  # the resolved config as YAML (the run's ``config/rescore.yaml``)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One composition of ``physassist-generate``, checked: the sessions to make and how."""
+
+    task: Mapping[str, Any]  # ``generation.task.generate``'s arguments (store, slots, seed, ...)
+    generator: ModelSpec  # the model behind every agent without a role of its own
+    roles: Mapping[str, ModelSpec]  # agent role -> its model
+    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    log_dir: str
+    output_dir: Path
+    overwrite: bool
+    tracking: TrackingSettings
+    params: Mapping[str, str]  # the config as MLflow params
+    config: Mapping[str, Any]  # the resolved config, recorded in the manifest
+
+
+@dataclass(frozen=True)
 class Experiment:
     """One composition of ``physassist-eval``, checked: everything a run needs after it."""
 

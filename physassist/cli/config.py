@@ -26,7 +26,9 @@ from physassist.experiment import (
     ConfigError,
     Experiment,
     InspectSettings,
+    JudgeSettings,
     ModelSpec,
+    Rescore,
     TrackingSettings,
 )
 from physassist.staging import JobContext, identity_overrides
@@ -342,4 +344,26 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
         dataset_path=dataset_path(config),
         params=MappingProxyType(flatten_config(config)),
         resolved=OmegaConf.to_yaml(OmegaConf.create(config)),
+    )
+
+
+def rescoring(cfg: DictConfig) -> Rescore:
+    """A ``physassist-rescore`` composition resolved, checked and typed once."""
+    config = resolve(cfg)
+    check_passed_on(config)
+    judge = JudgeSettings.of(config["judge"])
+    known = (*judges.JUDGES, "human")  # the registered judges and physassist-rescore's own
+    if judge.mode not in known:
+        raise ConfigError(f"judge.mode={judge.mode!r} is not one of {', '.join(known)}")
+    from physassist.tracking.params import flatten_config
+
+    return Rescore(
+        source=str(config["source"]),
+        judge=judge,
+        graders=None if judge.mode == "human" else grader_spec(config["judge"]),
+        taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
+        log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
+        tracking=TrackingSettings.of(config.get("tracking")),
+        params=MappingProxyType(flatten_config({"judge": config["judge"]})),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(dict(config))),
     )
