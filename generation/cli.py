@@ -14,9 +14,16 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from physassist.cli.config import ConfigError, check_passed_on, conf_dir, resolve
+from physassist.cli.config import (
+    ConfigError,
+    check_passed_on,
+    conf_dir,
+    model_spec,
+    resolve,
+    tracking_settings,
+)
 from physassist.cli.hydra_errors import reported
-from physassist.experiment import Generation, ModelSpec, TrackingSettings
+from physassist.experiment import Generation, ModelSpec
 
 
 def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
@@ -25,13 +32,13 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
     gen = config.get("generator") or {}
     if not gen.get("name"):
         raise ConfigError("generator.name is required (an Inspect model string)")
-    generator = ModelSpec.of(gen)
+    generator = model_spec(gen)
     roles: dict[str, ModelSpec] = {}
     for role, spec in (config.get("roles") or {}).items():
         if role not in ROLES:
             raise ConfigError(f"roles.{role}: unknown role; valid: {', '.join(ROLES)}")
         if spec:
-            roles[role] = ModelSpec.of({"name": spec} if isinstance(spec, str) else spec)
+            roles[role] = model_spec({"name": spec} if isinstance(spec, str) else spec)
     return generator, roles
 
 
@@ -55,7 +62,7 @@ def generation_of(config: dict[str, Any]) -> Generation:
         task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles),
         eval_options=MappingProxyType(options), log_dir=str(ins.get("log_dir") or "logs/generate"),
         output_dir=Path(str(config["output_dir"])).expanduser(), overwrite=bool(config.get("overwrite")),
-        tracking=TrackingSettings.of(config.get("tracking")), params=MappingProxyType(flatten_config(config)),
+        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(config)),
         config=config,
     )
 

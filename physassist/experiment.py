@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from physassist.providers import inspect_model_name
+from physassist.providers import inspect_model_name, provider_error
 
 
 class ConfigError(ValueError):
@@ -32,15 +32,6 @@ class ModelSpec:
     api_key_env: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
     provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
-
-    @classmethod
-    def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
-        """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
-        ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
-        return cls(
-            node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
-            node.get("provider"),
-        )
 
     def build(self):  # -> inspect_ai.model.Model
         from inspect_ai.model import get_model
@@ -58,6 +49,21 @@ Role = ModelSpec | list[ModelSpec]
 
 def build_role(spec: Role):  # -> Model | list[Model]
     return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+
+
+def build_models(model: ModelSpec, roles: Mapping[str, Role]):  # -> (Model, {role: Model | list[Model]})
+    """The assistant and every role's model(s); one that cannot be created (unknown provider,
+    missing package, bad args) is a ``ConfigError`` naming its role and model."""
+    role, spec = "model", model
+    try:
+        assistant = model.build()
+        built = {}
+        for role, spec in roles.items():
+            built[role] = build_role(spec)
+    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
+        name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
+        raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
+    return assistant, built
 
 
 @dataclass(frozen=True)
@@ -98,11 +104,6 @@ class TrackingSettings:
     trace_raw_chars: int | None = None
     retries: int | None = None
 
-    @classmethod
-    def of(cls, node: Mapping[str, Any] | None) -> TrackingSettings:
-        """The settings of a ``tracking`` node (the schema's keys; none: tracking off)."""
-        return cls(**{f.name: (node or {}).get(f.name) for f in fields(cls)})
-
 
 @dataclass(frozen=True)
 class JudgeSettings:
@@ -115,12 +116,6 @@ class JudgeSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     provider: str | None = None
-
-    @classmethod
-    def of(cls, node: Mapping[str, Any]) -> JudgeSettings:
-        values = {f.name: node.get(f.name) for f in fields(cls)}
-        values["models"] = tuple(values["models"]) if values["models"] is not None else None
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -161,6 +156,7 @@ class Experiment:
     model: ModelSpec  # the assistant
     roles: Mapping[str, Role]  # ``grader`` (judge=llm: one; panel: a list), ``patient`` (live)
     inspect: InspectSettings
+    log_dir: Path  # ``inspect.log_dir``, expanded (a sweep job's: ``sweeps/<sweep>/<job>`` in it)
     eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
     tracking: TrackingSettings
     prices: Mapping[str, Any]  # Inspect model string -> {input, output} USD per 1M tokens
@@ -168,15 +164,4 @@ class Experiment:
     dataset_path: Path | None  # the local session files (None: a Hub dataset)
     params: Mapping[str, str]  # the config as MLflow params (``tracking.params.flatten_config``)
     resolved: str  # the resolved config as YAML (the run's ``config/resolved.yaml``)
-
-    @property
-    def taus(self) -> list[float]:
-        return [float(t) for t in self.task["taus"]]
-
-    @property
-    def log_dir(self) -> Path:
-        return Path(str(self.inspect.log_dir)).expanduser()
-
-    def endpoints(self) -> list[tuple[str, Role]]:
-        """Every role's model spec, the assistant first (``physassist-eval``'s pre-flight)."""
-        return [("model", self.model), *self.roles.items()]
+    taus: list[float]  # the Pass@ thresholds (``task["taus"]``), for the metrics and the report

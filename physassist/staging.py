@@ -222,15 +222,15 @@ def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, 
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
 
+@dataclass
 class EvalRun:
     """One evaluation of an experiment in MLflow: found done, claimed, evaluated, logged."""
 
-    def __init__(self, experiment: Experiment, job: JobContext) -> None:
-        self.experiment = experiment
-        self.job = job
-        self.tracker = None  # runs.Tracker, once opened
-        self.tracking_error: str | None = None
-        self._opened = False
+    experiment: Experiment
+    job: JobContext
+    tracker: Any = None  # runs.Tracker, once opened
+    tracking_error: str | None = None
+    _opened: bool = False
 
     def _open(self) -> None:
         from physassist.tracking.mlflow_store import TrackingError

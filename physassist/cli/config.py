@@ -13,6 +13,7 @@ import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -196,6 +197,20 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
+def model_spec(node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
+    """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
+    ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+    return ModelSpec(
+        node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
+        node.get("provider"),
+    )
+
+
+def tracking_settings(node: Mapping[str, Any] | None) -> TrackingSettings:
+    """The settings of a ``tracking`` node (the schema's keys; none: tracking off)."""
+    return TrackingSettings(**{f.name: (node or {}).get(f.name) for f in fields(TrackingSettings)})
+
+
 def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     """The ``grader`` role a judge config needs, as its judge declares (``Judge.graders``): one
     model (``judge.model``), a list (``judge.models``, at least two) or none."""
@@ -210,7 +225,7 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     if graders == "one":
         if not judge.get("model"):
             raise ConfigError(f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)")
-        return ModelSpec.of(judge, "model")
+        return model_spec(judge, "model")
     if graders == "many":
         models = list(judge.get("models") or [])
         if len(models) < 2:
@@ -225,7 +240,7 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
 def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
     """The assistant model and the model roles (``grader`` for judge=llm, a list of them for
     judge=panel, ``patient`` for live)."""
-    assistant = ModelSpec.of(lookup(config, "model"))
+    assistant = model_spec(lookup(config, "model"))
     roles: dict[str, ModelSpec | list[ModelSpec]] = {}
     grader = grader_spec(lookup(config, "judge"))
     if grader is not None:
@@ -234,7 +249,7 @@ def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSp
     if patient["mode"] == "live":
         if not patient.get("model"):
             raise ConfigError("patient.model is required for patient=live")
-        roles["patient"] = ModelSpec.of(patient, "model")
+        roles["patient"] = model_spec(patient, "model")
     return assistant, roles
 
 
@@ -337,13 +352,15 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
         model=assistant,
         roles=MappingProxyType(roles),
         inspect=InspectSettings(**lookup(config, "inspect")),
+        log_dir=Path(str(lookup(config, "inspect.log_dir"))).expanduser(),
         eval_options=MappingProxyType(eval_options(config)),
-        tracking=TrackingSettings.of(config.get("tracking")),
+        tracking=tracking_settings(config.get("tracking")),
         prices=MappingProxyType(dict((config.get("prices") or {}).get("models") or {})),
         run_name=run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ()),
         dataset_path=dataset_path(config),
         params=MappingProxyType(flatten_config(config)),
         resolved=OmegaConf.to_yaml(OmegaConf.create(config)),
+        taus=[float(t) for t in args["taus"]],
     )
 
 
@@ -351,7 +368,9 @@ def rescoring(cfg: DictConfig) -> Rescore:
     """A ``physassist-rescore`` composition resolved, checked and typed once."""
     config = resolve(cfg)
     check_passed_on(config)
-    judge = JudgeSettings.of(config["judge"])
+    node = config["judge"]
+    judge = JudgeSettings(**{f.name: node.get(f.name) for f in fields(JudgeSettings)})
+    judge = replace(judge, models=tuple(judge.models) if judge.models is not None else None)
     known = (*judges.JUDGES, "human")  # the registered judges and physassist-rescore's own
     if judge.mode not in known:
         raise ConfigError(f"judge.mode={judge.mode!r} is not one of {', '.join(known)}")
@@ -363,7 +382,7 @@ def rescoring(cfg: DictConfig) -> Rescore:
         graders=None if judge.mode == "human" else grader_spec(config["judge"]),
         taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
         log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
-        tracking=TrackingSettings.of(config.get("tracking")),
+        tracking=tracking_settings(config.get("tracking")),
         params=MappingProxyType(flatten_config({"judge": config["judge"]})),
         resolved=OmegaConf.to_yaml(OmegaConf.create(dict(config))),
     )

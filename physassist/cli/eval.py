@@ -27,9 +27,8 @@ from omegaconf import DictConfig
 from physassist.cli.config import ConfigError, conf_dir, experiment
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
-from physassist.experiment import ModelSpec, build_role
+from physassist.experiment import build_models
 from physassist.faults import EXIT_FAULTS, DiskFull
-from physassist.providers import provider_error
 from physassist.staging import EvalRun, JobContext, Outcome, identity_overrides
 
 
@@ -67,16 +66,8 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
         return done
     task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
-    role, spec = "model", exp.model
-    try:
-        assistant = exp.model.build()
-        roles = {}
-        for role, spec in exp.roles.items():
-            roles[role] = build_role(spec)
-    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
-        name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
-        raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
-    check_endpoints(exp.endpoints())  # EndpointError: before any run
+    assistant, roles = build_models(exp.model, exp.roles)
+    check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
     from physassist.cli.progress import reporting
 
     return run.run(task, assistant, roles, progress=reporting)

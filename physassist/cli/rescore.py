@@ -25,9 +25,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.config import ConfigError, conf_dir, rescoring
+from physassist.cli.config import ConfigError, conf_dir, rescoring, tracking_settings
 from physassist.cli.hydra_errors import reported
-from physassist.experiment import TrackingSettings
 from physassist.faults import EXIT_FAULTS
 from physassist.staging import end_abandoned, open_tracker
 
@@ -107,7 +106,7 @@ class RescoreSweepCallback(Callback):
     def _log_agreement(config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]) -> None:
         if not results:
             return
-        tracking = TrackingSettings.of(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
+        tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
         tracker = open_tracker(tracking) if tracking.enabled else None
         from physassist.tracking.metric_names import for_mlflow
 

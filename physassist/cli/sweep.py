@@ -24,7 +24,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli import sweep_summary
-from physassist.cli.config import ConfigError, check_config, model_specs, resolve
+from physassist.cli.config import ConfigError, check_config, model_specs, resolve, tracking_settings
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault
@@ -130,7 +130,7 @@ class SweepCallback(Callback):
         for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
         parent = None
-        tracking = TrackingSettings.of(base.get("tracking"))
+        tracking = tracking_settings(base.get("tracking"))
         if tracking.enabled:
             try:
                 tracker = open_tracker(tracking)
@@ -157,7 +157,7 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _open
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        tracking = TrackingSettings.of(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
+        tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
         opened, _open = _open, None
         if jobs := sweep_summary.read(sweep_dir):  # the jobs side by side
             print(sweep_summary.table(jobs))
