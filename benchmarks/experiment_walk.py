@@ -71,8 +71,8 @@ class Walk:
 
     # -- what is followed ------------------------------------------------------------
     def track(self, obj: Any, depth: int = 0) -> None:
-        if depth > 8 or isinstance(obj, (*SCALARS, str, Path)):
-            return
+        if depth > 8 or isinstance(obj, (*SCALARS, str, Path)) or not settings_like(obj):
+            return  # a model, a task, a log held in a part is no setting
         if id(obj) in self.tracked:
             return
         self.tracked[id(obj)] = obj
