@@ -356,7 +356,7 @@ class EvalRun:
         try:
             inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
             tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
-            params = dict(exp.params)
+            params = exp.params
             tags.update(comparability.tags_for(params, tags))
             files = stage_artifacts(exp, outcome.log_path, turns, staging)
             if turns is not None and tracking.log_table:
