@@ -40,20 +40,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (module, attribute, phase): what is wrapped in the measured process; a name that is not
-#: there (moved, not yet written) is skipped.
+#: there (moved, renamed) stops the benchmark, so no phase is silently left out.
 PHASES = [
     ("physassist.cli.eval", "run_experiment", "other"),
     ("physassist.cli.eval", "build_task", "task"),
     ("tasks.physassistbench", "cached_store", "store open"),
-    ("physassist.cli.eval", "_evaluate", "eval"),
-    ("physassist.cli.eval", "results", "metrics"),
-    ("physassist.cli.eval", "open_tracker_for", "MLflow open"),
+    ("physassist.staging", "evaluate", "eval"),
+    ("physassist.staging", "results", "metrics"),
+    ("physassist.staging", "open_tracker", "MLflow open"),
     ("physassist.tracking.runs", "Tracker.__init__", "MLflow open"),
     ("physassist.tracking.claims", "end_abandoned", "MLflow claim"),
     ("physassist.tracking.claims", "claim", "MLflow claim"),
     ("physassist.tracking.runs", "Tracker.log_run", "MLflow logging"),
     ("physassist.tracking.runs", "write_traces", "traces"),
-    ("physassist.tracking.traces", "TraceWriter.finish", "traces"),
     ("physassist.tracking.plots", "run_plots", "plots"),
     ("physassist.cli.eval", "report", "report"),
 ]
@@ -68,11 +67,12 @@ def child(dump: str | None, reuse_log: str | None) -> None:
     import threading
 
     entered = time.time()
+    from physassist import staging
     from physassist.cli import eval as cli_eval
 
     if reuse_log:
 
-        def reused(*args, **kwargs):  # as _evaluate runs the eval
+        def reused(*args, **kwargs):  # as staging.evaluate runs the eval
             from inspect_ai.log import read_eval_log
 
             from physassist.gc_freeze import frozen_heap
@@ -80,7 +80,7 @@ def child(dump: str | None, reuse_log: str | None) -> None:
             with frozen_heap():
                 return read_eval_log(reuse_log)
 
-        cli_eval._evaluate = reused
+        staging.evaluate = reused
 
     spent: dict[str, list[float]] = {}
     stack: list[list[float]] = []  # [start wall, start cpu, child wall, child cpu]
@@ -119,13 +119,10 @@ def child(dump: str | None, reuse_log: str | None) -> None:
 
     for module, qualname, phase in PHASES:
         *path, attr = qualname.split(".")
-        try:
-            owner = importlib.import_module(module)
-            for part in path:
-                owner = getattr(owner, part)
-            fn = getattr(owner, attr)
-        except (ImportError, AttributeError):
-            continue
+        owner = importlib.import_module(module)
+        for part in path:
+            owner = getattr(owner, part)
+        fn = getattr(owner, attr)
         setattr(owner, attr, wrap(fn, phase))
     sys.argv = ["physassist-eval", *sys.argv[sys.argv.index("--") + 1 :]]
     code = 0

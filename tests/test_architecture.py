@@ -7,6 +7,7 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,17 @@ PACKAGES = ("physassist", "tasks", "generation", "solvers", "scorers")
 ENTRY_POINTS = ("physassist.cli", "generation.cli", "physassist._registry", "physassist.synth.__main__")
 #: Who may import whom: only down (a higher number imports a lower one), and never across
 #: a pair of SIBLINGS.
+#: The entry points themselves: each console script's module (pyproject.toml [project.scripts]),
+#: Inspect's registry module and the ``python -m`` mains. What two of them share lives in the
+#: library or in a CLI-support module of ``physassist/cli`` that is none of these.
+ENTRY_MODULES = (
+    *(spec.split(":")[0] for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"].values()),
+    "physassist._registry",
+    *(".".join(p.relative_to(ROOT).with_suffix("").parts) for package in PACKAGES for p in (ROOT / package).rglob("__main__.py")),
+)
+#: What reads a composed config: Hydra and OmegaConf are the command line's (and its support
+#: modules'); below it, code takes the typed ``physassist.experiment`` objects.
+CONFIG_LIBRARIES = ("omegaconf", "hydra")
 LAYERS = {"entry": 3, "tasks": 2, "generation": 2, "solvers": 1, "scorers": 1, "physassist": 0}
 SIBLINGS = {frozenset({"tasks", "generation"}), frozenset({"solvers", "scorers"})}
 
@@ -33,9 +45,9 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Project modules ``module`` imports anywhere in its file (also inside functions)."""
-    found = set()
+def _imported_names(module: str, path: Path) -> list[str]:
+    """Every dotted name ``module`` imports anywhere in its file (also inside functions)."""
+    found: list[str] = []
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         names: list[str] = []
@@ -46,13 +58,20 @@ def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
             names = [base] + [f"{base}.{a.name}" for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            while parts and ".".join(parts) not in known:
-                parts.pop()
-            target = ".".join(parts)
-            if target and target != module and not module.startswith(target + "."):
-                found.add(target)
+        found += names
+    return found
+
+
+def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Project modules ``module`` imports anywhere in its file (also inside functions)."""
+    found = set()
+    for name in _imported_names(module, path):
+        parts = name.split(".")
+        while parts and ".".join(parts) not in known:
+            parts.pop()
+        target = ".".join(parts)
+        if target and target != module and not module.startswith(target + "."):
+            found.add(target)
     return found
 
 
@@ -76,6 +95,27 @@ def test_imports_never_run_back_up(graph) -> None:
         if LAYERS[_layer(b)] > LAYERS[_layer(a)] or frozenset({_layer(a), _layer(b)}) in SIBLINGS
     )
     assert upward == []
+
+
+def test_no_entry_point_imports_another(graph) -> None:
+    """Two commands share code through the library or a CLI-support module, never through
+    one of them (``python -m physassist.synth`` runs ``cli/data_commands``, not ``cli/data``)."""
+    assert set(ENTRY_MODULES) >= {"physassist.cli.eval", "generation.cli", "physassist.synth.__main__"}
+    crossing = sorted((a, b) for a in ENTRY_MODULES for b in graph[a] if b in ENTRY_MODULES)
+    assert crossing == []
+
+
+def test_below_the_command_line_nothing_reads_a_config_object() -> None:
+    """Only the command line (and its support modules) imports Hydra or OmegaConf: what runs
+    after composition takes the typed experiment (``physassist.experiment``) or a part of it."""
+    readers = sorted(
+        (module, name)
+        for module, path in _modules().items()
+        if _layer(module) != "entry"
+        for name in _imported_names(module, path)
+        if name.split(".")[0] in CONFIG_LIBRARIES
+    )
+    assert readers == []
 
 
 def test_no_import_circle(graph) -> None:

@@ -13,7 +13,8 @@ from fixtures_tracking import store_uri
 from inspect_ai import eval
 from inspect_ai.model import get_model
 
-from generation.cli import collect, run_generation
+from generation.cli import run_generation
+from generation.run import collect
 from generation.scripted import API  # registers the offline generator
 from generation.task import generate
 from physassist.data import load_sessions

@@ -133,7 +133,7 @@ def test_generate_config_composes_and_requires_a_generator() -> None:
 
 
 def test_invalid_sessions_leave_no_output(tmp_path) -> None:
-    from generation.cli import write_output
+    from generation.run import write_output
     from physassist.data import SessionFormatError
 
     out = tmp_path / "out"

@@ -25,13 +25,14 @@ from inspect_ai.model import (
 )
 
 from physassist.agreement import compare, panel
-from physassist.cli.rescore import rescore_log
+from physassist.experiment import JudgeSettings
 from physassist.faults import fault_summary
 from physassist.metrics import summarize
 from physassist.results import TURNS_KEY, item_table, turn_table
+from scorers.rescoring import rescore_log
 
 USAGE = ModelUsage(input_tokens=50, output_tokens=20, total_tokens=70)
-LLM = {"mode": "llm", "context": "gold_answer"}
+LLM = JudgeSettings("llm", "gold_answer")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def odd_and_one(i: int, n: int) -> bool:
 
 def test_rules_rescore_reproduces_the_scores(source_log):
     before_turns, before_items = turn_table(source_log), item_table(source_log)
-    new = rescore_log(read_eval_log(str(source_log)), {"mode": "rules"}, [0.6, 0.75])
+    new = rescore_log(read_eval_log(str(source_log)), JudgeSettings("rules"), [0.6, 0.75])
     after_turns = turn_table(new)
     assert after_turns["score"].tolist() == before_turns["score"].tolist()
     assert summarize(after_turns, n_boot=200) == summarize(before_turns, n_boot=200)
@@ -127,7 +128,7 @@ def test_panel_takes_the_majority_and_leaves_ties_unscored(source_log):
     log = read_eval_log(str(source_log))
     question = log.samples[0].store[TURNS_KEY][1]["question"]
     graders = [grader(first_two), grader(odd_and_one), grader(lambda i, n: i <= 3, garbage_for=question)]
-    new = rescore_log(log, {"mode": "panel", "context": "gold_answer"}, [0.6], roles={"grader": graders})
+    new = rescore_log(log, JudgeSettings("panel", "gold_answer"), [0.6], roles={"grader": graders})
     turns = turn_table(new)
     # T0, T2: votes TTT, TFT, FTT -> all pass; T3 adds item 4 FFF -> 3/4. T1: the third grader
     # did not parse, so item 2 is T vs F: a tie, undecided, and the turn is unscored.
@@ -174,7 +175,7 @@ def test_judgings_of_one_source_are_compared_together(source_log, tmp_path):
     """After -m: the source's judging and every rescoring, all together (alpha, kappas)."""
     from inspect_ai.log import write_eval_log
 
-    from physassist.cli.rescore import judges_agreement
+    from scorers.rescoring import judges_agreement
 
     records = []
     for name, rule in (("a", first_two), ("b", odd_and_one)):
@@ -234,11 +235,12 @@ def test_rules_rescore_of_the_default_oracle_run_says_kappa_is_undefined(tmp_pat
     item passes on both sides, so kappa has no variance to measure; it is reported as undefined
     beside the observed agreement (100), never as a bare nan."""
     from physassist.agents import provider  # noqa: F401  (registers physassist/oracle)
-    from physassist.cli.rescore import Rescored, print_results
+    from physassist.cli.rescore import print_results
+    from scorers.rescoring import Rescored
     from tasks.physassistbench import physassistbench
 
     [log] = inspect_eval(physassistbench(), model="physassist/oracle", limit=2, log_dir=str(tmp_path), display="none")
-    new = rescore_log(read_eval_log(log.location), {"mode": "rules"}, [0.6, 0.75])
+    new = rescore_log(read_eval_log(log.location), JudgeSettings("rules"), [0.6, 0.75])
     before_turns, after_turns = turn_table(log.location), turn_table(new)
     assert (before_turns["score"] == 1.0).all() and after_turns["score"].tolist() == before_turns["score"].tolist()
     m = compare(item_table(log.location), item_table(new), before_turns, after_turns, prefix="agreement.vs_source.")

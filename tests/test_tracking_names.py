@@ -5,10 +5,11 @@ from __future__ import annotations
 from fixtures_tracking import compose
 
 import physassist.cli.eval as ev
-from physassist.cli import mlflow_staging as staging
+from physassist import staging
+from physassist.cli import config
 from physassist.tracking.names import run_name, sweep_name, swept_factors
 
-DEFAULTS = staging.default_choices()
+DEFAULTS = config.default_choices()
 
 
 def test_defaults_come_from_eval_yaml() -> None:
@@ -44,9 +45,9 @@ def test_sweep_parent_names_the_experiment_and_its_factors() -> None:
 def test_run_experiment_names_from_the_job(tmp_path) -> None:
     cfg = compose(["menu=off", "tracking.run_name=null"])
     job = ev.JobContext(overrides=["menu=off"], choices={**DEFAULTS, "menu": "off"})
-    assert staging.run_name(ev.resolve(cfg), job.choices, job.overrides) == "oracle | menu=off"
+    assert config.run_name(config.resolve(cfg), job.choices, job.overrides) == "oracle | menu=off"
     named = compose(["tracking.run_name=mine"])
-    assert staging.run_name(ev.resolve(named), job.choices, job.overrides) == "mine"
+    assert config.run_name(config.resolve(named), job.choices, job.overrides) == "mine"
 
 
 def test_report_markdown_escapes_the_separator_of_run_names() -> None:
@@ -74,7 +75,7 @@ def test_a_sweep_job_leads_with_its_swept_values() -> None:
     assert both == "query=explicit | baseline"
     cfg = compose(["menu=gold", "model=explorer", "tracking.run_name=null"])
     job = ev.JobContext(overrides=["menu=gold", "model=explorer"], choices=choices)
-    assert staging.run_name(ev.resolve(cfg), job.choices, job.overrides, ["menu=on,off,scenario,gold", "model=explorer"]) == "menu=gold | explorer"
+    assert config.run_name(config.resolve(cfg), job.choices, job.overrides, ["menu=on,off,scenario,gold", "model=explorer"]) == "menu=gold | explorer"
 
 
 def test_a_sweep_parent_gets_each_jobs_headline_under_its_swept_values() -> None:

@@ -76,7 +76,7 @@ def test_sweep_and_job_keys_are_deterministic_and_order_free() -> None:
 
 
 def test_sweep_parent_params_leave_out_what_the_jobs_vary() -> None:
-    from physassist.cli.mlflow_staging import shared_params
+    from physassist.staging import shared_params
 
     params = flatten_config(resolve(compose()))
     shared = shared_params(params, ["model=oracle,baseline", "terminal.budget=4,16", "hydra.launcher.n_jobs=2"])

@@ -69,7 +69,7 @@ def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) ->
     assert len(table) == 12
     # artifacts live beside the database, inside the store directory
     assert (tmp_path / "mlruns" / "artifacts").is_dir()
-    ev.report(out, ev.resolve(cfg))
+    ev.report(out)
     printed = capsys.readouterr().out
     assert "mrs" in printed and out.log_path in printed and out.run_id in printed
 

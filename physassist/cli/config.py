@@ -1,8 +1,10 @@
-"""The composed experiment config: resolved, checked, and turned into Inspect arguments.
+"""The composed experiment config: resolved, checked, and turned once into the typed
+``physassist.experiment.Experiment`` (``experiment``) that everything after composition takes.
 
 Option values are checked by ``physassist.options`` (one table, one message per option); this
-module adds what only the command line knows: mandatory values, data paths, API keys and the
-model roles. Nothing here runs an evaluation or touches MLflow.
+module adds what only the command line knows: mandatory values, data paths, API keys, the
+model roles and the run's name. It is the one place that reads the composed config by key;
+nothing here runs an evaluation or touches MLflow.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -20,7 +23,16 @@ from omegaconf.errors import OmegaConfBaseException
 
 from physassist import options
 from physassist.cli import schema
-from physassist.providers import inspect_model_name
+from physassist.experiment import (
+    ConfigError,
+    Experiment,
+    InspectSettings,
+    JudgeSettings,
+    ModelSpec,
+    Rescore,
+    TrackingSettings,
+)
+from physassist.staging import JobContext, identity_overrides
 from scorers import judges
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -64,10 +76,6 @@ LEAST = {
     "inspect.retry_on_error": 0, "model.max_tokens": 1,
     "tracking.retries": 0, "tracking.trace_limit": 0, "tracking.trace_raw_chars": 1,
 }
-
-
-class ConfigError(ValueError):
-    """The composed config cannot run; the message names the key and the problem."""
 
 
 def _unset_keys(node: Any, prefix: str = "") -> list[str]:
@@ -169,53 +177,38 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
     the display is the command's, ``cli/console``)."""
     from physassist.cli.console import inspect_display
 
-    ins = lookup(config, "inspect")
+    ins = InspectSettings(**lookup(config, "inspect"))
     options = {
-        "max_connections": ins.get("max_connections"),
-        "max_samples": ins.get("max_samples"),
-        "limit": ins.get("limit"),
-        "epochs": ins.get("epochs"),
-        "fail_on_error": ins.get("fail_on_error"),
-        "retry_on_error": ins.get("retry_on_error"),
-        "seed": ins.get("seed"),
-        "max_retries": ins.get("max_retries"),
-        "timeout": ins.get("timeout"),
-        "attempt_timeout": ins.get("attempt_timeout"),
+        "max_connections": ins.max_connections,
+        "max_samples": ins.max_samples,
+        "limit": ins.limit,
+        "epochs": ins.epochs,
+        "fail_on_error": ins.fail_on_error,
+        "retry_on_error": ins.retry_on_error,
+        "seed": ins.seed,
+        "max_retries": ins.max_retries,
+        "timeout": ins.timeout,
+        "attempt_timeout": ins.attempt_timeout,
         "max_tokens": lookup(config, "model").get("max_tokens"),
-        "display": inspect_display(ins.get("display")),
-        "log_realtime": ins.get("log_realtime"),
-        "log_level": ins.get("log_level"),
+        "display": inspect_display(ins.display),
+        "log_realtime": ins.log_realtime,
+        "log_level": ins.log_level,
     }
     return {k: v for k, v in options.items() if v is not None}
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """An Inspect model: name plus how to reach it (the key is read from the environment)."""
+def model_spec(node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
+    """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
+    ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+    return ModelSpec(
+        node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
+        node.get("provider"),
+    )
 
-    name: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    args: Mapping[str, Any] = field(default_factory=dict)
-    provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
 
-    @classmethod
-    def of(cls, node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
-        """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
-        ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
-        return cls(
-            node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
-            node.get("provider"),
-        )
-
-    def build(self):  # -> inspect_ai.model.Model
-        from inspect_ai.model import get_model
-
-        kwargs: dict[str, Any] = dict(self.args)
-        if self.api_key_env:
-            kwargs["api_key"] = os.environ[self.api_key_env]
-        name = inspect_model_name(self.name, self.provider)
-        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+def tracking_settings(node: Mapping[str, Any] | None) -> TrackingSettings:
+    """The settings of a ``tracking`` node (the schema's keys; none: tracking off)."""
+    return TrackingSettings(**{f.name: (node or {}).get(f.name) for f in fields(TrackingSettings)})
 
 
 def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
@@ -232,7 +225,7 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     if graders == "one":
         if not judge.get("model"):
             raise ConfigError(f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)")
-        return ModelSpec.of(judge, "model")
+        return model_spec(judge, "model")
     if graders == "many":
         models = list(judge.get("models") or [])
         if len(models) < 2:
@@ -244,14 +237,10 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     return None
 
 
-def build_role(spec: ModelSpec | list[ModelSpec]):  # -> Model | list[Model]
-    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
-
-
 def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
     """The assistant model and the model roles (``grader`` for judge=llm, a list of them for
     judge=panel, ``patient`` for live)."""
-    assistant = ModelSpec.of(lookup(config, "model"))
+    assistant = model_spec(lookup(config, "model"))
     roles: dict[str, ModelSpec | list[ModelSpec]] = {}
     grader = grader_spec(lookup(config, "judge"))
     if grader is not None:
@@ -260,7 +249,7 @@ def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSp
     if patient["mode"] == "live":
         if not patient.get("model"):
             raise ConfigError("patient.model is required for patient=live")
-        roles["patient"] = ModelSpec.of(patient, "model")
+        roles["patient"] = model_spec(patient, "model")
     return assistant, roles
 
 
@@ -315,3 +304,85 @@ def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
             if spec.api_key_env and not os.environ.get(spec.api_key_env):
                 raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
     return args
+
+
+def default_choices() -> dict[str, str]:
+    """The option of each group in the defaults list of ``eval.yaml`` (``query: implicit``)."""
+    entries = OmegaConf.load(conf_dir() / "eval.yaml").get("defaults") or []
+    return {
+        str(k): str(v)
+        for entry in entries
+        if isinstance(entry, Mapping)
+        for k, v in entry.items()
+        if not str(k).startswith("override")
+    }
+
+
+def run_name(config: Mapping[str, Any], choices: Mapping[str, str], overrides: list[str], sweep_arguments: Sequence[str] = ()) -> str:
+    """What differs: ``[<swept values> |] <model> | <non-default choice or override> ... |
+    dataset=<name>`` (``physassist.tracking.names``), unless ``tracking.run_name`` sets it.
+    ``choices`` and ``overrides`` are the job's (``staging.JobContext``), ``sweep_arguments`` its
+    sweep's (``runs.SweepInfo.arguments``)."""
+    from physassist.tracking import names
+
+    explicit = (config.get("tracking") or {}).get("run_name")
+    if explicit:
+        return str(explicit)
+    return names.run_name(
+        str(lookup(config, "model.name")),
+        dict(choices),
+        default_choices(),
+        identity_overrides(list(overrides)),
+        str(lookup(config, "dataset.source")),
+        names.swept_factors(identity_overrides(list(sweep_arguments))),
+    )
+
+
+def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
+    """The composition resolved, checked (``ConfigError`` naming the key, before anything
+    heavy is loaded) and typed once, for ``job``."""
+    config = resolve(cfg)
+    args = check_config(config)
+    assistant, roles = model_specs(config)
+    from physassist.tracking.params import flatten_config
+
+    sweep = job.sweep  # after the checks: a config error is answered without the tracking layer
+    return Experiment(
+        task=MappingProxyType(args),
+        model=assistant,
+        roles=MappingProxyType(roles),
+        inspect=InspectSettings(**lookup(config, "inspect")),
+        log_dir=Path(str(lookup(config, "inspect.log_dir"))).expanduser(),
+        eval_options=MappingProxyType(eval_options(config)),
+        tracking=tracking_settings(config.get("tracking")),
+        prices=MappingProxyType(dict((config.get("prices") or {}).get("models") or {})),
+        run_name=run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ()),
+        dataset_path=dataset_path(config),
+        params=MappingProxyType(flatten_config(config)),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(config)),
+        taus=[float(t) for t in args["taus"]],
+    )
+
+
+def rescoring(cfg: DictConfig) -> Rescore:
+    """A ``physassist-rescore`` composition resolved, checked and typed once."""
+    config = resolve(cfg)
+    check_passed_on(config)
+    node = config["judge"]
+    judge = JudgeSettings(**{f.name: node.get(f.name) for f in fields(JudgeSettings)})
+    judge = replace(judge, models=tuple(judge.models) if judge.models is not None else None)
+    known = (*judges.JUDGES, "human")  # the registered judges and physassist-rescore's own
+    if judge.mode not in known:
+        raise ConfigError(f"judge.mode={judge.mode!r} is not one of {', '.join(known)}")
+    from physassist.tracking.params import flatten_config
+
+    return Rescore(
+        source=str(config["source"]),
+        judge=judge,
+        graders=None if judge.mode == "human" else grader_spec(config["judge"]),
+        taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
+        log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
+        tracking=tracking_settings(config.get("tracking")),
+        params=MappingProxyType(flatten_config({"judge": config["judge"]})),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(dict(config))),
+    )

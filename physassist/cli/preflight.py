@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from physassist.cli.config import ModelSpec
+from physassist.experiment import ModelSpec
 
 PREFLIGHT_S = 10.0  # connect + answer; a server that needs longer to list its models is down for us
 

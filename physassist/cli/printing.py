@@ -4,29 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-
-@dataclass
-class Outcome:
-    """What one experiment produced."""
-
-    status: str  # FINISHED, FAILED, SKIPPED (done before) or BUSY (another process runs it)
-    log_path: str | None = None
-    run_id: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    tracking_error: str | None = None
-    faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
-    holder: str | None = None  # BUSY: the process (host:pid:time) that holds the run
-    degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
-
-    @property
-    def run_status(self) -> str:
-        """The MLflow status: a run in which system faults left turns unscored is no result."""
-        return "FAILED" if self.faults else self.status
-
+from physassist.staging import Outcome
 
 HEADLINE = ("mrs", "pass_turn", "pass_session")
 
@@ -62,7 +42,7 @@ def job_line(job: str, outcome: Outcome) -> str:
     return f"job {job}: mRS {mrs_text(outcome.metrics)}, {unscored_text(outcome.metrics)} turns unscored{run}"
 
 
-def report(outcome: Outcome, config: Mapping[str, Any], job: str | None = None) -> None:
+def report(outcome: Outcome, job: str | None = None) -> None:
     """Print the result table and where the Inspect log and the MLflow run are; for a sweep's
     job (``job``: its overrides) one line. Then the warnings that matter, on stderr."""
     if outcome.status == "SKIPPED":
@@ -74,7 +54,7 @@ def report(outcome: Outcome, config: Mapping[str, Any], job: str | None = None) 
     if job is not None:
         print(job_line(job, outcome))
     else:
-        _where(outcome, config)
+        _where(outcome)
     whose = f"job {job}: " if job is not None else ""
     if outcome.tracking_error:
         print(f"tracking failed: {whose}{outcome.tracking_error}; the Inspect log is complete", file=sys.stderr)
@@ -84,16 +64,16 @@ def report(outcome: Outcome, config: Mapping[str, Any], job: str | None = None) 
         print(f"physassist-eval: warning: {whose}{outcome.degenerate}", file=sys.stderr)
 
 
-def _where(outcome: Outcome, config: Mapping[str, Any]) -> None:
+def _where(outcome: Outcome) -> None:
+    exp = outcome.experiment
     if outcome.metrics:
-        print(result_table(outcome.metrics, [float(t) for t in config.get("taus") or (0.6, 0.75)]))
+        print(result_table(outcome.metrics, exp.taus if exp is not None else [0.6, 0.75]))
     print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
-    tracking = config.get("tracking") or {}
-    if outcome.run_id:
+    if outcome.run_id and exp is not None:
         from physassist.tracking.mlflow_store import resolve_tracking_uri
 
-        uri = resolve_tracking_uri(tracking.get("uri"))
-        print(f"MLflow run: {outcome.run_id} (experiment {tracking.get('experiment')!r}, status {outcome.run_status}) in {uri}")
+        uri = resolve_tracking_uri(exp.tracking.uri)
+        print(f"MLflow run: {outcome.run_id} (experiment {exp.tracking.experiment!r}, status {outcome.run_status}) in {uri}")
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
 
 

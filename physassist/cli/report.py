@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
     """Runs a dead process left RUNNING are ended KILLED before they are reported on."""
-    from physassist.cli.eval import end_abandoned
+    from physassist.staging import end_abandoned
     from physassist.tracking.mlflow_store import open_client, resolve_tracking_uri
     from physassist.tracking.runs import Tracker
 

@@ -8,7 +8,9 @@ primary config (``conf/eval.yaml``, ``conf/rescore.yaml``, ``conf/generate.yaml`
 Each group's node is typed by a dataclass, so every group file, ours or a user's
 (``--config-dir``), is merged into it and checked. The task options' fields come from
 ``physassist.options.OPTIONS`` (type from the declared values or default); the keys that are not task options (model roles, ``inspect``, ``tracking``,
-``prices``, ``dataset.ehr_source``) are declared below, once. Every option (and
+``prices``, ``dataset.ehr_source``) are declared below, once (those of ``inspect`` and
+``tracking`` as the fields of ``physassist.experiment.InspectSettings`` / ``TrackingSettings``,
+the typed settings the code after composition takes). Every option (and
 ``dataset.ehr_source``) is required: a group file states it (or ``???``, which a schema default
 would silently replace), so a missing one is named by ``cli.config.resolve``; the other keys are
 optional (null when left out). Values of closed options stay ``str``: their one check and
@@ -17,14 +19,23 @@ message is ``options.check`` (``check_config``), not OmegaConf's.
 
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
-from typing import Any
+from dataclasses import field, fields, make_dataclass
+from typing import Any, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from physassist import options
+from physassist.experiment import InspectSettings, TrackingSettings
 from physassist.options import Option
+
+
+def settings_keys(kind: type) -> dict[str, Any]:
+    """The keys of a group that ``physassist.experiment`` types (``inspect``, ``tracking``):
+    its fields, with their types (all optional, null by default)."""
+    hints = get_type_hints(kind)
+    return {f.name: hints[f.name] for f in fields(kind)}
+
 
 #: What a model role node (``model``, ``judge``, ``patient``, ``generator``) adds to its options.
 ROLE: dict[str, Any] = {"provider": str | None, "base_url": str | None, "api_key_env": str | None}
@@ -34,18 +45,8 @@ KEYS: dict[str, dict[str, Any]] = {
     "judge": {**ROLE, "model": str | None, "models": list[str] | None},
     "patient": {**ROLE, "model": str | None},
     "dataset": {"ehr_source": (str, MISSING)},
-    "inspect": {
-        "log_dir": str | None, "max_connections": int | None, "max_samples": int | None,
-        "limit": int | None, "epochs": int | None, "fail_on_error": Any, "retry_on_error": int | None,
-        "seed": int | None, "max_retries": int | None, "timeout": int | None,
-        "attempt_timeout": int | None, "display": str | None, "log_level": str | None,
-        "log_realtime": bool | None,
-    },
-    "tracking": {
-        "enabled": bool | None, "uri": str | None, "artifact_root": str | None, "experiment": str | None,
-        "run_name": str | None, "log_eval": bool | None, "log_table": bool | None, "plots": bool | None,
-        "traces": bool | None, "trace_limit": int | None, "trace_raw_chars": int | None, "retries": int | None,
-    },
+    "inspect": settings_keys(InspectSettings),
+    "tracking": settings_keys(TrackingSettings),
     "prices": {"models": (dict[str, Any], dict)},  # open: one entry per Inspect model string
 }
 #: ``conf/generate.yaml``'s own keys (``generation/cli.py`` reads them); its ``scenarios`` and

@@ -24,12 +24,13 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli import sweep_summary
-from physassist.cli.config import ConfigError, check_config, model_specs, resolve
+from physassist.cli.config import ConfigError, check_config, model_specs, resolve, tracking_settings
 from physassist.cli.hydra_errors import one_line
-from physassist.cli.mlflow_staging import identity_overrides, open_tracker_for, shared_params
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault
+from physassist.experiment import TrackingSettings
 from physassist.faults import EXIT_FAULTS
+from physassist.staging import identity_overrides, open_tracker, shared_params
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
@@ -42,7 +43,7 @@ FAULTS_FILE = "physassist_faults.txt"  # jobs whose turns system faults left uns
 class _Open:
     """The sweep this process opened and has not closed yet."""
 
-    tracking: dict[str, Any]
+    tracking: TrackingSettings
     sweep_dir: Path
     sweep_id: str
     parent_run_id: str | None
@@ -129,10 +130,10 @@ class SweepCallback(Callback):
         for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
         parent = None
-        tracking = base.get("tracking") or {}
-        if tracking.get("enabled"):
+        tracking = tracking_settings(base.get("tracking"))
+        if tracking.enabled:
             try:
-                tracker = open_tracker_for(tracking)
+                tracker = open_tracker(tracking)
                 experiment = config.hydra.runtime.choices.get("experiment")
                 name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
                 parent = tracker.start_sweep(sweep_id, arguments, name)
@@ -150,17 +151,17 @@ class SweepCallback(Callback):
                 sweep_dir.mkdir(parents=True, exist_ok=True)
                 record_tracking_error(sweep_dir, message)
         runs.SweepInfo(sweep_id, parent, tuple(arguments), os.getpid()).write(sweep_dir)
-        _open = _Open(dict(tracking), sweep_dir, sweep_id, parent)
+        _open = _Open(tracking, sweep_dir, sweep_id, parent)
         print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _open
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        tracking = OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else {}
+        tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
         opened, _open = _open, None
         if jobs := sweep_summary.read(sweep_dir):  # the jobs side by side
             print(sweep_summary.table(jobs))
-        if opened is not None and opened.parent_run_id and tracking.get("enabled"):
+        if opened is not None and opened.parent_run_id and tracking.enabled:
             close(opened, None)
         errors = sweep_dir / TRACKING_ERRORS_FILE
         if lines := _noted(errors):
@@ -177,7 +178,7 @@ def close(opened: _Open, status: str | None) -> None:
     from physassist.tracking import claims
 
     try:
-        tracker = open_tracker_for(opened.tracking, retries=8)
+        tracker = open_tracker(opened.tracking, retries=8)
         live = claims.live_children(tracker, opened.sweep_id)
         if live and status is None:
             owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
@@ -203,7 +204,7 @@ def end_jobs(opened: _Open, reason: str) -> None:
     from physassist.tracking import claims
 
     try:
-        tracker = open_tracker_for(opened.tracking, retries=8)
+        tracker = open_tracker(opened.tracking, retries=8)
         mine = {os.getpid(), *(p.pid for p in _children())}
         deadline = time.monotonic() + JOBS_END_S
         while time.monotonic() < deadline:

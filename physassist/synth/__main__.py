@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from physassist.cli.data import main as data_main
+from physassist.cli.data_commands import main as data_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:

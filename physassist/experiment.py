@@ -1,0 +1,167 @@
+"""One experiment, resolved once: what ``physassist-eval`` runs, typed and frozen.
+
+The command line composes the config (Hydra, ``conf/``), checks it and fills these objects once
+(``physassist.cli.config.experiment``); everything after composition takes the object or the
+part of it it needs (the task its arguments, Inspect its options, the run staging its tracking
+settings and name), so no code below the command line reads a config by key. The keys of the
+``inspect`` and ``tracking`` groups are the fields of ``InspectSettings`` and
+``TrackingSettings`` (``physassist.cli.schema`` declares the groups from them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from physassist.providers import inspect_model_name, provider_error
+
+
+class ConfigError(ValueError):
+    """The composed config cannot run; the message names the key and the problem."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An Inspect model: name plus how to reach it (the key is read from the environment)."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
+
+    def build(self):  # -> inspect_ai.model.Model
+        from inspect_ai.model import get_model
+
+        kwargs: dict[str, Any] = dict(self.args)
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ[self.api_key_env]
+        name = inspect_model_name(self.name, self.provider)
+        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+
+
+#: A model role: one model, or a list of them (``judge=panel``'s graders).
+Role = ModelSpec | list[ModelSpec]
+
+
+def build_role(spec: Role):  # -> Model | list[Model]
+    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+
+
+def build_models(model: ModelSpec, roles: Mapping[str, Role]):  # -> (Model, {role: Model | list[Model]})
+    """The assistant and every role's model(s); one that cannot be created (unknown provider,
+    missing package, bad args) is a ``ConfigError`` naming its role and model."""
+    role, spec = "model", model
+    try:
+        assistant = model.build()
+        built = {}
+        for role, spec in roles.items():
+            built[role] = build_role(spec)
+    except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
+        name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
+        raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
+    return assistant, built
+
+
+@dataclass(frozen=True)
+class InspectSettings:
+    """The ``inspect`` group: where Inspect logs, and what it is passed as it is (null =
+    Inspect's default)."""
+
+    log_dir: str | None = None
+    max_connections: int | None = None
+    max_samples: int | None = None
+    limit: int | None = None
+    epochs: int | None = None
+    fail_on_error: Any = None
+    retry_on_error: int | None = None
+    seed: int | None = None
+    max_retries: int | None = None
+    timeout: int | None = None
+    attempt_timeout: int | None = None
+    display: str | None = None
+    log_level: str | None = None
+    log_realtime: bool | None = None
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The ``tracking`` group: the MLflow store, and what a run logs into it."""
+
+    enabled: bool | None = None
+    uri: str | None = None
+    artifact_root: str | None = None
+    experiment: str | None = None
+    run_name: str | None = None
+    log_eval: bool | None = None
+    log_table: bool | None = None
+    plots: bool | None = None
+    traces: bool | None = None
+    trace_limit: int | None = None
+    trace_raw_chars: int | None = None
+    retries: int | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The ``judge`` group: how turns are judged (``scorers/*_judge.py``) and by which graders."""
+
+    mode: str
+    context: str | None = None
+    model: str | None = None  # judge.graders == "one"
+    models: tuple[str, ...] | None = None  # judge.graders == "many"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    provider: str | None = None
+
+
+@dataclass(frozen=True)
+class Rescore:
+    """One composition of ``physassist-rescore``, checked: what to judge again, and how."""
+
+    source: str  # an Inspect log, an MLflow run id or a sweep id
+    judge: JudgeSettings
+    graders: Role | None  # the ``grader`` role the judge needs (``Judge.graders``), or none
+    taus: tuple[float, ...] | None  # None: the source's
+    log_dir: Path  # ``<inspect.log_dir>``: the new logs go to ``rescore/`` in it
+    tracking: TrackingSettings
+    params: Mapping[str, str]  # the judge as MLflow params
+    resolved: str  # the resolved config as YAML (the run's ``config/rescore.yaml``)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One composition of ``physassist-generate``, checked: the sessions to make and how."""
+
+    task: Mapping[str, Any]  # ``generation.task.generate``'s arguments (store, slots, seed, ...)
+    generator: ModelSpec  # the model behind every agent without a role of its own
+    roles: Mapping[str, ModelSpec]  # agent role -> its model
+    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    log_dir: str
+    output_dir: Path
+    overwrite: bool
+    tracking: TrackingSettings
+    params: Mapping[str, str]  # the config as MLflow params
+    config: Mapping[str, Any]  # the resolved config, recorded in the manifest
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One composition of ``physassist-eval``, checked: everything a run needs after it."""
+
+    task: Mapping[str, Any]  # the task's arguments (``tasks.physassistbench``), checked by ``options``
+    model: ModelSpec  # the assistant
+    roles: Mapping[str, Role]  # ``grader`` (judge=llm: one; panel: a list), ``patient`` (live)
+    inspect: InspectSettings
+    log_dir: Path  # ``inspect.log_dir``, expanded (a sweep job's: ``sweeps/<sweep>/<job>`` in it)
+    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    tracking: TrackingSettings
+    prices: Mapping[str, Any]  # Inspect model string -> {input, output} USD per 1M tokens
+    run_name: str
+    dataset_path: Path | None  # the local session files (None: a Hub dataset)
+    params: Mapping[str, str]  # the config as MLflow params (``tracking.params.flatten_config``)
+    resolved: str  # the resolved config as YAML (the run's ``config/resolved.yaml``)
+    taus: list[float]  # the Pass@ thresholds (``task["taus"]``), for the metrics and the report

@@ -1,0 +1,386 @@
+"""Run staging: open the tracker, claim the run, evaluate, stage what it logs, log, end.
+
+``physassist-eval`` (``EvalRun``), ``physassist-rescore`` and ``physassist-generate`` stage
+their runs here (``open_tracker``, ``end_abandoned``, ``stage_artifacts``, ``results``); the
+commands parse their arguments and print. An evaluation runs in this order, so that bad input
+never leaves a half-made run behind: the command checks the config into an ``Experiment`` and
+builds the task (which validates the session files) before anything is evaluated or logged.
+Then Inspect writes its log, and only then is the run logged to MLflow, so a tracking failure
+can never lose the Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
+``physassist.tracking.runs``). The run itself (create, resume, log, finish) is
+``physassist.tracking``; this module decides, from the experiment and the Inspect log, what
+goes into it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from physassist.experiment import Experiment, TrackingSettings
+from physassist.faults import DiskFull, fault_summary, no_space
+from physassist.tracking.params import is_execution_param, mlflow_names
+
+
+@dataclass
+class JobContext:
+    """Where a composition runs: alone, or as one job of a sweep."""
+
+    overrides: list[str] = field(default_factory=list)
+    choices: dict[str, str] = field(default_factory=dict)
+    sweep_dir: Path | None = None  # set for multirun jobs
+    number: int = 0  # the job's number in its sweep
+
+    @cached_property
+    def sweep(self):  # -> runs.SweepInfo | None
+        """The sweep this job belongs to (its parent run, arguments, process), as the sweep's
+        callback wrote it into the sweep directory."""
+        if self.sweep_dir is None:
+            return None
+        from physassist.tracking import runs
+
+        sweep = runs.SweepInfo.read(self.sweep_dir)
+        if sweep is None:  # no callback ran (e.g. hydra.callbacks overridden)
+            sweep = runs.SweepInfo(runs.sweep_key([str(self.sweep_dir)], {}), None)
+        return sweep
+
+    @property
+    def key(self) -> str | None:
+        """The job's key in its sweep (None outside a sweep)."""
+        from physassist.tracking import runs
+
+        return runs.job_key(identity_overrides(self.overrides)) if self.sweep else None
+
+
+@dataclass
+class Outcome:
+    """What one experiment produced."""
+
+    status: str  # FINISHED, FAILED, SKIPPED (done before) or BUSY (another process runs it)
+    log_path: str | None = None
+    run_id: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    tracking_error: str | None = None
+    faults: str | None = None  # physassist.faults.fault_summary: turns a system fault ended
+    holder: str | None = None  # BUSY: the process (host:pid:time) that holds the run
+    degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
+    experiment: Experiment | None = None  # what ran (its thresholds and tracking, for the report)
+
+    @property
+    def run_status(self) -> str:
+        """The MLflow status: a run in which system faults left turns unscored is no result."""
+        return "FAILED" if self.faults else self.status
+
+
+def identity_overrides(overrides: list[str]) -> list[str]:
+    """The overrides that change what is measured: not hydra.*, tracking.*, log dirs, display.
+
+    Sweep and job keys are built from these, so re-running a sweep into another output
+    directory, with another launcher or another display still finds its runs.
+    """
+    kept = []
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        if key.startswith("hydra") or is_execution_param(key + "."):
+            continue
+        kept.append(override)
+    return kept
+
+
+def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict[str, str]:
+    """The params every job of a sweep shares: a swept key and its whole group are left out."""
+    swept = {a.split("=", 1)[0].lstrip("+~") for a in sweep_arguments}
+    swept = {k.replace("/", ".") for k in swept if not k.startswith("hydra")}
+
+    names = mlflow_names()
+    exact = {names[tuple(k.split("."))] for k in swept if tuple(k.split(".")) in names}
+
+    def varies(key: str) -> bool:
+        return key in exact or any(key == k or key.startswith(k + ".") for k in swept)
+
+    return {k: v for k, v in params.items() if not varies(k)}
+
+
+def parent_metrics(metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]) -> dict[str, float]:
+    """A sweep job's headline for its parent run, named by the job's swept values."""
+    from physassist.tracking import metric_names, names
+
+    job = identity_overrides(list(overrides))
+    label = metric_names.job_label(job, names.swept_factors(identity_overrides(list(sweep_arguments))))
+    return metric_names.parent_metrics(metrics, label)
+
+
+def local_path(location: str | None) -> str | None:
+    """Inspect reports re-read logs as ``file://`` URIs; show and log plain paths."""
+    if location and location.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(location).path)
+    return location
+
+
+def results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
+    """The per-turn table and every metric of the benchmark for an Inspect log (with token
+    usage and, given ``prices``, estimated cost per role: ``physassist.usage``)."""
+    from physassist.metrics import summarize
+    from physassist.results import turn_table
+    from physassist.usage import usage_metrics
+
+    turns = turn_table(log)
+    metrics = summarize(turns, taus=taus)
+    for name, value in {**inspect_stats(log), **usage_metrics(log, prices)}.items():
+        metrics.setdefault(name, value)
+    return turns, metrics
+
+
+def inspect_stats(log) -> dict[str, float]:
+    """Counts Inspect knows and the turn table does not: errored samples, token usage."""
+    out: dict[str, float] = {}
+    samples = log.samples or []
+    out["samples_total"] = float(len(samples))
+    out["samples_error"] = float(sum(1 for s in samples if s.error))
+    usage = getattr(log.stats, "model_usage", None) or {}
+    out["tokens_input"] = float(sum(u.input_tokens or 0 for u in usage.values()))
+    out["tokens_output"] = float(sum(u.output_tokens or 0 for u in usage.values()))
+    return out
+
+
+def open_tracker(tracking: TrackingSettings, retries: int | None = None, experiment: str = "physassist"):  # -> runs.Tracker
+    """The MLflow tracker the ``tracking`` settings name (raises TrackingError)."""
+    from physassist.tracking import runs
+
+    return runs.Tracker(
+        tracking.uri,
+        tracking.experiment or experiment,
+        artifact_root=tracking.artifact_root,
+        retries=int(tracking.retries or 0) if retries is None else retries,
+    )
+
+
+def end_abandoned(tracker) -> None:
+    """Runs a dead process left RUNNING (``kill -9``) are ended KILLED, with one line."""
+    from physassist.tracking import claims
+    from physassist.tracking.mlflow_store import error_line
+
+    try:
+        ended = claims.end_abandoned(tracker)
+    except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+        print(f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}", file=sys.stderr)
+        return
+    if ended:
+        print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+
+
+def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> list[tuple[Path, str]]:
+    """Write the files to log (config, turn table, plots) and list them with the Inspect log."""
+    from physassist.tracking import plots, runs
+
+    tracking = experiment.tracking
+    files: list[tuple[Path, str]] = []
+    resolved = staging / "resolved.yaml"
+    resolved.write_text(experiment.resolved)
+    files.append((resolved, "config"))
+    if log_path and tracking.log_eval and Path(log_path).is_file():
+        files.append((Path(log_path), "inspect"))
+    if turns is not None and len(turns):
+        if tracking.log_table:
+            files += [(p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")]
+        if tracking.plots:
+            taus = experiment.taus or [0.6, 0.75]
+            files += [(p, "plots") for p in plots.run_plots(turns, staging / "plots", taus=taus, title=experiment.run_name)]
+    return files
+
+
+#: What ``EvalRun.run`` shows while Inspect runs: a context manager given the number of
+#: sessions x epochs (the command's progress lines, ``physassist.cli.progress.reporting``).
+Progress = Callable[[int], AbstractContextManager[Any]]
+
+
+def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, resumable: bool, tags: list[str],
+             progress: Progress = lambda total: nullcontext()):
+    """Run Inspect (eval_set in a per-job directory when resumable) and return the log."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai import eval_set
+
+    from physassist.gc_freeze import frozen_heap
+    from physassist.results import samples_in_memory, with_samples
+
+    common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
+    sessions = min(len(task.dataset), options.get("limit") or len(task.dataset))
+    with frozen_heap(), samples_in_memory() as kept, progress(sessions * int(options.get("epochs") or 1)):
+        if resumable:
+            _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
+        else:
+            logs = inspect_eval(task, log_dir=str(log_dir), **common)
+    if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
+        raise KeyboardInterrupt
+    return with_samples(logs[0], kept)  # not read back from the log when all are in memory
+
+
+@dataclass
+class EvalRun:
+    """One evaluation of an experiment in MLflow: found done, claimed, evaluated, logged."""
+
+    experiment: Experiment
+    job: JobContext
+    tracker: Any = None  # runs.Tracker, once opened
+    tracking_error: str | None = None
+    _opened: bool = False
+
+    def _open(self) -> None:
+        from physassist.tracking.mlflow_store import TrackingError
+
+        if self._opened or not self.experiment.tracking.enabled:
+            return
+        self._opened = True
+        try:
+            self.tracker = open_tracker(self.experiment.tracking)
+        except TrackingError as exc:
+            self.tracking_error = str(exc)
+            return
+        end_abandoned(self.tracker)
+
+    def finished(self) -> Outcome | None:
+        """A sweep job FINISHED before is skipped before anything expensive happens; a single
+        run's tracker is opened after the task and the models are built (``run``)."""
+        from physassist.tracking.mlflow_store import error_line
+
+        sweep, key = self.job.sweep, self.job.key
+        if not (sweep and key):
+            return None
+        self._open()
+        previous = None
+        if self.tracker is not None:
+            try:
+                previous = self.tracker.find_job(sweep.sweep_id, key)
+            except Exception as exc:  # noqa: BLE001
+                self.tracking_error = f"cannot read MLflow store {self.tracker.uri}: {error_line(exc)}"
+                self.tracker = None
+        if previous is not None and previous.info.status == "FINISHED":
+            return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id,
+                           dict(previous.data.metrics), experiment=self.experiment)
+        return None
+
+    def run(self, task, assistant, roles, progress: Progress = lambda total: nullcontext()) -> Outcome:
+        """Claim the run (RUNNING before the eval, exactly once), evaluate, log, end it."""
+        from physassist.tracking import claims, runs
+        from physassist.tracking.mlflow_store import error_line
+
+        exp, job = self.experiment, self.job
+        sweep, key = job.sweep, job.key
+        if not sweep:
+            self._open()
+        tracker = self.tracker
+        tags = {f"choice.{k}": v for k, v in job.choices.items()}
+        tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
+        if sweep and key:
+            tags.update({runs.SWEEP_TAG: sweep.sweep_id, runs.JOB_TAG: key})
+        claim = None
+        if tracker is not None:  # the run exists (RUNNING) before the eval: claimed exactly once
+            try:
+                claim = claims.claim(tracker, exp.run_name, tags, sweep, key)
+            except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+                self.tracking_error = f"cannot create the run in {tracker.uri}: {error_line(exc)}"
+                tracker = None
+        if claim is not None and claim.state == "finished":
+            return Outcome("SKIPPED", None, claim.run_id, experiment=exp)
+        if claim is not None and claim.state == "busy":
+            return Outcome("BUSY", None, claim.run_id, holder=claim.owner, experiment=exp)
+
+        log_dir = (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
+        with claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext():
+            try:
+                log = evaluate(
+                    task,
+                    assistant,
+                    roles,
+                    exp.eval_options,
+                    log_dir,
+                    resumable=bool(sweep),
+                    tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
+                    progress=progress,
+                )
+            except Exception as exc:  # a full disk: one line naming the directory, the run FAILED
+                if no_space(exc, str(log_dir) if log_dir.is_dir() else None):
+                    raise DiskFull(f"Inspect's log dir {log_dir}: no space left on device") from exc
+                raise
+            outcome, turns = self._outcome(log)
+            if tracker is not None and claim is not None:
+                self._log(tracker, claim.run_id, log, outcome, turns, tags)
+        outcome.tracking_error = outcome.tracking_error or self.tracking_error
+        return outcome
+
+    def _outcome(self, log):
+        """The run's status, metrics, faults and warning from its Inspect log; its turns."""
+        log_path = local_path(log.location)
+        status = "FINISHED" if log.status == "success" else "FAILED"
+        turns, metrics = None, {}
+        if log.status == "success":
+            turns, metrics = results(log, self.experiment.taus, self.experiment.prices)
+        outcome = Outcome(status, log_path, None, metrics, self.tracking_error, experiment=self.experiment)
+        if turns is not None:
+            from physassist import degenerate
+
+            outcome.faults = fault_summary(turns)
+            outcome.degenerate = degenerate.summary(turns)
+        return outcome, turns
+
+    def _log(self, tracker, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str]) -> None:
+        """Log the run (params, tags, metrics, artifacts, traces) and end it."""
+        from physassist import comparability
+        from physassist.faults import FAULT_TAG
+        from physassist.tracking import runs
+        from physassist.tracking.inputs import run_inputs
+        from physassist.tracking.metric_names import for_mlflow
+        from physassist.tracking.mlflow_store import error_line
+        from physassist.tracking.tags import provenance_tags
+        from physassist.tracking.traces import TraceRequest
+
+        exp, job = self.experiment, self.job
+        sweep, tracking, metrics = job.sweep, exp.tracking, outcome.metrics
+        tags["physassist.inspect_status"] = str(log.status)
+        if log.error:
+            tags["physassist.error"] = str(log.error.message)[:5000]
+        if outcome.faults:  # not a result: the run is FAILED, the reasons in a tag
+            tags[FAULT_TAG] = outcome.faults[:5000]
+        if outcome.degenerate:  # a result, but not what was meant to be measured
+            from physassist.degenerate import DEGENERATE_TAG
+
+            tags[DEGENERATE_TAG] = outcome.degenerate
+        staging = runs.staging_dir()
+        try:
+            inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
+            tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
+            params = exp.params
+            tags.update(comparability.tags_for(params, tags))
+            files = stage_artifacts(exp, outcome.log_path, turns, staging)
+            if turns is not None and tracking.log_table:
+                from physassist.usage import write_session_usage
+
+                files.append((write_session_usage(log, exp.prices, staging / "tables"), "tables"))
+            outcome.run_id = tracker.log_run(
+                run_name=exp.run_name,
+                params=params,
+                tags=tags,
+                metrics=for_mlflow(metrics),
+                files=files,
+                table=turns if tracking.log_table else None,
+                inputs=inputs,
+                traces=TraceRequest(log, tracking.trace_limit, int(tracking.trace_raw_chars or 2000))
+                if tracking.traces and log.status == "success"
+                else None,
+                status=outcome.run_status,
+                run_id=run_id,
+                parent_run_id=sweep.parent_run_id if sweep else None,
+            )
+            if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
+                tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, job.overrides, sweep.arguments))
+        except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
+            outcome.tracking_error = f"logging to {tracker.uri} failed: {error_line(exc)}"
+        finally:
+            runs.remove_dir(staging)
