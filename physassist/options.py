@@ -99,10 +99,18 @@ class Option:
             return value in self.values
         return self.rule is None or self.rule(value)
 
+    def spelled(self, value: Any) -> Any:
+        """``value`` as this option spells it: Inspect reads ``-T`` values as YAML 1.1, where
+        ``off`` and ``on`` are booleans, so ``-T menu=off`` arrives as False."""
+        if isinstance(value, bool) and {"on", "off"} <= set(self.values):
+            return "on" if value else "off"
+        return value
+
     def check(self, value: Any, name: str | None = None) -> Any:
-        """``value`` if this option accepts it; else an OptionError naming ``name`` (default
-        the task parameter) and the accepted values."""
+        """``value`` (as this option spells it) if this option accepts it; else an OptionError
+        naming ``name`` (default the task parameter) and the accepted values."""
         name = name or self.param or self.key
+        value = self.spelled(value)
         items = value if self.many else [value]
         if self.many and value is not None and not isinstance(value, list | tuple):
             raise OptionError(f"{name}={value!r} must be a list")

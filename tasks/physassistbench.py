@@ -176,11 +176,11 @@ def physassistbench(
     settings = LoopSettings(
         language=language,
         query=query,
-        menu=menu,
+        menu=check("menu", menu),
         observations=observations,
         terminal=terminal,
         tool_budget=int(tool_budget),
-        nudge=bool(nudge),
+        nudge=check("nudge", nudge),
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,

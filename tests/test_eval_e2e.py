@@ -54,6 +54,18 @@ def test_registered_under_the_package_namespace() -> None:
         get_model("physassist/clever", memoize=False)
 
 
+def test_menu_off_from_the_command_line_means_the_menu_option() -> None:
+    """``inspect eval ... -T menu=off``: Inspect reads the value as YAML 1.1, where off is False."""
+    from inspect_ai._util.config import parse_cli_args
+
+    for raw, spelled in (("menu=off", "off"), ("menu=on", "on"), ("menu=gold", "gold")):
+        args = parse_cli_args([raw])
+        assert isinstance(args["menu"], bool) == (spelled != "gold")
+        assert physassistbench(**args).metadata["physassist"]["menu"] == spelled
+    with pytest.raises(ValueError, match="nudge=.off. is not valid"):
+        physassistbench(nudge="off")
+
+
 def test_invalid_options_name_the_valid_ones() -> None:
     with pytest.raises(ValueError, match=r"menu='sometimes' is not valid; valid options: on, off, scenario, gold"):
         physassistbench(menu="sometimes")
