@@ -20,6 +20,7 @@ from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.fingerprint import FINGERPRINT_CHARS
 
 SAMPLE = Path(SAMPLE_SESSIONS)
+SAMPLE_EHR = Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort"
 
 
 def _printed_fingerprint(text: str) -> str:
@@ -79,7 +80,8 @@ def test_validate_build_tags_and_digests_print_one_fingerprint(two_sessions: Pat
     assert json.loads(sessions.dataset.source)["uri"] == str(two_sessions.resolve())
     assert [(t.key, t.value) for t in sessions.tags] == [("mlflow.data.context", "eval")]
     assert [(t.key, t.value) for t in ehr.tags] == [("mlflow.data.context", "ehr")]
-    assert json.loads(ehr.dataset.profile)["num_rows"] == 18  # one row per EHR table
+    tables = list(SAMPLE_EHR.glob("*/*.csv.gz"))  # the sample's source files, one per table
+    assert json.loads(ehr.dataset.profile)["num_rows"] == len(tables) == 19
 
 
 def _run_traces(uri: str, run_id: str) -> list:
