@@ -58,7 +58,8 @@ def serve(latency: float, queue: Any, stop: Any) -> None:
         queue.put((len(server.log), time.process_time()))
 
 
-def run(base_url: str, connections: int, limit: int | None, display: str = "none") -> dict[str, float]:
+def run(base_url: str, connections: int, limit: int | None, display: str = "none",
+        max_samples: int | None = None) -> dict[str, float]:
     from inspect_ai import eval
     from inspect_ai.model import get_model
 
@@ -74,7 +75,7 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
         with frozen_heap():  # as physassist-eval runs it
             [log] = eval(
                 task, model=model, log_dir=logs, display=display, limit=limit,
-                max_connections=connections, max_samples=1 if connections == 1 else None,
+                max_connections=connections, max_samples=1 if connections == 1 else max_samples,
                 fail_on_error=True, score_display=False, log_realtime=False,
             )
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -99,6 +100,8 @@ def main() -> None:
     parser.add_argument("--sequential-budget", type=float, default=None,
                         help="seconds of latency a 1-connection run may take (first sessions only)")
     parser.add_argument("--display", default="none", help="Inspect display (none, log, plain)")
+    parser.add_argument("--max-samples", type=int, default=None,
+                        help="sessions in flight with >1 connection (default: Inspect's, = connections)")
     parser.add_argument("--warmup", type=int, default=2, help="sessions of the unmeasured first eval (0: none)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
@@ -120,7 +123,7 @@ def main() -> None:
                 if connections == 1 and args.sequential_budget and latency > 0:
                     fit = max(1, int(args.sequential_budget / (latency * REQUESTS_PER_SESSION)))
                     limit = min(fit, limit) if limit else fit
-                result = run(base_url, connections, limit, args.display)
+                result = run(base_url, connections, limit, args.display, args.max_samples)
                 results.append(result)
                 first = results[0]
                 result["speedup"] = first["wall_s_per_request"] / result["wall_s_per_request"]
