@@ -333,7 +333,7 @@ class EHRStore:
         a row). Rows are fetched by column (numpy, ~30% faster than row tuples: ``_as_rows``)."""
         names = (*columns, ROW_COLUMN)
         return _as_rows(
-            table, names, self._fetch(table, subject_id, names, where, params, order_by, limit)
+            table, names, self._fetch(table, subject_id, names, order_by=order_by, limit=limit, where=where, params=params)
         )
 
     def _fetch(
@@ -341,12 +341,14 @@ class EHRStore:
         table: str,
         subject_id: int,
         names: Sequence[str],
+        *,
+        order_by: str | None,
+        limit: int | None,
         where: str = "",
         params: Sequence[Any] = (),
-        order_by: str | None = f'"{ROW_COLUMN}"',
-        limit: int | None = None,
     ) -> dict[str, Any]:
-        """The columns ``names`` of one subject's rows in ``table``, as numpy arrays."""
+        """The columns ``names`` of one subject's rows in ``table``, as numpy arrays (unordered
+        when ``order_by`` is None: ``small_subject_rows``' probe); the defaults are ``select``'s."""
         if not TABLES[table].per_subject:
             raise KeyError(f"{table!r} is not a per-subject table")
         select = ", ".join(f'"{c}"' for c in names)
