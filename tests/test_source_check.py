@@ -194,6 +194,10 @@ def test_absent_and_header_only_tables_are_listed_once_with_their_cost(
         "treatment_response sessions cannot be built"
     ) in lines
     assert "  no hosp/d_icd_diagnoses: diagnoses_icd codes go without names in Condition.search" in lines
+    assert (  # d_items names both ICU event tables' items
+        "  no icu/d_items: chartevents and inputevents codes go without names in "
+        "MedicationAdministration.search, Observation.search"
+    ) in lines
     with open_store(src, cache_dir=tmp_path / "cache") as store:
         assert store.gaps == tuple(line.strip() for line in lines[1:])
         assert store.row_counts()["labevents"] == 107_727

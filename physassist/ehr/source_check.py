@@ -107,7 +107,7 @@ def needs(spec: TableSpec) -> dict[str, str]:
     why = {c: "a key" for c in spec.keys}
     readers = _readers()
     if spec.is_dictionary:
-        read = {c: _tools(readers, spec.names) for c in spec.lookups}
+        read = {c: _tools(readers, *spec.names) for c in spec.lookups}
     else:
         read = {c: sorted(ts) for c, ts in readers.get(spec.name, {}).items()}
     for column, tools in read.items():
@@ -124,9 +124,9 @@ def _readers() -> dict[str, dict[str, set[str]]]:
     return read_by()
 
 
-def _tools(readers: Mapping[str, Mapping[str, set[str]]], table: str | None) -> list[str]:
-    """The read tools that read any column of ``table``."""
-    return sorted({t for tools in readers.get(table or "", {}).values() for t in tools})
+def _tools(readers: Mapping[str, Mapping[str, set[str]]], *tables: str) -> list[str]:
+    """The read tools that read any column of any of ``tables``."""
+    return sorted({t for table in tables for ts in readers.get(table, {}).values() for t in ts})
 
 
 def _check_header(
@@ -289,11 +289,11 @@ def gaps(src: EHRSource, checked: Checked, rows: Mapping[str, int]) -> list[str]
 
 
 def _cost(spec: TableSpec, readers: Mapping[str, Mapping[str, set[str]]]) -> str:
-    tools = ", ".join(_tools(readers, spec.names if spec.is_dictionary else spec.name))
+    tools = ", ".join(_tools(readers, *(spec.names if spec.is_dictionary else (spec.name,))))
     if not tools:
         cost = "no tool reads it"
     elif spec.is_dictionary:
-        cost = f"{spec.names} codes go without names in {tools}"
+        cost = f"{' and '.join(spec.names)} codes go without names in {tools}"
     else:
         cost = f"nothing of it in {tools} answers"
     if spec.scenarios:

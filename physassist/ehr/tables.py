@@ -44,7 +44,7 @@ class TableSpec:
     #: A dictionary's columns the tools read from the rows they look up (``records.lookup``
     #: reads whole rows, so no ``@read_tool`` declares them), and the table whose codes it names.
     lookups: tuple[str, ...] = ()
-    names: str | None = None
+    names: tuple[str, ...] = ()
     #: The scenarios whose sessions the builder cannot make without this table's rows
     #: (``generation/builder/prefilter.RULES``; ``tests/test_source_check.py`` holds it to them).
     scenarios: tuple[str, ...] = ()
@@ -130,7 +130,7 @@ TABLES: dict[str, TableSpec] = {
             ("icd_code", "icd_version"),
             keys=("icd_code", "icd_version"),
             lookups=("long_title",),
-            names="diagnoses_icd",
+            names=("diagnoses_icd",),
         ),
         TableSpec(
             "labevents",
@@ -152,7 +152,7 @@ TABLES: dict[str, TableSpec] = {
             ("itemid",),
             keys=("itemid",),
             lookups=("label", "fluid"),
-            names="labevents",
+            names=("labevents",),
             scenarios=("diagnostic_workup", "med_safety", "treatment_response"),
         ),
         TableSpec(
@@ -284,7 +284,7 @@ TABLES: dict[str, TableSpec] = {
             ("itemid",),
             keys=("itemid",),
             lookups=("label", "unitname"),
-            names="chartevents",
+            names=("chartevents", "inputevents"),
         ),
         TableSpec(
             "discharge",
