@@ -55,7 +55,7 @@ class BigChart:
     """One subject's big table: its line numbers and, per column compat reads, how the
     subject's file typed it."""
 
-    def __init__(self, store: EHRStore, table: str, sid: int) -> None:
+    def __init__(self, store: EHRStore, table: str, sid: int, time: str | None) -> None:
         self.store, self.table, self.sid = store, table, sid
         spec = TABLES[table].columns
         read = {c for tool in READS["compat"].values() for c in tool.get(table, ())}
@@ -63,8 +63,15 @@ class BigChart:
         self.types = {c: spec[c] for c in self.columns}
         self.split = table_kinds(store, table)
         self.size = self.split.size
-        ids = store.subject_columns(table, sid, (ROW_COLUMN,))[ROW_COLUMN]
-        self.ids = np.sort(np.asarray(ids, dtype=np.int64))  # the subject's file, in order
+        found = store.subject_columns(
+            table, sid, (ROW_COLUMN,) if time is None else (ROW_COLUMN, time)
+        )
+        ids = np.ma.getdata(found[ROW_COLUMN]).astype(np.int64)
+        order = np.argsort(ids)
+        self.ids = ids[order]  # the subject's file, in order
+        if time is not None:  # and the time its searches sort by (``kept``)
+            self.times = np.ma.getdata(found[time])[order]
+            self.missing = np.ma.getmaskarray(found[time])[order]
         #: ``compat_frames._column`` reads numbers and times without their text when the
         #: subject's file is one block; over more it reads every column's text
         self.csv = len(self.ids) > self.size
@@ -73,13 +80,22 @@ class BigChart:
         self._measure()
 
     def _measure(self) -> None:
-        """One aggregate over the subject's rows per (block of its file, block of the table's)."""
+        """One aggregate over the subject's rows per (block of its file, block of the table's):
+        the distinct texts of each text column (classified here: ``DISTINCT`` costs DuckDB less
+        than testing each row for pandas' missing-value strings), missing numbers."""
         row = f'"{ROW_COLUMN}"'
         bounds = self.ids[self.size :: self.size].tolist()
         block = " + ".join(f"({row} >= {int(b)})::INTEGER" for b in bounds) or "0"
-        split = f"(({row} & {(1 << 40) - 1}) - 1) // {self.size}"
+        # a number is read as float whatever misses where the table's file had a float
+        measured = [
+            c
+            for c, t in self.types.items()
+            if t == "VARCHAR" or (t in _NUMERIC and self.split.merged[c] == "int")
+        ]
+        split = "0"  # the table's blocks matter only where its kinds differ between them
+        if any(self.split.merged[c] == "mixed" for c in measured):
+            split = f"(({row} & {(1 << 40) - 1}) - 1) // {self.size}"
         terms: list[str] = []
-        measured = [c for c, t in self.types.items() if t in (*_NUMERIC, "VARCHAR")]
         for c in measured:
             q = f'"{c}"'
             terms.append(f"count(*) FILTER (WHERE {q} IS NULL)")
@@ -110,7 +126,9 @@ class BigChart:
                 self.kinds[c] = (merged_kind(list(blocks.values())), blocks)
             else:
                 missing = sum(p[2] for p in parts) + (sum(p[3] for p in parts) if self.csv else 0)
-                self.ints[c] = self.split.merged[c] == "int" and not missing
+                self.ints[c] = not missing
+        for c in self.types:
+            self.ints.setdefault(c, False)  # read as float (or not a number)
 
     def value(self, column: str, raw: Any, row_id: int, position: int) -> Any:
         """The cell as the subject's file typed it (None = NaN): ``raw`` from the store, the
@@ -146,8 +164,8 @@ class BigChart:
         """The typed rows of these ``_row`` ids, in the order given."""
         if not ids:
             return []
-        found = self.store.select(
-            self.table, self.sid, self.columns, _IN.format(f'"{ROW_COLUMN}"', "BIGINT"), [ids]
+        found = self.store.select(  # a list test, not IN (subquery): no join
+            self.table, self.sid, self.columns, f'list_contains(?::BIGINT[], "{ROW_COLUMN}")', [ids]
         )
         by_id = {r[ROW_COLUMN]: r for r in self.typed(found)}
         return [by_id[i] for i in ids]
@@ -157,15 +175,16 @@ class BigChart:
         sql, params = _joined(where)
         return self.typed(self.store.select(self.table, self.sid, self.columns, sql, params))
 
-    def kept(self, where: Sequence[Where], time: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ``_row`` ids of the rows every condition keeps, in file order, their ``time``
-        (``datetime64``) and whether it is missing."""
+    def kept(self, where: Sequence[Where]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``_row`` ids of the rows every condition keeps, in file order, their time (the
+        chart's ``time``, ``datetime64``) and whether it is missing."""
+        if not where:
+            return self.ids, self.times, self.missing
         sql, params = _joined(where)
-        found = self.store.subject_columns(self.table, self.sid, (ROW_COLUMN, time), sql, params)
-        ids = np.ma.getdata(found[ROW_COLUMN]).astype(np.int64)
-        order = np.argsort(ids, kind="stable")
-        times = found[time]
-        return ids[order], np.ma.getdata(times)[order], np.ma.getmaskarray(times)[order]
+        found = self.store.subject_columns(self.table, self.sid, (ROW_COLUMN,), sql, params)
+        ids = np.sort(np.ma.getdata(found[ROW_COLUMN]).astype(np.int64))
+        at = np.searchsorted(self.ids, ids)
+        return ids, self.times[at], self.missing[at]
 
     def newest(
         self,
@@ -188,8 +207,9 @@ class BigChart:
         q = f'"{column}"'
         if value != value or value in (float("inf"), float("-inf")):
             return "false", []
-        if self.ints[column]:
-            return (f"{q} = ?", [int(value)]) if value.is_integer() else ("false", [])
+        if self.ints[column]:  # no stored integer equals a fraction or passes 64 bits
+            exact = value.is_integer() and abs(value) < 2**63
+            return (f"{q} = ?", [int(value)]) if exact else ("false", [])
         return f"CAST({q} AS DOUBLE) = ?", [value]
 
     def among(self, column: str, values: frozenset[Any]) -> Where:
@@ -271,16 +291,18 @@ def _same_order() -> bool:
     return _ORDER_CHECK[0]
 
 
-_CHARTS: weakref.WeakKeyDictionary[EHRStore, OrderedDict[tuple[str, int], BigChart]] = (
+_CHARTS: weakref.WeakKeyDictionary[EHRStore, OrderedDict[tuple[str, int, Any], BigChart]] = (
     weakref.WeakKeyDictionary()
 )
 _LOCK = threading.Lock()
 
 
-def chart(store: EHRStore, table: str, sid: int) -> tuple[Row, ...] | BigChart:
+def chart(
+    store: EHRStore, table: str, sid: int, time: str | None = None
+) -> tuple[Row, ...] | BigChart:
     """The subject's rows of ``table`` typed whole (``frame``) if the chart is small, else
-    its ``BigChart``."""
-    key = (table, sid)
+    its ``BigChart`` (which keeps the ``time`` its searches sort by, if any)."""
+    key = (table, sid, time)
     with _LOCK:
         charts = _CHARTS.setdefault(store, OrderedDict())
         big = charts.get(key)
@@ -289,7 +311,7 @@ def chart(store: EHRStore, table: str, sid: int) -> tuple[Row, ...] | BigChart:
             return big
     if store.small_subject_rows(table, sid, COLUMNS[table]) is not None:
         return frame(store, table, sid)
-    big = BigChart(store, table, sid)
+    big = BigChart(store, table, sid, time)
     with _LOCK:
         charts[key] = big
         if len(charts) > _MEMO:

@@ -16,7 +16,8 @@ of two) and merges the blocks: int with float gives float, text with numbers giv
 column whose values keep their block's type. Both reads are reproduced with those rules from
 the store's rows: the split read's per-block kinds come from one aggregate query per table
 (measured once per store and kept beside it: ``compat_kinds_file``), the subject read runs in
-Python on the subject's rows. Results are cached per (table, subject).
+Python on the subject's rows. Results are cached per (table, subject). A big chart's
+searches type only the rows they return, from the same rules (``compat_chart``).
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ class _TableKinds:
         for c in columns:
             q, typ = f'"{c}"', spec.columns[c]
             if typ == "VARCHAR":
-                na = f"({q} IS NULL OR {q} IN ({', '.join(_sql_str(s) for s in NA_STRINGS)}))"
+                na = f"({q} IS NULL OR {q} IN ({', '.join(sql_str(s) for s in NA_STRINGS)}))"
                 number = f"TRY_CAST({q} AS DOUBLE) IS NOT NULL"  # a cast, not a regex: scales
                 # a number without a point, an exponent or letters (inf) is an integer's text
                 digits = " AND ".join(f"NOT contains({q}, '{c}')" for c in ".eEnN")
@@ -254,7 +255,7 @@ def _column(kinds: _TableKinds, column: str, typ: str, rows: Sequence[Row]) -> l
     return read_csv([kinds.cell(column, typ, r) for r in rows], kinds.width)
 
 
-def _sql_str(s: str) -> str:
+def sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 

@@ -102,12 +102,12 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     matches = None if medication is None else regex_matcher(tool, medication)
     if sid is None or not ok:
         return empty("MedicationAdministration", args)
-    given = chart(ctx.store, "emar", sid)
+    given = chart(ctx.store, "emar", sid, "charttime")
     if isinstance(given, BigChart) and medication is None and hadm is None:
-        kept = given.kept([], "charttime")
+        kept = given.kept([])
         found = given.newest(tool, kept, np.ones(len(kept[0]), dtype=bool), MAR_LIMIT)
     else:
-        found = _matching(ctx, "emar", sid, hadm, "medication", matches)
+        found = _matching(ctx, "emar", sid, hadm, "medication", matches, "charttime")
         found = sort_rows(found, "charttime", ascending=False)
         if medication is None and hadm is None:
             found = found[:MAR_LIMIT]
@@ -141,11 +141,13 @@ def _matching(
     hadm: float | None,
     column: str,
     matches: Callable[[Any], bool] | None,
+    time: str | None = None,
 ) -> list[Row]:
     """The subject's typed rows whose ``hadm_id`` equals ``hadm`` and whose ``column``
     ``matches`` (the ``medication`` pattern; None = no filter), in file order: of a big chart
-    only those are fetched, unless the pattern cannot be decided per stored text."""
-    rows = chart(ctx.store, table, sid)
+    (``chart(..., time)``) only those are fetched, unless the pattern cannot be decided per
+    stored text."""
+    rows = chart(ctx.store, table, sid, time)
     if isinstance(rows, BigChart):
         where = [] if hadm is None else [rows.equal("hadm_id", hadm)]
         if matches is not None:

@@ -78,7 +78,7 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return _none(args)
-    labs = chart(ctx.store, "labevents", sid)
+    labs = chart(ctx.store, "labevents", sid, "charttime")
     if isinstance(labs, BigChart):
         found = _newest_labs(ctx, labs, args, hadm, code)
     else:
@@ -120,7 +120,7 @@ def _newest_labs(
     itemids = None if code is None else _matching_itemids(ctx, "d_labitems", code)
     if itemids is not None:
         where.append(labs.among("itemid", itemids))
-    kept = labs.kept(where, "charttime")
+    kept = labs.kept(where)
     keep = np.ones(len(kept[0]), dtype=bool)
     for key, op in DATE_BOUNDS:
         bound = args.get(key)
@@ -188,12 +188,10 @@ def _vitals(
     if sid is None:
         return _none(args)
     count = args.get("_count", DEFAULT_COUNT)
-    charted = chart(ctx.store, "chartevents", sid)
+    charted = chart(ctx.store, "chartevents", sid, "charttime")
     itemids = None if code is None else _matching_itemids(ctx, "d_items", code)
     if isinstance(charted, BigChart):
-        kept = charted.kept(
-            [] if itemids is None else [charted.among("itemid", itemids)], "charttime"
-        )
+        kept = charted.kept([] if itemids is None else [charted.among("itemid", itemids)])
         found = charted.newest(tool, kept, np.ones(len(kept[0]), dtype=bool), count)
     else:
         found = _with_itemids(list(charted), itemids)
