@@ -8,10 +8,10 @@ Of a big one (an ICU chart: tens to hundreds of thousands of rows) nothing is lo
 ``BigChart`` asks the store once for what that typing needs from every row, per column and
 block of the subject's file (the distinct texts of a text column, which ``compat_frames``' own
 rules then classify; whether a numeric column misses a value) and for the subject's line
-numbers. A search then asks for the rows it keeps (its filters in SQL) with their sort key,
-sorts those as pandas did (``quicksort_order``: on ``datetime64``, which numpy sorts with the
-comparisons, hence the order, of the text column's object sort: ``_same_order``), and
-fetches and types only the rows it returns. Where a filter cannot be put exactly in SQL (a
+numbers with the time its searches sort by. A search then asks for the rows it keeps (its
+filters in SQL), sorts those as pandas did (``quicksort_order``: on ``datetime64``, which
+numpy sorts with the comparisons, hence the order, of the text column's object sort:
+``_same_order``), and fetches and types only the rows it returns. Where a filter cannot be put exactly in SQL (a
 text column whose type changes between blocks of the file), the tool takes the whole-chart
 path (the methods return None).
 """
@@ -45,9 +45,9 @@ from .reads import READS
 from .records import Row, text
 from .registry import COLUMNS
 
-_MEMO = 64  # big charts kept per store (each holds its line numbers: 8 bytes a row)
+_MEMO = 64  # big charts kept per store (each holds its line numbers and times: 17 bytes a row)
 _NUMERIC = ("DOUBLE", "BIGINT", "INTEGER")
-_IN = "{} IN (SELECT unnest(?::{}[]))"
+_IN = "list_contains(?::{1}[], {0})"  # a list test: no join, as ``IN (subquery)`` plans
 Where = tuple[str, list[Any]]  # an SQL condition and its parameters
 
 
@@ -164,8 +164,8 @@ class BigChart:
         """The typed rows of these ``_row`` ids, in the order given."""
         if not ids:
             return []
-        found = self.store.select(  # a list test, not IN (subquery): no join
-            self.table, self.sid, self.columns, f'list_contains(?::BIGINT[], "{ROW_COLUMN}")', [ids]
+        found = self.store.select(
+            self.table, self.sid, self.columns, _IN.format(f'"{ROW_COLUMN}"', "BIGINT"), [ids]
         )
         by_id = {r[ROW_COLUMN]: r for r in self.typed(found)}
         return [by_id[i] for i in ids]
