@@ -151,29 +151,53 @@ class BigChart:
         """The rows' positions in the subject's file (compat's ``rowidx``)."""
         return np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64)).tolist()
 
-    def typed(self, rows: Sequence[Row]) -> list[Row]:
-        """Store rows typed as the subject's file typed them, with ``rowidx``."""
-        out = []
-        for r, i in zip(rows, self.positions([r[ROW_COLUMN] for r in rows]), strict=True):
-            row_id = r[ROW_COLUMN]
-            typed = {c: self.value(c, r[c], row_id, i) for c in self.columns}
-            out.append({**typed, "rowidx": i, ROW_COLUMN: row_id})
-        return out
+    def _fetched(self, where: Where) -> list[Row]:
+        """The typed rows ``where`` keeps, in file order, with ``rowidx``: typed by column
+        (``_column``), as ``compat_frames.frame`` builds its rows."""
+        sql, params = where
+        found = self.store.subject_columns(
+            self.table, self.sid, (*self.columns, ROW_COLUMN), sql, params
+        )
+        ids = np.ma.getdata(found[ROW_COLUMN]).astype(np.int64)
+        order = np.argsort(ids)
+        ids = ids[order]
+        positions = np.searchsorted(self.ids, ids).tolist()
+        ids = ids.tolist()
+        columns = []
+        for c in self.columns:
+            raw = found[c][order]
+            if self.types[c] == "DATE":  # as ``EHRStore.select`` gives them: dates
+                raw = raw.astype("datetime64[D]")
+            columns.append(self._column(c, raw.tolist(), ids, positions))
+        names = (*self.columns, "rowidx", ROW_COLUMN)
+        return [
+            dict(zip(names, v, strict=True)) for v in zip(*columns, positions, ids, strict=True)
+        ]
+
+    def _column(self, c: str, raw: list[Any], ids: list[int], positions: list[int]) -> list[Any]:
+        """``value`` of each cell of column ``c``, without a call per cell where the
+        column's typing is the same for every row."""
+        typ = self.types[c]
+        if typ in _NUMERIC:
+            cast = int if self.ints[c] else float
+            return [None if v is None or (self.csv and v != v) else cast(v) for v in raw]
+        if typ != "VARCHAR":
+            return [text(v) for v in raw]
+        if self.split.merged[c] == self.kinds[c][0] == "str":  # read back as written
+            return [None if v is None or v in NA_STRINGS else v for v in raw]
+        return [self.value(c, v, i, p) for v, i, p in zip(raw, ids, positions, strict=True)]
 
     def rows(self, ids: Sequence[int]) -> list[Row]:
         """The typed rows of these ``_row`` ids, in the order given."""
         if not ids:
             return []
-        found = self.store.select(
-            self.table, self.sid, self.columns, _IN.format(f'"{ROW_COLUMN}"', "BIGINT"), [ids]
-        )
-        by_id = {r[ROW_COLUMN]: r for r in self.typed(found)}
+        found = self._fetched((_IN.format(f'"{ROW_COLUMN}"', "BIGINT"), [ids]))
+        by_id = {r[ROW_COLUMN]: r for r in found}
         return [by_id[i] for i in ids]
 
     def matching(self, where: Sequence[Where]) -> list[Row]:
         """The typed rows every condition keeps, in file order."""
-        sql, params = _joined(where)
-        return self.typed(self.store.select(self.table, self.sid, self.columns, sql, params))
+        return self._fetched(_joined(where))
 
     def kept(self, where: Sequence[Where]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``_row`` ids of the rows every condition keeps, in file order, their time (the

@@ -146,7 +146,9 @@ def _matching(
     """The subject's typed rows whose ``hadm_id`` equals ``hadm`` and whose ``column``
     ``matches`` (the ``medication`` pattern; None = no filter), in file order: of a big chart
     (``chart(..., time)``) only those are fetched, unless the pattern cannot be decided per
-    stored text."""
+    stored text. Without a filter the answer is the whole chart, typed whole."""
+    if hadm is None and matches is None:
+        return list(frame(ctx.store, table, sid))
     rows = chart(ctx.store, table, sid, time)
     if isinstance(rows, BigChart):
         where = [] if hadm is None else [rows.equal("hadm_id", hadm)]
