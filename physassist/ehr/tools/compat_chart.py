@@ -81,16 +81,20 @@ class BigChart:
 
     def _measure(self) -> None:
         """One aggregate over the subject's rows per (block of its file, block of the table's):
-        the distinct texts of each text column (classified here: ``DISTINCT`` costs DuckDB less
-        than testing each row for pandas' missing-value strings), missing numbers."""
+        the distinct texts of each text column the table's file did not read as float
+        (classified here: ``DISTINCT`` costs DuckDB less than testing each row for pandas'
+        missing-value strings), missing integers."""
         row = f'"{ROW_COLUMN}"'
         bounds = self.ids[self.size :: self.size].tolist()
         block = " + ".join(f"({row} >= {int(b)})::INTEGER" for b in bounds) or "0"
-        # a number is read as float whatever misses where the table's file had a float
+        # where the table's file read a column as float, the subject's reads it as float
+        # whatever misses: a number, or a text written back as a float's text (or ``nan``)
+        floats = [c for c in self.types if self.split.merged[c] == "float"]
+        self.kinds.update((c, ("float", {})) for c in floats if self.types[c] == "VARCHAR")
         measured = [
             c
             for c, t in self.types.items()
-            if t == "VARCHAR" or (t in _NUMERIC and self.split.merged[c] == "int")
+            if c not in floats and (t == "VARCHAR" or t in _NUMERIC)
         ]
         split = "0"  # the table's blocks matter only where its kinds differ between them
         if any(self.split.merged[c] == "mixed" for c in measured):
@@ -101,7 +105,7 @@ class BigChart:
             terms.append(f"count(*) FILTER (WHERE {q} IS NULL)")
             if self.types[c] == "VARCHAR":
                 terms.append(f"list(DISTINCT {q}) FILTER (WHERE {q} IS NOT NULL)")
-            elif self.types[c] == "DOUBLE":
+            elif self.types[c] == "DOUBLE" and self.csv:  # NaN: read back as missing
                 terms.append(f"count(*) FILTER (WHERE isnan({q}))")
             else:
                 terms.append("0")
