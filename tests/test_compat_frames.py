@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from physassist.ehr.tools.compat_chart import newest_order
 from physassist.ehr.tools.compat_frames import block_rows, read_csv, sort_rows
+from physassist.ehr.tools.records import text
 
 
 def pandas_column(texts: list[str | None]) -> list:
@@ -58,3 +60,21 @@ def test_sort_rows_ties_like_pandas(seed: int, ascending: bool) -> None:
     frame = pd.DataFrame({"t": pd.array(keys, dtype=dtype), "i": range(len(keys))})
     want = frame.sort_values("t", ascending=ascending)["i"].tolist()
     assert [r["i"] for r in sort_rows(rows, "t", ascending=ascending)] == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_big_chart_sort_of_times_orders_ties_as_the_text_sort(seed: int) -> None:
+    """A big chart sorts its kept rows' times as ``datetime64`` (``compat_chart.newest_order``)
+    where a small chart sorts their text (``sort_rows``): the same order, ties and missing
+    times included, over sizes past numpy's insertion-sort cutoff and with few distinct times."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 3000))
+    ticks = rng.integers(0, int(rng.integers(2, 40)), n) * 3_600_000_000  # hours, as microseconds
+    times = (np.datetime64("2180-01-01T00:00:00", "us") + ticks).astype("datetime64[us]")
+    missing = rng.random(n) < 0.05
+    keep = rng.random(n) < 0.9
+    rows = [
+        {"t": None if missing[i] else text(times[i].item()), "i": i} for i in range(n) if keep[i]
+    ]
+    want = [r["i"] for r in sort_rows(rows, "t", ascending=False)]
+    assert newest_order(times, missing, keep) == want

@@ -6,12 +6,18 @@ MIMIC-IV demo tests check the same behaviours on real tables.
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import fixtures_tools as fx
 import pytest
 from fixtures_tools import ANCHOR, OTHER, SID, tiny_ctx
 
-from physassist.ehr.tools import ToolContext, call_tool, render
+import physassist.ehr.store as store_module
+from physassist.ehr.store import EHRStore
+from physassist.ehr.tools import ToolContext, call_tool, compat_frames, open_chart, render
 from physassist.ehr.tools.errors import ToolError
+from physassist.ehr.tools.registry import COLUMNS
 
 tiny_store = fx.tiny_store
 demo_store = fx.demo_store
@@ -504,7 +510,9 @@ def test_compat_writes_raw_and_deterministic(tiny_store) -> None:
     )
     # dated by the session's current date, not the wall clock
     assert got["id"] == "MR-sim-1001-21500110" and got["_simulated"] is True
-    assert render(got, "compat") == "MedicationRequest created: id=MR-sim-1001-21500110 status=active"
+    assert (
+        render(got, "compat") == "MedicationRequest created: id=MR-sim-1001-21500110 status=active"
+    )
     assert got["_created_at"] == "2150-01-10T00:00:01+00:00"
     assert got["dosageInstruction"][0]["text"] == "5 mg oral BID"
     assert got["reasonCode"] == [{"text": "AF"}]
@@ -567,3 +575,92 @@ def test_compat_demo_condition_prefix(demo_store) -> None:
         ctx, "Condition.search", {"subject_id": sid, "code": f"{code[:3]}.{code[3:]}"}
     )
     assert dotted["resourceType"] == "OperationOutcome"
+
+
+# ----------------------------------------------------------------------------- big charts
+
+BIG_CHART_CALLS = [
+    ("Observation.search", {}),
+    ("Observation.search", {"code": "Creatinine"}),
+    ("Observation.search", {"code": "glucose", "_count": 5, "date_from": "2150-01-08"}),
+    ("Observation.search", {"code": "a", "_count": None, "date_to": ""}),
+    ("Observation.search", {"code": "Creatinine", "_count": "3"}),  # head's error: its index
+    ("Observation.search", {"code": "Creatinine", "date_from": 5}),  # Python's error
+    ("Observation.search", {"category": "microbiology", "_count": 200}),
+    ("Observation.search", {"category": "vital-signs", "_count": 200}),
+    ("Observation.search", {"category": "vitals", "code": "Heart Rate", "_count": -3}),
+    ("Observation.search", {"category": "vital-signs", "code": "no such item"}),
+    ("MedicationRequest.search", {}),
+    ("MedicationRequest.search", {"medication": "HEPARIN"}),
+    ("MedicationRequest.search", {"medication": "^s.*e$", "status": "completed"}),
+    ("MedicationRequest.search", {"medication": "no such drug"}),
+    ("MedicationAdministration.search", {}),
+    ("MedicationAdministration.search", {"medication": "sodium chloride"}),
+    ("MedicationAdministration.search", {"medication": "heparin"}),
+]
+BIG_CHART_TABLES = ("labevents", "chartevents", "prescriptions", "emar")
+
+
+@pytest.mark.parametrize("block", [None, 40])
+@pytest.mark.parametrize("name", ["tiny", "demo"])
+def test_compat_big_chart_path_answers_as_the_small_one(
+    name: str,
+    block: int | None,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path,
+) -> None:
+    """A big chart's rows are typed from per-subject kinds measured in SQL and only the rows a
+    call returns are fetched; a small chart is typed whole: the same answers, byte for byte,
+    for the busiest chart of each table compat queries, each admission (also as a float) and
+    session date. With the threshold at 0 every chart is big, and nothing of those tables is
+    loaded whole (nor prefetched by ``open_chart``) but for all orders of a chart, which is
+    the answer. ``block`` shrinks pandas' type-inference blocks to 40 rows, so that a
+    subject's file spans many and the split read's kinds differ between blocks (mixed)."""
+    shared: EHRStore = request.getfixturevalue(f"{name}_store")
+    path = tmp_path / "store.duckdb"  # its own compat-kinds file, measured with these blocks
+    shutil.copy(shared.path, path)
+    if block is not None:
+        monkeypatch.setattr(compat_frames, "block_rows", lambda width: block)
+    busiest = {
+        t: shared.rows(f'SELECT subject_id FROM "{t}" GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1')
+        for t in BIG_CHART_TABLES
+    }
+    subjects = sorted({r[0]["subject_id"] for r in busiest.values() if r})
+    answers = {}
+    for limit in (None, 0):
+        if limit is not None:
+            monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", limit)
+        store = EHRStore(path)
+        got = []
+        for sid in subjects:
+            stays = store.rows(
+                "SELECT hadm_id, CAST(dischtime AS DATE) AS day FROM admissions "
+                "WHERE subject_id = ? ORDER BY admittime",
+                [sid],
+            )
+            for date in (None, *(str(s["day"]) for s in stays[:1])):
+                ctx = ToolContext(
+                    store=store, subject_id=sid, current_date=date, semantics="compat"
+                )
+                open_chart(ctx)
+                for hadm in (
+                    None,
+                    *(s["hadm_id"] for s in stays[:1]),
+                    *(float(s["hadm_id"]) for s in stays[-1:]),
+                ):
+                    for tool, args in BIG_CHART_CALLS:
+                        extra = {} if hadm is None else {"hadm_id": hadm}
+                        result = call_tool(ctx, tool, {"subject_id": sid, **args, **extra})
+                        got.append(json.dumps(result))
+        if limit == 0 and block is None:
+            store._filler.shutdown(wait=True)
+            for sid in subjects:  # prescriptions: an unfiltered search returns the whole chart
+                typed = ("labevents", "chartevents", "emar")
+                assert all(not store._subjects.get(sid, (t, COLUMNS[t])) for t in typed)
+        answers[limit] = got
+        store.close()
+    assert answers[0] == answers[None]
+    for tool in ("Observation", "MedicationRequest", "MedicationAdministration"):
+        assert any(f'"resourceType": "{tool}"' in a for a in answers[0]), tool
+    assert any("cannot do positional indexing" in a for a in answers[0])

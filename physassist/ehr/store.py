@@ -336,6 +336,21 @@ class EHRStore:
             table, names, self._fetch(table, subject_id, names, order_by=order_by, limit=limit, where=where, params=params)
         )
 
+    def subject_columns(
+        self,
+        table: str,
+        subject_id: int,
+        names: Sequence[str],
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> dict[str, Any]:
+        """The columns ``names`` of one subject's rows in ``table`` that match ``where``, in no
+        order, as numpy arrays (NULLs masked): for a caller that computes over a big chart's
+        column (compat's sort keys) rather than its rows."""
+        return self._fetch(
+            table, subject_id, names, order_by=None, limit=None, where=where, params=params
+        )
+
     def _fetch(
         self,
         table: str,

@@ -11,7 +11,7 @@ from typing import Any
 
 import regex
 
-from .errors import bad_arguments, execution_error
+from .errors import ToolError, bad_arguments, execution_error
 from .records import Row
 
 
@@ -118,10 +118,14 @@ def head(tool: str, rows: list[Row], n: Any) -> list[Row]:
     rows' labels (their index in the subject's file) are evenly spaced, else ``Index``."""
     if n is None or isinstance(n, int):
         return rows if n is None else rows[: int(n)]
-    labels = [r["rowidx"] for r in rows]
+    raise head_error(tool, [r["rowidx"] for r in rows], n)
+
+
+def head_error(tool: str, labels: list[int], n: Any) -> ToolError:
+    """``head(n)``'s TypeError for a frame whose index holds ``labels``."""
     steps = {b - a for a, b in zip(labels, labels[1:], strict=False)}
     index = "RangeIndex" if len(steps) <= 1 and 0 not in steps else "Index"
-    raise bad_arguments(
+    return bad_arguments(
         tool,
         f"cannot do positional indexing on {index} with these indexers [{n}] of type "
         f"{type(n).__name__}",

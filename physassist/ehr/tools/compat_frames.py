@@ -16,7 +16,8 @@ of two) and merges the blocks: int with float gives float, text with numbers giv
 column whose values keep their block's type. Both reads are reproduced with those rules from
 the store's rows: the split read's per-block kinds come from one aggregate query per table
 (measured once per store and kept beside it: ``compat_kinds_file``), the subject read runs in
-Python on the subject's rows. Results are cached per (table, subject).
+Python on the subject's rows. Results are cached per (table, subject). A big chart's
+searches type only the rows they return, from the same rules (``compat_chart``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def block_rows(width: int) -> int:
     return rows
 
 
-def _kind(texts: Sequence[str | None]) -> str:
+def block_kind(texts: Sequence[str | None]) -> str:
     """One block's pandas type: int, float (all missing included) or str."""
     present = [t for t in texts if t is not None]
     if not present:
@@ -67,7 +68,7 @@ def _kind(texts: Sequence[str | None]) -> str:
     return "str"
 
 
-def _merged(kinds: Sequence[str]) -> str:
+def merged_kind(kinds: Sequence[str]) -> str:
     found = set(kinds)
     if found <= {"int"}:
         return "int"
@@ -78,7 +79,7 @@ def _merged(kinds: Sequence[str]) -> str:
     return "mixed"
 
 
-def _typed(t: str | None, kind: str) -> Any:
+def typed_cell(t: str | None, kind: str) -> Any:
     """A parsed cell of a block of ``kind`` (None = NaN)."""
     if t is None:
         return None
@@ -94,12 +95,12 @@ def read_csv(texts: Sequence[str | None], width: int) -> list[Any]:
     texts = [None if t is None or t in NA_STRINGS else t for t in texts]
     size = block_rows(width)
     blocks = [texts[i : i + size] for i in range(0, len(texts), size)] or [texts]
-    kinds = [_kind(b) for b in blocks]
-    merged = _merged(kinds)
+    kinds = [block_kind(b) for b in blocks]
+    merged = merged_kind(kinds)
     out: list[Any] = []
     for block, kind in zip(blocks, kinds, strict=True):
         kind = kind if merged == "mixed" else merged
-        out.extend(_typed(t, kind) for t in block)
+        out.extend(typed_cell(t, kind) for t in block)
     return out
 
 
@@ -167,7 +168,7 @@ class _TableKinds:
         for c in columns:
             q, typ = f'"{c}"', spec.columns[c]
             if typ == "VARCHAR":
-                na = f"({q} IS NULL OR {q} IN ({', '.join(_sql_str(s) for s in NA_STRINGS)}))"
+                na = f"({q} IS NULL OR {q} IN ({', '.join(sql_str(s) for s in NA_STRINGS)}))"
                 number = f"TRY_CAST({q} AS DOUBLE) IS NOT NULL"  # a cast, not a regex: scales
                 # a number without a point, an exponent or letters (inf) is an integer's text
                 digits = " AND ".join(f"NOT contains({q}, '{c}')" for c in ".eEnN")
@@ -207,22 +208,35 @@ class _TableKinds:
                 else:
                     kind = "int"
                 kinds[c][b] = kind
-        merged = {c: _merged(list(k.values())) for c, k in kinds.items()}
+        merged = {c: merged_kind(list(k.values())) for c, k in kinds.items()}
         return cls(width, merged, {c: k for c, k in kinds.items() if merged[c] == "mixed"})
+
+    def block(self, row_id: int) -> int:
+        """The split read's block of a row (``_row``: its line in the table's file)."""
+        return ((row_id & ((1 << 40) - 1)) - 1) // self.size
+
+    def kind(self, column: str, block: int) -> str:
+        """The split read's kind of ``column`` in ``block``."""
+        kind = self.merged[column]
+        return self.kinds[column][block] if kind == "mixed" else kind
 
     def cell(self, column: str, typ: str, row: Row) -> str | None:
         """The text the split script wrote for this cell."""
         value = row[column]
         if value is None or (typ == "VARCHAR" and value in NA_STRINGS):
             return None
-        kind = self.merged[column]
-        if kind == "mixed":
-            kind = self.kinds[column][((row[ROW_COLUMN] & ((1 << 40) - 1)) - 1) // self.size]
-        if typ == "VARCHAR":
-            return written(_typed(value, kind))
-        if typ in ("DOUBLE", "BIGINT", "INTEGER"):
-            return written(int(value) if kind == "int" else float(value))
-        return text(value)
+        return written_cell(value, typ, self.kind(column, self.block(row[ROW_COLUMN])))
+
+
+def written_cell(value: Any, typ: str, kind: str) -> str | None:
+    """The text the split script wrote for a store value of ``typ`` read as ``kind``."""
+    if value is None or (typ == "VARCHAR" and value in NA_STRINGS):
+        return None
+    if typ == "VARCHAR":
+        return written(typed_cell(value, kind))
+    if typ in ("DOUBLE", "BIGINT", "INTEGER"):
+        return written(int(value) if kind == "int" else float(value))
+    return text(value)
 
 
 def _column(kinds: _TableKinds, column: str, typ: str, rows: Sequence[Row]) -> list[Any]:
@@ -241,7 +255,7 @@ def _column(kinds: _TableKinds, column: str, typ: str, rows: Sequence[Row]) -> l
     return read_csv([kinds.cell(column, typ, r) for r in rows], kinds.width)
 
 
-def _sql_str(s: str) -> str:
+def sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
@@ -283,6 +297,13 @@ def frame(store: EHRStore, table: str, sid: int) -> tuple[Row, ...]:
     return out
 
 
+def table_kinds(store: EHRStore, table: str) -> _TableKinds:
+    """The split read of ``table`` (the columns the tools read), found or measured once."""
+    with _LOCK:
+        state = _FRAMES.setdefault(store, _StoreFrames())
+    return _table_kinds(store, state, table, COLUMNS[table])
+
+
 def _table_kinds(
     store: EHRStore, state: _StoreFrames, table: str, columns: Sequence[str]
 ) -> _TableKinds:
@@ -316,10 +337,18 @@ def sort_rows(rows: Sequence[Row], column: str, ascending: bool = True) -> list[
     else:
         array = np.empty(len(keys), dtype=object)
         array[:] = keys
-    order = np.array(present, dtype=np.intp)
+    return [rows[i] for i in quicksort_order(array, present, missing, ascending)]
+
+
+def quicksort_order(
+    array: np.ndarray, present: Sequence[int], missing: Sequence[int], ascending: bool
+) -> list[int]:
+    """``sort_values``' order of positions: ``present`` (ascending positions of the values
+    ``array`` holds) by numpy's quicksort over ``array``, then ``missing``."""
+    order = np.asarray(present, dtype=np.intp)
     if not ascending:
         array, order = array[::-1], order[::-1]
     indexer = order[array.argsort(kind="quicksort")]
     if not ascending:
         indexer = indexer[::-1]
-    return [rows[i] for i in (*indexer.tolist(), *missing)]
+    return [*indexer.tolist(), *missing]

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import fhir
+from .compat_chart import BigChart, chart
 from .compat_common import (
     empty,
     encounter,
@@ -21,6 +24,8 @@ from .compat_frames import frame, sort_rows
 from .context import ToolContext
 from .records import Row
 from .registry import read_tool
+
+MAR_LIMIT = 100  # administrations listed when neither a medication nor an admission is asked
 
 
 @read_tool(
@@ -39,7 +44,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     if sid is None or not ok:
         return empty("MedicationRequest", args)
     # rx ids are the row's index in the subject's prescriptions file
-    found = _matching(frame(ctx.store, "prescriptions", sid), hadm, "drug", matches)
+    found = _matching(ctx, "prescriptions", sid, hadm, "drug", matches)
     found = sort_rows(found, "starttime", ascending=False)
     out = []
     for r in found:
@@ -97,10 +102,15 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     matches = None if medication is None else regex_matcher(tool, medication)
     if sid is None or not ok:
         return empty("MedicationAdministration", args)
-    found = _matching(frame(ctx.store, "emar", sid), hadm, "medication", matches)
-    found = sort_rows(found, "charttime", ascending=False)
-    if medication is None and hadm is None:
-        found = found[:100]
+    given = chart(ctx.store, "emar", sid, "charttime")
+    if isinstance(given, BigChart) and medication is None and hadm is None:
+        kept = given.kept([])
+        found = given.newest(tool, kept, np.ones(len(kept[0]), dtype=bool), MAR_LIMIT)
+    else:
+        found = _matching(ctx, "emar", sid, hadm, "medication", matches, "charttime")
+        found = sort_rows(found, "charttime", ascending=False)
+        if medication is None and hadm is None:
+            found = found[:MAR_LIMIT]
     if not found:
         return empty("MedicationAdministration", args)
     out = [
@@ -125,13 +135,29 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
 
 
 def _matching(
-    rows: tuple[Row, ...],
+    ctx: ToolContext,
+    table: str,
+    sid: int,
     hadm: float | None,
     column: str,
     matches: Callable[[Any], bool] | None,
+    time: str | None = None,
 ) -> list[Row]:
-    """The rows whose ``hadm_id`` equals ``hadm`` and whose ``column`` ``matches`` (the
-    ``medication`` pattern; None = no filter)."""
+    """The subject's typed rows whose ``hadm_id`` equals ``hadm`` and whose ``column``
+    ``matches`` (the ``medication`` pattern; None = no filter), in file order: of a big chart
+    (``chart(..., time)``) only those are fetched, unless the pattern cannot be decided per
+    stored text. Without a filter the answer is the whole chart, typed whole."""
+    if hadm is None and matches is None:
+        return list(frame(ctx.store, table, sid))
+    rows = chart(ctx.store, table, sid, time)
+    if isinstance(rows, BigChart):
+        where = [] if hadm is None else [rows.equal("hadm_id", hadm)]
+        if matches is not None:
+            text = rows.matches(column, where, matches)
+            where = None if text is None else [*where, text]
+        if where is not None:
+            return rows.matching(where)
+        rows = frame(ctx.store, table, sid)
     return [
         r
         for r in rows

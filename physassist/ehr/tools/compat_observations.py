@@ -7,7 +7,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 from . import fhir
+from .compat_chart import BigChart, chart, within
 from .compat_common import (
     empty,
     hadm_filter,
@@ -17,12 +20,13 @@ from .compat_common import (
 )
 from .compat_frames import frame, sort_rows
 from .context import ToolContext
-from .errors import bad_arguments
+from .errors import ToolError, bad_arguments
 from .records import Row, contains, joined, lookup
 from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 
 VITAL_CATEGORIES = {"vital-signs", "vital_signs", "vitals"}
+DATE_BOUNDS = (("date_from", ">="), ("date_to", "<="))  # applied in this order
 MICRO_LAB_WORDS = ("micro", "culture", "bacteria")
 
 
@@ -74,27 +78,28 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     ok, hadm = hadm_filter(tool, args.get("hadm_id"))
     if sid is None or not ok:
         return _none(args)
-    found = [r for r in frame(ctx.store, "labevents", sid) if hadm is None or r["hadm_id"] == hadm]
-    if code is not None:
-        found = _with_itemids(found, _matching_itemids(ctx, "d_labitems", code))
-    for key, op in (("date_from", ">="), ("date_to", "<=")):
-        bound = args.get(key)
-        if bound is None:
-            continue
-        if not isinstance(bound, str):
-            if any(r["charttime"] is not None for r in found):  # Python's error, per element
-                raise bad_arguments(
-                    tool,
-                    f"'{op}' not supported between instances of 'str' and '{type(bound).__name__}'",
-                )
-            found = []
-        elif op == ">=":
-            found = [r for r in found if r["charttime"] is not None and r["charttime"] >= bound]
-        else:
-            found = [r for r in found if r["charttime"] is not None and r["charttime"] <= bound]
-    found = head(
-        tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT)
-    )
+    labs = chart(ctx.store, "labevents", sid, "charttime")
+    if isinstance(labs, BigChart):
+        found = _newest_labs(ctx, labs, args, hadm, code)
+    else:
+        found = [r for r in labs if hadm is None or r["hadm_id"] == hadm]
+        if code is not None:
+            found = _with_itemids(found, _matching_itemids(ctx, "d_labitems", code))
+        for key, op in DATE_BOUNDS:
+            bound = args.get(key)
+            if bound is None:
+                continue
+            if not isinstance(bound, str):
+                if any(r["charttime"] is not None for r in found):  # Python's error, per element
+                    raise _incomparable(op, bound)
+                found = []
+            elif op == ">=":
+                found = [r for r in found if r["charttime"] is not None and r["charttime"] >= bound]
+            else:
+                found = [r for r in found if r["charttime"] is not None and r["charttime"] <= bound]
+        found = head(
+            tool, sort_rows(found, "charttime", ascending=False), args.get("_count", DEFAULT_COUNT)
+        )
     labels = lookup(ctx, "d_labitems", "itemid")
     found = [{**r, "label": joined(labels, r["itemid"], "label")} for r in found]
     if category == "microbiology":
@@ -104,6 +109,38 @@ def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     if not found:
         return _none(args)
     return fhir.compat_bundle("Observation", [_lab(r, sid) for r in found])
+
+
+def _newest_labs(
+    ctx: ToolContext, labs: BigChart, args: dict[str, Any], hadm: float | None, code: str | None
+) -> list[Row]:
+    """The small chart's filters and sort over a big chart: admission and items in SQL, the
+    text date bounds over the kept rows' times."""
+    where = [] if hadm is None else [labs.equal("hadm_id", hadm)]
+    itemids = None if code is None else _matching_itemids(ctx, "d_labitems", code)
+    if itemids is not None:
+        where.append(labs.among("itemid", itemids))
+    kept = labs.kept(where)
+    keep = np.ones(len(kept[0]), dtype=bool)
+    for key, op in DATE_BOUNDS:
+        bound = args.get(key)
+        if bound is None:
+            continue
+        if not isinstance(bound, str):
+            if (keep & ~kept[2]).any():
+                raise _incomparable(op, bound)
+            keep[:] = False
+        else:
+            keep &= within(kept, op, bound)
+    return labs.newest("Observation.search", kept, keep, args.get("_count", DEFAULT_COUNT))
+
+
+def _incomparable(op: str, bound: Any) -> ToolError:
+    """Python's error comparing a chart time (text) with a bound that is not text."""
+    return bad_arguments(
+        "Observation.search",
+        f"'{op}' not supported between instances of 'str' and '{type(bound).__name__}'",
+    )
 
 
 def _none(args: dict[str, Any]) -> dict[str, Any]:
@@ -151,10 +188,14 @@ def _vitals(
     if sid is None:
         return _none(args)
     count = args.get("_count", DEFAULT_COUNT)
-    found = list(frame(ctx.store, "chartevents", sid))
-    if code is not None:
-        found = _with_itemids(found, _matching_itemids(ctx, "d_items", code))
-    found = head(tool, sort_rows(found, "charttime", ascending=False), count)
+    charted = chart(ctx.store, "chartevents", sid, "charttime")
+    itemids = None if code is None else _matching_itemids(ctx, "d_items", code)
+    if isinstance(charted, BigChart):
+        kept = charted.kept([] if itemids is None else [charted.among("itemid", itemids)])
+        found = charted.newest(tool, kept, np.ones(len(kept[0]), dtype=bool), count)
+    else:
+        found = _with_itemids(list(charted), itemids)
+        found = head(tool, sort_rows(found, "charttime", ascending=False), count)
     items = lookup(ctx, "d_items", "itemid")
     out = []
     for r in found:

@@ -38,11 +38,16 @@ STRICT_QUERIED = frozenset(
 )
 
 
+#: The same for the compat tools (``compat_chart.BigChart``: a big chart's rows are typed only
+#: when a call returns them).
+COMPAT_QUERIED = frozenset(("labevents", "chartevents", "prescriptions", "emar"))
+
+
 def open_chart(ctx: ToolContext) -> None:
     """Start loading, in the background, every table the tools read whole for this session's
     patient; a session opens the chart before the model's first call and the tool calls
     then find the rows in memory. Returns at once."""
-    skip = STRICT_QUERIED if ctx.semantics == "strict" else frozenset()
+    skip = STRICT_QUERIED if ctx.semantics == "strict" else COMPAT_QUERIED
     ctx.store.prefetch(ctx.subject_id, [(t, c) for t, c in COLUMNS.items() if t not in skip])
 
 
