@@ -35,7 +35,9 @@ import multiprocessing
 import os
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +60,40 @@ def serve(latency: float, queue: Any, stop: Any) -> None:
         queue.put((len(server.log), time.process_time()))
 
 
+def project_max_samples() -> int | None:
+    """``inspect.max_samples`` as ``physassist-eval`` runs it with no overrides (conf/inspect)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(ROOT / "conf" / "inspect" / "default.yaml").max_samples
+
+
+@contextmanager
+def peak_use(every_s: float = 0.1):
+    """The process's peak resident memory (MB) and open file descriptors while the block runs,
+    sampled every ``every_s`` seconds from /proc (what the sessions in flight hold)."""
+    peak = {"rss_mb": 0.0, "fds": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while True:
+            rss_kb = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                          if line.startswith("VmRSS:"))
+            peak["rss_mb"] = max(peak["rss_mb"], rss_kb / 1024)
+            peak["fds"] = max(peak["fds"], len(os.listdir("/proc/self/fd")))
+            if done.wait(every_s):
+                return
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
 def run(base_url: str, connections: int, limit: int | None, display: str = "none",
-        max_samples: int | None = None) -> dict[str, float]:
+        max_samples: int | None = None, epochs: int = 1) -> dict[str, float]:
     from inspect_ai import eval
     from inspect_ai.model import get_model
 
@@ -72,9 +106,9 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
     with tempfile.TemporaryDirectory() as logs:
         load = os.getloadavg()[0]
         started, cpu = time.perf_counter(), time.process_time()
-        with frozen_heap():  # as physassist-eval runs it
+        with frozen_heap(), peak_use() as peak:  # as physassist-eval runs it
             [log] = eval(
-                task, model=model, log_dir=logs, display=display, limit=limit,
+                task, model=model, log_dir=logs, display=display, limit=limit, epochs=epochs,
                 max_connections=connections, max_samples=1 if connections == 1 else max_samples,
                 fail_on_error=True, score_display=False, log_realtime=False,
             )
@@ -88,7 +122,8 @@ def run(base_url: str, connections: int, limit: int | None, display: str = "none
         "connections": connections, "wall_s": wall, "cpu_s": cpu, "turns": len(turns), "requests": requests,
         "sessions": turns["session_id"].nunique(), "cpu_ms_per_turn": 1000 * cpu / len(turns),
         "cpu_ms_per_request": 1000 * cpu / requests, "wall_s_per_request": wall / requests,
-        "load_average_before": load,
+        "load_average_before": load, "max_samples": 1 if connections == 1 else max_samples,
+        "peak_rss_mb": peak["rss_mb"], "peak_fds": peak["fds"],
     }
 
 
@@ -100,8 +135,10 @@ def main() -> None:
     parser.add_argument("--sequential-budget", type=float, default=None,
                         help="seconds of latency a 1-connection run may take (first sessions only)")
     parser.add_argument("--display", default="none", help="Inspect display (none, log, plain)")
-    parser.add_argument("--max-samples", type=int, default=None,
-                        help="sessions in flight with >1 connection (default: Inspect's, = connections)")
+    parser.add_argument("--max-samples", type=int, default=project_max_samples(),
+                        help="sessions in flight with >1 connection (default: the project's, conf/inspect; "
+                             "0: Inspect's, = connections)")
+    parser.add_argument("--epochs", type=int, default=1, help="epochs (more sessions than the sample's 36)")
     parser.add_argument("--warmup", type=int, default=2, help="sessions of the unmeasured first eval (0: none)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
@@ -123,7 +160,7 @@ def main() -> None:
                 if connections == 1 and args.sequential_budget and latency > 0:
                     fit = max(1, int(args.sequential_budget / (latency * REQUESTS_PER_SESSION)))
                     limit = min(fit, limit) if limit else fit
-                result = run(base_url, connections, limit, args.display, args.max_samples)
+                result = run(base_url, connections, limit, args.display, args.max_samples or None, args.epochs)
                 results.append(result)
                 first = results[0]
                 result["speedup"] = first["wall_s_per_request"] / result["wall_s_per_request"]
@@ -133,8 +170,9 @@ def main() -> None:
                     f"latency {latency:g} s, max_connections={connections:>3}: {result['wall_s']:7.1f} s wall, "
                     f"x{result['speedup']:5.1f} vs 1 per request (CPU bound x{result['cpu_bound']:.1f}), "
                     f"{result['cpu_ms_per_turn']:5.1f} ms CPU/turn, {result['cpu_ms_per_request']:5.1f} ms CPU/request "
-                    f"({result['requests']} requests, {result['turns']} turns, {result['sessions']} sessions; "
-                    f"load {result['load_average_before']:.1f})",
+                    f"({result['requests']} requests, {result['turns']} turns, {result['sessions']} sessions, "
+                    f"max_samples={result['max_samples']}; peak {result['peak_rss_mb']:.0f} MB, "
+                    f"{result['peak_fds']} fds; load {result['load_average_before']:.1f})",
                     flush=True,
                 )
         finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from physassist.units import canonical_unit, find_quantities, parse_quantity, values_match
@@ -100,8 +101,10 @@ def _terms(spec: Any) -> list[str]:
     raise TypeError("'any' must be a list of terms or a {language: [terms]} object")
 
 
+@lru_cache(maxsize=4096)
 def _term_pattern(term: str) -> re.Pattern[str]:
-    """Substring match for Chinese terms, word-boundary match (case-insensitive) otherwise."""
+    """Substring match for Chinese terms, word-boundary match (case-insensitive) otherwise.
+    Cached: the rubrics' terms outnumber ``re``'s own cache, so each turn compiled them again."""
     escaped = re.escape(term.strip())
     if _CJK.search(term):
         return re.compile(escaped, re.IGNORECASE)

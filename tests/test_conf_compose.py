@@ -99,6 +99,22 @@ def test_realtime_event_log_is_off_unless_asked() -> None:
     assert eval_options(resolve(compose(["inspect.log_realtime=true"])))["log_realtime"] is True
 
 
+def test_sessions_in_flight_outnumber_the_connections_by_default() -> None:
+    """More sessions than connections keep the connections busy (a session holds one only during
+    a call), and the sample's 36 sessions run in one wave (benchmarks/README.md, issue 25)."""
+    options = eval_options(resolve(compose()))
+    assert "max_connections" not in options  # Inspect's (adaptive: 20 to start)
+    assert options["max_samples"] >= 36
+    assert eval_options(resolve(compose(["inspect.max_samples=4"])))["max_samples"] == 4
+
+
+def test_live_metrics_are_computed_only_for_a_display() -> None:
+    """Inspect recomputes the metrics about once a second for its live display; without one
+    (the default) nothing would show them."""
+    assert eval_options(resolve(compose()))["score_display"] is False
+    assert "score_display" not in eval_options(resolve(compose(["inspect.display=full"])))
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_named_experiment_composes_and_sweeps_valid_values(experiment: str, monkeypatch) -> None:
     """Each experiment composes, and each value of its sweep composes to valid task args."""

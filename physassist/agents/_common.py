@@ -27,7 +27,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
-from physassist.data import Session, load_sessions
+from physassist.data import Session
 from physassist.ehr.tools import from_api_name, tool_group
 
 _KEY_LINE = re.compile(r"^\s*session_id:\s*(\S+)\s*$", re.MULTILINE)
@@ -44,9 +44,13 @@ def estimate_tokens(text: str) -> int:
 
 @lru_cache(maxsize=8)
 def sessions_by_key(dataset: str) -> dict[str, Session]:
-    """Sessions of ``dataset`` indexed by ``session_id`` and by entry ``id``."""
+    """Sessions of ``dataset`` indexed by ``session_id`` and by entry ``id``: parsed, not
+    validated again (the task validated what it asks about; the turn table and its pandera
+    checks were ~0.2 s of CPU per run, done twice)."""
+    from physassist.data.loader import parse_records, read_records
+
     index: dict[str, Session] = {}
-    for session in load_sessions(dataset, lenient=True).sessions:
+    for session in parse_records(read_records(dataset)[0])[0]:
         index[session.id] = session
         if session.session_id:
             index.setdefault(session.session_id, session)
