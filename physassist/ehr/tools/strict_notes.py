@@ -10,8 +10,8 @@ from .context import ToolContext
 from .notes_text import discharge_sections, impression, radiology_title
 from .records import by, contains, keep, order, subject_rows, text
 from .registry import read_tool
-from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle
-from .strict_observations import MICRO_COLUMNS, micro_rows, normalize_micro
+from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, newest_groups
+from .strict_observations import MICRO_COLUMNS, MICRO_TIME, micro_rows, micro_where, normalize_micro
 
 #: The columns of a note (``discharge``, ``radiology``) the note tools read.
 NOTE_COLUMNS = ("note_id", "hadm_id", "note_type", "charttime", "text")
@@ -105,10 +105,16 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                     },
                 )
             )
-    if want_micro:
+    total = len(reports)
+    if want_micro:  # of the specimens, only the REPORT_LIMIT newest can be shown
         specimen = normalize_micro(wanted) if wanted else None
+        where = micro_where(ctx, sid, hadm, window, specimen or None)
+        specimens, shown = newest_groups(
+            ctx, "microbiologyevents", sid, where, "micro_specimen_id", MICRO_TIME, REPORT_LIMIT
+        )
+        total += specimens
         by_specimen: dict[Any, list[dict[str, Any]]] = {}
-        for r in micro_rows(ctx, sid, hadm, window, specimen or None):
+        for r in micro_rows(ctx, sid, where.among("micro_specimen_id", shown)):
             by_specimen.setdefault(r["micro_specimen_id"], []).append(r)
         for spec_id, items in by_specimen.items():
             first = items[0]
@@ -137,12 +143,12 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
             )
     reports.sort(key=lambda x: x[0], reverse=True)
     hint = None
-    if not reports and wanted:
+    if not total and wanted:
         hint = (
             f"No report of type '{args['report_type']}' for this patient. Types understood: x-ray, CT, MRI, "
             "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, wound)."
         )
-    return bundle([r for _, r in reports[:REPORT_LIMIT]], len(reports), hint)
+    return bundle([r for _, r in reports[:REPORT_LIMIT]], total, hint)
 
 
 def _notes(
