@@ -127,6 +127,28 @@ def test_strict_big_chart_path_answers_as_the_small_one(
         assert any(r["total"] > len(r.get("entry", ())) for r in reports)
 
 
+def test_strict_big_chart_queries_asked_once_per_cutoff_and_filter(
+    tiny_store: EHRStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big chart's query results are kept with the subject: the same call again asks DuckDB
+    nothing; another cutoff or code asks again, and gets its own answer."""
+    monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", 0)
+    store = EHRStore(tiny_store.path)
+    asked: list[str] = []
+    for method in ("select", "aggregate"):
+        real = getattr(store, method)
+        monkeypatch.setattr(store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k))
+    creatinine = {"subject_id": SID, "code": "Creatinine"}
+    first = call_tool(tiny_ctx(store), "Observation.search", creatinine)
+    queries = len(asked)
+    assert queries and call_tool(tiny_ctx(store), "Observation.search", creatinine) == first
+    assert len(asked) == queries
+    earlier = call_tool(tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine)
+    glucose = call_tool(tiny_ctx(store), "Observation.search", {**creatinine, "code": "Glucose"})
+    assert len(asked) > queries and earlier["total"] < first["total"] and glucose != first
+    store.close()
+
+
 def call(store, tool: str, **args):
     return call_tool(tiny_ctx(store), tool, {"subject_id": SID, **args})
 

@@ -110,7 +110,7 @@ def rows(ctx: ToolContext, table: str, sid: int, where: Where) -> tuple[Row, ...
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
         return tuple(r for r in small if where.keeps(r))
-    return ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params)
+    return _select(ctx, table, sid, COLUMNS[table], where)
 
 
 def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) -> set[Any]:
@@ -118,7 +118,7 @@ def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) 
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
         return {r[column] for r in small if where.keeps(r)}
-    return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
+    return set(_aggregate(ctx, table, sid, f'DISTINCT "{column}"', where))
 
 
 def newest(
@@ -148,10 +148,10 @@ def newest(
             f'"{ROW_COLUMN}"',
         )
     )
-    found = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
+    found = _select(ctx, table, sid, COLUMNS[table], where, order_by, count)
     if count is None:
         return len(found), found
-    (total,) = ctx.store.aggregate(table, sid, "count(*)", where.sql, where.params)
+    (total,) = _aggregate(ctx, table, sid, "count(*)", where)
     return total, found
 
 
@@ -168,9 +168,33 @@ def newest_groups(
         )
     else:
         order_by = f'{time[0]} DESC NULLS LAST, "{key}" ASC NULLS LAST, "{ROW_COLUMN}"'
-        kept = ctx.store.select(table, sid, (key,), where.sql, where.params, order_by)
+        kept = _select(ctx, table, sid, (key,), where, order_by)
     groups = list(dict.fromkeys(r[key] for r in kept))
     return len(groups), groups[:count]
+
+
+def _select(
+    ctx: ToolContext,
+    table: str,
+    sid: int,
+    columns: Sequence[str],
+    where: Where,
+    order_by: str = f'"{ROW_COLUMN}"',
+    count: int | None = None,
+) -> tuple[Row, ...]:
+    """``EHRStore.select`` of a big chart, asked once per session (``EHRStore.remembered``)."""
+    key = (table, *columns, where.sql, repr(where.params), order_by, str(count))
+    return ctx.store.remembered(  # type: ignore[return-value]
+        sid, key, lambda: ctx.store.select(table, sid, columns, where.sql, where.params, order_by, count)
+    )
+
+
+def _aggregate(ctx: ToolContext, table: str, sid: int, expression: str, where: Where) -> Sequence[Any]:
+    """``EHRStore.aggregate`` of a big chart, asked once per session (``EHRStore.remembered``)."""
+    key = (table, expression, where.sql, repr(where.params))
+    return ctx.store.remembered(
+        sid, key, lambda: ctx.store.aggregate(table, sid, expression, where.sql, where.params)
+    )
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:
