@@ -88,6 +88,13 @@ def test_compat_aliases_are_renamed(tiny_store) -> None:
     ]
 
 
+def test_compat_medication_orders_ignore_count(tiny_store) -> None:
+    """``_count`` on ``MedicationRequest.search`` is strict's (issue 27): the reference had none
+    and returned every order, and compat still does."""
+    every = call(tiny_store, "MedicationRequest.search")
+    assert len(every["entry"]) == 5 and call(tiny_store, "MedicationRequest.search", _count=1) == every
+
+
 def test_compat_unknown_args_silently_dropped(tiny_store) -> None:
     # `drug` is no alias for MedicationAdministration.search: the filter is lost, all doses come back
     got = call(tiny_store, "MedicationAdministration.search", drug="Apixaban", bogus=1)

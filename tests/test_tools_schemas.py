@@ -41,8 +41,9 @@ EXPECTED = {
         },
         {"subject_id"},
     ),
-    "MedicationRequest.search": (
-        {"subject_id": "integer", "hadm_id": "integer", "medication": "string", "status": "string"},
+    "MedicationRequest.search": (  # + _count: ours (issue 27), compat ignores it
+        {"subject_id": "integer", "hadm_id": "integer", "medication": "string", "status": "string",
+         "_count": "integer"},
         {"subject_id"},
     ),
     "MedicationAdministration.search": (
@@ -142,11 +143,12 @@ def test_schema_matches_reference(schema: dict) -> None:
             assert "enum" not in prop
 
 
-def test_count_description_is_truthful() -> None:
-    obs = tool_schemas(["Observation.search"])[0]["function"]
-    text = obs["description"] + obs["parameters"]["properties"]["_count"]["description"]
-    assert "20" in text and "ignored" not in text.lower()
-    assert obs["parameters"]["properties"]["_count"]["default"] == 20
+@pytest.mark.parametrize("tool, default", [("Observation.search", 20), ("MedicationRequest.search", 200)])
+def test_count_description_is_truthful(tool: str, default: int) -> None:
+    fn = tool_schemas([tool])[0]["function"]
+    text = fn["description"] + fn["parameters"]["properties"]["_count"]["description"]
+    assert str(default) in text and "newest first" in text and "ignored" not in text.lower()
+    assert fn["parameters"]["properties"]["_count"]["default"] == default
 
 
 def test_schema_subset_and_unknown_name() -> None:

@@ -47,6 +47,21 @@ STRICT_CALLS = [
     ("MedicationAdministration.search", {"medication": "sodium chloride"}),
     ("MedicationAdministration.search", {"medication": "heparin"}),  # ICU: Heparin Sodium
 ]
+#: Asked without an admission only (the admission's condition is the same ``Where`` term).
+WHOLE_CHART_CALLS = [
+    ("MedicationRequest.search", {"status": "active"}),
+    ("MedicationRequest.search", {"status": "completed", "_count": 2}),
+    ("MedicationRequest.search", {"status": "stopped"}),
+    ("MedicationRequest.search", {"_count": 3}),
+    ("Condition.search", {"clinical_status": "active"}),
+    ("Condition.search", {"clinical_status": "inactive"}),
+    ("Condition.search", {"code": "I"}),
+    ("Condition.search", {"code": "E87.1"}),
+    ("Condition.search", {"code": "failure"}),
+    ("DiagnosticReport.search", {"report_type": "culture"}),
+    ("DiagnosticReport.search", {"report_type": "urine"}),
+    ("Observation.search", {"category": "microbiology", "code": "blood culture", "_count": 2}),
+]
 
 
 @pytest.mark.parametrize("name", ["tiny", "demo"])
@@ -56,8 +71,9 @@ def test_strict_big_chart_path_answers_as_the_small_one(
     """A big chart's search is asked of the store in SQL, a small one's filtered in memory: the
     same answers, byte for byte, for each admission and with and without a cutoff, for the
     busiest eMAR and the busiest ICU heparin chart (a cutoff inside its ICU stay: running
-    rows). With the threshold at 0 every chart is big, and then nothing of the queried tables
-    is loaded whole (nor prefetched by ``open_chart``)."""
+    rows) and the chart with the most microbiology specimens (more than a report search shows).
+    With the threshold at 0 every chart is big, and then nothing of the queried tables is
+    loaded whole (nor prefetched by ``open_chart``)."""
     store_fixture: EHRStore = request.getfixturevalue(f"{name}_store")
     busiest = "SELECT subject_id FROM emar GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
     heparin = (  # and the first day ending while one of its ICU rows runs on past midnight
@@ -65,11 +81,17 @@ def test_strict_big_chart_path_answers_as_the_small_one(
         "CAST(starttime AS DATE)) AS DATE) AS day FROM inputevents JOIN d_items USING (itemid) "
         "GROUP BY 1 ORDER BY count(*) FILTER (WHERE label ILIKE '%heparin%') DESC LIMIT 1"
     )
+    cultured = (  # the most specimens, and a day before its newest one
+        "SELECT subject_id, CAST(max(chartdate) AS DATE) - 1 AS day FROM microbiologyevents "
+        "GROUP BY 1 ORDER BY count(DISTINCT micro_specimen_id) DESC, 1 LIMIT 1"
+    )
     (icu,) = store_fixture.rows(heparin)
-    charts = {
-        store_fixture.rows(busiest)[0]["subject_id"]: (None, "2150-01-08", "2200-01-01"),
-        icu["subject_id"]: (None, icu["day"].isoformat()),
-    }
+    (micro,) = store_fixture.rows(cultured)
+    charts = [  # a subject may be two of them
+        (store_fixture.rows(busiest)[0]["subject_id"], (None, "2150-01-08", "2200-01-01")),
+        (icu["subject_id"], (None, icu["day"].isoformat())),
+        (micro["subject_id"], (micro["day"].isoformat(),)),
+    ]
     queried = [(t, COLUMNS[t]) for t in sorted(STRICT_QUERIED)]
     answers = {}
     for limit in (None, 0):
@@ -77,7 +99,7 @@ def test_strict_big_chart_path_answers_as_the_small_one(
             monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", limit)
         store = EHRStore(store_fixture.path)
         got = []
-        for sid, dates in charts.items():
+        for sid, dates in charts:
             admissions = [
                 r["hadm_id"]
                 for r in store.rows("SELECT hadm_id FROM admissions WHERE subject_id = ?", [sid])
@@ -88,14 +110,14 @@ def test_strict_big_chart_path_answers_as_the_small_one(
                 )
                 open_chart(ctx)
                 for hadm in (None, *admissions[:2]):
-                    for tool, args in STRICT_CALLS:
+                    for tool, args in STRICT_CALLS + (WHOLE_CHART_CALLS if hadm is None else []):
                         extra = {} if hadm is None else {"hadm_id": hadm}
                         got.append(
                             json.dumps(call_tool(ctx, tool, {"subject_id": sid, **args, **extra}))
                         )
         if limit == 0:
             store._filler.shutdown(wait=True)
-            for sid in charts:  # none, or an empty table
+            for sid, _ in charts:  # none, or an empty table
                 assert all(not store._subjects.get(sid, k) for k in queried)
         answers[limit] = got
         store.close()
@@ -103,6 +125,31 @@ def test_strict_big_chart_path_answers_as_the_small_one(
     assert any('"total": 0' not in a for a in answers[0])  # not all empty
     assert any('"Heparin Sodium' in a and '"effectivePeriod"' in a for a in answers[0])
     assert any('"ICU (running)"' in a for a in answers[0])  # the cutoff inside the ICU stay
+    reports = [json.loads(a) for a in answers[0] if '"DiagnosticReport"' in a]
+    if name == "demo":  # only the newest specimens shown
+        assert any(r["total"] > len(r.get("entry", ())) for r in reports)
+
+
+def test_strict_big_chart_queries_asked_once_per_cutoff_and_filter(
+    tiny_store: EHRStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big chart's query results are kept with the subject: the same call again asks DuckDB
+    nothing; another cutoff or code asks again, and gets its own answer."""
+    monkeypatch.setattr(store_module, "SMALL_CHART_ROWS", 0)
+    store = EHRStore(tiny_store.path)
+    asked: list[str] = []
+    for method in ("select", "aggregate"):
+        real = getattr(store, method)
+        monkeypatch.setattr(store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k))
+    creatinine = {"subject_id": SID, "code": "Creatinine"}
+    first = call_tool(tiny_ctx(store), "Observation.search", creatinine)
+    queries = len(asked)
+    assert queries and call_tool(tiny_ctx(store), "Observation.search", creatinine) == first
+    assert len(asked) == queries
+    earlier = call_tool(tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine)
+    glucose = call_tool(tiny_ctx(store), "Observation.search", {**creatinine, "code": "Glucose"})
+    assert len(asked) > queries and earlier["total"] < first["total"] and glucose != first
+    store.close()
 
 
 def call(store, tool: str, **args):
@@ -340,6 +387,19 @@ def test_strict_medication_status_derived_against_cutoff(tiny_store) -> None:
         if r["status"] == "active" and "Metoprolol" in r["medicationCodeableConcept"]["text"]
     )
     assert "end" not in metoprolol["dosageInstruction"][0]["timing"]["repeat"]["boundsPeriod"]
+
+
+def test_strict_medication_orders_newest_first_within_count(tiny_store) -> None:
+    """``_count`` keeps the newest orders; ``total`` counts every match, after the status filter;
+    with no ``_count`` the default (200) returns all four."""
+    every = entries(call(tiny_store, "MedicationRequest.search"))
+    starts = [r["authoredOn"] for r in every]
+    assert len(every) == 4 and starts == sorted(starts, reverse=True)
+    two = call(tiny_store, "MedicationRequest.search", _count=2)
+    assert two["total"] == 4 and entries(two) == every[:2]
+    active = call(tiny_store, "MedicationRequest.search", status="active", _count=1)
+    assert active["total"] == 2 and [r["status"] for r in entries(active)] == ["active"]
+    assert entries(active) == [r for r in every if r["status"] == "active"][:1]
 
 
 def test_strict_regex_metachar_is_literal(tiny_store) -> None:

@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -394,6 +394,21 @@ class EHRStore:
             return [r[0] for r in cur.execute(sql, [subject_id, *params]).fetchall()]
         finally:
             cur.close()
+
+    def remembered(
+        self, subject_id: int, key: tuple[str, ...], load: Callable[[], Sequence[Any]]
+    ) -> Sequence[Any]:
+        """What ``load()`` gives (a query's rows or values for one subject), kept with the
+        subject's rows under ``key`` (in ``SubjectCache``'s row budget): a session asks a big
+        chart the same questions turn after turn (distinct items, a code's newest rows), and
+        the store never changes. ``key`` must name everything the result depends on (table,
+        SQL, parameters, order, limit)."""
+        cache_key = ("?", key)
+        cached = self._subjects.get(subject_id, cache_key)
+        if cached is None:
+            cached = tuple(load())
+            self._subjects.put(subject_id, cache_key, cached)
+        return cached
 
     def _fill(self, subject_id: int, keys: list[Key]) -> None:
         try:

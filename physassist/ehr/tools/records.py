@@ -34,8 +34,9 @@ def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
 #: strict session does not prefetch them (a big ICU chart's hundreds of thousands of rows,
 #: loaded beside the calls, only took the GIL from them).
 STRICT_QUERIED = frozenset(
-    ("labevents", "chartevents", "emar", "emar_detail", "inputevents", "prescriptions", "pharmacy")
-)
+    ("labevents", "chartevents", "emar", "emar_detail", "inputevents", "prescriptions", "pharmacy",
+     "diagnoses_icd", "microbiologyevents")
+)  # fmt: skip
 
 
 #: The same for the compat tools (``compat_chart.BigChart``: a big chart's rows are typed only

@@ -16,6 +16,11 @@ from physassist.vocab import SCENARIOS
 
 DEFAULT_COUNT = 20
 STRICT_MAX_COUNT = 200
+#: ``MedicationRequest.search``'s default ``_count``: what the ``full`` rendering shows of a long
+#: order list anyway (186-201 orders fit its 16,000 characters), so only an answer a model could
+#: not have read is cut; the sample's calls return at most 34 orders, the demo's admissions 348
+#: (``benchmarks/README.md``, full MIMIC-IV scale).
+ORDERS_COUNT = STRICT_MAX_COUNT
 
 
 @dataclass(frozen=True)
@@ -125,13 +130,19 @@ _BUILT_IN: tuple[ToolSchema, ...] = (
     ToolSchema(
         "MedicationRequest.search",
         "read",
-        "Search the medication orders (prescriptions) of the patient.",
+        "Search the medication orders (prescriptions) of the patient. Results come newest "
+        "first and are limited by _count.",
         {
             "subject_id": _subject(),
             "hadm_id": _hadm("for the orders written during that stay"),
             "medication": Param("string", "Drug name or part of it, e.g. 'apixaban'."),
             "status": Param(
                 "string", "Order status to keep.", enum=("active", "completed", "stopped")
+            ),
+            "_count": Param(
+                "integer",
+                f"Maximum number of orders, newest first. Defaults to {ORDERS_COUNT}.",
+                default=ORDERS_COUNT,
             ),
         },
         scenarios=("med_safety", "treatment_response", "discharge_planning"),

@@ -6,7 +6,8 @@
   the cutoff is not revealed.
 * Labels: exact -> synonyms -> conservative fuzzy over the patient's own labels; on a miss an
   empty searchset whose outcome entry lists the closest labels the patient has.
-* ``Bundle.total`` is the number of matches; entries are truncated by ``_count`` (<= 200).
+* ``Bundle.total`` is the number of matches; entries are truncated by ``_count`` (<= 200;
+  by default 20 observations, 200 medication orders), newest first.
 * Microbiology Observations from ``microbiologyevents``; working ``status`` (derived against the
   cutoff) and ``clinical_status``; ICD codes with or without dots; deterministic ids from keys.
 * No user text ever reaches SQL or a regex: the subject's rows are filtered in Python
@@ -36,7 +37,7 @@ from . import fhir
 from .context import ToolContext
 from .records import by, joined, keep, lookup, order, subject_rows, text
 from .registry import read_tool
-from .strict_common import Window, admission_miss, bundle
+from .strict_common import Where, Window, admission_miss, bundle, distinct, rows
 
 
 @read_tool("strict", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
@@ -138,7 +139,17 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         for a in subject_rows(ctx, "admissions", sid)
         if window.keeps(a["dischtime"])
     }
+    coded = Where().among("hadm_id", list(admitted))
+    latest = _latest_codes(ctx, sid, coded, admitted)
     titles = lookup(ctx, "d_icd_diagnoses", "icd_code", "icd_version")
+    where = Where().among("hadm_id", list(admitted)).equal("hadm_id", hadm)
+    prefix = None
+    if code is not None and _ICD_LIKE.match(code.strip()):
+        prefix = code.replace(".", "").replace(" ", "").upper()
+        codes = distinct(ctx, "diagnoses_icd", sid, "icd_code", where)
+        matched = {c for c in codes if _undotted(c).startswith(prefix)}  # NULL as "NONE"
+        term = f"({'icd_code IS NULL OR ' if None in matched else ''}{Where.IN.format('icd_code', 'VARCHAR')})"
+        where.add(term, lambda r: r["icd_code"] in matched, list(matched))
     found = order(
         (
             {
@@ -146,25 +157,14 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                 "admittime": admitted[d["hadm_id"]],
                 "long_title": joined(titles, (d["icd_code"], d["icd_version"]), "long_title"),
             }
-            for d in subject_rows(ctx, "diagnoses_icd", sid)
-            if d["hadm_id"] in admitted
+            for d in rows(ctx, "diagnoses_icd", sid, where)
         ),
         by("admittime", desc=True),
         by("seq_num"),
     )
-    newest = found[0]["admittime"] if found else None
-    latest = {(r["icd_code"], r["icd_version"]) for r in found if r["admittime"] == newest}
-    if hadm is not None:
-        found = [r for r in found if r["hadm_id"] == hadm]
-    if code is not None:
-        if _ICD_LIKE.match(code.strip()):
-            prefix = code.replace(".", "").replace(" ", "").upper()
-            found = [
-                r for r in found if str(r["icd_code"]).replace(".", "").upper().startswith(prefix)
-            ]
-        else:
-            needle = code.lower()
-            found = [r for r in found if needle in str(r["long_title"] or "").lower()]
+    if code is not None and prefix is None:
+        needle = code.lower()
+        found = [r for r in found if needle in str(r["long_title"] or "").lower()]
     out = []
     for r in found:
         clinical = "active" if (r["icd_code"], r["icd_version"]) in latest else "inactive"
@@ -193,3 +193,21 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     elif not out and code is not None:
         hint = f"No diagnosis code starting with '{code}' (dots ignored) or title containing it for this patient."
     return bundle(out, hint=hint)
+
+
+def _undotted(code: Any) -> str:
+    return str(code).replace(".", "").upper()
+
+
+def _latest_codes(
+    ctx: ToolContext, sid: int, coded: Where, admitted: dict[Any, Any]
+) -> set[tuple[Any, Any]]:
+    """The (code, version) pairs of the newest admission with diagnoses (NULL times last), of
+    those ``coded`` keeps: what ``clinical_status`` calls active."""
+    with_codes = distinct(ctx, "diagnoses_icd", sid, "hadm_id", coded)
+    times = [admitted[h] for h in with_codes]
+    if not times:
+        return set()
+    newest = max((t for t in times if t is not None), default=None)
+    anchor = Where().among("hadm_id", [h for h in with_codes if admitted[h] == newest])
+    return {(r["icd_code"], r["icd_version"]) for r in rows(ctx, "diagnoses_icd", sid, anchor)}

@@ -4,7 +4,7 @@ searchset building and value helpers."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from physassist.ehr.tables import ROW_COLUMN
@@ -48,6 +48,10 @@ class Window:
         return when is not None and (self.cutoff is None or when <= self.cutoff)
 
 
+#: A value of a row that is not a bare column: (SQL expression, the same in Python).
+Expression = tuple[str, Callable[[Row], Any]]
+
+
 class Where:
     """Conditions on one subject's rows, twice: as SQL with its parameters (``EHRStore.select``)
     for a big chart, whose search keeps a few dozen of its hundreds of thousands of rows, and
@@ -68,15 +72,16 @@ class Where:
         self.params += params
         return self
 
-    def within(self, window: Window, time: str, use_start: bool = True) -> Where:
-        """What ``window.keeps(row[time], use_start)`` keeps: a row without a time is outside
-        any bound."""
+    def within(self, window: Window, time: str | Expression, use_start: bool = True) -> Where:
+        """What ``window.keeps(row[time], use_start)`` keeps (``time`` a column or an
+        ``Expression``): a row without a time is outside any bound."""
         if (use_start and window.start is not None) or window.end is not None:
+            sql, get = (f'"{time}"', lambda r: r[time]) if isinstance(time, str) else time
             start = window.start if use_start else None
             bounds = [(">=", start), ("<=", window.end)]
-            term = " AND ".join(f'"{time}" {op} ?' for op, t in bounds if t is not None)
+            term = " AND ".join(f"{sql} {op} ?" for op, t in bounds if t is not None)
             params = [t for _, t in bounds if t is not None]
-            self.add(term, lambda r: window.keeps(r[time], use_start), *params)
+            self.add(term, lambda r: window.keeps(get(r), use_start), *params)
         return self
 
     def among(self, column: str, values: list[Any] | None, typ: str = "BIGINT") -> Where:
@@ -105,7 +110,7 @@ def rows(ctx: ToolContext, table: str, sid: int, where: Where) -> tuple[Row, ...
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
         return tuple(r for r in small if where.keeps(r))
-    return ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params)
+    return _select(ctx, table, sid, COLUMNS[table], where)
 
 
 def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) -> set[Any]:
@@ -113,11 +118,7 @@ def distinct(ctx: ToolContext, table: str, sid: int, column: str, where: Where) 
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
         return {r[column] for r in small if where.keeps(r)}
-    return set(ctx.store.aggregate(table, sid, f'DISTINCT "{column}"', where.sql, where.params))
-
-
-#: A tie-breaking key of ``newest`` that is not a bare column: (SQL expression, Python key).
-Tiebreak = tuple[str, Callable[[Row], Any]]
+    return set(_aggregate(ctx, table, sid, f'DISTINCT "{column}"', where))
 
 
 def newest(
@@ -126,13 +127,13 @@ def newest(
     sid: int,
     where: Where,
     time: str,
-    then: tuple[str | Tiebreak, ...],
+    then: tuple[str | Expression, ...],
     count: int | None,
 ) -> tuple[int, tuple[Row, ...]]:
     """How many of the subject's rows ``where`` keeps, and the ``count`` newest of them (all if
     ``None``), as ``order(rows, by(time, desc=True), *(by(c) for c in then))`` sorts them (NULLs
     last, ties in file order), with the tools' columns of the table. A ``then`` term is a column
-    or a ``Tiebreak`` (an SQL expression and the same key in Python)."""
+    or an ``Expression``."""
     terms = [(f'"{t}"', t) if isinstance(t, str) else t for t in then]
     small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
     if small is not None:
@@ -147,11 +148,53 @@ def newest(
             f'"{ROW_COLUMN}"',
         )
     )
-    found = ctx.store.select(table, sid, COLUMNS[table], where.sql, where.params, order_by, count)
+    found = _select(ctx, table, sid, COLUMNS[table], where, order_by, count)
     if count is None:
         return len(found), found
-    (total,) = ctx.store.aggregate(table, sid, "count(*)", where.sql, where.params)
+    (total,) = _aggregate(ctx, table, sid, "count(*)", where)
     return total, found
+
+
+def newest_groups(
+    ctx: ToolContext, table: str, sid: int, where: Where, key: str, time: Expression, count: int
+) -> tuple[int, list[Any]]:
+    """How many values of ``key`` (a non-NULL column) the rows ``where`` keeps have, and the
+    ``count`` of them first met in the rows ordered newest first (``time``, NULLs last), then by
+    ``key``: the groups a search lists, when only a few of them are shown."""
+    small = ctx.store.small_subject_rows(table, sid, COLUMNS[table])
+    if small is not None:
+        kept: Sequence[Row] = order(
+            (r for r in small if where.keeps(r)), by(time[1], desc=True), by(key)
+        )
+    else:
+        order_by = f'{time[0]} DESC NULLS LAST, "{key}" ASC NULLS LAST, "{ROW_COLUMN}"'
+        kept = _select(ctx, table, sid, (key,), where, order_by)
+    groups = list(dict.fromkeys(r[key] for r in kept))
+    return len(groups), groups[:count]
+
+
+def _select(
+    ctx: ToolContext,
+    table: str,
+    sid: int,
+    columns: Sequence[str],
+    where: Where,
+    order_by: str = f'"{ROW_COLUMN}"',
+    count: int | None = None,
+) -> tuple[Row, ...]:
+    """``EHRStore.select`` of a big chart, asked once per session (``EHRStore.remembered``)."""
+    key = (table, *columns, where.sql, repr(where.params), order_by, str(count))
+    return ctx.store.remembered(  # type: ignore[return-value]
+        sid, key, lambda: ctx.store.select(table, sid, columns, where.sql, where.params, order_by, count)
+    )
+
+
+def _aggregate(ctx: ToolContext, table: str, sid: int, expression: str, where: Where) -> Sequence[Any]:
+    """``EHRStore.aggregate`` of a big chart, asked once per session (``EHRStore.remembered``)."""
+    key = (table, expression, where.sql, repr(where.params))
+    return ctx.store.remembered(
+        sid, key, lambda: ctx.store.aggregate(table, sid, expression, where.sql, where.params)
+    )
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

@@ -11,6 +11,7 @@ from . import fhir
 from .context import ToolContext
 from .records import Row, by, contains, first_non_null, joined, lookup, order, stamp, text
 from .registry import read_tool
+from .schemas import ORDERS_COUNT
 from .strict_common import (
     ADMISSIONS_CHECKED,
     Where,
@@ -28,13 +29,21 @@ MAR_LIMIT = 100
 _STOPPED = ("discontinued", "inactive")
 
 
-def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
-    if stop is None or (window.cutoff is not None and stamp(stop) > window.cutoff):
-        return "active"
+def _running(stop: Any, window: Window) -> bool:
+    """An order without a stop time, or stopping after the cutoff, is still running."""
+    return stop is None or (window.cutoff is not None and stamp(stop) > window.cutoff)
+
+
+def _halted(pharmacy_status: Any) -> bool:
+    """Whether pharmacy says the order was discontinued or replaced (not at discharge)."""
     status = str(pharmacy_status or "").lower()
-    if status.startswith(_STOPPED) and "discharge" not in status:
-        return "stopped"
-    return "completed"
+    return status.startswith(_STOPPED) and "discharge" not in status
+
+
+def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
+    if _running(stop, window):
+        return "active"
+    return "stopped" if _halted(pharmacy_status) else "completed"
 
 
 @read_tool(
@@ -57,7 +66,12 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
         names = distinct(ctx, "prescriptions", sid, "drug", where)
         where.among("drug", [d for d in names if contains(d, medication)], "VARCHAR")
-    _, orders = newest(ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), None)
+    if args.get("status"):
+        _with_status(ctx, sid, where, args["status"], window)
+    count = args.get("_count", ORDERS_COUNT)
+    total, orders = newest(
+        ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), count
+    )
     ids = list({p["pharmacy_id"] for p in orders if p["pharmacy_id"] is not None})
     pharmacy: dict[Any, list[dict[str, Any]]] = {}
     verified = Where().among("pharmacy_id", ids)
@@ -78,8 +92,6 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     out = []
     for r in found:
         status = _rx_status(r["stoptime"], r["ph_status"], window)
-        if args.get("status") and args["status"] != status:
-            continue
         dose, unit, route = r["dose_val_rx"], r["dose_unit_rx"], r["route"]
         instruction = " ".join(str(x) for x in (dose, unit, route, r["frequency"]) if x)
         out.append(
@@ -122,7 +134,35 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     hint = None
     if not out and args.get("medication"):
         hint = f"No medication order whose drug name contains '{args['medication']}' for this patient up to the current date."
-    return bundle(out, hint=hint)
+    return bundle(out, total, hint)
+
+
+def _with_status(ctx: ToolContext, sid: int, where: Where, status: str, window: Window) -> None:
+    """Keep in ``where`` the orders ``_rx_status`` gives ``status`` (the total counts all of
+    them): active by the stop time alone; stopped or completed also by the order's first
+    pharmacy status (``first_non_null``), read from the pharmacy rows that have one."""
+    if window.cutoff is None:
+        sql, params = '"stoptime" IS NULL', []
+    else:
+        sql, params = '("stoptime" IS NULL OR "stoptime" > ?)', [window.cutoff]
+    if status == "active":
+        where.add(sql, lambda r: _running(r["stoptime"], window), *params)
+        return
+    where.add(f"NOT {sql}", lambda r: not _running(r["stoptime"], window), *params)
+    first: dict[Any, Any] = {}
+    known = Where().add('"status" IS NOT NULL', lambda ph: ph["status"] is not None)
+    for ph in rows(ctx, "pharmacy", sid, known):
+        first.setdefault(ph["pharmacy_id"], ph["status"])
+    halted = [i for i, s in first.items() if i is not None and _halted(s)]
+    if status == "stopped":
+        where.among("pharmacy_id", halted)
+        return
+    held = set(halted)
+    where.add(
+        f"(pharmacy_id IS NULL OR NOT {Where.IN.format('pharmacy_id', 'BIGINT')})",
+        lambda r: r["pharmacy_id"] not in held,
+        halted,
+    )
 
 
 _NOT_DONE = (

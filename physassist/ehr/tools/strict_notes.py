@@ -3,6 +3,8 @@ split from discharge summaries by their top-level sections (``notes_text``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from . import fhir
@@ -10,8 +12,8 @@ from .context import ToolContext
 from .notes_text import discharge_sections, impression, radiology_title
 from .records import by, contains, keep, order, subject_rows, text
 from .registry import read_tool
-from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle
-from .strict_observations import MICRO_COLUMNS, micro_rows, normalize_micro
+from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, newest_groups
+from .strict_observations import MICRO_COLUMNS, MICRO_TIME, micro_rows, micro_where, normalize_micro
 
 #: The columns of a note (``discharge``, ``radiology``) the note tools read.
 NOTE_COLUMNS = ("note_id", "hadm_id", "note_type", "charttime", "text")
@@ -74,7 +76,9 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     want_rad = not wanted or modality in _MODALITIES or modality == "radiology"
     if wanted and not want_micro and not want_rad:
         want_rad = True  # free text: search it in the exam line of radiology reports
-    reports: list[tuple[str, dict[str, Any]]] = []
+    # (time as text, its resource's maker): only the REPORT_LIMIT newest are made (a big
+    # chart has hundreds of radiology reports, each encoded whole)
+    reports: list[tuple[str, Callable[[], dict[str, Any]]]] = []
     if want_rad:
         for n in _notes(ctx, "radiology", sid, hadm, window):
             body = str(n["text"] or "")
@@ -88,61 +92,63 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
                 and wanted.upper() not in head
             ):
                 continue
-            reports.append(
-                (
-                    str(text(n["charttime"])),
-                    {
-                        "resourceType": "DiagnosticReport",
-                        "id": fhir.safe_id(f"dr-{n['note_id']}"),
-                        "status": "final",
-                        "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
-                        "code": {"text": radiology_title(body)},
-                        "subject": fhir.patient_ref(sid),
-                        "encounter": fhir.encounter_ref(n["hadm_id"]),
-                        "effectiveDateTime": fhir.fhir_datetime(text(n["charttime"])),
-                        "conclusion": impression(body),
-                        "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(body)}],
-                    },
-                )
-            )
-    if want_micro:
+            reports.append((str(text(n["charttime"])), partial(_radiology_report, n, sid)))
+    total = len(reports)
+    if want_micro:  # of the specimens, only the REPORT_LIMIT newest can be shown
         specimen = normalize_micro(wanted) if wanted else None
+        where = micro_where(ctx, sid, hadm, window, specimen or None)
+        specimens, shown = newest_groups(
+            ctx, "microbiologyevents", sid, where, "micro_specimen_id", MICRO_TIME, REPORT_LIMIT
+        )
+        total += specimens
         by_specimen: dict[Any, list[dict[str, Any]]] = {}
-        for r in micro_rows(ctx, sid, hadm, window, specimen or None):
+        for r in micro_rows(ctx, sid, where.among("micro_specimen_id", shown)):
             by_specimen.setdefault(r["micro_specimen_id"], []).append(r)
         for spec_id, items in by_specimen.items():
-            first = items[0]
-            lines = _micro_lines(items)
-            organisms = sorted({r["org_name"] for r in items if r["org_name"]})
-            reports.append(
-                (
-                    str(first["t"]),
-                    {
-                        "resourceType": "DiagnosticReport",
-                        "id": fhir.safe_id(f"micro-{spec_id}"),
-                        "status": "final",
-                        "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
-                        "code": {"text": f"{first['spec_type_desc'] or 'Specimen'} microbiology"},
-                        "subject": fhir.patient_ref(sid),
-                        "encounter": fhir.encounter_ref(first["hadm_id"]),
-                        "effectiveDateTime": fhir.fhir_datetime(first["t"]),
-                        "conclusion": ("Organisms: " + ", ".join(organisms))
-                        if organisms
-                        else "No organism reported",
-                        "presentedForm": [
-                            {"contentType": "text/plain", "data": fhir.b64("\n".join(lines))}
-                        ],
-                    },
-                )
-            )
+            reports.append((str(items[0]["t"]), partial(_micro_report, spec_id, items, sid)))
     reports.sort(key=lambda x: x[0], reverse=True)
     hint = None
-    if not reports and wanted:
+    if not total and wanted:
         hint = (
             f"No report of type '{args['report_type']}' for this patient. Types understood: x-ray, CT, MRI, "
             "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, wound)."
         )
-    return bundle([r for _, r in reports[:REPORT_LIMIT]], len(reports), hint)
+    return bundle([make() for _, make in reports[:REPORT_LIMIT]], total, hint)
+
+
+def _radiology_report(n: dict[str, Any], sid: int) -> dict[str, Any]:
+    body = str(n["text"] or "")
+    return {
+        "resourceType": "DiagnosticReport",
+        "id": fhir.safe_id(f"dr-{n['note_id']}"),
+        "status": "final",
+        "category": fhir.category(fhir.LOINC, "LP29684-5", "Radiology"),
+        "code": {"text": radiology_title(body)},
+        "subject": fhir.patient_ref(sid),
+        "encounter": fhir.encounter_ref(n["hadm_id"]),
+        "effectiveDateTime": fhir.fhir_datetime(text(n["charttime"])),
+        "conclusion": impression(body),
+        "presentedForm": [{"contentType": "text/plain", "data": fhir.b64(body)}],
+    }
+
+
+def _micro_report(spec_id: Any, items: list[dict[str, Any]], sid: int) -> dict[str, Any]:
+    first = items[0]
+    organisms = sorted({r["org_name"] for r in items if r["org_name"]})
+    return {
+        "resourceType": "DiagnosticReport",
+        "id": fhir.safe_id(f"micro-{spec_id}"),
+        "status": "final",
+        "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
+        "code": {"text": f"{first['spec_type_desc'] or 'Specimen'} microbiology"},
+        "subject": fhir.patient_ref(sid),
+        "encounter": fhir.encounter_ref(first["hadm_id"]),
+        "effectiveDateTime": fhir.fhir_datetime(first["t"]),
+        "conclusion": ("Organisms: " + ", ".join(organisms)) if organisms else "No organism reported",
+        "presentedForm": [
+            {"contentType": "text/plain", "data": fhir.b64("\n".join(_micro_lines(items)))}
+        ],
+    }
 
 
 def _notes(

@@ -10,10 +10,11 @@ from typing import Any
 from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
-from .records import by, contains, joined, keep, lookup, order, stamp, subject_rows, text
+from .records import by, contains, joined, lookup, order, stamp, subject_rows, text
 from .registry import read_tool
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
+    Expression,
     Where,
     Window,
     admission_miss,
@@ -23,6 +24,7 @@ from .strict_common import (
     miss_hint,
     newest,
     quantity,
+    rows,
 )
 
 #: The microbiology columns ``micro_rows``' callers read (here and ``DiagnosticReport.search``).
@@ -215,22 +217,42 @@ def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dic
     return bundle(out, len(omr))
 
 
-def micro_rows(
+#: A microbiology row's time: its chart time, else its chart date.
+MICRO_TIME: Expression = (
+    'COALESCE("charttime", "chartdate")',
+    lambda r: r["charttime"] if r["charttime"] is not None else r["chartdate"],
+)
+#: The columns a microbiology ``code`` is looked for in.
+_MICRO_TEXT = ("spec_type_desc", "test_name", "org_name")
+
+
+def micro_where(
     ctx: ToolContext, sid: int, hadm: int | None, window: Window, code: str | None = None
-) -> list[dict[str, Any]]:
-    """The subject's microbiology rows in the window, newest first, each with ``t``: the
-    chart time (or date) as text; ``code`` matches specimen, test or organism."""
-    found = []
+) -> Where:
+    """The subject's microbiology rows of the admission in the window; ``code`` matches
+    specimen, test or organism (on their distinct values, in Python: ``contains``)."""
+    where = Where().equal("hadm_id", hadm).within(window, MICRO_TIME)
     needle = normalize_micro(code) if code is not None else ""
-    for r in keep(subject_rows(ctx, "microbiologyevents", sid), hadm_id=hadm):
-        when = r["charttime"] if r["charttime"] is not None else r["chartdate"]
-        if not window.keeps(when):
-            continue
-        if needle and not any(
-            contains(r[k], needle) for k in ("spec_type_desc", "test_name", "org_name")
-        ):
-            continue
-        found.append({**r, "when": when, "t": text(when)})
+    if needle:
+        names = [
+            [v for v in distinct(ctx, "microbiologyevents", sid, k, where) if contains(v, needle)]
+            for k in _MICRO_TEXT
+        ]
+        where.add(
+            "(" + " OR ".join(Where.IN.format(k, "VARCHAR") for k in _MICRO_TEXT) + ")",
+            lambda r: any(contains(r[k], needle) for k in _MICRO_TEXT),
+            *names,
+        )
+    return where
+
+
+def micro_rows(ctx: ToolContext, sid: int, where: Where) -> list[dict[str, Any]]:
+    """The microbiology rows ``where`` keeps, newest first, each with ``when`` (``MICRO_TIME``)
+    and ``t``, that time as text."""
+    found = [
+        {**r, "when": (when := MICRO_TIME[1](r)), "t": text(when)}
+        for r in rows(ctx, "microbiologyevents", sid, where)
+    ]
     return order(
         found,
         by("when", desc=True),
@@ -256,7 +278,7 @@ def _micro_observations(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in micro_rows(ctx, sid, hadm, window, code):
+    for r in micro_rows(ctx, sid, micro_where(ctx, sid, hadm, window, code)):
         key = (r["micro_specimen_id"], r["test_itemid"], r["org_name"], r["isolate_num"])
         groups.setdefault(key, []).append(r)
     out = []
