@@ -3,10 +3,10 @@
 xdist's load scheduling hands tests out in collection order, first a contiguous batch of a
 quarter of each worker's share, then smaller ones. The slow tests (subprocess sweeps, real
 ``mlflow server`` runs, minutes each on a loaded 2-core machine) sat in late files, so they
-started last and ran on alone after the fast tests were done. Here the slow tests are dealt
-round-robin, longest first (as the last run measured them: pytest's cache), to the front of each
-worker's first batch; the fast tests fill the rest. Batches stay contiguous, so a module's
-fixtures are still set up on one worker.
+started last and ran on alone after the fast tests were done. Here the slow tests are dealt,
+longest first (as the last run measured them: pytest's cache), each to the worker with the fewest
+seconds dealt so far, to the front of each worker's first batch; the fast tests fill the rest.
+Batches stay contiguous, so a module's fixtures are still set up on one worker.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import pytest
 
 DURATIONS = "physassist/durations"  # pytest cache key: seconds per test id, from the last run
+UNMEASURED = 60.0  # seconds assumed for a slow test the cache has not seen (a fresh clone: round-robin)
 _measured: dict[str, float] = {}
 
 
@@ -29,8 +30,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     fast = iter([item for item in items if not item.get_closest_marker("slow")])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     first_batch = max(2, len(items) // workers // 4)  # xdist --dist load: the first batch per worker
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    dealt = [0.0] * workers
+    for item in slow:
+        w = dealt.index(min(dealt))
+        shares[w].append(item)
+        dealt[w] += last.get(item.nodeid, UNMEASURED)
     ordered: list[pytest.Item] = []
-    for share in (slow[w::workers] for w in range(workers)):
+    for share in shares:
         ordered += share + list(itertools.islice(fast, max(0, first_batch - len(share))))
     items[:] = ordered + list(fast)
 

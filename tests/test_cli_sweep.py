@@ -1,5 +1,7 @@
 """A real 2x2 multirun with the joblib launcher (parallel processes, one SQLite store):
-1 parent + 4 child runs; re-running the sweep logs nothing twice; the report agrees."""
+1 parent + 4 child runs; re-running the sweep (with the basic launcher: the launcher is not part
+of the sweep's identity, and no worker processes start just to skip) logs nothing twice; the
+report agrees. docs/experiments.md re-runs a finished sweep with joblib (its page test)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,12 @@ from physassist.cli import report as report_cli
 SAMPLE = REPO / "data" / "sample" / "sessions"
 
 
-def _sweep(tmp_path: Path, sweep_dir: str):
+def _sweep(tmp_path: Path, sweep_dir: str, launcher: tuple[str, ...] = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")):
     return cli(
         [
             "physassist-eval",
             "-m",
-            "hydra/launcher=joblib",
-            "hydra.launcher.n_jobs=2",
+            *launcher,
             "model=oracle,baseline",
             "query=implicit,explicit",
             "inspect.limit=1",
@@ -68,8 +69,8 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     for log in children["tags.physassist.inspect_log"]:
         assert Path(log).is_file()
 
-    # the same sweep again (another output dir): every job is found finished and skipped
-    second = _sweep(tmp_path, "b")
+    # the same sweep again (another output dir, another launcher): every job is found finished and skipped
+    second = _sweep(tmp_path, "b", launcher=())
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout.count("skipped") == 4
     again = search_runs(store_uri(tmp_path))

@@ -96,7 +96,9 @@ def _quiet(lines: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_an_eval_prints_at_most_20_lines_and_a_degenerate_one_says_so(tmp_path: Path) -> None:
+def test_an_eval_and_its_llm_rescore_print_at_most_20_lines_and_a_degenerate_eval_says_so(tmp_path: Path) -> None:
+    """One eval serves both commands' consoles (an eval is the expensive part): the eval's, then
+    an LLM rescoring of its log, then the degenerate eval's warning."""
     common = [f"tracking.uri={store_uri(tmp_path)}", f"inspect.log_dir={tmp_path / 'logs'}", "inspect.limit=2"]
     proc = cli(["physassist-eval", *common], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -105,6 +107,19 @@ def test_an_eval_prints_at_most_20_lines_and_a_degenerate_one_says_so(tmp_path: 
     # the first eval of a fresh machine also says where it built the sample's EHR store (one line)
     assert ["metric", "value", "95%", "CI"] in [line.split() for line in lines[:2]]
     assert any(line.startswith("MLflow run:") for line in lines)
+    _quiet(lines)
+    # physassist-rescore with an LLM grader on that eval's log is as quiet
+    log = next((tmp_path / "logs").glob("*.eval"))
+    with ScriptedServer({"grader": grader_policy}) as server:
+        proc = cli([
+            "physassist-rescore", f"source={log}", "judge=llm", "judge.provider=openai-api/compatible", "judge.model=grader",
+            f"judge.base_url={server.base_url}", "judge.api_key_env=OPENAI_COMPATIBLE_API_KEY", "tracking=none",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+        ], cwd=tmp_path, timeout=300, env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"})
+        graded = len(server.served("grader"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = _printed(proc)
+    assert graded >= 8 and len(lines) <= LINE_BUDGET, "\n".join(lines)
     _quiet(lines)
     # the README's first worked example as it was: no turn fits the budget, nothing answered
     (tmp_path / "conf" / "terminal").mkdir(parents=True)
@@ -130,24 +145,6 @@ def test_a_two_job_sweep_prints_a_line_per_job_and_one_table(tmp_path: Path) -> 
     assert lines[header + 2].split()[1:4] == ["100.0", "[100.0,", "100.0]"]
     assert "degenerate: 0 of 4 turns answered" in lines[header + 3]  # the empty floor answers nothing
     assert sum(line.startswith("job model=") for line in lines) == 2
-
-
-@pytest.mark.slow
-def test_rescore_with_an_llm_grader_is_quiet(tmp_path: Path) -> None:
-    proc = cli(["physassist-eval", "inspect.limit=2", "tracking=none", f"inspect.log_dir={tmp_path / 'logs'}"], cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    log = next((tmp_path / "logs").glob("*.eval"))
-    with ScriptedServer({"grader": grader_policy}) as server:
-        proc = cli([
-            "physassist-rescore", f"source={log}", "judge=llm", "judge.provider=openai-api/compatible", "judge.model=grader",
-            f"judge.base_url={server.base_url}", "judge.api_key_env=OPENAI_COMPATIBLE_API_KEY", "tracking=none",
-            f"inspect.log_dir={tmp_path / 'logs'}",
-        ], cwd=tmp_path, timeout=300, env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"})
-        graded = len(server.served("grader"))
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = _printed(proc)
-    assert graded >= 8 and len(lines) <= LINE_BUDGET, "\n".join(lines)
-    _quiet(lines)
 
 
 @pytest.mark.slow
