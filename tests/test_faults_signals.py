@@ -85,7 +85,9 @@ def _interrupt(
     env = {**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY", "PYTHONUNBUFFERED": "1"}
     with contextlib.ExitStack() as stack:
         if server is None:
-            server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3))
+            # 1 s a response: the two sessions' eval lasts >= 8 s, so the signal lands inside it
+            # (at 0.3 s a quiet machine's run once ended first: exit 0, nothing left to interrupt)
+            server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=1.0))
         asked = len(server.served())
         proc = subprocess.Popen(
             _command(tmp_path, server.base_url, *extra), cwd=tmp_path, env=env, text=True,

@@ -167,9 +167,10 @@ def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tm
     interrupted" followed by "Completed all tasks ... successfully"."""
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
-    # 200 epochs: the first job's eval lasts ~20 s idle, so the interrupt lands inside it; at 40
-    # (~4 s since the harness got faster) the test failed once in a full run on a fresh clone
-    cmd = _args(tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", "inspect.epochs=200")
+    # 2,000 epochs: the interrupt must land inside the first job's eval. 40 (~4 s) and then 200
+    # (~20 s idle while Inspect recomputed live metrics every second; much less since it does not)
+    # each ended first once in a full run on a quiet machine; the eval stops at the interrupt anyway
+    cmd = _args(tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", "inspect.epochs=2000")
     proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     _wait_running(tmp_path, 1, proc)
