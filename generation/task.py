@@ -22,12 +22,13 @@ from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
-from generation.builder.arcs import eligible_arcs
-from generation.builder.prefilter import qualify
-from generation.pipeline.solver import RESULT_KEY, generation_pipeline
 from physassist.ehr.store import open_store
 from physassist.listarg import as_list
 from physassist.vocab import SCENARIOS, TIERS
+
+# The builder and the pipeline are imported where a generation runs: Inspect loads this module
+# with the project's entry point (``physassist._registry``) in every eval, which uses neither
+# (~0.3 s of imports).
 
 
 def slot_seed(seed: int, key: str) -> int:
@@ -39,6 +40,9 @@ def slot_samples(store: Any, scenarios: Sequence[str], tiers: Sequence[int],
                  sessions_per_slot: int, seed: int, candidates: int) -> list[Sample]:
     """One Sample per wanted session; each lists ``candidates`` qualified patients in a
     seeded order (the k-th session of a slot starts k places further along)."""
+    from generation.builder.arcs import eligible_arcs
+    from generation.builder.prefilter import qualify
+
     qualified = qualify(store.cursor(), tuple(scenarios), tuple(tiers))
     samples: list[Sample] = []
     for scenario in scenarios:
@@ -70,6 +74,8 @@ def slot_samples(store: Any, scenarios: Sequence[str], tiers: Sequence[int],
 def generation_result():
     """1 when the slot produced a session; the session and the slot statistics go into the
     score metadata for ``physassist-generate`` to write out."""
+    from generation.pipeline.solver import RESULT_KEY
+
 
     async def score(state: TaskState, target: Target) -> Score:
         result = state.store.get(RESULT_KEY) or {"session": None, "stats": {}}
@@ -88,6 +94,8 @@ def generate(store: str = "sample", scenarios: str | list[str] | None = None,
              tiers: str | list[int] | None = None, sessions_per_slot: int = 1, seed: int = 0,
              attempts: int = 3, patient_limit: int = 5, cache_dir: str | None = None) -> Task:
     """Generate sessions (see module docstring). ``store``: anything ``open_store`` accepts."""
+    from generation.pipeline.solver import generation_pipeline
+
     scen = as_list(scenarios, "scenarios", str) or list(SCENARIOS)
     tier_list = as_list(tiers, "tiers", int) or list(TIERS)
     bad = [s for s in scen if s not in SCENARIOS] + [str(t) for t in tier_list if t not in TIERS]
