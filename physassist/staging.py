@@ -202,17 +202,19 @@ Progress = Callable[[int], AbstractContextManager[Any]]
 
 
 def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, resumable: bool, tags: list[str],
-             progress: Progress = lambda total: nullcontext()):
-    """Run Inspect (eval_set in a per-job directory when resumable) and return the log."""
+             progress: Progress = lambda total: nullcontext(), traces=None):
+    """Run Inspect (eval_set in a per-job directory when resumable) and return the log.
+    ``traces``: a ``trace_stream.TraceStream`` fed each sample as it ends."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai import eval_set
 
     from physassist.gc_freeze import frozen_heap
     from physassist.results import samples_in_memory, with_samples
+    from physassist.tracking.trace_stream import streaming
 
     common = dict(model=assistant, model_roles=roles or None, tags=tags, **options)
     sessions = min(len(task.dataset), options.get("limit") or len(task.dataset))
-    with frozen_heap(), samples_in_memory() as kept, progress(sessions * int(options.get("epochs") or 1)):
+    with frozen_heap(), samples_in_memory() as kept, streaming(traces), progress(sessions * int(options.get("epochs") or 1)):
         if resumable:
             _, logs = eval_set(task, log_dir=str(log_dir), retry_attempts=1, retry_wait=1, **common)
         else:
@@ -270,6 +272,7 @@ class EvalRun:
         """Claim the run (RUNNING before the eval, exactly once), evaluate, log, end it."""
         from physassist.tracking import claims, runs
         from physassist.tracking.mlflow_store import error_line
+        from physassist.tracking.trace_stream import stopped
 
         exp, job = self.experiment, self.job
         sweep, key = job.sweep, job.key
@@ -293,7 +296,11 @@ class EvalRun:
             return Outcome("BUSY", None, claim.run_id, holder=claim.owner, experiment=exp)
 
         log_dir = (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
-        with claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext():
+        stream = self._trace_stream(tracker, claim.run_id) if claim is not None else None
+        with (
+            claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
+            stopped(stream),  # Ctrl-C, an error: the stream stops before the run is ended
+        ):
             try:
                 log = evaluate(
                     task,
@@ -304,6 +311,7 @@ class EvalRun:
                     resumable=bool(sweep),
                     tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
                     progress=progress,
+                    traces=stream,
                 )
             except Exception as exc:  # a full disk: one line naming the directory, the run FAILED
                 if no_space(exc, str(log_dir) if log_dir.is_dir() else None):
@@ -311,9 +319,19 @@ class EvalRun:
                 raise
             outcome, turns = self._outcome(log)
             if tracker is not None and claim is not None:
-                self._log(tracker, claim.run_id, log, outcome, turns, tags)
+                self._log(tracker, claim.run_id, log, outcome, turns, tags, stream)
         outcome.tracking_error = outcome.tracking_error or self.tracking_error
         return outcome
+
+    def _trace_stream(self, tracker, run_id: str):  # -> trace_stream.TraceStream | None
+        """The sessions written as traces while the eval runs, as each ends (none with a
+        ``trace_limit``: which sessions it keeps is known from the whole log, after the eval)."""
+        from physassist.tracking.trace_stream import TraceStream
+
+        tracking = self.experiment.tracking
+        if not tracking.traces or tracking.trace_limit is not None:
+            return None
+        return TraceStream(tracker.uri, tracker.experiment_id, run_id, int(tracking.trace_raw_chars or 2000))
 
     def _outcome(self, log):
         """The run's status, metrics, faults and warning from its Inspect log; its turns."""
@@ -330,8 +348,9 @@ class EvalRun:
             outcome.degenerate = degenerate.summary(turns)
         return outcome, turns
 
-    def _log(self, tracker, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str]) -> None:
-        """Log the run (params, tags, metrics, artifacts, traces) and end it."""
+    def _log(self, tracker, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str], stream=None) -> None:
+        """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
+        traces written as the eval ran (``trace_stream``)."""
         from physassist import comparability
         from physassist.faults import FAULT_TAG
         from physassist.tracking import runs
@@ -371,7 +390,7 @@ class EvalRun:
                 files=files,
                 table=turns if tracking.log_table else None,
                 inputs=inputs,
-                traces=TraceRequest(log, tracking.trace_limit, int(tracking.trace_raw_chars or 2000))
+                traces=TraceRequest(log, tracking.trace_limit, int(tracking.trace_raw_chars or 2000), stream=stream)
                 if tracking.traces and log.status == "success"
                 else None,
                 status=outcome.run_status,

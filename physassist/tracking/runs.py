@@ -403,6 +403,7 @@ class Tracker:
                     lambda: self.client.log_table(run_id, data=frame, artifact_file="tables/turns.json")
                 )
             if traces is not None:
+                streamed = traces.stream.finish() if traces.stream is not None else None  # its worker takes the lock
                 with store_lock(self.uri):
                     traces.summary = write_traces(
                         traces.log,
@@ -411,6 +412,7 @@ class Tracker:
                         run_id=run_id,
                         limit=traces.limit,
                         raw_chars=traces.raw_chars,
+                        streamed=streamed,
                     )
                 done = traces.summary  # tags, not metrics: how the run was logged, not a result
                 written = [

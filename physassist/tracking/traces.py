@@ -17,7 +17,8 @@ One trace per evaluated session (and epoch), linked to the run (``mlflow.sourceR
   with the grader model as id, or ``CODE`` (``physassist rules judge``). A human who adds or
   overrides ``T<n>.<k>`` in the UI is read back by ``physassist.tracking.human``.
 
-Written after the eval, in batches (``write_traces``), and linked to their run, so the run
+Written in batches as the sessions end, while the eval runs (``trace_stream``; with a
+``tracking.trace_limit``, after it: ``write_traces``), and linked to their run, so the run
 page's Traces tab shows that run's sessions only; ``tracking.traces: false`` skips them and
 ``tracking.trace_limit`` caps how many sessions get one.
 """
@@ -58,6 +59,7 @@ class TraceRequest:
     limit: int | None = None
     raw_chars: int = 2000
     summary: TraceSummary | None = None
+    stream: Any = None  # trace_stream.TraceStream: the sessions it wrote as the eval ran are not written again
 
 
 @dataclass(frozen=True)
@@ -94,14 +96,15 @@ def _judge_source(score_md: dict, grader: str | None):
     return AssessmentSource(AssessmentSourceType.CODE, RULES_SOURCE_ID)
 
 
-def _grader(log) -> str | None:
-    roles = getattr(log.eval, "model_roles", None) or {}
+def _grader(spec) -> str | None:
+    roles = getattr(spec, "model_roles", None) or {}
     grader = roles.get("grader")
     return getattr(grader, "model", None) if grader is not None else None
 
 
-def _scored_samples(log) -> Iterator[tuple[Any, dict[str, Any]]]:
-    for sample in log.samples or []:
+def scored(samples) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The samples the scorer scored, with its metadata (the turns): those that get a trace."""
+    for sample in samples:
         score = (sample.scores or {}).get(SCORER_NAME)
         if score is not None and isinstance((score.metadata or {}).get("turns"), list):
             yield sample, dict(score.metadata)
@@ -299,46 +302,52 @@ def _run_trace_ids(experiment_id: str, run_id: str) -> list[str]:
     return [t.info.trace_id for t in found]
 
 
+def delete_run_traces(uri: str, experiment_id: str, run_id: str) -> None:
+    """Delete the traces an earlier attempt of run ``run_id`` left behind."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    stale = _run_trace_ids(experiment_id, run_id)
+    if stale:
+        mlflow.MlflowClient(uri).delete_traces(experiment_id, trace_ids=stale)
+
+
 #: Spans per ``log_spans`` call (one transaction each; a session has ~15-25).
 SPAN_BATCH = 2000
 LINK_BATCH = 100  # MLflow's limit per link_traces_to_run call
 
 
-def write_traces(
-    log, *, uri: str, experiment_id: str, run_id: str, limit: int | None = None, raw_chars: int = 2000
-) -> TraceSummary:
-    """Write the sessions of an Inspect log as the traces of run ``run_id`` (at most ``limit``).
+def sample_key(sample) -> tuple[str, int]:
+    """A session's trace is one per (sample id, epoch)."""
+    return str(sample.id), int(sample.epoch)
 
-    Each trace carries the run in its metadata (``mlflow.sourceRun``: what the run page's Traces
-    tab filters on) and is linked to the run (``link_traces_to_run``), so a run shows only its
-    own sessions. Written in batches: one trace record (with its verdicts) per session, the spans
-    of many sessions per transaction. Traces an earlier attempt of the same run left behind are
-    replaced, and the traces are counted back from the store: a shortfall raises.
-    """
-    import mlflow
-    from mlflow.tracing.client import TracingClient
 
-    started = time.perf_counter()
-    mlflow.set_tracking_uri(uri)
-    client = mlflow.MlflowClient(uri)
-    stale = _run_trace_ids(experiment_id, run_id)
-    if stale:
-        client.delete_traces(experiment_id, trace_ids=stale)
-    samples = list(_scored_samples(log))
-    kept = samples if limit is None else samples[: max(0, int(limit))]
-    grader = _grader(log)
-    traces = [
+def build_traces(samples, spec, *, experiment_id: str, run_id: str, raw_chars: int) -> list:
+    """The traces (MLflow ``Trace``) of the scored ``samples`` (``EvalSample``) of the eval
+    ``spec`` (``EvalSpec``: the grader model, the eval's start for logs without sample times)."""
+    grader = _grader(spec)
+    return [
         _build_trace(
             sample,
             score_md,
             _judge_source(score_md, grader),
             experiment_id=experiment_id,
             run_id=run_id,
-            start_ns=_start_ns(sample, log.eval.created),
+            start_ns=_start_ns(sample, spec.created),
             raw_chars=raw_chars,
         )
-        for sample, score_md in kept
+        for sample, score_md in samples
     ]
+
+
+def store_traces(uri: str, experiment_id: str, run_id: str, traces: list) -> None:
+    """Write ``traces`` into the store: one trace record (with its verdicts) per session, the
+    spans of many sessions per transaction, linked to run ``run_id``."""
+    import mlflow
+    from mlflow.tracing.client import TracingClient
+
+    if not traces:
+        return
     tracing = TracingClient(uri)
     for trace in traces:
         tracing.start_trace(trace.info)
@@ -350,10 +359,57 @@ def write_traces(
         for trace in traces:
             tracing._upload_trace_data(trace.info, trace.data)
     ids = [trace.info.trace_id for trace in traces]
+    client = mlflow.MlflowClient(uri)
     for begin in range(0, len(ids), LINK_BATCH):
         client.link_traces_to_run(ids[begin : begin + LINK_BATCH], run_id)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """What was written while the eval ran (``physassist.tracking.trace_stream``)."""
+
+    keys: frozenset[tuple[str, int]]  # ``sample_key`` of every session written
+    assessments: int
+    seconds: float
+
+
+def write_traces(
+    log,
+    *,
+    uri: str,
+    experiment_id: str,
+    run_id: str,
+    limit: int | None = None,
+    raw_chars: int = 2000,
+    streamed: Streamed | None = None,
+) -> TraceSummary:
+    """Write the sessions of an Inspect log as the traces of run ``run_id`` (at most ``limit``).
+
+    Each trace carries the run in its metadata (``mlflow.sourceRun``: what the run page's Traces
+    tab filters on) and is linked to the run (``link_traces_to_run``), so a run shows only its
+    own sessions. Written in batches: one trace record (with its verdicts) per session, the spans
+    of many sessions per transaction. Traces an earlier attempt of the same run left behind are
+    replaced, and the traces are counted back from the store: a shortfall raises. ``streamed``:
+    the sessions already written as the eval ran (which replaced the stale ones first); only
+    the others are written here (a resumed ``eval_set``'s earlier samples).
+    """
+    import mlflow
+
+    started = time.perf_counter()
+    mlflow.set_tracking_uri(uri)
+    if streamed is None:
+        delete_run_traces(uri, experiment_id, run_id)
+    samples = list(scored(log.samples or []))
+    kept = samples if limit is None else samples[: max(0, int(limit))]
+    done = streamed.keys if streamed is not None else frozenset()
+    todo = [(sample, md) for sample, md in kept if sample_key(sample) not in done]
+    traces = build_traces(todo, log.eval, experiment_id=experiment_id, run_id=run_id, raw_chars=raw_chars)
+    store_traces(uri, experiment_id, run_id, traces)
     stored = len(_run_trace_ids(experiment_id, run_id))
     if stored != len(kept):
         raise RuntimeError(f"traces: {len(kept)} written but {stored} in the store for run {run_id}")
     assessments = sum(len(trace.info.assessments) for trace in traces)
-    return TraceSummary(len(kept), assessments, len(samples) - len(kept), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    if streamed is not None:
+        assessments, seconds = assessments + streamed.assessments, seconds + streamed.seconds
+    return TraceSummary(len(kept), assessments, len(samples) - len(kept), seconds)
