@@ -21,7 +21,19 @@ Figures are medians over the repeats, with the ratio (all but the eval) / wall, 
 for a ``python -c pass`` measured in the same run. ``--dump DIR`` also writes the metrics and
 the turn table of the last repeat (before/after checks of behaviour).
 
-    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [override ...]
+**The floor** (after each repeat, ``--no-floor`` to skip): the same sessions through a bare
+Inspect eval in a fresh process, no Hydra, no MLflow, no metrics: the minimal task of
+``eval_harness_share.py`` (each session's four turns, the project's tool schemas, tool results
+of the run's mean size) with an in-process model that makes as many tool calls per turn as the
+measured run's oracle did, with the run's Inspect options. Its phases: start-up (interpreter,
+Inspect's import), task (build), eval, exit; its not-eval share is what Python, Inspect and
+this many sessions leave to any run that evaluates in its own process.
+
+``--latency S``: the model is the oracle behind the scripted OpenAI-compatible server of the
+tests, each response delayed ``S`` seconds (``eval_http.py``'s server, in its own process), as
+``model=openai_compatible`` reaches a real model: the eval then mostly waits, as with one.
+
+    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [--no-floor] [--latency S] [override ...]
 """
 
 from __future__ import annotations
@@ -172,6 +184,102 @@ def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | 
             "import_s": marks["imported"] - marks["entered"]}
 
 
+def floor_child(spec_file: str) -> None:
+    """The floor's measured process: import Inspect, build the minimal task, evaluate it."""
+    entered = time.time()
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import (
+        ChatMessageTool,
+        ChatMessageUser,
+        ModelAPI,
+        ModelOutput,
+        ModelUsage,
+        get_model,
+        modelapi,
+    )
+
+    imported = time.time()
+    sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
+    from eval_harness_share import baseline_task
+
+    spec = json.loads(Path(spec_file).read_text())
+
+    class Bare(ModelAPI):
+        """As many tool calls as the turn asks (``[calls=N]``), then an answer, in-process."""
+
+        async def generate(self, input, tools, tool_choice, config):  # noqa: A002 - Inspect's name
+            asked = next(m for m in reversed(input) if isinstance(m, ChatMessageUser))
+            wanted = int(str(asked.content).rsplit("[calls=", 1)[-1].split("]")[0])
+            done = 0
+            for m in reversed(input):
+                if isinstance(m, ChatMessageUser):
+                    break
+                done += isinstance(m, ChatMessageTool)
+            usage = ModelUsage(input_tokens=1000, output_tokens=20, total_tokens=1020)
+            if done < wanted:
+                out = ModelOutput.for_tool_call("floor/bare", "Observation__search", {"subject_id": 1, "code": "Creatinine"})
+            else:
+                out = ModelOutput.from_content("floor/bare", "The creatinine is stable.")
+            out.usage = usage
+            return out
+
+    modelapi(name="floor")(lambda: Bare)
+    calls = {(key, int(turn)): n for key, turn, n in spec["calls"]}
+    task = baseline_task(calls, spec["result_chars"])
+    built = time.time()
+    built_cpu = time.process_time()
+    from physassist.gc_freeze import frozen_heap
+
+    with tempfile.TemporaryDirectory() as logs, frozen_heap():
+        [log] = inspect_eval(task, model=get_model("floor/bare"), log_dir=logs, display="none",
+                             score_display=False, log_realtime=False, max_samples=spec["max_samples"])
+    evaluated, evaluated_cpu = time.time(), time.process_time()
+    assert log.status == "success", log.error
+    print("FLOOR " + json.dumps({"entered": entered, "imported": imported, "built": built, "built_cpu": built_cpu,
+                                 "evaluated": evaluated, "evaluated_cpu": evaluated_cpu}),
+          file=sys.__stdout__, flush=True)
+
+
+def floor_spec(log_dir: Path, out: Path) -> Path:
+    """The floor's task, from the newest log of the measured runs: the calls per turn the
+    oracle made (its control call aside) and the mean size of their results."""
+    from inspect_ai.log import read_eval_log
+
+    from physassist.results import TURNS_KEY
+    from physassist.vocab import PREPARE_TO_ANSWER
+
+    log = read_eval_log(str(max(log_dir.rglob("*.eval"), key=lambda p: p.stat().st_mtime)))
+    calls, sizes = [], []
+    for sample in log.samples or []:
+        for record in sample.store.get(TURNS_KEY) or []:
+            made = [c for c in record.get("calls") or [] if c.get("name") != PREPARE_TO_ANSWER]
+            calls.append((str(sample.id), int(record["turn"]), len(made)))
+            sizes += [len(str(c.get("text") or "")) for c in made]
+    out.write_text(json.dumps({"calls": calls, "result_chars": int(statistics.mean(sizes)) if sizes else 1000,
+                               "max_samples": log.eval.config.max_samples}))
+    return out
+
+
+def measure_floor(spec: Path) -> dict[str, Any]:
+    """One floor run in a fresh process: wall, CPU and its phases."""
+    started, spawned = time.perf_counter(), time.time()
+    before = os.times()
+    proc = subprocess.run([sys.executable, __file__, "--floor-child", str(spec)], capture_output=True, text=True)
+    ended = time.time()
+    wall = time.perf_counter() - started
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("FLOOR ")), None)
+    if line is None:
+        raise SystemExit(f"the floor run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    m = json.loads(line[len("FLOOR ") :])
+    phases = {"start-up": m["imported"] - spawned, "task": m["built"] - m["imported"],
+              "eval": m["evaluated"] - m["built"], "exit": ended - m["evaluated"]}
+    cpus = {"start-up + task": m["built_cpu"], "eval": m["evaluated_cpu"] - m["built_cpu"],
+            "exit": cpu - m["evaluated_cpu"]}
+    return {"wall_s": wall, "cpu_s": cpu, "phases": phases, "phase_cpu": cpus}
+
+
 def python_pass(repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -189,16 +297,38 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--reuse-log", default=None,
                         help="skip the eval: read this finished .eval instead (measures everything else)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor (a bare Inspect eval of the same sessions)")
+    parser.add_argument("--floor-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--latency", type=float, default=None,
+                        help="the oracle over HTTP, each response this many seconds late (no floor)")
     parser.add_argument("overrides", nargs="*")
     args, _ = parser.parse_known_args(sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else None)
     if args.child:
         child(args.dump, args.reuse_log)
         return
+    if args.floor_child:
+        floor_child(args.floor_child)
+        return
+    floors: list[dict[str, Any]] = []
+    if args.latency:  # the oracle over HTTP, each response late by --latency
+        import multiprocessing
+
+        sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests"), str(ROOT)]
+        from eval_http import serve
+
+        ctx = multiprocessing.get_context("spawn")
+        queue, stop = ctx.Queue(), ctx.Event()
+        server = ctx.Process(target=serve, args=(args.latency, queue, stop), daemon=True)
+        server.start()
+        os.environ["OPENAI_COMPATIBLE_API_KEY"] = "EMPTY"
+        args.overrides += ["model=openai_compatible", "model.name=oracle", f"model.base_url={queue.get(timeout=300)}"]
+        args.no_floor = True  # the floor's model is in-process
     with tempfile.TemporaryDirectory(prefix="physassist-phases-") as scratch:
         cwd = Path(scratch)
         reuse = str(Path(args.reuse_log).resolve()) if args.reuse_log else None
         first = measure(cwd, args.overrides, None, reuse)  # creates mlruns/ (migrations): not counted
         print(f"store creation run: {first['wall_s']:.1f} s wall (not counted)", flush=True)
+        spec = None if args.no_floor or reuse else floor_spec(cwd / "logs", cwd / "floor.json")
         runs = []
         for i in range(args.repeats):
             runs.append(measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None, reuse))
@@ -207,6 +337,13 @@ def main() -> None:
             print(f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "
                   f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load {os.getloadavg()[0]:.1f}",
                   flush=True)
+            if spec is not None:  # right after the run it is compared with
+                floors.append(measure_floor(spec))
+                f = floors[-1]
+                print(f"  floor {i + 1}: {f['wall_s']:.1f} s wall, {f['cpu_s']:.1f} s CPU, eval {f['phases']['eval']:.1f} s, "
+                      f"not eval {100 * (1 - f['phases']['eval'] / f['wall_s']):.0f}%", flush=True)
+    if args.latency:
+        stop.set()
     baseline = python_pass(args.repeats)
     med = {name: statistics.median(r["phases"].get(name, 0.0) for r in runs) for name in ORDER}
     med_cpu = {name: statistics.median(r["phase_cpu"].get(name, 0.0) for r in runs) for name in ORDER}
@@ -219,10 +356,22 @@ def main() -> None:
     print(f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time "
           f"(range {100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; "
           f"load {os.getloadavg()[0]:.1f}")
+    floor = None
+    if floors:
+        floor = {"wall_s": statistics.median(f["wall_s"] for f in floors),
+                 "cpu_s": statistics.median(f["cpu_s"] for f in floors),
+                 "phases": {k: statistics.median(f["phases"][k] for f in floors) for k in floors[0]["phases"]},
+                 "phase_cpu": {k: statistics.median(f["phase_cpu"][k] for f in floors) for k in floors[0]["phase_cpu"]},
+                 "not_eval": [1 - f["phases"]["eval"] / f["wall_s"] for f in floors]}
+        print("floor (bare Inspect eval of the same sessions, no Hydra, MLflow or metrics), medians: " + ", ".join(
+            f"{k} {v:.2f} s" for k, v in floor["phases"].items()) + f"; run {floor['wall_s']:.2f} s wall, "
+              f"{floor['cpu_s']:.2f} s CPU (" + ", ".join(f"{k} {v:.2f}" for k, v in floor["phase_cpu"].items()) + ")")
+        print(f"floor not eval: median {100 * statistics.median(floor['not_eval']):.1f}% of the wall time "
+              f"(range {100 * min(floor['not_eval']):.1f}-{100 * max(floor['not_eval']):.1f}%)")
     if args.out:
         Path(args.out).write_text(json.dumps({"overrides": args.overrides, "runs": runs, "median": med,
-                                              "median_cpu": med_cpu, "python_pass_s": baseline,
-                                              "load_average": os.getloadavg()}, indent=1) + "\n")
+                                              "median_cpu": med_cpu, "python_pass_s": baseline, "floor": floor,
+                                              "floor_runs": floors, "load_average": os.getloadavg()}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
