@@ -155,10 +155,9 @@ def child(dump: str | None, reuse_log: str | None) -> None:
     print("PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}), file=sys.__stdout__, flush=True)
 
 
-def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | None = None) -> dict[str, Any]:
-    """One ``physassist-eval`` in a fresh process: wall, CPU and the phases."""
-    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []),
-           *(["--reuse-log", reuse_log] if reuse_log else []), "--", *overrides]
+def _spawn(cmd: list[str], cwd: Path | None, marker: str):
+    """Run ``cmd``; (its line starting with ``marker``, as JSON; the process; wall; CPU; spawn
+    and end time)."""
     started, spawned = time.perf_counter(), time.time()
     before = os.times()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
@@ -166,10 +165,17 @@ def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | 
     wall = time.perf_counter() - started
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("PHASES ")), None)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith(marker)), None)
     if line is None:
         raise SystemExit(f"the run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    data = json.loads(line[len("PHASES ") :])
+    return json.loads(line[len(marker) :]), proc, wall, cpu, spawned, ended
+
+
+def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | None = None) -> dict[str, Any]:
+    """One ``physassist-eval`` in a fresh process: wall, CPU and the phases."""
+    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []),
+           *(["--reuse-log", reuse_log] if reuse_log else []), "--", *overrides]
+    data, proc, wall, cpu, spawned, ended = _spawn(cmd, cwd, "PHASES ")
     if data["code"] not in (0, None):
         raise SystemExit(f"physassist-eval exited {data['code']}:\n{proc.stderr[-3000:]}")
     marks = data["marks"]
@@ -262,17 +268,7 @@ def floor_spec(log_dir: Path, out: Path) -> Path:
 
 def measure_floor(spec: Path) -> dict[str, Any]:
     """One floor run in a fresh process: wall, CPU and its phases."""
-    started, spawned = time.perf_counter(), time.time()
-    before = os.times()
-    proc = subprocess.run([sys.executable, __file__, "--floor-child", str(spec)], capture_output=True, text=True)
-    ended = time.time()
-    wall = time.perf_counter() - started
-    after = os.times()
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("FLOOR ")), None)
-    if line is None:
-        raise SystemExit(f"the floor run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    m = json.loads(line[len("FLOOR ") :])
+    m, _, wall, cpu, spawned, ended = _spawn([sys.executable, __file__, "--floor-child", str(spec)], None, "FLOOR ")
     phases = {"start-up": m["imported"] - spawned, "task": m["built"] - m["imported"],
               "eval": m["evaluated"] - m["built"], "exit": ended - m["evaluated"]}
     cpus = {"start-up + task": m["built_cpu"], "eval": m["evaluated_cpu"] - m["built_cpu"],
@@ -309,6 +305,8 @@ def main() -> None:
     if args.floor_child:
         floor_child(args.floor_child)
         return
+    if args.dump:  # the runs' working directory is a scratch one
+        args.dump = str(Path(args.dump).resolve())
     floors: list[dict[str, Any]] = []
     if args.latency:  # the oracle over HTTP, each response late by --latency
         import multiprocessing
