@@ -16,17 +16,18 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from physassist.vocab import PREPARE_TO_ANSWER, TASK_ABBREVIATIONS
 
 if TYPE_CHECKING:
+    import pandas as pd
     from inspect_ai.log import EvalLog
 
 __all__ = [
     "SCORER_NAME",
     "TURNS_KEY",
     "ITEM_COLUMNS",
+    "call_raw",
+    "call_raw_json",
     "TURN_COLUMNS",
     "item_table",
     "read_log",
@@ -39,6 +40,25 @@ SCORER_NAME = "physassist_scorer"
 #: Where the session loop keeps a sample's turn records (``state.store``), for the scorer and
 #: the per-turn table.
 TURNS_KEY = "physassist:turns"
+
+
+def call_raw_json(call: Mapping[str, Any]) -> str:
+    """A turn record's call's raw FHIR result as JSON text (the trace's ``fhir`` attribute).
+
+    The loop records it as text (``raw_json``): a nested result is hundreds of small dicts
+    that Inspect converts, diffs, walks and writes again for every copy of the store in the
+    sample's events (issue 25), where a string is one value. Logs written before keep the
+    object (``raw``)."""
+    text = call.get("raw_json")
+    return text if isinstance(text, str) else json.dumps(call.get("raw"), ensure_ascii=False, default=str)
+
+
+def call_raw(call: Mapping[str, Any]) -> Any:
+    """A turn record's call's raw FHIR result as an object (``call_raw_json``'s)."""
+    text = call.get("raw_json")
+    return json.loads(text) if isinstance(text, str) else call.get("raw")
+
+
 TURN_COLUMNS = [
     "session_id",
     "epoch",
@@ -168,6 +188,8 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
     Samples that have no score from `scorer` (e.g. a sample that errored) yield no rows;
     their count is in the log itself (`EvalLog.samples[*].error`).
     """
+    import pandas as pd  # here: the scorers read records with this module's helpers, the CLI loads them
+
     log = read_log(eval_log)
     rows: list[dict[str, Any]] = []
     for sample in log.samples:
@@ -205,6 +227,8 @@ def read_log(eval_log: EvalLog | str | Path) -> EvalLog:
 def item_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.DataFrame:
     """One row per (session, epoch, turn, rubric item) with the judge's verdict (``passed``
     True/False, None when undecided): what judge agreement is computed on."""
+    import pandas as pd
+
     log = read_log(eval_log)
     turns = turn_table(log, scorer)
     where = {

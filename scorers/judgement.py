@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from physassist.faults import ERROR_STATUS
+from physassist.results import call_raw
 from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
 
 #: `error`: a system fault ended the turn or the grader's calls (`physassist.faults`); `failed`:
@@ -48,7 +49,7 @@ class TurnInput:
 
     def executed_calls(self) -> list[dict[str, Any]]:
         """Calls that ran: refused or malformed calls come back as an OperationOutcome or error."""
-        return [c for c in self.calls if not _is_outcome(c.get("raw"))]
+        return [c for c in self.calls if not _is_outcome(call_raw(c))]
 
     def write_calls(self) -> list[dict[str, Any]]:
         return [c for c in self.executed_calls() if c.get("name") in WRITE_TOOLS]

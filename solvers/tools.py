@@ -13,6 +13,7 @@ own type coercion -- so the model always gets a FHIR answer and the loop continu
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,7 +132,7 @@ class SessionToolbox:
         return args
 
     async def call(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Execute one call and return its record ``{name, arguments, raw, text, started, seconds}``
+        """Execute one call and return its record ``{name, arguments, raw_json, text, started, seconds}``
         (``started``: epoch seconds; the MLflow trace places the call's span with them)."""
         args = self._with_ids(dotted, arguments)
         started, clock = time.time(), time.perf_counter()
@@ -142,7 +143,8 @@ class SessionToolbox:
         self, dotted: str, args: dict[str, Any], raw: dict[str, Any], started: float, seconds: float = 0.0
     ) -> dict[str, Any]:
         text = seen_text(self._observations, self._renderer(raw), self._language)
-        return {"name": dotted, "arguments": args, "raw": raw, "text": text,
+        # the raw result as text: ``physassist.results.call_raw_json`` says why
+        return {"name": dotted, "arguments": args, "raw_json": json.dumps(raw, ensure_ascii=False, default=str), "text": text,
                 "started": round(started, 6), "seconds": round(seconds, 6)}
 
     async def _fallback(self, call: ToolCall) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 from inspect_ai.model import ChatMessageTool, ChatMessageUser
 from inspect_ai.tool import ToolCall
 
+from physassist.results import call_raw
 from solvers.observations import PLACEHOLDER
 from solvers.prompting import nudge_message
 
@@ -49,7 +50,7 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
     assert t0["question"] == session["tasks"][0]
     [call] = t0["calls"]
     assert call["name"] == "Observation.search"
-    assert call["raw"]["resourceType"] == "Bundle" and call["raw"]["total"] > 0
+    assert call_raw(call)["resourceType"] == "Bundle" and call_raw(call)["total"] > 0
     assert "Creatinine" in call["text"]
     assert t0["tokens_in"] == 20 and t0["tokens_out"] == 10 and t0["seconds"] > 0
     assert set(t0) == {
@@ -135,9 +136,9 @@ def test_malformed_and_unknown_calls_get_operation_outcome(run, session) -> None
     _, turns = run(script)
     t0 = turns[0]
     assert t0["answer"] == "Recovered." and t0["end"] == "answered"
-    assert [c["raw"]["resourceType"] for c in t0["calls"]] == ["OperationOutcome"] * 3
+    assert [call_raw(c)["resourceType"] for c in t0["calls"]] == ["OperationOutcome"] * 3
     assert t0["calls"][1]["name"] == "Procedure__search"  # unknown: kept as the model spelled it
-    parse = t0["calls"][0]["raw"]["issue"][0]["diagnostics"]  # a 1 MB parse error is not echoed whole
+    parse = call_raw(t0["calls"][0])["issue"][0]["diagnostics"]  # a 1 MB parse error is not echoed whole
     assert parse.startswith("Could not parse the arguments of Observation.search") and len(parse) < 2_100
     results = [m for m in script.requests[1][0] if isinstance(m, ChatMessageTool)]
     assert len(results) == 3 and all(m.error is None for m in results)
@@ -168,7 +169,7 @@ def test_observations_removed_hides_results_but_keeps_raw(run, session) -> None:
     ])
     _, turns = run(script, observations="removed")
     [call] = turns[0]["calls"]
-    assert call["text"] == PLACEHOLDER["en"] and call["raw"]["resourceType"] == "Bundle"
+    assert call["text"] == PLACEHOLDER["en"] and call_raw(call)["resourceType"] == "Bundle"
     seen = [m for m in script.requests[1][0] if isinstance(m, ChatMessageTool)]
     assert seen[0].text == PLACEHOLDER["en"]
 

@@ -35,6 +35,7 @@ from physassist.ehr.tools.records import keep, subject_rows, text
 from physassist.ehr.tools.registry import read_tool
 from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
 from physassist.ehr.tools.strict_common import Window, bundle
+from physassist.results import call_raw
 from physassist.tracking.params import flatten_config
 from scorers import physassist_scorer
 from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
@@ -178,8 +179,8 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     sample = fe.run_sample(session, script.model(), demo_store, tmp_path, menu="scenario")  # a med_safety session
     assert "Procedure__search" in script.requests[0][1]
     call = fe.turns_of(sample)[0]["calls"][0]
-    assert call["name"] == "Procedure.search" and call["raw"]["resourceType"] == "Bundle"
-    units = [e["resource"]["code"]["text"] for e in call["raw"]["entry"]]
+    assert call["name"] == "Procedure.search" and call_raw(call)["resourceType"] == "Bundle"
+    units = [e["resource"]["code"]["text"] for e in call_raw(call)["entry"]]
     assert units and all(u in call["text"] for u in units)  # rendered (full) for the model
 
     ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")

@@ -131,6 +131,7 @@ def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) 
                 assert span.start_time_ns <= tool.start_time_ns <= tool.end_time_ns <= span.end_time_ns
                 fhir = tool.get_attribute("fhir")
                 assert fhir is None or len(fhir) <= 300 + len("... [999999 more chars]")
+                assert fhir is None or call["raw_json"].startswith(fhir[:300])  # the raw result, as recorded
             # the judge's verdicts: one per rubric item and the turn score, on the turn's span
             for k, item in enumerate(verdict["items"]):
                 [a] = by_name[f"T{t}.{k + 1}"]

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from physassist.data.models import Session
-from physassist.results import SCORER_NAME, TURNS_KEY, turn_rows
+from physassist.results import SCORER_NAME, TURNS_KEY, call_raw_json, turn_rows
 from physassist.vocab import PREPARE_TO_ANSWER
 
 ITEM_NAME = re.compile(r"^T(\d+)\.(\d+)$")  # the assessment name of rubric item k of turn n
@@ -232,7 +232,7 @@ def _build_trace(
                 parent=span_id,
                 inputs=call.get("arguments"),
                 outputs=call.get("text"),
-                attributes={"fhir": _cap(json.dumps(call.get("raw"), ensure_ascii=False, default=str), raw_chars)}
+                attributes={"fhir": _cap(call_raw_json(call), raw_chars)}
                 if name != PREPARE_TO_ANSWER  # the loop records no other control call
                 else None,
             )
