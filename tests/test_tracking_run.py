@@ -121,9 +121,16 @@ def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
     assert tracker.end_sweep(parent, "sweep1") == "FINISHED"
 
 
-def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch) -> None:
+def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch, capfd) -> None:
+    """With no display Inspect runs its ``log`` one (no results panel drawn for nobody), whose
+    records, a failed task's traceback among them, stay held back like ``none``'s panel."""
+    from inspect_ai.util import display_type
+
     monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail=True))
     out = ev.run_experiment(_cfg(tmp_path), ev.JobContext())
+    assert display_type() == "log"
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out and "tiny task failure" not in captured.err
     assert out.status == "FAILED" and Path(out.log_path).is_file()
     run = search_runs(store_uri(tmp_path)).iloc[0]
     assert run["run_id"] == out.run_id and run["status"] == "FAILED"
