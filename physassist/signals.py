@@ -7,24 +7,76 @@ end. ``install`` turns them into the same path as Ctrl-C: the handler notes whic
 raises SIGINT in this process, so Inspect cancels the eval and keeps its log, the run's holder
 (``tracking.claims.holding``) ends it KILLED and the sweep closes its parent. A process whose
 SIGINT is ignored (a worker) gets the ``KeyboardInterrupt`` raised directly.
+
+Two ways the process could outlive the signal, both closed here. The ``KeyboardInterrupt`` is
+raised wherever the main thread is when Python runs the handler; inside a finalizer (``__del__``,
+a weakref callback) Python swallows it ("Exception ignored in ..."), and the command went on as
+if nothing came: the swallowed interrupt is delivered again (``_unraisable``). And the ending
+itself (a library joining its threads or workers, a store that does not answer) is bounded:
+``EXIT_BOUND_S`` after SIGTERM or SIGHUP the process kills its child processes and exits
+128 + the signal; runs it left RUNNING have a dead owner, so the next command marks them KILLED.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
+import time
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
+EXIT_BOUND_S = 60.0  # after SIGTERM/SIGHUP the process ends by then, its clean-up done or not
 
 _received: int | None = None
+_bound: threading.Timer | None = None
 
 
 def _handle(signum: int, frame: object) -> None:
-    global _received
+    global _received, _bound
     _received = signum
+    if _bound is None:
+        _bound = threading.Timer(EXIT_BOUND_S, _end_now, (signum,))
+        _bound.daemon = True
+        _bound.start()
     if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
         raise KeyboardInterrupt
     signal.raise_signal(signal.SIGINT)
+
+
+def _end_now(signum: int) -> None:
+    """The clean-up did not finish within ``EXIT_BOUND_S``: no child outlives this process."""
+    import psutil
+
+    name = signal.Signals(signum).name
+    print(f"physassist-eval: still ending {EXIT_BOUND_S:.0f} s after {name}; stopped (runs left RUNNING are marked KILLED by the next command)", file=sys.stderr, flush=True)
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        children = []
+    for child in children:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    os._exit(128 + signum)
+
+
+def _again(signum: int) -> None:
+    time.sleep(0.05)
+    signal.pthread_kill(threading.main_thread().ident, signum)
+
+
+def _unraisable(hook):
+    """``sys.unraisablehook`` that delivers again an interrupt a finalizer swallowed."""
+
+    def unraisable(info) -> None:
+        hook(info)
+        if isinstance(info.exc_value, KeyboardInterrupt):  # sent again once out of the finalizer
+            threading.Thread(target=_again, args=(_received or signal.SIGINT,), daemon=True).start()
+
+    unraisable.physassist = True
+    return unraisable
 
 
 def install() -> None:
@@ -34,6 +86,8 @@ def install() -> None:
     for signum in HANDLED:
         if signal.getsignal(signum) is not _handle:
             signal.signal(signum, _handle)
+    if not getattr(sys.unraisablehook, "physassist", False):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
 
 
 def received() -> int:

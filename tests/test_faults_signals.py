@@ -163,6 +163,61 @@ def test_each_signal_ends_a_joblib_sweep_and_both_job_runs_and_a_rerun_finishes_
         _rerun_finishes_each_job_once(tmp_path, server, sweep)
 
 
+_SWALLOWED = """
+import os, signal, time
+from physassist import signals
+signals.install()
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs inside the finalizer
+try:
+    Finalized()
+    time.sleep(60)
+except KeyboardInterrupt:
+    raise SystemExit(signals.exit_code())
+"""
+
+
+def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
+    """Python swallows an exception raised in a finalizer ("Exception ignored in ..."), so the
+    KeyboardInterrupt a SIGTERM became there was lost and the command went on (exit 0 after the
+    sleep): it must be delivered again."""
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert time.monotonic() - started < 30
+
+
+_STUCK = """
+import subprocess, sys, time
+from physassist import signals
+signals.EXIT_BOUND_S = 1.0
+signals.install()
+try:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    print(child.pid, flush=True)
+    time.sleep(120)
+except KeyboardInterrupt:
+    time.sleep(120)  # an ending that never ends (a library joining a thread that waits forever)
+"""
+
+
+def test_a_command_whose_ending_hangs_after_sigterm_stops_within_the_bound_with_its_children() -> None:
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", _STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        child = psutil.Process(int(proc.stdout.readline()))
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)  # every holder of the pipe is gone, the child too
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "still ending 1 s after SIGTERM" in err
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+
+
 def _dead_owner() -> str:
     from physassist.tracking.owner import Owner
 
