@@ -188,6 +188,39 @@ def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
     assert time.monotonic() - started < 30
 
 
+_CAUGHT = """
+import time
+from physassist import signals
+signals.AGAIN_S = 0.5
+signals.install()
+def library():  # catches everything, as some do, and goes on
+    try:
+        print("ready", flush=True)
+        time.sleep(120)
+    except BaseException:
+        pass
+try:
+    library()
+    time.sleep(120)
+except KeyboardInterrupt:
+    signals.taken()
+    raise SystemExit(signals.exit_code())
+"""
+
+
+def test_a_sigterm_a_library_caught_is_delivered_again_until_the_command_takes_it() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _CAUGHT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "still ending" not in err  # taken, not ended by the bound
+
+
 _STUCK = """
 import subprocess, sys, time
 from physassist import signals

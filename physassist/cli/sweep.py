@@ -244,6 +244,7 @@ def run(entry: Callable[[], Any]) -> None:
     try:
         entry()
     except KeyboardInterrupt:
+        signals.taken()
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
             end_jobs(opened, signals.reason())
