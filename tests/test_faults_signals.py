@@ -75,6 +75,23 @@ def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
     ]
 
 
+def _tree(pid: int) -> list[str]:
+    """The command lines of a process and its descendants (for a failure message)."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+    lines = []
+    for proc in procs:
+        try:
+            lines.append(f"{proc.pid} {proc.status()} {' '.join(proc.cmdline())[:150]}")
+        except psutil.Error:
+            lines.append(f"{proc.pid} (gone or a zombie)")
+    return lines
+
+
 def _interrupt(
     tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1
 ) -> tuple[int, str, list]:
@@ -98,6 +115,9 @@ def _interrupt(
             _wait_for(lambda: _jobs_running(db) >= jobs and len(server.served()) > asked, proc)
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired as exc:  # say which signal, and who is still there
+            raise AssertionError(f"{signal.Signals(signum).name}: not ended in 90 s; alive: {_tree(proc.pid)}; "
+                                 f"stderr: {(exc.stderr or b'')[-2000:]!r}") from exc
         finally:
             if proc.poll() is None:
                 proc.kill()
