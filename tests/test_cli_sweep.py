@@ -1,7 +1,7 @@
 """A real 2x2 multirun with the joblib launcher (parallel processes, one SQLite store):
-1 parent + 4 child runs; re-running the sweep (with the basic launcher: the launcher is not part
-of the sweep's identity, and no worker processes start just to skip) logs nothing twice; the
-report agrees. docs/experiments.md re-runs a finished sweep with joblib (its page test)."""
+1 parent + 4 child runs; re-running the sweep (another output dir) logs nothing twice and
+launches no worker process just to skip: every job is answered from MLflow before the
+launcher starts; the report agrees."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from physassist.cli import report as report_cli
 SAMPLE = REPO / "data" / "sample" / "sessions"
 
 
-def _sweep(tmp_path: Path, sweep_dir: str, launcher: tuple[str, ...] = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")):
+def _sweep(tmp_path: Path, sweep_dir: str):
     return cli(
         [
             "physassist-eval",
             "-m",
-            *launcher,
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
             "model=oracle,baseline",
             "query=implicit,explicit",
             "inspect.limit=1",
@@ -69,10 +70,11 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     for log in children["tags.physassist.inspect_log"]:
         assert Path(log).is_file()
 
-    # the same sweep again (another output dir, another launcher): every job is found finished and skipped
-    second = _sweep(tmp_path, "b", launcher=())
+    # the same sweep again (another output dir): every job is found finished and skipped, none launched
+    second = _sweep(tmp_path, "b")
     assert second.returncode == 0, second.stderr[-3000:]
-    assert second.stdout.count("skipped") == 4
+    assert second.stdout.count("skipped") == 4 and second.stdout.count("done before") == 4
+    assert "is launching" not in second.stdout + second.stderr and not (tmp_path / "multirun" / "b" / "0").exists()
     again = search_runs(store_uri(tmp_path))
     assert sorted(again["run_id"]) == sorted(runs["run_id"])
 

@@ -75,6 +75,23 @@ def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
     ]
 
 
+def _tree(pid: int) -> list[str]:
+    """The command lines of a process and its descendants (for a failure message)."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+    lines = []
+    for proc in procs:
+        try:
+            lines.append(f"{proc.pid} {proc.status()} {' '.join(proc.cmdline())[:150]}")
+        except psutil.Error:
+            lines.append(f"{proc.pid} (gone or a zombie)")
+    return lines
+
+
 def _interrupt(
     tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1
 ) -> tuple[int, str, list]:
@@ -98,6 +115,9 @@ def _interrupt(
             _wait_for(lambda: _jobs_running(db) >= jobs and len(server.served()) > asked, proc)
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired as exc:  # say which signal, and who is still there
+            raise AssertionError(f"{signal.Signals(signum).name}: not ended in 90 s; alive: {_tree(proc.pid)}; "
+                                 f"stderr: {(exc.stderr or b'')[-2000:]!r}") from exc
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -161,6 +181,97 @@ def test_each_signal_ends_a_joblib_sweep_and_both_job_runs_and_a_rerun_finishes_
             _ended_by(signum, code, err, runs)
             assert len([r for r in runs if r.data.tags.get("physassist.kind") == "job"]) == 2
         _rerun_finishes_each_job_once(tmp_path, server, sweep)
+
+
+_SWALLOWED = """
+import os, signal, time
+from physassist import signals
+signals.install()
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs inside the finalizer
+try:
+    Finalized()
+    time.sleep(60)
+except KeyboardInterrupt:
+    raise SystemExit(signals.exit_code())
+"""
+
+
+def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
+    """Python swallows an exception raised in a finalizer ("Exception ignored in ..."), so the
+    KeyboardInterrupt a SIGTERM became there was lost and the command went on (exit 0 after the
+    sleep): it must be delivered again."""
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
+    assert time.monotonic() - started < 30
+
+
+_CAUGHT = """
+import time
+from physassist import signals
+signals.AGAIN_S = 0.5
+signals.install()
+def library():  # catches everything, as some do, and goes on
+    try:
+        print("ready", flush=True)
+        time.sleep(120)
+    except BaseException:
+        pass
+try:
+    library()
+    time.sleep(120)
+except KeyboardInterrupt:
+    signals.taken()
+    raise SystemExit(signals.exit_code())
+"""
+
+
+def test_a_sigterm_a_library_caught_is_delivered_again_until_the_command_takes_it() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _CAUGHT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "still ending" not in err  # taken, not ended by the bound
+
+
+_STUCK = """
+import subprocess, sys, time
+from physassist import signals
+signals.EXIT_BOUND_S = 1.0
+signals.install()
+try:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    print(child.pid, flush=True)
+    time.sleep(120)
+except KeyboardInterrupt:
+    time.sleep(120)  # an ending that never ends (a library joining a thread that waits forever)
+"""
+
+
+def test_a_command_whose_ending_hangs_after_sigterm_stops_within_the_bound_with_its_children() -> None:
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", _STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        child = psutil.Process(int(proc.stdout.readline()))
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)  # every holder of the pipe is gone, the child too
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "still ending 1 s after SIGTERM" in err
+    try:
+        child.wait(timeout=30)  # SIGKILLed: gone as soon as the kernel (and init) are done with it
+    except psutil.TimeoutExpired:
+        pytest.fail(f"the command's child {child.pid} outlived it")
 
 
 def _dead_owner() -> str:

@@ -173,10 +173,14 @@ def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tm
     cmd = _args(tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", "inspect.epochs=2000")
     proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    _wait_running(tmp_path, 1, proc)
-    time.sleep(2)  # inside the evaluation
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        _wait_running(tmp_path, 1, proc)
+        time.sleep(2)  # inside the evaluation
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:  # a lost interrupt left the 2,000 epochs running for 24 min after the test failed
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err[-3000:]
     assert "IndexError" not in err and "Traceback" not in err, err[-3000:]
     assert "successfully" not in out + err and "Task interrupted" not in out + err, out + err

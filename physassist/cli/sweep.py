@@ -8,7 +8,9 @@ worker, submitit or Ray job) reads it. After the sweep the parent is marked FINI
 it stays RUNNING while another process still evaluates one of its jobs (an identical sweep
 started at the same time), and is marked KILLED on Ctrl-C, SIGTERM or SIGHUP (with the runs of
 jobs whose worker processes were killed) and FAILED when a job failed. Before the first job,
-every job's model endpoints get a pre-flight (``preflight``).
+every job's model endpoints get a pre-flight (``preflight``). A sweep whose every job FINISHED
+before is answered here, from MLflow, before the launcher starts any worker (a joblib re-run
+otherwise started a process per job only for it to find its job done).
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from physassist.cli import sweep_summary
 from physassist.cli.config import ConfigError, check_config, model_specs, resolve, tracking_settings
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.preflight import EndpointError, check_endpoints
-from physassist.cli.printing import fail, fault
+from physassist.cli.printing import fail, fault, report
 from physassist.experiment import TrackingSettings
 from physassist.faults import EXIT_FAULTS
-from physassist.staging import identity_overrides, open_tracker, shared_params
+from physassist.staging import Outcome, identity_overrides, open_tracker, shared_params
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
@@ -66,23 +68,34 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     return [list(job) for batch in batches for job in batch]
 
 
-def check_jobs(jobs: list[list[str]]) -> list[tuple[str, Any]]:
+def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[float]]]:
     """Compose and check every job before any runs; the first bad one stops the sweep.
-    Returns every job's (role, model spec), for the endpoints' pre-flight."""
+    Returns every job's (role, model spec), for the endpoints' pre-flight, and each job's
+    Pass@Turn thresholds (its line in the sweep's table)."""
     from hydra import compose
 
     specs: list[tuple[str, Any]] = []
+    taus: list[list[float]] = []
     for number, overrides in enumerate(jobs):
         try:
             config = resolve(compose(config_name="eval", overrides=overrides, return_hydra_config=True))
-            check_config(config)
+            taus.append([float(t) for t in check_config(config)["taus"]])
             assistant, roles = model_specs(config)
             specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
             raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {one_line(exc)}") from exc
-    return specs
+    return specs, taus
+
+
+def finished_before(tracker, sweep_id: str, jobs: list[list[str]]) -> list | None:
+    """Every job's FINISHED child run, in job order, when all of them finished before; else None."""
+    from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, job_key
+
+    done = {r.data.tags.get(JOB_TAG): r for r in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="FINISHED")}
+    keys = [job_key(identity_overrides(overrides)) for overrides in jobs]
+    return [done[k] for k in keys] if keys and all(k in done for k in keys) else None
 
 
 def record_tracking_error(sweep_dir: Path, message: str) -> None:
@@ -117,7 +130,8 @@ class SweepCallback(Callback):
             base = resolve(config)
             check_config(base)
             jobs = job_overrides(config)
-            check_endpoints(check_jobs(jobs))  # a dead endpoint stops the sweep before any run
+            specs, taus = check_jobs(jobs)
+            check_endpoints(specs)  # a dead endpoint stops the sweep before any run
         except ConfigError as exc:
             fail(str(exc))
         except EndpointError as exc:
@@ -129,7 +143,7 @@ class SweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
-        parent = None
+        parent = done = None
         tracking = tracking_settings(base.get("tracking"))
         if tracking.enabled:
             try:
@@ -145,6 +159,7 @@ class SweepCallback(Callback):
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:
                     print(f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process marked KILLED; their jobs resume")
+                done = finished_before(tracker, sweep_id, jobs)
             except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
                 message = f"tracking failed: {error_line(exc)}"
                 print(f"{message}; jobs still run and keep their Inspect logs", file=sys.stderr)
@@ -153,6 +168,13 @@ class SweepCallback(Callback):
         runs.SweepInfo(sweep_id, parent, tuple(arguments), os.getpid()).write(sweep_dir)
         _open = _Open(tracking, sweep_dir, sweep_id, parent)
         print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
+        if done is not None:  # nothing to launch: each job's line as its worker would print it, then the end
+            for number, (overrides, run) in enumerate(zip(jobs, done, strict=True)):
+                skipped = Outcome("SKIPPED", run.data.tags.get("physassist.inspect_log"), run.info.run_id, dict(run.data.metrics))
+                report(skipped, job=" ".join(identity_overrides(overrides)))
+                sweep_summary.record_outcome(sweep_dir, number, identity_overrides(overrides), skipped, taus[number])
+            self.on_multirun_end(config)
+            raise SystemExit(0)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _open
@@ -244,6 +266,7 @@ def run(entry: Callable[[], Any]) -> None:
     try:
         entry()
     except KeyboardInterrupt:
+        signals.taken()
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
             end_jobs(opened, signals.reason())
