@@ -75,8 +75,8 @@ def wrap(module, path, phase, per_package=False):
             if depth[phase] == 0:
                 phases[phase] += elapsed
                 cpu[phase] += time.process_time() - cpu_started
-            if per_package:
-                packages[str(args[0])] += elapsed
+                if per_package:
+                    packages[str(args[0])] += elapsed
 
     setattr(owner, name, timed)
 
@@ -89,7 +89,8 @@ wrap("pip._internal.operations.prepare", "RequirementPreparer.prepare_linked_req
 wrap("pip._internal.network.download", "Downloader.__call__", "download")
 wrap("pip._internal.commands.install", "build", "build")
 wrap("pip._internal.commands.install", "install_given_reqs", "install")
-wrap("pip._internal.req.req_install", "install_wheel", "install one", per_package=True)
+wrap("pip._internal.req.req_install", "install_wheel", "install one", per_package=True)  # pip 23
+wrap("pip._internal.operations.install.wheel", "install_wheel", "install one", per_package=True)  # imported when called
 wrap("compileall", "compile_file", "compile")
 
 from pip._internal.cli.main import main
