@@ -146,7 +146,7 @@ VARIANTS = {v.name: v for v in [
     Variant("upgraded", "pip upgraded first (as .ci/run does), then the same", upgrade_pip=True),
     Variant("no-compile", "pip upgraded, --no-compile (the first run compiles what it imports)",
             install=("--no-compile", "-e", ".[dev]"), upgrade_pip=True),
-    Variant("no-dev", 'pip upgraded, pip install -e . (the test command then adds ".[dev]")',
+    Variant("no-dev", 'pip upgraded, pip install -e . (the test command then adds ".[dev]"): the README now',
             install=("-e", "."), upgrade_pip=True, test_install=("-e", ".[dev]")),
     Variant("skinny", "pip upgraded, mlflow-skinny + sqlalchemy + alembic instead of mlflow (no UI)",
             upgrade_pip=True, expect_ui=False,
@@ -225,7 +225,9 @@ def run_once(variant: Variant, cache: Path, state: str, ref: str, nice: int, mac
             assert old in text, f"{variant.name}: {old!r} not in pyproject.toml"
             pyproject.write_text(text.replace(old, new))
         venv = clone / ".venv"
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        # As on a user's machine: this one sets PYTHONDONTWRITEBYTECODE, with which a module that
+        # pip did not compile is compiled again by every process that imports it.
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
         env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not p.startswith(sys.prefix))
         env.update(PIP_CACHE_DIR=str(cache / "pip"), UV_CACHE_DIR=str(cache / "uv"))
         if not machine_config:
