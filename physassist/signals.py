@@ -14,7 +14,8 @@ wherever the main thread is when Python runs the handler: inside a finalizer (``
 weakref callback) Python swallows it ("Exception ignored in ..."), so it is delivered again at
 once (``_unraisable``); a library that catches it, or the cancellation it becomes in Inspect's
 event loop, is not seen here, so after SIGTERM or SIGHUP the signal is delivered again every
-``AGAIN_S`` until the command takes it (``taken``: the sweep's handler has it). And the ending
+``AGAIN_S`` until the command takes it (``taken``: the eval came back cancelled, or the run's
+holder or the sweep's handler has the interrupt). And the ending
 itself (a library joining its threads or workers, a store that does not answer) is bounded:
 ``EXIT_BOUND_S`` after the signal the process kills its child processes and exits 128 + the
 signal; runs it left RUNNING have a dead owner, so the next command marks them KILLED.

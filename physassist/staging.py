@@ -227,6 +227,9 @@ def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, 
         else:
             logs = inspect_eval(task, log_dir=str(log_dir), **common)
     if not logs or logs[0].status == "cancelled":  # Ctrl-C: Inspect kept what it had in log_dir
+        from physassist import signals
+
+        signals.taken()
         raise KeyboardInterrupt
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
@@ -238,8 +241,8 @@ def quiet_display(options: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     ~1 s of CPU on the default run, ~3.5 ms a model call. Its ``log`` display says the same
     through the root logger instead, so ``none`` runs as ``log`` with those records held back
     for the eval (progress and result lines; a failed task's traceback, which the command
-    reports as a fault and the Inspect log keeps) and its console silenced (``eval_set``'s
-    status line), as ``none`` holds back its panel and silences it."""
+    reports as a fault and the Inspect log keeps) and Inspect's console silenced for good
+    (``eval_set``'s status line; Inspect's log handler writes there), as ``none`` leaves it."""
     if options.get("display") != "none":
         yield options
         return
@@ -251,14 +254,13 @@ def quiet_display(options: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     def held(record: logging.LogRecord) -> bool:  # Inspect's display logs on the root logger
         return not (record.name == "root" and record.pathname.startswith(inspect_dir))
 
-    root, console = logging.getLogger(), rich.get_console()
-    quiet, console.quiet = console.quiet, True
+    rich.get_console().quiet = True
+    root = logging.getLogger()
     root.addFilter(held)
     try:
         yield {**options, "display": "log"}
     finally:
         root.removeFilter(held)
-        console.quiet = quiet
 
 
 @dataclass

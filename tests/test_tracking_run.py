@@ -4,6 +4,7 @@ traces while the eval runs (each as it ends, none twice; a failed write fails th
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -129,8 +130,10 @@ def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch, c
     monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail=True))
     out = ev.run_experiment(_cfg(tmp_path), ev.JobContext())
     assert display_type() == "log"
+    logging.getLogger("physassist.later").warning("logged after the eval")  # Inspect's handler is silenced
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err + captured.out and "tiny task failure" not in captured.err
+    assert "logged after the eval" not in captured.out
     assert out.status == "FAILED" and Path(out.log_path).is_file()
     run = search_runs(store_uri(tmp_path)).iloc[0]
     assert run["run_id"] == out.run_id and run["status"] == "FAILED"

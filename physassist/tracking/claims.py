@@ -230,6 +230,7 @@ def holding(tracker: Tracker, run_id: str, *, sweep_pid: int | None = None) -> I
     except (KeyboardInterrupt, SystemExit):
         from physassist import signals
 
+        signals.taken()  # not delivered again while the run is being ended KILLED
         with contextlib.suppress(Exception):
             tracker.set_tags(run_id, {END_TAG: signals.reason()})
             tracker.terminate(run_id, "KILLED")
