@@ -2,11 +2,13 @@
 
 Both run in one process against the scripted OpenAI-compatible server of the tests
 (``tests/fixtures_http.py``, in its own process, no latency), through Inspect's
-``openai-api/compatible`` provider and the ``openai`` client, with ``display="none"``:
+``openai-api/compatible`` provider and the ``openai`` client, with no display as
+``physassist-eval`` runs it (``staging.quiet_display``):
 
 * **physassistbench**: the committed sample (36 sessions x 4 turns), the oracle policy (each
   turn's gold calls, then the gold answer), strict tools, rules judge; ``physassist-eval``'s
-  options (``log_realtime=False``, ``score_display=False``, inside ``frozen_heap``), no MLflow;
+  options (``log_realtime=False``, ``score_display=False``, inside ``frozen_heap``, Inspect's
+  ``log`` display held back), no MLflow;
 * **baseline**: a minimal task with the same sessions and turns: the turn's question, the
   project's own 18 tool schemas (``physassist.ehr.tools.tool_schemas``, the request size), a
   tool that answers with a text of the mean size the physassistbench run's tool results had,
@@ -123,14 +125,15 @@ def run(task, model_name: str, base_url: str, queue: Any, counts: Any) -> dict[s
     from inspect_ai.model import get_model
 
     from physassist.gc_freeze import frozen_heap
+    from physassist.staging import quiet_display
 
     counts.put(1)
     before = queue.get(timeout=60)
     model = get_model(f"openai-api/compatible/{model_name}", base_url=base_url, api_key="EMPTY", memoize=False)
     with tempfile.TemporaryDirectory() as logs:
         cpu = time.process_time()
-        with frozen_heap():
-            [log] = eval(task, model=model, log_dir=logs, display="none", max_connections=8,
+        with frozen_heap(), quiet_display({"display": "none"}) as shown:
+            [log] = eval(task, model=model, log_dir=logs, display=shown["display"], max_connections=8,
                          fail_on_error=True, score_display=False, log_realtime=False)
         cpu = time.process_time() - cpu
         assert log.status == "success", log.error
