@@ -104,6 +104,11 @@ class TrackingSettings:
     trace_raw_chars: int | None = None
     retries: int | None = None
 
+    @property
+    def raw_chars(self) -> int:
+        """Raw FHIR JSON kept per tool call in a trace (``trace_raw_chars``; 2000 when unset)."""
+        return int(self.trace_raw_chars or 2000)
+
 
 @dataclass(frozen=True)
 class JudgeSettings:

@@ -72,6 +72,14 @@ class Outcome:
     degenerate: str | None = None  # physassist.degenerate.summary: no turn answered or scored
     experiment: Experiment | None = None  # what ran (its thresholds and tracking, for the report)
 
+    @classmethod
+    def skipped(cls, run, experiment: Experiment | None = None) -> Outcome:
+        """A job whose MLflow ``run`` FINISHED before: its log and metrics, nothing re-run."""
+        from physassist.tracking.tags import INSPECT_LOG_TAG
+
+        return cls("SKIPPED", run.data.tags.get(INSPECT_LOG_TAG), run.info.run_id, dict(run.data.metrics),
+                   experiment=experiment)
+
     @property
     def run_status(self) -> str:
         """The MLflow status: a run in which system faults left turns unscored is no result."""
@@ -303,8 +311,7 @@ class EvalRun:
                 self.tracking_error = f"cannot read MLflow store {self.tracker.uri}: {error_line(exc)}"
                 self.tracker = None
         if previous is not None and previous.info.status == "FINISHED":
-            return Outcome("SKIPPED", previous.data.tags.get("physassist.inspect_log"), previous.info.run_id,
-                           dict(previous.data.metrics), experiment=self.experiment)
+            return Outcome.skipped(previous, self.experiment)
         return None
 
     def run(self, task, assistant, roles, progress: Progress = lambda total: nullcontext()) -> Outcome:
@@ -370,7 +377,7 @@ class EvalRun:
         tracking = self.experiment.tracking
         if not tracking.traces or tracking.trace_limit is not None:
             return None
-        return TraceStream(tracker.uri, tracker.experiment_id, run_id, int(tracking.trace_raw_chars or 2000))
+        return TraceStream(tracker.uri, tracker.experiment_id, run_id, tracking.raw_chars)
 
     def _outcome(self, log):
         """The run's status, metrics, faults and warning from its Inspect log; its turns."""
@@ -429,7 +436,7 @@ class EvalRun:
                 files=files,
                 table=turns if tracking.log_table else None,
                 inputs=inputs,
-                traces=TraceRequest(log, tracking.trace_limit, int(tracking.trace_raw_chars or 2000), stream=stream)
+                traces=TraceRequest(log, tracking.trace_limit, tracking.raw_chars, stream=stream)
                 if tracking.traces and log.status == "success"
                 else None,
                 status=outcome.run_status,

@@ -23,6 +23,7 @@ from typing import Any
 
 from physassist.experiment import ConfigError, JudgeSettings, Rescore, Role, build_role
 from physassist.faults import FAULT_TAG, fault_summary
+from physassist.tracking.tags import INSPECT_LOG_TAG
 from scorers import judges
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -30,7 +31,7 @@ RESCORE_OF_TAG = "physassist.rescore_of"
 RESCORE_KEY_TAG = "physassist.rescore_key"
 JOBS_DIR = "rescore_jobs"
 #: Source tags that describe the source run itself, not what it measured: never copied.
-_OWN_TAGS = ("mlflow.", "physassist.sweep_id", "physassist.job_key", "physassist.kind", "physassist.inspect_log", "physassist.overrides", "physassist.rescore")
+_OWN_TAGS = ("mlflow.", "physassist.sweep_id", "physassist.job_key", "physassist.kind", INSPECT_LOG_TAG, "physassist.overrides", "physassist.rescore")
 
 
 class RescoreError(ConfigError):
@@ -54,7 +55,7 @@ class Source:
 
 def _log_of(run, tracker) -> Path:
     """The Inspect log of a run: the path in its tag, else its logged ``inspect/`` artifact."""
-    tagged = run.data.tags.get("physassist.inspect_log")
+    tagged = run.data.tags.get(INSPECT_LOG_TAG)
     if tagged and Path(tagged).is_file():
         return Path(tagged)
     run_id = run.info.run_id
@@ -80,7 +81,7 @@ def find_sources(source: str, tracker) -> list[Source]:
     if path.is_file():
         if tracker is None:
             return [Source(path)]
-        found = tracker.find_runs({"physassist.inspect_log": str(path.resolve())}, status="FINISHED")
+        found = tracker.find_runs({INSPECT_LOG_TAG: str(path.resolve())}, status="FINISHED")
         found = [r for r in found if RESCORE_OF_TAG not in r.data.tags]
         return [_from_run(found[0], tracker) if found else Source(path)]
     if tracker is None:
@@ -182,7 +183,7 @@ def _tags(source: Source, judge: JudgeSettings, key: str, log_path: str) -> dict
 
     tags = {k: v for k, v in source.tags.items() if not k.startswith(_OWN_TAGS)}
     tags.update({**git_tags(), **package_versions()})
-    tags.update({RESCORE_KEY_TAG: key, "physassist.inspect_log": log_path, "choice.judge": judge_label(judge)})
+    tags.update({RESCORE_KEY_TAG: key, INSPECT_LOG_TAG: log_path, "choice.judge": judge_label(judge)})
     if source.run_id:
         tags[RESCORE_OF_TAG] = source.run_id
     if source.tags.get("physassist.sweep_id"):
@@ -226,7 +227,7 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
         done = tracker.find_runs({RESCORE_KEY_TAG: key}, status="FINISHED")
         if done:
             run = done[0]
-            return Rescored(source, label, run.data.tags.get("physassist.inspect_log", ""), run.info.run_id, summary_names(run.data.metrics), skipped=True)
+            return Rescored(source, label, run.data.tags.get(INSPECT_LOG_TAG, ""), run.info.run_id, summary_names(run.data.metrics), skipped=True)
     before_items, before_turns = item_table(log), turn_table(log)
     if verdicts is not None:
         from inspect_ai.log import recompute_metrics

@@ -170,7 +170,7 @@ class SweepCallback(Callback):
         print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
         if done is not None:  # nothing to launch: each job's line as its worker would print it, then the end
             for number, (overrides, run) in enumerate(zip(jobs, done, strict=True)):
-                skipped = Outcome("SKIPPED", run.data.tags.get("physassist.inspect_log"), run.info.run_id, dict(run.data.metrics))
+                skipped = Outcome.skipped(run)
                 report(skipped, job=" ".join(identity_overrides(overrides)))
                 sweep_summary.record_outcome(sweep_dir, number, identity_overrides(overrides), skipped, taus[number])
             self.on_multirun_end(config)

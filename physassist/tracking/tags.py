@@ -61,6 +61,9 @@ def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str]:
     return tags
 
 
+INSPECT_LOG_TAG = "physassist.inspect_log"  # the run's Inspect log (a skipped job reports it)
+
+
 def provenance_tags(
     *,
     dataset: tuple[str, str] | None = None,
@@ -75,5 +78,5 @@ def provenance_tags(
         if known is not None:
             tags[f"physassist.{kind}_fingerprint"], tags[f"physassist.{kind}_path"] = known
     if inspect_log:
-        tags["physassist.inspect_log"] = inspect_log
+        tags[INSPECT_LOG_TAG] = inspect_log
     return tags
