@@ -19,7 +19,7 @@ from typing import Any
 
 from physassist.experiment import ConfigError, Generation
 from physassist.providers import provider_error
-from physassist.staging import local_path, open_tracker
+from physassist.staging import local_path
 
 
 class GenerationFailed(RuntimeError):
@@ -183,7 +183,7 @@ def _track(run: Generation, manifest: dict[str, Any], out: Path) -> str | None:
     from physassist.tracking.tags import provenance_tags
 
     try:
-        tracker = open_tracker(tracking, experiment="physassist-generate")
+        tracker = runs.open_tracker(tracking, experiment="physassist-generate")
         known = (manifest["fingerprint"], str(out)) if manifest.get("fingerprint") else None
         tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
         tags[runs.KIND_TAG] = "generate"

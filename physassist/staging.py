@@ -1,7 +1,7 @@
 """Run staging: open the tracker, claim the run, evaluate, stage what it logs, log, end.
 
 ``physassist-eval`` (``EvalRun``), ``physassist-rescore`` and ``physassist-generate`` stage
-their runs here (``open_tracker``, ``end_abandoned``, ``stage_artifacts``, ``results``); the
+their runs here (``end_abandoned``, ``stage_artifacts``, ``results``); the
 commands parse their arguments and print. An evaluation runs in this order, so that bad input
 never leaves a half-made run behind: the command checks the config into an ``Experiment`` and
 builds the task (which validates the session files) before anything is evaluated or logged.
@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from physassist.experiment import Experiment, TrackingSettings
+from physassist.experiment import Experiment
 from physassist.faults import DiskFull, fault_summary, no_space
 from physassist.tracking.params import is_execution_param, mlflow_names
 
@@ -74,11 +74,8 @@ class Outcome:
 
     @classmethod
     def skipped(cls, run, experiment: Experiment | None = None) -> Outcome:
-        """A job whose MLflow ``run`` FINISHED before: its log and metrics, nothing re-run."""
-        from physassist.tracking.tags import INSPECT_LOG_TAG
-
-        return cls("SKIPPED", run.data.tags.get(INSPECT_LOG_TAG), run.info.run_id, dict(run.data.metrics),
-                   experiment=experiment)
+        """A job whose run FINISHED before (``runs.JobRun``): its log and metrics, nothing re-run."""
+        return cls("SKIPPED", run.log_path, run.run_id, dict(run.metrics), experiment=experiment)
 
     @property
     def run_status(self) -> str:
@@ -157,18 +154,6 @@ def inspect_stats(log) -> dict[str, float]:
     out["tokens_input"] = float(sum(u.input_tokens or 0 for u in usage.values()))
     out["tokens_output"] = float(sum(u.output_tokens or 0 for u in usage.values()))
     return out
-
-
-def open_tracker(tracking: TrackingSettings, retries: int | None = None, experiment: str = "physassist"):  # -> runs.Tracker
-    """The MLflow tracker the ``tracking`` settings name (raises TrackingError)."""
-    from physassist.tracking import runs
-
-    return runs.Tracker(
-        tracking.uri,
-        tracking.experiment or experiment,
-        artifact_root=tracking.artifact_root,
-        retries=int(tracking.retries or 0) if retries is None else retries,
-    )
 
 
 def end_abandoned(tracker) -> None:
@@ -272,80 +257,176 @@ def quiet_display(options: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 
 @dataclass
+class RunLog:
+    """What the tracking agent needs to log a run after its eval (``log_run``): plain data."""
+
+    experiment: Experiment
+    run_id: str
+    sweep: Any  # runs.SweepInfo | None
+    overrides: list[str]
+    tags: dict[str, str]
+    log: Any  # views.LogView
+    outcome: Outcome
+    turns: Any  # the turn table (a DataFrame) or None
+    usage: Any  # usage.session_usage: the run's cost per session (a DataFrame) or None
+
+    def write(self, tracker, stream=None) -> tuple[str | None, str | None]:
+        """``log_run``: what the agent calls with the request it received."""
+        return log_run(tracker, self, stream)
+
+
+def log_run(tracker, request: RunLog, stream=None) -> tuple[str | None, str | None]:
+    """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
+    traces written as the eval ran (``trace_stream``). Returns (its id, the tracking error).
+    Run by the tracking agent (``RunLog.write``)."""
+    from physassist import comparability
+    from physassist.tracking import runs
+    from physassist.tracking.inputs import run_inputs
+    from physassist.tracking.metric_names import for_mlflow
+    from physassist.tracking.mlflow_store import error_line
+    from physassist.tracking.tags import provenance_tags
+    from physassist.tracking.traces import TraceRequest
+
+    exp, sweep, outcome, log = request.experiment, request.sweep, request.outcome, request.log
+    tracking, metrics, tags = exp.tracking, outcome.metrics, request.tags
+    staging = runs.staging_dir()
+    try:
+        inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
+        tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
+        params = exp.params
+        tags.update(comparability.tags_for(params, tags))
+        files = stage_artifacts(exp, outcome.log_path, request.turns, staging)
+        if request.usage is not None:
+            (staging / "tables").mkdir(parents=True, exist_ok=True)
+            request.usage.to_csv(staging / "tables" / "session_usage.csv", index=False)
+            files.append((staging / "tables" / "session_usage.csv", "tables"))
+        run_id = tracker.log_run(
+            run_name=exp.run_name,
+            params=params,
+            tags=tags,
+            metrics=for_mlflow(metrics),
+            files=files,
+            table=request.turns if tracking.log_table else None,
+            inputs=inputs,
+            traces=TraceRequest(log, tracking.trace_limit, tracking.raw_chars, stream=stream)
+            if tracking.traces and log.status == "success"
+            else None,
+            status=outcome.run_status,
+            run_id=request.run_id,
+            parent_run_id=sweep.parent_run_id if sweep else None,
+        )
+        if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
+            tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments))
+        return run_id, None
+    except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
+        return None, f"logging to {tracker.uri} failed: {error_line(exc)}"
+    finally:
+        runs.remove_dir(staging)
+
+
+@dataclass
 class EvalRun:
-    """One evaluation of an experiment in MLflow: found done, claimed, evaluated, logged."""
+    """One evaluation of an experiment in MLflow: found done, claimed, evaluated, logged.
+
+    Its MLflow work is done by a tracking agent (``physassist.tracking.agent``), started when
+    the run is made so that MLflow is imported and the store opened while the task is built."""
 
     experiment: Experiment
     job: JobContext
-    tracker: Any = None  # runs.Tracker, once opened
     tracking_error: str | None = None
-    _opened: bool = False
+    agent: Any = None  # agent.Agent, while the run is tracked
+    _opened: Any = None  # waits for the agent's answer to "open"
 
-    def _open(self) -> None:
-        from physassist.tracking.mlflow_store import TrackingError
+    def __post_init__(self) -> None:
+        from physassist.tracking.agent import Agent
 
-        if self._opened or not self.experiment.tracking.enabled:
+        if not self.experiment.tracking.enabled:
             return
-        self._opened = True
         try:
-            self.tracker = open_tracker(self.experiment.tracking)
-        except TrackingError as exc:
-            self.tracking_error = str(exc)
-            return
-        end_abandoned(self.tracker)
+            self.agent = Agent.start()
+            self._opened = self.agent.request("open", self.experiment.tracking)
+        except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+            self._lost(f"cannot start the tracking process: {exc}")
+
+    def _lost(self, error: str) -> None:
+        """Tracking failed: the evaluation goes on untracked, the error is reported (exit 3)."""
+        self.tracking_error = self.tracking_error or error
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
+
+    def _open(self) -> bool:
+        """Wait for the store to be open (once); False when tracking failed."""
+        if self._opened is not None:
+            opened, self._opened = self._opened, None
+            try:
+                ended = opened()
+            except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+                self._lost(str(exc))
+                return False
+            if ended:
+                print(f"{ended} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+        return self.agent is not None
+
+    def close(self) -> None:
+        """End the tracking agent (after the run is logged or ended)."""
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
+
+    def __enter__(self) -> EvalRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def finished(self) -> Outcome | None:
         """A sweep job FINISHED before is skipped before anything expensive happens; a single
-        run's tracker is opened after the task and the models are built (``run``)."""
-        from physassist.tracking.mlflow_store import error_line
-
+        run's store is opened while the task and the models are built (``run``)."""
         sweep, key = self.job.sweep, self.job.key
-        if not (sweep and key):
+        if not (sweep and key) or not self._open():
             return None
-        self._open()
-        previous = None
-        if self.tracker is not None:
-            try:
-                previous = self.tracker.find_job(sweep.sweep_id, key)
-            except Exception as exc:  # noqa: BLE001
-                self.tracking_error = f"cannot read MLflow store {self.tracker.uri}: {error_line(exc)}"
-                self.tracker = None
-        if previous is not None and previous.info.status == "FINISHED":
+        try:
+            previous = self.agent.call("find_job", sweep.sweep_id, key)
+        except Exception as exc:  # noqa: BLE001
+            self._lost(f"cannot read the MLflow store: {exc}")
+            return None
+        if previous is not None and previous.status == "FINISHED":
+            self.close()
             return Outcome.skipped(previous, self.experiment)
         return None
 
     def run(self, task, assistant, roles, progress: Progress = lambda total: nullcontext()) -> Outcome:
         """Claim the run (RUNNING before the eval, exactly once), evaluate, log, end it."""
         from physassist.tracking import claims, runs
-        from physassist.tracking.mlflow_store import error_line
         from physassist.tracking.trace_stream import stopped
 
         exp, job = self.experiment, self.job
         sweep, key = job.sweep, job.key
-        if not sweep:
-            self._open()
-        tracker = self.tracker
         tags = {f"choice.{k}": v for k, v in job.choices.items()}
         tags[runs.OVERRIDES_TAG] = " ".join(job.overrides)
         if sweep and key:
             tags.update({runs.SWEEP_TAG: sweep.sweep_id, runs.JOB_TAG: key})
-        claim = None
-        if tracker is not None:  # the run exists (RUNNING) before the eval: claimed exactly once
-            try:
-                claim = claims.claim(tracker, exp.run_name, tags, sweep, key)
-            except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
-                self.tracking_error = f"cannot create the run in {tracker.uri}: {error_line(exc)}"
-                tracker = None
+        claim = self._claim(tags)
         if claim is not None and claim.state == "finished":
             return Outcome("SKIPPED", None, claim.run_id, experiment=exp)
         if claim is not None and claim.state == "busy":
             return Outcome("BUSY", None, claim.run_id, holder=claim.owner, experiment=exp)
 
         log_dir = (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
-        stream = self._trace_stream(tracker, claim.run_id) if claim is not None else None
+        feed = None
+        if claim is not None:
+            try:
+                feed = self._stream(claim.run_id)
+                self.agent.post("hold", claim.run_id)
+            except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on
+                self._lost(str(exc))
+                claim = None
+        agent, run_id = self.agent, claim.run_id if claim else None
         with (
-            claims.holding(tracker, claim.run_id, sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
-            stopped(stream),  # Ctrl-C, an error: the stream stops before the run is ended
+            claims.holding(lambda status, reason: agent.call("end", run_id, status, reason, timeout=claims.ORPHAN_END_S),
+                           sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
+            stopped(feed),  # Ctrl-C, an error: the stream stops before the run is ended
         ):
             try:
                 log = evaluate(
@@ -357,27 +438,39 @@ class EvalRun:
                     resumable=bool(sweep),
                     tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
                     progress=progress,
-                    traces=stream,
+                    traces=feed,
                 )
             except Exception as exc:  # a full disk: one line naming the directory, the run FAILED
                 if no_space(exc, str(log_dir) if log_dir.is_dir() else None):
                     raise DiskFull(f"Inspect's log dir {log_dir}: no space left on device") from exc
                 raise
             outcome, turns = self._outcome(log)
-            if tracker is not None and claim is not None:
-                self._log(tracker, claim.run_id, log, outcome, turns, tags, stream)
+            if claim is not None and self.agent is not None:
+                self._log(claim.run_id, log, outcome, turns, tags)
+                self.close()  # the agent has logged and ended the run: it exits now
         outcome.tracking_error = outcome.tracking_error or self.tracking_error
         return outcome
 
-    def _trace_stream(self, tracker, run_id: str):  # -> trace_stream.TraceStream | None
+    def _claim(self, tags: dict[str, str]):  # -> claims.Claim | None
+        """The run, made (RUNNING) before the eval: claimed exactly once (None: untracked)."""
+        if not self._open():
+            return None
+        try:
+            return self.agent.call("claim", self.experiment.run_name, tags, self.job.sweep, self.job.key)
+        except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
+            self._lost(f"cannot create the run: {exc}")
+            return None
+
+    def _stream(self, run_id: str):  # -> trace_stream.Feed | None
         """The sessions written as traces while the eval runs, as each ends (none with a
         ``trace_limit``: which sessions it keeps is known from the whole log, after the eval)."""
-        from physassist.tracking.trace_stream import TraceStream
+        from physassist.tracking.trace_stream import Feed
 
         tracking = self.experiment.tracking
         if not tracking.traces or tracking.trace_limit is not None:
             return None
-        return TraceStream(tracker.uri, tracker.experiment_id, run_id, tracking.raw_chars)
+        self.agent.post("stream_to", run_id, tracking.raw_chars)
+        return Feed(self.agent)
 
     def _outcome(self, log):
         """The run's status, metrics, faults and warning from its Inspect log; its turns."""
@@ -394,20 +487,12 @@ class EvalRun:
             outcome.degenerate = degenerate.summary(turns)
         return outcome, turns
 
-    def _log(self, tracker, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str], stream=None) -> None:
-        """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
-        traces written as the eval ran (``trace_stream``)."""
-        from physassist import comparability
+    def _log(self, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str]) -> None:
+        """Have the agent log the run and end it (``log_run``), from views of the log."""
         from physassist.faults import FAULT_TAG
-        from physassist.tracking import runs
-        from physassist.tracking.inputs import run_inputs
-        from physassist.tracking.metric_names import for_mlflow
-        from physassist.tracking.mlflow_store import error_line
-        from physassist.tracking.tags import provenance_tags
-        from physassist.tracking.traces import TraceRequest
+        from physassist.tracking.views import log_view
 
-        exp, job = self.experiment, self.job
-        sweep, tracking, metrics = job.sweep, exp.tracking, outcome.metrics
+        exp, sweep = self.experiment, self.job.sweep
         tags["physassist.inspect_status"] = str(log.status)
         if log.error:
             tags["physassist.error"] = str(log.error.message)[:5000]
@@ -417,35 +502,13 @@ class EvalRun:
             from physassist.degenerate import DEGENERATE_TAG
 
             tags[DEGENERATE_TAG] = outcome.degenerate
-        staging = runs.staging_dir()
-        try:
-            inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
-            tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
-            params = exp.params
-            tags.update(comparability.tags_for(params, tags))
-            files = stage_artifacts(exp, outcome.log_path, turns, staging)
-            if turns is not None and tracking.log_table:
-                from physassist.usage import write_session_usage
+        usage = None
+        if turns is not None and exp.tracking.log_table:
+            from physassist.usage import session_usage
 
-                files.append((write_session_usage(log, exp.prices, staging / "tables"), "tables"))
-            outcome.run_id = tracker.log_run(
-                run_name=exp.run_name,
-                params=params,
-                tags=tags,
-                metrics=for_mlflow(metrics),
-                files=files,
-                table=turns if tracking.log_table else None,
-                inputs=inputs,
-                traces=TraceRequest(log, tracking.trace_limit, tracking.raw_chars, stream=stream)
-                if tracking.traces and log.status == "success"
-                else None,
-                status=outcome.run_status,
-                run_id=run_id,
-                parent_run_id=sweep.parent_run_id if sweep else None,
-            )
-            if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
-                tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, job.overrides, sweep.arguments))
-        except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
-            outcome.tracking_error = f"logging to {tracker.uri} failed: {error_line(exc)}"
-        finally:
-            runs.remove_dir(staging)
+            usage = session_usage(log, exp.prices)
+        request = RunLog(exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage)
+        try:
+            outcome.run_id, outcome.tracking_error = self.agent.call("log", request)
+        except Exception as exc:  # noqa: BLE001 - the agent is gone: the run is ended KILLED by it
+            outcome.tracking_error = f"logging the run failed: {exc}"

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("physassist", "tasks", "generation", "solvers", "scorers")
 #: Entry points sit above everything: the console scripts (physassist/cli, generation/cli),
 #: Inspect's registry module and ``python -m`` mains. They may import everything below.
-ENTRY_POINTS = ("physassist.cli", "generation.cli", "physassist._registry", "physassist.synth.__main__")
+ENTRY_POINTS = ("physassist.cli", "generation.cli", "physassist._registry", "physassist.synth.__main__",
+                "physassist.tracking.__main__")
 #: Who may import whom: only down (a higher number imports a lower one), and never across
 #: a pair of SIBLINGS.
 #: The entry points themselves: each console script's module (pyproject.toml [project.scripts]),

@@ -230,29 +230,83 @@ def test_a_run_whose_owner_died_is_taken_over_once(tmp_path: Path) -> None:
 
 
 def test_held_run_ends_killed_on_ctrl_c_and_failed_on_error(tmp_path: Path) -> None:
+    """Through the tracking agent, as ``physassist-eval`` holds its run."""
+    from physassist.tracking.agent import Agent
+
     uri = store_uri(tmp_path)
-    tracker = Tracker(uri, "physassist")
     client = mlflow.MlflowClient(uri)
-    for exc, status in ((KeyboardInterrupt(), "KILLED"), (ValueError("boom"), "FAILED")):
-        run_id = claims.claim(tracker, "one", {}, None, None).run_id
-        with pytest.raises(type(exc)), claims.holding(tracker, run_id):
-            raise exc
-        run = client.get_run(run_id)
-        assert run.info.status == status, run.data.tags
-        assert ("boom" in run.data.tags[claims.END_TAG]) == (status == "FAILED")
+    agent = Agent.start()
+    try:
+        agent.call("open", _settings(uri))
+        for exc, status in ((KeyboardInterrupt(), "KILLED"), (ValueError("boom"), "FAILED")):
+            run_id = agent.call("claim", "one", {}, None, None).run_id
+            assert client.get_run(run_id).data.tags[claims.OWNER_TAG].split(":")[1] == str(os.getpid())
+            agent.post("hold", run_id)
+            with pytest.raises(type(exc)), claims.holding(lambda st, why, r=run_id: agent.call("end", r, st, why)):
+                raise exc
+            run = client.get_run(run_id)
+            assert run.info.status == status, run.data.tags
+            assert ("boom" in run.data.tags[claims.END_TAG]) == (status == "FAILED")
+    finally:
+        agent.close()
+
+
+def _settings(uri: str):
+    from physassist.experiment import TrackingSettings
+
+    return TrackingSettings(enabled=True, uri=uri, experiment="physassist", retries=8)
+
+
+COMMAND = textwrap.dedent(
+    """
+    import sys, time
+    from physassist.experiment import TrackingSettings
+    from physassist.tracking.agent import Agent
+
+    agent = Agent.start()
+    agent.call("open", TrackingSettings(enabled=True, uri=sys.argv[1], experiment="physassist", retries=8))
+    run_id = agent.call("claim", "job", {}, None, None).run_id
+    agent.post("hold", run_id)
+    print(run_id, agent._proc.pid, flush=True)
+    time.sleep(120)  # an evaluation, killed
+    """
+)
+
+
+def test_agent_ends_the_run_killed_when_its_command_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of the command: its tracking agent sees the pipe close and ends the run."""
+    uri = store_uri(tmp_path)
+    script = tmp_path / "command.py"
+    script.write_text(COMMAND)
+    command = subprocess.Popen([sys.executable, str(script), uri], stdout=subprocess.PIPE, text=True)
+    run_id, agent_pid = command.stdout.readline().split()
+    os.kill(command.pid, signal.SIGKILL)
+    command.wait(timeout=10)
+    deadline = time.time() + 30
+    while time.time() < deadline and mlflow.MlflowClient(uri).get_run(run_id).info.status == "RUNNING":
+        time.sleep(0.5)
+    run = mlflow.MlflowClient(uri).get_run(run_id)
+    assert run.info.status == "KILLED" and str(command.pid) in run.data.tags[claims.END_TAG]
+    while time.time() < deadline and Path(f"/proc/{agent_pid}").exists():
+        time.sleep(0.2)
+    assert not Path(f"/proc/{agent_pid}").exists() or "zombie" in Path(f"/proc/{agent_pid}/status").read_text()
 
 
 ORPHAN = textwrap.dedent(
     """
     import os, sys, time, multiprocessing as mp
+    from physassist.experiment import TrackingSettings
     from physassist.tracking import claims
-    from physassist.tracking.runs import Tracker
+    from physassist.tracking.agent import Agent
 
     def job(uri, sweep_pid):
-        tracker = Tracker(uri, "physassist")
-        run_id = claims.claim(tracker, "job", {}, None, None).run_id
-        print(run_id, os.getpid(), flush=True)
-        with claims.holding(tracker, run_id, sweep_pid=sweep_pid):
+        agent = Agent.start()
+        agent.call("open", TrackingSettings(enabled=True, uri=uri, experiment="physassist", retries=8))
+        run_id = agent.call("claim", "job", {}, None, None).run_id
+        agent.post("hold", run_id)
+        print(run_id, os.getpid(), agent._proc.pid, flush=True)
+        end = lambda status, why: agent.call("end", run_id, status, why, timeout=claims.ORPHAN_END_S)
+        with claims.holding(end, sweep_pid=sweep_pid):
             time.sleep(120)  # an evaluation that outlives its sweep
 
     if __name__ == "__main__":
@@ -270,15 +324,15 @@ def test_job_process_stops_when_its_sweep_process_is_killed(tmp_path: Path) -> N
     sweep = subprocess.Popen(
         [sys.executable, str(script), uri], stdout=subprocess.PIPE, text=True, env={**os.environ}
     )
-    run_id, job_pid = sweep.stdout.readline().split()
+    run_id, *pids = sweep.stdout.readline().split()
     os.kill(sweep.pid, signal.SIGKILL)
     sweep.wait(timeout=10)
     deadline = time.time() + 30
-    while time.time() < deadline and Path(f"/proc/{job_pid}").exists():
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
         time.sleep(0.5)
-    alive = Path(f"/proc/{job_pid}").exists() and "zombie" not in Path(f"/proc/{job_pid}/status").read_text()
-    if alive:
-        os.kill(int(job_pid), signal.SIGKILL)
-    assert not alive, "the job process outlived its sweep process"
+    alive = [p for p in pids if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()]
+    for pid in alive:
+        os.kill(int(pid), signal.SIGKILL)
+    assert not alive, "the job process or its tracking agent outlived the sweep process"
     run = mlflow.MlflowClient(uri).get_run(run_id)
     assert run.info.status == "KILLED" and "died" in run.data.tags[claims.END_TAG]

@@ -62,15 +62,15 @@ def build_task(args: Mapping[str, Any]):
 def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     """Check, evaluate, track one composition. Raises ConfigError before any run on bad input."""
     exp = experiment(cfg, job)
-    run = EvalRun(exp, job)
-    if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
-        return done
-    task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
-    assistant, roles = build_models(exp.model, exp.roles)
-    check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
-    from physassist.cli.progress import reporting
+    with EvalRun(exp, job) as run:  # its tracking agent opens the store while the task is built
+        if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
+            return done
+        task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
+        assistant, roles = build_models(exp.model, exp.roles)
+        check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
+        from physassist.cli.progress import reporting
 
-    return run.run(task, assistant, roles, progress=reporting)
+        return run.run(task, assistant, roles, progress=reporting)
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")

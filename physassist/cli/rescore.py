@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from physassist.cli.config import ConfigError, conf_dir, rescoring, tracking_settings
 from physassist.cli.hydra_errors import reported
 from physassist.faults import EXIT_FAULTS
-from physassist.staging import end_abandoned, open_tracker
+from physassist.staging import end_abandoned
 
 if TYPE_CHECKING:
     from scorers.rescoring import Rescored
@@ -38,6 +38,8 @@ JOBS_DIR = "rescore_jobs"
 
 def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored]:
     """Rescore every source of the composition; in a sweep, note each result for the callback."""
+    from physassist.tracking.runs import open_tracker
+
     rescore = rescoring(cfg)
     tracker = open_tracker(rescore.tracking) if rescore.tracking.enabled else None
     if tracker is not None:
@@ -107,8 +109,10 @@ class RescoreSweepCallback(Callback):
         if not results:
             return
         tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
-        tracker = open_tracker(tracking) if tracking.enabled else None
         from physassist.tracking.metric_names import for_mlflow
+        from physassist.tracking.runs import open_tracker
+
+        tracker = open_tracker(tracking) if tracking.enabled else None
 
         for source, metrics in results.items():
             shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:.3f}" for k, v in metrics.items())

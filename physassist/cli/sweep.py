@@ -32,7 +32,7 @@ from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
 from physassist.experiment import TrackingSettings
 from physassist.faults import EXIT_FAULTS
-from physassist.staging import Outcome, identity_overrides, open_tracker, shared_params
+from physassist.staging import Outcome, identity_overrides, shared_params
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
@@ -147,7 +147,7 @@ class SweepCallback(Callback):
         tracking = tracking_settings(base.get("tracking"))
         if tracking.enabled:
             try:
-                tracker = open_tracker(tracking)
+                tracker = runs.open_tracker(tracking)
                 experiment = config.hydra.runtime.choices.get("experiment")
                 name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
                 parent = tracker.start_sweep(sweep_id, arguments, name)
@@ -170,7 +170,7 @@ class SweepCallback(Callback):
         print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
         if done is not None:  # nothing to launch: each job's line as its worker would print it, then the end
             for number, (overrides, run) in enumerate(zip(jobs, done, strict=True)):
-                skipped = Outcome.skipped(run)
+                skipped = Outcome.skipped(runs.JobRun.of(run))
                 report(skipped, job=" ".join(identity_overrides(overrides)))
                 sweep_summary.record_outcome(sweep_dir, number, identity_overrides(overrides), skipped, taus[number])
             self.on_multirun_end(config)
@@ -197,10 +197,10 @@ class SweepCallback(Callback):
 def close(opened: _Open, status: str | None) -> None:
     """Close the parent run (``status``: KILLED/FAILED, or None to judge by the children),
     unless another process still holds one of its jobs."""
-    from physassist.tracking import claims
+    from physassist.tracking import claims, runs
 
     try:
-        tracker = open_tracker(opened.tracking, retries=8)
+        tracker = runs.open_tracker(opened.tracking, retries=8)
         live = claims.live_children(tracker, opened.sweep_id)
         if live and status is None:
             owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
@@ -223,10 +223,10 @@ def end_jobs(opened: _Open, reason: str) -> None:
     identical sweep running at the same time) is left to it."""
     import time
 
-    from physassist.tracking import claims
+    from physassist.tracking import claims, runs
 
     try:
-        tracker = open_tracker(opened.tracking, retries=8)
+        tracker = runs.open_tracker(opened.tracking, retries=8)
         mine = {os.getpid(), *(p.pid for p in _children())}
         deadline = time.monotonic() + JOBS_END_S
         while time.monotonic() < deadline:

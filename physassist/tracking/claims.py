@@ -11,9 +11,11 @@ tracking server over HTTP:
   takes over a child run whose owner is gone (its process is dead on this host, or it sent no
   heartbeat for ``LEASE_S``) by claiming attempt n+1; losing means another process resumed it.
 
-While it runs, the owner refreshes ``physassist.heartbeat`` on its run, marks the run KILLED on
-Ctrl-C, SIGTERM or SIGHUP (``physassist.signals``) and FAILED on an exception, and stops its own process if the sweep process that launched
-it dies, so no orphan goes on evaluating and logging for a sweep that is gone.
+While it runs, the owner's tracking agent refreshes ``physassist.heartbeat`` on its run
+(``heartbeat``); the owner marks the run KILLED on Ctrl-C, SIGTERM or SIGHUP
+(``physassist.signals``) and FAILED on an exception, and stops its own process if the sweep
+process that launched it dies, so no orphan goes on evaluating and logging for a sweep that is
+gone (``holding``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from physassist.tracking.owner import Owner
@@ -199,32 +201,58 @@ def live_children(tracker: Tracker, sweep_id: str) -> list:
     return [r for r in running if holder(r, None) is not None]
 
 
-@contextlib.contextmanager
-def holding(tracker: Tracker, run_id: str, *, sweep_pid: int | None = None) -> Iterator[None]:
-    """Hold ``run_id`` while the block runs: heartbeats; KILLED on Ctrl-C, FAILED on an error.
+def end_run(tracker: Tracker, run_id: str, status: str, reason: str) -> None:
+    """End ``run_id`` ``status`` (KILLED, FAILED) with ``reason`` in its end tag."""
+    tracker.set_tags(run_id, {END_TAG: reason[:5000]})
+    tracker.terminate(run_id, status)
 
-    ``sweep_pid``: the sweep process that launched this job in another process (joblib, submitit
-    local); when it dies, the run is marked KILLED and this process exits.
-    """
+
+@contextlib.contextmanager
+def heartbeat(tracker: Tracker, run_id: str) -> Iterator[None]:
+    """Refresh the run's heartbeat every ``HEARTBEAT_S`` while the block runs (its lease, for
+    a process on another host that wonders whether the owner is alive)."""
     stop = threading.Event()
-    parent = os.getppid()
-    watch = sweep_pid is not None and sweep_pid != os.getpid()
 
     def beat() -> None:
-        last = 0.0
-        while not stop.wait(PARENT_POLL_S if watch else HEARTBEAT_S):
-            if watch and os.getppid() != parent:
-                with contextlib.suppress(Exception):
-                    tracker.set_tags(run_id, {END_TAG: f"sweep process {parent} died"})
-                    tracker.terminate(run_id, "KILLED")
-                os._exit(70)  # an orphan must not go on evaluating and logging
-            if time.monotonic() - last >= HEARTBEAT_S:
-                last = time.monotonic()
-                with contextlib.suppress(Exception):  # a missed beat only shortens the lease
-                    tracker.set_tags(run_id, {HEARTBEAT_TAG: f"{time.time():.0f}"})
+        while not stop.wait(HEARTBEAT_S):
+            with contextlib.suppress(Exception):  # a missed beat only shortens the lease
+                tracker.set_tags(run_id, {HEARTBEAT_TAG: f"{time.time():.0f}"})
 
     thread = threading.Thread(target=beat, name=f"physassist-heartbeat-{run_id[:8]}", daemon=True)
     thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+#: How long an orphaned job waits for its run to be ended KILLED before it exits anyway (the
+#: tracking agent, or the next command's dead-owner check, ends it then).
+ORPHAN_END_S = 10.0
+
+
+@contextlib.contextmanager
+def holding(end: Callable[[str, str], None], *, sweep_pid: int | None = None) -> Iterator[None]:
+    """Hold a run while the block runs: ``end(status, reason)`` ends it KILLED on Ctrl-C,
+    SIGTERM or SIGHUP and FAILED on an error.
+
+    ``sweep_pid``: the sweep process that launched this job in another process (joblib, submitit
+    local); when it dies, the run is ended KILLED (waiting at most ``ORPHAN_END_S``) and this
+    process exits: an orphan must not go on evaluating and logging for a sweep that is gone.
+    """
+    stop = threading.Event()
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not stop.wait(PARENT_POLL_S):
+            if os.getppid() != parent:
+                ender = threading.Thread(target=end, args=("KILLED", f"sweep process {parent} died"), daemon=True)
+                ender.start()
+                ender.join(ORPHAN_END_S)
+                os._exit(70)
+
+    if sweep_pid is not None and sweep_pid != os.getpid():
+        threading.Thread(target=watch, name="physassist-sweep-watch", daemon=True).start()
     try:
         yield
     except (KeyboardInterrupt, SystemExit):
@@ -232,13 +260,11 @@ def holding(tracker: Tracker, run_id: str, *, sweep_pid: int | None = None) -> I
 
         signals.taken()  # not delivered again while the run is being ended KILLED
         with contextlib.suppress(Exception):
-            tracker.set_tags(run_id, {END_TAG: signals.reason()})
-            tracker.terminate(run_id, "KILLED")
+            end("KILLED", signals.reason())
         raise
     except BaseException as exc:
         with contextlib.suppress(Exception):
-            tracker.set_tags(run_id, {END_TAG: f"{type(exc).__name__}: {exc}"[:5000]})
-            tracker.terminate(run_id, "FAILED")
+            end("FAILED", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         stop.set()

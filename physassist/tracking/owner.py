@@ -13,6 +13,14 @@ import psutil
 
 LEASE_S = 180.0  # a holder on another host with no sign of life for this long is gone
 
+_pid: int | None = None  # the process this one acts for (``act_for``), else its own
+
+
+def act_for(pid: int) -> None:
+    """Claim and hold in the name of process ``pid`` (the tracking agent, for its command)."""
+    global _pid
+    _pid = pid
+
 
 @dataclass(frozen=True)
 class Owner:
@@ -24,7 +32,7 @@ class Owner:
 
     @classmethod
     def me(cls) -> Owner:
-        return cls(socket.gethostname(), os.getpid(), time.time())
+        return cls(socket.gethostname(), _pid or os.getpid(), time.time())
 
     @classmethod
     def parse(cls, text: str | None) -> Owner | None:

@@ -50,7 +50,7 @@ SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
 PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
-TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds)
+TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +164,23 @@ def _batches(params: list, tags: list, metrics: list) -> list[tuple[list, list, 
         m, metrics = metrics[:room], metrics[room:]
         out.append((p, t, m))
     return out
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What a sweep job's earlier run says without MLflow's entities: its id, status, Inspect
+    log and metrics (``staging.Outcome.skipped``)."""
+
+    run_id: str
+    status: str
+    log_path: str | None
+    metrics: dict[str, float]
+
+    @classmethod
+    def of(cls, run) -> JobRun:  # an mlflow.entities.Run
+        from physassist.tracking.tags import INSPECT_LOG_TAG
+
+        return cls(run.info.run_id, run.info.status, run.data.tags.get(INSPECT_LOG_TAG), dict(run.data.metrics))
 
 
 class Tracker:
@@ -419,6 +436,7 @@ class Tracker:
                     RunTag(TRACES_TAG, str(done.traces)),
                     RunTag(TRACES_TAG + "_assessments", str(done.assessments)),
                     RunTag(TRACES_TAG + "_seconds", f"{done.seconds:.2f}"),
+                    RunTag(TRACES_TAG + "_after_eval", str(done.after_eval)),
                 ]
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             self._write(lambda: self.client.set_terminated(run_id, status))
@@ -427,6 +445,17 @@ class Tracker:
                 self._write(lambda: self.client.set_terminated(run_id, "FAILED"))
             raise
         return run_id
+
+
+def open_tracker(tracking, retries: int | None = None, experiment: str = "physassist") -> Tracker:
+    """The MLflow tracker the ``tracking`` settings (``TrackingSettings``) name (raises
+    TrackingError)."""
+    return Tracker(
+        tracking.uri,
+        tracking.experiment or experiment,
+        artifact_root=tracking.artifact_root,
+        retries=int(tracking.retries or 0) if retries is None else retries,
+    )
 
 
 def _metric(key: str, value: float, timestamp: int | None = None):

@@ -1,5 +1,9 @@
 """Sessions written as MLflow traces while the eval runs, each as it ends (issue 25).
 
+The command's process feeds them (``Feed``: Inspect's sample-end hook, each session as a
+``views.SampleView``) to its tracking agent (``physassist.tracking.agent``), where a
+``TraceStream`` writes them.
+
 Written after the eval, the traces were ~1 s of CPU on the run's critical path (36 sessions,
 ~760 verdicts: a ``start_trace`` transaction per session, the spans in batches). A session is
 final when Inspect hands it to its sample-end hook, and the run exists (claimed RUNNING) before
@@ -40,7 +44,7 @@ from physassist.tracking.traces import (
 STOP_WAIT_S = 10.0
 
 _END = object()  # queued by finish/stop: the worker ends after what is before it
-_STREAMS: list[TraceStream] = []  # the streams the hook feeds (one per active ``streaming``)
+_STREAMS: list[Feed] = []  # what the hook feeds (one per active ``streaming``)
 
 
 class TraceStream:
@@ -116,6 +120,32 @@ class TraceStream:
         self._thread.join(STOP_WAIT_S)
 
 
+class Feed:
+    """The command's side of the stream: the eval's spec and each finished session, handed to
+    the tracking agent as views. A failure to hand one over is not the eval's: the agent is
+    gone, and logging the run says so."""
+
+    def __init__(self, agent) -> None:  # agent.Agent
+        self.agent = agent
+
+    def started(self, spec: Any) -> None:
+        from physassist.tracking.views import spec_view
+
+        with contextlib.suppress(Exception):
+            self.agent.post("started", spec_view(spec))
+
+    def add(self, sample: Any) -> None:
+        from physassist.tracking.views import sample_view
+
+        if any(scored([sample])):
+            with contextlib.suppress(Exception):
+                self.agent.post("add", sample_view(sample))
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.agent.post("stop_stream")
+
+
 @cache
 def _feed_streams() -> None:
     """Register, once per process, the Inspect hook that hands the eval's spec and each finished
@@ -140,7 +170,7 @@ def _feed_streams() -> None:
 
 
 @contextlib.contextmanager
-def stopped(stream: TraceStream | None) -> Iterator[None]:
+def stopped(stream: Feed | None) -> Iterator[None]:
     """Stop ``stream`` when the block ends, however it ends (after ``finish``: nothing to do)."""
     try:
         yield
@@ -150,7 +180,7 @@ def stopped(stream: TraceStream | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def streaming(stream: TraceStream | None) -> Iterator[None]:
+def streaming(stream: Feed | None) -> Iterator[None]:
     """Feed ``stream`` the samples an eval finishes inside this block (None: nothing)."""
     if stream is None:
         yield

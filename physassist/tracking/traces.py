@@ -64,12 +64,14 @@ class TraceRequest:
 
 @dataclass(frozen=True)
 class TraceSummary:
-    """What ``write_traces`` did: traces and assessments written, sessions left out, seconds."""
+    """What ``write_traces`` did: traces and assessments written, sessions left out, seconds,
+    and how many of the traces were written after the eval (not streamed as it ran)."""
 
     traces: int
     assessments: int
     skipped: int
     seconds: float
+    after_eval: int
 
 
 def _cap(text: str, limit: int) -> str:
@@ -412,4 +414,4 @@ def write_traces(
     seconds = time.perf_counter() - started
     if streamed is not None:
         assessments, seconds = assessments + streamed.assessments, seconds + streamed.seconds
-    return TraceSummary(len(kept), assessments, len(samples) - len(kept), seconds)
+    return TraceSummary(len(kept), assessments, len(samples) - len(kept), seconds, len(todo))

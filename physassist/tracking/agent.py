@@ -1,0 +1,272 @@
+"""A run's MLflow work in a process of its own: the tracking agent (issue 25).
+
+Importing MLflow and opening its SQL store cost ~2.5 s of CPU, writing the sessions as traces
+~1 s and drawing the plots ~0.7 s, and in the run's own process all of it was on the user's
+critical path (the default run's eval is ~6 s of CPU). ``physassist-eval`` starts its agent as
+soon as the experiment is checked: the agent imports MLflow and opens the store on the other
+core while the command builds the task; it claims the run when asked (before the eval, exactly
+once, as before), writes each finished session as a trace while the eval runs, and logs the run
+after it. The command's process never imports MLflow.
+
+What holds as before: the run's owner is the command's process (its pid is in the owner tag and
+the claim), so the dead-owner check of later commands is unchanged; the command ends the run
+KILLED on a signal and FAILED on an error (``claims.holding``) through the agent. What is new:
+the agent refreshes the heartbeat, and when the command's process ends without ending its run
+(``kill -9``, a crash, an orphaned sweep job's exit) the agent sees its pipe close, ends the run
+KILLED and exits. It ignores SIGINT, SIGTERM and SIGHUP: a signal to the terminal's process group
+is the command's to handle, and the pipe ends the agent.
+
+The protocol is pickled ``(id, operation, args)`` frames on the agent's stdin and ``(id, ok,
+value)`` replies on a pipe of its own (its stdout is sent to stderr, so nothing MLflow prints
+can break a frame). Operations are ``Session`` methods; a failure comes back as a
+``TrackingError`` with the store's one-line message (``mlflow_store.error_line``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copyreg
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from physassist.tracking.mlflow_store import TrackingError
+
+
+def _proxy(mapping: dict) -> types.MappingProxyType:
+    return types.MappingProxyType(mapping)
+
+
+copyreg.pickle(types.MappingProxyType, lambda m: (_proxy, (dict(m),)))  # the experiment's frozen mappings
+
+_HEADER = struct.Struct("!I")
+_GONE = object()  # the reader's sentinel: the other end closed its pipe
+#: How long ``close`` waits for the agent to end (it has written everything by then).
+CLOSE_WAIT_S = 30.0
+
+
+def _write(stream, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _read(stream) -> Any:
+    """The next frame, or ``_GONE`` at the end of the stream."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return _GONE
+    data = stream.read(_HEADER.unpack(head)[0])
+    return pickle.loads(data)
+
+
+class Agent:
+    """The command's side: starts the agent process and calls its ``Session``'s operations."""
+
+    def __init__(self, proc: subprocess.Popen, replies) -> None:
+        self._proc, self._replies = proc, replies
+        self._lock = threading.Lock()  # one frame at a time on the pipe
+        self._answers: dict[int, tuple[bool, Any]] = {}
+        self._answered = threading.Condition()
+        self._next = 0
+        self._gone = False
+        threading.Thread(target=self._collect, name="physassist-agent-replies", daemon=True).start()
+
+    @classmethod
+    def start(cls) -> Agent:
+        """Start an agent process (it begins importing MLflow at once)."""
+        reply_r, reply_w = os.pipe()
+        root = str(Path(__file__).resolve().parents[2])  # the physassist this process runs
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "physassist.tracking", str(reply_w)],
+            stdin=subprocess.PIPE,
+            pass_fds=(reply_w,),
+            env=env,
+        )
+        os.close(reply_w)
+        return cls(proc, os.fdopen(reply_r, "rb"))
+
+    def _collect(self) -> None:
+        while (frame := _read(self._replies)) is not _GONE:
+            number, ok, value = frame
+            with self._answered:
+                self._answers[number] = (ok, value)
+                self._answered.notify_all()
+        with self._answered:
+            self._gone = True
+            self._answered.notify_all()
+
+    def _send(self, operation: str, args: tuple, number: int = -1) -> None:
+        try:
+            with self._lock:
+                _write(self._proc.stdin, (number, operation, args))
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise TrackingError(f"the tracking process ended (exit {self._proc.poll()})") from exc
+
+    def post(self, operation: str, *args: Any) -> None:
+        """Ask for ``operation`` and go on (its failure is the next call's)."""
+        self._send(operation, args)
+
+    def request(self, operation: str, *args: Any) -> Callable[[float | None], Any]:
+        """Ask for ``operation``; returns the function that waits for its answer (raises
+        ``TrackingError``: its failure, the agent gone, or no answer in time)."""
+        with self._lock:
+            self._next += 1
+            number = self._next
+        self._send(operation, args, number)
+
+        def answer(timeout: float | None = None) -> Any:
+            with self._answered:
+                if not self._answered.wait_for(lambda: number in self._answers or self._gone, timeout):
+                    raise TrackingError(f"the tracking process did not answer {operation} in {timeout:.0f} s")
+                if number not in self._answers:
+                    raise TrackingError(f"the tracking process ended (exit {self._proc.poll()}) during {operation}")
+                ok, value = self._answers.pop(number)
+            if not ok:
+                raise TrackingError(value)
+            return value
+
+        return answer
+
+    def call(self, operation: str, *args: Any, timeout: float | None = None) -> Any:
+        return self.request(operation, *args)(timeout)
+
+    def close(self) -> None:
+        """End the agent: it ends what it still holds (nothing, after a logged run) and exits."""
+        with contextlib.suppress(OSError, ValueError), self._lock:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+class Session:
+    """The agent's side: one tracker, the runs held for the command, its trace stream."""
+
+    def __init__(self) -> None:
+        self.tracker: Any = None  # runs.Tracker
+        self.owner_pid = os.getppid()
+        self.stream: Any = None  # trace_stream.TraceStream
+        self.held: dict[str, contextlib.ExitStack] = {}  # run id -> its heartbeat
+
+    def open(self, tracking) -> int:
+        """Open the store (``TrackingSettings``); end the runs dead processes left RUNNING (how
+        many)."""
+        from physassist.tracking import claims
+        from physassist.tracking.runs import open_tracker
+
+        self.tracker = open_tracker(tracking)
+        return len(claims.end_abandoned(self.tracker))
+
+    def find_job(self, sweep_id: str, key: str):  # -> runs.JobRun | None
+        from physassist.tracking.runs import JobRun
+
+        run = self.tracker.find_job(sweep_id, key)
+        return JobRun.of(run) if run is not None else None
+
+    def claim(self, run_name: str, tags: dict[str, str], sweep, key: str | None):
+        from physassist.tracking import claims
+
+        return claims.claim(self.tracker, run_name, tags, sweep, key)
+
+    def hold(self, run_id: str) -> None:
+        from physassist.tracking import claims
+
+        stack = contextlib.ExitStack()
+        stack.enter_context(claims.heartbeat(self.tracker, run_id))
+        self.held[run_id] = stack
+
+    def end(self, run_id: str, status: str, reason: str) -> None:
+        from physassist.tracking import claims
+
+        self._release(run_id)
+        if self.stream is not None:
+            self.stream.stop()
+        claims.end_run(self.tracker, run_id, status, reason)
+
+    def stream_to(self, run_id: str, raw_chars: int) -> None:
+        """Write the sessions ``started``/``add`` hand over as the traces of ``run_id``."""
+        from physassist.tracking.trace_stream import TraceStream
+
+        self.stream = TraceStream(self.tracker.uri, self.tracker.experiment_id, run_id, raw_chars)
+
+    def started(self, spec) -> None:
+        self.stream.started(spec)
+
+    def add(self, sample) -> None:
+        self.stream.add(sample)
+
+    def stop_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.stop()
+
+    def log(self, request) -> tuple[str | None, str | None]:
+        """Log the run and end it (``staging.RunLog``); (its id, the tracking error)."""
+        try:
+            return request.write(self.tracker, self.stream)
+        finally:
+            self._release(request.run_id)
+
+    def _release(self, run_id: str) -> None:
+        stack = self.held.pop(run_id, None)
+        if stack is not None:
+            stack.close()
+
+    def abandoned(self) -> None:
+        """The command's pipe closed: runs it still held are ended KILLED (``kill -9``)."""
+        from physassist.tracking.owner import Owner
+
+        for run_id in list(self.held):
+            with contextlib.suppress(Exception):
+                self.end(run_id, "KILLED", f"process {self.owner_pid} on {Owner.me().host} stopped without "
+                                          "finishing (seen by its tracking agent)")
+
+
+def serve(reply_fd: int) -> None:
+    """The agent's loop: requests in order from stdin, answers on ``reply_fd``."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    os.dup2(2, 1)  # anything printed goes to stderr, never into a frame
+    sys.stdout = sys.stderr
+    from physassist.tracking.owner import act_for
+
+    session = Session()
+    act_for(session.owner_pid)  # the runs it claims are held by the command's process
+    replies = os.fdopen(reply_fd, "wb")
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def receive() -> None:  # always reading: the command's writes never wait for a slow store
+        while (frame := _read(sys.stdin.buffer)) is not _GONE:
+            inbox.put(frame)
+        inbox.put(_GONE)
+
+    threading.Thread(target=receive, name="physassist-agent-inbox", daemon=True).start()
+    failed: str | None = None  # a posted operation's failure, for the next call's answer
+    while (frame := inbox.get()) is not _GONE:
+        number, operation, args = frame
+        try:
+            ok, value = True, getattr(session, operation)(*args)
+        except Exception as exc:  # noqa: BLE001 - every failure is answered, in one line
+            from physassist.tracking.mlflow_store import error_line
+
+            ok, value = False, f"{operation}: {error_line(exc)}"
+        if number < 0:
+            failed = failed or (None if ok else value)
+            continue
+        if ok and failed:
+            ok, value, failed = False, failed, None
+        with contextlib.suppress(OSError):
+            _write(replies, (number, ok, value))
+    session.abandoned()

@@ -1,0 +1,72 @@
+"""What tracking reads of an Inspect log, as plain data the tracking agent can take.
+
+The traces, the run's inputs and its sessions read a few fields of each sample (its id, epoch,
+metadata, turn records, the scorer's metadata, its start) and of the eval's spec (its start, the
+grader model). Pickling an ``EvalSample`` whole took ~6 ms a sample and importing Inspect in the
+agent; these views are ~0.3 ms a sample and need neither. They answer to the same attribute
+names, so the readers (``traces``, ``inputs``) take a view or an Inspect object alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from physassist.results import SCORER_NAME, TURNS_KEY
+
+
+@dataclass(frozen=True)
+class ScoreView:
+    metadata: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SampleView:
+    id: Any
+    epoch: int
+    metadata: dict[str, Any] | None
+    store: dict[str, Any]  # TURNS_KEY only: the loop's turn records
+    scores: dict[str, ScoreView]  # SCORER_NAME only
+    started_at: Any = None
+
+
+@dataclass(frozen=True)
+class RoleView:
+    model: str | None
+
+
+@dataclass(frozen=True)
+class SpecView:
+    created: str
+    model_roles: dict[str, RoleView] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LogView:
+    status: str
+    eval: SpecView
+    samples: list[SampleView]
+
+
+def sample_view(sample) -> SampleView:
+    """The parts of an ``EvalSample`` tracking reads."""
+    score = (sample.scores or {}).get(SCORER_NAME)
+    return SampleView(
+        id=sample.id,
+        epoch=sample.epoch,
+        metadata=dict(sample.metadata or {}),
+        store={TURNS_KEY: (sample.store or {}).get(TURNS_KEY)},
+        scores={SCORER_NAME: ScoreView(dict(score.metadata or {}))} if score is not None else {},
+        started_at=getattr(sample, "started_at", None),
+    )
+
+
+def spec_view(spec) -> SpecView:
+    """The parts of an ``EvalSpec`` tracking reads: its start and the role's models."""
+    roles = getattr(spec, "model_roles", None) or {}
+    return SpecView(str(spec.created), {k: RoleView(getattr(v, "model", None)) for k, v in roles.items()})
+
+
+def log_view(log) -> LogView:
+    """The parts of an ``EvalLog`` tracking reads (every sample)."""
+    return LogView(str(log.status), spec_view(log.eval), [sample_view(s) for s in log.samples or []])
