@@ -328,6 +328,44 @@ def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_i
     assert code == 130, err[-2000:]
 
 
+_IN_SERIALIZER = """
+import os, signal, sys, time
+from pydantic import BaseModel, model_serializer
+import tasks.physassistbench
+
+class Sessions(BaseModel):
+    n: int = 1
+    @model_serializer(mode="wrap")
+    def _dump_in_read_order(self, handler):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while pydantic serializes a session
+        time.sleep(10)
+        return handler(self)
+
+def physassistbench(**args):
+    return Sessions().model_dump()
+
+tasks.physassistbench.physassistbench = physassistbench
+from physassist.cli.eval import main
+main()
+"""
+
+
+def test_a_ctrl_c_in_pydantics_serializer_while_the_task_is_built_is_an_interrupt_not_bad_input(tmp_path) -> None:
+    """Pydantic reports a KeyboardInterrupt raised in a serializer as a ValueError ("Error
+    calling function `_dump_in_read_order`: KeyboardInterrupt"): the command said it was a config
+    error (exit 2). No run exists yet: exit 130, nothing in MLflow."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _IN_SERIALIZER, "inspect.limit=1", f"tracking.uri={uri}",
+         f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"
+    assert "error" not in proc.stderr.lower()
+    assert not _runs(uri)
+
+
 _STUCK = """
 import subprocess, sys, time
 from physassist import signals
