@@ -1,5 +1,6 @@
-"""SIGTERM and SIGHUP end a run like Ctrl-C: its runs are marked KILLED with the reason, and the
-command exits 128 + the signal's number (143, 129; 130 for Ctrl-C).
+"""A signal ends a run as KILLED, never RUNNING: SIGTERM and SIGHUP end it like Ctrl-C (SIGINT):
+its runs are marked KILLED with the reason, and the command exits 128 + the signal's number (143,
+129; 130 for Ctrl-C).
 
 ``kill``, ``timeout``, ``docker stop`` and a SLURM preemption send SIGTERM; a closed terminal
 sends SIGHUP. Python's default for both is to die at once, leaving the MLflow run RUNNING with no
@@ -8,45 +9,123 @@ raises SIGINT in this process, so Inspect cancels the eval and keeps its log, th
 (``tracking.claims.holding``) ends it KILLED and the sweep closes its parent. A process whose
 SIGINT is ignored (a worker) gets the ``KeyboardInterrupt`` raised directly.
 
+SIGINT keeps Python's own handler: Inspect's event loop (asyncio, anyio) turns the first Ctrl-C
+into a cancellation that writes the eval's log only when that handler is in place. So SIGINT is
+noticed beside it, through the wakeup fd Python writes every signal's number to (``_listen``): a
+thread reads it and starts the same watch as SIGTERM's.
+
 The interrupt can be lost, and the command then went on as if no signal came (measured: a
 2,000-epoch eval ran 13 min to FINISHED after its Ctrl-C). The ``KeyboardInterrupt`` is raised
 wherever the main thread is when Python runs the handler: inside a finalizer (``__del__``, a
 weakref callback) Python swallows it ("Exception ignored in ..."), so it is delivered again at
 once (``_unraisable``); a library that catches it, or the cancellation it becomes in Inspect's
-event loop, is not seen here, so after SIGTERM or SIGHUP the signal is delivered again every
+event loop, is not seen here, so after any of the signals it is delivered again every
 ``AGAIN_S`` until the command takes it (``taken``: the eval came back cancelled, or the run's
-holder or the sweep's handler has the interrupt). And the ending
-itself (a library joining its threads or workers, a store that does not answer) is bounded:
-``EXIT_BOUND_S`` after the signal the process kills its child processes and exits 128 + the
-signal; runs it left RUNNING have a dead owner, so the next command marks them KILLED.
+holder or the sweep's handler has the interrupt). A library may also turn it into an error of its
+own (pydantic reports one raised in a serializer as a ``ValueError``): ``interrupted`` tells the
+command that such an error is the interrupt, not bad input. And the ending itself (a library
+joining its threads or workers, a store that does not answer) is bounded: ``EXIT_BOUND_S`` after
+the signal the process kills its child processes and exits 128 + the signal; runs it left RUNNING
+have a dead owner, so the next command marks them KILLED.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
 import time
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 AGAIN_S = 5.0  # not taken by then: delivered again (a taken one ended in 0.3-3.9 s in 44 runs at load 10)
-EXIT_BOUND_S = 60.0  # after SIGTERM/SIGHUP the process ends by then, its clean-up done or not
+EXIT_BOUND_S = 60.0  # after a signal the process ends by then, its clean-up done or not
 
 _received: int | None = None
 _taken = threading.Event()
-_watch: threading.Thread | None = None
+_watching = threading.Lock()  # taken, never released, by the one watch
+_wakeup: tuple[socket.socket, socket.socket] | None = None  # (read, write) ends of the wakeup fd
+
+
+def _arrived(signum: int) -> None:
+    """``signum`` came: the first one is the reason; the watch starts once. Takes no lock it
+    waits for: a signal handler may run it in the main thread while the main thread runs it."""
+    global _received
+    if _received is None:
+        _received = signum
+    if _watching.acquire(blocking=False):
+        threading.Thread(target=_watch_ending, args=(_received,), name="physassist-signal", daemon=True).start()
 
 
 def _handle(signum: int, frame: object) -> None:
-    global _received, _watch
-    _received = signum
-    if _watch is None:
-        _watch = threading.Thread(target=_watch_ending, args=(signum,), name="physassist-signal", daemon=True)
-        _watch.start()
+    _arrived(signum)
     if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
         raise KeyboardInterrupt
     signal.raise_signal(signal.SIGINT)
+
+
+def _read(reader: socket.socket, flags: int = 0) -> None:
+    """Note the signals among the numbers Python wrote to the wakeup fd: SIGINT, which has no
+    handler of ours, and SIGTERM or SIGHUP whose handler the main thread has not run yet (stuck in
+    C code, the ending is still bounded). Blocks until the socket closes, or reads what is there."""
+    while True:
+        try:
+            data = reader.recv(64, flags)
+        except OSError:  # nothing more to read (MSG_DONTWAIT), or closed
+            return
+        if not data:
+            return
+        for signum in data:
+            if signum == signal.SIGINT or signum in HANDLED:
+                _arrived(signum)
+
+
+def _listen() -> None:
+    """Have Python write each signal's number to a socket this module reads (main thread).
+    Left alone when another wakeup fd is set (an event loop's ``add_signal_handler``)."""
+    global _wakeup
+    if _wakeup is not None:
+        return
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    if previous != -1:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        return
+    _wakeup = (reader, writer)
+    threading.Thread(target=_read, args=(reader,), name="physassist-wakeup", daemon=True).start()
+
+
+def _forked() -> None:
+    """A child forked without exec starts with no signal, and writes none of its own to its
+    parent's socket."""
+    global _received, _taken, _watching, _wakeup
+    _received, _taken, _watching, _wakeup = None, threading.Event(), threading.Lock(), None
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # forked from another thread: no Python signal handling there
+        pass
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def interrupted() -> bool:
+    """A signal came: an error raised since may be the interrupt wrapped by a library, never
+    bad input or a fault. Reads the wakeup fd here too, so a SIGINT whose ``KeyboardInterrupt``
+    this thread already saw is known even before the reading thread noted it."""
+    if _wakeup is not None:
+        _read(_wakeup[0], socket.MSG_DONTWAIT)
+    return _received is not None
+
+
+def interrupt_instead(exc: BaseException) -> None:
+    """Raise the interrupt in place of ``exc`` when a signal came (see ``interrupted``)."""
+    if interrupted():
+        raise KeyboardInterrupt from exc
 
 
 def taken() -> None:
@@ -99,12 +178,14 @@ def _unraisable(hook):
 
 
 def install() -> None:
-    """Handle SIGTERM and SIGHUP like Ctrl-C (from the main thread only; elsewhere a no-op)."""
+    """Handle SIGTERM and SIGHUP like Ctrl-C, and notice Ctrl-C (from the main thread only;
+    elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in HANDLED:
         if signal.getsignal(signum) is not _handle:
             signal.signal(signum, _handle)
+    _listen()
     if not getattr(sys.unraisablehook, "physassist", False):
         sys.unraisablehook = _unraisable(sys.unraisablehook)
 

@@ -59,9 +59,12 @@ def _wait_for(what: Callable[[], bool], proc: subprocess.Popen, timeout: float =
         time.sleep(0.3)
 
 
-def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
+EVAL = (str(VENV_BIN / "physassist-eval"),)
+
+
+def _command(tmp_path: Path, url: str, *extra: str, program: tuple[str, ...] = EVAL) -> list[str]:
     return [
-        str(VENV_BIN / "physassist-eval"),
+        *program,
         *extra,
         "model=openai_compatible",
         "model.name=oracle",
@@ -93,7 +96,8 @@ def _tree(pid: int) -> list[str]:
 
 
 def _interrupt(
-    tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1
+    tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1,
+    program: tuple[str, ...] = EVAL,
 ) -> tuple[int, str, list]:
     """Start the command, send ``signum`` once ``jobs`` job runs evaluate (RUNNING, and the model
     asked since the start); the exit status, stderr and the runs after it ended. ``server``: a
@@ -107,7 +111,7 @@ def _interrupt(
             server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=1.0))
         asked = len(server.served())
         proc = subprocess.Popen(
-            _command(tmp_path, server.base_url, *extra), cwd=tmp_path, env=env, text=True,
+            _command(tmp_path, server.base_url, *extra, program=program), cwd=tmp_path, env=env, text=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
@@ -132,13 +136,22 @@ def _all_ended(runs: list, reason: str) -> None:
             assert reason in run.data.tags["physassist.end_reason"], run.data.tags
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def _name(signum: int) -> str:
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_ends_a_single_run_killed_with_the_reason(tmp_path, signum) -> None:
+    """Ctrl-C sent to the command alone too; each time Inspect's own first-Ctrl-C cancellation
+    wrote its log, as cancelled."""
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
     code, err, runs = _interrupt(tmp_path, signum)
-    name = signal.Signals(signum).name
     assert code == 128 + signum, err[-2000:]
-    assert err.strip().splitlines()[-1] == f"physassist-eval: interrupted ({name})"
-    _all_ended(runs, f"interrupted ({name})")
+    assert err.strip().splitlines()[-1] == f"physassist-eval: interrupted ({_name(signum)})"
+    _all_ended(runs, f"interrupted ({_name(signum)})")
+    logs = list_eval_logs(str(tmp_path / "logs"), recursive=True)
+    assert [read_eval_log(log, header_only=True).status for log in logs] == ["cancelled"]
 
 
 def _rerun_finishes_each_job_once(tmp_path: Path, server: ScriptedServer, sweep: list[str]) -> None:
@@ -155,9 +168,8 @@ def _rerun_finishes_each_job_once(tmp_path: Path, server: ScriptedServer, sweep:
 
 
 def _ended_by(signum: int, code: int, err: str, runs: list) -> None:
-    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     assert code == 128 + signum, err[-2000:]
-    _all_ended(runs, f"interrupted ({name})")
+    _all_ended(runs, f"interrupted ({_name(signum)})")
     assert {r.data.tags.get("physassist.kind") for r in runs} == {"sweep", "job"}
 
 
@@ -181,6 +193,42 @@ def test_each_signal_ends_a_joblib_sweep_and_both_job_runs_and_a_rerun_finishes_
             _ended_by(signum, code, err, runs)
             assert len([r for r in runs if r.data.tags.get("physassist.kind") == "job"]) == 2
         _rerun_finishes_each_job_once(tmp_path, server, sweep)
+
+
+_WAIT_SWALLOWS = """
+import sys, time
+import joblib.parallel
+from physassist.cli.eval import main
+
+class Time:  # joblib's wait for its jobs, in a library that catches the first interrupt and goes on
+    swallowed = False
+    def sleep(self, seconds):
+        try:
+            time.sleep(0.5)
+        except KeyboardInterrupt:
+            if Time.swallowed:
+                raise
+            Time.swallowed = True
+            print("swallowed", file=sys.stderr, flush=True)
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+joblib.parallel.time = Time()
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_sent_to_a_joblib_sweep_alone_that_its_wait_swallowed_still_ends_it_killed(tmp_path) -> None:
+    """``kill -INT <sweep pid>``: SIGINT keeps Python's handler (Inspect cancels an eval only
+    under it), so nothing delivered it again when it was lost; the sweep waited for its jobs."""
+    sweep = ("-m", "hydra/launcher=joblib", "query=implicit,explicit")
+    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=30) as server:
+        code, err, runs = _interrupt(tmp_path, signal.SIGINT, *sweep, server=server, jobs=2,
+                                     program=(sys.executable, "-c", _WAIT_SWALLOWS))
+    assert "swallowed" in err, err[-2000:]
+    _ended_by(signal.SIGINT, code, err, runs)
+    assert len([r for r in runs if r.data.tags.get("physassist.kind") == "job"]) == 2
 
 
 _SWALLOWED = """
@@ -228,17 +276,94 @@ except KeyboardInterrupt:
 """
 
 
-def test_a_sigterm_a_library_caught_is_delivered_again_until_the_command_takes_it() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", _CAUGHT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _signal_ready(script: str, signum: int) -> tuple[int, str, str]:
+    """Run ``script``, send ``signum`` once it printed "ready"; its exit status, stdout, stderr."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{signal.Signals(signum).name}: not ended in 30 s") from exc
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_a_library_caught_is_delivered_again_until_the_command_takes_it(signum) -> None:
+    code, _, err = _signal_ready(_CAUGHT, signum)
+    assert code == 128 + signum, err[-2000:]
     assert "still ending" not in err  # taken, not ended by the bound
+
+
+_CANCEL_CAUGHT = """
+import time
+import anyio
+from physassist import signals
+signals.AGAIN_S = 0.5
+signals.install()
+async def evaluate():  # an eval whose wind-down swallows the cancellation and goes on
+    try:
+        print("ready", flush=True)
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        print("cancelled", flush=True)
+    time.sleep(60)
+try:
+    anyio.run(evaluate)
+except KeyboardInterrupt:
+    signals.taken()
+    raise SystemExit(signals.exit_code())
+"""
+
+
+def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_interrupted_again() -> None:
+    """Ctrl-C keeps the event loop's graceful first cancellation (Inspect writes its log under
+    it: the handler Python installs stays in place), and when the cancellation is swallowed the
+    interrupt comes again (the loop's second Ctrl-C raises KeyboardInterrupt)."""
+    code, out, err = _signal_ready(_CANCEL_CAUGHT, signal.SIGINT)
+    assert out.split() == ["cancelled"], err[-2000:]
+    assert code == 130, err[-2000:]
+
+
+_IN_SERIALIZER = """
+import os, signal, sys, time
+from pydantic import BaseModel, model_serializer
+import tasks.physassistbench
+
+class Sessions(BaseModel):
+    n: int = 1
+    @model_serializer(mode="wrap")
+    def _dump_in_read_order(self, handler):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while pydantic serializes a session
+        time.sleep(10)
+        return handler(self)
+
+def physassistbench(**args):
+    return Sessions().model_dump()
+
+tasks.physassistbench.physassistbench = physassistbench
+from physassist.cli.eval import main
+main()
+"""
+
+
+def test_a_ctrl_c_in_pydantics_serializer_while_the_task_is_built_is_an_interrupt_not_bad_input(tmp_path) -> None:
+    """Pydantic reports a KeyboardInterrupt raised in a serializer as a ValueError ("Error
+    calling function `_dump_in_read_order`: KeyboardInterrupt"): the command said it was a config
+    error (exit 2). No run exists yet: exit 130, nothing in MLflow."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _IN_SERIALIZER, "inspect.limit=1", f"tracking.uri={uri}",
+         f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"
+    assert "error" not in proc.stderr.lower()
+    assert not _runs(uri)
 
 
 _STUCK = """

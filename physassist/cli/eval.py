@@ -84,6 +84,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     try:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
+        signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
         if job.sweep_dir is not None:  # a sweep job: the launcher reports it with the job
             from physassist.cli.hydra_errors import JobFailed
 
@@ -91,6 +92,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         fail(str(exc))
         return None
     except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
+        signals.interrupt_instead(exc)
         if job.sweep_dir is not None:
             from physassist.cli.hydra_errors import JobFailed
 

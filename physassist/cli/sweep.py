@@ -123,6 +123,7 @@ class SweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _open
+        from physassist import signals
         from physassist.tracking import claims, runs
         from physassist.tracking.names import sweep_name
 
@@ -133,8 +134,10 @@ class SweepCallback(Callback):
             specs, taus = check_jobs(jobs)
             check_endpoints(specs)  # a dead endpoint stops the sweep before any run
         except ConfigError as exc:
+            signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped is no bad input
             fail(str(exc))
         except EndpointError as exc:
+            signals.interrupt_instead(exc)
             fault(str(exc))
         arguments = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
