@@ -4,7 +4,8 @@ Each repeat runs ``physassist-eval`` with no overrides (or the given ones) in a 
 in a scratch working directory, so the run is exactly the default: the oracle on the sample,
 the rules judge, MLflow to ``sqlite:///mlruns/mlflow.db`` in that directory, with traces,
 tables and plots. One unmeasured run first creates the store (a new SQLite store pays its
-schema migrations once). Inside the process the functions the run goes through are wrapped
+schema migrations once) and, as a user's first run of the sessions does, their verdict
+(``physassist.data.verified``: later runs parse them, not validate them again). Inside the process the functions the run goes through are wrapped
 (exclusive time: a phase nested in another is taken out of it):
 
 * start-up: process start to the run (interpreter, imports, Hydra's composition, checks);
