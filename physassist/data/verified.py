@@ -132,9 +132,12 @@ def _read(path: Path) -> dict[str, Any] | None:
         if not (isinstance(ids, list) and isinstance(dumps, list) and len(ids) == len(dumps)
                 and all(isinstance(d, bool) for d in dumps)):
             return None
-        os.utime(path)  # recently used: kept by _write's pruning
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    try:
+        os.utime(path)  # recently used: kept by _write's pruning
+    except OSError:  # a cache we may read but not write
+        pass
     return verdict
 
 
