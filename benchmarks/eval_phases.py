@@ -4,11 +4,13 @@ Each repeat runs ``physassist-eval`` with no overrides (or the given ones) in a 
 in a scratch working directory, so the run is exactly the default: the oracle on the sample,
 the rules judge, MLflow to ``sqlite:///mlruns/mlflow.db`` in that directory, with traces,
 tables and plots. One unmeasured run first creates the store (a new SQLite store pays its
-schema migrations once). Inside the process the functions the run goes through are wrapped
+schema migrations once) and, as a user's first run of the sessions does, their verdict
+(``physassist.data.verified``: later runs parse them, not validate them again). Inside the process the functions the run goes through are wrapped
 (exclusive time: a phase nested in another is taken out of it):
 
-* start-up: process start to the run (interpreter, imports, Hydra's composition, checks);
-* task: reading the sessions and building the Inspect task; store open: the EHR store;
+* start-up: process start to the run (interpreter, the command's imports, Hydra's composition);
+* task: importing the task's module (Inspect with it), reading the sessions and building the
+  Inspect task; store open: the EHR store;
 * eval: Inspect's eval (the samples, the scorer, Inspect's own log);
 * metrics: the turn table and every metric;
 * MLflow, as the command waits for its tracking agent (``physassist.tracking.agent``: MLflow is
@@ -18,7 +20,12 @@ schema migrations once). Inside the process the functions the run goes through a
   tags, metrics, inputs, artifacts, plots, the table, the traces the eval did not stream),
   close (the agent's end); report: the printed table;
 * exit: the command's return to the process's end (MLflow's exit hooks included);
-* other: the rest of the run (config resolution, fingerprints of the inputs, staging).
+* other: the rest of the run (the config check with pandas' import, fingerprints of the
+  inputs, staging).
+
+A wrapped module is wrapped when the run imports it (``_WrapOnImport``), so each import falls
+in the phase where the run makes it (before 2026-12-05 11:20, ``start-up`` also held Inspect's,
+pandas' and matplotlib's imports, which the wrapping made up front).
 
 Figures are medians over the repeats, with the ratio (all but the eval) / wall, and the same
 for a ``python -c pass`` measured in the same run. ``--dump DIR`` also writes the metrics and
@@ -73,10 +80,20 @@ ORDER = ["start-up", "task", "store open", "eval", "metrics", "MLflow start", "M
          "MLflow logging", "MLflow close", "report", "other", "exit"]
 
 
+def check_phases() -> None:
+    """Every wrapped function exists: one moved or renamed stops the benchmark (in this process:
+    the measured one wraps a module only when the run imports it)."""
+    import importlib
+
+    for name, qualname, _ in PHASES:
+        owner = importlib.import_module(name)
+        for part in qualname.split("."):
+            owner = getattr(owner, part)
+
+
 def child(dump: str | None, reuse_log: str | None) -> None:
     """The measured process: wrap the phases, run ``physassist-eval``, print the times as JSON.
     With ``reuse_log`` the eval is not run: its log (a finished run's ``.eval``) is read instead."""
-    import importlib
     import threading
 
     entered = time.time()
@@ -130,13 +147,23 @@ def child(dump: str | None, reuse_log: str | None) -> None:
 
         return timed
 
-    for module, qualname, phase in PHASES:
-        *path, attr = qualname.split(".")
-        owner = importlib.import_module(module)
-        for part in path:
-            owner = getattr(owner, part)
-        fn = getattr(owner, attr)
-        setattr(owner, attr, wrap(fn, phase))
+    def wrap_module(module) -> None:
+        for name, qualname, phase in PHASES:
+            if name != module.__name__:
+                continue
+            *path, attr = qualname.split(".")
+            owner = module
+            for part in path:
+                owner = getattr(owner, part)
+            setattr(owner, attr, wrap(getattr(owner, attr), phase))
+
+    # A module is wrapped when the run imports it, not before: importing it here would move
+    # its imports (Inspect, pandas, matplotlib) into the start-up, or into a run that never
+    # makes them (tracking=none and the figures).
+    pending = {name for name, _, _ in PHASES} - set(sys.modules)
+    for name in {name for name, _, _ in PHASES} - pending:
+        wrap_module(sys.modules[name])
+    sys.meta_path.insert(0, _WrapOnImport(pending, wrap_module))
     sys.argv = ["physassist-eval", *sys.argv[sys.argv.index("--") + 1 :]]
     code = 0
     try:
@@ -156,6 +183,31 @@ def child(dump: str | None, reuse_log: str | None) -> None:
 
         loggable_table(turns).to_csv(out / "turns.csv", index=False)
     print("PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}), file=sys.__stdout__, flush=True)
+
+
+class _WrapOnImport:
+    """A meta path finder that lets the other finders find a ``pending`` module and calls
+    ``then(module)`` once the module has run (its functions exist, nothing has bound them)."""
+
+    def __init__(self, pending: set[str], then) -> None:
+        self.pending, self.then = pending, then
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.pending:
+            return None
+        self.pending.discard(name)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if finder is not self and hasattr(finder, "find_spec") else None
+            if spec is not None and spec.loader is not None:
+                run = spec.loader.exec_module
+
+                def exec_module(module, run=run):
+                    run(module)
+                    self.then(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
 
 
 def _spawn(cmd: list[str], cwd: Path | None, marker: str):
@@ -309,6 +361,7 @@ def main() -> None:
     if args.floor_child:
         floor_child(args.floor_child)
         return
+    check_phases()
     if args.dump:  # the runs' working directory is a scratch one
         args.dump = str(Path(args.dump).resolve())
     floors: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,22 @@ def _gold_tools(session: Mapping[str, Any] | None, turn: int) -> list[str]:
     return list(names)
 
 
+class _SessionJson:
+    """A sample's ``metadata["session"]`` (a JSON string, ARCHITECTURE.md §6, or a dict in
+    older logs), parsed when first read: the metadata of current logs has what a row needs."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    @cached_property
+    def parsed(self) -> Mapping[str, Any] | None:
+        raw = self.raw
+        return json.loads(raw) if isinstance(raw, str) else raw if isinstance(raw, Mapping) else None
+
+    def get(self, key: str) -> Any:
+        return (self.parsed or {}).get(key)
+
+
 def turn_rows(
     sample_id: str | int,
     epoch: int,
@@ -119,27 +135,18 @@ def turn_rows(
 ) -> list[dict[str, Any]]:
     """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`."""
     md = dict(sample_metadata or {})
-    raw = md.get("session")  # a JSON string (ARCHITECTURE.md §6), or a dict in older logs
-    session = json.loads(raw) if isinstance(raw, str) else raw if isinstance(raw, Mapping) else None
     records = {r.get("turn"): r for r in (store_turns or []) if isinstance(r, Mapping)}
-    tier = md.get("tier", session.get("difficulty_level") if session else None)
+    session = _SessionJson(md.get("session"))  # read only for what the metadata lacks
+    tier = md["tier"] if "tier" in md else session.get("difficulty_level")
     rows = []
     for st in score_turns:
         t = int(st["turn"])
         rec = records.get(t, {})
         task = md.get("task_types") and _at(md.get("task_types"), t)
-        if task is None and session:
+        if task is None:
             task = _at(session.get("task_types"), t)
-        subtype = (
-            _at(md.get("subtypes"), t)
-            if "subtypes" in md
-            else _at((session or {}).get("turn_subtypes"), t)
-        )
-        source = (
-            _at(md.get("tool_sources"), t)
-            if "tool_sources" in md
-            else _at((session or {}).get("tool_sources"), t)
-        )
+        subtype = _at(md["subtypes"] if "subtypes" in md else session.get("turn_subtypes"), t)
+        source = _at(md["tool_sources"] if "tool_sources" in md else session.get("tool_sources"), t)
         items = st.get("items") or []
         calls = [c for c in (rec.get("calls") or []) if c.get("name") != PREPARE_TO_ANSWER]
         tools = st.get("tools")
@@ -151,7 +158,7 @@ def turn_rows(
                 "session_id": str(sample_id),
                 "epoch": int(epoch),
                 "turn": t,
-                "scenario": md.get("scenario", (session or {}).get("clinical_scenario")),
+                "scenario": md["scenario"] if "scenario" in md else session.get("clinical_scenario"),
                 "tier": int(tier) if tier is not None else None,
                 "language": md.get("language", "en"),
                 "query": md.get("query", "implicit"),
@@ -173,7 +180,7 @@ def turn_rows(
                 "tools": list(tools),
                 "gold_tools": list(st["gold_tools"])
                 if st.get("gold_tools") is not None
-                else _gold_tools(session, t),
+                else _gold_tools(session.parsed, t),
                 "tokens_in": rec.get("tokens_in"),
                 "tokens_out": rec.get("tokens_out"),
                 "seconds": rec.get("seconds"),

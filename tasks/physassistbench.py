@@ -7,7 +7,6 @@ Run with ``inspect eval physassist/physassistbench`` (registered through the pac
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -17,8 +16,9 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 
-from physassist.data import Session, load_sessions
+from physassist.data import Session
 from physassist.data.loader import SAMPLE_SESSIONS
+from physassist.data.models import session_json
 from physassist.listarg import as_list
 from physassist.options import (
     DEFAULTS as D,
@@ -60,24 +60,18 @@ def _source_stamp(dataset: str) -> tuple[tuple[str, int, int], ...]:
     return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file())
 
 
-def session_json(data: dict[str, Any]) -> str:
-    """The ``metadata["session"]`` value: the released session dict as one JSON string.
-
-    Inspect copies, dumps and walks every sample's metadata node by node several times per
-    sample (set-up copy, init event, log condensing); as a dict the session is ~3,000
-    nodes per copy, as a string one, which cut the eval's CPU per turn by about a quarter.
-    """
-    return json.dumps(data, ensure_ascii=False)
-
-
 @lru_cache(maxsize=16)
 def _load(
     dataset: str, language: str, scenarios: tuple[str, ...] | None, stamp: tuple[Any, ...]
 ) -> tuple[tuple[Session, dict[str, Any], str], ...]:
-    """Sessions, their released dicts and JSON, loaded once per process and dataset version
-    (validation and the lossless dump cost seconds on the sample; tasks are built often)."""
-    loaded = load_sessions(dataset, language=language, scenarios=scenarios)
-    return tuple((s, d, session_json(d)) for s, d in ((s, s.to_dict()) for s in loaded.sessions))
+    """Sessions, their released dicts and JSON, loaded once per process and dataset version,
+    and validated once per content (``physassist.data.verified``, beside the EHR stores):
+    validation and the lossless dump cost ~0.4 s of CPU on the sample, tasks are built often."""
+    from physassist.data.verified import verified_sessions
+    from physassist.ehr.store import default_cache_dir
+
+    cache = default_cache_dir() / "sessions"
+    return tuple(verified_sessions(dataset, language=language, scenarios=scenarios, cache_dir=cache))
 
 
 def session_sample(
@@ -89,7 +83,7 @@ def session_sample(
     data_json: str | None = None,
 ) -> Sample:
     """The Sample of one session (ARCHITECTURE.md §6); ``data`` is ``session.to_dict()``
-    and ``data_json`` its ``session_json``."""
+    and ``data_json`` its JSON (``physassist.data.models.session_json``)."""
     data = data if data is not None else session.to_dict()
     n = session.n_turns
     tool_sources = list(session.tool_sources or [])
@@ -99,6 +93,10 @@ def session_sample(
         id=session.id,
         input=opening_message(data, language),
         metadata={
+            # One JSON string, not the dict: Inspect copies, dumps and walks every sample's
+            # metadata node by node several times per sample (set-up copy, init event, log
+            # condensing); as a dict the session is ~3,000 nodes per copy, as a string one,
+            # which cut the eval's CPU per turn by about a quarter.
             "session": data_json if data_json is not None else session_json(data),
             "language": language,
             "query": query,

@@ -22,7 +22,6 @@ from pydantic import ValidationError
 
 from physassist.data.models import Problem, Session, SessionFormatError
 from physassist.data.records import RawRecord, read_jsonl
-from physassist.data.schema import validate_turns
 from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
 from physassist.fingerprint import fingerprint as digest
 from physassist.vocab import LANGUAGES, SCENARIOS
@@ -102,33 +101,50 @@ def _scenario_files(directory: Path, scenarios: Iterable[str] | None) -> list[Pa
     return files
 
 
+def jsonl_files(source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
+                ) -> tuple[list[Path], str] | None:
+    """The JSONL files a local source is read from and a label naming it; None for a source
+    read otherwise (a Hugging Face dataset, Parquet). Raises FileNotFoundError/ValueError."""
+    from physassist.data import hf
+
+    text = os.fspath(source)
+    if hf.is_hf_source(text):
+        return None
+    path = SAMPLE_SESSIONS if text == "sample" else Path(source)
+    if not path.exists():
+        raise FileNotFoundError(f"session source not found: {path}")
+    if path.is_dir():
+        if hf.is_dataset_dir(path):
+            return None
+        files = _scenario_files(path, scenarios)
+        if not files:
+            raise FileNotFoundError(f"no .jsonl session files in {path} (expected "
+                                    f"<scenario>.jsonl, e.g. {SCENARIOS[0]}.jsonl)")
+        return files, str(path)
+    if path.suffix == ".parquet":
+        return None
+    if path.suffix in (".jsonl", ".json"):
+        return [path], str(path)
+    raise ValueError(f"unsupported session source {path}: expected a directory, a .jsonl or "
+                     f".parquet file, 'sample', or hf:<dataset>")
+
+
 def read_records(source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
                  ) -> tuple[list[RawRecord], str]:
     """Raw records of a source and a label naming it; raises FileNotFoundError/ValueError."""
     from physassist.data import hf
 
+    found = jsonl_files(source, scenarios)
+    if found is not None:
+        files, label = found
+        return [r for f in files for r in read_jsonl(f)], label
     text = os.fspath(source)
     if hf.is_hf_source(text):
         return hf.read_hf_records(text), text
-    if text == "sample":
-        source = SAMPLE_SESSIONS
-    path = Path(source)
-    if not path.exists():
-        raise FileNotFoundError(f"session source not found: {path}")
+    path = Path(source)  # a Hugging Face dataset directory or a Parquet file
     if path.is_dir():
-        if hf.is_dataset_dir(path):
-            return hf.read_hf_records(str(path)), str(path)
-        files = _scenario_files(path, scenarios)
-        if not files:
-            raise FileNotFoundError(f"no .jsonl session files in {path} (expected "
-                                    f"<scenario>.jsonl, e.g. {SCENARIOS[0]}.jsonl)")
-        return [r for f in files for r in read_jsonl(f)], str(path)
-    if path.suffix == ".parquet":
-        return hf.read_parquet_records(path), str(path)
-    if path.suffix in (".jsonl", ".json"):
-        return read_jsonl(path), str(path)
-    raise ValueError(f"unsupported session source {path}: expected a directory, a .jsonl or "
-                     f".parquet file, 'sample', or hf:<dataset>")
+        return hf.read_hf_records(str(path)), str(path)
+    return hf.read_parquet_records(path), str(path)
 
 
 def _validation_problems(record: RawRecord, err: ValidationError) -> list[Problem]:
@@ -180,16 +196,31 @@ def load_sessions(
     Strict (default): any problem raises SessionFormatError listing all problems.
     Lenient: sessions with problems are left out and listed in `SessionSet.skipped`.
     """
-    if language not in LANGUAGES:
-        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
-    if scenarios is not None:
-        scenarios = list(scenarios)
-        unknown = sorted(set(scenarios) - set(SCENARIOS))
-        if unknown:
-            raise ValueError(f"unknown scenario(s) {unknown}; expected {', '.join(SCENARIOS)}")
+    scenarios = checked_arguments(language, scenarios)
     records, label = read_records(source, scenarios)
     return validate_records(records, language=language, lenient=lenient, scenarios=scenarios,
                             source=label)
+
+
+def checked_arguments(language: str, scenarios: Iterable[str] | None) -> list[str] | None:
+    """``scenarios`` as a list; ValueError for a language or scenario we do not know."""
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
+    if scenarios is None:
+        return None
+    scenarios = list(scenarios)
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; expected {', '.join(SCENARIOS)}")
+    return scenarios
+
+
+def in_scenarios(sessions: list[Session], scenarios: Iterable[str] | None) -> list[Session]:
+    """The sessions of the given scenarios (all when None)."""
+    if scenarios is None:
+        return sessions
+    wanted = set(scenarios)
+    return [s for s in sessions if resolved_scenario(s) in wanted]
 
 
 def validate_records(
@@ -200,10 +231,10 @@ def validate_records(
     scenarios: Iterable[str] | None = None,
     source: str = "",
 ) -> SessionSet:
+    from physassist.data.schema import validate_turns  # pandera: only where a table is checked
+
     sessions, problems = parse_records(records)
-    if scenarios is not None:
-        wanted = set(scenarios)
-        sessions = [s for s in sessions if resolved_scenario(s) in wanted]
+    sessions = in_scenarios(sessions, scenarios)
     frame, structural = flatten_sessions(sessions, language)
     problems += structural + validate_turns(frame)
     if problems and not lenient:

@@ -251,7 +251,7 @@ class Session(_OrderedModel):
     # ---- serialization -------------------------------------------------------------------
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        return session_json(self.to_dict())
 
     @property
     def origin(self) -> tuple[str | None, int | None]:
@@ -460,6 +460,11 @@ def prepared_answer(actions: GoldTurn) -> str | None:
             obs = item.observation
             return obs if isinstance(obs, str) and obs.strip() else None
     return None
+
+
+def session_json(data: dict[str, Any]) -> str:
+    """A released session dict as one JSON line (non-ASCII text kept, as the released files)."""
+    return json.dumps(data, ensure_ascii=False)
 
 
 def tool_source_of(names: list[str]) -> str:

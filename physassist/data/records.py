@@ -21,15 +21,21 @@ class RawRecord:
     line: int
     data: dict[str, Any] | None  # None when the line is not a JSON object
     error: str | None = None
+    text: str | None = None  # the JSONL line as read (``physassist.data.verified`` compares it)
 
 
 def read_jsonl(path: Path) -> list[RawRecord]:
     """The records of one JSONL file; an unreadable line becomes a record with its error."""
-    records = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         return [RawRecord(str(path), 1, None, f"not UTF-8 text ({err})")]
+    return jsonl_records(path, text)
+
+
+def jsonl_records(path: Path, text: str) -> list[RawRecord]:
+    """The records of a JSONL file's ``text`` (as ``read_jsonl`` reads it)."""
+    records = []
     # "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085, ..., which JSON
     # (and our own save_sessions, ensure_ascii=False) leaves raw inside strings
     for number, line in enumerate(text.split("\n"), start=1):
@@ -50,5 +56,5 @@ def read_jsonl(path: Path) -> list[RawRecord]:
             records.append(RawRecord(str(path), number, None,
                                      f"expected a JSON object, got {type(data).__name__}"))
             continue
-        records.append(RawRecord(str(path), number, data))
+        records.append(RawRecord(str(path), number, data, text=line))
     return records
