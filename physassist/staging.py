@@ -341,6 +341,7 @@ class EvalRun:
         from physassist.tracking.agent import Agent
 
         if not self.experiment.tracking.enabled:
+            Agent.discard()
             return
         try:
             self.agent = Agent.start()

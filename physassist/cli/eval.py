@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -125,11 +126,21 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     return outcome
 
 
+#: Arguments with which no run of this process is tracked: Hydra's flags that print and exit, a
+#: sweep (its jobs start their own agents), no tracking.
+_UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc",
+              "--multirun", "-m", "tracking=none")
+
+
 def main() -> None:
     """Console entry point (``physassist-eval``)."""
     from physassist.cli import console, hydra_errors, sweep
 
     console.start()
+    if not set(sys.argv[1:]) & set(_UNTRACKED):
+        from physassist.tracking.agent import Agent
+
+        Agent.prestart()  # MLflow is imported on the other core while Hydra composes
     sweep.run(lambda: hydra_errors.reported(_hydra_main))
 
 
