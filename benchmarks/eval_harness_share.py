@@ -15,13 +15,18 @@ Both run in one process against the scripted OpenAI-compatible server of the tes
   and Inspect's ``generate`` loop; the server's ``bare`` policy calls the same number of tools
   per turn as the oracle did on average (rounded per turn), then answers.
 
+* **tracked** (``--tracked``): physassistbench as ``physassist-eval`` tracks it: a tracking agent
+  (``physassist.tracking.agent``, its own process) has claimed a run in a scratch SQLite store and
+  writes each session's trace as it ends (Inspect's sample-end hook hands it over,
+  ``trace_stream.Feed``); the agent's CPU during the eval is reported beside the run's.
+
 Each run's process CPU over its model calls (as the server counted them) is the CPU per call;
 the ratio physassistbench / baseline is the harness's own share on top of what Inspect and the
 client cost for requests of this size. Runs alternate, ``--repeats`` times, after a warm-up of
-each; medians. MLflow's cost comes on top (``eval_phases.py``: the MLflow logging and traces
-phases of a default run).
+each; medians. MLflow's fixed cost per run comes on top (``eval_phases.py``: the waits for the
+tracking agent in a default run).
 
-    python benchmarks/eval_harness_share.py [--repeats 3] [--limit N] [--out f.json]
+    python benchmarks/eval_harness_share.py [--repeats 3] [--limit N] [--tracked] [--out f.json]
 """
 
 from __future__ import annotations
@@ -119,28 +124,61 @@ def baseline_task(calls_per_turn: dict[tuple[str, int], int], result_chars: int)
     return Task(dataset=MemoryDataset(samples), solver=turns(), name="baseline")
 
 
-def run(task, model_name: str, base_url: str, queue: Any, counts: Any) -> dict[str, Any]:
+def run(task, model_name: str, base_url: str, queue: Any, counts: Any, tracked: bool = False) -> dict[str, Any]:
     from inspect_ai import eval
     from inspect_ai.log import read_eval_log
     from inspect_ai.model import get_model
 
     from physassist.gc_freeze import frozen_heap
     from physassist.staging import quiet_display
+    from physassist.tracking.trace_stream import streaming
 
     counts.put(1)
     before = queue.get(timeout=60)
     model = get_model(f"openai-api/compatible/{model_name}", base_url=base_url, api_key="EMPTY", memoize=False)
     with tempfile.TemporaryDirectory() as logs:
+        agent, feed, run_id = _tracking(logs) if tracked else (None, None, None)
+        agent_cpu = _cpu(agent)
         cpu = time.process_time()
-        with frozen_heap(), quiet_display({"display": "none"}) as shown:
+        with frozen_heap(), quiet_display({"display": "none"}) as shown, streaming(feed):
             [log] = eval(task, model=model, log_dir=logs, display=shown["display"], max_connections=8,
                          fail_on_error=True, score_display=False, log_realtime=False)
         cpu = time.process_time() - cpu
+        agent_cpu = _cpu(agent) - agent_cpu
+        if agent is not None:
+            agent.call("end", run_id, "KILLED", "benchmark over")
+            agent.close()
         assert log.status == "success", log.error
         log = read_eval_log(log.location)  # while the file is there (not measured)
     counts.put(1)
     calls = queue.get(timeout=60) - before
-    return {"cpu_s": cpu, "calls": calls, "cpu_ms_per_call": 1000 * cpu / calls, "log": log}
+    return {"cpu_s": cpu, "calls": calls, "cpu_ms_per_call": 1000 * cpu / calls, "log": log,
+            "agent_cpu_ms_per_call": 1000 * agent_cpu / calls}
+
+
+def _tracking(logs: str):
+    """A tracking agent holding a run of a scratch store, fed each session as it ends."""
+    from physassist.experiment import TrackingSettings
+    from physassist.tracking.agent import Agent
+    from physassist.tracking.trace_stream import Feed
+
+    agent = Agent.start()
+    agent.call("open", TrackingSettings(enabled=True, uri=f"sqlite:///{logs}/mlflow.db", experiment="share", retries=8))
+    run_id = agent.call("claim", "share", {}, None, None).run_id
+    agent.post("stream_to", run_id, 2000)
+    agent.call("hold", run_id)  # answered: the agent is ready, its warm-up imports started
+    time.sleep(3)  # and done: not counted in the eval's window
+    return agent, Feed(agent), run_id
+
+
+def _cpu(agent) -> float:
+    """The agent process's CPU seconds so far (0 without one)."""
+    if agent is None:
+        return 0.0
+    import psutil
+
+    times = psutil.Process(agent._proc.pid).cpu_times()
+    return times.user + times.system
 
 
 def main() -> None:
@@ -148,6 +186,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--tracked", action="store_true", help="also physassistbench with its tracking agent")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     queue, stop, counts = ctx.Queue(), ctx.Event(), ctx.Queue()
@@ -170,18 +209,27 @@ def main() -> None:
     result_chars = int(statistics.mean(sizes)) if sizes else 1000
     base = baseline_task(calls, result_chars)
     run(base, "bare", base_url, queue, counts)  # warm-up
-    results: dict[str, list[dict[str, float]]] = {"physassistbench": [], "baseline": []}
+    arms = [("physassistbench", bench, "oracle", False), ("baseline", base, "bare", False)]
+    if args.tracked:
+        arms.append(("tracked", bench, "oracle", True))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in arms}
     for i in range(args.repeats):
-        for name, task, model in (("physassistbench", bench, "oracle"), ("baseline", base, "bare")):
-            r = run(task, model, base_url, queue, counts)
+        for name, task, model, tracked in arms:
+            r = run(task, model, base_url, queue, counts, tracked)
             r.pop("log")
             results[name].append(r)
+            agent = f" (+ agent {r['agent_cpu_ms_per_call']:.1f} ms/call)" if tracked else ""
             print(f"repeat {i + 1} {name:<16} {r['calls']:>4} calls {r['cpu_s']:6.2f} s CPU "
-                  f"{r['cpu_ms_per_call']:6.1f} ms/call; load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"{r['cpu_ms_per_call']:6.1f} ms/call{agent}; load {os.getloadavg()[0]:.1f}", flush=True)
     stop.set()
     med = {name: statistics.median(r["cpu_ms_per_call"] for r in rs) for name, rs in results.items()}
     print(f"mean tool result {result_chars} chars; medians: physassistbench {med['physassistbench']:.1f} ms/call, "
           f"baseline {med['baseline']:.1f} ms/call, ratio {med['physassistbench'] / med['baseline']:.2f}")
+    if args.tracked:
+        agent_med = statistics.median(r["agent_cpu_ms_per_call"] for r in results["tracked"])
+        print(f"tracked: {med['tracked']:.1f} ms/call in the run's process, ratio {med['tracked'] / med['baseline']:.2f}; "
+              f"the agent {agent_med:.1f} ms/call on the other core (both: "
+              f"{(med['tracked'] + agent_med) / med['baseline']:.2f}x the baseline)")
     if args.out:
         Path(args.out).write_text(json.dumps({"result_chars": result_chars, "runs": results, "median_ms_per_call": med,
                                               "load_average": os.getloadavg()}, indent=1) + "\n")
