@@ -297,9 +297,9 @@ def log_run(tracker, request: RunLog, stream=None) -> tuple[str | None, str | No
         tags.update(comparability.tags_for(params, tags))
         files = stage_artifacts(exp, outcome.log_path, request.turns, staging)
         if request.usage is not None:
-            (staging / "tables").mkdir(parents=True, exist_ok=True)
-            request.usage.to_csv(staging / "tables" / "session_usage.csv", index=False)
-            files.append((staging / "tables" / "session_usage.csv", "tables"))
+            from physassist.usage import write_session_usage
+
+            files.append((write_session_usage(request.usage, staging / "tables"), "tables"))
         run_id = tracker.log_run(
             run_name=exp.run_name,
             params=params,

@@ -102,9 +102,9 @@ def usage_metrics(log: EvalLog, prices: Mapping[str, Any] | None = None) -> dict
     return out
 
 
-def write_session_usage(log: EvalLog, prices: Mapping[str, Any] | None, out_dir: Path) -> Path:
-    """``session_usage`` as ``<out_dir>/session_usage.csv`` (the run's per-session cost)."""
+def write_session_usage(usage: pd.DataFrame, out_dir: Path) -> Path:
+    """``session_usage``'s table as ``<out_dir>/session_usage.csv`` (the run's per-session cost)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "session_usage.csv"
-    session_usage(log, prices).to_csv(path, index=False)
+    usage.to_csv(path, index=False)
     return path
