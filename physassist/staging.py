@@ -511,5 +511,21 @@ class EvalRun:
         request = RunLog(exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage)
         try:
             outcome.run_id, outcome.tracking_error = self.agent.call("log", request)
-        except Exception as exc:  # noqa: BLE001 - the agent is gone: the run is ended KILLED by it
+        except Exception as exc:  # noqa: BLE001 - the agent is gone: a new one ends the run FAILED
             outcome.tracking_error = f"logging the run failed: {exc}"
+            self.close()
+            self._end_elsewhere(run_id, outcome.tracking_error)
+
+    def _end_elsewhere(self, run_id: str, reason: str) -> None:
+        """End the run FAILED through a new agent (the run's own died): it does not stay RUNNING
+        until a later command finds its owner gone. Bounded; a failure here is already reported."""
+        from physassist.tracking.agent import CLOSE_WAIT_S, Agent
+
+        agent = Agent.start()
+        try:
+            agent.call("open", self.experiment.tracking, timeout=CLOSE_WAIT_S)
+            agent.call("end", run_id, "FAILED", reason, timeout=CLOSE_WAIT_S)
+        except Exception:  # noqa: BLE001 - the next command's dead-owner check ends it then
+            pass
+        finally:
+            agent.close()

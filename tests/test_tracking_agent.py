@@ -88,3 +88,7 @@ def test_an_agent_that_dies_during_the_eval_is_a_tracking_failure(tmp_path: Path
     assert killed
     assert out.status == "FINISHED" and Path(out.log_path).is_file() and out.metrics["n_sessions"] == 3
     assert out.tracking_error and "tracking process ended" in out.tracking_error
+    client = mlflow.MlflowClient(store_uri(tmp_path))
+    [run] = client.search_runs([client.get_experiment_by_name("physassist").experiment_id])
+    assert run.info.status == "FAILED"  # ended by a second agent, not left RUNNING
+    assert "tracking process ended" in run.data.tags["physassist.end_reason"]
