@@ -14,6 +14,7 @@ goes into it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -420,12 +421,14 @@ class EvalRun:
             try:
                 feed = self._stream(claim.run_id)
                 self.agent.post("hold", claim.run_id)
-            except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on
+            except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on untracked
                 self._lost(str(exc))
+                with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it
+                    self._end(claim.run_id, "FAILED", f"tracking failed before the eval: {exc}")
                 claim = None
-        agent, run_id = self.agent, claim.run_id if claim else None
+        run_id = claim.run_id if claim else None
         with (
-            claims.holding(lambda status, reason: agent.call("end", run_id, status, reason, timeout=claims.ORPHAN_END_S),
+            claims.holding(lambda status, reason: self._end(run_id, status, reason),
                            sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
             stopped(feed),  # Ctrl-C, an error: the stream stops before the run is ended
         ):
@@ -513,19 +516,29 @@ class EvalRun:
             outcome.run_id, outcome.tracking_error = self.agent.call("log", request)
         except Exception as exc:  # noqa: BLE001 - the agent is gone: a new one ends the run FAILED
             outcome.tracking_error = f"logging the run failed: {exc}"
-            self.close()
-            self._end_elsewhere(run_id, outcome.tracking_error)
+            self._lost(outcome.tracking_error)
+            with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it
+                self._end(run_id, "FAILED", outcome.tracking_error)
 
-    def _end_elsewhere(self, run_id: str, reason: str) -> None:
-        """End the run FAILED through a new agent (the run's own died): it does not stay RUNNING
-        until a later command finds its owner gone. Bounded; a failure here is already reported."""
+    def _end(self, run_id: str, status: str, reason: str) -> None:
+        """End the claimed run ``status`` (KILLED on a signal, FAILED): through the agent, or,
+        when it is gone, through a new one, so the run does not stay RUNNING until a later
+        command finds its owner dead. Each wait is bounded (an agent still busy after
+        ``ORPHAN_END_S`` ends the run itself)."""
         from physassist.tracking.agent import CLOSE_WAIT_S, Agent
+        from physassist.tracking.claims import ORPHAN_END_S
+        from physassist.tracking.mlflow_store import TrackingError
 
+        if self.agent is not None:
+            try:
+                self.agent.call("end", run_id, status, reason, timeout=ORPHAN_END_S)
+                return
+            except TrackingError:
+                if self.agent.alive:
+                    raise
         agent = Agent.start()
         try:
             agent.call("open", self.experiment.tracking, timeout=CLOSE_WAIT_S)
-            agent.call("end", run_id, "FAILED", reason, timeout=CLOSE_WAIT_S)
-        except Exception:  # noqa: BLE001 - the next command's dead-owner check ends it then
-            pass
+            agent.call("end", run_id, status, reason, timeout=CLOSE_WAIT_S)
         finally:
             agent.close()

@@ -149,6 +149,11 @@ class Agent:
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise TrackingError(f"the tracking process ended (exit {self._proc.poll()})") from exc
 
+    @property
+    def alive(self) -> bool:
+        """Its process runs and its reply pipe is open."""
+        return self._proc.poll() is None and not self._gone
+
     def post(self, operation: str, *args: Any) -> None:
         """Ask for ``operation`` and go on (its failure is the next call's)."""
         self._send(operation, args)

@@ -167,9 +167,7 @@ def mark_stale(tracker: Tracker, sweep_id: str, why: str = "") -> list[str]:
     stale = []
     for run in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING"):
         if holder(run, None) is None:
-            reason = f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}"
-            tracker.set_tags(run.info.run_id, {END_TAG: reason})
-            tracker.terminate(run.info.run_id, "KILLED")
+            end_run(tracker, run.info.run_id, "KILLED", f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}")
             stale.append(run.info.run_id)
     return stale
 
@@ -189,8 +187,7 @@ def end_abandoned(tracker: Tracker) -> list[str]:
         if run.data.tags.get(KIND_TAG) == "sweep" and sweep_id and live_children(tracker, sweep_id):
             continue  # an identical sweep in another process still runs its jobs and will close it
         with contextlib.suppress(Exception):  # another command may be ending it at the same moment
-            tracker.set_tags(run.info.run_id, {END_TAG: f"{owner} stopped without finishing (found by {Owner.me()})"})
-            tracker.terminate(run.info.run_id, "KILLED")
+            end_run(tracker, run.info.run_id, "KILLED", f"{owner} stopped without finishing (found by {Owner.me()})")
             ended.append(run.info.run_id)
     return ended
 

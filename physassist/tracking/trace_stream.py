@@ -122,8 +122,9 @@ class TraceStream:
 
 class Feed:
     """The command's side of the stream: the eval's spec and each finished session, handed to
-    the tracking agent as views. A failure to hand one over is not the eval's: the agent is
-    gone, and logging the run says so."""
+    the tracking agent as views. A failure to hand one over must not fail the eval: a session
+    not handed over is written after the eval (``write_traces`` writes what the stream did not),
+    and an agent that is gone fails the run's logging, which is reported (exit 3)."""
 
     def __init__(self, agent) -> None:  # agent.Agent
         self.agent = agent
