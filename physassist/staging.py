@@ -172,8 +172,8 @@ def end_abandoned(tracker) -> None:
 
 
 def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> list[tuple[Path, str]]:
-    """Write the files to log (config, turn table, plots) and list them with the Inspect log."""
-    from physassist.tracking import plots, runs
+    """Write the files to log (config, turn table) and list them with the Inspect log."""
+    from physassist.tracking import runs
 
     tracking = experiment.tracking
     files: list[tuple[Path, str]] = []
@@ -182,13 +182,22 @@ def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> l
     files.append((resolved, "config"))
     if log_path and tracking.log_eval and Path(log_path).is_file():
         files.append((Path(log_path), "inspect"))
-    if turns is not None and len(turns):
-        if tracking.log_table:
-            files += [(p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")]
-        if tracking.plots:
-            taus = experiment.taus or [0.6, 0.75]
-            files += [(p, "plots") for p in plots.run_plots(turns, staging / "plots", taus=taus, title=experiment.run_name)]
+    if turns is not None and len(turns) and tracking.log_table:
+        files += [(p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")]
     return files
+
+
+#: Starts drawing a run's figures (turns, directory, taus, title); returns the wait for their files.
+Draw = Callable[[Any, Path, Sequence[float], str], Callable[[], list[Path]]]
+
+
+def stage_plots(experiment: Experiment, turns, staging: Path, draw: Draw) -> Callable[[], list[tuple[Path, str]]]:
+    """Start the run's figures (``draw``: the tracking agent's, which has them drawn while it
+    logs the rest); returns the wait for them as files to log."""
+    if turns is None or not len(turns) or not experiment.tracking.plots:
+        return list
+    done = draw(turns, staging / "plots", experiment.taus or [0.6, 0.75], experiment.run_name)
+    return lambda: [(p, "plots") for p in done()]
 
 
 #: What ``EvalRun.run`` shows while Inspect runs: a context manager given the number of
@@ -271,15 +280,16 @@ class RunLog:
     turns: Any  # the turn table (a DataFrame) or None
     usage: Any  # usage.session_usage: the run's cost per session (a DataFrame) or None
 
-    def write(self, tracker, stream=None) -> tuple[str | None, str | None]:
+    def write(self, tracker, stream, draw: Draw) -> tuple[str | None, str | None]:
         """``log_run``: what the agent calls with the request it received."""
-        return log_run(tracker, self, stream)
+        return log_run(tracker, self, stream, draw)
 
 
-def log_run(tracker, request: RunLog, stream=None) -> tuple[str | None, str | None]:
+def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, str | None]:
     """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
-    traces written as the eval ran (``trace_stream``). Returns (its id, the tracking error).
-    Run by the tracking agent (``RunLog.write``)."""
+    traces written as the eval ran (``trace_stream``); ``draw``: where the figures are drawn
+    (``stage_plots``). Returns (its id, the tracking error). Run by the tracking agent
+    (``RunLog.write``)."""
     from physassist import comparability
     from physassist.tracking import runs
     from physassist.tracking.inputs import run_inputs
@@ -292,6 +302,7 @@ def log_run(tracker, request: RunLog, stream=None) -> tuple[str | None, str | No
     tracking, metrics, tags = exp.tracking, outcome.metrics, request.tags
     staging = runs.staging_dir()
     try:
+        plotted = stage_plots(exp, request.turns, staging, draw)  # first: drawn while the rest is written
         inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
         tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
         params = exp.params
@@ -307,6 +318,7 @@ def log_run(tracker, request: RunLog, stream=None) -> tuple[str | None, str | No
             tags=tags,
             metrics=for_mlflow(metrics),
             files=files,
+            late_files=plotted,
             table=request.turns if tracking.log_table else None,
             inputs=inputs,
             traces=TraceRequest(log, tracking.trace_limit, tracking.raw_chars, stream=stream)
@@ -420,7 +432,7 @@ class EvalRun:
         if claim is not None:
             try:
                 feed = self._stream(claim.run_id)
-                self.agent.post("hold", claim.run_id)
+                self.agent.post("hold", claim.run_id, exp.tracking.plots)
             except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on untracked
                 self._lost(str(exc))
                 with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it

@@ -92,3 +92,36 @@ def test_an_agent_that_dies_during_the_eval_is_a_tracking_failure(tmp_path: Path
     [run] = client.search_runs([client.get_experiment_by_name("physassist").experiment_id])
     assert run.info.status == "FAILED"  # ended by a second agent, not left RUNNING
     assert "tracking process ended" in run.data.tags["physassist.end_reason"]
+
+
+_FIGURES = ["ehr_vs_patient.png", "pass_vs_tau.png", "task_implicitness_heatmap.png"]
+
+
+def test_the_figures_are_drawn_by_a_process_of_their_own(tmp_path: Path, monkeypatch) -> None:
+    """The agent's plotter draws them while the agent writes the run; drawing them in the agent's
+    own process would fail here."""
+    from fixtures_tracking import synthetic_turns
+
+    from physassist.tracking import plots
+    from physassist.tracking.agent import Session
+
+    session = Session()
+    session.plotter = plotter = Agent._spawn("plots")
+    monkeypatch.setattr(plots, "run_plots", lambda *a, **k: pytest.fail("drawn in the agent's process"))
+    made = session._draw(synthetic_turns(), tmp_path / "plots", (0.6, 0.75), "a run")()
+    assert sorted(p.name for p in made) == _FIGURES and all(p.stat().st_size > 1000 for p in made)
+    session._release("the run")  # as the run's logging ends
+    assert session.plotter is None and plotter._proc.poll() == 0
+
+
+def test_figures_are_drawn_in_the_agent_when_its_plotter_is_gone(tmp_path: Path) -> None:
+    from fixtures_tracking import synthetic_turns
+
+    from physassist.tracking.agent import Session
+
+    session = Session()
+    session.plotter = plotter = Agent._spawn("plots")
+    os.kill(plotter._proc.pid, signal.SIGKILL)
+    plotter._proc.wait(30)
+    made = session._draw(synthetic_turns(), tmp_path / "plots", (0.6, 0.75), "a run")()
+    assert sorted(p.name for p in made) == _FIGURES

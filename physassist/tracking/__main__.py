@@ -1,5 +1,5 @@
-"""``python -m physassist.tracking FD``: a command's tracking agent (``physassist.tracking.agent``),
-quiet as its command is (``physassist.cli.console``)."""
+"""``python -m physassist.tracking FD [ROLE]``: a command's tracking agent, or its plotter
+(``physassist.tracking.agent.ROLES``), quiet as its command is (``physassist.cli.console``)."""
 
 import sys
 
@@ -7,4 +7,4 @@ from physassist.cli import console
 from physassist.tracking.agent import serve
 
 console.setup()
-serve(int(sys.argv[1]))
+serve(int(sys.argv[1]), *sys.argv[2:3])

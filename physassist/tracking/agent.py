@@ -6,7 +6,8 @@ critical path (the default run's eval is ~6 s of CPU). ``physassist-eval`` start
 soon as the experiment is checked: the agent imports MLflow and opens the store on the other
 core while the command builds the task; it claims the run when asked (before the eval, exactly
 once, as before), writes each finished session as a trace while the eval runs, and logs the run
-after it. The command's process never imports MLflow.
+after it. The command's process never imports MLflow. The run's figures are drawn by a process
+the agent starts as the eval starts (its ``plots`` role), beside the agent's writes after the eval.
 
 What holds as before: the run's owner is the command's process (its pid is in the owner tag and
 the claim), so the dead-owner check of later commands is unchanged; the command ends the run
@@ -55,12 +56,15 @@ _GONE = object()  # the reader's sentinel: the other end closed its pipe
 CLOSE_WAIT_S = 30.0
 #: Imported by the agent before they are needed, on its own core: MLflow and its SQL store as it
 #: starts (the command is still composing its config), then, once the eval runs, what logging
-#: the run imports (the plots' matplotlib, the inputs' MLflow datasets, the table's Parquet
-#: writer, the EHR store): ~2.5 s and ~1 s of imports taken off the command's wait.
+#: the run imports (the inputs' MLflow datasets, the table's Parquet writer, the EHR store):
+#: ~2.5 s and ~0.5 s of imports taken off the command's wait.
 WARM_AT_START = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
-WARM_FOR_LOGGING = ("physassist.tracking.plots", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin",
-                    "physassist.tracking.inputs", "mlflow.data.pandas_dataset", "mlflow.data.dataset_source_registry",
+WARM_FOR_LOGGING = ("physassist.tracking.inputs", "mlflow.data.pandas_dataset", "mlflow.data.dataset_source_registry",
                     "pyarrow.parquet", "physassist.ehr.store")
+#: The run's figures are drawn by a process of their own (the ``plots`` role, ``Drawing``), started
+#: by the agent as the eval starts: after the eval it draws them (~0.5 s) while the agent writes the
+#: rest of the run (~0.55 s), on the two cores the command's wait leaves idle.
+WARM_FOR_PLOTS = ("physassist.tracking.plots", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin")
 _spare: Agent | None = None  # started by ``prestart``, for the command's first run
 
 
@@ -118,13 +122,13 @@ class Agent:
             spare.close()
 
     @classmethod
-    def _spawn(cls) -> Agent:
-        """Start an agent process (it begins importing MLflow at once)."""
+    def _spawn(cls, role: str = "tracking") -> Agent:
+        """Start an agent process of ``role`` (``ROLES``; it begins its imports at once)."""
         reply_r, reply_w = os.pipe()
         root = str(Path(__file__).resolve().parents[2])  # the physassist this process runs
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "physassist.tracking", str(reply_w)],
+            [sys.executable, "-m", "physassist.tracking", str(reply_w), role],
             stdin=subprocess.PIPE,
             pass_fds=(reply_w,),
             env=env,
@@ -201,6 +205,7 @@ class Session:
         self.owner_pid = os.getppid()
         self.stream: Any = None  # trace_stream.TraceStream
         self.held: dict[str, contextlib.ExitStack] = {}  # run id -> its heartbeat
+        self.plotter: Agent | None = None  # the ``plots`` process of the run held, once its eval runs
 
     def open(self, tracking) -> int:
         """Open the store (``TrackingSettings``); end the runs dead processes left RUNNING (how
@@ -222,15 +227,19 @@ class Session:
 
         return claims.claim(self.tracker, run_name, tags, sweep, key)
 
-    def hold(self, run_id: str) -> None:
+    def hold(self, run_id: str, plots: bool = False) -> None:
         """Hold the run while the command evaluates (its heartbeat); meanwhile import what
-        logging it will need."""
+        logging it will need and, for a run with ``plots``, start the process that will draw them
+        (one that does not start leaves them to be drawn here)."""
         from physassist.tracking import claims
 
         stack = contextlib.ExitStack()
         stack.enter_context(claims.heartbeat(self.tracker, run_id))
         self.held[run_id] = stack
         _warm(WARM_FOR_LOGGING)
+        if plots and self.plotter is None:
+            with contextlib.suppress(OSError):
+                self.plotter = Agent._spawn("plots")
 
     def end(self, run_id: str, status: str, reason: str) -> None:
         from physassist.tracking import claims
@@ -259,14 +268,43 @@ class Session:
     def log(self, request) -> tuple[str | None, str | None]:
         """Log the run and end it (``staging.RunLog``); (its id, the tracking error)."""
         try:
-            return request.write(self.tracker, self.stream)
+            return request.write(self.tracker, self.stream, self._draw)
         finally:
             self._release(request.run_id)
+
+    def _draw(self, turns, out_dir: Path, taus, title: str) -> Callable[[], list[Path]]:
+        """Start drawing the run's figures in the plotter; returns the wait for their files. With
+        no plotter, or one that is gone, they are drawn here (its own failure is the run's)."""
+        from physassist.tracking.plots import run_plots
+
+        def here() -> list[Path]:
+            return run_plots(turns, out_dir, taus=taus, title=title)
+
+        plotter = self.plotter
+        if plotter is None:
+            return here
+        try:
+            answer = plotter.request("draw", turns, out_dir, taus, title)
+        except TrackingError:
+            return here
+
+        def collect() -> list[Path]:
+            try:
+                return answer(CLOSE_WAIT_S)
+            except TrackingError:
+                if plotter.alive:
+                    raise
+                return here()
+
+        return collect
 
     def _release(self, run_id: str) -> None:
         stack = self.held.pop(run_id, None)
         if stack is not None:
             stack.close()
+        if self.plotter is not None:  # it has drawn, or was not asked to (a failed eval, a signal)
+            self.plotter.close()
+            self.plotter = None
 
     def abandoned(self) -> None:
         """The command's pipe closed: runs it still held are ended KILLED (``kill -9``)."""
@@ -278,16 +316,41 @@ class Session:
                                           "finishing (seen by its tracking agent)")
 
 
-def serve(reply_fd: int) -> None:
-    """The agent's loop: requests in order from stdin, answers on ``reply_fd``."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
-    os.dup2(2, 1)  # anything printed goes to stderr, never into a frame
-    sys.stdout = sys.stderr
+class Drawing:
+    """The ``plots`` role: a run's figures, drawn while its agent writes the rest of the run."""
+
+    def draw(self, turns, out_dir: Path, taus, title: str) -> list[Path]:
+        from physassist.tracking.plots import run_plots
+
+        return run_plots(turns, out_dir, taus=taus, title=title)
+
+    def abandoned(self) -> None:
+        """Its agent's pipe closed: nothing is held."""
+
+
+def _tracking() -> Session:
     from physassist.tracking.owner import act_for
 
     session = Session()
     act_for(session.owner_pid)  # the runs it claims are held by the command's process
+    return session
+
+
+#: What a process of each role serves, and imports as it starts.
+ROLES: dict[str, tuple[Callable[[], Any], tuple[str, ...]]] = {
+    "tracking": (_tracking, WARM_AT_START),
+    "plots": (Drawing, WARM_FOR_PLOTS),
+}
+
+
+def serve(reply_fd: int, role: str = "tracking") -> None:
+    """An agent's loop: requests in order from stdin, answers on ``reply_fd``."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    os.dup2(2, 1)  # anything printed goes to stderr, never into a frame
+    sys.stdout = sys.stderr
+    make, warm = ROLES[role]
+    session = make()
     replies = os.fdopen(reply_fd, "wb")
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
@@ -297,7 +360,7 @@ def serve(reply_fd: int) -> None:
         inbox.put(_GONE)
 
     threading.Thread(target=receive, name="physassist-agent-inbox", daemon=True).start()
-    _warm(WARM_AT_START)
+    _warm(warm)
     failed: str | None = None  # a posted operation's failure, for the next call's answer
     while (frame := inbox.get()) is not _GONE:
         number, operation, args = frame

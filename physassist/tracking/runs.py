@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -366,6 +366,7 @@ class Tracker:
         tags: Mapping[str, str],
         metrics: Mapping[str, Any],
         files: Sequence[tuple[Path, str]] = (),
+        late_files: Callable[[], Sequence[tuple[Path, str]]] = tuple,
         table: pd.DataFrame | None = None,
         inputs: Sequence[RunInput] = (),
         traces: TraceRequest | None = None,
@@ -375,7 +376,8 @@ class Tracker:
     ) -> str:
         """Create (or resume ``run_id``) and log everything about one experiment run.
 
-        ``files`` are (local path, artifact directory) pairs; ``inputs`` the datasets the run
+        ``files`` are (local path, artifact directory) pairs, ``late_files`` the wait for more
+        (figures drawn meanwhile), logged before the run ends; ``inputs`` the datasets the run
         read (the run list's Dataset column); ``traces`` the sessions to write as traces
         (``physassist.tracking.traces``), before the run is ended. Returns the run id. The run is
         created first and marked FAILED if logging breaks half-way, so it never stays RUNNING.
@@ -383,10 +385,11 @@ class Tracker:
         from physassist.gc_freeze import frozen_heap
 
         with frozen_heap():  # MLflow's ORM allocates much: no full collections over the eval's heap
-            return self._log_run(run_name, params, tags, metrics, files, table, inputs, traces, status, run_id,
-                                 parent_run_id)
+            return self._log_run(run_name, params, tags, metrics, files, late_files, table, inputs, traces, status,
+                                 run_id, parent_run_id)
 
-    def _log_run(self, run_name, params, tags, metrics, files, table, inputs, traces, status, run_id, parent_run_id):
+    def _log_run(self, run_name, params, tags, metrics, files, late_files, table, inputs, traces, status, run_id,
+                 parent_run_id):
         from mlflow.entities import Param, RunTag
 
         all_tags = {KIND_TAG: "job", **tags}
@@ -439,6 +442,8 @@ class Tracker:
                     RunTag(TRACES_TAG + "_after_eval", str(done.after_eval)),
                 ]
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
+            for path, artifact_dir in late_files():
+                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
             self._write(lambda: self.client.set_terminated(run_id, status))
         except Exception:
             with contextlib.suppress(Exception):
