@@ -125,3 +125,16 @@ def test_figures_are_drawn_in_the_agent_when_its_plotter_is_gone(tmp_path: Path)
     plotter._proc.wait(30)
     made = session._draw(synthetic_turns(), tmp_path / "plots", (0.6, 0.75), "a run")()
     assert sorted(p.name for p in made) == _FIGURES
+
+
+def test_a_run_held_with_plots_has_a_plotter_until_it_ends(tmp_path: Path) -> None:
+    from physassist.tracking.agent import Session
+
+    session = Session()
+    session.open(_settings(store_uri(tmp_path)))
+    claim = session.claim("a run", {}, None, None)
+    session.hold(claim.run_id, True)
+    plotter = session.plotter
+    assert plotter is not None and plotter.alive
+    session.end(claim.run_id, "KILLED", "interrupted (SIGTERM)")  # a signal: nothing drawn
+    assert session.plotter is None and plotter._proc.poll() == 0
