@@ -29,6 +29,7 @@ from physassist.ehr.store import (
 )
 from physassist.ehr.tools import ToolContext, call_tool, render
 from physassist.faults import SystemFault
+from physassist.gc_freeze import command_start
 from physassist.options import DEFAULTS, values
 
 
@@ -113,6 +114,7 @@ def _call(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``physassist-ehr``; returns the process exit code."""
+    command_start()
     args = _parser().parse_args(argv)
     try:
         {"build": _build, "prune": _prune, "call": _call}[args.command](args)
