@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -65,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> None:
+    # the store's lines: a slow build (the full MIMIC-IV) says at once that it is building
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     started = time.perf_counter()
     path = build_store(args.source, cache_dir=args.cache_dir, force=args.force)
     seconds = time.perf_counter() - started
