@@ -287,6 +287,32 @@ def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
     assert time.monotonic() - started < 30
 
 
+_AFTER_AN_EVAL = """
+import signal, sys
+from physassist import signals
+from physassist.cli.eval import main
+sys.argv = ["physassist-eval", *sys.argv[1:]]
+main()  # installs signals, then evaluates (Inspect's event loop, its model calls)
+try:
+    signal.raise_signal(signal.SIGINT)
+except KeyboardInterrupt:
+    pass
+signals.taken()
+print("noticed", signals.interrupted(), "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
+"""
+
+
+def test_a_ctrl_c_after_an_eval_is_still_noticed_through_our_wakeup_fd(tmp_path) -> None:
+    """An event loop's ``add_signal_handler`` would replace the wakeup fd ``signals`` reads
+    SIGINT from (asyncio's, anyio's ``open_signal_receiver``); Inspect's eval uses neither (it
+    sets SIGINT's handler with ``signal.signal``), so the fd is still ours after it."""
+    argv = ["tracking=none", "inspect.limit=1", f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"]
+    proc = subprocess.run([sys.executable, "-c", _AFTER_AN_EVAL, *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "noticed True ours True", proc.stdout[-2000:]
+
+
 _CAUGHT = """
 import time
 from physassist import signals
