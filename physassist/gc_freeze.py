@@ -22,7 +22,7 @@ dumped for the task) grows the heap from nothing to those ~0.5M objects and make
 garbage; with the default young generation CPython collected 840 times and walked the growing
 heap in full 6 times on the default run (0.7 s of CPU, most of it in the task build). A
 command's process runs with the larger young generation from its start (``command_start``,
-called by ``physassist.cli``).
+called first in each console script's ``main()``, never on import: an importer keeps its own).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ single run, a basic sweep and a joblib sweep like Ctrl-C: afterwards no run is R
 KILLED run says why, the exit status is 128 + the signal (143, 129; 130 for Ctrl-C), and running
 the sweep again finishes each job exactly once. The model is the scripted HTTP server with a
 latency, so the signal lands while a job evaluates (for the joblib sweep, while both do: its
-answers take 30 s, so no job can finish first)."""
+answers take 30 s, so no job can finish first). A run whose tracking agent died before the
+signal is ended KILLED all the same, through a new agent."""
 
 from __future__ import annotations
 
@@ -97,11 +98,12 @@ def _tree(pid: int) -> list[str]:
 
 def _interrupt(
     tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1,
-    program: tuple[str, ...] = EVAL,
+    program: tuple[str, ...] = EVAL, before: Callable[[subprocess.Popen], None] = lambda proc: None,
 ) -> tuple[int, str, list]:
     """Start the command, send ``signum`` once ``jobs`` job runs evaluate (RUNNING, and the model
     asked since the start); the exit status, stderr and the runs after it ended. ``server``: a
-    running one (a re-run must name the same URL: it is part of the sweep's and the jobs' keys)."""
+    running one (a re-run must name the same URL: it is part of the sweep's and the jobs' keys).
+    ``before(proc)``: done to the evaluating command just before the signal."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     env = {**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY", "PYTHONUNBUFFERED": "1"}
     with contextlib.ExitStack() as stack:
@@ -117,6 +119,7 @@ def _interrupt(
         try:
             db = tmp_path / "mlruns" / "mlflow.db"
             _wait_for(lambda: _jobs_running(db) >= jobs and len(server.served()) > asked, proc)
+            before(proc)
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=90)
         except subprocess.TimeoutExpired as exc:  # say which signal, and who is still there
@@ -152,6 +155,34 @@ def test_a_signal_ends_a_single_run_killed_with_the_reason(tmp_path, signum) -> 
     _all_ended(runs, f"interrupted ({_name(signum)})")
     logs = list_eval_logs(str(tmp_path / "logs"), recursive=True)
     assert [read_eval_log(log, header_only=True).status for log in logs] == ["cancelled"]
+
+
+def _kill_tracking_agent(proc: subprocess.Popen) -> None:
+    """SIGKILL the command's tracking agent (its child ``python -m physassist.tracking``) and
+    wait until it is gone."""
+    import psutil
+
+    agents = [c for c in psutil.Process(proc.pid).children(recursive=True)
+              if "physassist.tracking" in c.cmdline()]
+    assert len(agents) == 1, _tree(proc.pid)
+    agents[0].kill()
+    agents[0].wait(timeout=30)  # reaped by the command's Popen, or a zombie: either way not running
+
+
+@pytest.mark.slow
+def test_sigterm_after_the_tracking_agent_died_ends_the_run_killed_through_a_new_agent(tmp_path) -> None:
+    """The agent holding the run is gone (SIGKILL, the OOM killer) when SIGTERM comes in the
+    eval: the command ends its run KILLED with the signal's reason through a new agent
+    (``EvalRun._end``), well within the bound after the signal, and exits as for SIGTERM."""
+    started = []
+    code, err, runs = _interrupt(tmp_path, signal.SIGTERM, before=lambda proc: (
+        _kill_tracking_agent(proc), started.append(time.monotonic())))
+    took = time.monotonic() - started[0]
+    assert code == 128 + signal.SIGTERM, err[-2000:]
+    assert err.strip().splitlines()[-1] == "physassist-eval: interrupted (SIGTERM)", err[-2000:]
+    assert "still ending" not in err
+    _all_ended(runs, "interrupted (SIGTERM)")
+    assert len(runs) == 1 and took < 45, took  # the process's own bound is 60 s (signals.EXIT_BOUND_S)
 
 
 def _rerun_finishes_each_job_once(tmp_path: Path, server: ScriptedServer, sweep: list[str]) -> None:
@@ -254,6 +285,32 @@ def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
     proc = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
     assert time.monotonic() - started < 30
+
+
+_AFTER_AN_EVAL = """
+import signal, sys
+from physassist import signals
+from physassist.cli.eval import main
+sys.argv = ["physassist-eval", *sys.argv[1:]]
+main()  # installs signals, then evaluates (Inspect's event loop, its model calls)
+try:
+    signal.raise_signal(signal.SIGINT)
+except KeyboardInterrupt:
+    pass
+signals.taken()
+print("noticed", signals.interrupted(), "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
+"""
+
+
+def test_a_ctrl_c_after_an_eval_is_still_noticed_through_our_wakeup_fd(tmp_path) -> None:
+    """An event loop's ``add_signal_handler`` would replace the wakeup fd ``signals`` reads
+    SIGINT from (asyncio's, anyio's ``open_signal_receiver``); Inspect's eval uses neither (it
+    sets SIGINT's handler with ``signal.signal``), so the fd is still ours after it."""
+    argv = ["tracking=none", "inspect.limit=1", f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"]
+    proc = subprocess.run([sys.executable, "-c", _AFTER_AN_EVAL, *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "noticed True ours True", proc.stdout[-2000:]
 
 
 _CAUGHT = """

@@ -1,7 +1,3 @@
-"""The console commands (``physassist-*``). Every command's process imports this package
-first, so its start-up (imports, Hydra's composition, the task build) runs with the collector
-set for a command (``physassist.gc_freeze.command_start``)."""
-
-from physassist.gc_freeze import command_start
-
-command_start()
+"""The console commands (``physassist-*``): each command's ``main()`` is where its process
+starts, and sets the process up there (``console.setup``, ``gc_freeze.command_start``), never
+on import: a test or a library user importing this package keeps its own settings."""

@@ -7,7 +7,8 @@ call (432 of 472 lines); MLflow a "Flushing the async trace logging queue" line 
 So, unless verbose: Inspect's display is ``none`` (``inspect.display`` chooses another), the
 HTTP clients' and MLflow's INFO lines are dropped (their warnings stay), and so are the numeric
 warnings of plotting an empty figure. ``setup()`` runs in every process that runs a job (sweep
-workers too); ``-v`` travels to them in the environment.
+workers too, and the tracking agent); ``-v`` travels to them in the environment. It also sets
+the collector such a process runs with (``gc_freeze.command_start``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import logging
 import os
 import sys
 import warnings
+
+from physassist.gc_freeze import command_start
 
 VERBOSE_ENV = "PHYSASSIST_VERBOSE"
 VERBOSE_FLAGS = ("-v", "--verbose")
@@ -50,7 +53,9 @@ def inspect_display(configured: str | None) -> str:
 
 
 def setup() -> None:
-    """Quiet the libraries for this process, unless verbose."""
+    """Set up this process for a command's work: its collector (``command_start``, from the
+    start, so the imports and the task build run with it) and, unless verbose, quiet libraries."""
+    command_start()
     if verbose():
         return
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read when mlflow is imported

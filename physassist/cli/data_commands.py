@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from physassist.data.models import SessionFormatError
 from physassist.ehr.sources import EHRSourceError
+from physassist.gc_freeze import command_start
 from physassist.vocab import LANGUAGES, SCENARIOS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    command_start()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "subjects", 1) < 1:

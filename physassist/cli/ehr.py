@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from physassist.ehr.store import (
 )
 from physassist.ehr.tools import ToolContext, call_tool, render
 from physassist.faults import SystemFault
+from physassist.gc_freeze import command_start
 from physassist.options import DEFAULTS, values
 
 
@@ -64,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> None:
+    # the store's lines: a slow build (the full MIMIC-IV) says at once that it is building
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     started = time.perf_counter()
     path = build_store(args.source, cache_dir=args.cache_dir, force=args.force)
     seconds = time.perf_counter() - started
@@ -113,6 +117,7 @@ def _call(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``physassist-ehr``; returns the process exit code."""
+    command_start()
     args = _parser().parse_args(argv)
     try:
         {"build": _build, "prune": _prune, "call": _call}[args.command](args)

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from physassist.gc_freeze import command_start
 from physassist.tracking.mlflow_store import DEFAULT_URI
 
 
@@ -46,6 +47,7 @@ def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    command_start()
     args = parser().parse_args(argv)  # before the imports: --help and usage errors answer at once
     from physassist.report.build import (
         ReportError,

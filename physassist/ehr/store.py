@@ -114,11 +114,8 @@ def build_store(
         tmp = cache / f".{fingerprint}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_TEMP_MARK}"
         spill = Path(f"{tmp}.spill")
         try:
-            started = time.perf_counter()
-            lacking = _load(src, checked, fingerprint, tmp, spill)
-            log.info(
-                "built %s from %s in %.1fs", final.name, src.root, time.perf_counter() - started
-            )
+            with _told_when_slow(src.root, cache, final.name):
+                lacking = _load(src, checked, fingerprint, tmp, spill)
             os.replace(tmp, final)
         finally:
             for leftover in (tmp, Path(f"{tmp}.wal")):
@@ -130,6 +127,35 @@ def build_store(
     if lacking:
         log.warning("EHR source %s lacks, at a cost:\n  %s", src.root, "\n  ".join(lacking))
     return final
+
+
+#: A build still running after this many seconds says so (INFO, which a command shows), and then
+#: how long it took: the full MIMIC-IV takes minutes. A quicker one (the sample ~1 s, the
+#: MIMIC-IV demo ~2 s) is not news on a command's console: DEBUG.
+ANNOUNCE_S = 5.0
+
+
+@contextlib.contextmanager
+def _told_when_slow(source: Path, cache: Path, name: str) -> Iterator[None]:
+    """Log the build the block runs: at INFO when it lasts ``ANNOUNCE_S`` (that it is building,
+    while it runs, then how long it took), else only its time at DEBUG."""
+    told = threading.Event()
+
+    def tell() -> None:
+        told.set()
+        log.info("building the EHR store of %s in %s (once per source) ...", source, cache)
+
+    timer = threading.Timer(ANNOUNCE_S, tell)
+    timer.daemon = True
+    started = time.perf_counter()
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()  # a line being told is out before the last one
+    level = logging.INFO if told.is_set() else logging.DEBUG
+    log.log(level, "built %s from %s in %.1fs", name, source, time.perf_counter() - started)
 
 
 def find_store(
