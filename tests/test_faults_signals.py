@@ -158,11 +158,11 @@ def test_a_signal_ends_a_single_run_killed_with_the_reason(tmp_path, signum) -> 
 
 
 def _kill_tracking_agent(proc: subprocess.Popen) -> None:
-    """SIGKILL the command's tracking agent (its child ``python -m physassist.tracking``) and
-    wait until it is gone."""
+    """SIGKILL the command's tracking agent (its child ``python -m physassist.tracking``, not the
+    agent's plotter) and wait until it is gone."""
     import psutil
 
-    agents = [c for c in psutil.Process(proc.pid).children(recursive=True)
+    agents = [c for c in psutil.Process(proc.pid).children()
               if "physassist.tracking" in c.cmdline()]
     assert len(agents) == 1, _tree(proc.pid)
     agents[0].kill()
