@@ -275,9 +275,10 @@ class Session:
     def _draw(self, turns, out_dir: Path, taus, title: str) -> Callable[[], list[Path]]:
         """Start drawing the run's figures in the plotter; returns the wait for their files. With
         no plotter, or one that is gone, they are drawn here (its own failure is the run's)."""
-        from physassist.tracking.plots import run_plots
 
         def here() -> list[Path]:
+            from physassist.tracking.plots import run_plots  # here: matplotlib is the plotter's
+
             return run_plots(turns, out_dir, taus=taus, title=title)
 
         plotter = self.plotter
