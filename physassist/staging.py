@@ -187,6 +187,20 @@ def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> l
     return files
 
 
+def read_ahead(experiment: Experiment) -> None:
+    """Read what ``log_run`` logs that the eval does not change (the EHR store's input, the
+    provenance and code versions), so that the tracking agent has it before the eval ends;
+    each is kept where it is read (``inputs.ehr_input``, ``tags``, ``comparability``)."""
+    from physassist.comparability import code_versions
+    from physassist.tracking.inputs import ehr_input
+    from physassist.tracking.tags import git_tags, package_versions
+
+    git_tags()
+    package_versions()
+    code_versions()
+    ehr_input(experiment.task["ehr_source"])
+
+
 #: Starts drawing a run's figures (turns, directory, taus, title); returns the wait for their files.
 Draw = Callable[[Any, Path, Sequence[float], str], Callable[[], list[Path]]]
 
@@ -432,7 +446,7 @@ class EvalRun:
         if claim is not None:
             try:
                 feed = self._stream(claim.run_id)
-                self.agent.post("hold", claim.run_id, exp.tracking.plots)
+                self.agent.post("hold", claim.run_id, exp)
             except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on untracked
                 self._lost(str(exc))
                 with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it

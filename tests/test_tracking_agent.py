@@ -133,7 +133,7 @@ def test_a_run_held_with_plots_has_a_plotter_until_it_ends(tmp_path: Path) -> No
     session = Session()
     session.open(_settings(store_uri(tmp_path)))
     claim = session.claim("a run", {}, None, None)
-    session.hold(claim.run_id, True)
+    session.hold(claim.run_id, ev.experiment(compose([f"tracking.uri={store_uri(tmp_path)}"]), ev.JobContext()))
     plotter = session.plotter
     assert plotter is not None and plotter.alive
     session.end(claim.run_id, "KILLED", "interrupted (SIGTERM)")  # a signal: nothing drawn

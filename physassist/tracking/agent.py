@@ -227,17 +227,18 @@ class Session:
 
         return claims.claim(self.tracker, run_name, tags, sweep, key)
 
-    def hold(self, run_id: str, plots: bool = False) -> None:
+    def hold(self, run_id: str, experiment=None) -> None:
         """Hold the run while the command evaluates (its heartbeat); meanwhile import what
-        logging it will need and, for a run with ``plots``, start the process that will draw them
-        (one that does not start leaves them to be drawn here)."""
+        logging it will need, read what the eval does not change (``staging.read_ahead``) and,
+        for an ``experiment`` with plots, start the process that will draw them (one that does
+        not start leaves them to be drawn here)."""
         from physassist.tracking import claims
 
         stack = contextlib.ExitStack()
         stack.enter_context(claims.heartbeat(self.tracker, run_id))
         self.held[run_id] = stack
-        _warm(WARM_FOR_LOGGING)
-        if plots and self.plotter is None:
+        _warm(WARM_FOR_LOGGING, then=experiment)
+        if experiment is not None and experiment.tracking.plots and self.plotter is None:
             with contextlib.suppress(OSError):
                 self.plotter = Agent._spawn("plots")
 
@@ -383,12 +384,19 @@ def serve(reply_fd: int, role: str = "tracking") -> None:
     os._exit(0)  # now: a warm-up import may still run (a spare the command did not take)
 
 
-def _warm(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` in a daemon thread (one that fails is imported, and fails, where used)."""
+def _warm(modules: tuple[str, ...], then=None) -> None:
+    """Import ``modules`` in a daemon thread (one that fails is imported, and fails, where used),
+    then read ahead what logging ``then`` (an ``Experiment``) will need (read again, and failing,
+    where used if this fails)."""
 
     def run() -> None:
         for name in modules:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
+        if then is not None:
+            from physassist.staging import read_ahead
+
+            with contextlib.suppress(Exception):
+                read_ahead(then)
 
     threading.Thread(target=run, name="physassist-agent-warm", daemon=True).start()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def ehr_input(source: str) -> RunInput:
     """The EHR store a run queried: its fingerprint, and its row count per table when it is
     built (a run that never opened the store, e.g. ``menu=off``, does not build it here)."""
     from physassist.ehr.sources import detect_source
-    from physassist.ehr.store import EHRStore, find_store
+    from physassist.ehr.store import find_store
 
     built = find_store(source)
     name = "ehr:" + ("sample" if source == "sample" else Path(source).name)
@@ -92,7 +93,16 @@ def ehr_input(source: str) -> RunInput:
         src = detect_source(source)
         rows = pd.DataFrame({"table": sorted(src.files), "rows": [None] * len(src.files)})
         return RunInput(name, src.fingerprint(), str(src.root), rows, "ehr")
-    with EHRStore(built, prefetch=False) as store:
+    return _built_input(name, built, built.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _built_input(name: str, path: Path, mtime_ns: int) -> RunInput:
+    """A built store's input, once per store file (``mtime_ns``: a rebuilt one is read again):
+    the tracking agent reads it while the eval runs (``staging.read_ahead``)."""
+    from physassist.ehr.store import EHRStore
+
+    with EHRStore(path, prefetch=False) as store:
         counts = store.row_counts()
         rows = pd.DataFrame({"table": list(counts), "rows": [int(n) for n in counts.values()]})
         return RunInput(name, store.fingerprint, str(store.source), rows, "ehr")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterable
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -37,8 +38,13 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 
 def git_tags(repo: Path | None = None) -> dict[str, str]:
-    """Commit and dirty flag of the repository holding the code (empty outside a git tree)."""
-    repo = repo or Path(__file__).resolve().parents[2]
+    """Commit and dirty flag of the repository holding the code (empty outside a git tree), as
+    this process first read them: the code it runs is the code it loaded."""
+    return dict(_git_tags(repo or Path(__file__).resolve().parents[2]))
+
+
+@cache
+def _git_tags(repo: Path) -> dict[str, str]:
     commit = _git(["rev-parse", "HEAD"], repo)
     if not commit:
         return {}
@@ -51,7 +57,13 @@ def git_tags(repo: Path | None = None) -> dict[str, str]:
 
 
 def package_versions(packages: Iterable[str] = PACKAGES) -> dict[str, str]:
-    """``version.<package>`` tags for the libraries that shape results, plus Python."""
+    """``version.<package>`` tags for the libraries that shape results, plus Python (read once
+    per process: an installed distribution's metadata is ~10 file reads)."""
+    return dict(_package_versions(tuple(packages)))
+
+
+@cache
+def _package_versions(packages: tuple[str, ...]) -> dict[str, str]:
     tags = {"version.python": sys.version.split()[0]}
     for name in packages:
         try:
