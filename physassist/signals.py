@@ -32,6 +32,7 @@ have a dead owner, so the next command marks them KILLED.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import sys
@@ -46,6 +47,7 @@ _received: int | None = None
 _taken = threading.Event()
 _watching = threading.Lock()  # taken, never released, by the one watch
 _wakeup: tuple[socket.socket, socket.socket] | None = None  # (read, write) ends of the wakeup fd
+_reading = threading.RLock()  # held while bytes of the wakeup fd are taken and noted
 
 
 def _arrived(signum: int) -> None:
@@ -65,20 +67,32 @@ def _handle(signum: int, frame: object) -> None:
     signal.raise_signal(signal.SIGINT)
 
 
-def _read(reader: socket.socket, flags: int = 0) -> None:
+def _read(reader: socket.socket, wait: bool = False) -> None:
     """Note the signals among the numbers Python wrote to the wakeup fd: SIGINT, which has no
     handler of ours, and SIGTERM or SIGHUP whose handler the main thread has not run yet (stuck in
-    C code, the ending is still bounded). Blocks until the socket closes, or reads what is there."""
+    C code, the ending is still bounded). ``wait``: until the socket closes (the reading thread),
+    else what is there. Bytes are taken and noted under ``_reading``, so a caller of
+    ``interrupted`` never misses a signal the reading thread has taken but not noted yet."""
     while True:
-        try:
-            data = reader.recv(64, flags)
-        except OSError:  # nothing more to read (MSG_DONTWAIT), or closed
+        if wait:
+            try:
+                select.select([reader], [], [])
+            except (OSError, ValueError):  # closed
+                return
+        with _reading:
+            try:
+                data = reader.recv(64, socket.MSG_DONTWAIT)
+            except BlockingIOError:  # taken by ``interrupted`` meanwhile, or nothing there
+                data = None
+            except OSError:  # closed
+                return
+            if data == b"":
+                return
+            for signum in data or b"":
+                if signum == signal.SIGINT or signum in HANDLED:
+                    _arrived(signum)
+        if not wait and not data:
             return
-        if not data:
-            return
-        for signum in data:
-            if signum == signal.SIGINT or signum in HANDLED:
-                _arrived(signum)
 
 
 def _listen() -> None:
@@ -96,14 +110,15 @@ def _listen() -> None:
         writer.close()
         return
     _wakeup = (reader, writer)
-    threading.Thread(target=_read, args=(reader,), name="physassist-wakeup", daemon=True).start()
+    threading.Thread(target=_read, args=(reader, True), name="physassist-wakeup", daemon=True).start()
 
 
 def _forked() -> None:
     """A child forked without exec starts with no signal, and writes none of its own to its
     parent's socket."""
-    global _received, _taken, _watching, _wakeup
+    global _received, _taken, _watching, _wakeup, _reading
     _received, _taken, _watching, _wakeup = None, threading.Event(), threading.Lock(), None
+    _reading = threading.RLock()
     try:
         signal.set_wakeup_fd(-1)
     except ValueError:  # forked from another thread: no Python signal handling there
@@ -118,7 +133,7 @@ def interrupted() -> bool:
     bad input or a fault. Reads the wakeup fd here too, so a SIGINT whose ``KeyboardInterrupt``
     this thread already saw is known even before the reading thread noted it."""
     if _wakeup is not None:
-        _read(_wakeup[0], socket.MSG_DONTWAIT)
+        _read(_wakeup[0])
     return _received is not None
 
 

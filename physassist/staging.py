@@ -187,20 +187,6 @@ def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> l
     return files
 
 
-def read_ahead(experiment: Experiment) -> None:
-    """Read what ``log_run`` logs that the eval does not change (the EHR store's input, the
-    provenance and code versions), so that the tracking agent has it before the eval ends;
-    each is kept where it is read (``inputs.ehr_input``, ``tags``, ``comparability``)."""
-    from physassist.comparability import code_versions
-    from physassist.tracking.inputs import ehr_input
-    from physassist.tracking.tags import git_tags, package_versions
-
-    git_tags()
-    package_versions()
-    code_versions()
-    ehr_input(experiment.task["ehr_source"])
-
-
 #: Starts drawing a run's figures (turns, directory, taus, title); returns the wait for their files.
 Draw = Callable[[Any, Path, Sequence[float], str], Callable[[], list[Path]]]
 

@@ -274,16 +274,16 @@ def test_a_stopped_stream_writes_nothing_more(tmp_path, tiny) -> None:
 
 
 def test_what_the_agent_reads_ahead_is_what_the_run_logs(tmp_path: Path) -> None:
-    """``staging.read_ahead`` (the agent, while the eval runs) leaves the EHR store's input and
-    the provenance tags where ``log_run`` reads them: the same values, not read again."""
-    from physassist import staging
+    """``agent._read_ahead`` (while the eval runs) leaves the EHR store's input and the
+    provenance tags where ``log_run`` reads them: the same values, not read again."""
     from physassist.ehr.store import EHRStore, find_store
+    from physassist.tracking.agent import _read_ahead
     from physassist.tracking.inputs import ehr_input
     from physassist.tracking.tags import git_tags, package_versions
 
     exp = ev.experiment(compose([f"tracking.uri={store_uri(tmp_path)}"]), ev.JobContext())
     ev.build_task(exp.task)  # the store is built, as by the time the eval runs
-    staging.read_ahead(exp)
+    _read_ahead(exp)
     read = ehr_input(exp.task["ehr_source"])
     assert ehr_input(exp.task["ehr_source"]) is read
     with EHRStore(find_store(exp.task["ehr_source"]), prefetch=False) as store:

@@ -229,7 +229,7 @@ class Session:
 
     def hold(self, run_id: str, experiment=None) -> None:
         """Hold the run while the command evaluates (its heartbeat); meanwhile import what
-        logging it will need, read what the eval does not change (``staging.read_ahead``) and,
+        logging it will need, read what the eval does not change (``_read_ahead``) and,
         for an ``experiment`` with plots, start the process that will draw them (one that does
         not start leaves them to be drawn here)."""
         from physassist.tracking import claims
@@ -394,9 +394,21 @@ def _warm(modules: tuple[str, ...], then=None) -> None:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
         if then is not None:
-            from physassist.staging import read_ahead
-
             with contextlib.suppress(Exception):
-                read_ahead(then)
+                _read_ahead(then)
 
     threading.Thread(target=run, name="physassist-agent-warm", daemon=True).start()
+
+
+def _read_ahead(experiment) -> None:
+    """Read what ``staging.log_run`` logs that the eval does not change (the EHR store's input,
+    the provenance tags, the code versions), each kept where it is read (``inputs.ehr_input``,
+    ``tags``, ``comparability``), so that it is there before the eval ends."""
+    from physassist.comparability import code_versions
+    from physassist.tracking.inputs import ehr_input
+    from physassist.tracking.tags import git_tags, package_versions
+
+    git_tags()
+    package_versions()
+    code_versions()
+    ehr_input(experiment.task["ehr_source"])

@@ -99,7 +99,7 @@ def ehr_input(source: str) -> RunInput:
 @lru_cache(maxsize=4)
 def _built_input(name: str, path: Path, mtime_ns: int) -> RunInput:
     """A built store's input, once per store file (``mtime_ns``: a rebuilt one is read again):
-    the tracking agent reads it while the eval runs (``staging.read_ahead``)."""
+    the tracking agent reads it while the eval runs (``agent._read_ahead``)."""
     from physassist.ehr.store import EHRStore
 
     with EHRStore(path, prefetch=False) as store:
