@@ -289,6 +289,7 @@ def test_what_the_agent_reads_ahead_is_what_the_run_logs(tmp_path: Path) -> None
     with EHRStore(find_store(exp.task["ehr_source"]), prefetch=False) as store:
         assert read.fingerprint == store.fingerprint
         assert dict(zip(read.rows["table"], read.rows["rows"], strict=True)) == store.row_counts()
-    tags = git_tags()
-    tags["physassist.git_dirty"] = "changed by a caller"
-    assert git_tags()["physassist.git_dirty"] in {"true", "false"} and package_versions() == package_versions()
+    tags, versions = git_tags(), package_versions()
+    tags["physassist.git_dirty"], versions["version.python"] = "changed by a caller", "0"
+    assert git_tags()["physassist.git_dirty"] in {"true", "false"}  # each caller gets its own copy
+    assert package_versions()["version.python"] == __import__("platform").python_version()

@@ -278,9 +278,7 @@ class Session:
         no plotter, or one that is gone, they are drawn here (its own failure is the run's)."""
 
         def here() -> list[Path]:
-            from physassist.tracking.plots import run_plots  # here: matplotlib is the plotter's
-
-            return run_plots(turns, out_dir, taus=taus, title=title)
+            return Drawing().draw(turns, out_dir, taus, title)
 
         plotter = self.plotter
         if plotter is None:
@@ -322,7 +320,7 @@ class Drawing:
     """The ``plots`` role: a run's figures, drawn while its agent writes the rest of the run."""
 
     def draw(self, turns, out_dir: Path, taus, title: str) -> list[Path]:
-        from physassist.tracking.plots import run_plots
+        from physassist.tracking.plots import run_plots  # here: matplotlib only where it draws
 
         return run_plots(turns, out_dir, taus=taus, title=title)
 
