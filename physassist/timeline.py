@@ -255,6 +255,7 @@ class Timeline:
     #: The session's cutoff instant, inclusive (the tools'); None: the end of ``current_date``.
     until: dt.datetime | None = None
     _labs: dict[str, LabSeries | None] = field(default_factory=dict)
+    _recorded: dict[str, bool] = field(default_factory=dict)  # table -> has report times
 
     @property
     def cutoff(self) -> dt.datetime:
@@ -275,9 +276,11 @@ class Timeline:
         return found[0] if found else None
 
     def _reported(self, table: str) -> Expression:
-        """``reported.reported_at`` for ``table`` in this store."""
-        row = self.con.execute(recorded_sql(table)).fetchone()
-        return reported_at(table, bool(row and row[0]))
+        """``reported.reported_at`` for ``table`` in this store (asked once per timeline)."""
+        if table not in self._recorded:
+            row = self.con.execute(recorded_sql(table)).fetchone()
+            self._recorded[table] = bool(row and row[0])
+        return reported_at(table, self._recorded[table])
 
     def lab_scope(self, alias: str = "l") -> tuple[str, list[object]]:
         """SQL conditions (and their parameters) on ``labevents`` rows aliased ``alias``: the

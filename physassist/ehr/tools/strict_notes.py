@@ -121,7 +121,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
         found = rows(ctx, "microbiologyevents", sid, where.among("micro_specimen_id", shown))
         reported = report_time(ctx, "microbiologyevents")[1]
         for s in specimens(found, window.cutoff, reported, stays):
-            reports.append((str(text(s.drawn)), partial(_micro_report, s, sid)))
+            reports.append((str(text(s.drawn)), partial(micro_report, s, sid)))
     reports.sort(key=lambda x: x[0], reverse=True)
     hint = None
     if not total and wanted:
@@ -148,7 +148,7 @@ def _radiology_report(n: dict[str, Any], sid: int) -> dict[str, Any]:
     }
 
 
-def _micro_report(s: Specimen, sid: int) -> dict[str, Any]:
+def micro_report(s: Specimen, sid: int) -> dict[str, Any]:
     """One specimen as a report: its tests' results (pending ones named as pending), the
     antibiotics tested on each isolate, the resistances and flags; the tests themselves are
     ``contained`` Observations (as ``Observation.search`` gives them)."""

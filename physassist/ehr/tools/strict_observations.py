@@ -365,6 +365,7 @@ def micro_observation(
         notes.append(f"{KIND_NAMES[test.kind]}, not a culture")
     codes = [fhir.extension("microbiology-test-kind", valueCode=test.kind)]
     if isolate is not None:
+        codes.append(fhir.extension("microbiology-organism", valueString=isolate.organism))
         notes += [RESISTANCE_NAMES[r] for r in isolate.resistance]
         notes += [FLAG_NOTES[f] for f in isolate.flags if f in FLAG_NOTES]
         codes += [fhir.extension("microbiology-resistance", valueCode=r) for r in isolate.resistance]
