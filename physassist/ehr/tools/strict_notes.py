@@ -155,8 +155,6 @@ def micro_report(s: Specimen, sid: int) -> dict[str, Any]:
     tests = [
         micro_observation(s, t, i, sid) for t in s.tests for i in (t.isolates or (None,))
     ]
-    for n, o in enumerate(tests):
-        o["id"] = f"t{n}"
     return {
         "resourceType": "DiagnosticReport",
         "id": fhir.safe_id(f"micro-{s.specimen_id}"),
