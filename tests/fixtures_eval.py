@@ -32,7 +32,6 @@ from inspect_ai.tool import ToolCall
 from physassist.data import Session
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, WriteSandbox, call_tool, to_api_name
-from solvers.context import end_of_day
 from solvers.session_loop import physassist_session
 from tasks.physassistbench import session_sample
 
@@ -141,8 +140,7 @@ def build_session(
         store=store,
         subject_id=sid,
         hadm_id=hadm,
-        current_date=adm["current_date"],
-        cutoff=end_of_day(adm["current_date"]),
+        current_date=adm["current_date"],  # the cutoff: the end of that date
         semantics=semantics,  # type: ignore[arg-type]
         session_id=session_id,
         sandbox=WriteSandbox(),
