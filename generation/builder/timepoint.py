@@ -40,13 +40,19 @@ def in_stay_cutoff(
         at = dt.datetime.combine(day, dt.time(IN_STAY_HOUR))
         tl = load_timeline(con, subject_id, hadm_id, day.isoformat(), at)
         scope, params = tl.lab_scope()
-        (known,) = con.execute(f"SELECT count(*) FROM labevents l WHERE {scope}", params).fetchone()
-        (ahead,) = con.execute(
+        known = _count(con, f"SELECT count(*) FROM labevents l WHERE {scope}", params)
+        ahead = _count(
+            con,
             "SELECT count(*) FROM labevents WHERE subject_id = ? AND hadm_id = ? "
             "AND charttime > ? AND charttime <= ?",
             [subject_id, hadm_id, at, disch],
-        ).fetchone()
+        )
         if known and ahead:
             mornings.append(at)
         day += dt.timedelta(days=1)
     return rng.choice(mornings) if mornings else None
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> int:
+    row = con.execute(sql, params).fetchone()
+    return int(row[0]) if row else 0
