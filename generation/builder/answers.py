@@ -510,7 +510,8 @@ def key_culture(d: Digest) -> F.Report:
 
 def culture_line(r: F.Report, lang: str) -> str:
     """One specimen of a culture answer: each culture's organisms (resistances and
-    susceptibilities, commensal flags) or its result, its pending cultures."""
+    susceptibilities, commensal flags) or its result, its pending and its cancelled cultures
+    (a rejected specimen)."""
     parts = []
     for t in (x for x in r.results if x.culture):
         if t.pending:
@@ -518,6 +519,8 @@ def culture_line(r: F.Report, lang: str) -> str:
         elif t.grown:
             parts.append(say(lang, "answers.culture.grew", test=t.test,
                              organism=_isolate(t, lang)))
+        elif t.status == "cancelled":
+            parts.append(say(lang, "answers.culture.rejected", test=t.test))
         elif not t.organism:
             parts.append(say(lang, "answers.culture.result", test=t.test,
                              result=t.value or say(lang, "answers.culture.no_growth")))
