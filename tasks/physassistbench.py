@@ -85,7 +85,7 @@ def session_sample(
     """The Sample of one session (ARCHITECTURE.md §6); ``data`` is ``session.to_dict()``
     and ``data_json`` its JSON (``physassist.data.models.session_json``)."""
     data = data if data is not None else session.to_dict()
-    n = session.n_turns
+    n = session.n_tasks
     tool_sources = list(session.tool_sources or [])
     if len(tool_sources) != n:
         tool_sources = [_tool_source(session.gold_tool_names(t)) for t in range(n)]

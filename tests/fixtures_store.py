@@ -4,13 +4,14 @@
     demo_store = fx.demo_store
     store_cache = fx.store_cache  # every store fixture depends on it
 
-``demo_store`` builds the MIMIC-IV demo once per test process (per xdist worker) into a
-session temp cache, and skips with the reason when the demo is absent.
+``demo_store`` builds the MIMIC-IV demo (``DEMO_DIR``) once per test process (per xdist worker)
+into a session temp cache, and skips with the reason when the demo is absent.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,18 @@ import pytest
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tables import TABLES
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+
+def _demo_dir() -> Path:
+    """The open MIMIC-IV Clinical Database Demo (docs/mimic-demo.md): ``$PHYSASSIST_MIMIC_DEMO``,
+    else ``shared/mimic-iv-demo`` in the nearest folder above the checkout that has one."""
+    if os.environ.get("PHYSASSIST_MIMIC_DEMO"):
+        return Path(os.environ["PHYSASSIST_MIMIC_DEMO"]).expanduser()
+    here = Path(__file__).resolve().parents[1]
+    found = [p / "shared" / "mimic-iv-demo" for p in here.parents if (p / "shared" / "mimic-iv-demo").is_dir()]
+    return found[0] if found else here.parent / "shared" / "mimic-iv-demo"
+
+
+DEMO_DIR = _demo_dir()
 
 #: A small subject of the demo with labs, prescriptions, eMAR and microbiology.
 DEMO_SUBJECT = 10000032
