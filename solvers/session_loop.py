@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from inspect_ai.log import transcript
@@ -41,7 +41,20 @@ from physassist.data import Session
 from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
 from physassist.faults import ERROR_STATUS, SystemFault, describe
-from physassist.options import check
+from physassist.options import DEFAULTS as D
+from physassist.options import (
+    Language,
+    Literacy,
+    Menu,
+    Observations,
+    PatientMiss,
+    PatientMode,
+    Query,
+    Render,
+    Semantics,
+    Terminal,
+    check,
+)
 from physassist.turn_records import TURNS_KEY, CallRecord, End, TurnRecord
 
 from .context import cached_store, tool_context
@@ -58,26 +71,31 @@ NUDGE_TRIES = 2
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """Every knob of the loop, each checked by its ``physassist.options`` entry on construction
-    (bad values fail before any sample)."""
+    """Every knob of the loop: the ``physassist.options`` entries of these task parameters.
 
-    language: str = "en"
-    query: str = "implicit"
-    menu: str = "on"
-    observations: str = "keep"
-    terminal: str = "prepare_to_answer"
-    tool_budget: int = 16
-    nudge: bool = True
-    patient: str = "replay"
-    literacy: str = "high"
-    patient_miss: str = "unknown"
-    semantics: str = "strict"
-    render: str = "full"
-    ehr_source: str = "sample"
+    Each field is typed with its option's ``Literal`` alias (closed choices) and defaults to its
+    ``DEFAULTS``; ``tests/test_options.py`` fails if a field's name, values or default drifts
+    from the table. Each value is checked (and spelled: YAML's ``off`` -> ``"off"``) by its
+    option on construction, so bad values fail before any sample.
+    """
+
+    language: Language = D["language"]
+    query: Query = D["query"]
+    menu: Menu = D["menu"]
+    observations: Observations = D["observations"]
+    terminal: Terminal = D["terminal"]
+    tool_budget: int = D["tool_budget"]
+    nudge: bool = D["nudge"]
+    patient: PatientMode = D["patient"]
+    literacy: Literacy = D["literacy"]
+    patient_miss: PatientMiss = D["patient_miss"]
+    semantics: Semantics = D["semantics"]
+    render: Render = D["render"]
+    ehr_source: str = D["ehr_source"]
 
     def __post_init__(self) -> None:
-        for name, value in self.as_dict().items():
-            check(name, value)
+        for f in fields(self):
+            object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,7 @@
 
 Run with ``inspect eval physassist/physassistbench`` (registered through the package's
 ``inspect_ai`` entry point) or ``inspect eval tasks/physassistbench.py``; task parameters
-(``-T name=value``) cover every ablation of DESIGN.md §5.
+(``-T name=value``) cover every ablation of docs/design.md#experiments.
 """
 
 from __future__ import annotations
@@ -171,14 +171,14 @@ def physassistbench(
     for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
-    settings = LoopSettings(
+    settings = LoopSettings(  # each value checked (and spelled) by its option
         language=language,
         query=query,
-        menu=check("menu", menu),
+        menu=menu,
         observations=observations,
         terminal=terminal,
         tool_budget=int(tool_budget),
-        nudge=check("nudge", nudge),
+        nudge=nudge,
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,
