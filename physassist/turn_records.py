@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 __all__ = ["TURNS_KEY", "CallRecord", "End", "History", "TurnRecord", "read_turns", "stored_turns"]
 
@@ -138,6 +138,12 @@ def read_turns(records: Iterable[Any] | None) -> list[TurnRecord]:
     ]
 
 
-def stored_turns(store: Mapping[str, Any] | None) -> list[TurnRecord]:
-    """The turn records of a sample's store (a log's ``sample.store``, or Inspect's ``Store``)."""
-    return read_turns((store or {}).get(TURNS_KEY))
+class Keyed(Protocol):
+    """What a sample's store is to a reader: a log's ``sample.store`` (a dict) or Inspect's ``Store``."""
+
+    def get(self, key: str, /) -> Any: ...
+
+
+def stored_turns(store: Keyed | None) -> list[TurnRecord]:
+    """The turn records of a sample's store (None: a sample without one)."""
+    return read_turns(store.get(TURNS_KEY) if store is not None else None)

@@ -22,14 +22,22 @@ from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tables import TABLES
 
 
+def shared(name: str) -> Path:
+    """``shared/<name>`` in the nearest folder above the checkout that has one (a clone next to
+    it, or a worktree further down; docs/data.md), else beside the checkout."""
+    here = Path(__file__).resolve().parents[1]
+    for parent in here.parents:
+        if (parent / "shared" / name).is_dir():
+            return parent / "shared" / name
+    return here.parent / "shared" / name
+
+
 def _demo_dir() -> Path:
-    """The open MIMIC-IV Clinical Database Demo (docs/mimic-demo.md): ``$PHYSASSIST_MIMIC_DEMO``,
-    else ``shared/mimic-iv-demo`` in the nearest folder above the checkout that has one."""
+    """The open MIMIC-IV Clinical Database Demo (docs/data.md): ``$PHYSASSIST_MIMIC_DEMO``, else
+    ``shared/mimic-iv-demo`` above the checkout."""
     if os.environ.get("PHYSASSIST_MIMIC_DEMO"):
         return Path(os.environ["PHYSASSIST_MIMIC_DEMO"]).expanduser()
-    here = Path(__file__).resolve().parents[1]
-    found = [p / "shared" / "mimic-iv-demo" for p in here.parents if (p / "shared" / "mimic-iv-demo").is_dir()]
-    return found[0] if found else here.parent / "shared" / "mimic-iv-demo"
+    return shared("mimic-iv-demo")
 
 
 DEMO_DIR = _demo_dir()
