@@ -157,10 +157,10 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
 
 def main() -> None:
     """Console entry point (``physassist-rescore``); a composition error is one line, exit 2."""
-    from physassist.cli import console
+    from physassist.cli import console, entry
 
     console.start()
-    reported(_hydra_main, "physassist-rescore")
+    raise SystemExit(entry.run("physassist-rescore", lambda: reported(_hydra_main, "physassist-rescore")))
 
 
 if __name__ == "__main__":
