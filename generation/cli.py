@@ -114,13 +114,13 @@ def _hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(3)
 
 
-def main() -> None:
+def main() -> int:
     """Console entry point (``physassist-generate``); a composition error is one line, exit 2."""
     from physassist.cli import console, entry
 
     console.start()
-    raise SystemExit(entry.run("physassist-generate", lambda: reported(_hydra_main, "physassist-generate")))
+    return entry.run("physassist-generate", lambda: reported(_hydra_main, "physassist-generate"))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -29,10 +29,25 @@ MASK = "***"
 #: Values shorter than this are masked by name only: a short string occurs in too much text.
 MIN_VALUE_CHARS = 8
 #: Words of a key (split at case changes and punctuation) that make its value a credential.
-SECRET_WORDS = frozenset({
-    "key", "apikey", "token", "secret", "secrets", "credential", "credentials", "password", "passwd", "pwd",
-    "passphrase", "authorization", "auth", "cookie", "bearer",
-})
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "authorization",
+        "auth",
+        "cookie",
+        "bearer",
+    }
+)
 HEADER_WORDS = frozenset({"header", "headers"})
 #: A value that only names an environment variable (it is read, never written back).
 ENV_REFERENCE = re.compile(r"\$\{oc\.env:[A-Za-z_][A-Za-z0-9_]*\}")
@@ -107,7 +122,11 @@ def redact(data: Any, secret: bool = False) -> Any:
 def secret_values(data: Any, secret: bool = False) -> set[str]:
     """The literal values ``redact`` masks by name in ``data``."""
     if isinstance(data, Mapping):
-        return {v for k, x in data.items() for v in secret_values(x, secret or secret_name(k) or header_name(k))}
+        return {
+            v
+            for k, x in data.items()
+            for v in secret_values(x, secret or secret_name(k) or header_name(k))
+        }
     if isinstance(data, list | tuple):
         return {v for x in data for v in secret_values(x, secret)}
     if secret and masked(data) == MASK:

@@ -29,8 +29,21 @@ BOUND_S = 60.0
 
 
 def _build(out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return cli(["physassist-data", "build", "--store", "sample", "--out", str(out), "--per-slot", "1", *extra],
-               cwd=out.parent, timeout=120)
+    return cli(
+        [
+            "physassist-data",
+            "build",
+            "--store",
+            "sample",
+            "--out",
+            str(out),
+            "--per-slot",
+            "1",
+            *extra,
+        ],
+        cwd=out.parent,
+        timeout=120,
+    )
 
 
 def _names(folder: Path) -> set[str]:
@@ -55,9 +68,16 @@ def test_a_second_build_is_refused_unless_forced_and_then_replaces_the_folder(tm
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     forced = _build(out, "--scenarios", "discharge_planning", "--force")
     assert forced.returncode == 0, forced.stderr[-2000:]
-    assert _names(out) == {"discharge_planning.jsonl", MANIFEST}  # nothing of the first build is left
+    assert _names(out) == {
+        "discharge_planning.jsonl",
+        MANIFEST,
+    }  # nothing of the first build is left
     manifest = json.loads((out / MANIFEST).read_text())
-    assert manifest["scenarios"] == ["discharge_planning"] and manifest["per_slot"] == 1 and manifest["seed"] == 0
+    assert (
+        manifest["scenarios"] == ["discharge_planning"]
+        and manifest["per_slot"] == 1
+        and manifest["seed"] == 0
+    )
     assert manifest["store"]["fingerprint"] and manifest["code"].startswith("physassist ")
     assert _names(tmp_path) == {"sessions"}  # nothing beside it
     check(out)
@@ -80,12 +100,30 @@ def test_kill_9_at_any_moment_leaves_the_old_folder_or_the_new_one(tmp_path, mom
     assert _build(out, "--scenarios", "med_safety").returncode == 0
     old = {p.name: p.read_bytes() for p in out.iterdir()}
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([str(VENV_BIN / "physassist-data"), "build", "--store", "sample", "--out", str(out),
-                             "--per-slot", "1", "--scenarios", "diagnostic_workup", "--force"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(VENV_BIN / "physassist-data"),
+            "build",
+            "--store",
+            "sample",
+            "--out",
+            str(out),
+            "--per-slot",
+            "1",
+            "--scenarios",
+            "diagnostic_workup",
+            "--force",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     scratch = tmp_path / f".sessions.partial-{proc.pid}"
     ready = {
-        "building": lambda: any("duckdb" in str(p) for p in Path(f"/proc/{proc.pid}/fd").glob("*") if _link(p)),
+        "building": lambda: any(
+            "duckdb" in str(p) for p in Path(f"/proc/{proc.pid}/fd").glob("*") if _link(p)
+        ),
         "new folder": scratch.exists,
         "manifest": (scratch / MANIFEST).exists,
     }[moment]
@@ -96,9 +134,14 @@ def test_kill_9_at_any_moment_leaves_the_old_folder_or_the_new_one(tmp_path, mom
     assert now == old or set(now) == {"diagnostic_workup.jsonl", MANIFEST}, (moment, sorted(now))
     check(out)  # whichever it is, it matches its manifest
     assert _validate(out).returncode == 0
-    again = _build(out, "--scenarios", "treatment_response", "--force")  # removes what the killed build left
+    again = _build(
+        out, "--scenarios", "treatment_response", "--force"
+    )  # removes what the killed build left
     assert again.returncode == 0, again.stderr[-2000:]
-    assert _names(tmp_path) == {"sessions"} and _names(out) == {"treatment_response.jsonl", MANIFEST}
+    assert _names(tmp_path) == {"sessions"} and _names(out) == {
+        "treatment_response.jsonl",
+        MANIFEST,
+    }
 
 
 def _link(path: Path) -> str:
@@ -108,7 +151,9 @@ def _link(path: Path) -> str:
         return ""
 
 
-def test_a_folder_that_does_not_match_its_manifest_is_refused_by_validate_and_eval(tmp_path) -> None:
+def test_a_folder_that_does_not_match_its_manifest_is_refused_by_validate_and_eval(
+    tmp_path,
+) -> None:
     out = tmp_path / "sessions"
     shutil.copytree(SAMPLE_SESSIONS, out)
     assert _validate(out).returncode == 0
@@ -118,15 +163,27 @@ def test_a_folder_that_does_not_match_its_manifest_is_refused_by_validate_and_ev
     proc = _validate(out)
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
-    assert line.startswith(f"physassist-data: error: {out}: its session files do not match its {MANIFEST} "
-                           "(med_safety.jsonl has changed)"), line
+    assert line.startswith(
+        f"physassist-data: error: {out}: its session files do not match its {MANIFEST} "
+        "(med_safety.jsonl has changed)"
+    ), line
     shutil.copy(tmp_path / "kept.jsonl", out / "med_safety.jsonl")
     shutil.copy(tmp_path / "kept.jsonl", out / "extra.jsonl")  # a file of another build
-    proc = cli(["physassist-eval", f"dataset.source={out}", "inspect.limit=1", "tracking=none",
-                f"hydra.run.dir={tmp_path / 'out'}"], cwd=tmp_path)
+    proc = cli(
+        [
+            "physassist-eval",
+            f"dataset.source={out}",
+            "inspect.limit=1",
+            "tracking=none",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()
-    assert line.startswith("physassist-eval: error: ") and "extra.jsonl was not built with it" in line, line
+    assert (
+        line.startswith("physassist-eval: error: ") and "extra.jsonl was not built with it" in line
+    ), line
     (out / "extra.jsonl").unlink()
     (out / "med_safety.jsonl").unlink()
     assert "med_safety.jsonl is missing" in _validate(out).stderr

@@ -25,8 +25,15 @@ BOUND_S = 60.0  # a moment that never comes is a hang
 
 def _start(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     full = {**os.environ, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "0", **(env or {})}
-    return subprocess.Popen([str(VENV_BIN / args[0]), *args[1:]], cwd=cwd, env=full, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [str(VENV_BIN / args[0]), *args[1:]],
+        cwd=cwd,
+        env=full,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def _when(ready: Callable[[], bool], proc: subprocess.Popen) -> None:
@@ -81,8 +88,16 @@ def test_an_unset_environment_variable_is_one_line_and_leaves_nothing(tmp_path) 
 def finished_log(tmp_path_factory) -> tuple[Path, str]:
     """A finished run (the sample's first session, the oracle) in a store: the Inspect log, the URI."""
     root = tmp_path_factory.mktemp("finished")
-    proc = cli(["physassist-eval", "inspect.limit=1", f"inspect.log_dir={root / 'logs'}",
-                f"tracking.uri={store_uri(root)}", f"hydra.run.dir={root / 'out'}"], cwd=root)
+    proc = cli(
+        [
+            "physassist-eval",
+            "inspect.limit=1",
+            f"inspect.log_dir={root / 'logs'}",
+            f"tracking.uri={store_uri(root)}",
+            f"hydra.run.dir={root / 'out'}",
+        ],
+        cwd=root,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [log] = (root / "logs").glob("*.eval")
     return log, store_uri(root)
@@ -90,18 +105,32 @@ def finished_log(tmp_path_factory) -> tuple[Path, str]:
 
 def test_ctrl_c_to_report_while_it_reads_the_store_is_one_line(tmp_path, finished_log) -> None:
     _, uri = finished_log
-    proc = _start(["physassist-report", "--tracking-uri", uri, "--out", str(tmp_path / "report")], tmp_path)
+    proc = _start(
+        ["physassist-report", "--tracking-uri", uri, "--out", str(tmp_path / "report")], tmp_path
+    )
     _when(_opened(proc, "mlflow.db"), proc)
     code, lines, _ = _signal(proc, signal.SIGINT)
     assert (code, lines) == (130, ["physassist-report: interrupted (Ctrl-C)"])
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith((".report", "report"))]  # no half report
+    assert not [
+        p for p in tmp_path.iterdir() if p.name.startswith((".report", "report"))
+    ]  # no half report
     assert "RUNNING" not in set(search_runs(uri)["status"])
 
 
-def test_ctrl_c_to_rescore_while_it_works_is_one_line_and_its_run_is_not_left_running(tmp_path, finished_log) -> None:
+def test_ctrl_c_to_rescore_while_it_works_is_one_line_and_its_run_is_not_left_running(
+    tmp_path, finished_log
+) -> None:
     log, uri = finished_log
-    proc = _start(["physassist-rescore", f"source={log}", f"inspect.log_dir={tmp_path / 'logs'}",
-                   f"tracking.uri={uri}", f"hydra.run.dir={tmp_path / 'out'}"], tmp_path)
+    proc = _start(
+        [
+            "physassist-rescore",
+            f"source={log}",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        tmp_path,
+    )
     _when(_opened(proc, "mlflow.db"), proc)
     code, lines, _ = _signal(proc, signal.SIGINT)
     assert (code, lines) == (130, ["physassist-rescore: interrupted (Ctrl-C)"])
@@ -109,8 +138,19 @@ def test_ctrl_c_to_rescore_while_it_works_is_one_line_and_its_run_is_not_left_ru
 
 
 def test_ctrl_c_to_a_data_build_is_one_line_and_leaves_no_folder(tmp_path) -> None:
-    proc = _start(["physassist-data", "build", "--store", "sample", "--out", str(tmp_path / "built"),
-                   "--per-slot", "1"], tmp_path)
+    proc = _start(
+        [
+            "physassist-data",
+            "build",
+            "--store",
+            "sample",
+            "--out",
+            str(tmp_path / "built"),
+            "--per-slot",
+            "1",
+        ],
+        tmp_path,
+    )
     _when(_opened(proc, ".duckdb"), proc)  # building: the EHR store is open
     code, lines, _ = _signal(proc, signal.SIGINT)
     assert (code, lines) == (130, ["physassist-data: interrupted (Ctrl-C)"])
@@ -119,10 +159,20 @@ def test_ctrl_c_to_a_data_build_is_one_line_and_leaves_no_folder(tmp_path) -> No
 
 def test_sigterm_to_an_eval_during_a_model_call_is_one_line_and_the_run_killed(tmp_path) -> None:
     with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=30) as server:
-        proc = _start(["physassist-eval", "model=openai_compatible", "model.name=oracle",
-                       f"model.base_url={server.base_url}", "inspect.limit=2", f"inspect.log_dir={tmp_path / 'logs'}",
-                       f"tracking.uri={store_uri(tmp_path)}", f"hydra.run.dir={tmp_path / 'out'}"],
-                      tmp_path, env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"})
+        proc = _start(
+            [
+                "physassist-eval",
+                "model=openai_compatible",
+                "model.name=oracle",
+                f"model.base_url={server.base_url}",
+                "inspect.limit=2",
+                f"inspect.log_dir={tmp_path / 'logs'}",
+                f"tracking.uri={store_uri(tmp_path)}",
+                f"hydra.run.dir={tmp_path / 'out'}",
+            ],
+            tmp_path,
+            env={"OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
+        )
         _when(lambda: len(server.log) >= 2, proc)  # both sessions wait on their first answer
         code, lines, _ = _signal(proc, signal.SIGTERM, group=True)
     assert code == 143, lines

@@ -25,10 +25,14 @@ from physassist.cli.secrets import overrides, problem
 from physassist.redaction import MASK, header_name, redact, secret_name
 
 LITERAL = "sk-literal-7f3a9c2e5b1d"  # an X-Api-Key header written on the command line
-FROM_ENV = "sk-environment-4d8b1e6f0a"  # an Authorization header read through ${oc.env:PA_TEST_AUTH}
+FROM_ENV = (
+    "sk-environment-4d8b1e6f0a"  # an Authorization header read through ${oc.env:PA_TEST_AUTH}
+)
 PROVIDER_KEY = "sk-provider-key-9e2c7a1b"  # the key api_key_env names
 SECRETS = (LITERAL, FROM_ENV, PROVIDER_KEY)
-HEADERS = f"+model.args.default_headers={{X-Api-Key: {LITERAL}, Authorization: ${{oc.env:PA_TEST_AUTH}}}}"
+HEADERS = (
+    f"+model.args.default_headers={{X-Api-Key: {LITERAL}, Authorization: ${{oc.env:PA_TEST_AUTH}}}}"
+)
 ENV = {"PA_TEST_AUTH": FROM_ENV, "OPENAI_COMPATIBLE_API_KEY": PROVIDER_KEY}
 
 
@@ -140,7 +144,9 @@ def test_a_sweep_writes_no_header_and_no_key(tmp_path) -> None:
         _reached(server)
     assert (tmp_path / "multirun" / "multirun.yaml").is_file()
     assert found(tmp_path, proc.stdout, proc.stderr, mlflow_records(store_uri(tmp_path))) == []
-    assert "Launching 1 jobs" in proc.stdout + proc.stderr  # Hydra's line quoting the overrides, masked
+    assert (
+        "Launching 1 jobs" in proc.stdout + proc.stderr
+    )  # Hydra's line quoting the overrides, masked
 
 
 @pytest.mark.slow
@@ -191,28 +197,72 @@ def test_a_password_in_a_url_is_refused_before_anything_is_written(tmp_path, arg
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
     [line] = proc.stderr.strip().splitlines()
-    assert line.startswith("physassist-eval: error: model.base_url: a password in a URL") and "api_key_env" in line, line
+    assert (
+        line.startswith("physassist-eval: error: model.base_url: a password in a URL")
+        and "api_key_env" in line
+    ), line
     assert "pa55w0rd" not in proc.stdout + proc.stderr
     assert list(tmp_path.iterdir()) == []  # no Hydra dir, no log, no store: nothing to leak
 
 
 def test_what_is_masked() -> None:
-    for name in ("X-Api-Key", "api-key", "Authorization", "credentials", "api_key", "access_token", "accessToken",
-                 "password", "client_secret", "Ocp-Apim-Subscription-Key", "auth"):
+    for name in (
+        "X-Api-Key",
+        "api-key",
+        "Authorization",
+        "credentials",
+        "api_key",
+        "access_token",
+        "accessToken",
+        "password",
+        "client_secret",
+        "Ocp-Apim-Subscription-Key",
+        "auth",
+    ):
         assert secret_name(name), name
     for name in ("api_key_env", "max_tokens", "base_url", "name", "temperature", "timeout"):
         assert not secret_name(name), name
-    assert header_name("default_headers") and header_name("extra_headers") and not header_name("args")
-    config = {"model": {"args": {"default_headers": {"X-Trace": "abc", "Authorization": "${oc.env:T}"},
-                                 "organization": "org-1", "api_key": "k"}, "api_key_env": "OPENAI_API_KEY"}}
-    assert redact(config) == {"model": {"args": {"default_headers": {"X-Trace": MASK, "Authorization": "${oc.env:T}"},
-                                                 "organization": "org-1", "api_key": MASK},
-                                        "api_key_env": "OPENAI_API_KEY"}}
-    assert overrides(["+model.args.default_headers={X-Api-Key: sk-1, Y: ${oc.env:Z}}", "query=explicit",
-                      "model.args.api_key=abc", "+m.args.default_headers={X: a},{X: b}"]) == [
-        "+model.args.default_headers={X-Api-Key: '***', Y: ${oc.env:Z}}", "query=explicit",
-        "model.args.api_key='***'", "+m.args.default_headers={X: '***'},{X: '***'}",
+    assert (
+        header_name("default_headers") and header_name("extra_headers") and not header_name("args")
+    )
+    config = {
+        "model": {
+            "args": {
+                "default_headers": {"X-Trace": "abc", "Authorization": "${oc.env:T}"},
+                "organization": "org-1",
+                "api_key": "k",
+            },
+            "api_key_env": "OPENAI_API_KEY",
+        }
+    }
+    assert redact(config) == {
+        "model": {
+            "args": {
+                "default_headers": {"X-Trace": MASK, "Authorization": "${oc.env:T}"},
+                "organization": "org-1",
+                "api_key": MASK,
+            },
+            "api_key_env": "OPENAI_API_KEY",
+        }
+    }
+    assert overrides(
+        [
+            "+model.args.default_headers={X-Api-Key: sk-1, Y: ${oc.env:Z}}",
+            "query=explicit",
+            "model.args.api_key=abc",
+            "+m.args.default_headers={X: a},{X: b}",
+        ]
+    ) == [
+        "+model.args.default_headers={X-Api-Key: '***', Y: ${oc.env:Z}}",
+        "query=explicit",
+        "model.args.api_key='***'",
+        "+m.args.default_headers={X: '***'},{X: '***'}",
     ]
-    assert problem("model.base_url", "http://user:pw@host/v1") and problem("tracking.uri", "https://a:b@mlflow:5000")
+    assert problem("model.base_url", "http://user:pw@host/v1") and problem(
+        "tracking.uri", "https://a:b@mlflow:5000"
+    )
     assert "MLFLOW_TRACKING_PASSWORD" in problem("tracking.uri", "https://a:b@mlflow:5000")
-    assert problem("model.base_url", "http://127.0.0.1:8000/v1") is None and problem("model.base_url", "http://u@h/v1") is None
+    assert (
+        problem("model.base_url", "http://127.0.0.1:8000/v1") is None
+        and problem("model.base_url", "http://u@h/v1") is None
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 
 class RedactingSweeper(BasicSweeper):
@@ -16,9 +16,12 @@ class RedactingSweeper(BasicSweeper):
         from physassist.cli.secrets import recorded
 
         config = self.config
+        assert config is not None  # set by setup()
         # The sweeper saves this one as multirun.yaml (and reads its sweep dir and Hydra's own
         # overrides from it); the launcher composes every job from its own, real, config.
-        self.config = OmegaConf.create(recorded(config))
+        shown = OmegaConf.create(recorded(config))
+        assert isinstance(shown, DictConfig)
+        self.config = shown
         try:
             return super().sweep(arguments)
         finally:

@@ -133,8 +133,9 @@ _UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--
               "--multirun", "-m", "tracking=none")
 
 
-def main() -> None:
-    """Console entry point (``physassist-eval``)."""
+def main() -> int:
+    """Console entry point (``physassist-eval``); returns the exit status of an interrupt (Hydra
+    raises ``SystemExit`` for the others)."""
     from physassist.cli import console, entry, hydra_errors, sweep
 
     console.start()
@@ -146,8 +147,8 @@ def main() -> None:
             Agent.prestart()  # MLflow is imported on the other core while Hydra composes
         sweep.run(lambda: hydra_errors.reported(_hydra_main))
 
-    raise SystemExit(entry.run("physassist-eval", work))
+    return entry.run("physassist-eval", work)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -85,8 +85,7 @@ def _task(config: DictConfig) -> dict[str, Any]:
     """The config without Hydra's node, unresolved (nothing is read yet)."""
     data = OmegaConf.to_container(config, resolve=False)
     assert isinstance(data, dict)
-    data.pop("hydra", None)
-    return data
+    return {str(k): v for k, v in data.items() if k != "hydra"}
 
 
 def check(config: DictConfig) -> str | None:
@@ -147,7 +146,9 @@ def _render(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, str) and not (_PLAIN.fullmatch(value) or redaction.ENV_REFERENCE.fullmatch(value)):
+    if isinstance(value, str) and not (
+        _PLAIN.fullmatch(value) or redaction.ENV_REFERENCE.fullmatch(value)
+    ):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return str(value)
 
@@ -196,7 +197,7 @@ def recorded(config: DictConfig | ListConfig) -> Any:
     hydra = data.pop("hydra", None)
     out = redaction.redact(data)
     if isinstance(hydra, dict):
-        given = (hydra.get("overrides") or {})
+        given = hydra.get("overrides") or {}
         literal = set()
         for part in ("task", "hydra"):
             if given.get(part):
@@ -204,7 +205,9 @@ def recorded(config: DictConfig | ListConfig) -> Any:
                 given[part] = overrides(given[part])
         params = (hydra.get("sweeper") or {}).get("params")
         if params:
-            hydra["sweeper"]["params"] = {k: overrides([f"{k}={v}"])[0].split("=", 1)[1] for k, v in params.items()}
+            hydra["sweeper"]["params"] = {
+                k: overrides([f"{k}={v}"])[0].split("=", 1)[1] for k, v in params.items()
+            }
         job = hydra.get("job") or {}
         if job.get("override_dirname"):
             job["override_dirname"] = redaction.scrub(str(job["override_dirname"]), literal)
@@ -240,7 +243,9 @@ class SecretsCallback(Callback):
             if not found:
                 redaction.remember(secret_values(config))
         except Exception as exc:  # noqa: BLE001 - Hydra would only warn, and the run go on unredacted
-            print(f"{program}: error: cannot check the config for secrets: {exc!r}", file=sys.stderr)
+            print(
+                f"{program}: error: cannot check the config for secrets: {exc!r}", file=sys.stderr
+            )
             raise SystemExit(1) from None
         if found:
             print(f"{program}: error: {found}", file=sys.stderr)

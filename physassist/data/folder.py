@@ -58,13 +58,19 @@ def check(directory: Path) -> None:
     try:
         hashes = json.loads(manifest_path.read_text(encoding="utf-8")).get(HASHES)
     except (ValueError, AttributeError) as exc:
-        raise FolderError(f"{manifest_path}: not a readable manifest ({exc}); rebuild the folder") from None
+        raise FolderError(
+            f"{manifest_path}: not a readable manifest ({exc}); rebuild the folder"
+        ) from None
     if not isinstance(hashes, dict):
         return  # another tool's manifest.json, without our file hashes: nothing to check against
     present = {p.name: p for p in directory.glob(_SESSION_FILES)}
     problems = [f"{name} is missing" for name in sorted(set(hashes) - set(present))]
     problems += [f"{name} was not built with it" for name in sorted(set(present) - set(hashes))]
-    problems += [f"{name} has changed" for name in sorted(set(hashes) & set(present)) if sha256(present[name]) != hashes[name]]
+    problems += [
+        f"{name} has changed"
+        for name in sorted(set(hashes) & set(present))
+        if sha256(present[name]) != hashes[name]
+    ]
     if problems:
         raise FolderError(
             f"{directory}: its session files do not match its {MANIFEST} ({'; '.join(problems)}): a build was cut "
@@ -73,7 +79,9 @@ def check(directory: Path) -> None:
         )
 
 
-def write(out: Path, files: Mapping[str, str], manifest: Mapping[str, Any], force: bool = False) -> list[Path]:
+def write(
+    out: Path, files: Mapping[str, str], manifest: Mapping[str, Any], force: bool = False
+) -> list[Path]:
     """Write ``files`` (name -> text) and the manifest (with their hashes) as the folder ``out``.
 
     Everything is written into a new folder beside ``out`` and synced, then put in place with one
@@ -83,7 +91,9 @@ def write(out: Path, files: Mapping[str, str], manifest: Mapping[str, Any], forc
     """
     out = Path(out)
     if holds_sessions(out) and not force:
-        raise FolderError(f"{out} already exists and holds files; pass --force to replace it, or choose another folder")
+        raise FolderError(
+            f"{out} already exists and holds files; pass --force to replace it, or choose another folder"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(out)
     scratch = out.with_name(f".{out.name}.partial-{os.getpid()}")
@@ -94,7 +104,10 @@ def write(out: Path, files: Mapping[str, str], manifest: Mapping[str, Any], forc
         for name, text in sorted(files.items()):
             _write_synced(scratch / name, text)
             hashes[name] = sha256(scratch / name)
-        _write_synced(scratch / MANIFEST, json.dumps({**manifest, HASHES: hashes}, indent=2, ensure_ascii=False) + "\n")
+        _write_synced(
+            scratch / MANIFEST,
+            json.dumps({**manifest, HASHES: hashes}, indent=2, ensure_ascii=False) + "\n",
+        )
         _sync_dir(scratch)
         if out.exists():
             _exchange(scratch, out)  # scratch now holds the old folder
