@@ -15,7 +15,9 @@ goes into it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -234,6 +236,9 @@ def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, 
 
         signals.taken()
         raise KeyboardInterrupt
+    error = logs[0].error.message if logs[0].status == "error" and logs[0].error else ""
+    if os.strerror(errno.ENOSPC) in error:  # Inspect could not write its log: it says so in the log it could not write
+        raise OSError(errno.ENOSPC, error)
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
 

@@ -47,6 +47,13 @@ def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``physassist-report``; returns the exit status."""
+    from physassist.cli import entry
+
+    return entry.run("physassist-report", lambda: _report(argv))
+
+
+def _report(argv: list[str] | None) -> int:
     command_start()
     args = parser().parse_args(argv)  # before the imports: --help and usage errors answer at once
     from physassist.report.build import (

@@ -445,9 +445,10 @@ class Tracker:
             for path, artifact_dir in late_files():
                 self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
             self._write(lambda: self.client.set_terminated(run_id, status))
-        except Exception:
+        except BaseException as exc:  # an interrupt too: the run is never left RUNNING
+            ended = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
             with contextlib.suppress(Exception):
-                self._write(lambda: self.client.set_terminated(run_id, "FAILED"))
+                self._write(lambda: self.client.set_terminated(run_id, ended))
             raise
         return run_id
 
