@@ -41,6 +41,7 @@ from physassist.tracking.mlflow_store import (
     store_lock,
     with_retries,
 )
+from physassist.tracking.names import with_headline
 from physassist.tracking.owner import Owner
 from physassist.tracking.traces import TraceRequest, write_traces
 
@@ -50,6 +51,7 @@ SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
 PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
+RUN_NAME_TAG = "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
 TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
 
 log = logging.getLogger(__name__)
@@ -392,7 +394,7 @@ class Tracker:
                  parent_run_id):
         from mlflow.entities import Param, RunTag
 
-        all_tags = {KIND_TAG: "job", **tags}
+        all_tags = {KIND_TAG: "job", RUN_NAME_TAG: run_name, **tags}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         if run_id is None:
@@ -444,6 +446,9 @@ class Tracker:
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             for path, artifact_dir in late_files():
                 self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+            if status == "FINISHED":  # the run list shows names, not metrics: the name says the result
+                named = with_headline(run_name, clean_metrics(metrics))
+                self._write(lambda: self.client.update_run(run_id, name=named))
             self._write(lambda: self.client.set_terminated(run_id, status))
         except Exception:
             with contextlib.suppress(Exception):
