@@ -339,6 +339,7 @@ def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, s
         )
         if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
             tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments))
+            tracker.describe_sweep(sweep.parent_run_id)
         return run_id, None
     except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
         return None, f"logging to {tracker.uri} failed: {error_line(exc)}"

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures_tracking import REPO, cli, search_runs, store_uri
+from fixtures_tracking import CONF, REPO, cli, search_runs, store_uri
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import (
@@ -206,7 +206,7 @@ def test_human_verdicts_rescore_a_run(tmp_path):
     lines = (REPO / "data" / "sample" / "sessions" / "med_safety.jsonl").read_text().splitlines()[:2]
     (released / "med_safety.jsonl").write_text("\n".join(lines) + "\n")
     common = [f"tracking.uri={store_uri(tmp_path)}", f"inspect.log_dir={tmp_path / 'logs'}"]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("eval", [*common, "model=oracle", "dataset=physassistbench", f"dataset.source={released}", "dataset.ehr_source=sample", "inspect.display=none", "tracking.plots=false"])
         out = ev.run_experiment(cfg, ev.JobContext())
         rescore_cfg = compose("rescore", [*common, f"source={out.run_id}", "judge=human"])

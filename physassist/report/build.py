@@ -268,12 +268,12 @@ def log_report(report: Report, tracking_uri: str | None, experiment: str, sweep_
 
 
 def report_name(runs: pd.DataFrame, sweep_id: str | None, tracker: Tracker) -> str:
-    """What a report compares, as its run's name: ``report: <the sweep parent's name>``
-    (``report: paper_explicit: model x query``), else the runs' names joined by ``vs``
-    (``report: oracle vs baseline | query=explicit``), else how many runs it holds."""
+    """What a report compares, as its run's name: ``report on <the sweep parent's name>``
+    (``report on paper_explicit: model x query``), else the runs' names joined by ``vs``
+    (``report on oracle vs baseline | query=explicit``), else how many runs it holds."""
     if sweep_id:
         parents = tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
-        return f"report: {parents[0].info.run_name if parents else 'sweep ' + sweep_id}"
+        return f"report on {parents[0].info.run_name if parents else 'sweep ' + sweep_id}"
     names = [str(n) for n in runs.get("tags.mlflow.runName", runs["run_id"]).tolist()]
     joined = " vs ".join(names)
-    return f"report: {joined}" if len(names) <= 4 and len(joined) <= 200 else f"report: {len(names)} runs"
+    return f"report on {joined}" if len(names) <= 4 and len(joined) <= 200 else f"report on {len(names)} runs"

@@ -129,3 +129,17 @@ def job_label(overrides: Sequence[str], swept: Sequence[str]) -> str:
 def parent_metrics(metrics: Mapping[str, float], label: str) -> dict[str, float]:
     """A job's headline for its sweep's parent run: ``<metric>/<label>``, rounded."""
     return {f"{k}/{label}": rounded(k, float(metrics[k])) for k in PARENT if k in metrics}
+
+
+def parent_description(metrics: Mapping[str, float]) -> str:
+    """A sweep parent's description (Markdown, at the top of its run page, which shows its first
+    lines): each job's mRS with its interval, from the parent's ``mrs/<label>`` metrics
+    (``parent_metrics``), in one paragraph so a 4-job sweep fits those lines."""
+    shown = []
+    for name in sorted(k for k in metrics if k.startswith("mrs/")):
+        label = name.split("/", 1)[1]
+        low, high = metrics.get(f"mrs_ci_low/{label}"), metrics.get(f"mrs_ci_high/{label}")
+        interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
+        job = " ".join(part.replace("-", "=", 1) for part in label.split(" "))
+        shown.append(f"**{job}** {metrics[name]:.1f}{interval}")
+    return f"mRS [95% CI] of each job: {' · '.join(shown)}" if shown else ""
