@@ -372,7 +372,7 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="physassist-docs-") as scratch:
         for ran in run_page(root, page, Path(scratch), bin_dir):
             step = ran.step
-            if ran.code not in (None, 0):
+            if ran.code not in (None, 0) and not step.expected:
                 notes.append(f"{page} {step}: exit {ran.code}: {(ran.printed or '').strip()[-300:]}")
             if not step.output_of:
                 continue
@@ -380,7 +380,10 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
                 notes.append(f"{page} {step}: the page does not run {step.output_of!r} before it")
                 continue
             new = refreshed(step.expected, ran.printed)
-            notes += [f"{page} {step}: {problem} (kept)" for problem in excerpt_problems(new, ran.printed)]
+            problems = excerpt_problems(new, ran.printed)
+            notes += [f"{page} {step}: {problem} (kept)" for problem in problems]
+            if problems:
+                notes.append(f"{page} {step}: {step.output_of!r} printed:\n{ran.printed.strip()[-3000:]}")
             if new != step.expected:
                 changes.append((step.lines, new))
                 notes.append(f"{page} {step}: {sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) refreshed")

@@ -107,6 +107,17 @@ def test_turn_table_reads_log_file_and_matches_inspect_metrics(rules_log):
     assert summary["mrs"] < 100 and summary["pass_session_excluded"] == 1
 
 
+def test_inspect_view_shows_each_turns_answer_and_each_items_verdict(rules_log):
+    """What ``turns: Array(4)`` of the metadata hid: the answers and the per-item verdicts."""
+    score = next(s for s in rules_log.samples if s.id == "weak").scores["physassist_scorer"]
+    assert score.answer.startswith("T0: ") and "\n\nT3: " in score.answer
+    turns = score.metadata["turns"]
+    assert score.explanation.startswith(f"**T0** {turns[0]['score']:.2f} (")
+    verdicts = [line for line in score.explanation.splitlines() if line.startswith("- ")]
+    assert len(verdicts) == sum(len(t["items"]) for t in turns)
+    assert any(line.startswith("- 1. fail: ") for line in verdicts) and all(": " in line for line in verdicts)
+
+
 def test_sample_score_value_is_session_mean(rules_log):
     by_id = {s.id: s.scores["physassist_scorer"] for s in rules_log.samples}
     assert by_id["good"].value == 1.0

@@ -169,6 +169,11 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
         a, b = child[f"metrics.{name}"], source[f"metrics.{name}"]
         assert a == b or (math.isnan(a) and math.isnan(b)), name
     assert Path(child["tags.physassist.inspect_log"]).is_file()
+    from inspect_ai.log import read_eval_log  # Inspect View: a rescoring is no copy of its source
+
+    spec = read_eval_log(child["tags.physassist.inspect_log"], header_only=True).eval
+    assert spec.task_display_name.endswith(" [rescored: judge=rules]") and "rescore judge=rules" in spec.tags
+    assert child["tags.mlflow.runName"].startswith(f"{source['tags.physassist.run_name']} [judge=rules] | mRS ")
 
 
 def test_judgings_of_one_source_are_compared_together(source_log, tmp_path):

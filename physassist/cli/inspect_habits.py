@@ -14,24 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-
 
 class HabitError(ValueError):
     """An argument that cannot be taken; the message says what to write instead."""
 
 
-def _preset_name(conf: Path, option: str) -> str | None:
-    """The ``name`` a model preset sets (``physassist/explorer`` for ``explorer``)."""
-    data = yaml.safe_load((conf / "model" / f"{option}.yaml").read_text(encoding="utf-8")) or {}
-    return str(data.get("name")) if isinstance(data, dict) and data.get("name") else None
-
-
 def _one_model(value: str, conf: Path) -> tuple[str, str | None]:
     """(the model group's option, the ``model.name`` to set or None) for an Inspect model string."""
     provider, _, name = value.partition("/")
-    if (conf / "model" / f"{name}.yaml").is_file() and _preset_name(conf, name) == value:
-        return name, None  # physassist/explorer: the agent's own option
+    if provider == "physassist" and (conf / "model" / f"{name}.yaml").is_file():
+        return name, None  # physassist/explorer: the offline agent's own option
     if (conf / "model" / f"{provider}.yaml").is_file():
         return provider, value
     presets = ", ".join(sorted(p.stem for p in (conf / "model").glob("*.yaml")))
