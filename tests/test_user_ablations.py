@@ -70,25 +70,19 @@ def test_the_shipped_checks_pass_beside_a_users_files_and_a_malformed_one_is_one
     )
     assert checks.returncode == 0, checks.stdout[-3000:] + checks.stderr[-2000:]
     # the user's files work, or are refused in one line, where the user runs them: the command
-    command = [str(VENV_BIN / "physassist-eval"), "--cfg", "job"]
-    env = {**env, "PHYSASSIST_CONF_DIR": str(conf)}
-    tight = subprocess.run(
-        [*command, "terminal=tight"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    user_env = {**env, "PHYSASSIST_CONF_DIR": str(conf)}
+    tight, mine = (
+        subprocess.run(
+            [str(VENV_BIN / "physassist-eval"), "--cfg", "job", f"terminal={name}"],
+            cwd=tmp_path,
+            env=user_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for name in ("tight", "mine")
     )
     assert tight.returncode == 0 and "budget: 2" in tight.stdout, tight.stderr[-2000:]
-    mine = subprocess.run(
-        [*command, "terminal=mine"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
     assert mine.returncode == 2 and mine.stdout == ""
     assert mine.stderr.splitlines() == [
         "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?"
