@@ -138,6 +138,12 @@ def main() -> int:
     from physassist.cli import console, entry, hydra_errors, sweep
 
     console.start()
+    from physassist.cli.inspect_habits import HabitError, model_arguments
+
+    try:  # model=openai/gpt-4o, as Inspect names a model
+        sys.argv[1:] = model_arguments(sys.argv[1:], conf_dir())
+    except HabitError as exc:
+        fail(str(exc))
 
     def work() -> None:
         if not set(sys.argv[1:]) & set(_UNTRACKED):

@@ -177,6 +177,12 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
         OverrideParseException,
     )
 
+    from physassist.cli.inspect_habits import unknown_flag
+
+    flag = unknown_flag(sys.argv[1:], program)
+    if flag:  # argparse would print its usage block
+        print(f"{program}: error: {flag}", file=sys.stderr)
+        raise SystemExit(2)
     previous = os.environ.get("HYDRA_FULL_ERROR")
     user_full_error = previous == "1"  # as Hydra reads it
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
