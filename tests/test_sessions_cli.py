@@ -112,7 +112,7 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
                  "--scenarios", "med_safety", "--tiers", "1", "3"]) == 0
     assert calls["build"] == ("sample", str(tmp_path / "s"), {
         "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3],
-        "timepoint": "discharge"})
+        "timepoint": "discharge", "force": False})
     del calls["build"]
     assert main(["build", "--store", "sample", "--out", "s", "--timepoint", "in-stay"]) == 0
     assert calls["build"][2]["timepoint"] == "in-stay"
@@ -139,6 +139,9 @@ def test_build_in_stay_through_the_cli(monkeypatch, tmp_path: Path, capsys) -> N
     assert in_stay["cutoff"] == f"{in_stay['current_date']}T08:00:00"
     assert "Current time: 08:00." in in_stay["env_info"]
     assert discharge.get("cutoff") is None and "Current time" not in discharge["env_info"]
+    manifests = [json.loads((tmp_path / d / "manifest.json").read_text(encoding="utf-8"))
+                 for d in ("in", "dis")]
+    assert [m["timepoint"] for m in manifests] == ["in-stay", "discharge"]
 
 
 def test_synth_refuses_a_non_cohort_output_with_exit_1(tmp_path: Path, capsys) -> None:
