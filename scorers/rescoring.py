@@ -106,19 +106,21 @@ def judge_spec(judge: JudgeSettings) -> dict[str, Any]:
     mode alone."""
     mode = judge.mode
     graders = judges.graders(mode)
+    repeats = {"repeats": judge.repeats} if judge.repeats > 1 else {}  # one judging: the key as before
     if graders == "none":
-        return {"mode": mode}
+        return {"mode": mode, **repeats}
     if graders == "many":
-        return {"mode": mode, "models": list(judge.models or []), "context": judge.context}
-    return {"mode": mode, "model": judge.model, "context": judge.context}
+        return {"mode": mode, "models": list(judge.models or []), "context": judge.context, **repeats}
+    return {"mode": mode, "model": judge.model, "context": judge.context, **repeats}
 
 
 def judge_label(judge: JudgeSettings) -> str:
     spec = judge_spec(judge)
+    times = f"x{spec['repeats']}" if "repeats" in spec else ""
     if "context" not in spec:
-        return spec["mode"]
+        return spec["mode"] + times
     models = spec.get("models") or [spec.get("model")]
-    return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}"
+    return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}{times}"
 
 
 def grader_roles(spec: Role | None) -> dict[str, Any]:
@@ -146,9 +148,9 @@ def rescore_log(log, judge: JudgeSettings, taus: list[float], roles: Mapping[str
         raise RescoreError(f"{log.location}: the source eval did not finish (status {log.status}); rescore a finished run")
     roles = dict(roles or {})
     log.eval.model_roles = None  # the source's roles are not rebuilt (its keys may be absent here)
-    scorer = physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus))
+    scorer = physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus), repeats=judge.repeats)
     new = score(log, scorer, action="overwrite", model=get_model("none"), model_roles=roles or None, display="none", copy=False)
-    new.eval.task_args = {**(new.eval.task_args or {}), "judge": judge.mode, "judge_context": judge.context or "gold_answer"}
+    new.eval.task_args = {**(new.eval.task_args or {}), "judge": judge.mode, "judge_context": judge.context or "gold_answer", "judge_repeats": judge.repeats}
     new.eval.metadata = {**(new.eval.metadata or {}), "physassist_rescore": {"source": log.location, "judge": judge_spec(judge)}}
     return new
 

@@ -70,6 +70,7 @@ class LoopSettings:
     patient: str = "replay"
     literacy: str = "high"
     patient_miss: str = "unknown"
+    patient_seed: int | None = None
     semantics: str = "strict"
     render: str = "full"
     ehr_source: str = "sample"
@@ -275,6 +276,7 @@ def physassist_session(**options: Any) -> Solver:
             language=language,
             literacy=settings.literacy,
             miss=settings.patient_miss,
+            seed=settings.patient_seed,
         )
         toolbox = SessionToolbox(
             functools.partial(call_tool, ctx),

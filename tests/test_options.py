@@ -156,7 +156,7 @@ REFUSED = {
     ),
     "typo in a role key": (
         ["judge=llm", "judge.api_key=X"], {},
-        "judge.api_key (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
+        "judge.api_key (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
     ),
     "mistyped value on the command line": (
         ["terminal.budget=many"], {}, "terminal.budget (command line): Value 'many' of type 'str' could not be converted to Integer",
@@ -184,7 +184,7 @@ def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, 
 @pytest.mark.parametrize(
     ("name", "overrides", "line"),  # the first override makes the shipped config complete
     [
-        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
+        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
         ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, tracking, inspect, source, taus; did you mean source?"),
         ("generate", ["generator.name=x", "inspect.limit=2"], "inspect.limit (command line): no such key; inspect has log_dir, max_connections, max_samples, display, log_level, fail_on_error"),
         ("generate", ["generator.name=x", "seed=abc"], "seed (command line): Value 'abc' of type 'str' could not be converted to Integer"),
