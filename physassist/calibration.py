@@ -44,8 +44,11 @@ Z_95 = NormalDist().inv_cdf(0.975)
 
 def strata_of(turns: pd.DataFrame) -> pd.Series:
     """Each turn's stratum (``scenario/tier``), the unit ``physassist-label draw`` samples in."""
-    parts = [turns[c].astype(str) if c in turns.columns else pd.Series("-", index=turns.index) for c in STRATA]
-    return parts[0].str.cat(parts[1:], sep="/")
+    scenario, tier = (
+        turns[c].astype(str) if c in turns.columns else pd.Series("-", index=turns.index)
+        for c in STRATA
+    )
+    return scenario + "/" + tier
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,14 @@ class Estimate:
     high: float
 
 
-def ppi(session: np.ndarray, stratum: np.ndarray, weight: np.ndarray, judge: np.ndarray, human: np.ndarray, pi: np.ndarray) -> Estimate:
+def ppi(
+    session: np.ndarray,
+    stratum: np.ndarray,
+    weight: np.ndarray,
+    judge: np.ndarray,
+    human: np.ndarray,
+    pi: np.ndarray,
+) -> Estimate:
     """The PPI estimate of ``sum_i weight_i * human_i`` over the turns the judge scored: per
     turn its session and stratum (integer codes), its weight in the metric (summing to 1), the
     judge's value, the physicians' (NaN: not labelled) and the share of its stratum labelled.
@@ -76,7 +86,9 @@ def ppi(session: np.ndarray, stratum: np.ndarray, weight: np.ndarray, judge: np.
     n = np.bincount(stratum, weights=labelled).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.bincount(stratum, weights=y) / n
-        spread = np.bincount(stratum, weights=np.where(labelled, (y - mean[stratum]) ** 2, 0.0)) / (n - 1)
+        spread = np.bincount(stratum, weights=np.where(labelled, (y - mean[stratum]) ** 2, 0.0)) / (
+            n - 1
+        )
         stratified = np.where(n > 1, size**2 * (1 - n / size) * spread / n, 0.0).sum()
     variance = max(float(g.var(ddof=1)) / sessions - as_drawn + float(stratified), 0.0)
     se = math.sqrt(variance)
@@ -102,21 +114,32 @@ def _strata_pi(frame: pd.DataFrame, strata: pd.Series) -> tuple[np.ndarray, bool
     return strata.map(counts["sum"] / counts["size"]).to_numpy(float), False
 
 
-def calibrate(turns: pd.DataFrame, human: pd.DataFrame, taus: Sequence[float] = (0.6, 0.75)) -> dict[str, float]:
+def calibrate(
+    turns: pd.DataFrame, human: pd.DataFrame, taus: Sequence[float] = (0.6, 0.75)
+) -> dict[str, float]:
     """The calibrated metrics of a run (points; see the module docstring).
 
     ``turns``: the run's turn table (the judge's scores); ``human``: the physicians' turn scores
     (``session_id``, ``epoch``, ``turn``, ``score``, ``status``: ``human.human_turns``); only
     their ``scored`` turns are labels. Empty when no label falls on a turn the judge scored."""
-    scored = turns[(turns["status"] == "scored") & pd.to_numeric(turns["score"], errors="coerce").notna()].copy()
+    scored = turns[
+        (turns["status"] == "scored") & pd.to_numeric(turns["score"], errors="coerce").notna()
+    ].copy()
     scored["session_id"] = scored["session_id"].astype(str)
     if "epoch" not in scored.columns:
         scored["epoch"] = 1
     labels = human[human["status"] == "scored"][[*KEYS, "score"]].rename(columns={"score": "human"})
-    labels = labels.assign(session_id=labels["session_id"].astype(str), epoch=labels["epoch"].astype(int), turn=labels["turn"].astype(int))
+    labels = labels.assign(
+        session_id=labels["session_id"].astype(str),
+        epoch=labels["epoch"].astype(int),
+        turn=labels["turn"].astype(int),
+    )
     frame = scored.merge(labels, on=KEYS, how="left")
     n_labelled = int(frame["human"].notna().sum())
-    out: dict[str, float] = {"n_labelled": float(n_labelled), "labels_unused": float(len(labels) - n_labelled)}
+    out: dict[str, float] = {
+        "n_labelled": float(n_labelled),
+        "labels_unused": float(len(labels) - n_labelled),
+    }
     if n_labelled == 0:
         return out
     frame["judge"] = frame["score"].astype(float)
@@ -125,17 +148,40 @@ def calibrate(turns: pd.DataFrame, human: pd.DataFrame, taus: Sequence[float] = 
     out["strata"] = 1.0 if pooled else float(strata.nunique())
     bias = (frame["judge"] - frame["human"]).dropna() * RATE_SCALE
     half = Z_95 * float(bias.std(ddof=1)) / math.sqrt(len(bias)) if len(bias) > 1 else math.nan
-    out.update({"judge_bias": float(bias.mean()), "judge_bias_ci_low": float(bias.mean()) - half, "judge_bias_ci_high": float(bias.mean()) + half})
+    out.update(
+        {
+            "judge_bias": float(bias.mean()),
+            "judge_bias_ci_low": float(bias.mean()) - half,
+            "judge_bias_ci_high": float(bias.mean()) + half,
+        }
+    )
     mrs_w, turn_w = _weights(frame)
     session = frame["session_id"].factorize()[0]
     stratum = np.zeros(len(frame), dtype=np.int64) if pooled else strata.factorize()[0]
-    judge, human_score, pi = frame["judge"].to_numpy(float), frame["human"].to_numpy(float), frame["pi"].to_numpy(float)
+    judge, human_score, pi = (
+        frame["judge"].to_numpy(float),
+        frame["human"].to_numpy(float),
+        frame["pi"].to_numpy(float),
+    )
     metrics = [("mrs", mrs_w.to_numpy(float), judge, human_score)]
     for tau in taus:
         at = tau - 1e-12
-        metrics.append((f"pass_turn_{tau_key(tau)}", turn_w.to_numpy(float), (judge >= at).astype(float), np.where(np.isnan(human_score), np.nan, human_score >= at)))
+        metrics.append(
+            (
+                f"pass_turn_{tau_key(tau)}",
+                turn_w.to_numpy(float),
+                (judge >= at).astype(float),
+                np.where(np.isnan(human_score), np.nan, human_score >= at),
+            )
+        )
     for name, weight, f, h in metrics:
         estimate = ppi(session, stratum, weight, f, h, pi)
         key = f"{name}_calibrated"
-        out.update({key: estimate.value * RATE_SCALE, f"{key}_ci_low": estimate.low * RATE_SCALE, f"{key}_ci_high": estimate.high * RATE_SCALE})
+        out.update(
+            {
+                key: estimate.value * RATE_SCALE,
+                f"{key}_ci_low": estimate.low * RATE_SCALE,
+                f"{key}_ci_high": estimate.high * RATE_SCALE,
+            }
+        )
     return out

@@ -103,7 +103,9 @@ def replicates(turns: pd.DataFrame, taus: Sequence[float], patient: str = "-") -
     column = df["judge_scores"] if "judge_scores" in df.columns else pd.Series(None, index=df.index)
     rows = [
         (str(sid), int(epoch), j, value, bool(whole))
-        for sid, epoch, raw, s, ok, whole in zip(df["session_id"], df["epoch"], column, score, scored, complete, strict=True)
+        for sid, epoch, raw, s, ok, whole in zip(
+            df["session_id"], df["epoch"], column, score, scored, complete, strict=True
+        )
         if ok
         for j, value in enumerate(_judgings(raw, float(s)), start=1)
     ]
@@ -112,8 +114,14 @@ def replicates(turns: pd.DataFrame, taus: Sequence[float], patient: str = "-") -
     out = pd.DataFrame({"mrs": groups["score"].mean() * RATE_SCALE})
     for tau in taus:
         passed = long["score"] >= tau - 1e-12
-        out[f"pass_turn_{tau_key(tau)}"] = passed.groupby([long["session_id"], long["epoch"], long["judging"]]).mean() * RATE_SCALE
-        every = (passed & long["complete"]).groupby([long["session_id"], long["epoch"], long["judging"]]).all()
+        out[f"pass_turn_{tau_key(tau)}"] = (
+            passed.groupby([long["session_id"], long["epoch"], long["judging"]]).mean() * RATE_SCALE
+        )
+        every = (
+            (passed & long["complete"])
+            .groupby([long["session_id"], long["epoch"], long["judging"]])
+            .all()
+        )
         known = groups["complete"].all()
         out[f"pass_session_{tau_key(tau)}"] = (every * RATE_SCALE).where(known)
     out = out.reset_index()
@@ -131,8 +139,15 @@ class _Layout:
 
 
 def _matrix(values: pd.DataFrame, metric: str) -> tuple[np.ndarray, _Layout]:
-    wide = values.pivot_table(index="session_id", columns=["patient", "epoch", "judging"], values=metric, aggfunc="mean", sort=True)
-    passes = list(wide.columns)
+    wide = values.pivot_table(
+        index="session_id",
+        columns=["patient", "epoch", "judging"],
+        values=metric,
+        aggfunc="mean",
+        sort=True,
+    )
+    columns: list[tuple[object, ...]] = list(wide.columns)  # (patient, epoch, judging)
+    passes = [(str(c[0]), int(str(c[1])), int(str(c[2]))) for c in columns]
     trajectories = sorted({(p, a) for p, a, _ in passes})
     patients = sorted({p for p, _, _ in passes})
     to_t = np.array([[float((p, a) == t) for t in trajectories] for p, a, _ in passes])
@@ -145,7 +160,9 @@ def _matrix(values: pd.DataFrame, metric: str) -> tuple[np.ndarray, _Layout]:
     return wide.to_numpy(dtype=float), _Layout(to_t, to_p, differs)
 
 
-def _within(x: np.ndarray, present: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _within(
+    x: np.ndarray, present: np.ndarray, groups: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (batch, session, group): count, mean; per batch: pooled within-group sum of squares and df."""
     x0 = np.where(present, x, 0.0)
     count = present.astype(float) @ groups
@@ -160,11 +177,14 @@ def _within(x: np.ndarray, present: np.ndarray, groups: np.ndarray) -> tuple[np.
 
 def _inverse_mean(weights: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Per batch: the mean over present cells of ``weights`` (what 1/n terms average to)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(present, weights, 0.0).sum(axis=(1, 2)) / np.maximum(present.sum(axis=(1, 2)), 1)
+    total = np.asarray(np.where(present, weights, 0.0).sum(axis=(1, 2)), dtype=float)
+    counts = np.maximum(present.sum(axis=(1, 2)), 1)
+    return np.asarray(total / counts, dtype=float)
 
 
-def _estimate(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _estimate(
+    y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Each axis' variance, per resample (``y``: batch x sessions x passes, NaN missing); NaN
     for an axis with no repeats. See the module docstring for the model. ``passes_drawn``
     scales the pass means' spread per resample: the passes' own sampling, which a bootstrap
@@ -173,9 +193,13 @@ def _estimate(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None = 
     sessions = present.any(axis=2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         session_mean = np.nansum(y, axis=2) / present.sum(axis=2)
-        shift = np.nanmean(np.where(present, y - session_mean[..., None], np.nan), axis=1)  # batch x passes
+        shift = np.nanmean(
+            np.where(present, y - session_mean[..., None], np.nan), axis=1
+        )  # batch x passes
+        # one session: a pass's shift and that session's noise are one number, kept as noise
+        shift = np.where((sessions > 1)[:, None], shift, 0.0)
         # centring on the pass means takes 1/n of each deviation's own noise with it: put it back
-        unbias = (sessions / np.maximum(sessions - 1, 1))[:, None]
+        unbias = (np.where(sessions > 1, sessions / np.maximum(sessions - 1, 1), 1.0))[:, None]
     z = y - np.nan_to_num(shift)[:, None, :]
     # judge: judgings of one trajectory
     n_j, traj, ss, df = _within(z, present, layout.to_trajectory)
@@ -186,10 +210,14 @@ def _estimate(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None = 
     n_a, pat, ss, df = _within(traj, has_t, layout.to_patient)
     has_p = n_a > 0
     grouped = has_t & ((n_a @ layout.to_patient.T) > 1)
-    agent = np.where(df > 0, ss / np.maximum(df, 1), np.nan) * unbias[:, 0] - np.nan_to_num(judge) * _inverse_mean(inv_j, grouped)
+    agent = np.where(df > 0, ss / np.maximum(df, 1), np.nan) * unbias[:, 0] - np.nan_to_num(
+        judge
+    ) * _inverse_mean(inv_j, grouped)
     with np.errstate(invalid="ignore", divide="ignore"):
         inv_a = np.where(has_p, 1.0 / np.maximum(n_a, 1), 0.0)
-        j_in_p = np.where(has_p, (inv_j @ layout.to_patient) / np.maximum(n_a, 1) ** 2, 0.0)  # J's weight in a patient mean
+        j_in_p = np.where(
+            has_p, (inv_j @ layout.to_patient) / np.maximum(n_a, 1) ** 2, 0.0
+        )  # J's weight in a patient mean
     # patient: seeds of one session
     n_p, sess, ss, df = _within(pat, has_p, np.ones((pat.shape[2], 1)))
     several = has_p & (n_p > 1)
@@ -204,18 +232,43 @@ def _estimate(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None = 
     k = has_s.sum(axis=1)
     m_p = np.maximum(n_p[..., 0], 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        centred = np.where(has_s, means - np.nansum(np.where(has_s, means, 0), axis=1, keepdims=True) / k[:, None], 0.0)
+        centred = np.where(
+            has_s,
+            means - np.nansum(np.where(has_s, means, 0), axis=1, keepdims=True) / k[:, None],
+            0.0,
+        )
         between = np.where(k > 1, (centred**2).sum(axis=1) / np.maximum(k - 1, 1), np.nan)
-    weights = (np.where(has_s, 1.0 / m_p, 0.0), np.where(has_s, inv_a.sum(axis=2) / m_p**2, 0.0), np.where(has_s, j_in_p.sum(axis=2) / m_p**2, 0.0))
-    session = between - sum(np.nan_to_num(c) * w.sum(axis=1) / np.maximum(k, 1) for c, w in zip((patient, agent, judge), weights, strict=True))
+    weights = (
+        np.where(has_s, 1.0 / m_p, 0.0),
+        np.where(has_s, inv_a.sum(axis=2) / m_p**2, 0.0),
+        np.where(has_s, j_in_p.sum(axis=2) / m_p**2, 0.0),
+    )
+    session = between - sum(
+        np.nan_to_num(c) * w.sum(axis=1) / np.maximum(k, 1)
+        for c, w in zip((patient, agent, judge), weights, strict=True)
+    )
     # residual: the spread of the pass means beyond what the per-session components put there
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.nanvar(shift, axis=1, ddof=1) if shift.shape[1] > 1 else np.full(len(y), np.nan)
         if passes_drawn is not None:
             spread = spread * passes_drawn
-        per_session = np.nan_to_num(judge) + layout.differs["agent"] * np.nan_to_num(agent) + layout.differs["patient"] * np.nan_to_num(patient)
-        residual = spread - per_session / np.maximum(present.sum(axis=1).mean(axis=1), 1)
-    return {"session": session, "patient": patient, "agent": agent, "judge": judge, "residual": residual}
+        per_session = (
+            np.nan_to_num(judge)
+            + layout.differs["agent"] * np.nan_to_num(agent)
+            + layout.differs["patient"] * np.nan_to_num(patient)
+        )
+        residual = np.where(
+            sessions > 1,
+            spread - per_session / np.maximum(present.sum(axis=1).mean(axis=1), 1),
+            np.nan,
+        )
+    return {
+        "session": session,
+        "patient": patient,
+        "agent": agent,
+        "judge": judge,
+        "residual": residual,
+    }
 
 
 @dataclass(frozen=True)
@@ -273,7 +326,12 @@ class Split:
     def run_noise(self, n_sessions: int | None = None, **design: int) -> float:
         """The variance of a run's score between identical runs of a design (the run's own
         design by default): what ``noise`` and ``mde`` are computed from."""
-        d = {"patients": self.repeats["patient"], "epochs": self.repeats["agent"], "judgings": self.repeats["judge"], **design}
+        d = {
+            "patients": self.repeats["patient"],
+            "epochs": self.repeats["agent"],
+            "judgings": self.repeats["judge"],
+            **design,
+        }
         n = n_sessions or self.n_sessions
         return self.session_noise(**d) / n + self.shift_noise(**d)
 
@@ -308,23 +366,59 @@ def split(values: pd.DataFrame, metric: str = "mrs", n_boot: int = 1000, seed: i
     measured = [a for a in AXES if not math.isnan(point[a])]
     kept = {a: max(point[a], 0.0) for a in measured}
     total = sum(kept.values())
-    stack = np.vstack([np.clip(np.nan_to_num(boot[a]), 0, None) for a in measured]) if measured and n_boot else None
-    shares = stack / np.where(stack.sum(axis=0) > 0, stack.sum(axis=0), np.nan) * 100 if stack is not None else None
+    stack = (
+        np.vstack([np.clip(np.nan_to_num(boot[a]), 0, None) for a in measured])
+        if measured and n_boot
+        else None
+    )
+    shares = (
+        stack / np.where(stack.sum(axis=0) > 0, stack.sum(axis=0), np.nan) * 100
+        if stack is not None
+        else None
+    )
     repeats = {
         "patient": int(frame.groupby("session_id")["patient"].nunique().max()),
         "agent": int(frame.groupby(["session_id", "patient"])["epoch"].nunique().max()),
         "judge": int(frame.groupby(["session_id", "patient", "epoch"])["judging"].nunique().max()),
     }
-    counts = {"session": frame["session_id"].nunique(), **repeats, "residual": len(layout.to_trajectory)}
+    counts = {
+        "session": frame["session_id"].nunique(),
+        **repeats,
+        "residual": len(layout.to_trajectory),
+    }
     components = []
     for axis in AXES:
         if axis not in kept:
-            components.append(Component(axis, math.nan, math.nan, math.nan, math.nan, counts[axis], _unmeasured(axis, repeats)))
+            components.append(
+                Component(
+                    axis,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    counts[axis],
+                    _unmeasured(axis, repeats),
+                )
+            )
             continue
         row = measured.index(axis)
-        low, high = (np.nanpercentile(shares[row], [2.5, 97.5]) if shares is not None and np.isfinite(shares[row]).any() else (math.nan, math.nan))
+        low, high = (
+            np.nanpercentile(shares[row], [2.5, 97.5])
+            if shares is not None and np.isfinite(shares[row]).any()
+            else (math.nan, math.nan)
+        )
         share = kept[axis] / total * 100 if total > 0 else 0.0
-        components.append(Component(axis, kept[axis], share, float(low), float(high), counts[axis], _holds(axis, repeats)))
+        components.append(
+            Component(
+                axis,
+                kept[axis],
+                share,
+                float(low),
+                float(high),
+                counts[axis],
+                _holds(axis, repeats),
+            )
+        )
     return Split(metric, int(frame["session_id"].nunique()), tuple(components), repeats)
 
 
@@ -341,7 +435,11 @@ def _unmeasured(axis: str, repeats: Mapping[str, int]) -> str:
 
 def _holds(axis: str, repeats: Mapping[str, int]) -> str:
     """What an estimate also holds: the unrepeated axes below it."""
-    below = {"session": ["patient", "agent", "judge"], "patient": ["agent", "judge"], "agent": ["judge"]}.get(axis, [])
+    below = {
+        "session": ["patient", "agent", "judge"],
+        "patient": ["agent", "judge"],
+        "agent": ["judge"],
+    }.get(axis, [])
     hidden = []
     for inner in below:
         if repeats[inner] > 1:
@@ -366,17 +464,27 @@ def cost_of(metrics: Mapping[str, float]) -> Cost:
     judgings = max(1.0, float(metrics.get("repeats.judge", 1.0)))
 
     def tokens(role: str) -> float:
-        return float(metrics.get(f"tokens.{role}.input", 0.0) + metrics.get(f"tokens.{role}.output", 0.0))
+        return float(
+            metrics.get(f"tokens.{role}.input", 0.0) + metrics.get(f"tokens.{role}.output", 0.0)
+        )
 
     def usd(*roles: str) -> float:
         values = [metrics.get(f"cost_usd.{r}") for r in roles if f"tokens.{r}.input" in metrics]
-        return math.nan if any(v is None for v in values) else float(sum(v for v in values if v is not None))
+        return (
+            math.nan
+            if not values or any(v is None for v in values)
+            else float(sum(v for v in values if v is not None))
+        )
 
+    trajectory_usd = usd("assistant", "patient") / trials
+    judged = "tokens.grader.input" in metrics  # a judge without a model (rules) costs nothing
     return Cost(
         (tokens("assistant") + tokens("patient")) / trials,
         tokens("grader") / trials / judgings,
-        usd("assistant", "patient") / trials,
-        usd("grader") / trials / judgings if "tokens.grader.input" in metrics else 0.0,
+        trajectory_usd,
+        usd("grader") / trials / judgings
+        if judged
+        else (math.nan if math.isnan(trajectory_usd) else 0.0),
     )
 
 
@@ -393,8 +501,14 @@ class Plan:
 
     def text(self, available: int | None = None) -> str:
         what = f"{self.sessions} sessions x {self.epochs} epoch{'s' * (self.epochs > 1)} x {self.judgings} judging{'s' * (self.judgings > 1)}"
-        price = f", ~{_tokens(self.tokens)} tokens" + (f" (${self.usd:,.2f})" if not math.isnan(self.usd) else "")
-        short = f" (the dataset has {available})" if available is not None and self.sessions > available else ""
+        price = f", ~{_tokens(self.tokens)} tokens" + (
+            f" (${self.usd:,.2f})" if not math.isnan(self.usd) else ""
+        )
+        short = (
+            f" (the dataset has {available})"
+            if available is not None and self.sessions > available
+            else ""
+        )
         return what + price + short
 
 
@@ -405,45 +519,75 @@ def _tokens(value: float) -> str:
     return f"{value:.0f}"
 
 
-def plan(parts: Split, delta: float, cost: Cost, interaction: float = 0.0, other: Split | None = None) -> Plan | None:
+def plan(
+    parts: Split, delta: float, cost: Cost, interaction: float = 0.0, other: Split | None = None
+) -> Plan | None:
     """The cheapest sessions x epochs x judgings (patient seeds as run) whose paired MDE is <=
     ``delta``: a comparison's per-session variance is ``interaction`` + the noise of both arms
     (``other``: the second arm's split; default the same). None when nothing reaches it (the
-    residual alone is too big) or no noise was measured and no interaction is known."""
+    residual alone is too big), or nothing needs reaching: no noise measured (or all of it 0)
+    and no interaction known."""
     second = other or parts
     if not (parts.measured_noise or interaction > 0):
         return None
-    epochs = range(1, MAX_EPOCHS + 1) if parts.repeats["agent"] > 1 or second.repeats["agent"] > 1 else [parts.repeats["agent"]]
-    judgings = range(1, MAX_JUDGINGS + 1) if parts.repeats["judge"] > 1 or second.repeats["judge"] > 1 else [parts.repeats["judge"]]
+    epochs = (
+        range(1, MAX_EPOCHS + 1)
+        if parts.repeats["agent"] > 1 or second.repeats["agent"] > 1
+        else [parts.repeats["agent"]]
+    )
+    judgings = (
+        range(1, MAX_JUDGINGS + 1)
+        if parts.repeats["judge"] > 1 or second.repeats["judge"] > 1
+        else [parts.repeats["judge"]]
+    )
     patients = parts.repeats["patient"]
     best: Plan | None = None
     for n_a in epochs:
         for n_j in judgings:
             design = {"patients": patients, "epochs": n_a, "judgings": n_j}
-            per_session = interaction + parts.session_noise(**design) + second.session_noise(**design)
-            room = delta**2 / Z_MDE**2 - parts.shift_noise(**design) - second.shift_noise(**design)
-            if room <= 0:
+            per_session = (
+                interaction + parts.session_noise(**design) + second.session_noise(**design)
+            )
+            shift = parts.shift_noise(**design) + second.shift_noise(**design)
+            room = delta**2 / Z_MDE**2 - shift
+            if room <= 0 or per_session + shift <= 0:  # out of reach, or nothing to average away
                 continue
             n = max(2, math.ceil(per_session / room))
             trajectories = n * patients * n_a
             candidate = Plan(
-                delta, n, n_a, n_j,
+                delta,
+                n,
+                n_a,
+                n_j,
                 trajectories * (cost.tokens_trajectory + n_j * cost.tokens_judging),
                 trajectories * (cost.usd_trajectory + n_j * cost.usd_judging),
             )
-            if best is None or (candidate.tokens, n * n_a * n_j) < (best.tokens, best.sessions * best.epochs * best.judgings):
+            if best is None or (candidate.tokens, n * n_a * n_j) < (
+                best.tokens,
+                best.sessions * best.epochs * best.judgings,
+            ):
                 best = candidate
     return best
 
 
-def compared(sd_diff: float, n_shared: int, a: Split | None, b: Split | None) -> tuple[float, float]:
+def compared(
+    sd_diff: float, n_shared: int, a: Split | None, b: Split | None
+) -> tuple[float, float]:
     """A comparison's MDE (points) from its per-session differences, with the residual of both
     arms (which a paired mean does not average away), and the interaction variance (the
     differences' variance beyond both arms' noise: how differently they fare per session)."""
     if n_shared < 2 or not sd_diff >= 0:
         return math.nan, math.nan
-    shift = sum(s.shift_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"]) for s in (a, b) if s is not None)
-    noise = sum(s.session_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"]) for s in (a, b) if s is not None)
+    shift = sum(
+        s.shift_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"])
+        for s in (a, b)
+        if s is not None
+    )
+    noise = sum(
+        s.session_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"])
+        for s in (a, b)
+        if s is not None
+    )
     return Z_MDE * math.sqrt(sd_diff**2 / n_shared + shift), max(0.0, sd_diff**2 - noise)
 
 
@@ -452,7 +596,13 @@ def metric_names(taus: Iterable[float]) -> list[str]:
     return ["mrs", *(f"pass_turn_{tau_key(t)}" for t in taus)]
 
 
-def run_metrics(turns: pd.DataFrame, taus: Sequence[float], usage: Mapping[str, float] | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+def run_metrics(
+    turns: pd.DataFrame,
+    taus: Sequence[float],
+    usage: Mapping[str, float] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, float]:
     """A run's noise as metrics (points): ``repeats.<patient|agent|judge>``; per metric
     ``noise.<m>``, ``mde.<m>``, ``var.<m>.<axis>``, ``share.<m>.<axis>`` (percent) with
     ``_ci_low`` / ``_ci_high`` (measured axes only); for mRS the design that detects each of
@@ -480,7 +630,14 @@ def run_metrics(turns: pd.DataFrame, taus: Sequence[float], usage: Mapping[str, 
                 found = plan(parts, delta, cost)
                 if found is not None:
                     key = f"plan.mrs.{delta:.0f}pt."
-                    out.update({key + "sessions": found.sessions, key + "epochs": found.epochs, key + "judgings": found.judgings, key + "tokens": found.tokens})
+                    out.update(
+                        {
+                            key + "sessions": found.sessions,
+                            key + "epochs": found.epochs,
+                            key + "judgings": found.judgings,
+                            key + "tokens": found.tokens,
+                        }
+                    )
                     if not math.isnan(found.usd):
                         out[key + "cost_usd"] = found.usd
     return out

@@ -20,14 +20,28 @@ REPETITIONS = 200
 TRUE_MRS = 50.0  # session latents are Uniform(0.2, 0.8) and items Binomial(4, q): E[h] = 0.5
 
 
-def synthetic(rng: np.random.Generator, sessions: int = 160, turns: int = 4, bias: float = 0.12) -> tuple[pd.DataFrame, pd.DataFrame]:
+def synthetic(
+    rng: np.random.Generator, sessions: int = 160, turns: int = 4, bias: float = 0.12
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A judged turn table (12 scenario x tier strata) and the physicians' scores of every turn."""
     q = rng.uniform(0.2, 0.8, sessions)
     human = rng.binomial(4, np.repeat(q, turns)) / 4
     judge = np.clip(human + bias + rng.choice([-0.25, 0.0, 0.0, 0.25], human.size), 0, 1)
     s = np.repeat(np.arange(sessions), turns)
-    keys = {"session_id": [f"s{k}" for k in s], "epoch": 1, "turn": np.tile(np.arange(turns), sessions)}
-    table = pd.DataFrame({**keys, "scenario": np.array(list("abcd"))[s % 4], "tier": 1 + (s // 4) % 3, "score": judge, "status": "scored"})
+    keys = {
+        "session_id": [f"s{k}" for k in s],
+        "epoch": 1,
+        "turn": np.tile(np.arange(turns), sessions),
+    }
+    table = pd.DataFrame(
+        {
+            **keys,
+            "scenario": np.array(list("abcd"))[s % 4],
+            "tier": 1 + (s // 4) % 3,
+            "score": judge,
+            "status": "scored",
+        }
+    )
     return table, pd.DataFrame({**keys, "score": human, "status": "scored"})
 
 
@@ -35,7 +49,9 @@ def stratified(turns: pd.DataFrame, size: int, rng: np.random.Generator) -> pd.I
     """``size`` turns drawn in proportion to each scenario x tier stratum, without replacement."""
     picked: list[int] = []
     for _, group in turns.groupby(strata_of(turns)):
-        picked += list(rng.choice(group.index, size=round(size * len(group) / len(turns)), replace=False))
+        picked += list(
+            rng.choice(group.index, size=round(size * len(group) / len(turns)), replace=False)
+        )
     return pd.Index(picked)
 
 
@@ -47,7 +63,9 @@ def test_the_calibrated_interval_covers_the_physicians_mrs_at_the_nominal_rate()
         labels = human.loc[stratified(turns, 120, rng)]
         m = calibrate(turns, labels, taus=(0.6,))
         judge = summarize(turns, taus=(0.6,), n_boot=200, seed=repetition, breakdowns=False)
-        covered["calibrated"] += m["mrs_calibrated_ci_low"] <= TRUE_MRS <= m["mrs_calibrated_ci_high"]
+        covered["calibrated"] += (
+            m["mrs_calibrated_ci_low"] <= TRUE_MRS <= m["mrs_calibrated_ci_high"]
+        )
         covered["judge"] += judge["mrs_ci_low"] <= TRUE_MRS <= judge["mrs_ci_high"]
         assert m["n_labelled"] == 120 and m["strata"] == 12
     assert 0.93 <= covered["calibrated"] / REPETITIONS <= 0.97, covered
@@ -58,7 +76,10 @@ def test_the_bias_and_a_judge_that_agrees_with_the_physicians() -> None:
     """Where the labels equal the judge, there is nothing to correct: the calibrated mRS is the
     judge's (an exact identity), and the bias is 0."""
     turns, _ = synthetic(np.random.default_rng(1), sessions=40, bias=0.0)
-    agree = turns.loc[stratified(turns, 48, np.random.default_rng(2)), ["session_id", "epoch", "turn", "score", "status"]]
+    agree = turns.loc[
+        stratified(turns, 48, np.random.default_rng(2)),
+        ["session_id", "epoch", "turn", "score", "status"],
+    ]
     m = calibrate(turns, agree, taus=(0.6, 0.75))
     judge = summarize(turns, n_boot=0, breakdowns=False)
     assert m["mrs_calibrated"] == pytest.approx(judge["mrs"]) and m["judge_bias"] == 0.0
