@@ -48,6 +48,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -146,7 +147,7 @@ def _matrix(values: pd.DataFrame, metric: str) -> tuple[np.ndarray, _Layout]:
         aggfunc="mean",
         sort=True,
     )
-    columns: list[tuple[object, ...]] = list(wide.columns)  # (patient, epoch, judging)
+    columns: list[Any] = wide.columns.tolist()  # (patient, epoch, judging) tuples
     passes = [(str(c[0]), int(str(c[1])), int(str(c[2]))) for c in columns]
     trajectories = sorted({(p, a) for p, a, _ in passes})
     patients = sorted({p for p, _, _ in passes})
