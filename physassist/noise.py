@@ -521,13 +521,20 @@ def _tokens(value: float) -> str:
 
 
 def plan(
-    parts: Split, delta: float, cost: Cost, interaction: float = 0.0, other: Split | None = None
+    parts: Split,
+    delta: float,
+    cost: Cost,
+    interaction: float = 0.0,
+    other: Split | None = None,
+    available: int | None = None,
 ) -> Plan | None:
     """The cheapest sessions x epochs x judgings (patient seeds as run) whose paired MDE is <=
     ``delta``: a comparison's per-session variance is ``interaction`` + the noise of both arms
     (``other``: the second arm's split; default the same). None when nothing reaches it (the
     residual alone is too big), or nothing needs reaching: no noise measured (or all of it 0)
-    and no interaction known."""
+    and no interaction known. A design within the ``available`` sessions (the dataset's) is
+    preferred to a cheaper one beyond them: where sessions run out, epochs and judgings buy
+    the rest."""
     second = other or parts
     if not (parts.measured_noise or interaction > 0):
         return None
@@ -563,12 +570,15 @@ def plan(
                 trajectories * (cost.tokens_trajectory + n_j * cost.tokens_judging),
                 trajectories * (cost.usd_trajectory + n_j * cost.usd_judging),
             )
-            if best is None or (candidate.tokens, n * n_a * n_j) < (
-                best.tokens,
-                best.sessions * best.epochs * best.judgings,
-            ):
+            if best is None or _rank(candidate, available) < _rank(best, available):
                 best = candidate
     return best
+
+
+def _rank(candidate: Plan, available: int | None) -> tuple[bool, float, int]:
+    """Within the available sessions first, then cheaper, then fewer trajectories x judgings."""
+    beyond = available is not None and candidate.sessions > available
+    return beyond, candidate.tokens, candidate.sessions * candidate.epochs * candidate.judgings
 
 
 def compared(
@@ -628,7 +638,7 @@ def run_metrics(
         if metric == "mrs":
             cost = cost_of({**(usage or {}), **out})
             for delta in TARGETS:
-                found = plan(parts, delta, cost)
+                found = plan(parts, delta, cost, available=parts.n_sessions)
                 if found is not None:
                     key = f"plan.mrs.{delta:.0f}pt."
                     out.update(

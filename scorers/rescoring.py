@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,18 +54,12 @@ class Source:
 
 def _log_of(run, tracker) -> Path:
     """The Inspect log of a run: the path in its tag, else its logged ``inspect/`` artifact."""
-    tagged = run.data.tags.get(INSPECT_LOG_TAG)
-    if tagged and Path(tagged).is_file():
-        return Path(tagged)
-    run_id = run.info.run_id
+    from physassist.tracking.runs import inspect_log_of
+
     try:
-        files = [f.path for f in tracker.client.list_artifacts(run_id, "inspect") if f.path.endswith((".eval", ".json"))]
-    except Exception as exc:  # noqa: BLE001 - an unreadable artifact store
-        raise RescoreError(f"run {run_id}: cannot list its artifacts: {exc}") from exc
-    if not files:
-        raise RescoreError(f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged")
-    local = tracker.client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-rescore-"))
-    return Path(local)
+        return inspect_log_of(run, tracker.client)
+    except LookupError as exc:
+        raise RescoreError(str(exc)) from exc
 
 
 def _from_run(run, tracker) -> Source:
