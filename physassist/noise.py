@@ -60,6 +60,7 @@ __all__ = [
     "Component",
     "Cost",
     "Plan",
+    "Comparison",
     "Split",
     "compared",
     "cost_of",
@@ -527,10 +528,12 @@ def plan(
     interaction: float = 0.0,
     other: Split | None = None,
     available: int | None = None,
+    unshared: float = 1.0,
 ) -> Plan | None:
     """The cheapest sessions x epochs x judgings (patient seeds as run) whose paired MDE is <=
     ``delta``: a comparison's per-session variance is ``interaction`` + the noise of both arms
-    (``other``: the second arm's split; default the same). None when nothing reaches it (the
+    (``other``: the second arm's split; default the same), of which ``unshared`` remains when
+    the arms draw in common (``compared``). None when nothing reaches it (the
     residual alone is too big), or nothing needs reaching: no noise measured (or all of it 0)
     and no interaction known. A design within the ``available`` sessions (the dataset's) is
     preferred to a cheaper one beyond them: where sessions run out, epochs and judgings buy
@@ -553,9 +556,8 @@ def plan(
     for n_a in epochs:
         for n_j in judgings:
             design = {"patients": patients, "epochs": n_a, "judgings": n_j}
-            per_session = (
-                interaction + parts.session_noise(**design) + second.session_noise(**design)
-            )
+            noise = parts.session_noise(**design) + second.session_noise(**design)
+            per_session = interaction + unshared * noise
             shift = parts.shift_noise(**design) + second.shift_noise(**design)
             room = delta**2 / Z_MDE**2 - shift
             if room <= 0 or per_session + shift <= 0:  # out of reach, or nothing to average away
@@ -581,25 +583,31 @@ def _rank(candidate: Plan, available: int | None) -> tuple[bool, float, int]:
     return beyond, candidate.tokens, candidate.sessions * candidate.epochs * candidate.judgings
 
 
-def compared(
-    sd_diff: float, n_shared: int, a: Split | None, b: Split | None
-) -> tuple[float, float]:
-    """A comparison's MDE (points) from its per-session differences, with the residual of both
-    arms (which a paired mean does not average away), and the interaction variance (the
-    differences' variance beyond both arms' noise: how differently they fare per session)."""
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison's per-session differences say about detecting a difference."""
+
+    mde: float  # points: 80% power, two-sided 5%, at this comparison's design
+    interaction: float  # points^2: how differently the two arms fare per session, beyond noise
+    unshared: float  # the share of both arms' noise the differences hold (< 1: drawn in common)
+
+
+def compared(sd_diff: float, n_shared: int, a: Split | None, b: Split | None) -> Comparison:
+    """A comparison's MDE from the spread of its per-session differences plus the residual of
+    both arms (a paired mean does not average it away), and what that spread is made of: the
+    interaction beyond both arms' noise; or, when the spread is smaller than their noise, the
+    noise the arms drew in common (the same seeds: seeded offline agents) cancelled, and
+    ``unshared`` is the part left, which designs scale (``plan``)."""
     if n_shared < 2 or not sd_diff >= 0:
-        return math.nan, math.nan
-    shift = sum(
-        s.shift_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"])
-        for s in (a, b)
-        if s is not None
-    )
-    noise = sum(
-        s.session_noise(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"])
-        for s in (a, b)
-        if s is not None
-    )
-    return Z_MDE * math.sqrt(sd_diff**2 / n_shared + shift), max(0.0, sd_diff**2 - noise)
+        return Comparison(math.nan, math.nan, math.nan)
+    arms = [s for s in (a, b) if s is not None]
+    own = [(s.repeats["patient"], s.repeats["agent"], s.repeats["judge"]) for s in arms]
+    shift = sum(s.shift_noise(*d) for s, d in zip(arms, own, strict=True))
+    noise = sum(s.session_noise(*d) for s, d in zip(arms, own, strict=True))
+    mde = Z_MDE * math.sqrt(sd_diff**2 / n_shared + shift)
+    if sd_diff**2 >= noise:
+        return Comparison(mde, sd_diff**2 - noise, 1.0)
+    return Comparison(mde, 0.0, sd_diff**2 / noise)
 
 
 def metric_names(taus: Iterable[float]) -> list[str]:

@@ -195,10 +195,17 @@ def test_plan_is_the_cheapest_design_that_reaches_the_difference() -> None:
 
 def test_a_comparison_within_noise_and_its_interaction() -> None:
     parts = split(planted(np.random.default_rng(6), n=36, design=(1, 3, 1)), n_boot=0)
-    mde, interaction = compared(sd_diff=6.0, n_shared=36, a=parts, b=parts)
-    assert mde > noise.Z_MDE * 6.0 / 6  # the residual of both arms adds to the paired spread
-    assert interaction == pytest.approx(max(0.0, 36.0 - 2 * parts.session_noise(1, 3, 1)))
-    assert math.isnan(compared(6.0, 1, parts, parts)[0])
+    found = compared(sd_diff=6.0, n_shared=36, a=parts, b=parts)
+    assert found.mde > noise.Z_MDE * 6.0 / 6  # the residual of both arms adds to the paired spread
+    noise_both = 2 * parts.session_noise(1, 3, 1)
+    assert found.interaction == pytest.approx(36.0 - noise_both) and found.unshared == 1.0
+    # a spread below both arms' noise: they drew in common (the same seeds), and part cancelled
+    common = compared(sd_diff=math.sqrt(noise_both / 4), n_shared=36, a=parts, b=parts)
+    assert common.interaction == 0.0 and common.unshared == pytest.approx(0.25)
+    cost = Cost(1000, 0)
+    sharp = plan(parts, 2.0, cost, common.interaction, unshared=common.unshared)
+    assert sharp is not None and sharp.sessions * sharp.epochs < plan(parts, 2.0, cost).sessions * plan(parts, 2.0, cost).epochs
+    assert math.isnan(compared(6.0, 1, parts, parts).mde)
 
 
 def test_run_metrics_name_the_noise_of_mrs_and_pass_turn() -> None:

@@ -14,7 +14,8 @@ Pass@Session at each tau, mean difference, paired bootstrap 95% interval, p-valu
 smallest difference this pair's design detects (``mde``: 80% power, two-sided 5%, from the
 spread of its per-session differences and both runs' whole-pass residual, ``physassist.noise``)
 and the cheapest sessions x epochs x judgings that would detect 2 and 5 points. A difference
-below the MDE says so in ``note``: "within noise: this design detects >= 6.3 points".
+below the MDE says so in ``note``: "within noise: this design detects >= 6.3 points" (its
+interval holds 0), or "underpowered" when its interval excludes 0 all the same.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -181,21 +183,26 @@ def _noise_of(turns: pd.DataFrame, taus: list[float]) -> dict[str, noise.Split]:
     return {m: noise.split(values, m, n_boot=0) for m in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)] if values[m].notna().any()}
 
 
-def detectable(result, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost) -> dict[str, object]:
+def detectable(result: Any, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost) -> dict[str, object]:
     """A comparison's MDE, the designs that would detect each of ``noise.TARGETS``, and the
     note when its difference is within noise. Nothing when nothing was estimated (no spread
-    in the differences and no measured noise: e.g. identical runs of a deterministic agent)."""
+    in the differences and no measured noise: e.g. identical runs of a deterministic agent);
+    no design when nothing varies (every session the same in both arms, at every repeat)."""
     measured = any(s is not None and s.measured_noise for s in (a, b))
     if not (result.sd_diff > 0 or measured):
         return {}
-    mde, interaction = noise.compared(result.sd_diff, result.n_shared, a, b)
-    out: dict[str, object] = {"mde": mde}
-    if a is not None and b is not None:
+    found = noise.compared(result.sd_diff, result.n_shared, a, b)
+    out: dict[str, object] = {"mde": found.mde, "note": ""}
+    if a is not None and b is not None and found.mde > 0:
         for delta in noise.TARGETS:
-            found = noise.plan(a, delta, cost, interaction, other=b, available=result.n_shared)
-            out[f"to_detect_{delta:.0f}pt"] = found.text(available=result.n_shared) if found else "out of reach"
-    if abs(result.diff) < mde:
-        out["note"] = f"within noise: this design detects >= {mde:.1f} points"
+            design = noise.plan(a, delta, cost, found.interaction, other=b, available=result.n_shared, unshared=found.unshared)
+            out[f"to_detect_{delta:.0f}pt"] = design.text(available=result.n_shared) if design else "out of reach"
+    if abs(result.diff) < found.mde:
+        # below the MDE: noise when its interval holds 0; else found, but by a design too small
+        # to find it reliably (such a difference tends to shrink when the runs are repeated)
+        within = result.ci_low <= 0 <= result.ci_high
+        what = "within noise" if within else "underpowered (significant here, but below the MDE)"
+        out["note"] = f"{what}: this design detects >= {found.mde:.1f} points"
     return out
 
 

@@ -58,12 +58,20 @@ def noise_table(runs: pd.DataFrame) -> Table:
                 "detects >=": m.get("mde.mrs", math.nan),
                 **{f"to detect {d:.0f} pt": _plan(m, d, available) for d in noise.TARGETS},
                 "repeats (patient, epochs, judgings)": ", ".join(str(n) for n in repeats.values()),
-                "note": "" if "mde.mrs" in m else "unmeasured: one epoch and one judging",
+                "note": _noise_note(m),
                 "run_id": run["run_id"],
             }
         )
     title = "Noise: two identical runs differ by up to +- (points, 95%); the smallest paired mRS difference the design detects (80% power, two-sided 5%); the cheapest design per run that would detect 2 and 5 points"
     return Table("noise", title, pd.DataFrame(rows))
+
+
+def _noise_note(metrics: dict[str, float]) -> str:
+    if "mde.mrs" not in metrics:
+        return "unmeasured: one epoch and one judging"
+    if metrics["mde.mrs"] < 0.05:
+        return "no noise between identical runs: a comparison's own spread (its row in comparisons) sets what it detects"
+    return ""
 
 
 def replicate_groups(runs: pd.DataFrame) -> list[pd.DataFrame]:
