@@ -76,6 +76,7 @@ Z_95 = NormalDist().inv_cdf(0.975)
 Z_MDE = Z_95 + NormalDist().inv_cdf(0.8)  # two-sided 5%, 80% power: 2.80
 TARGETS = (2.0, 5.0)  # the differences (points) whose price every result states
 MAX_EPOCHS, MAX_JUDGINGS = 10, 5  # what ``plan`` considers per session
+TINY = 1e-9  # points^2: below it, a variance is rounding
 BOOT_CHUNK = 100  # bootstrap resamples computed at once (memory: chunk x sessions x passes)
 KEYS = ["session_id", "patient", "epoch", "judging"]
 
@@ -355,7 +356,11 @@ def split(values: pd.DataFrame, metric: str = "mrs", n_boot: int = 1000, seed: i
     if frame.empty:
         raise ValueError(f"split: no value of {metric} to split")
     y, layout = _matrix(frame, metric)
-    point = {k: float(v[0]) for k, v in _estimate(y[None], layout).items()}
+    # sums of squares of equal values leave ~1e-14: that is 0 (a deterministic axis), not noise
+    point = {
+        k: 0.0 if abs(float(v[0])) < TINY else float(v[0])
+        for k, v in _estimate(y[None], layout).items()
+    }
     rng = np.random.default_rng(seed)
     draws: dict[str, list[np.ndarray]] = {axis: [] for axis in AXES}
     df = max(y.shape[1] - 1, 1)
@@ -369,7 +374,9 @@ def split(values: pd.DataFrame, metric: str = "mrs", n_boot: int = 1000, seed: i
     kept = {a: max(point[a], 0.0) for a in measured}
     total = sum(kept.values())
     stack = (
-        np.vstack([np.clip(np.nan_to_num(boot[a]), 0, None) for a in measured])
+        np.vstack(
+            [np.where(np.nan_to_num(boot[a]) < TINY, 0.0, np.nan_to_num(boot[a])) for a in measured]
+        )
         if measured and n_boot
         else None
     )

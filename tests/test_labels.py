@@ -3,7 +3,7 @@ the run's traces, and the calibrated mRS it gives (``physassist-label``, ``physa
 
 The round trip runs the offline explorer on the sample into a real MLflow store; the filled
 sheet is a stricter physician scripted here: the judge's own verdict on every item, except that
-every item asking for a recommendation fails.
+every item of an answer over 800 characters fails (a record dump, not an answer).
 """
 
 from __future__ import annotations

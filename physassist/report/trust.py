@@ -99,6 +99,7 @@ def _seed(row: pd.Series) -> str:
 def variance_table(runs: pd.DataFrame, turns_of: TurnsLoader, taus: Sequence[float]) -> Table:
     """The variance split of mRS and Pass@Turn for every replicate group with turn tables."""
     rows: list[dict[str, object]] = []
+    names: set[str] = set()
     for group in replicate_groups(runs):
         loaded = [(row, turns_of(row["run_id"])) for _, row in group.iterrows()]
         tables = [(row, turns) for row, turns in loaded if turns is not None and len(turns)]
@@ -108,9 +109,10 @@ def variance_table(runs: pd.DataFrame, turns_of: TurnsLoader, taus: Sequence[flo
             [noise.replicates(turns, taus, patient=_seed(row)) for row, turns in tables]
         )
         seeds = sorted({_seed(row) for row, _ in tables})
-        name = label(tables[0][0]) + (
-            f" ({PATIENT_SEED}={','.join(seeds)})" if len(tables) > 1 else ""
-        )
+        name = label(tables[0][0]) + (f" ({PATIENT_SEED}={','.join(seeds)})" if len(tables) > 1 else "")
+        if name in names:  # two runs' names alike (what they differ in is not in them): their ids
+            name += f" [{str(tables[0][0]['run_id'])[:8]}]"
+        names.add(name)
         for metric in noise.metric_names(taus):
             if not values[metric].notna().any():
                 continue

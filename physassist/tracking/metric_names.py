@@ -123,12 +123,12 @@ def with_summary_names(runs: pd.DataFrame) -> pd.DataFrame:
     """``mlflow.search_runs`` columns with summarize's metric names (``metrics.tier/mrs.tier.2``
     -> ``metrics.mrs.tier.2``, one column when old and new runs are mixed), so tables read
     both alike."""
-    out = runs.copy()
-    for column in [c for c in runs.columns if c.startswith("metrics.") and "/" in c]:
+    sectioned = [c for c in runs.columns if c.startswith("metrics.") and "/" in c]
+    columns: dict[str, pd.Series] = {c: runs[c] for c in runs.columns if c not in sectioned}
+    for column in sectioned:  # built at once: a column inserted per metric fragments the frame
         name = "metrics." + summary_name(column[len("metrics.") :])
-        out[name] = out[name].combine_first(out[column]) if name in out else out[column]
-        out = out.drop(columns=column)
-    return out
+        columns[name] = columns[name].combine_first(runs[column]) if name in columns else runs[column]
+    return pd.DataFrame(columns, index=runs.index)
 
 
 def job_label(overrides: Sequence[str], swept: Sequence[str]) -> str:
