@@ -204,7 +204,11 @@ def test_a_comparison_within_noise_and_its_interaction() -> None:
     assert common.interaction == 0.0 and common.unshared == pytest.approx(0.25)
     cost = Cost(1000, 0)
     sharp = plan(parts, 2.0, cost, common.interaction, unshared=common.unshared)
-    assert sharp is not None and sharp.sessions * sharp.epochs < plan(parts, 2.0, cost).sessions * plan(parts, 2.0, cost).epochs
+    assert (
+        sharp is not None
+        and sharp.sessions * sharp.epochs
+        < plan(parts, 2.0, cost).sessions * plan(parts, 2.0, cost).epochs
+    )
     assert math.isnan(compared(6.0, 1, parts, parts).mde)
 
 

@@ -109,7 +109,9 @@ def variance_table(runs: pd.DataFrame, turns_of: TurnsLoader, taus: Sequence[flo
             [noise.replicates(turns, taus, patient=_seed(row)) for row, turns in tables]
         )
         seeds = sorted({_seed(row) for row, _ in tables})
-        name = label(tables[0][0]) + (f" ({PATIENT_SEED}={','.join(seeds)})" if len(tables) > 1 else "")
+        name = label(tables[0][0]) + (
+            f" ({PATIENT_SEED}={','.join(seeds)})" if len(tables) > 1 else ""
+        )
         if name in names:  # two runs' names alike (what they differ in is not in them): their ids
             name += f" [{str(tables[0][0]['run_id'])[:8]}]"
         names.add(name)
