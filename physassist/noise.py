@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -192,6 +193,12 @@ def _estimate(
     for an axis with no repeats. See the module docstring for the model. ``passes_drawn``
     scales the pass means' spread per resample: the passes' own sampling, which a bootstrap
     over sessions cannot see."""
+    with warnings.catch_warnings():  # a pass or session with no value in a resample: NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _moments(y, layout, passes_drawn)
+
+
+def _moments(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None) -> dict[str, np.ndarray]:
     present = ~np.isnan(y)
     sessions = present.any(axis=2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
