@@ -71,19 +71,15 @@ def draw(turns: pd.DataFrame, size: int, seed: int = 0) -> pd.DataFrame:
 
 def turn_texts(log: Any) -> dict[tuple[str, int, int], dict[str, Any]]:
     """``(session, epoch, turn) -> {"answer", "calls": [(name, arguments, text)]}`` from the
-    loop's per-turn records in each sample's store: the one place labels read them."""
-    from physassist.results import TURNS_KEY
+    loop's turn records in each sample's store: the one place labels read them."""
+    from physassist.turn_records import stored_turns
 
     out: dict[tuple[str, int, int], dict[str, Any]] = {}
     for sample in log.samples or []:
-        for record in (sample.store or {}).get(TURNS_KEY) or []:
-            calls = [
-                (c.get("name"), c.get("arguments"), str(c.get("text") or ""))
-                for c in record.get("calls") or []
-            ]
-            out[(str(sample.id), int(sample.epoch), int(record["turn"]))] = {
-                "answer": str(record.get("answer") or ""),
-                "calls": calls,
+        for record in stored_turns(sample.store):
+            out[(str(sample.id), int(sample.epoch), record.turn)] = {
+                "answer": record.answer,
+                "calls": [(c.name, c.arguments, c.text) for c in record.calls],
             }
     return out
 
@@ -96,7 +92,7 @@ def _rubrics(log: Any) -> dict[tuple[str, int], list[str]]:
     for sample in log.samples or []:
         md = sample.metadata or {}
         session = sample_session(md["session"])
-        for turn in range(session.n_turns):
+        for turn in range(len(session.rubrics)):  # the judged turns
             out[(str(sample.id), turn)] = session.rubric(turn, str(md.get("language", "en")))
     return out
 
