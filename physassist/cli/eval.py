@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,11 +68,11 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
             return done
         task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
-        assistant, roles = build_models(exp.model, exp.roles)
+        assistant, roles = build_models(exp.model, exp.roles, exp.inspect.bounds)
         check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
         from physassist.cli.progress import reporting
 
-        return run.run(task, assistant, roles, progress=reporting)
+        return run.run(task, assistant, roles, progress=functools.partial(reporting, every_s=exp.inspect.progress_s))
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
@@ -105,7 +106,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         overrides = identity_overrides(job.overrides)
         report(outcome, job=" ".join(overrides))
         sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
-    if outcome.status == "FAILED":
+    if outcome.status == "FAILED" and not outcome.faults:  # an endpoint given up on: a fault (4), below
         if job.sweep_dir is not None:
             from physassist.cli.hydra_errors import JobFailed
 
