@@ -10,10 +10,11 @@ and then fails every call cost 207 s per turn, 840 s of silence for two sessions
 
 ``watch`` wraps a built model's provider at the two places Inspect lets a provider decide: each
 attempt (``ModelAPI.generate``: counted in flight; refused once its endpoint is down) and the
-wait before a retry (``ModelAPI.retry_wait``: Inspect computes it only for an attempt it will
-retry). The breaker of an endpoint (its ``base_url``, shared by every sample and role that calls
-it): once ``BREAK_AFTER`` attempts failed with no answer in between, the first of them at least
-``BREAK_S`` ago, the next retry is not made: the endpoint is down, every call to it raises
+wait before a retry (``ModelAPI.retry_wait``: computed after each failed attempt of a kind
+Inspect retries, the call's last one too). The breaker of an endpoint (its ``base_url``, shared by
+every sample and role that calls it): once ``BREAK_AFTER`` attempts failed with no answer in
+between, the first of them at least ``BREAK_S`` ago, no call to it is tried again: the endpoint is
+down, every call to it raises
 ``EndpointDown`` (naming the URL and the last cause), and the command ends with one line and exit
 status 4. Meanwhile no backoff sleeps past the end of that window, so every waiting call learns it
 within a second. A rate limit (any 4xx: the request's, not the endpoint's) neither counts nor
