@@ -2,6 +2,9 @@
 endpoint that fails after the pre-flight" and "A slow endpoint"), through a real server on
 127.0.0.1 and the command's output read as a log file would get it (not a terminal).
 
+A 429 with Retry-After and a transient outage (8 s of 500s) are still ridden out with the
+defaults: the run finishes with every turn scored.
+
 Measured before: a server that lists its models and answers 500 to every chat call ran 840 s
 with nothing printed (``inspect.limit=2``), then exited 4; a 20 s-per-call server ran 250 s
 without a word. Now the breaker (``physassist/calls.py``) ends the first within 60 s with one line
@@ -14,6 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +97,34 @@ def test_an_endpoint_that_fails_every_call_after_the_preflight_ends_in_one_line_
     )
     [log] = list_eval_logs(str(tmp_path / "logs"))
     assert read_eval_log(log, header_only=True).status == "error"  # stopped, never looking finished
+
+
+@pytest.mark.slow
+def test_a_rate_limit_and_a_transient_outage_are_ridden_out_with_the_defaults(tmp_path) -> None:
+    """A 429 with ``Retry-After``, then 500 to every call for 8 s (under the breaker's 20 s):
+    the calls are retried (the client's quick retries, then Inspect's, with a line), the breaker
+    stays shut, and the run finishes with every turn scored."""
+    outage: list[float] = []
+
+    def faults(number: int, model: str) -> str | None:
+        if number == 1:
+            return "429"
+        outage[:] = outage or [time.monotonic()]
+        return "500" if time.monotonic() - outage[0] < 8 else None
+
+    with _oracle(faults=faults, retry_after="1") as server:
+        url = server.base_url
+        run = Running(_eval(tmp_path, url), cwd=tmp_path, env=KEY)
+        code = run.finish(timeout=150)
+    assert code == 0, run.err
+    statuses = [r.status for r in server.log]
+    assert statuses[:2] == [429, 500] and statuses[-1] == 200, statuses
+    retried = [text for _, text in run.out if text.startswith(f"model endpoint {url}: HTTP 500")]
+    assert retried and " retry 1 in " in retried[0], run.out
+    assert not any("every call failed" in text for _, text in run.out + run.err)
+    [mlrun] = search_runs(store_uri(tmp_path)).to_dict("records")
+    assert mlrun["status"] == "FINISHED" and mlrun["metrics.unscored_turns"] == 0
+    assert mlrun["metrics.n_turns"] == 8  # two sessions of four turns, all scored
 
 
 @pytest.mark.slow
