@@ -16,6 +16,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
+from physassist import redaction
 from physassist.cli.config import (
     ConfigError,
     check_passed_on,
@@ -65,12 +66,13 @@ def generation_of(config: dict[str, Any]) -> Generation:
     options: dict[str, Any] = {k: getattr(ins, k) for k in passed if getattr(ins, k) is not None}
     options["display"] = console.inspect_display(ins.display)
     options["seed"] = task["seed"] if ins.seed is None else ins.seed
+    recorded = redaction.redact(config)  # what the run writes: no secret
     return Generation(
         task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles), inspect=ins,
         eval_options=MappingProxyType(options), log_dir=str(ins.log_dir or "logs/generate"),
         output_dir=Path(str(config["output_dir"])).expanduser(), overwrite=bool(config.get("overwrite")),
-        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(config)),
-        config=config,
+        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(recorded)),
+        config=recorded,
     )
 
 
@@ -164,16 +166,14 @@ def _hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(3)
 
 
-def main() -> None:
+def main() -> int:
     """Console entry point (``physassist-generate``); a composition error is one line, exit 2;
     a signal ends the run KILLED, exit 128 + its number (``physassist.signals``)."""
-    from physassist import signals
-    from physassist.cli import console
+    from physassist.cli import console, entry
 
-    signals.install()
     console.start()
-    reported(_hydra_main, "physassist-generate")
+    return entry.run("physassist-generate", lambda: reported(_hydra_main, "physassist-generate"))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

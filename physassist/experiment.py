@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from physassist.options import ConfigError
 from physassist.providers import inspect_model_name, provider_error
 
-
-class ConfigError(ValueError):
-    """The composed config cannot run; the message names the key and the problem."""
+__all__ = ["ConfigError"]  # declared in physassist.options; importable from here as before
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,7 @@ class ModelSpec:
         from inspect_ai.model import GenerateConfig, get_model
 
         from physassist import calls
+        from physassist.redaction import redact
 
         kwargs: dict[str, Any] = dict(self.args)
         if self.api_key_env:
@@ -51,6 +51,8 @@ class ModelSpec:
         name = inspect_model_name(self.name, self.provider)
         config = GenerateConfig(**{**(bounds or {}), **({"max_tokens": self.max_tokens} if self.max_tokens else {})})
         model = get_model(name, base_url=self.base_url, memoize=False, config=config, **kwargs)
+        # The arguments Inspect's log records (its provider keeps its own copy, with the secrets).
+        model.model_args = redact(kwargs)
         return calls.watch(model, self.where(role), self.base_url or name)
 
 
