@@ -62,7 +62,7 @@ def test_verbose_flag_is_taken_out_of_argv(monkeypatch) -> None:
 def test_each_command_names_only_what_it_takes() -> None:
     assert "model" not in commands.names("physassist-rescore", CONF)
     assert {"judge", "tracking", "source", "taus"} <= set(commands.names("physassist-rescore", CONF))
-    assert commands.groups("generate", CONF) == ["tracking", "generator"]
+    assert commands.groups("generate", CONF) == ["tracking", "inspect", "generator"]  # inspect: its calls' bounds
     assert "experiment" in commands.groups("eval", CONF) and "generator" not in commands.groups("eval", CONF)
     assert commands.groups_help("rescore", CONF).splitlines() == ["judge: human, llm, panel, rules", "tracking: mlflow, none"]
 
