@@ -37,6 +37,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 from inspect_ai.util import LimitExceededError, span
 
+from physassist.calls import EndpointDown
 from physassist.data import Session
 from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
@@ -328,7 +329,7 @@ def physassist_session(**options: Any) -> Solver:
             async with span(f"turn {turn}"):
                 try:
                     await run.run_turn(messages, result)
-                except LimitExceededError:
+                except (LimitExceededError, EndpointDown):  # a limit; an endpoint the run gave up on
                     raise
                 except Exception as ex:  # a system fault: the turn is unscored, the session goes on
                     del messages[start_len + 1 :]

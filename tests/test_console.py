@@ -62,7 +62,7 @@ def test_verbose_flag_is_taken_out_of_argv(monkeypatch) -> None:
 def test_each_command_names_only_what_it_takes() -> None:
     assert "model" not in commands.names("physassist-rescore", CONF)
     assert {"judge", "tracking", "source", "taus"} <= set(commands.names("physassist-rescore", CONF))
-    assert commands.groups("generate", CONF) == ["tracking", "generator"]
+    assert commands.groups("generate", CONF) == ["tracking", "inspect", "generator"]  # inspect: its calls' bounds
     assert "experiment" in commands.groups("eval", CONF) and "generator" not in commands.groups("eval", CONF)
     assert commands.groups_help("rescore", CONF).splitlines() == ["judge: human, llm, panel, rules", "tracking: mlflow, none"]
 
@@ -106,7 +106,7 @@ def test_an_eval_and_its_llm_rescore_print_at_most_20_lines_and_a_degenerate_eva
     lines = _printed(proc)
     assert len(lines) <= LINE_BUDGET, "\n".join(lines)
     # what was run, then the table (after the progress lines, if any)
-    at = next((k for k, line in enumerate(lines) if line.startswith("model ")), 0)
+    at = next((k for k, line in enumerate(lines) if line.startswith("model ") and " | dataset " in line), 0)
     assert lines[at] == "model physassist/oracle | dataset sample: 2 sessions, en | ehr strict | judge rules", "\n".join(lines)
     assert lines[at + 1].split() == ["metric", "value", "95%", "CI"], "\n".join(lines)
     assert any(line.startswith("MLflow run:") for line in lines)

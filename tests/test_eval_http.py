@@ -133,7 +133,8 @@ def test_server_errors_after_retries_and_empty_choices_are_unscored_faults(tmp_p
     with always as server:
         out = run(tmp_path / "500", served_model(server, 1, "inspect.max_retries=1", "+model.args.max_retries=0"))
     assert out.metrics["error_turns"] == 4 and out.metrics["scored_turns"] == 0
-    assert out.faults.startswith("4 of 4 turns ended in a system fault") and "InternalServerError" in out.faults
+    # (past 20 s of failures, on a loaded machine, the breaker names the endpoint first: physassist/calls.py)
+    assert "4 of 4 turns ended in a system fault" in out.faults and "InternalServerError" in out.faults
     assert out.run_status == "FAILED"
 
     with ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults={1: "empty_choices"}) as server:
