@@ -5,17 +5,20 @@ store, no tools): what each session's rubric may say about current orders, doses
 lab values, cultures, administrations and the patient's course. ``defects`` lists every
 disagreement by category; a clinically sound build has none.
 
-Administrations are counted from the eMAR and from ``icu/inputevents`` (the ICU charts most
-drugs given there only in MetaVision): an ICU row counts for a drug when its ``d_items.label``
-holds the drug word, and as given when it finished running (``FinishedRunning``, or a segment
-ended by a dose/rate change). A turn that states a dose count or the last dose of a drug with
-any ICU administration is a defect: the compat tools (the reference's) show the eMAR only.
+Administrations are counted per order, as a nurse counts them: the eMAR events of the current
+order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
+dose withheld in the hours before discharge is expected, not missed. The ICU charts most drugs
+given there only in ``icu/inputevents`` (MetaVision): an ICU row counts for a drug when its
+``d_items.label`` holds the drug word. A turn that states a dose count or the last dose of a
+drug with any ICU administration is a defect: the compat tools (the reference's) show the eMAR
+only.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,9 @@ import duckdb
 #: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
+#: Line care, never a drug of a session: flushes, locks, catheter clearance, dialysis priming.
+LINE_CARE = re.compile(r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|iabp|picc|"
+                       r"midline", re.IGNORECASE)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
@@ -47,7 +53,7 @@ def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str)
 def raw(source: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for module, names in (("hosp", ("admissions", "prescriptions", "pharmacy", "labevents",
-                                    "d_labitems", "emar", "microbiologyevents")),
+                                    "d_labitems", "emar", "emar_detail", "microbiologyevents")),
                           ("icu", ("icustays", "inputevents", "d_items"))):
         for name in names:
             _table(con, source, module, name)
@@ -83,21 +89,70 @@ class Record:
         loc = str(self.location or "").upper()
         return self.expired == "1" or bool(self.death) or "DIED" in loc or "HOSPICE" in loc
 
-    def current_doses(self, word: str) -> set[float] | None:
-        """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
+    def current_orders(self, word: str) -> list[dict[str, Any]] | None:
+        """The current orders of ``word`` as a pharmacist reads them: the prescription rows of
+        one ``poe_id`` (same drug, start, unit, frequency) are one order, line care (flushes,
+        catheter clearance) is none; its dose is the eMAR's ``dose_due`` when that is a row's
+        dose or their sum, else the rows' common dose, else their sum. None when one of them has
+        no fixed dose."""
         ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
-        out: set[float] = set()
-        for start, stop, dose, freq, sliding in self.rows(
-                "SELECT p.starttime, p.stoptime, p.dose_val_rx, ph.frequency, ph.sliding_scale "
-                "FROM prescriptions p LEFT JOIN pharmacy ph USING (pharmacy_id) "
-                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower()):
+        groups: dict[tuple, list[tuple]] = defaultdict(list)
+        for i, (drug, start, stop, dose, unit, route, freq, sliding, poe) in enumerate(self.rows(
+                "SELECT p.drug, p.starttime, p.stoptime, p.dose_val_rx, p.dose_unit_rx, p.route, "
+                "ph.frequency, ph.sliding_scale, p.poe_id FROM prescriptions p "
+                "LEFT JOIN pharmacy ph USING (pharmacy_id) "
+                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower())):
             s, e = _ts(start), _ts(stop)
             if (s is not None and s > ref) or (e is not None and e < ref - GRACE):
+                continue
+            if LINE_CARE.search(drug) or str(route).upper() in ("DWELL", "DIALYS", "IJ"):
                 continue
             f = str(freq or "").upper()
             if sliding == "Y" or any(w in f for w in NO_FIXED_DOSE) or not _num(dose):
                 return None
-            out.add(float(dose))
+            groups[(poe, drug, start, unit, f) if poe else (i,)].append((drug, start, float(dose), poe))
+        return [self._order(rows) for rows in groups.values()]
+
+    def _order(self, rows: list[tuple]) -> dict[str, Any]:
+        drug, start, _, poe = rows[0]
+        doses = [d for _, _, d, _ in rows]
+        due = [_num(d) for (d,) in self.rows(
+            "SELECT d.dose_due FROM emar e JOIN emar_detail d USING (emar_id) WHERE e.hadm_id = ? "
+            "AND e.poe_id = ? AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT NULL "
+            "AND e.charttime < ? ORDER BY e.charttime DESC LIMIT 1", poe, str(self.cutoff))] if poe else []
+        total = round(sum(doses), 6)
+        if due and due[0] is not None and (due[0] in doses or abs(due[0] - total) < 1e-6):
+            dose = due[0]
+        else:
+            dose = doses[0] if len(set(doses)) == 1 else total
+        return {"drug": drug, "start": _ts(start), "dose": dose, "poe": poe}
+
+    def current_doses(self, word: str) -> set[float] | None:
+        """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
+        orders = self.current_orders(word)
+        return None if orders is None else {o["dose"] for o in orders}
+
+    def order_counts(self, word: str) -> list[tuple[int, int]]:
+        """(given, missed) eMAR doses of each current order of ``word``, as a nurse counts them:
+        only Administered / Applied events give a dose and only Not Given / Hold Dose / Not
+        Applied events withhold one (Started, Confirmed, Flushed... are infusion and line care);
+        a dose withheld in the 4 h before discharge is expected, not missed."""
+        disch = _ts(self.disch)
+        out = []
+        for order in self.current_orders(word) or []:
+            given = missed = 0
+            for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
+                                      "AND poe_id = ?", order["poe"]):
+                text = " ".join(str(event or "").lower().replace("delayed ", "")
+                                .replace("partial ", "").split())
+                when = _ts(t)
+                if when >= self.cutoff:
+                    continue
+                if text.startswith(("administered", "applied", "removed existing / applied new")):
+                    given += 1
+                elif text.startswith(("not given", "hold dose", "held", "not applied")):
+                    missed += disch is None or when < disch - dt.timedelta(hours=4)
+            out.append((given, missed))
         return out
 
     def lab_series(self, label: str) -> list[tuple[dt.datetime, float]]:
@@ -124,23 +179,6 @@ class Record:
         given = sum(str(s).lower() in ("finishedrunning", "changedose/rate") or
                     (_ts(e) or self.cutoff) >= self.cutoff for s, e in rows)
         return len(rows), given
-
-    def emar_counts(self, word: str) -> tuple[int, int]:
-        """(given, not given) eMAR events; an event with no text is neither."""
-        given = missed = 0
-        for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
-                                  "AND contains(lower(medication), ?)", word.lower()):
-            text = str(event or "").lower()
-            if not text or _ts(t) >= self.cutoff:
-                continue
-            if text.startswith("not ") or "held" in text or "hold" in text:
-                missed += "stopped" not in text
-            elif not text.startswith(("stopped", "delayed")) and any(
-                    w in text for w in ("administered", "given", "applied", "started", "confirmed",
-                                        "flushed", "assessed", "removed", "read", "rate change",
-                                        "reconciliation")):
-                given += 1
-        return given, missed
 
 
 def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -190,12 +228,12 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                             f"{where}: {label} {value} is not first, last, peak or nadir")
                 elif label in ("given", "not given") and drugs:
                     word = next(iter(drugs))
-                    given, missed = rec.emar_counts(word)
-                    given += rec.icu_counts(word)[1]
-                    if value != (given if label == "given" else missed):
+                    counts = rec.order_counts(word)
+                    said = [c[0 if label == "given" else 1] for c in counts]
+                    if value not in said:
                         out["administrations"].append(
-                            f"{where}: {label} {value}, the record says {given} given, "
-                            f"{missed} not")
+                            f"{where}: {label} {value}, the record's current orders say "
+                            f"(given, not given) {counts}")
             intents = e.get("session_plan", {}).get("turn_intents", [])
             intent = intents[t] if t < len(intents) else ""
             if intent.startswith(DOSE_COUNT_KINDS):

@@ -67,4 +67,32 @@ def test_the_raw_check_counts_icu_doses() -> None:
              "rubric_checks": [[{"kind": "value", "label": "given", "value": 2.0}]]}
     found = fr.defects([claim], demo)["administrations"]
     assert len(found) == 2
-    assert "the record says 13 given" in found[0] and "11 ICU administrations" in found[1]
+    assert "current orders say (given, not given) []" in found[0]  # stopped before discharge
+    assert "11 ICU administrations" in found[1]
+
+
+def _reliability_claim(hadm: int, day: str, word: str, given: float, missed: float) -> dict:
+    return {"id": "r", "hadm_id": hadm, "current_date": day, "task_types": ["Clinical Reasoning"],
+            "session_plan": {"turn_intents": [f"admin_reliability({word})"]},
+            "answer_list": [[
+                {"action": {"name": "MedicationAdministration.search",
+                            "arguments": {"medication": word}}, "observation": {}},
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
+            "rubric_checks": [[{"kind": "value", "label": "given", "value": given},
+                               {"kind": "value", "label": "not given", "value": missed}]]}
+
+
+def test_the_raw_check_counts_doses_per_order() -> None:
+    """Issue 40's metoprolol XL (10020944 / 29974575): "1 of 6 doses missed" counted the
+    tartrate order's doses and its missed one; the XL order (25 + 50 mg rows of one poe_id)
+    was given 2 of 2. Its dose is 75 mg, not either row's."""
+    demo = fb.demo_or_skip()
+    wrong = _reliability_claim(29974575, "2131-03-13", "metoprolol", 5.0, 1.0)
+    found = fr.defects([wrong], demo)["administrations"]
+    assert len(found) == 2 and "[(2, 0)]" in found[0]
+    right = _reliability_claim(29974575, "2131-03-13", "metoprolol", 2.0, 0.0)
+    right["rubric_checks"][0].append({"kind": "value", "label": "metoprolol", "value": 75.0})
+    right["answer_list"][0].insert(0, {"action": {"name": "MedicationRequest.search",
+                                                  "arguments": {"medication": "metoprolol"}},
+                                       "observation": {}})
+    assert fr.defects([right], demo) == {k: [] for k in fr.CATEGORIES}

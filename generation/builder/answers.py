@@ -9,9 +9,12 @@ so every rubric value is one the gold answer states.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, dose_event
 
 from . import facts as F
 from .patient_topics import (
@@ -73,6 +76,7 @@ class MedFact:
     unit: str
     route: str
     start: str
+    parts: tuple[str, ...] = ()  # the order's rows' doses when it has several (25 + 50 mg)
 
 
 @dataclass
@@ -84,8 +88,11 @@ class Digest:
     series: list[LabFact] = field(default_factory=list)  # trend: reference point and last value
     anchor: str = "first"  # what series[0] is: first | peak | nadir (of the admission)
     med: MedFact | None = None
-    admin_count: int = 0
-    admin_total: int = 0  # charted administrations given or not given (unknown left out)
+    admin_count: int = 0  # doses of the order charted given
+    admin_total: int = 0  # dose events of the order: given, missed and held at discharge
+    admin_missed: int = 0  # held or not given before the discharge window
+    admin_expected: int = 0  # held or not given at discharge (expected)
+    admin_since: str = ""  # the order's start (its doses are counted from it)
     admin_first: str = ""
     admin_last: str = ""
     dx: F.Diagnosis | None = None
@@ -145,31 +152,49 @@ def _course(last: LabFact, trend: str) -> str:
 
 
 def _med(observation: Any, word: str, prof: Profile) -> MedFact | None:
-    """The order of ``word`` that is current and scheduled at the cutoff (the timeline's),
-    as the order tool returned it; None when there is none (stopped, sliding-scale, PRN or
-    one-time orders never answer a dose question)."""
+    """The order of ``word`` that is current and scheduled at the cutoff (the timeline's, its
+    rows merged), as the order tool returned it: the rows of its drug and start, whose doses
+    give its dose (one of them, or their sum); None when there is none (stopped,
+    sliding-scale, PRN or one-time orders never answer a dose question)."""
     current = prof.timeline.current_order(word) if prof.timeline is not None else None
     if current is None or current.start is None or current.dose is None:
         return None
     start = current.start.strftime("%Y-%m-%d %H:%M")
-    for order in F.med_orders(observation, word):
-        if (order.dose == current.dose and order.unit and F.minute(order.start) == start
-                and order.drug == current.drug):
-            return MedFact(word, order.drug, order.dose, order.unit, order.route or "",
-                           F.day(order.start))
-    return None
+    rows = [o for o in F.med_orders(observation, word) if o.drug == current.drug
+            and F.minute(o.start) == start and o.unit == current.unit and o.dose is not None]
+    doses = [o.dose for o in rows if o.dose is not None]
+    if not doses or not any(abs(current.dose - v) < 1e-6 for v in [*doses, sum(doses)]):
+        return None
+    parts = tuple(fmt(v) for v in doses) if len(doses) > 1 and len(set(doses)) > 1 else ()
+    return MedFact(word, current.drug, current.dose, current.unit, rows[0].route or "",
+                   F.day(rows[0].start), parts)
 
 
-def _given_admins(d: Digest, observation: Any) -> bool:
-    """Record count, first day and last minute of the topic drug's given doses; False when
-    none, or when the tool's page does not hold every charted event."""
-    if _truncated(observation):
+def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
+    """The dose events of the topic's current order as the tool returned them (its drug name,
+    charted since its start: the timeline's countable rule): given, missed and held at
+    discharge; False when there is no given dose, or the tool's page does not hold them all."""
+    tl = prof.timeline
+    order = tl.current_order(d.topic.drug or "") if tl is not None else None
+    if order is None or order.start is None or _truncated(observation):
         return False
-    events = F.given(F.admin_events(observation, d.topic.drug))
-    if not events:
+    since = order.start - START_SKEW
+    events = [(e, dose_event(e.event)) for e in F.admin_events(observation)
+              if e.drug.lower() == order.drug.lower() and e.time
+              and dt.datetime.fromisoformat(e.time[:19]) >= since]
+    given = [e for e, kind in events if kind == "given"]
+    withheld = [e for e, kind in events if kind == "not_given"]
+    disch = tl.discharged_at if tl is not None else None
+    window = disch - DISCHARGE_WINDOW if disch is not None else None
+    expected = [e for e in withheld
+                if window is not None and dt.datetime.fromisoformat(e.time[:19]) >= window]
+    if not given:
         return False
     d.admin_count, d.admin_first, d.admin_last = (
-        len(events), F.day(events[0].time), F.minute(events[-1].time))
+        len(given), F.day(given[0].time), F.minute(given[-1].time))
+    d.admin_missed, d.admin_expected = len(withheld) - len(expected), len(expected)
+    d.admin_total = d.admin_count + len(withheld)
+    d.admin_since = order.start.strftime("%Y-%m-%d %H:%M")
     return True
 
 
@@ -215,18 +240,10 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             if fact is None:
                 return None
             d.labs = [fact]
-        if k == "admin_reliability":
-            if _truncated(obs[1]):
+        if k in ("admin_reliability", "med_and_admin"):
+            if not _order_doses(d, obs[1], prof):
                 return None
-            charted = F.admin_events(obs[1], topic.drug)
-            events, missed = F.given(charted), F.not_given(charted)
-            if not events:
-                return None
-            d.admin_count, d.admin_total, d.admin_last = (
-                len(events), len(events) + len(missed), F.minute(events[-1].time))
-            d.verdict = "ok" if not missed else "missed"
-        if k == "med_and_admin" and not _given_admins(d, obs[1]):
-            return None
+            d.verdict = "ok" if not d.admin_missed else "missed"
         if k == "drug_lab_safety":
             lab = d.labs[0]
             d.verdict = "hold" if unsafe(topic.drug or "", lab.label, lab.value) else "ok"
@@ -252,7 +269,7 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         d.labs = [last]
         d.course = _course(last, d.trend)
         if k == "abx_response":
-            if not _given_admins(d, obs[0]):
+            if not _order_doses(d, obs[0], prof):
                 return None
             d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
             if d.trend == "falling" and last.status == "low":
@@ -367,8 +384,9 @@ def _lab_vars(f: LabFact, lang: str) -> dict[str, Any]:
 
 
 def _med_vars(m: MedFact) -> dict[str, Any]:
+    parts = f" ({' + '.join(f'{p} {m.unit}' for p in m.parts)})" if m.parts else ""
     return {"drug": m.drug, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "",
-            "start": m.start or "?", "drug_word": m.word}
+            "start": m.start or "?", "drug_word": m.word, "parts": parts}
 
 
 def meaning(d: Digest) -> Any:
@@ -398,11 +416,14 @@ def answer(d: Digest, lang: str) -> str:
         assert d.med is not None
         return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
                           say(lang, "answers.admin_bullet", time=d.admin_last,
-                              count=d.admin_count)])
+                              count=d.admin_count, since=d.admin_since)])
     if k == "admin_reliability":
         assert d.med is not None
+        expected = (say(lang, "answers.reliability_expected", n=d.admin_expected)
+                    if d.admin_expected else "")
         first = say(lang, "answers.reliability", **_med_vars(d.med), total=d.admin_total,
-                    given=d.admin_count, missed=d.admin_total - d.admin_count, last=d.admin_last)
+                    given=d.admin_count, missed=d.admin_missed, last=d.admin_last,
+                    since=d.admin_since, expected=expected)
         second = say(lang, f"answers.reliability_{d.verdict}")
         return f"{first} {second}" if lang == "en" else f"{first}{second}"
     if k == "dx_primary":

@@ -40,7 +40,7 @@ class DrugSummary:
     unit: str  # dose_unit_rx
     route: str
     per_day: float | None  # doses_per_24_hrs
-    n_admin: int  # administrations charted given for the word in the admission (eMAR + ICU)
+    n_admin: int  # doses of the current order charted given (physassist.timeline)
     #: A dose-count item may be asked (the timeline's rule: no ICU administration, which only
     #: the strict tools show)
     admin_countable: bool = True
@@ -126,7 +126,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
         current = tl.current_order(word)
         if current is None or current.word != word:
             continue
-        admins = tl.administrations(word)
+        admins = tl.order_administrations(current)
         prof.drugs[word] = DrugSummary(word, current.drug, current.dose_text, current.unit,
                                        current.route, _finite(current.per_day),
                                        len(admins.given), admins.countable)

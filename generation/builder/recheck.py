@@ -17,7 +17,7 @@ from .vocab import TREND_DELTAS
 
 #: Reasons a session is rejected, in the order they are checked.
 REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "trend",
-           "admin_icu", "admin_count", "culture")
+           "admin_uncountable", "admin_count", "culture")
 
 
 def _stamp(t: object) -> str:
@@ -53,12 +53,13 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
                 d.trend, d.anchor, d.series[0].value, d.series[0].day):
             return "trend"
     if d.admin_count:
-        admins = tl.administrations(word)
-        if not admins.countable:
-            return "admin_icu"
+        order = tl.current_order(word)
+        admins = tl.order_administrations(order) if order is not None else None
+        if admins is None or not admins.countable:
+            return "admin_uncountable"
         if len(admins.given) != d.admin_count or minute(str(admins.given[-1])) != d.admin_last:
             return "admin_count"
-        if d.admin_total and d.admin_total - d.admin_count != admins.not_given:
+        if (d.admin_missed, d.admin_expected) != (len(admins.not_given), admins.at_discharge):
             return "admin_count"
     if d.topic.kind == "culture_latest":
         said = {(r.time[:10], tuple(sorted(organisms(r.conclusion)))) for r in d.reports}

@@ -417,7 +417,7 @@ def _affirmed(text: str, term: str) -> bool:
 
 def _reliability_items(d: Digest) -> list[Item]:
     word = d.topic.drug or ""
-    missed = d.admin_total - d.admin_count
+    missed = d.admin_missed
     vals = {"drug_word": word, "given": d.admin_count, "missed": missed}
     items = _med_items(d, 1)
     items.append(_item("rel_given", value("given", d.admin_count, ""), vals))
