@@ -57,12 +57,19 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import duckdb
 
 from physassist.ehr.tools.strict_medications import ORDER_GRACE, icu_status
+from physassist.lab_artifacts import (
+    INTERVENTIONS,
+    PANEL_LABS,
+    PANEL_SPIKES,
+    spikes,
+    stands_apart,
+)
 
 #: A dose held or not given this close to discharge (or after it) is expected, not missed: the
 #: patient is leaving (discharge paperwork, the next dose due at home).
@@ -182,11 +189,13 @@ class LabPoint:
 
 @dataclass(frozen=True)
 class LabSeries:
-    """One lab concept over the admission up to the cutoff, oldest first."""
+    """One lab concept over the admission up to the cutoff, oldest first; ``suspect`` holds the
+    chart times of its likely artifacts (:mod:`physassist.lab_artifacts`)."""
 
     label: str
     itemids: tuple[int, ...]
     points: tuple[LabPoint, ...]
+    suspect: frozenset[dt.datetime] = frozenset()
 
     @property
     def latest(self) -> LabPoint:
@@ -197,14 +206,19 @@ class LabSeries:
         return self.points[0]
 
     @property
+    def confirmed(self) -> tuple[LabPoint, ...]:
+        """The values that are not suspect (every one can be cited)."""
+        return tuple(p for p in self.points if p.time not in self.suspect)
+
+    @property
     def peak(self) -> LabPoint:
-        """The highest value (the earliest of equal highs)."""
-        return max(self.points, key=lambda p: (p.value, -p.time.timestamp()))
+        """The highest value not suspect (the earliest of equal highs)."""
+        return max(self.confirmed, key=lambda p: (p.value, -p.time.timestamp()))
 
     @property
     def nadir(self) -> LabPoint:
-        """The lowest value (the earliest of equal lows)."""
-        return min(self.points, key=lambda p: (p.value, p.time.timestamp()))
+        """The lowest value not suspect (the earliest of equal lows)."""
+        return min(self.confirmed, key=lambda p: (p.value, p.time.timestamp()))
 
 
 @dataclass(frozen=True)
@@ -269,6 +283,7 @@ class Timeline:
     hadm_id: int
     current_date: str
     _labs: dict[str, LabSeries | None] = field(default_factory=dict)
+    _doses: dict[str, Administrations] = field(default_factory=dict)
 
     @property
     def cutoff(self) -> dt.datetime:
@@ -379,6 +394,11 @@ class Timeline:
     def administrations(self, word: str) -> Administrations:
         """Doses of a drug word: eMAR dose events and ICU rows (see the module rules)."""
         w = word.lower()
+        if w not in self._doses:
+            self._doses[w] = self._word_doses(w)
+        return self._doses[w]
+
+    def _word_doses(self, w: str) -> Administrations:
         emar = self.con.execute(
             "SELECT charttime, event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
             "AND charttime < ? AND contains(lower(medication), ?)",
@@ -422,10 +442,62 @@ class Timeline:
                                len(expected), icu, by_name)
 
     def lab(self, label: str) -> LabSeries | None:
-        """The lab concept ``label`` over the admission (see the module rules); None if absent."""
+        """The lab concept ``label`` over the admission (see the module rules) with its
+        suspect values; None if absent."""
+        series = self._raw_lab(label)
+        return series if series is None else replace(series, suspect=self._suspect(label))
+
+    def _raw_lab(self, label: str) -> LabSeries | None:
         if label not in self._labs:
             self._labs[label] = self._load_lab(label)
         return self._labs[label]
+
+    @cached_property
+    def _spikes(self) -> dict[dt.datetime, set[str]]:
+        """Chart time -> the panel analytes that spiked then, not explained by a treatment
+        given before the next draw (:mod:`physassist.lab_artifacts`)."""
+        out: dict[dt.datetime, set[str]] = {}
+        for label in PANEL_LABS:
+            series = self._raw_lab(label)
+            points = series.points if series is not None else ()
+            for i in self._untreated(label, points):
+                out.setdefault(points[i].time, set()).add(label)
+        return out
+
+    def _untreated(self, label: str, points: tuple[LabPoint, ...]) -> list[int]:
+        """Indices of the spikes of ``points`` with no treatment for ``label`` given between
+        the draws around them."""
+        return [i for i, d in spikes(points) if not self._given_between(
+            INTERVENTIONS.get((label, d), ()), points[i - 1].time, points[i + 1].time)]
+
+    def _suspect(self, label: str) -> frozenset[dt.datetime]:
+        """Chart times of ``label``'s own spikes, and of its values that stand apart in a draw
+        where several analytes spiked (the panel rule)."""
+        series = self._raw_lab(label)
+        points = series.points if series is not None else ()
+        own = {points[i].time for i in self._untreated(label, points)}
+        panel = {t for t, labels in self._spikes.items()
+                 if len(labels) >= PANEL_SPIKES and stands_apart(points, t)}
+        return frozenset(own | panel)
+
+    def _given_between(self, words: tuple[str, ...], start: dt.datetime,
+                       end: dt.datetime) -> bool:
+        """Whether a drug named by one of ``words`` was given in [start, end]: an eMAR dose
+        event or an ICU input."""
+        if not words:
+            return False
+        pattern = "|".join(re.escape(w) for w in words)
+        emar = self.con.execute(
+            "SELECT event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
+            "AND charttime BETWEEN ? AND ? AND regexp_matches(lower(medication), ?)",
+            [self.subject_id, self.hadm_id, start, end, pattern]).fetchall()
+        if any(dose_event(e) == "given" for (e,) in emar):
+            return True
+        return self.con.execute(
+            "SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime <= ? "
+            "AND COALESCE(i.endtime, i.starttime) >= ? AND regexp_matches(lower(d.label), ?)",
+            [self.subject_id, self.hadm_id, end, start, pattern]).fetchone()[0] > 0
 
     def _load_lab(self, label: str) -> LabSeries | None:
         rows = self.con.execute(

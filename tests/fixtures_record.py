@@ -2,8 +2,10 @@
 
 A reviewer's reading of MIMIC-IV, written from the tables alone with DuckDB (no builder, no
 store, no tools): what each session's rubric may say about current orders, doses, latest
-lab values, cultures, administrations and the patient's course. ``defects`` lists every
-disagreement by category; a clinically sound build has none.
+lab values, cultures, administrations and the patient's course; that no spurious lab value
+(a spike reversed within hours, physassist/lab_artifacts.py) is cited; and that the trend words
+a rubric accepts are the documented table's (``generation/builder/vocab.py`` TRENDS, judged here
+on the raw values). ``defects`` lists every disagreement by category; a clinically sound build has none.
 
 Administrations are counted per order, as a nurse counts them: the eMAR events of the current
 order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
@@ -25,6 +27,9 @@ from typing import Any
 
 import duckdb
 
+from generation.builder.vocab import TRENDS
+from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
+
 #: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
@@ -35,7 +40,7 @@ NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
 CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
-              "end_of_life")
+              "end_of_life", "artifacts", "trends")
 
 
 def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str) -> None:
@@ -155,6 +160,7 @@ class Record:
             out.append((given, missed))
         return out
 
+    @functools.cache  # noqa: B019 (one Record per session)
     def lab_series(self, label: str) -> list[tuple[dt.datetime, float]]:
         rows = self.rows(
             "SELECT l.charttime, l.valuenum, lower(coalesce(d.category, '')) FROM labevents l "
@@ -164,6 +170,57 @@ class Record:
         if any(c != "blood gas" for *_, c in rows):
             rows = [r for r in rows if r[2] != "blood gas"]
         return sorted((t, v) for t, v, _ in rows)
+
+    def latest_range(self, label: str) -> tuple[float | None, float | None]:
+        """The reference range charted with the newest value of ``label``."""
+        rows = self.rows(
+            "SELECT l.ref_range_lower, l.ref_range_upper FROM labevents l JOIN d_labitems d "
+            "USING (itemid) WHERE l.hadm_id = ? AND d.label = ? AND l.valuenum IS NOT NULL "
+            "AND lower(coalesce(d.fluid, 'blood')) = 'blood' AND l.charttime < ? "
+            "AND lower(coalesce(d.category, '')) <> 'blood gas' "
+            "ORDER BY l.charttime DESC LIMIT 1", label, str(self.cutoff))
+        return (_num(rows[0][0]), _num(rows[0][1])) if rows else (None, None)
+
+    def suspect(self, label: str) -> set[dt.datetime]:
+        """Chart times of ``label``'s spurious values: a spike 40% away from both neighbours,
+        back within 12 h, with no treatment given around it; and, in a draw where two panel
+        analytes spiked, a value 15% apart from both neighbours (physassist/lab_artifacts.py)."""
+        own = self._spikes(label)
+        panel = defaultdict(set)
+        for other in PANEL_LABS:
+            for t in self._spikes(other):
+                panel[t].add(other)
+        series = self.lab_series(label)
+        apart = {t for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
+                 if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15}
+        return own | {t for t, labels in panel.items() if len(labels) >= 2 and t in apart}
+
+    @functools.cache  # noqa: B019 (one Record per session, a few labels each)
+    def _spikes(self, label: str) -> set[dt.datetime]:
+        series = self.lab_series(label)
+        out = set()
+        for (ta, a), (t, v), (tb, b) in zip(series, series[1:], series[2:], strict=False):
+            up, down = v > max(a, b), v < min(a, b)
+            if not (up or down) or tb - t > dt.timedelta(hours=12):
+                continue
+            if min(_away(v, a), _away(v, b)) >= 0.4 and abs(b - a) <= abs(v - a) / 2:
+                words = INTERVENTIONS.get((label, "high" if up else "low"), ())
+                if not self.treated(words, ta, tb):
+                    out.add(t)
+        return out
+
+    def treated(self, words: tuple[str, ...], start: dt.datetime, end: dt.datetime) -> bool:
+        """A drug named by one of ``words`` given (eMAR or ICU) between ``start`` and ``end``."""
+        if not words:
+            return False
+        given = self.rows(
+            "SELECT medication FROM emar WHERE hadm_id = ? AND charttime BETWEEN ? AND ? "
+            "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'",
+            str(start), str(end))
+        given += self.rows(
+            "SELECT d.label FROM inputevents i JOIN d_items d USING (itemid) WHERE i.hadm_id = ? "
+            "AND i.starttime <= ? AND coalesce(i.endtime, i.starttime) >= ?", str(end), str(start))
+        return any(w in str(m).lower() for (m,) in given for w in words)
 
     def organisms(self) -> set[str]:
         return {o for (o, t) in self.rows(
@@ -179,6 +236,11 @@ class Record:
         given = sum(str(s).lower() in ("finishedrunning", "changedose/rate") or
                     (_ts(e) or self.cutoff) >= self.cutoff for s, e in rows)
         return len(rows), given
+
+
+def _away(value: float, other: float) -> float:
+    scale = max(abs(value), abs(other))
+    return abs(value - other) / scale if scale else 0.0
 
 
 def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -217,8 +279,12 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                             f"{where}: {label} {value} not a current scheduled dose ({doses})")
                 elif label in labs:
                     series = rec.lab_series(label)
-                    values = [v for _, v in series]
-                    if not series:
+                    suspect = rec.suspect(label)
+                    values = [v for t, v in series if t not in suspect]
+                    if any(v == value and t in suspect for t, v in series) and value not in values:
+                        out["artifacts"].append(f"{where}: {label} {value} cited, a spurious "
+                                                "value reversed within hours")
+                    elif not series:
                         out["latest_values"].append(f"{where}: no {label} in the record")
                     elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
                         out["latest_values"].append(
@@ -243,6 +309,8 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     out["administrations"].append(
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
                         f"({icu_given} given) that compat cannot show")
+            if intent.startswith(("lab_trend(", "abx_response(")):
+                out["trends"] += _trend_defects(rec, where, intent, e["rubrics"][t], checks)
             if any(a.get("report_type") == "culture" for n, a in calls
                    if n == "DiagnosticReport.search"):
                 orgs = rec.organisms()
@@ -254,3 +322,52 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                                 for w in c["any"]["en"]):
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
     return {k: out.get(k, []) for k in CATEGORIES}
+
+
+def _trend_defects(rec: Record, where: str, intent: str, items: list[str],
+                   checks: list[dict[str, Any]]) -> list[str]:
+    """The trend words a turn accepts, against the documented table (``vocab.TRENDS``, read
+    here on the record's values without its spurious ones)."""
+    label = intent[intent.index("(") + 1:-1].split(",")[0].strip()
+    rule = TRENDS.get(label)
+    suspect = rec.suspect(label)
+    points = [(t, v) for t, v in rec.lab_series(label) if t not in suspect]
+    said = [c for i, c in zip(items, checks, strict=True) if i.startswith("The answer describes")]
+    if rule is None or len(points) < 2 or not said:
+        return [f"{where}: {intent} without a trend the table can judge"]
+    direction, size = _reviewer_trend([v for _, v in points], rule, rec.latest_range(label))
+    words = {w.lower() for w in said[0]["any"]["en"]}
+    fair = {direction} | ({"stable"} if size == "slight" else set())
+    unfair = {"rising", "falling", "stable"} - fair
+    if not fair <= words or unfair & words:
+        return [f"{where}: {label} {[v for _, v in points]} is {size} {direction} by the table; "
+                f"the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"]
+    return []
+
+
+def _size(a: float, b: float, rule: Any, limits: tuple[float | None, ...] = ()) -> str:
+    diff, small = abs(b - a), min(abs(a), abs(b))
+    rel = diff / small if small else float("inf")
+    if diff >= rule.delta or (rel >= rule.rel and diff >= rule.delta / 2):
+        return "clear"
+    crossed = any(x is not None and min(a, b) < x < max(a, b) for x in limits)
+    return "none" if diff < rule.delta / 2 and rel < rule.rel and not crossed else "slight"
+
+
+def _reviewer_trend(values: list[float], rule: Any,
+                    limits: tuple[float | None, float | None]) -> tuple[str, str]:
+    """Direction and size: since the later of a clear interior peak or nadir, else last vs
+    first, a move across the reference range at least slight (the documented rule)."""
+    first, last = values[0], values[-1]
+    top, bottom = values.index(max(values)), values.index(min(values))
+    turns = []
+    if max(values) > max(first, last) and _size(max(values), last, rule) == "clear" and _size(
+            first, max(values), rule) != "none":
+        turns.append((top, "falling"))
+    if min(values) < min(first, last) and _size(min(values), last, rule) == "clear" and _size(
+            first, min(values), rule) != "none":
+        turns.append((bottom, "rising"))
+    if turns:
+        return max(turns)[1], "clear"
+    size = _size(first, last, rule, limits)
+    return ("stable" if size == "none" else "rising" if last > first else "falling"), size

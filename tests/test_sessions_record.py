@@ -96,3 +96,26 @@ def test_the_raw_check_counts_doses_per_order() -> None:
                                                   "arguments": {"medication": "metoprolol"}},
                                        "observation": {}})
     assert fr.defects([right], demo) == {k: [] for k in fr.CATEGORIES}
+
+
+def test_the_raw_check_finds_a_spurious_peak_and_a_trend_the_table_contradicts() -> None:
+    """Issue 40's 10007928 / 20338077: "glucose peaked at 942" required by a rubric (a
+    contaminated line sample, back to 178 within two hours), and the trend words of a turn
+    against the documented table."""
+    demo = fb.demo_or_skip()
+    day = fr.raw(demo).execute("SELECT dischtime[:10] FROM admissions "
+                               "WHERE hadm_id = '20338077'").fetchone()[0]
+    claim = {"id": "g", "hadm_id": 20338077, "current_date": day,
+             "task_types": ["Clinical Reasoning"],
+             "session_plan": {"turn_intents": ["lab_trend(Glucose)"]},
+             "answer_list": [[
+                 {"action": {"name": "Observation.search", "arguments": {"code": "Glucose"}},
+                  "observation": {}},
+                 {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
+             "rubrics": [["The answer cites the admission's peak Glucose of 942 mg/dL.",
+                          "The answer describes the Glucose as stable."]],
+             "rubric_checks": [[{"kind": "value", "label": "Glucose", "value": 942.0},
+                                {"kind": "concept", "any": {"en": ["stable"], "zh": ["稳定"]}}]]}
+    found = fr.defects([claim], demo)
+    assert len(found["artifacts"]) == 1 and "942" in found["artifacts"][0]
+    assert len(found["trends"]) == 1 and "the rubric accepts ['stable']" in found["trends"][0]

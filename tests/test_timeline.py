@@ -10,11 +10,11 @@ import duckdb
 import fixtures_builder as fb
 import fixtures_store as fx
 
-from generation.builder.answers import Digest, LabFact, judge_trend
+from generation.builder.answers import Digest, LabFact
 from generation.builder.profile import NOT_A_DRUG_WORD
 from generation.builder.recheck import record_check
 from generation.builder.topics import Topic
-from physassist.timeline import LabPoint, load_timeline, order_dose
+from physassist.timeline import load_timeline, order_dose
 
 store_cache = fx.store_cache
 demo_store = fx.demo_store
@@ -228,20 +228,6 @@ def test_course_and_cultures() -> None:
     tl = fb.timeline_of(_record(microbiologyevents=micro))
     assert [c.specimen for c in tl.cultures] == ["BLOOD CULTURE", "URINE"]
     assert tl.positive_cultures[0].organisms == ("PSEUDOMONAS AERUGINOSA", "YEAST")
-
-
-def _points(*values: float) -> list[LabPoint]:
-    import datetime as dt
-    return [LabPoint(dt.datetime(2150, 3, 1) + dt.timedelta(days=i), v, "", None, None, 1)
-            for i, v in enumerate(values)]
-
-
-def test_trends_use_absolute_changes_and_name_the_turn() -> None:
-    trend, ref, anchor = judge_trend(_points(67, 90, 127, 110, 102), 10.0)  # BUN
-    assert (trend, ref.value, anchor) == ("falling", 127, "peak")
-    assert judge_trend(_points(1.0, 1.5, 1.2, 1.2, 1.2), 0.5)[0] == "stable"  # INR
-    assert judge_trend(_points(135, 139, 146), 4.0)[:1] == ("rising",)  # sodium
-    assert judge_trend(_points(6.9, 6.7), 1.0)[0] == "stable"  # hemoglobin
 
 
 def test_record_check_rejects_what_the_record_contradicts() -> None:

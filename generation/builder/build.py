@@ -105,6 +105,14 @@ class _Env:
     rejects: dict[str, int] = field(default_factory=dict)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
+    profiles: dict[tuple[int, int, str], Profile] = field(default_factory=dict)
+
+    def profile(self, cand: Candidate) -> Profile:
+        """The candidate's profile, read once per build (each arc tried reuses it)."""
+        key = (cand.subject_id, cand.hadm_id, cand.current_date)
+        if key not in self.profiles:
+            self.profiles[key] = load_profile(self.store.cursor(), *key)
+        return self.profiles[key]
 
 
 def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
@@ -186,7 +194,7 @@ def _situation(scenario: str, prof: Profile) -> str:
 def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
-    prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
+    prof = env.profile(cand)
     phm = load_phm(env.cohort, cand.subject_id) if env.cohort is not None else None
     persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])

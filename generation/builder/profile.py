@@ -14,6 +14,7 @@ import duckdb
 from physassist.ehr.tools.fhir import as_number
 from physassist.timeline import Timeline, load_timeline
 
+from .interpret import Context, load_context
 from .vocab import LABS
 
 #: First words of prescriptions that name a fluid, salt or vaccine rather than a drug a
@@ -70,6 +71,12 @@ class Profile:
     n_discharge: int = 0
     phm: dict | None = None  # the cohort's patient health model, when the source has one
     timeline: Timeline | None = None  # what is true at the cutoff (physassist.timeline)
+    context: Context = field(default_factory=Context)  # what changes a value's meaning
+
+    @property
+    def at_discharge(self) -> bool:
+        """The session is at the discharge date: forward-looking items speak of follow-up."""
+        return self.timeline is None or self.timeline.discharged_at is not None
 
     @property
     def pronoun(self) -> str:
@@ -119,6 +126,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
     # stopped, sliding-scale, PRN or one-time order never answers a dose question.
     tl = load_timeline(con, subject_id, hadm_id, current_date)
     prof.timeline = tl
+    prof.context = load_context(con, tl)
     for o in tl.orders:
         word = o.word
         if len(word) < 4 or word in prof.drugs or word in NOT_A_DRUG_WORD or not word.isalpha():

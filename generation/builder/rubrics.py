@@ -13,8 +13,9 @@ from typing import Any
 
 from physassist.vocab import LANGUAGES
 
-from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms
+from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms, trend_word
 from .facts import day as day_of
+from .interpret import AT_GOAL
 from .patient_topics import onset_phrase
 from .topics import next_day
 from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
@@ -59,7 +60,7 @@ def value(label: str, number: float, unit: str) -> dict[str, Any]:
 
 
 def _lab_values(f: LabFact, lang: str) -> dict[str, Any]:
-    status = say(lang, f"answers.status.{f.status}")
+    status = say(lang, f"answers.status.{f.said}")
     return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
             "status": status, "day": f.day}
 
@@ -68,7 +69,7 @@ def _lab_items(f: LabFact, with_time: bool) -> list[Item]:
     en, zh = _lab_values(f, "en"), _lab_values(f, "zh")
     items = [
         _item("lab_value", value(f.label, f.value, f.unit), en, zh),
-        _item("lab_status", concept(f.status), en, zh),
+        _item("lab_status", concept(f.said), en, zh),
     ]
     if with_time:
         items.append(_item("lab_time", literal(f.day), en, zh))
@@ -228,6 +229,42 @@ def _symptom_items(d: Digest) -> list[Item]:
     return items
 
 
+def trend_terms(d: Digest) -> dict[str, list[str]]:
+    """Words that describe the digest's trend fairly: the direction's, the stable ones too for
+    a slight move, and "improving" / "normalised" or "worsening" by where the value went."""
+    first, last = d.series
+    names = ["stable"] if d.trend == "stable" else [d.trend]
+    if d.trend_size == "slight":
+        names.append("stable")
+    if d.trend != "stable" and d.trend_size == "clear":
+        toward = _toward_normal(first, last)
+        if toward is not None:
+            names.append("improving" if toward else "worsening")
+        if first.said not in AT_GOAL and last.said in AT_GOAL:
+            names.append("normalised")
+    return {lang: list(dict.fromkeys(w for n in names for w in SYNONYMS[n][lang]))
+            for lang in LANGUAGES}
+
+
+def _toward_normal(first: LabFact, last: LabFact) -> bool | None:
+    """Whether the value moved toward its reference range (None when it started in range)."""
+    low, high = last.low, last.high
+    if high is not None and first.value > high:
+        return last.value < first.value
+    if low is not None and first.value < low:
+        return last.value > first.value
+    return None
+
+
+def _not_said(name: str, accepted: list[dict[str, Any]]) -> dict[str, Any]:
+    """A forbidden check of concept ``name`` without any word another item accepts ("increased"
+    is "high" as well as "rising")."""
+    allowed = {w.lower() for c in accepted for words in c["any"].values() for w in words}
+    return {"kind": "forbidden", "any": {lang: [w for w in SYNONYMS[name][lang]
+                                                if w.lower() not in allowed]
+                                         for lang in LANGUAGES}}
+
+
 def _trend_items(d: Digest) -> list[Item]:
     first, last = d.series
     lab = last.label
@@ -236,25 +273,36 @@ def _trend_items(d: Digest) -> list[Item]:
         return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
 
     opposite = {"rising": "falling", "falling": "rising", "stable": "rising"}[d.trend]
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
+    tw = {lang: trend_word(d, lang) for lang in LANGUAGES}
     ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in LANGUAGES}
+    direction = {"kind": "concept", "any": trend_terms(d)}
+    status = concept(last.said)
     items = [
         _item(f"trend_{d.anchor}", value(lab, first.value, first.unit), vals(first, "en"),
               vals(first, "zh")),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
+        _item("trend_dir", direction, {"label": lab, "trend_word": tw["en"]},
               {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
-        _item("lab_status", concept(last.status), _lab_values(last, "en"), _lab_values(last, "zh")),
+        _item("lab_status", status, _lab_values(last, "en"), _lab_values(last, "zh")),
     ]
-    rec_key, rec = ("rec_no_change", "no_change") if d.course == "normal" else ("rec_recheck", "recheck")
-    items.append(_item(rec_key, concept(rec), {"label": lab}, {"label": lab_name(lab, "zh")}))
+    if d.course in ("normal", "minor"):
+        items.append(_item("rec_no_change", concept("no_change"), {"label": lab},
+                           {"label": lab_name(lab, "zh")}))
+    else:
+        items.append(_item("rec_recheck", concept("recheck"), {"label": lab},
+                           {"label": lab_name(lab, "zh")}))
     m = meaning(d) if d.course in ("worsening", "abnormal_stable") else None
-    if m is not None:
+    if d.artifact is not None:
+        a = d.artifact
+        items.append(_item("trend_artifact", concept("spurious"),
+                           {"label": lab, "value": fmt(a.value), "unit": a.unit},
+                           {"label": lab_name(lab, "zh"), "value": fmt(a.value), "unit": a.unit}))
+    elif m is not None:
         items.append(_item("rec_meaning",
                            {"kind": "concept", "any": {"en": list(m.en_syn), "zh": list(m.zh_syn)}},
                            {"meaning": m.en}, {"meaning": m.zh}))
     elif d.trend != "stable":
-        items.append(_item("trend_not", forbidden(opposite),
+        items.append(_item("trend_not", _not_said(opposite, [direction, status]),
                            {"label": lab, "wrong_word": ww["en"]},
                            {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]}))
     return items
@@ -285,12 +333,13 @@ def _response_items(d: Digest) -> list[Item]:
     def vals(f: LabFact, lang: str) -> dict[str, Any]:
         return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
 
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
+    tw = {lang: trend_word(d, lang) for lang in LANGUAGES}
     items = [
         _item("resp_drug", literal(word), {"drug_word": word}),
         _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
+        _item("trend_dir", {"kind": "concept", "any": trend_terms(d)},
+              {"label": lab, "trend_word": tw["en"]},
               {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
     ]
     verdict_key = {"responding": "resp_verdict_yes", "not_responding": "resp_verdict_no",

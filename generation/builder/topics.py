@@ -19,7 +19,7 @@ from .vocab import (
     FREQUENCIES,
     INFECTION_MARKERS,
     LABS,
-    TREND_DELTAS,
+    TRENDS,
     antibiotic_class_of,
     drug_class_of,
 )
@@ -148,7 +148,8 @@ def _dosable(prof: Profile, word: str) -> bool:
 def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     """Every topic of this task type the scenario uses and the patient's data supports."""
     labs = _lab_order(scenario, prof)
-    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TREND_DELTAS]
+    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TRENDS
+                  and not _follows_known_disease(lab, prof)]
     abnormal = [lab for lab in labs if prof.labs[lab].abnormal]
     drugs = [w for w in sorted(prof.drugs) if _dosable(prof, w)]
     monitored = [w for w in drugs if drug_class_of(w) is not None]
@@ -198,7 +199,8 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
                 assert cls is not None
                 out += [Topic(kind, lab=lab, drug=w) for lab in cls.labs if lab in prof.labs][:1]
         elif kind == "abx_response":
-            wbc = [lab for lab in INFECTION_MARKERS if lab in trend_labs][:1]
+            wbc = [lab for lab in INFECTION_MARKERS if lab in trend_labs
+                   and not (prof.context.heme_malignancy and lab in HEME_MARKERS)][:1]
             out += [Topic(kind, lab=wbc[0], drug=w) for w in antibiotics[:4]] if wbc else []
         elif kind == "order_lab_recheck":
             out += [Topic(kind, lab=lab) for lab in labs[:6]]
@@ -216,6 +218,18 @@ def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
         elif kind == "symptom_pain" and has_symptoms(prof):
             out.append(Topic(kind))
     return out
+
+
+#: Labs that follow a coded disease more than an acute course: creatinine and BUN follow
+#: dialysis in end-stage renal disease, the white count a leukaemia or myeloid neoplasm (and
+#: says nothing of an antibiotic's effect there).
+RENAL_MARKERS = ("Creatinine", "Urea Nitrogen")
+HEME_MARKERS = ("White Blood Cells", "Neutrophils")
+
+
+def _follows_known_disease(lab: str, prof: Profile) -> bool:
+    """No trend question where the value follows a coded disease (see above)."""
+    return prof.context.esrd and lab in RENAL_MARKERS
 
 
 def _frequency(prof: Profile, word: str) -> str | None:

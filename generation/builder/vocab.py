@@ -59,27 +59,58 @@ LABS: dict[str, Lab] = {
     )
 }
 
-#: The smallest absolute change of a lab over an admission that counts as a real trend
-#: (smaller moves are "stable"). Clinical thresholds where a guideline defines one, else
-#: chosen at or above the reference change value (analytical + within-person biological
-#: variation) so that noise between two draws is not called a trend:
-#: creatinine 0.3 mg/dL is the KDIGO 2012 AKI criterion; hemoglobin 1 g/dL is the rise from
-#: one red-cell unit (AABB); lactate 1 mmol/L follows the Surviving Sepsis Campaign 2021
-#: re-measurement advice (>2 abnormal); INR 0.5 is half the width of the warfarin target
-#: range (2-3, ACCP); potassium 0.5, sodium 4, chloride 4, bicarbonate 3 mEq/L, glucose
-#: 40 mg/dL, BUN 10 mg/dL, platelets 50 K/uL (the HIT 4T score counts falls of 30-50%),
-#: WBC 2 K/uL, bilirubin 1 mg/dL, albumin 0.5 g/dL, magnesium 0.3 and calcium 0.5 mg/dL,
-#: phosphate 1 mg/dL are clinical judgement above the biological-variation RCVs (Westgard
-#: desirable-specifications database; Fraser, Biological Variation, AACC 2001). A lab not in
-#: this table gets no trend question.
-TREND_DELTAS: dict[str, float] = {
-    "Creatinine": 0.3, "Urea Nitrogen": 10.0, "Potassium": 0.5, "Sodium": 4.0,
-    "Chloride": 4.0, "Bicarbonate": 3.0, "Glucose": 40.0, "Hemoglobin": 1.0,
-    "Hematocrit": 3.0, "Platelet Count": 50.0, "White Blood Cells": 2.0,
-    "Bilirubin, Total": 1.0, "Albumin": 0.5, "Magnesium": 0.3, "Calcium, Total": 0.5,
-    "Phosphate": 1.0, "INR(PT)": 0.5, "Lactate": 1.0,
-    "Alanine Aminotransferase (ALT)": 40.0, "Asparate Aminotransferase (AST)": 40.0,
-    "C-Reactive Protein": 20.0, "Neutrophils": 10.0,
+@dataclass(frozen=True)
+class TrendRule:
+    """When a lab's change between two values is a trend (:mod:`.trends`): a *clear* move is
+    at least ``delta`` (absolute), or at least ``rel`` of the smaller value while also at least
+    half of ``delta``; *no* move is under half of ``delta`` and under ``rel``, without crossing
+    the reference range; anything between is a *slight* move, where "stable" and the direction
+    are both fair words. ``delta`` is a clinical threshold where a guideline defines one, else
+    clinical judgement above the analyte's reference change value; ``rel`` is at least its
+    reference change value (RCV: the smallest difference between two results that analytical
+    and within-person biological variation do not explain, 2.77 x sqrt(CVa^2 + CVi^2), from
+    the CVi of the Westgard / EFLM biological variation database)."""
+
+    delta: float
+    rel: float
+    source: str
+
+
+_RCV = "RCV from the EFLM / Westgard biological variation database"
+#: The one table of trend thresholds (a lab not in it gets no trend question).
+TRENDS: dict[str, TrendRule] = {
+    "Creatinine": TrendRule(0.3, 0.5, "KDIGO 2012 AKI: a rise of 0.3 mg/dL or 1.5x baseline"),
+    "Urea Nitrogen": TrendRule(8.0, 0.35, f"clinical judgement; {_RCV} (CVi 12%) ~35%"),
+    "Potassium": TrendRule(0.5, 0.14, f"clinical judgement; {_RCV} (CVi 4.6%) ~14%"),
+    "Sodium": TrendRule(5.0, 0.04, "clinical judgement (hyponatraemia correction is counted "
+                                   f"in steps of 4-8 mmol/L, Spasovski 2014); {_RCV} ~3%"),
+    "Chloride": TrendRule(5.0, 0.05, f"clinical judgement; {_RCV} (CVi 1.2%) ~5%"),
+    "Bicarbonate": TrendRule(4.0, 0.15, f"clinical judgement; {_RCV} (CVi 4.8%) ~15%"),
+    "Glucose": TrendRule(40.0, 0.5, "ADA 2024 inpatient targets span 140-180 mg/dL; inpatient "
+                                    "glucose follows meals and dextrose, so half again of "
+                                    f"its {_RCV} (~17%) x3"),
+    "Hemoglobin": TrendRule(1.0, 0.1, "one red-cell unit raises it ~1 g/dL (AABB); "
+                                      f"{_RCV} (CVi 2.8%) ~9%"),
+    "Hematocrit": TrendRule(3.0, 0.1, "one red-cell unit raises it ~3% (AABB); "
+                                      f"{_RCV} ~9%"),
+    "Platelet Count": TrendRule(50.0, 0.3, "the HIT 4T score counts falls of 30-50%; "
+                                           f"{_RCV} (CVi 9%) ~27%"),
+    "White Blood Cells": TrendRule(2.0, 0.3, f"clinical judgement; {_RCV} (CVi 11%) ~31%"),
+    "Bilirubin, Total": TrendRule(1.0, 0.7, f"clinical judgement; {_RCV} (CVi 24%) ~68%"),
+    "Albumin": TrendRule(0.5, 0.1, f"clinical judgement; {_RCV} (CVi 3%) ~10%"),
+    "Magnesium": TrendRule(0.3, 0.12, f"clinical judgement; {_RCV} (CVi 3.6%) ~12%"),
+    "Calcium, Total": TrendRule(0.5, 0.07, f"clinical judgement; {_RCV} (CVi 1.9%) ~7%"),
+    "Phosphate": TrendRule(1.0, 0.25, f"clinical judgement; {_RCV} (CVi 8.5%) ~25%"),
+    "INR(PT)": TrendRule(0.5, 0.3, "half the width of the warfarin target range 2-3 (CHEST "
+                                   "2012); 30% is above the PT's RCV (~13%)"),
+    "Lactate": TrendRule(1.0, 0.3, "Surviving Sepsis Campaign 2021: re-measure when > 2 "
+                                   "mmol/L and guide resuscitation by its fall"),
+    "Alanine Aminotransferase (ALT)": TrendRule(40.0, 0.55, f"clinical judgement; {_RCV} "
+                                                            "(CVi 19%) ~55%"),
+    "Asparate Aminotransferase (AST)": TrendRule(40.0, 0.4, f"clinical judgement; {_RCV} "
+                                                            "(CVi 12%) ~35%"),
+    "C-Reactive Protein": TrendRule(20.0, 1.2, f"clinical judgement; {_RCV} (CVi 42%) ~120%"),
+    "Neutrophils": TrendRule(10.0, 0.2, "clinical judgement (percentage points)"),
 }
 
 #: Labs a prescriber monitors (med_safety's base criterion).
@@ -177,10 +208,35 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
                 "zh": ["下降", "降低", "减少", "回落"]},
     "stable": {"en": ["stable", "unchanged", "flat", "steady", "no significant change"],
                "zh": ["稳定", "无明显变化", "变化不大", "平稳"]},
+    "improving": {"en": ["improving", "improved", "better", "resolving"],
+                  "zh": ["好转", "改善"]},
+    "worsening": {"en": ["worsening", "worsened", "worse", "deteriorating"],
+                  "zh": ["恶化", "加重"]},
+    "normalised": {"en": ["normalised", "normalized", "normalizing", "normalising",
+                          "back to normal", "back in range", "now normal"],
+                   "zh": ["恢复正常", "正常化", "回到正常"]},
+    "spurious": {"en": ["spurious", "artifact", "artefact", "erroneous", "contaminated",
+                        "contamination", "lab error", "repeat the draw", "redraw", "not real"],
+                 "zh": ["虚假", "污染", "假性", "误差", "重抽", "重新采血"]},
+    "subtherapeutic": {"en": ["subtherapeutic", "sub-therapeutic", "below target",
+                              "below the target", "below goal", "below the therapeutic"],
+                       "zh": ["低于目标", "未达标", "低于治疗范围"]},
+    "therapeutic": {"en": ["therapeutic", "in range", "within the target", "within target",
+                           "at goal", "on target"],
+                    "zh": ["达标", "治疗范围内", "目标范围内"]},
+    "supratherapeutic": {"en": ["supratherapeutic", "supra-therapeutic", "above target",
+                                "above the target", "above goal", "above the therapeutic"],
+                         "zh": ["高于目标", "超出治疗范围", "超标"]},
+    "prediabetes": {"en": ["prediabetes", "prediabetic", "pre-diabetes", "pre-diabetic"],
+                    "zh": ["糖尿病前期"]},
+    "diabetes_range": {"en": ["diabetes range", "diabetic range", "consistent with diabetes",
+                              "diagnostic of diabetes"],
+                       "zh": ["糖尿病范围", "达到糖尿病"]},
     "recheck": {"en": ["recheck", "re-check", "repeat", "monitor", "monitoring", "trend", "follow"],
                 "zh": ["复查", "监测", "随访"]},
-    "no_change": {"en": ["no change", "routine", "no action", "continue current", "monitoring"],
-                  "zh": ["无需调整", "常规", "维持"]},
+    "no_change": {"en": ["no change", "routine", "no action", "continue current", "monitoring",
+                         "not clinically significant", "minor"],
+                  "zh": ["无需调整", "常规", "维持", "无需处理"]},
     "hold": {"en": ["hold", "holding", "reduce", "reducing", "lower the dose", "dose reduction",
                     "stop", "pause", "discontinue"],
              "zh": ["暂停", "停用", "减量", "停药", "停掉"]},
@@ -389,6 +445,25 @@ def unsafe(drug: str, label: str, value: float) -> bool:
     low = drug.lower()
     return any(label == lab and any(p in low for p in pats) and limit.passed(value, direction)
                for pats, lab, direction, limit in UNSAFE_WHEN)
+
+
+#: Context that changes what a value means (:mod:`.interpret`). ICD codes are prefixes of
+#: ``diagnoses_icd.icd_code`` (ICD-9 and ICD-10, no dots).
+INR_TARGET = Limit(2.0, "target INR 2.0-3.0 on warfarin for most indications (CHEST 2012, "
+                        "Ageno et al.; Holbrook et al.)")
+INR_TARGET_HIGH = Limit(3.0, "the upper end of the warfarin target range 2.0-3.0 (CHEST 2012)")
+A1C_PREDIABETES = Limit(5.7, "ADA Standards of Care 2024, 2: prediabetes A1c 5.7-6.4%")
+A1C_DIABETES = Limit(6.5, "ADA Standards of Care 2024, 2: diabetes A1c >= 6.5%")
+ESRD_ICD_PREFIXES: tuple[str, ...] = ("N186", "5856", "Z992", "V4511", "Z4931", "Z4901",
+                                      "V560")  # ESRD; dependence on or encounter for dialysis
+#: Leukaemias, myelodysplastic and myeloproliferative neoplasms: the white count follows the
+#: disease (and its cytoreduction) as much as any infection.
+HEME_MALIGNANCY_ICD_PREFIXES: tuple[str, ...] = ("C91", "C92", "C93", "C94", "C95", "D45",
+                                                 "D46", "D471", "D473", "D474", "D475",
+                                                 "204", "205", "206", "207", "208", "2384",
+                                                 "2387")
+#: Drug words of anticoagulants (the INR's meaning on warfarin: :data:`INR_TARGET`).
+WARFARIN = "warfarin"
 
 
 #: Imaging findings a report impression may name: EN term -> (EN synonyms, ZH synonyms).
