@@ -88,6 +88,8 @@ ONE_TIME = frozenset({"ONCE", "1X", "X1", "NOW", "ONCE/PRN", "ASDIR ONCE", "STAT
 #: Frequencies with no fixed dose schedule: "as directed" (sliding scales) and rate-titrated
 #: infusions, whose prescribed dose is not what is running.
 AS_DIRECTED = frozenset({"ASDIR", "AS DIRECTED", "INFUSION"})
+#: Dose units that say nothing of the amount ("Warfarin 1 dose": the dose is set daily by INR).
+NOT_A_UNIT = frozenset({"dose", "doses"})
 #: d_labitems categories left out of a label that also has another category.
 BLOOD_GAS = "blood gas"
 
@@ -168,7 +170,8 @@ class Order:
     def scheduled(self) -> bool:
         """A fixed numeric dose on a schedule (see the module rules)."""
         dose = self.dose
-        return (dose is not None and dose > 0 and bool(self.unit) and not self.sliding_scale
+        return (dose is not None and dose > 0 and bool(self.unit)
+                and self.unit.strip().lower() not in NOT_A_UNIT and not self.sliding_scale
                 and not self.prn and not self.one_time
                 and self.frequency.upper().strip() not in AS_DIRECTED)
 
@@ -390,6 +393,21 @@ class Timeline:
         if len({(o.drug, o.dose_text, o.unit) for o in current}) > 1:
             return None
         return current[0]
+
+    @cached_property
+    def medications_given(self) -> frozenset[str]:
+        """Lower-case names of what was given up to the cutoff: eMAR medications with a dose
+        given, and ICU item labels with an administration."""
+        emar = self.con.execute(
+            "SELECT DISTINCT lower(medication), event_txt FROM emar WHERE subject_id = ? "
+            "AND hadm_id = ? AND charttime < ? AND medication IS NOT NULL",
+            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        icu = self.con.execute(
+            "SELECT DISTINCT lower(d.label) FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime < ?",
+            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        return frozenset({m for m, ev in emar if dose_event(ev) == "given"}
+                         | {label for (label,) in icu if label})
 
     def administrations(self, word: str) -> Administrations:
         """Doses of a drug word: eMAR dose events and ICU rows (see the module rules)."""

@@ -3,9 +3,10 @@
 A reviewer's reading of MIMIC-IV, written from the tables alone with DuckDB (no builder, no
 store, no tools): what each session's rubric may say about current orders, doses, latest
 lab values, cultures, administrations and the patient's course; that no spurious lab value
-(a spike reversed within hours, physassist/lab_artifacts.py) is cited; and that the trend words
-a rubric accepts are the documented table's (``generation/builder/vocab.py`` TRENDS, judged here
-on the raw values). ``defects`` lists every disagreement by category; a clinically sound build has none.
+(a spike reversed within hours, physassist/lab_artifacts.py) is cited; that the trend words a
+rubric accepts are the documented table's (``generation/builder/vocab.py`` TRENDS, judged here
+on the raw values); and that a build uses an admission once per scenario, asks no question
+twice and looks no lab up right after the turn that gave it. ``defects`` lists every disagreement by category; a clinically sound build has none.
 
 Administrations are counted per order, as a nurse counts them: the eMAR events of the current
 order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
@@ -40,7 +41,7 @@ NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
 CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
-              "end_of_life", "artifacts", "trends")
+              "end_of_life", "artifacts", "trends", "repeats")
 
 
 def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str) -> None:
@@ -132,6 +133,17 @@ class Record:
             dose = doses[0] if len(set(doses)) == 1 else total
         return {"drug": drug, "start": _ts(start), "dose": dose, "poe": poe}
 
+    def warfarin_dose(self) -> set[float]:
+        """The dose of the newest warfarin order, when it ran within 36 h of discharge:
+        MIMIC-IV orders warfarin a dose a day ("ONCE"), by the INR."""
+        ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
+        rows = sorted(((_ts(s), _ts(e), _num(d)) for s, e, d in self.rows(
+            "SELECT starttime, stoptime, dose_val_rx FROM prescriptions WHERE hadm_id = ? "
+            "AND contains(lower(drug), 'warfarin')")), key=lambda r: r[0] or ref)
+        rows = [r for r in rows if r[2] and (r[0] is None or r[0] <= ref)]
+        recent = rows and (rows[-1][1] is None or rows[-1][1] >= ref - dt.timedelta(hours=36))
+        return {rows[-1][2]} if recent else set()
+
     def current_doses(self, word: str) -> set[float] | None:
         """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
         orders = self.current_orders(word)
@@ -170,6 +182,25 @@ class Record:
         if any(c != "blood gas" for *_, c in rows):
             rows = [r for r in rows if r[2] != "blood gas"]
         return sorted((t, v) for t, v, _ in rows)
+
+    def before_treatment(self, label: str, words: list[str]) -> float | None:
+        """The value of ``label`` last drawn before the first dose of a drug (eMAR Administered
+        or ICU input), within two days of it: a treatment's baseline."""
+        if not words:
+            return None
+        given = [_ts(t) for (t,) in self.rows(
+            "SELECT charttime FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) "
+            "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'", words[0])]
+        given += [_ts(t) for (t,) in self.rows(
+            "SELECT i.starttime FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)", words[0])]
+        given = [t for t in given if t is not None and t < self.cutoff]
+        if not given:
+            return None
+        first, suspect = min(given), self.suspect(label)
+        before = [v for t, v in self.lab_series(label)
+                  if first - dt.timedelta(days=2) <= t <= first and t not in suspect]
+        return before[-1] if before else None
 
     def latest_range(self, label: str) -> tuple[float | None, float | None]:
         """The reference range charted with the newest value of ``label``."""
@@ -265,7 +296,11 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
             for a in writes:
                 if not rec.current_doses(str(a["medication"]).split()[0].lower()):
                     out["current_orders"].append(f"{where}: renews {a['medication']}, not current")
+            intents = e.get("session_plan", {}).get("turn_intents", [])
+            intent = intents[t] if t < len(intents) else ""
             labs = {a["code"] for n, a in calls if n == "Observation.search" and a.get("code")}
+            drugs_given = [a["medication"].lower() for n, a in calls
+                           if n == "MedicationAdministration.search" and a.get("medication")]
             for c in checks:
                 if c["kind"] != "value":
                     continue
@@ -273,7 +308,8 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 if label in drugs:
                     if value == 0:
                         out["zero_doses"].append(f"{where}: {label} dose 0")
-                    doses = rec.current_doses(label)
+                    doses = (rec.current_doses(label) if not intent.startswith("anticoag_bridge(")
+                             or label != "warfarin" else rec.warfarin_dose())
                     if not doses or value not in doses:
                         out["current_orders"].append(
                             f"{where}: {label} {value} not a current scheduled dose ({doses})")
@@ -289,9 +325,10 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
                         out["latest_values"].append(
                             f"{where}: {label} {value}, latest is {values[-1]}")
-                    elif value not in (values[0], values[-1], max(values), min(values)):
-                        out["latest_values"].append(
-                            f"{where}: {label} {value} is not first, last, peak or nadir")
+                    elif value not in (values[0], values[-1], max(values), min(values),
+                                       rec.before_treatment(label, drugs_given)):
+                        out["latest_values"].append(f"{where}: {label} {value} is not first, "
+                                                    "last, peak, nadir or before the treatment")
                 elif label in ("given", "not given") and drugs:
                     word = next(iter(drugs))
                     counts = rec.order_counts(word)
@@ -300,8 +337,6 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                         out["administrations"].append(
                             f"{where}: {label} {value}, the record's current orders say "
                             f"(given, not given) {counts}")
-            intents = e.get("session_plan", {}).get("turn_intents", [])
-            intent = intents[t] if t < len(intents) else ""
             if intent.startswith(DOSE_COUNT_KINDS):
                 word = intent.split("(", 1)[1].rstrip(")")
                 icu_rows, icu_given = rec.icu_counts(word)
@@ -309,8 +344,9 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     out["administrations"].append(
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
                         f"({icu_given} given) that compat cannot show")
-            if intent.startswith(("lab_trend(", "abx_response(")):
-                out["trends"] += _trend_defects(rec, where, intent, e["rubrics"][t], checks)
+            if intent.startswith("lab_trend(") and len(labs) == 1:
+                out["trends"] += _trend_defects(rec, where, next(iter(labs)), e["rubrics"][t],
+                                                checks)
             if any(a.get("report_type") == "culture" for n, a in calls
                    if n == "DiagnosticReport.search"):
                 orgs = rec.organisms()
@@ -321,20 +357,47 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 if orgs and any("no organism" in w for c in checks if c["kind"] == "concept"
                                 for w in c["any"]["en"]):
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
+    out["repeats"] = _repeats(entries)
     return {k: out.get(k, []) for k in CATEGORIES}
 
 
-def _trend_defects(rec: Record, where: str, intent: str, items: list[str],
+#: Turn intents that look a lab up (a value the turn before already gave is asked again).
+LOOKUPS = ("lab_latest(", "lab_pair(", "lab_and_med(")
+
+
+def _repeats(entries: list[dict[str, Any]]) -> list[str]:
+    """Within one build: an admission used twice in a scenario, a question asked twice, a lab
+    looked up right after the turn that gave it."""
+    found = []
+    seen: dict[tuple[str, int], str] = {}
+    asked: dict[str, str] = {}
+    for e in entries:
+        key = (e.get("clinical_scenario", ""), e["hadm_id"])
+        if key in seen:
+            found.append(f"{e['id']}: admission {e['hadm_id']} already used by {seen[key]}")
+        seen.setdefault(key, e["id"])
+        intents = e.get("session_plan", {}).get("turn_intents", [])
+        labs = [{a["code"] for n, a in _calls(turn) if n == "Observation.search" and a.get("code")}
+                for turn in e["answer_list"]]
+        for t, text in enumerate(e.get("tasks_en", [])):
+            if text in asked:
+                found.append(f"{e['id']} turn {t}: {text!r} already asked in {asked[text]}")
+            asked.setdefault(text, f"{e['id']} turn {t}")
+            if t and t < len(intents) and intents[t].startswith(LOOKUPS) and labs[t] & labs[t - 1]:
+                found.append(f"{e['id']} turn {t}: asks {sorted(labs[t] & labs[t - 1])} again")
+    return found
+
+
+def _trend_defects(rec: Record, where: str, label: str, items: list[str],
                    checks: list[dict[str, Any]]) -> list[str]:
     """The trend words a turn accepts, against the documented table (``vocab.TRENDS``, read
     here on the record's values without its spurious ones)."""
-    label = intent[intent.index("(") + 1:-1].split(",")[0].strip()
     rule = TRENDS.get(label)
     suspect = rec.suspect(label)
     points = [(t, v) for t, v in rec.lab_series(label) if t not in suspect]
     said = [c for i, c in zip(items, checks, strict=True) if i.startswith("The answer describes")]
     if rule is None or len(points) < 2 or not said:
-        return [f"{where}: {intent} without a trend the table can judge"]
+        return [f"{where}: a {label} trend the table cannot judge"]
     direction, size = _reviewer_trend([v for _, v in points], rule, rec.latest_range(label))
     words = {w.lower() for w in said[0]["any"]["en"]}
     fair = {direction} | ({"stable"} if size == "slight" else set())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from physassist.lab_artifacts import REVERT, SPIKE
-from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, dose_event
+from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Order, dose_event
 
 from . import facts as F
 from .interpret import AT_GOAL, Context, actionable
@@ -32,7 +32,7 @@ from .patient_topics import (
 from .profile import Profile
 from .topics import Topic
 from .trends import Trend, judge_trend
-from .vocab import LABS, TRENDS, Meaning, unsafe
+from .vocab import LABS, TRENDS, Meaning
 from .wording import say
 
 
@@ -105,6 +105,8 @@ class Digest:
     trend_size: str = ""  # clear | slight | none (trends.change)
     artifact: LabFact | None = None  # a suspect extreme left out of the trend (lab_artifacts)
     context: Context = field(default_factory=Context)  # what changes a value's meaning
+    meds: list[MedFact] = field(default_factory=list)  # the orders a safety signal involves
+    rule: Any = None  # the vocab rule behind a safety signal (an Interaction, a DuplicateClass)
     at_discharge: bool = True  # the session is at the discharge date (its forward words)
     med: MedFact | None = None
     admin_count: int = 0  # doses of the order charted given
@@ -130,6 +132,10 @@ class Digest:
     write: dict[str, Any] = field(default_factory=dict)  # the write call's arguments
     write_result: dict[str, Any] = field(default_factory=dict)
 
+
+#: Safety-signal kinds whose digest, answer and rubric live in :mod:`.safety`.
+SIGNAL_KINDS = frozenset({"duplicate_therapy", "duplicate_class", "interaction",
+                          "anticoag_bridge"})
 
 #: Context labels that lie above / below the patient's target (interpret.label).
 _HIGH_SIDE = frozenset({"high", "supratherapeutic", "prediabetes", "diabetes_range"})
@@ -185,16 +191,22 @@ def _med(observation: Any, word: str, prof: Profile) -> MedFact | None:
     give its dose (one of them, or their sum); None when there is none (stopped,
     sliding-scale, PRN or one-time orders never answer a dose question)."""
     current = prof.timeline.current_order(word) if prof.timeline is not None else None
-    if current is None or current.start is None or current.dose is None:
+    return order_fact(observation, current, word) if current is not None else None
+
+
+def order_fact(observation: Any, order: Order, word: str) -> MedFact | None:
+    """One order as the order tool returned it: the rows of its drug and start, whose doses
+    give its dose (one of them, or their sum); None when the tool does not show it so."""
+    if order.start is None or order.dose is None:
         return None
-    start = current.start.strftime("%Y-%m-%d %H:%M")
-    rows = [o for o in F.med_orders(observation, word) if o.drug == current.drug
-            and F.minute(o.start) == start and o.unit == current.unit and o.dose is not None]
+    start = order.start.strftime("%Y-%m-%d %H:%M")
+    rows = [o for o in F.med_orders(observation, word) if o.drug == order.drug
+            and F.minute(o.start) == start and o.unit == order.unit and o.dose is not None]
     doses = [o.dose for o in rows if o.dose is not None]
-    if not doses or not any(abs(current.dose - v) < 1e-6 for v in [*doses, sum(doses)]):
+    if not doses or not any(abs(order.dose - v) < 1e-6 for v in [*doses, sum(doses)]):
         return None
-    parts = tuple(fmt(v) for v in doses) if len(doses) > 1 and len(set(doses)) > 1 else ()
-    return MedFact(word, current.drug, current.dose, current.unit, rows[0].route or "",
+    parts = order.components if len(set(order.components)) > 1 else ()
+    return MedFact(word, order.drug, order.dose, order.unit, rows[0].route or "",
                    F.day(rows[0].start), parts)
 
 
@@ -271,8 +283,9 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
                 return None
             d.verdict = "ok" if not d.admin_missed else "missed"
         if k == "drug_lab_safety":
-            lab = d.labs[0]
-            d.verdict = "hold" if unsafe(topic.drug or "", lab.label, lab.value) else "ok"
+            from .safety import verdict
+
+            d.verdict = verdict(d, prof)
     elif k == "dx_primary":
         dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
         if not dxs:
@@ -283,17 +296,19 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if not stays:
             return None
         d.stay = stays[0]
-    elif k in ("lab_trend", "abx_response"):
-        if not _trend_digest(d, points(obs[0] if k == "lab_trend" else obs[1], topic.lab or ""),
-                             prof):
+    elif k == "lab_trend":
+        if not _trend_digest(d, points(obs[0], topic.lab or ""), prof):
             return None
-        if k == "abx_response":
-            if not _order_doses(d, obs[0], prof):
-                return None
-            d.verdict = ({"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
-                         if d.trend_size == "clear" else "unclear")
-            if d.trend == "falling" and d.labs[0].status == "low":
-                d.verdict = "unclear"
+    elif k in ("abx_response", "treatment_effect"):
+        from .response import digest_response
+
+        if not digest_response(d, obs, prof):
+            return None
+    elif k in SIGNAL_KINDS:
+        from .safety import digest_signal
+
+        if not digest_signal(d, obs, prof):
+            return None
     elif k in ("culture_latest", "imaging_latest"):
         want_micro = k == "culture_latest"
         found = [r for r in F.reports(obs[0]) if r.micro == want_micro and r.conclusion and r.time]
@@ -480,21 +495,20 @@ def answer(d: Digest, lang: str) -> str:
     if k == "lab_trend":
         return _trend_answer(d, lang)
     if k == "drug_lab_safety":
-        assert d.med is not None
-        lab = d.labs[0]
-        values = {**_med_vars(d.med), "label": lab_name(lab.label, lang), "value": fmt(lab.value),
-                  "lab_unit": lab.unit, "status": _status(lang, lab.said),
-                  "lab": lab_spoken(lab.label, lang), "next_check": next_check(d, lang)}
+        from .safety import safety_values
+
+        values = safety_values(d, lang)
         first = say(lang, f"answers.safety.{d.verdict}", **values)
-        return f"{first} {say(lang, f'answers.safety.{d.verdict}_rec', **values)}".strip()
-    if k == "abx_response":
-        first, last = d.series
-        values = {"drug_word": d.topic.drug, "count": d.admin_count, "since": d.admin_first,
-                  "label": lab_name(last.label, lang), "first": fmt(first.value),
-                  "last": fmt(last.value), "unit": last.unit, "trend_word": trend_word(d, lang),
-                  "next_check": next_check(d, lang)}
-        return (f"{say(lang, 'answers.response.first', **values)} "
-                f"{say(lang, f'answers.response.{d.verdict}', **values)}")
+        rec = say(lang, f"answers.safety.{d.verdict}_rec", **values)
+        return f"{first} {rec}" if lang == "en" else f"{first}{rec}"
+    if k in ("abx_response", "treatment_effect"):
+        from .response import answer_response
+
+        return answer_response(d, lang)
+    if k in SIGNAL_KINDS:
+        from .safety import answer_signal
+
+        return answer_signal(d, lang)
     if d.topic.source == "write":
         return _write_answer(d, lang)
     if k in PATIENT_KINDS:

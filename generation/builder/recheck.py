@@ -13,6 +13,7 @@ from physassist.timeline import LabSeries, Timeline
 
 from .answers import Digest, organisms
 from .facts import day, minute
+from .response import baseline_and_last
 from .trends import judge_trend
 from .vocab import TRENDS
 
@@ -20,7 +21,7 @@ _NONE = LabSeries("", (), ())
 
 #: Reasons a session is rejected, in the order they are checked.
 REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "artifact",
-           "trend", "admin_uncountable", "admin_count", "culture")
+           "response", "trend", "admin_uncountable", "admin_count", "culture")
 
 
 def _stamp(t: object) -> str:
@@ -35,6 +36,19 @@ def _trend_agrees(d: Digest, tl: Timeline) -> bool:
     t = judge_trend(series.confirmed, rule)
     return (t.direction, t.size, t.anchor, t.ref.value, _stamp(t.ref.time)[:10]) == (
         d.trend, d.trend_size, d.anchor, d.series[0].value, d.series[0].day)
+
+
+def _response_agrees(d: Digest, tl: Timeline) -> bool:
+    """The response's baseline and latest value are the timeline's: the last value not suspect
+    before the first dose (eMAR or ICU), and the latest one."""
+    given = tl.administrations(d.topic.drug or "").given
+    series = tl.lab(d.series[-1].label)
+    found = baseline_and_last(list(series.confirmed), given[0]) if given and series else None
+    if found is None:
+        return False
+    base, last = found
+    return (base.value, _stamp(base.time), last.value, _stamp(last.time)) == (
+        d.series[0].value, d.series[0].time, d.series[1].value, d.series[1].time)
 
 
 def record_check(d: Digest, tl: Timeline) -> str | None:
@@ -59,7 +73,9 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
     if any(fact.time in {_stamp(t) for t in (tl.lab(fact.label) or _NONE).suspect}
            for fact in [*d.labs, *d.series]):
         return "artifact"
-    if d.series and not _trend_agrees(d, tl):
+    if d.series and d.anchor == "baseline" and not _response_agrees(d, tl):
+        return "response"
+    if d.series and d.anchor != "baseline" and not _trend_agrees(d, tl):
         return "trend"
     if d.admin_count:
         order = tl.current_order(word)

@@ -13,7 +13,17 @@ from typing import Any
 
 from physassist.vocab import LANGUAGES
 
-from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms, trend_word
+from .answers import (
+    SIGNAL_KINDS,
+    Digest,
+    LabFact,
+    fmt,
+    key_culture,
+    lab_name,
+    meaning,
+    organisms,
+    trend_word,
+)
 from .facts import day as day_of
 from .interpret import AT_GOAL
 from .patient_topics import onset_phrase
@@ -150,9 +160,17 @@ def rubric(d: Digest) -> list[Item]:
     if k == "lab_trend":
         return _trend_items(d)
     if k == "drug_lab_safety":
-        return _safety_items(d)
-    if k == "abx_response":
-        return _response_items(d)
+        from .safety import safety_items
+
+        return safety_items(d)
+    if k in ("abx_response", "treatment_effect"):
+        from .response import response_items
+
+        return response_items(d)
+    if k in SIGNAL_KINDS:
+        from .safety import signal_items
+
+        return signal_items(d)
     if d.topic.source == "write":
         return _write_items(d)
     if k == "adherence_check":
@@ -308,49 +326,6 @@ def _trend_items(d: Digest) -> list[Item]:
     return items
 
 
-def _safety_items(d: Digest) -> list[Item]:
-    m, lab = d.med, d.labs[0]
-    assert m is not None
-    vals = {"drug_word": m.word, "dose": fmt(m.dose), "unit": m.unit}
-    items = [_item("safety_drug", value(m.word, m.dose, m.unit), vals)]
-    items += _lab_items(lab, with_time=False)
-    if d.verdict == "hold":
-        items.append(_item("safety_verdict_hold", concept("hold"), vals))
-        items.append(_item("safety_not_ok", forbidden("unsafe_continue"), vals))
-        items.append(_item("rec_recheck", concept("recheck"), {"label": lab.label},
-                           {"label": lab_name(lab.label, "zh")}))
-    else:
-        items.append(_item("safety_verdict_ok", concept("continue"), vals))
-        items.append(_item("safety_not_hold", forbidden("stop_words"), vals))
-    return items
-
-
-def _response_items(d: Digest) -> list[Item]:
-    first, last = d.series
-    lab = last.label
-    word = d.topic.drug or ""
-
-    def vals(f: LabFact, lang: str) -> dict[str, Any]:
-        return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
-
-    tw = {lang: trend_word(d, lang) for lang in LANGUAGES}
-    items = [
-        _item("resp_drug", literal(word), {"drug_word": word}),
-        _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
-        _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", {"kind": "concept", "any": trend_terms(d)},
-              {"label": lab, "trend_word": tw["en"]},
-              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
-    ]
-    verdict_key = {"responding": "resp_verdict_yes", "not_responding": "resp_verdict_no",
-                   "unclear": "resp_verdict_unclear"}[d.verdict]
-    items.append(_item(verdict_key, concept(d.verdict), {}))
-    plan = "escalate" if d.verdict == "not_responding" else "continue"
-    items.append(_item("resp_plan_escalate" if plan == "escalate" else "resp_plan_continue",
-                       concept(plan), {}))
-    return items
-
-
 def _accept_lab(label: str) -> list[str]:
     spoken = LABS[label].en if label in LABS else label
     return list(dict.fromkeys([f"Repeat {label}", label, spoken, f"{spoken} level",
@@ -368,14 +343,15 @@ def _write_items(d: Digest) -> list[Item]:
 
     confirm = _item("write_confirm", concept("confirm"), {})
     if tool == "ServiceRequest.create":
+        target = args["target_date"]
         if d.topic.kind == "followup_visit":
             service = ["Primary care follow-up", "PCP follow-up", "primary care", "follow-up",
                        "PCP", "follow up"]
-            target = args["target_date"]
-            dates = [next_day(target, delta) for delta in (-2, -1, 0, 1, 2)]
         else:
             service = _accept_lab(d.topic.lab or "")
-            dates = [args["target_date"]]
+        # A follow-up a week out may fall on any day around it; a repeat lab tomorrow may not.
+        spread = (-2, -1, 0, 1, 2) if d.topic.kind == "followup_visit" or d.at_discharge else (0,)
+        dates = [next_day(target, delta) for delta in spread]
         return [
             _item("write_call_service", call, {}),
             _item("write_service_type", arg("service_type", service), {"service": args["service_type"]}),
