@@ -119,3 +119,22 @@ def test_the_raw_check_finds_a_spurious_peak_and_a_trend_the_table_contradicts()
     found = fr.defects([claim], demo)
     assert len(found["artifacts"]) == 1 and "942" in found["artifacts"][0]
     assert len(found["trends"]) == 1 and "the rubric accepts ['stable']" in found["trends"][0]
+
+
+def test_the_reviewers_sheet_shows_sessions_beside_their_record(tmp_path) -> None:
+    """``docs/reviewer_sheet.py`` on the committed sample: each picked session with its
+    admission, outcome and what it was built on, each turn with its raw rows."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sheet.md"
+    subprocess.run([sys.executable, "docs/reviewer_sheet.py", "--source",
+                    str(fb.SAMPLE / "cohort"), "--build", str(fb.SAMPLE / "sessions"),
+                    "--turns", "40", "--out", str(out)], check=True, cwd=fb.REPO,
+                   capture_output=True)
+    text = out.read_text(encoding="utf-8")
+    assert text.count("\n### ") == 40 and "\n## " in text
+    for line in (x for x in text.splitlines() if x.startswith("Subject ")):
+        assert "discharged to" in line or "died" in line
+        assert "built on" in line or "no signal required" in line, line
+    assert "labevents, " in text and "emar events" in text
