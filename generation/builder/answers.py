@@ -18,7 +18,7 @@ from physassist.lab_artifacts import REVERT, SPIKE
 from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Order, dose_event
 
 from . import facts as F
-from .interpret import AT_GOAL, Context, actionable
+from .interpret import AT_GOAL, OFF_TARGET, Context, actionable
 from .interpret import label as label_in_context
 from .interpret import meaning as condition
 from .patient_topics import (
@@ -119,7 +119,7 @@ class Digest:
     dx: F.Diagnosis | None = None
     stay: F.Stay | None = None
     trend: str = ""  # rising | falling | stable
-    course: str = ""  # worsening | improving | normal | minor | abnormal_stable
+    course: str = ""  # worsening | improving | normal | off_target | minor | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
     reports: list[F.Report] = field(default_factory=list)  # newest first
     adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
@@ -143,13 +143,16 @@ _LOW_SIDE = frozenset({"low", "subtherapeutic"})
 
 
 def course(last: LabFact, trend: Trend, ctx: Context) -> str:
-    """normal | minor | improving | worsening | abnormal_stable. A value at goal is normal; a
-    clear move away from it is worsening (a KDIGO-sized creatinine rise counts before the
+    """normal | off_target | minor | improving | worsening | abnormal_stable. A value at goal
+    is normal, one off a drug's target (an INR on warfarin) calls for dosing; a clear move away
+    from goal is worsening (a KDIGO-sized creatinine rise counts before the
     value names a condition); otherwise a deviation that calls for nothing
     (interpret.actionable: a low BUN of 4) is minor, a clear move toward goal is improving, and
     a slight or no move needs a recheck."""
     if last.said in AT_GOAL:
         return "normal"
+    if last.said in OFF_TARGET:
+        return "off_target"
     clear = trend.size == "clear" and last.status != "abnormal"
     worse = ((last.said in _HIGH_SIDE and trend.direction == "rising")
              or (last.said in _LOW_SIDE and trend.direction == "falling"))

@@ -7,7 +7,8 @@
   clinical threshold where :data:`~.vocab.MEANINGS` names one, else beyond the reference limit
   by at least the analyte's meaningful change (:data:`~.vocab.TRENDS`); a high creatinine or
   BUN in end-stage renal disease is expected. A low BUN of 4 needs nothing.
-* **Meaning**: the condition a value suggests, said only past its threshold; in end-stage renal
+* **Meaning**: the condition a value suggests, said only past its threshold (none for an INR on
+  warfarin: it is the drug's effect, and off target the dosing is adjusted); in end-stage renal
   disease a high creatinine is the known disease, and with a coded leukaemia or myeloid
   neoplasm a high white count is the known disease before it is an infection.
 """
@@ -36,6 +37,8 @@ from .vocab import (
 INR, A1C = "INR(PT)", "% Hemoglobin A1c"
 #: Labels that are the value's normal for the patient (no action, no condition named).
 AT_GOAL = frozenset({"normal", "therapeutic"})
+#: Labels off a drug's target: the dose is the question, not a condition.
+OFF_TARGET = frozenset({"subtherapeutic", "supratherapeutic"})
 _ESRD = Meaning("known end-stage renal disease", "已知终末期肾病", ("end-stage", "ESRD", "dialysis"),
                 ("终末期肾病", "透析"), MEANINGS[("Creatinine", "high")].limit)
 _HEME = Meaning("the known haematological malignancy (infection still possible)",
@@ -98,7 +101,10 @@ def actionable(lab: str, value: float, status: str, word: str, limits: tuple[flo
 
 
 def meaning(lab: str, value: float, status: str, ctx: Context) -> Meaning | None:
-    """The condition the value suggests, past its clinical threshold (see the module rules)."""
+    """The condition the value suggests, past its clinical threshold (see the module rules);
+    an INR on warfarin suggests none: it is the drug's effect, judged against its target."""
+    if lab == INR and ctx.on_warfarin:
+        return None
     if ctx.esrd and lab == "Creatinine" and status == "high":
         return _ESRD
     if ctx.heme_malignancy and lab == "White Blood Cells" and status == "high":

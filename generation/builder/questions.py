@@ -42,7 +42,7 @@ _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 #: The most question variants a kind has in one form (a variant index wraps around).
-MAX_VARIANTS = 6
+MAX_VARIANTS = 12
 
 
 @dataclass(frozen=True)

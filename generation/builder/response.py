@@ -23,6 +23,7 @@ from .answers import (
     _truncated,
     fmt,
     lab_name,
+    lab_spoken,
     next_check,
     trend_points,
     trend_word,
@@ -97,7 +98,7 @@ def answer_response(d: Digest, lang: str) -> str:
     values = {"drug_word": name, "Drug_word": name[:1].upper() + name[1:], "since": d.admin_first,
               "label": lab_name(last.label, lang), "first": fmt(base.value),
               "last": fmt(last.value), "unit": last.unit, "trend_word": trend_word(d, lang),
-              "next_check": next_check(d, lang)}
+              "next_check": next_check(d, lang), "lab": lab_spoken(last.label, lang)}
     first = say(lang, "answers.response.first", **values)
     second = say(lang, f"answers.{kind}.{d.verdict}", **values)
     return f"{first} {second}" if lang == "en" else f"{first}{second}"

@@ -102,12 +102,15 @@ NOT_ONE_DRUG = frozenset({"vitamin", "insulin", "sodium", "potassium", "calcium"
 
 
 def _twice(tl: Timeline, word: str) -> bool:
-    """Two current scheduled orders of the drug ``word`` (same first word) from different
-    prescriptions (``poe_id``: one prescription's rows are one regimen) that differ."""
+    """Two current scheduled orders of the drug ``word`` (same first word) that differ and
+    were not written together: one prescription's rows (``poe_id``), or orders of one drug
+    started at the same minute (2 mg mornings and nights, 1 mg at noon), are one regimen."""
     orders = [o for o in tl.current_orders(word) if o.word == word]
     if len(orders) < 2 or not all(o.scheduled for o in orders):
         return False
-    return (len({o.poe_id for o in orders}) > 1
+    written = {(o.poe_id,) if o.poe_id else (o.drug, o.start) for o in orders}
+    together = len({(o.drug, o.start) for o in orders}) == 1
+    return (len(written) > 1 and not together
             and len({(o.drug, o.dose_text) for o in orders}) > 1)
 
 
@@ -173,9 +176,11 @@ def treatment_of(word: str) -> Treatment | None:
     return found
 
 
-def measurable(tl: Timeline, word: str, lab: str, corrects: str) -> bool:
-    """The drug was given, its marker was off (``corrects``: low or high) just before the
-    first dose, and was measured again after it."""
+def measurable(tl: Timeline, word: str, lab: str, corrects: str,
+               treated: float | None = None) -> bool:
+    """The drug was given, its marker was off (``corrects``: low or high; past ``treated``
+    where the treatment has its own threshold) just before the first dose, and was measured
+    again after it."""
     given = tl.administrations(word).given
     series = tl.lab(lab)
     if not given or series is None or lab not in TRENDS:
@@ -183,14 +188,15 @@ def measurable(tl: Timeline, word: str, lab: str, corrects: str) -> bool:
     first = given[0]
     before = [p for p in series.confirmed if first - BASELINE_WITHIN <= p.time <= first]
     after = [p for p in series.confirmed if p.time >= first + EFFECT_AFTER]
-    return bool(before) and bool(after) and _off(before[-1], corrects)
+    return bool(before) and bool(after) and _off(before[-1], corrects, treated)
 
 
-def _off(p: Any, corrects: str) -> bool:
-    """Whether a value is beyond its reference range on the ``corrects`` side."""
-    if corrects == "high":
-        return p.high is not None and p.value > p.high
-    return p.low is not None and p.value < p.low
+def _off(p: Any, corrects: str, treated: float | None) -> bool:
+    """Whether a value is beyond ``treated`` (else its reference range) on the side named."""
+    limit = treated if treated is not None else p.high if corrects == "high" else p.low
+    if limit is None:
+        return False
+    return p.value > limit if corrects == "high" else p.value < limit
 
 
 def treatment_words(tl: Timeline) -> list[tuple[str, str]]:
@@ -218,7 +224,7 @@ def response_topics(prof: Profile) -> list[Topic]:
         labs = ([m for m in INFECTION_MARKERS if not (prof.context.heme_malignancy
                                                        and m in ("White Blood Cells", "Neutrophils"))]
                 if kind == "abx_response" else [t.lab])
-        lab = next((m for m in labs if measurable(tl, word, m, t.corrects)), None)
+        lab = next((m for m in labs if measurable(tl, word, m, t.corrects, t.treated)), None)
         if lab is not None:
             out.append(Topic(kind, lab=lab, drug=word, name=drug_spoken(given_as)))
             seen.add((t.name, t.lab))

@@ -138,6 +138,9 @@ def follows(previous: Topic | None, topic: Topic) -> bool:
                 and topic.drug == previous.drug)
 
 
+#: Labs that have no place in an outpatient follow-up (they guide acute care only).
+INPATIENT_ONLY = frozenset({"Lactate", "Troponin T", "Creatine Kinase (CK)"})
+
 #: Days from discharge to the follow-up visit a discharge-date order is dated for (a repeat
 #: lab "at follow-up" and the primary-care visit both fall a week out).
 FOLLOW_UP_DAYS = 7
@@ -247,11 +250,12 @@ def named(topic: Topic, prof: Profile) -> Topic:
 
 
 def _lab_and_med(p: Pools, prof: Profile) -> list[Topic]:
+    """A drug with a lab that monitors it (its class's labs): never an unrelated pair."""
     out = []
     for w in p.drugs[:4]:
         cls = drug_class_of(w)
         pair_labs = [lab for lab in (cls.labs if cls else ()) if lab in prof.labs]
-        out += [Topic("lab_and_med", lab=lab, drug=w) for lab in (pair_labs or p.labs[:2])[:2]]
+        out += [Topic("lab_and_med", lab=lab, drug=w) for lab in pair_labs[:2]]
     return out
 
 
@@ -297,7 +301,11 @@ _CANDIDATES: dict[str, Callable[[Pools, Profile], list[Topic]]] = {
     "anticoag_bridge": _signals("anticoag_bridge"),
     "abx_response": _signals("abx_response"),
     "treatment_effect": _signals("treatment_effect"),
-    "order_lab_recheck": lambda p, prof: [Topic("order_lab_recheck", lab=lab) for lab in p.labs[:6]],
+    # A repeat is ordered for a value that is off, not for a normal one; after discharge not
+    # for an acute-care test.
+    "order_lab_recheck": lambda p, prof: [Topic("order_lab_recheck", lab=lab)
+                                          for lab in p.abnormal[:6]
+                                          if not (prof.at_discharge and lab in INPATIENT_ONLY)],
     "continue_med": lambda p, prof: [Topic("continue_med", drug=w) for w in p.drugs[:6]
                                      if _frequency(prof, w) is not None
                                      and _route(prof.drugs[w].route)],

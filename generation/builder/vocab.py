@@ -665,6 +665,7 @@ class Treatment:
     lab: str
     expect: str
     source: str
+    treated: float | None = None  # the value it treats past, when not the reference range
 
     @property
     def corrects(self) -> str:
@@ -674,13 +675,14 @@ class Treatment:
 
 TREATMENTS: tuple[Treatment, ...] = (
     Treatment("insulin", ("insulin",), "Glucose", "falling", "ADA 2024, 16: insulin for "
-              "persistent hyperglycemia > 180 mg/dL"),
+              "persistent hyperglycemia > 180 mg/dL", 180.0),
     Treatment("potassium", ("potassium chloride", "kcl"), "Potassium", "rising",
               "potassium repletion raises serum K ~0.1 mmol/L per 10 mEq (Kruse & Carlson 1990)"),
     Treatment("magnesium", ("magnesium sulfate",), "Magnesium", "rising",
               "magnesium sulfate repletion (ICU electrolyte protocols)"),
     Treatment("red cells", ("packed red blood cells", "red blood cells"), "Hemoglobin",
-              "rising", "AABB: one red-cell unit raises haemoglobin ~1 g/dL"),
+              "rising", "AABB 2023: transfuse below 7 g/dL; one unit raises haemoglobin "
+              "~1 g/dL", 7.0),
     Treatment("vasopressor", ("norepinephrine", "vasopressin", "phenylephrine", "epinephrine"),
               "Lactate", "falling", "Surviving Sepsis Campaign 2021: guide resuscitation by "
               "lactate clearance"),
