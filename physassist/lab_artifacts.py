@@ -7,10 +7,10 @@ and returns to within half the jump of the draw before: a haemoglobin of 3.3 bet
 line running dextrose). No real change comes and goes that fast without a treatment, so a
 spike with one of its :data:`INTERVENTIONS` (a transfusion, insulin) given between the draws
 before and after it is not one.
-When :data:`PANEL_SPIKES` analytes of one draw spike, the other values of that draw are suspect
-too where they stand apart from both of their own neighbours by :data:`PANEL` in one direction
-(the glucose of 942 came with a bicarbonate of 46 and a potassium of 2.3): a physiologically
-discordant panel.
+When :data:`PANEL_SPIKES` analytes of one draw spike, one at least with no treatment to explain
+it, every value of that draw is suspect where it stands apart from both of its own neighbours by
+:data:`PANEL` in one direction (the glucose of 942 came with a bicarbonate of 46 and a potassium
+of 2.3): a physiologically discordant panel, which a dose of insulin that day does not explain.
 """
 
 from __future__ import annotations

@@ -471,31 +471,33 @@ class Timeline:
         return self._labs[label]
 
     @cached_property
-    def _spikes(self) -> dict[dt.datetime, set[str]]:
-        """Chart time -> the panel analytes that spiked then, not explained by a treatment
-        given before the next draw (:mod:`physassist.lab_artifacts`)."""
-        out: dict[dt.datetime, set[str]] = {}
+    def _spikes(self) -> dict[dt.datetime, dict[str, bool]]:
+        """Chart time -> the panel analytes that spiked then -> whether a treatment given
+        between the draws around the spike explains it (:mod:`physassist.lab_artifacts`)."""
+        out: dict[dt.datetime, dict[str, bool]] = {}
         for label in PANEL_LABS:
             series = self._raw_lab(label)
             points = series.points if series is not None else ()
-            for i in self._untreated(label, points):
-                out.setdefault(points[i].time, set()).add(label)
+            for i, d in spikes(points):
+                out.setdefault(points[i].time, {})[label] = self._treated(label, d, points, i)
         return out
 
-    def _untreated(self, label: str, points: tuple[LabPoint, ...]) -> list[int]:
-        """Indices of the spikes of ``points`` with no treatment for ``label`` given between
-        the draws around them."""
-        return [i for i, d in spikes(points) if not self._given_between(
-            INTERVENTIONS.get((label, d), ()), points[i - 1].time, points[i + 1].time)]
+    def _treated(self, label: str, direction: str, points: tuple[LabPoint, ...], i: int) -> bool:
+        """Whether a treatment for ``label``'s spike at ``i`` was given between the draws
+        around it."""
+        words = INTERVENTIONS.get((label, direction), ())
+        return self._given_between(words, points[i - 1].time, points[i + 1].time)
 
     def _suspect(self, label: str) -> frozenset[dt.datetime]:
-        """Chart times of ``label``'s own spikes, and of its values that stand apart in a draw
-        where several analytes spiked (the panel rule)."""
+        """Chart times of ``label``'s own untreated spikes, and of its values that stand apart
+        in a draw where several analytes spiked, one at least with no treatment to explain it
+        (the panel rule)."""
         series = self._raw_lab(label)
         points = series.points if series is not None else ()
-        own = {points[i].time for i in self._untreated(label, points)}
+        own = {points[i].time for i, d in spikes(points) if not self._treated(label, d, points, i)}
         panel = {t for t, labels in self._spikes.items()
-                 if len(labels) >= PANEL_SPIKES and stands_apart(points, t)}
+                 if len(labels) >= PANEL_SPIKES and not all(labels.values())
+                 and stands_apart(points, t)}
         return frozenset(own | panel)
 
     def _given_between(self, words: tuple[str, ...], start: dt.datetime,

@@ -215,29 +215,32 @@ class Record:
     def suspect(self, label: str) -> set[dt.datetime]:
         """Chart times of ``label``'s spurious values: a spike 40% away from both neighbours,
         back within 12 h, with no treatment given around it; and, in a draw where two panel
-        analytes spiked, a value 15% apart from both neighbours (physassist/lab_artifacts.py)."""
-        own = self._spikes(label)
-        panel = defaultdict(set)
+        analytes spiked (one at least untreated), a value 15% apart from both neighbours
+        (physassist/lab_artifacts.py)."""
+        own = {t for t, treated in self._spikes(label).items() if not treated}
+        panel = defaultdict(list)
         for other in PANEL_LABS:
-            for t in self._spikes(other):
-                panel[t].add(other)
+            for t, treated in self._spikes(other).items():
+                panel[t].append(treated)
         series = self.lab_series(label)
         apart = {t for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
                  if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15}
-        return own | {t for t, labels in panel.items() if len(labels) >= 2 and t in apart}
+        return own | {t for t, treated in panel.items()
+                      if len(treated) >= 2 and not all(treated) and t in apart}
 
     @functools.cache  # noqa: B019 (one Record per session, a few labels each)
-    def _spikes(self, label: str) -> set[dt.datetime]:
+    def _spikes(self, label: str) -> dict[dt.datetime, bool]:
+        """Chart time of each spike of ``label`` -> whether a treatment given around it
+        explains it."""
         series = self.lab_series(label)
-        out = set()
+        out = {}
         for (ta, a), (t, v), (tb, b) in zip(series, series[1:], series[2:], strict=False):
             up, down = v > max(a, b), v < min(a, b)
             if not (up or down) or tb - t > dt.timedelta(hours=12):
                 continue
             if min(_away(v, a), _away(v, b)) >= 0.4 and abs(b - a) <= abs(v - a) / 2:
                 words = INTERVENTIONS.get((label, "high" if up else "low"), ())
-                if not self.treated(words, ta, tb):
-                    out.add(t)
+                out[t] = self.treated(words, ta, tb)
         return out
 
     def treated(self, words: tuple[str, ...], start: dt.datetime, end: dt.datetime) -> bool:

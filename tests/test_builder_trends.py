@@ -150,11 +150,15 @@ def test_a_contaminated_draw_is_suspect_and_never_a_peak() -> None:
     drawn = dt.datetime(2150, 3, 2, 23, 18)
     assert glucose.suspect == {drawn} and glucose.peak.value == 178
     assert potassium.suspect == {drawn} and potassium.nadir.value == 3.3  # the panel rule
-    # insulin given between the draws could make a high glucose real: no longer suspect
+    # insulin given between the draws could make a high glucose alone real: no longer
+    # suspect; it does not explain the bicarbonate of 46 of the same draw (the panel rule)
     insulin = [{"subject_id": 1, "hadm_id": 2, "emar_id": "e1", "medication": "Insulin",
                 "charttime": "2150-03-03 00:00:00", "event_txt": "Administered"}]
     treated = fb.timeline_of(_record(emar=insulin), current_date="2150-03-04")
-    assert drawn not in treated.lab("Glucose").suspect
+    assert treated.lab("Glucose").suspect == {drawn}
+    alone = _record(emar=insulin)
+    alone["labevents"] = [r for r in alone["labevents"] if r["itemid"] == 50931]
+    assert drawn not in fb.timeline_of(alone, current_date="2150-03-04").lab("Glucose").suspect
 
 
 def _bundle(label: str, rows: list[tuple[str, float]], low: float, high: float) -> dict:
