@@ -10,11 +10,11 @@ import fixtures_builder as fb
 import fixtures_store as fx
 
 from generation.builder import facts as F
-from generation.builder.answers import Digest, LabFact, answer, digest
+from generation.builder.answers import Digest, LabFact
+from generation.builder.gold import answer, digest, rubric
 from generation.builder.interpret import Context, actionable, label, meaning
 from generation.builder.profile import LabSummary, Profile
 from generation.builder.recheck import record_check
-from generation.builder.rubrics import rubric
 from generation.builder.topics import Topic
 from generation.builder.trends import change, judge_trend
 from generation.builder.vocab import TRENDS

@@ -9,9 +9,10 @@ import fixtures_builder as fb
 import pytest
 
 from generation.builder import facts as F
-from generation.builder.answers import answer, digest, fmt
+from generation.builder.answers import fmt
 from generation.builder.arcs import ARCS, CR, DG, IL, WU, check_positions, eligible_arcs
 from generation.builder.encode import BuiltTurn, dep_graph, sentences
+from generation.builder.gold import answer, digest, rubric
 from generation.builder.plan import check_session_rules, choose_topics
 from generation.builder.profile import DrugSummary, LabSummary, Profile
 from generation.builder.questions import (
@@ -19,7 +20,6 @@ from generation.builder.questions import (
     feasible_subtypes,
     make_question,
 )
-from generation.builder.rubrics import rubric
 from generation.builder.topics import Topic, candidates
 from generation.builder.wording import TemplateError, fill, templates
 

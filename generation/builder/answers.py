@@ -133,9 +133,11 @@ class Digest:
     write_result: dict[str, Any] = field(default_factory=dict)
 
 
-#: Safety-signal kinds whose digest, answer and rubric live in :mod:`.safety`.
+#: Safety-signal kinds whose digest, answer and rubric live in :mod:`.safety`, and the
+#: treatment-response kinds whose live in :mod:`.response` (:mod:`.gold` dispatches them).
 SIGNAL_KINDS = frozenset({"duplicate_therapy", "duplicate_class", "interaction",
                           "anticoag_bridge"})
+RESPONSE_KINDS = frozenset({"abx_response", "treatment_effect"})
 
 #: Context labels that lie above / below the patient's target (interpret.label).
 _HIGH_SIDE = frozenset({"high", "supratherapeutic", "prediabetes", "diabetes_range"})
@@ -245,10 +247,16 @@ def _truncated(observation: Any) -> bool:
     return isinstance(total, int) and total > len(F.resources(observation))
 
 
+def new_digest(topic: Topic, prof: Profile) -> Digest:
+    """An empty digest of ``topic`` in the patient's context."""
+    return Digest(topic, context=prof.context, at_discharge=prof.at_discharge)
+
+
 def digest(topic: Topic, observations: list[Any], prof: Profile,
            arguments: list[dict[str, Any]] | None = None) -> Digest | None:
-    """Read the gold observations of one topic; None when they cannot support an answer."""
-    d = Digest(topic, context=prof.context, at_discharge=prof.at_discharge)
+    """Read the gold observations of one topic of the common kinds (:mod:`.gold` reads every
+    kind); None when they cannot support an answer."""
+    d = new_digest(topic, prof)
     k = topic.kind
     obs = observations
 
@@ -285,10 +293,6 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             if not _order_doses(d, obs[1], prof):
                 return None
             d.verdict = "ok" if not d.admin_missed else "missed"
-        if k == "drug_lab_safety":
-            from .safety import verdict
-
-            d.verdict = verdict(d, prof)
     elif k == "dx_primary":
         dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
         if not dxs:
@@ -301,16 +305,6 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         d.stay = stays[0]
     elif k == "lab_trend":
         if not _trend_digest(d, points(obs[0], topic.lab or ""), prof):
-            return None
-    elif k in ("abx_response", "treatment_effect"):
-        from .response import digest_response
-
-        if not digest_response(d, obs, prof):
-            return None
-    elif k in SIGNAL_KINDS:
-        from .safety import digest_signal
-
-        if not digest_signal(d, obs, prof):
             return None
     elif k in ("culture_latest", "imaging_latest"):
         want_micro = k == "culture_latest"
@@ -452,7 +446,7 @@ def meaning(d: Digest) -> Meaning | None:
 
 
 def answer(d: Digest, lang: str) -> str:
-    """The gold answer text of a digested topic in one language."""
+    """The gold answer text of a digested topic of the common kinds in one language."""
     k = d.topic.kind
     if k == "lab_latest":
         return say(lang, "answers.lab_line", **_lab_vars(d.labs[0], lang))
@@ -497,21 +491,6 @@ def answer(d: Digest, lang: str) -> str:
                    conclusion=r.conclusion)
     if k == "lab_trend":
         return _trend_answer(d, lang)
-    if k == "drug_lab_safety":
-        from .safety import safety_values
-
-        values = safety_values(d, lang)
-        first = say(lang, f"answers.safety.{d.verdict}", **values)
-        rec = say(lang, f"answers.safety.{d.verdict}_rec", **values)
-        return f"{first} {rec}" if lang == "en" else f"{first}{rec}"
-    if k in ("abx_response", "treatment_effect"):
-        from .response import answer_response
-
-        return answer_response(d, lang)
-    if k in SIGNAL_KINDS:
-        from .safety import answer_signal
-
-        return answer_signal(d, lang)
     if d.topic.source == "write":
         return _write_answer(d, lang)
     if k in PATIENT_KINDS:

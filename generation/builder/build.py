@@ -24,16 +24,15 @@ from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS
 from solvers.patient.phm import PHMResponder
 
 from . import facts as F
-from .answers import answer, digest
 from .arcs import ARCS, eligible_arcs
 from .encode import BuiltTurn, encode
+from .gold import answer, digest, rubric
 from .grounding import anchor_note_grounding
 from .plan import choose_topics
 from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
 from .questions import antecedents, builds_on, count_subtype, new_question
 from .recheck import record_check
-from .rubrics import rubric
 from .topics import SCENARIO_FOCUS, Topic, calls, candidates, fits, required
 
 MAX_REPLANS = 8

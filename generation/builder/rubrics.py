@@ -14,7 +14,6 @@ from typing import Any
 from physassist.vocab import LANGUAGES
 
 from .answers import (
-    SIGNAL_KINDS,
     Digest,
     LabFact,
     fmt,
@@ -112,7 +111,8 @@ def _med_items(d: Digest, n: int) -> list[Item]:
 
 
 def rubric(d: Digest) -> list[Item]:
-    """The rubric of a digested topic (sizes per task type as in the paper)."""
+    """The rubric of a digested topic of the common kinds (sizes per task type as in the
+    paper)."""
     k = d.topic.kind
     if k == "lab_latest":
         return _lab_items(d.labs[0], with_time=True)
@@ -159,18 +159,6 @@ def rubric(d: Digest) -> list[Item]:
         return _reliability_items(d)
     if k == "lab_trend":
         return _trend_items(d)
-    if k == "drug_lab_safety":
-        from .safety import safety_items
-
-        return safety_items(d)
-    if k in ("abx_response", "treatment_effect"):
-        from .response import response_items
-
-        return response_items(d)
-    if k in SIGNAL_KINDS:
-        from .safety import signal_items
-
-        return signal_items(d)
     if d.topic.source == "write":
         return _write_items(d)
     if k == "adherence_check":

@@ -168,6 +168,14 @@ def signal_items(d: Digest) -> list[Item]:
     return items + [_item(plan, concept(plan), vals)]
 
 
+def answer_safety(d: Digest, lang: str) -> str:
+    """The gold answer of a drug_lab_safety turn: the drug and its lab, then what to do."""
+    values = safety_values(d, lang)
+    first = say(lang, f"answers.safety.{d.verdict}", **values)
+    rec = say(lang, f"answers.safety.{d.verdict}_rec", **values)
+    return f"{first} {rec}" if lang == "en" else f"{first}{rec}"
+
+
 def safety_values(d: Digest, lang: str) -> dict[str, Any]:
     """The template values of a drug_lab_safety answer."""
     assert d.med is not None
@@ -197,4 +205,4 @@ def safety_items(d: Digest) -> list[Item]:
 
 
 __all__ = ["VERDICTS", "answer_signal", "digest_signal", "safety_items",
-           "safety_values", "signal_items", "verdict"]
+           "answer_safety", "safety_values", "signal_items", "verdict"]

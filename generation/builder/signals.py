@@ -18,8 +18,8 @@ from typing import Any
 
 from physassist.timeline import Order, Timeline
 
+from .kinds import Topic
 from .profile import Profile
-from .topics import Topic
 from .vocab import (
     ANTIBIOTIC_CLASSES,
     BRIDGES,

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .arcs import CR, DG, IL, WU
+from .kinds import KINDS, Topic
 from .patient_topics import adherence_drugs, has_home_function, has_symptoms
 from .profile import Profile
+from .signals import response_topics, safety_topics
 from .vocab import (
     DRUG_CLASSES,
     FREQUENCIES,
@@ -23,37 +24,6 @@ from .vocab import (
     drug_class_of,
     drug_spoken,
 )
-
-#: kind -> (task type, tool source, gold tools in call order)
-KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "lab_latest": (IL, "ehr", ("Observation.search",)),
-    "med_current": (IL, "ehr", ("MedicationRequest.search",)),
-    "dx_primary": (IL, "ehr", ("Condition.search",)),
-    "encounter_info": (IL, "ehr", ("Encounter.search",)),
-    "culture_latest": (IL, "ehr", ("DiagnosticReport.search",)),
-    "imaging_latest": (IL, "ehr", ("DiagnosticReport.search",)),
-    "lab_pair": (DG, "ehr", ("Observation.search", "Observation.search")),
-    "lab_and_med": (DG, "ehr", ("Observation.search", "MedicationRequest.search")),
-    "med_and_admin": (DG, "ehr", ("MedicationRequest.search", "MedicationAdministration.search")),
-    "lab_trend": (CR, "ehr", ("Observation.search",)),
-    "drug_lab_safety": (CR, "ehr", ("MedicationRequest.search", "Observation.search")),
-    "abx_response": (CR, "ehr", ("MedicationAdministration.search", "Observation.search")),
-    "admin_reliability": (CR, "ehr", ("MedicationRequest.search",
-                                      "MedicationAdministration.search")),
-    "order_lab_recheck": (WU, "write", ("ServiceRequest.create",)),
-    "continue_med": (WU, "write", ("MedicationRequest.create",)),
-    "flag_abnormal": (WU, "write", ("Flag.create",)),
-    "followup_visit": (WU, "write", ("ServiceRequest.create",)),
-    "adherence_check": (DG, "mixed", ("MedicationRequest.search", "patient.get_medication_adherence")),
-    "duplicate_therapy": (CR, "ehr", ("MedicationRequest.search",)),
-    "duplicate_class": (CR, "ehr", ("MedicationRequest.search", "MedicationRequest.search")),
-    "interaction": (CR, "ehr", ("MedicationRequest.search", "MedicationRequest.search")),
-    "anticoag_bridge": (CR, "ehr", ("MedicationRequest.search", "MedicationRequest.search",
-                                    "Observation.search")),
-    "treatment_effect": (CR, "ehr", ("MedicationAdministration.search", "Observation.search")),
-    "home_function": (DG, "patient", ("patient.get_social_history", "patient.get_functional_status")),
-    "symptom_pain": (DG, "patient", ("patient.get_symptom_history", "patient.get_pain_assessment")),
-}
 
 #: Which kinds each scenario draws from (its clinical focus).
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
@@ -149,43 +119,6 @@ FOLLOW_UP_DAYS = 7
 LAB_COUNT = 200
 
 
-@dataclass(frozen=True)
-class Topic:
-    """One turn's subject: a kind bound to entities (lab labels are MIMIC-IV labels)."""
-
-    kind: str
-    lab: str | None = None
-    lab2: str | None = None
-    drug: str | None = None  # searchable drug word, lower-case
-    name: str | None = None  # the drug as a physician says it (vocab.drug_spoken)
-    drug2: str | None = None  # a second drug (duplicate therapy, interaction, bridge)
-    name2: str | None = None
-
-    @property
-    def task_type(self) -> str:
-        return KINDS[self.kind][0]
-
-    @property
-    def source(self) -> str:
-        return KINDS[self.kind][1]
-
-    @property
-    def tools(self) -> tuple[str, ...]:
-        return KINDS[self.kind][2]
-
-    @property
-    def resource_types(self) -> frozenset[str]:
-        return frozenset(t.split(".")[0] for t in self.tools if not t.startswith("patient."))
-
-    @property
-    def entities(self) -> tuple[str, ...]:
-        return tuple(e for e in (self.lab, self.lab2, self.drug, self.drug2) if e)
-
-    def label(self) -> str:
-        ents = ", ".join(self.entities)
-        return f"{self.kind}({ents})" if ents else self.kind
-
-
 def _lab_order(scenario: str, prof: Profile) -> list[str]:
     preferred = [lab for lab in SCENARIO_LABS[scenario] if lab in prof.labs]
     rest = [lab for lab in sorted(prof.labs) if lab not in preferred and lab in LABS]
@@ -213,8 +146,6 @@ class Pools:
 def pools(scenario: str, prof: Profile) -> Pools:
     """The entities a scenario draws its topics from: medication-safety sessions ask about
     the drugs of the chart's safety signals, treatment-response sessions about its treatments."""
-    from .signals import response_topics, safety_topics
-
     labs = _lab_order(scenario, prof)
     trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TRENDS
                   and not _follows_known_disease(lab, prof)]
