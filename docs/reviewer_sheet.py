@@ -1,7 +1,8 @@
 """Make the reviewer's sheet: built turns beside their record, for a physician to judge.
 
-    python docs/reviewer_sheet.py [--source ../shared/mimic-iv-demo] [--build DIR]
-                                  [--per-slot 4] [--build-seed 1] [--turns 20] [--seed 29]
+    python docs/reviewer_sheet.py [--source DIR] [--build DIR] [--per-slot 3] [--build-seed 1]
+                                  [--turns 20] [--seed 29]
+    # --source (or --demo): default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
 
 Reads the sessions of ``--build`` (a folder of ``<scenario>.jsonl``), or builds them from
 ``--source`` as ``physassist-data build --store SOURCE --per-slot N --seed S`` does, picks
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import tempfile
 from pathlib import Path
@@ -30,7 +32,6 @@ from generation.builder import build_sessions
 from physassist.lab_artifacts import spikes
 
 DOCS = Path(__file__).resolve().parent
-DEMO = DOCS.parents[1] / "shared" / "mimic-iv-demo"
 TABLES = (("hosp", "admissions"), ("hosp", "prescriptions"), ("hosp", "pharmacy"),
           ("hosp", "labevents"), ("hosp", "d_labitems"), ("hosp", "emar"),
           ("hosp", "microbiologyevents"), ("hosp", "diagnoses_icd"), ("hosp", "d_icd_diagnoses"),
@@ -115,14 +116,23 @@ def _drug_rows(con: duckdb.DuckDBPyConnection, hadm: int, word: str) -> list[str
 
 
 def _culture_rows(con: duckdb.DuckDBPyConnection, hadm: int, cutoff: str) -> list[str]:
+    """Each test of the stay's specimens (those without hadm_id drawn from edregtime on
+    included) drawn by the end of ``cutoff``, with its report time: a result reported after
+    that was not known to the session."""
     rows = con.execute(
-        "SELECT coalesce(charttime, chartdate) AS t, spec_type_desc, test_name, "
-        "string_agg(DISTINCT org_name, ', ') FROM microbiologyevents WHERE hadm_id = ? "
-        "AND coalesce(charttime, chartdate) < CAST(? AS DATE) + INTERVAL 1 DAY "
-        "GROUP BY micro_specimen_id, t, spec_type_desc, test_name ORDER BY t",
-        [hadm, cutoff]).fetchall()
-    return ["microbiologyevents (every specimen and test of the admission):", "",
-            *_table(["time", "specimen", "test", "organisms"], rows)]
+        "SELECT coalesce(m.charttime, m.chartdate) AS t, m.spec_type_desc, m.hadm_id IS NULL, "
+        "m.test_name, m.storetime, CASE WHEN m.storetime IS NULL OR m.storetime >= "
+        "CAST(? AS DATE) + INTERVAL 1 DAY THEN 'after the session' ELSE '' END, "
+        "string_agg(DISTINCT m.org_name, ', '), "
+        "string_agg(DISTINCT m.ab_name || ' ' || m.interpretation, ', ') "
+        "FROM microbiologyevents m JOIN admissions a ON a.subject_id = m.subject_id "
+        "WHERE a.hadm_id = ? AND (m.hadm_id = a.hadm_id OR (m.hadm_id IS NULL AND "
+        "coalesce(m.charttime, m.chartdate) BETWEEN coalesce(a.edregtime, a.admittime) "
+        "AND a.dischtime)) AND coalesce(m.charttime, m.chartdate) < CAST(? AS DATE) + INTERVAL 1 DAY "
+        "GROUP BY ALL ORDER BY t, m.test_name", [cutoff, hadm, cutoff]).fetchall()
+    return ["microbiologyevents (every test of the stay's specimens; no hadm_id: the ED's):", "",
+            *_table(["drawn", "specimen", "no hadm_id", "test", "reported", "known", "organisms",
+                     "antibiotics"], rows)]
 
 
 def _dx_rows(con: duckdb.DuckDBPyConnection, hadm: int, n: int = 3) -> list[tuple]:
@@ -201,11 +211,13 @@ def _entries(folder: Path) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--source", "--demo", type=Path, default=DEMO,
-                    help="the EHR source the sessions were built from (MIMIC-IV layout)")
+    demo = os.environ.get("PHYSASSIST_MIMIC_DEMO")
+    ap.add_argument("--source", "--demo", type=Path, default=demo, required=demo is None,
+                    help="the EHR source the sessions were built from (MIMIC-IV layout; "
+                    "default $PHYSASSIST_MIMIC_DEMO, docs/data.md)")
     ap.add_argument("--build", type=Path, default=None,
                     help="a folder of built sessions (default: build them from --source)")
-    ap.add_argument("--per-slot", type=int, default=4)
+    ap.add_argument("--per-slot", type=int, default=3)
     ap.add_argument("--build-seed", type=int, default=1)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--seed", type=int, default=29)
@@ -217,7 +229,8 @@ def main(argv: list[str] | None = None) -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             build_sessions(args.source, tmp, sessions_per_slot=args.per_slot, seed=args.build_seed)
             entries = _entries(Path(tmp))
-        made = (f"`physassist-data build --store {args.source} --per-slot {args.per_slot} "
+        store = '"$PHYSASSIST_MIMIC_DEMO"' if str(args.source) == demo else args.source
+        made = (f"`physassist-data build --store {store} --per-slot {args.per_slot} "
                 f"--seed {args.build_seed}`")
     pool = [(i, t) for i, e in enumerate(entries) for t in range(len(e["tasks_en"]))]
     turns = sorted(random.Random(args.seed).sample(pool, min(args.turns, len(pool))))

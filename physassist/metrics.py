@@ -1,6 +1,6 @@
 """PhysAssistBench metrics over a per-turn table (pure pandas/numpy, no Inspect).
 
-Definitions (one documented set; DESIGN.md §1). Every rate is on one scale, 0-100
+Definitions (one documented set; the vocabulary of docs/design.md#vocabulary). Every rate is on one scale, 0-100
 (``RATE_SCALE``, like the paper's tables): mRS, Pass@Turn, Pass@Session, pass^k, their intervals
 and breakdowns, tool_recall and tool_exact. The console, MLflow and the report show these
 numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 %. Turn scores
@@ -60,6 +60,7 @@ __all__ = [
     "RATE_SCALE",
     "SESSION_DIMENSIONS",
     "TURN_DIMENSIONS",
+    "is_headline",
     "metric_key",
     "pass_rates",
     "summarize",
@@ -78,6 +79,19 @@ TURN_DIMENSIONS = (
     "tool_source",
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: The headline: what a run's first screen shows (Inspect's results, MLflow's names without a
+#: section, the console's table). Breakdowns, tools, epochs and the other counts are computed
+#: from the turn table by the same ``summarize`` and live in MLflow, the turn table and the report.
+_HEADLINE = re.compile(
+    r"^(mrs|pass_(turn|session)_\d\.\d\d)(_ci_(low|high))?$"
+    r"|^(n_sessions|n_turns|scored_turns|unscored_turns|error_turns|cost_usd|judge_unparseable_rate)$"
+    r"|^agreement\."
+)
+
+
+def is_headline(name: str) -> bool:
+    """A headline metric (``_HEADLINE``): ``mrs``, ``pass_turn_0.60_ci_low``, ``n_turns``, ..."""
+    return bool(_HEADLINE.match(name))
 
 
 def tau_key(tau: float) -> str:

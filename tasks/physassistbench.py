@@ -2,7 +2,7 @@
 
 Run with ``inspect eval physassist/physassistbench`` (registered through the package's
 ``inspect_ai`` entry point) or ``inspect eval tasks/physassistbench.py``; task parameters
-(``-T name=value``) cover every ablation of DESIGN.md §5.
+(``-T name=value``) cover every ablation of docs/design.md#experiments.
 """
 
 from __future__ import annotations
@@ -85,13 +85,14 @@ def session_sample(
     """The Sample of one session (ARCHITECTURE.md §6); ``data`` is ``session.to_dict()``
     and ``data_json`` its JSON (``physassist.data.models.session_json``)."""
     data = data if data is not None else session.to_dict()
-    n = session.n_turns
+    n = session.n_tasks
     tool_sources = list(session.tool_sources or [])
     if len(tool_sources) != n:
         tool_sources = [_tool_source(session.gold_tool_names(t)) for t in range(n)]
     return Sample(
         id=session.id,
         input=opening_message(data, language),
+        target=[f"T{t}: {session.gold_answer(t, language)}" for t in range(n)],  # Inspect View's TARGET
         metadata={
             # One JSON string, not the dict: Inspect copies, dumps and walks every sample's
             # metadata node by node several times per sample (set-up copy, init event, log
@@ -171,14 +172,14 @@ def physassistbench(
     for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
-    settings = LoopSettings(
+    settings = LoopSettings(  # each value checked (and spelled) by its option
         language=language,
         query=query,
-        menu=check("menu", menu),
+        menu=menu,
         observations=observations,
         terminal=terminal,
         tool_budget=int(tool_budget),
-        nudge=check("nudge", nudge),
+        nudge=nudge,
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,

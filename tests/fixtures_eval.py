@@ -32,7 +32,7 @@ from inspect_ai.tool import ToolCall
 from physassist.data import Session
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, WriteSandbox, call_tool, to_api_name
-from solvers.context import end_of_day
+from physassist.turn_records import TurnRecord, stored_turns
 from solvers.session_loop import physassist_session
 from tasks.physassistbench import session_sample
 
@@ -141,8 +141,7 @@ def build_session(
         store=store,
         subject_id=sid,
         hadm_id=hadm,
-        current_date=adm["current_date"],
-        cutoff=end_of_day(adm["current_date"]),
+        current_date=adm["current_date"],  # the cutoff: the end of that date
         semantics=semantics,  # type: ignore[arg-type]
         session_id=session_id,
         sandbox=WriteSandbox(),
@@ -371,8 +370,8 @@ def run_sample(
     return log.samples[0]
 
 
-def turns_of(sample: EvalSample) -> list[dict[str, Any]]:
-    return sample.store["physassist:turns"]
+def turns_of(sample: EvalSample) -> list[TurnRecord]:
+    return stored_turns(sample.store)
 
 
 class Script:

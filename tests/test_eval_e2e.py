@@ -87,20 +87,23 @@ def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.Monke
             "tool_sources", "settings"} <= set(meta)
     assert meta["settings"]["menu"] == "gold" and meta["settings"]["terminal"] == "submit"
     assert log.eval.task_args["menu"] == "gold"
-    assert [t["end"] for t in fe.turns_of(sample)] == ["answered"] * 4
+    assert [t.end for t in fe.turns_of(sample)] == ["answered"] * 4
     assert sample.scores["physassist_scorer"].value >= 0.95
 
 
 def test_oracle_scores_full_marks_on_the_sample(tmp_path: Path) -> None:
     log = run("physassist/physassistbench", "physassist/oracle", tmp_path)
     m = metrics(log)
+    assert {"mrs", "mrs_ci_low", "pass_turn_0.60_ci_high", "n_turns"} <= set(m) and len(m) < 30  # the headline
+    sample = log.samples[0]  # Inspect View's TARGET: each turn's gold answer
+    assert isinstance(sample.target, list) and len(sample.target) == 4 and sample.target[0].startswith("T0: ")
     assert m["mrs"] >= 95.0
     assert m["unscored_turns"] == 0
     assert m["n_sessions"] == len(log.samples)
     for sample in log.samples:
         turns = fe.turns_of(sample)
-        assert len(turns) == 4 and all(t["end"] == "answered" for t in turns), sample.id
-        assert all(t["calls"] for t in turns), sample.id  # gold calls really executed
+        assert len(turns) == 4 and all(t.end == "answered" for t in turns), sample.id
+        assert all(t.calls for t in turns), sample.id  # gold calls really executed
 
 
 def test_baseline_clearly_lower_and_empty_answers_near_zero(tmp_path: Path) -> None:

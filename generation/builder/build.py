@@ -2,25 +2,30 @@
 
 Per scenario x tier slot: pre-filter patients (SQL), then for each chosen patient pick an
 eligible arc, plan topics, execute the gold calls through ``call_tool`` (strict semantics,
-cutoff = the anchor admission's discharge date), render answers and rubrics from the
+cutoff = the end of the anchor admission's discharge date, or with ``timepoint="in-stay"`` a
+morning inside the stay: :mod:`.timepoint`), render answers and rubrics from the
 observations, and encode. A topic whose call returns nothing is banned and the session is
 replanned. All randomness comes from ``random.Random`` instances seeded from ``seed``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from physassist.data.folder import FolderError, holds_sessions
+from physassist.data.folder import write as write_folder
+from physassist.data.loader import fingerprint
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
-from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS
+from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS, TIMEPOINTS
 from solvers.patient.phm import PHMResponder
 
 from . import facts as F
@@ -33,6 +38,7 @@ from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
 from .questions import antecedents, builds_on, count_subtype, new_question
 from .recheck import record_check
+from .timepoint import in_stay_cutoff
 from .topics import SCENARIO_FOCUS, Topic, calls, candidates, fits, required
 
 MAX_REPLANS = 8
@@ -98,17 +104,20 @@ class _Env:
     store: EHRStore
     seed: int
     cohort: Path | None  # the synthetic cohort folder when the source has PHMs (``phm/``)
+    timepoint: str = "discharge"  # physassist.vocab.TIMEPOINTS
     rejects: dict[str, int] = field(default_factory=dict)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
-    profiles: dict[tuple[int, int, str], Profile] = field(default_factory=dict)
+    profiles: dict[tuple[int, int, str, dt.datetime | None], Profile] = field(default_factory=dict)
     asked: set[str] = field(default_factory=set)  # every question the build asked (English)
     used: dict[str, set[int]] = field(default_factory=dict)  # scenario -> admissions used
     unfit: dict[str, int] = field(default_factory=dict)  # scenario -> charts that lack it
 
-    def profile(self, cand: Candidate) -> Profile:
-        """The candidate's profile, read once per build (each arc tried reuses it)."""
-        key = (cand.subject_id, cand.hadm_id, cand.current_date)
+    def profile(self, cand: Candidate, until: dt.datetime | None = None) -> Profile:
+        """The candidate's profile at its discharge date, or at the in-stay instant ``until``,
+        read once per build (each arc tried reuses it)."""
+        day = until.date().isoformat() if until is not None else cand.current_date
+        key = (cand.subject_id, cand.hadm_id, day, until)
         if key not in self.profiles:
             self.profiles[key] = load_profile(self.store.cursor(), *key)
         return self.profiles[key]
@@ -183,9 +192,13 @@ def answer_list_items(planned: list[tuple[str, dict]], observations: list[Any], 
     return items
 
 
-def _situation(scenario: str, prof: Profile) -> str:
+def _situation(scenario: str, prof: Profile, until: dt.datetime | None) -> str:
     sex = "woman" if prof.gender.upper().startswith("F") else "man"
-    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} discharged {prof.current_date}; "
+    stay = prof.timeline.stay if prof.timeline is not None else None
+    when = (f"discharged {prof.current_date}" if until is None or stay is None else
+            f"on hospital day {(until.date() - stay.admitted.date()).days + 1} "
+            f"({until:%Y-%m-%d %H:%M})")
+    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} {when}; "
             f"{scenario.replace('_', ' ')} session over {len(prof.labs)} lab types, "
             f"{len(prof.drugs)} drugs, {prof.n_dx} coded diagnoses.")
 
@@ -193,7 +206,14 @@ def _situation(scenario: str, prof: Profile) -> str:
 def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
-    prof = env.profile(cand)
+    until = None
+    if env.timepoint == "in-stay":
+        until = in_stay_cutoff(con, cand.subject_id, cand.hadm_id, rng)
+        if until is None:
+            return None
+    prof = env.profile(cand, until)
+    if until is not None and not fits(scenario, prof):
+        return None  # the chart supports the scenario at discharge, not at this instant
     phm = load_phm(env.cohort, cand.subject_id) if env.cohort is not None else None
     persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])
@@ -214,7 +234,7 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
             return None
         responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt
         ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
-                          current_date=prof.current_date, semantics="strict",
+                          current_date=prof.current_date, cutoff=until, semantics="strict",
                           session_id=session_id, patient=responder_en)
         used_before = dict(env.subtype_use)
         try:
@@ -233,8 +253,8 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
         session = encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
                          hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
                          gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                         patient_model=phm, situation=_situation(scenario, prof), seed=env.seed,
-                         global_index=env.global_index)
+                         patient_model=phm, situation=_situation(scenario, prof, until),
+                         seed=env.seed, global_index=env.global_index, cutoff=until)
         if scenario == "discharge_planning":
             session["note_grounding"] = anchor_note_grounding(con, prof.subject_id, prof.hadm_id)
         return session
@@ -282,25 +302,38 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
 def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
                    sessions_per_slot: int = 3, seed: int = 0,
                    scenarios: Sequence[str] | None = None, tiers: Sequence[int] | None = None,
-                   cache_dir: str | Path | None = None) -> BuildReport:
-    """Build sessions from a store into ``<out_dir>/<scenario>.jsonl`` (see module docstring).
+                   cache_dir: str | Path | None = None, timepoint: str = "discharge",
+                   force: bool = False, store_record: Mapping[str, Any] | None = None
+                   ) -> BuildReport:
+    """Build sessions from a store into the folder ``out_dir`` (``<scenario>.jsonl`` and
+    ``manifest.json``; see the module docstring).
 
     ``store_source`` is anything ``open_store`` accepts, or an open :class:`EHRStore`.
     Patient-interview turns are built only when the source has a ``phm/`` folder (a synthetic
-    cohort); ``cache_dir`` is passed to ``open_store``.
+    cohort); ``cache_dir`` is passed to ``open_store``. ``timepoint`` (``physassist.vocab.
+    TIMEPOINTS``): ``discharge`` (the end of the discharge date) or ``in-stay``
+    (:mod:`.timepoint`). The folder is written whole, in one rename
+    (``physassist.data.folder``); one that holds anything is refused (``FolderError``) unless
+    ``force``, before anything is built. ``store_record``: how the manifest names the store
+    (default: its source and the EHR store's fingerprint).
     """
+    out = Path(out_dir)
+    if holds_sessions(out) and not force:
+        raise FolderError(f"{out} already exists and holds files; pass --force to replace it, or choose another folder")
     started = time.perf_counter()
     scen = tuple(scenarios) if scenarios else SCENARIOS
     tier_list = tuple(tiers) if tiers else TIERS
     if sessions_per_slot < 1:
         raise ValueError(f"sessions_per_slot must be >= 1, got {sessions_per_slot}")
+    if timepoint not in TIMEPOINTS:
+        raise ValueError(f"timepoint must be one of {', '.join(TIMEPOINTS)}, got {timepoint!r}")
     store = (store_source if isinstance(store_source, EHRStore)
              else open_store(store_source, cache_dir=cache_dir))
     qualified = qualify(store.cursor(), scen, tier_list)
     source = Path(store.source)
-    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None)
+    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None,
+               timepoint=timepoint)
     report = BuildReport()
-    out = Path(out_dir)
     files: dict[str, list[dict[str, Any]]] = {}
     for scenario in scen:
         entries: list[dict[str, Any]] = []
@@ -317,16 +350,19 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
         report.qualifying[scenario] = dict(sorted(report.qualifying[scenario].items()))
         report.built[scenario] = dict(sorted(report.built[scenario].items()))
         files[scenario] = sorted(entries, key=lambda e: e["difficulty_level"])
-    # Written only once every slot is built, so a failed build leaves no partial output.
-    out.mkdir(parents=True, exist_ok=True)
-    for scenario, entries in files.items():
-        path = out / f"{scenario}.jsonl"
-        tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for entry in entries:
-                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        tmp.replace(path)
-        report.files.append(path)
+    # Written only once every slot is built, as one new folder: a failed or killed build leaves
+    # the folder as it was.
+    texts = {f"{s}.jsonl": "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries) for s, entries in files.items()}
+    manifest = {
+        "code": f"physassist {_version()}",
+        "store": dict(store_record) if store_record is not None else {"source": str(store.source), "fingerprint": store.fingerprint},
+        "seed": seed, "per_slot": sessions_per_slot, "scenarios": list(scen), "tiers": list(tier_list),
+        "timepoint": timepoint,
+        "sessions": sum(len(e) for e in files.values()),
+        "fingerprint": fingerprint([e for entries in files.values() for e in entries]),
+    }
+    written = write_folder(out, texts, manifest, force=force)
+    report.files = [p for p in written if p.suffix == ".jsonl"]
     report.rejects = dict(sorted(env.rejects.items()))
     report.unfit = dict(sorted(env.unfit.items()))
     report.seconds = time.perf_counter() - started
@@ -341,6 +377,15 @@ def viable_arcs(arcs: list[int], scenario: str, prof: Profile) -> list[int]:
     needed = {t.task_type for t in required(scenario, prof)}
     return [a for a in arcs if set(ARCS[a]) <= offered
             and (not needed or needed & set(ARCS[a][1:]))]
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("physassist")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _fill_slot(env: _Env, scenario: str, tier: int, pool: list[Candidate], wanted: int,

@@ -20,14 +20,13 @@ from .answers import (
     key_culture,
     lab_name,
     meaning,
-    organisms,
     trend_word,
 )
 from .facts import day as day_of
 from .interpret import AT_GOAL
 from .patient_topics import onset_phrase
 from .topics import next_day
-from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
+from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
 from .wording import say
 
 VALUE_TOLERANCE = 0.05
@@ -381,22 +380,40 @@ _SPECIMEN_ZH = {"BLOOD": "血培养", "SPUTUM": "痰", "URINE": "尿", "CSF": "�
 
 
 def _culture_items(d: Digest) -> list[Item]:
+    """Three items on the key specimen (:func:`.answers.key_culture`): what grew (or that
+    only commensals grew, or that its culture is pending, or that nothing grew), the
+    specimen, then the resistance a physician acts on, else what is still pending, else the
+    date it was drawn."""
     r = key_culture(d)
-    orgs = organisms(r.conclusion)
     day = r.time[:10]
     zh_spec = [z for k, z in _SPECIMEN_ZH.items() if k in r.title.upper()]
     spec_check = {"kind": "concept", "any": {"en": [r.title], "zh": [r.title, *zh_spec]}}
-    if orgs:
-        org = orgs[0]
+    grown = r.significant or r.grown
+    resistant = next((t for t in grown if t.resistance), None)
+    if r.significant:
+        org = r.significant[0].organism
         words = org.split()
         short = f"{words[0][0]}. {' '.join(words[1:])}" if len(words) > 1 else org
         first = _item("cult_org", literal(org, short), {"organism": org})
-    else:
+    elif r.grown:
+        first = _item("cult_commensal", concept("commensal"), {"organism": r.grown[0].organism})
+    elif r.pending:
+        first = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
+    else:  # nothing grew: in a physician's words, or the laboratory's ("No MRSA isolated.")
+        said = list(dict.fromkeys(t.value.rstrip(". ") for t in r.results
+                                  if t.culture and not t.organism and t.value))
         first = _item("cult_none", {"kind": "concept", "any": {
-            "en": ["no organism", "no growth", "negative", "no organisms"],
-            "zh": ["无菌生长", "阴性", "未培养出", "未见"]}}, {})
-    return [first, _item("cult_specimen", spec_check, {"specimen": r.title}),
-            _item("cult_date", literal(day), {"day": day})]
+            "en": ["no organism", "no growth", "negative", "no organisms", *said],
+            "zh": ["无菌生长", "阴性", "未培养出", "未见", *said]}}, {})
+    if resistant is not None:
+        name = resistant.resistance[0]
+        last = _item("cult_resistance", {"kind": "concept", "any": RESISTANCE_WORDS[name]},
+                     {"resistance": name})
+    elif r.pending and grown:
+        last = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
+    else:
+        last = _item("cult_date", literal(day), {"day": day})
+    return [first, _item("cult_specimen", spec_check, {"specimen": r.title}), last]
 
 
 def _imaging_items(d: Digest) -> list[Item]:

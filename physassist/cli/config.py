@@ -21,7 +21,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from physassist import options
+from physassist import options, redaction
 from physassist.cli import schema
 from physassist.experiment import (
     ConfigError,
@@ -32,6 +32,7 @@ from physassist.experiment import (
     Rescore,
     TrackingSettings,
 )
+from physassist.options import lookup
 from physassist.staging import JobContext, identity_overrides
 from scorers import judges
 
@@ -145,15 +146,6 @@ def _yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def lookup(config: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise ConfigError(f"{dotted} is missing from the config")
-        node = node[part]
-    return node
-
-
 def _is_hf(source: str) -> bool:
     return source.startswith("hf:")
 
@@ -174,10 +166,7 @@ def dataset_path(config: Mapping[str, Any]) -> Path | None:
 def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``tasks.physassistbench.physassistbench`` for this config
     (mapped and checked by the ``physassist.options`` table)."""
-    try:
-        return options.task_args(config)
-    except options.OptionError as exc:
-        raise ConfigError(str(exc)) from exc
+    return options.task_args(config)  # an OptionError is a ConfigError
 
 
 def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -360,6 +349,7 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
     from physassist.tracking.params import flatten_config
 
     sweep = job.sweep  # after the checks: a config error is answered without the tracking layer
+    recorded = redaction.redact(config)  # what the run writes: no secret (physassist.redaction)
     return Experiment(
         task=MappingProxyType(args),
         model=assistant,
@@ -369,10 +359,10 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
         eval_options=MappingProxyType(eval_options(config)),
         tracking=tracking_settings(config.get("tracking")),
         prices=MappingProxyType(dict((config.get("prices") or {}).get("models") or {})),
-        run_name=run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ()),
+        run_name=redaction.scrub(run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ())),
         dataset_path=dataset_path(config),
-        params=MappingProxyType(flatten_config(config)),
-        resolved=OmegaConf.to_yaml(OmegaConf.create(config)),
+        params=MappingProxyType(flatten_config(recorded)),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(recorded)),
         taus=[float(t) for t in args["taus"]],
     )
 
@@ -396,6 +386,6 @@ def rescoring(cfg: DictConfig) -> Rescore:
         taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
         log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
         tracking=tracking_settings(config.get("tracking")),
-        params=MappingProxyType(flatten_config({"judge": config["judge"]})),
-        resolved=OmegaConf.to_yaml(OmegaConf.create(dict(config))),
+        params=MappingProxyType(flatten_config(redaction.redact({"judge": config["judge"]}))),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(redaction.redact(dict(config)))),
     )

@@ -23,8 +23,9 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from physassist.cli import secrets
 from physassist.cli.config import ConfigError, conf_dir, experiment
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
@@ -39,7 +40,7 @@ def job_context() -> JobContext:
     multirun = hc.mode == RunMode.MULTIRUN
     choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/")}
     return JobContext(
-        overrides=list(hc.overrides.task),
+        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # as written: unresolved, redacted
         choices=choices,
         sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
         number=int(hc.job.num or 0) if multirun else 0,
@@ -74,6 +75,17 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         return run.run(task, assistant, roles, progress=reporting)
 
 
+def end_job(job: JobContext, message: str, code: int) -> None:
+    """End this composition with ``message`` and exit ``code`` (2 bad input, 1 a failed
+    evaluation, ``EXIT_FAULTS`` a system fault): a sweep job raises ``JobFailed`` (its launcher
+    reports it with the job's overrides), a single run prints one line and exits."""
+    if job.sweep_dir is not None:
+        from physassist.cli.hydra_errors import JobFailed
+
+        raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {message}", code=code)
+    (fault if code == EXIT_FAULTS else fail)(message, code)
+
+
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> Outcome | None:
     from physassist import signals
@@ -86,19 +98,11 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
         signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
-        if job.sweep_dir is not None:  # a sweep job: the launcher reports it with the job
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
-        fail(str(exc))
+        end_job(job, str(exc), 2)
         return None
     except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
         signals.interrupt_instead(exc)
-        if job.sweep_dir is not None:
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=EXIT_FAULTS) from exc
-        fault(str(exc))
+        end_job(job, str(exc), EXIT_FAULTS)
     if job.sweep_dir is None:
         report(outcome)
     else:  # one line per job; the sweep ends with the table of all its jobs
@@ -106,11 +110,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         report(outcome, job=" ".join(overrides))
         sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
     if outcome.status == "FAILED":
-        if job.sweep_dir is not None:
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: evaluation failed; see the Inspect log {outcome.log_path}")
-        fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
+        end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow
         if job.sweep_dir is None:
             raise SystemExit(EXIT_FAULTS)
@@ -132,17 +132,28 @@ _UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--
               "--multirun", "-m", "tracking=none")
 
 
-def main() -> None:
-    """Console entry point (``physassist-eval``)."""
-    from physassist.cli import console, hydra_errors, sweep
+def main() -> int:
+    """Console entry point (``physassist-eval``); returns the exit status of an interrupt (Hydra
+    raises ``SystemExit`` for the others)."""
+    from physassist.cli import console, entry, hydra_errors, sweep
 
     console.start()
-    if not set(sys.argv[1:]) & set(_UNTRACKED):
-        from physassist.tracking.agent import Agent
+    from physassist.cli.inspect_habits import HabitError, model_arguments
 
-        Agent.prestart()  # MLflow is imported on the other core while Hydra composes
-    sweep.run(lambda: hydra_errors.reported(_hydra_main))
+    try:  # model=openai/gpt-4o, as Inspect names a model
+        sys.argv[1:] = model_arguments(sys.argv[1:], conf_dir())
+    except HabitError as exc:
+        fail(str(exc))
+
+    def work() -> None:
+        if not set(sys.argv[1:]) & set(_UNTRACKED):
+            from physassist.tracking.agent import Agent
+
+            Agent.prestart()  # MLflow is imported on the other core while Hydra composes
+        sweep.run(lambda: hydra_errors.reported(_hydra_main))
+
+    return entry.run("physassist-eval", work)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
