@@ -151,10 +151,12 @@ def physassistbench(
     patient: PatientMode = D["patient"],
     literacy: Literacy = D["literacy"],
     patient_miss: PatientMiss = D["patient_miss"],
+    patient_seed: int | None = D["patient_seed"],
     semantics: Semantics = D["semantics"],
     render: Render = D["render"],
     judge: Judge = D["judge"],
     judge_context: JudgeContext = D["judge_context"],
+    judge_repeats: int = D["judge_repeats"],
     taus: Sequence[float] | str = tuple(D["taus"]),
     scenarios: Sequence[str] | str | None = D["scenarios"],
     tiers: Sequence[int] | str | None = D["tiers"],
@@ -169,7 +171,7 @@ def physassistbench(
     tier_list = as_list(tiers, "tiers", int)
     tau_list = as_list(taus, "taus", float) or list(D["taus"])
     scenario_list = as_list(scenarios, "scenarios")
-    for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
+    for name, value in (("judge", judge), ("judge_context", judge_context), ("judge_repeats", judge_repeats), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
     settings = LoopSettings(  # each value checked (and spelled) by its option
@@ -183,6 +185,7 @@ def physassistbench(
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,
+        patient_seed=patient_seed,
         semantics=semantics,
         render=render,
         ehr_source=str(ehr_source),
@@ -192,6 +195,7 @@ def physassistbench(
         "dataset": str(dataset),
         "judge": judge,
         "judge_context": judge_context,
+        "judge_repeats": judge_repeats,
         "taus": tau_list,
     }
     samples = build_dataset(
@@ -209,7 +213,7 @@ def physassistbench(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
         scorer=physassist_scorer(
-            judge=judge, context=judge_context, taus=tuple(tau_list)
+            judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats
         ),
         config=GenerateConfig(temperature=float(temperature)),
         metadata={"physassist": options},
