@@ -10,9 +10,10 @@ import fixtures_builder as fb
 import pytest
 
 from generation.builder import facts as F
-from generation.builder.answers import answer, digest, fmt
+from generation.builder.answers import fmt
 from generation.builder.arcs import ARCS, CR, DG, IL, WU, check_positions, eligible_arcs
 from generation.builder.encode import BuiltTurn, dep_graph, sentences
+from generation.builder.gold import answer, digest, rubric
 from generation.builder.plan import check_session_rules, choose_topics
 from generation.builder.profile import DrugSummary, LabSummary, Profile
 from generation.builder.questions import (
@@ -20,7 +21,6 @@ from generation.builder.questions import (
     feasible_subtypes,
     make_question,
 )
-from generation.builder.rubrics import rubric
 from generation.builder.topics import Topic, candidates
 from generation.builder.wording import TemplateError, fill, templates
 
@@ -359,7 +359,9 @@ def test_imaging_lookups_name_the_finding() -> None:
 def test_conditions_and_unsafe_verdicts_need_the_clinical_threshold() -> None:
     """A value past the lab's reference range is "high"/"low"; naming a condition or holding a
     drug needs the documented clinical threshold (vocab.MEANINGS, vocab.UNSAFE_WHEN)."""
-    from generation.builder.answers import Digest, LabFact, _course, meaning
+    from generation.builder.answers import Digest, LabFact, course, meaning
+    from generation.builder.interpret import Context
+    from generation.builder.trends import Trend
     from generation.builder.vocab import unsafe
 
     def said(label: str, value: float, status: str) -> str | None:
@@ -376,9 +378,10 @@ def test_conditions_and_unsafe_verdicts_need_the_clinical_threshold() -> None:
     assert said("Lactate", 2.4, "high") is None and said("Lactate", 4.5, "high")
     assert said("Potassium", 5.6, "high") == "hyperkalemia"
     inr = LabFact("INR(PT)", 1.2, "", "high", "2150-03-05 06:00", "2150-03-05")
-    assert _course(inr, "stable") == "normal"  # mildly high and steady: no action
+    steady, rising = Trend("stable", "none", inr, "first"), Trend("rising", "clear", inr, "first")
+    assert course(inr, steady, Context()) == "minor"  # mildly high and steady: no action
     creat = LabFact("Creatinine", 1.3, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")
-    assert _course(creat, "rising") == "worsening"  # a KDIGO-sized rise still counts
+    assert course(creat, rising, Context()) == "worsening"  # a KDIGO-sized rise still counts
     assert not unsafe("Warfarin", "INR(PT)", 2.5) and unsafe("warfarin", "INR(PT)", 3.6)
     assert not unsafe("potassium chloride", "Potassium", 3.1)  # it treats the low potassium
     assert unsafe("potassium chloride", "Potassium", 5.4)

@@ -73,6 +73,9 @@ def test_value_check_units_depend_on_analyte():
     assert convert(2.4, "mmol/L", "mg/dL", "Calcium") == pytest.approx(9.62, rel=1e-3)
     assert convert(1.0, "mmol/L", "mg/dL", None) is None
     assert convert(14, "g/dL", "g/L") == pytest.approx(140)
+    # a drug level: MIMIC-IV writes a vancomycin of 21.5 as ug/mL, a physician as mg/L
+    (level,) = find_quantities("vancomycin 21.5 ug/mL")
+    assert level.unit == "mcg/mL" and convert(21.5, "mg/L", "ug/mL") == pytest.approx(21.5)
 
 
 def test_numbers_in_dates_are_not_negative():

@@ -11,11 +11,11 @@ import duckdb
 import fixtures_builder as fb
 import fixtures_store as fx
 
-from generation.builder.answers import Digest, LabFact, judge_trend
+from generation.builder.answers import Digest, LabFact
 from generation.builder.profile import NOT_A_DRUG_WORD
 from generation.builder.recheck import record_check
 from generation.builder.topics import Topic
-from physassist.timeline import LabPoint, load_timeline
+from physassist.timeline import load_timeline, order_dose
 
 store_cache = fx.store_cache
 demo_store = fx.demo_store
@@ -76,17 +76,21 @@ def test_labs_prefer_chemistry_over_blood_gas_and_merge_one_time() -> None:
     assert hemoglobin is not None and hemoglobin.latest.value == 9.1
 
 
-def test_empty_emar_event_is_unknown_and_icu_doses_count_but_are_not_countable() -> None:
+def test_only_dose_events_count_and_icu_doses_make_a_drug_uncountable() -> None:
+    """As a nurse counts doses: Administered gives one and Not Given / Hold Dose withhold one;
+    an empty, Confirmed, Started or Flushed event is no dose."""
+    texts = ["Administered", None, "Not Given", "Hold Dose", "Confirmed", "Started", "Flushed",
+             "Delayed Administered"]
     events = [{"subject_id": 1, "hadm_id": 2, "emar_id": f"e{i}", "medication": "Metoprolol",
-               "charttime": f"2150-03-0{i + 2} 09:00:00", "event_txt": text}
-              for i, text in enumerate(["Administered", None, "Not Given", "Held"])]
+               "charttime": f"2150-03-0{2 + i // 4} 0{i % 4 + 1}:00:00", "event_txt": text}
+              for i, text in enumerate(texts)]
     tl = fb.timeline_of(_record(emar=events))
     admins = tl.administrations("metoprolol")
-    assert (len(admins.given), admins.not_given, admins.unknown) == (1, 2, 1)
+    assert (len(admins.given), len(admins.not_given), admins.at_discharge) == (2, 2, 0)
     assert admins.countable and admins.icu == 0
-    # An ICU stay alone changes nothing; ICU doses of the drug (d_items label "Metoprolol")
-    # count (given, paused = not given, rewritten = unknown, running at the cutoff = given)
-    # and make the drug's dose count one that only strict shows.
+    # ICU doses of the drug (d_items label "Metoprolol") count (given, paused = not given,
+    # rewritten = nothing, running at the cutoff = given) and make its count one that only
+    # strict shows.
     items = [{"itemid": 225974, "label": "Metoprolol"}, {"itemid": 221794, "label": "Furosemide (Lasix)"}]
     icu = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "itemid": item, "starttime": start,
             "endtime": end, "statusdescription": status}
@@ -97,18 +101,68 @@ def test_empty_emar_event_is_unknown_and_icu_doses_count_but_are_not_countable()
                (225974, "2150-03-06 23:00:00", "2150-03-07 02:00:00", "FinishedRunning"),
                (225974, "2150-03-07 08:00:00", "2150-03-07 08:01:00", "FinishedRunning"),
                (221794, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning")]]
-    stays = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "intime": "2150-03-02 00:00:00",
-              "outtime": "2150-03-07 00:00:00"}]
-    assert fb.timeline_of(_record(emar=events, icustays=stays)).administrations(
-        "metoprolol").countable
     admins = fb.timeline_of(_record(emar=events, d_items=items, inputevents=icu)).administrations(
         "metoprolol")
-    assert (len(admins.given), admins.not_given, admins.unknown, admins.icu) == (3, 3, 2, 4)
+    assert (len(admins.given), len(admins.not_given), admins.icu) == (4, 3, 4)
     assert admins.given[-1].hour == 23 and not admins.countable
     d = Digest(Topic("admin_reliability", drug="metoprolol"))
     d.admin_count, d.admin_last = 1, "2150-03-02 09:00"
     tl = fb.timeline_of(_record(emar=events, d_items=items, inputevents=icu))
-    assert record_check(d, tl) == "admin_icu"
+    assert record_check(d, tl) == "admin_uncountable"
+
+
+def _xl_order(poe: str = "p-358") -> tuple[list[dict], list[dict]]:
+    """The issue's metoprolol XL: one order written as a 25 mg and a 50 mg row."""
+    rx, ph = zip(*(_rx(pid, "Metoprolol Succinate XL", dose, "2150-03-04 17:00:00",
+                       "2150-03-06 16:00:00", "DAILY") for pid, dose in ((11, "25"), (12, "50"))),
+                 strict=True)
+    return [{**r, "poe_id": poe} for r in rx], list(ph)
+
+
+def test_an_order_is_its_rows_and_its_doses_are_its_poe_events() -> None:
+    """The issue's 10020944: metoprolol XL 75 mg (25 mg + 50 mg rows, ``dose_due`` 75) given 2
+    of 2; the missed dose was the discontinued tartrate order's, and a dose held at discharge
+    is expected, not missed."""
+    xl, xl_ph = _xl_order()
+    record = _record()
+    record["prescriptions"] = [o for o in record["prescriptions"] if "Metoprolol" not in o["drug"]]
+    tartrate = {**_rx(7, "Metoprolol Tartrate", "12.5", "2150-03-01 12:00:00",
+                      "2150-03-03 10:00:00", "TID")[0], "poe_id": "p-350"}
+    record["prescriptions"] += [*xl, tartrate]
+    record["pharmacy"] += [*xl_ph, _rx(7, "x", "1", "", None, "TID")[1]]
+    emar = [("e1", "p-350", "Metoprolol Tartrate", "2150-03-02 14:00:00", "Not Given"),
+            ("e2", "p-358", "Metoprolol Succinate XL", "2150-03-04 16:45:00", "Administered"),
+            ("e3", "p-358", "Metoprolol Succinate XL", "2150-03-05 09:40:00", "Administered"),
+            ("e4", "p-358", "Metoprolol Succinate XL", "2150-03-06 09:00:00", "Hold Dose")]
+    record["emar"] = [{"subject_id": 1, "hadm_id": 2, "emar_id": i, "poe_id": poe,
+                       "medication": med, "charttime": t, "event_txt": ev}
+                      for i, poe, med, t, ev in emar]
+    record["emar_detail"] = [{"subject_id": 1, "emar_id": "e2", "dose_due": "75"}]
+    tl = fb.timeline_of(record)
+    order = tl.current_order("metoprolol")
+    assert order is not None and (order.dose, order.components) == (75.0, ("25", "50"))
+    admins = tl.order_administrations(order)
+    assert (len(admins.given), len(admins.not_given), admins.at_discharge) == (2, 0, 1)
+    assert admins.countable
+    # A second order under the same name charted since the start: the tools cannot tell its
+    # doses apart, so no count is asked.
+    record["emar"].append({**record["emar"][1], "emar_id": "e5", "poe_id": "p-400"})
+    assert not fb.timeline_of(record).order_administrations(order).countable
+
+
+def test_order_dose_and_line_care() -> None:
+    assert order_dose(["25", "50"], "75") == "75"
+    assert order_dose(["150", "150"]) == "150"  # a tablet and a liquid: one dose either way
+    assert order_dose(["250", "500"]) == "750"
+    assert order_dose(["5", "2.5", "7.5"], "7.5") == "7.5"
+    assert order_dose(["0.1", "0.2"]) == "0.3"
+    flush = {**_rx(9, "Heparin Flush (10 units/ml)", "1", "2150-03-02 20:00:00",
+                   "2150-03-06 17:00:00", "DAILY")[0]}
+    record = _record()
+    record["prescriptions"].append(flush)
+    record["pharmacy"].append(_rx(9, "x", "1", "", None, "DAILY")[1])
+    tl = fb.timeline_of(record)
+    assert tl.orders_for("heparin")[0].line_care and tl.current_order("heparin") is None
 
 
 def test_icu_doses_match_their_orders_by_name_on_the_demo(demo_store) -> None:
@@ -137,6 +191,27 @@ def test_icu_doses_match_their_orders_by_name_on_the_demo(demo_store) -> None:
     tl = load_timeline(demo_store.cursor(), 10002495, 24982426, "2141-05-29")
     admins = tl.administrations("metronidazole")
     assert (admins.icu, len(admins.given)) == (11, 13) and not admins.countable
+
+
+def test_the_issues_metoprolol_xl_on_the_demo(demo_store) -> None:
+    """10020944 / 29974575: metoprolol XL is one 75 mg order given 2 of 2 (the missed dose was
+    the discontinued tartrate's); strict ``MedicationAdministration.search`` shows the whole
+    dose (25 + 50 mg), and at discharge the order is active in the tool's own view."""
+    from physassist.ehr.tools import ToolContext, call_tool
+
+    tl = load_timeline(demo_store.cursor(), 10020944, 29974575, "2131-03-13")
+    order = tl.current_order("metoprolol")
+    assert order is not None and order.drug == "Metoprolol Succinate XL" and order.dose == 75
+    admins = tl.order_administrations(order)
+    assert (len(admins.given), len(admins.not_given), admins.countable) == (2, 0, True)
+    ctx = ToolContext(store=demo_store, subject_id=10020944, hadm_id=29974575,
+                      current_date="2131-03-13")
+    args = {"subject_id": 10020944, "hadm_id": 29974575, "medication": "metoprolol succinate"}
+    doses = [r["resource"]["dosage"]["dose"]["value"]
+             for r in call_tool(ctx, "MedicationAdministration.search", args)["entry"]]
+    assert doses == [75, 75]
+    orders = call_tool(ctx, "MedicationRequest.search", args)["entry"]
+    assert {r["resource"]["status"] for r in orders} == {"active"}
 
 
 def test_course_and_cultures() -> None:
@@ -226,20 +301,6 @@ def test_labs_are_known_from_their_report_time_with_the_stays_ed_draws() -> None
     assert [p.value for p in fb.timeline_of(record).lab("Creatinine").points] == [2.4, 1.9, 1.4]
     early = fb.timeline_of(record, current_date="2150-03-03", until=dt.datetime(2150, 3, 3, 7))
     assert [p.value for p in early.lab("Creatinine").points] == [2.4]  # drawn, not reported
-
-
-def _points(*values: float) -> list[LabPoint]:
-    import datetime as dt
-    return [LabPoint(dt.datetime(2150, 3, 1) + dt.timedelta(days=i), v, "", None, None, 1)
-            for i, v in enumerate(values)]
-
-
-def test_trends_use_absolute_changes_and_name_the_turn() -> None:
-    trend, ref, anchor = judge_trend(_points(67, 90, 127, 110, 102), 10.0)  # BUN
-    assert (trend, ref.value, anchor) == ("falling", 127, "peak")
-    assert judge_trend(_points(1.0, 1.5, 1.2, 1.2, 1.2), 0.5)[0] == "stable"  # INR
-    assert judge_trend(_points(135, 139, 146), 4.0)[:1] == ("rising",)  # sodium
-    assert judge_trend(_points(6.9, 6.7), 1.0)[0] == "stable"  # hemoglobin
 
 
 def test_record_check_rejects_what_the_record_contradicts() -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from physassist.synth import labs, meds, quirks, records
+from physassist.synth import chart_quirks, labs, meds, quirks, records
 from physassist.synth.planner import build_plan
 from physassist.synth.writer import SCHEMAS, CsvGzWriter, conform, table_path
 
@@ -100,6 +100,8 @@ def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
     quirks.end_of_life(plans, tables["admissions"], tables["patients"])  # type: ignore[arg-type]
     tables["labevents"] = quirks.blood_gas_twins(tables["labevents"])  # type: ignore[arg-type]
     quirks.icu_doses(tables, plans)
+    chart_quirks.split_orders(tables)
+    tables["labevents"] = chart_quirks.contaminated_draws(tables["labevents"], plans)
     out, rows = {}, {}
     for name in PER_CHUNK_TABLES:
         data = tables.get(name)
