@@ -31,7 +31,9 @@ print(json.dumps({"rows": rows, "wall": time.perf_counter() - wall, "cpu": time.
 
 
 def run(source: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", ONE, source], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", ONE, source], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -47,9 +49,11 @@ def main() -> None:
         started = time.perf_counter()
         first, *later = (run(source) for _ in range(3))
         reads = ", ".join(f"{r['cpu'] * 1000:.1f}" for r in later)
-        print(f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU ({first['wall']:.3f} s wall), "
-              f"read {reads} ms CPU; "
-              f"file {kept.stat().st_size:,d} bytes; {time.perf_counter() - started:.0f} s in all")
+        print(
+            f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU ({first['wall']:.3f} s wall), "
+            f"read {reads} ms CPU; "
+            f"file {kept.stat().st_size:,d} bytes; {time.perf_counter() - started:.0f} s in all"
+        )
 
 
 if __name__ == "__main__":

@@ -572,7 +572,9 @@ def main(argv: list[str] | None = None) -> int:
 
             for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
                 path, gen = cohort(size, seed=args.seed)  # kept between runs (cohorts.py)
-                log(f"[{size}] " + (f"generated in {gen}s" if gen is not None else f"reused {path}"))
+                log(
+                    f"[{size}] " + (f"generated in {gen}s" if gen is not None else f"reused {path}")
+                )
                 sources.append((str(size), path, gen))
         for label, source, gen in sources:
             res = bench_source(

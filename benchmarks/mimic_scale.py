@@ -173,7 +173,10 @@ def _table_sql(name: str) -> str:
     each = f"FROM subj, range(subj.n_{name}) r(i)"
     match name:
         case "patients":
-            grp = _pick(["2008 - 2010", "2011 - 2013", "2014 - 2016", "2017 - 2019", "2020 - 2022"], "u(idx, 'g')")
+            grp = _pick(
+                ["2008 - 2010", "2011 - 2013", "2014 - 2016", "2017 - 2019", "2020 - 2022"],
+                "u(idx, 'g')",
+            )
             return _select(name, {
                 "subject_id": "subject_id", "gender": "CASE WHEN u(idx, 'sex') < 0.53 THEN 'F' ELSE 'M' END",
                 "anchor_age": "18 + floor(u(idx, 'age') * 73)", "anchor_year": "2110 + floor(u(idx, 'base') * 60)",
@@ -216,14 +219,25 @@ def _table_sql(name: str) -> str:
                 "long_title": "'Diagnosis number ' || c",
             }, f"FROM range({d[name]}) t(c)")  # fmt: skip
         case "d_labitems" | "d_items":
-            first, known = (50800, COMMON_LABS) if name == "d_labitems" else (220000, {i: v[0] for i, v in VITALS.items()})
+            first, known = (
+                (50800, COMMON_LABS)
+                if name == "d_labitems"
+                else (220000, {i: v[0] for i, v in VITALS.items()})
+            )
             values = ", ".join(f"({i}, '{label}')" for i, label in known.items())
             exprs = {"itemid": "itemid", "label": "coalesce(label, 'Item ' || itemid)"}
             if name == "d_labitems":
-                exprs |= {"fluid": "'Blood'", "category": "CASE WHEN itemid % 2 = 0 THEN 'Chemistry' ELSE 'Hematology' END"}
+                exprs |= {
+                    "fluid": "'Blood'",
+                    "category": "CASE WHEN itemid % 2 = 0 THEN 'Chemistry' ELSE 'Hematology' END",
+                }
             else:
-                exprs |= {"abbreviation": "coalesce(label, 'Item ' || itemid)", "linksto": "'chartevents'",
-                          "category": "'Routine Vital Signs'", "param_type": "'Numeric'"}
+                exprs |= {
+                    "abbreviation": "coalesce(label, 'Item ' || itemid)",
+                    "linksto": "'chartevents'",
+                    "category": "'Routine Vital Signs'",
+                    "param_type": "'Numeric'",
+                }
             return _select(name, exprs, f"FROM (SELECT {first} + c AS itemid FROM range({d[name]}) t(c)) "
                                         f"LEFT JOIN (VALUES {values}) v(id, label) ON id = itemid")  # fmt: skip
         case "labevents":
@@ -245,29 +259,52 @@ def _table_sql(name: str) -> str:
                 "comments": f"CASE WHEN u({row}, 'c') < 0.05 THEN '___ specimen hemolyzed, repeat advised.' END",
             }, each)  # fmt: skip
         case "prescriptions" | "pharmacy":
-            pharm = "idx * 1000000 + (i % greatest(1, n_pharmacy))" if name == "prescriptions" else row
+            pharm = (
+                "idx * 1000000 + (i % greatest(1, n_pharmacy))" if name == "prescriptions" else row
+            )
             start = f"within(idx, {k}, u({pharm}, 'st'))"
             exprs = {
-                "subject_id": "subject_id", "hadm_id": f"hadm(idx, {k})", "pharmacy_id": pharm,
-                "poe_id": "subject_id || '-' || i", "starttime": start, "stoptime": f"{start} + to_hours(72)",
-                "doses_per_24_hrs": "1 + i % 4", "route": _pick(["PO", "IV", "SC", "PO/NG"], f"u({pharm}, 'rt')"),
+                "subject_id": "subject_id",
+                "hadm_id": f"hadm(idx, {k})",
+                "pharmacy_id": pharm,
+                "poe_id": "subject_id || '-' || i",
+                "starttime": start,
+                "stoptime": f"{start} + to_hours(72)",
+                "doses_per_24_hrs": "1 + i % 4",
+                "route": _pick(["PO", "IV", "SC", "PO/NG"], f"u({pharm}, 'rt')"),
             }
             if name == "prescriptions":
                 exprs |= {
-                    "poe_seq": "i + 1", "order_provider_id": _provider(f"u({row}, 'p')"), "drug_type": "'MAIN'",
-                    "drug": _pick(DRUGS, f"u({pharm}, 'drug')"), "formulary_drug_cd": "'FORM' || (i % 500)",
-                    "gsn": "lpad((i % 90000)::VARCHAR, 6, '0')", "ndc": "lpad((i % 99999)::VARCHAR, 11, '0')",
-                    "prod_strength": "'10mg Tab'", "form_rx": "'TAB'", "dose_val_rx": "(1 + i % 10)::VARCHAR",
-                    "dose_unit_rx": "'mg'", "form_val_disp": "'1'", "form_unit_disp": "'TAB'",
+                    "poe_seq": "i + 1",
+                    "order_provider_id": _provider(f"u({row}, 'p')"),
+                    "drug_type": "'MAIN'",
+                    "drug": _pick(DRUGS, f"u({pharm}, 'drug')"),
+                    "formulary_drug_cd": "'FORM' || (i % 500)",
+                    "gsn": "lpad((i % 90000)::VARCHAR, 6, '0')",
+                    "ndc": "lpad((i % 99999)::VARCHAR, 11, '0')",
+                    "prod_strength": "'10mg Tab'",
+                    "form_rx": "'TAB'",
+                    "dose_val_rx": "(1 + i % 10)::VARCHAR",
+                    "dose_unit_rx": "'mg'",
+                    "form_val_disp": "'1'",
+                    "form_unit_disp": "'TAB'",
                 }
             else:
                 exprs |= {
-                    "medication": _pick(DRUGS, f"u({pharm}, 'drug')"), "proc_type": "'Unit Dose'",
-                    "status": _pick(["Discontinued", "Inactive (Due to a change order)", "Active"], f"u({row}, 's')"),
-                    "entertime": start, "verifiedtime": f"{start} + to_minutes(20)",
+                    "medication": _pick(DRUGS, f"u({pharm}, 'drug')"),
+                    "proc_type": "'Unit Dose'",
+                    "status": _pick(
+                        ["Discontinued", "Inactive (Due to a change order)", "Active"],
+                        f"u({row}, 's')",
+                    ),
+                    "entertime": start,
+                    "verifiedtime": f"{start} + to_minutes(20)",
                     "frequency": _pick(["Q6H", "DAILY", "BID", "TID", "PRN"], f"u({row}, 'fq')"),
-                    "duration": "72", "duration_interval": "'Hours'", "expiration_value": "36",
-                    "expiration_unit": "'Hours'", "dispensation": "'Omnicell'",
+                    "duration": "72",
+                    "duration_interval": "'Hours'",
+                    "expiration_value": "36",
+                    "expiration_unit": "'Hours'",
+                    "dispensation": "'Omnicell'",
                 }
             return _select(name, exprs, each)
         case "emar":
@@ -330,7 +367,10 @@ def _table_sql(name: str) -> str:
             block = "idx * 1000000 + i // 6"  # a set of the six vitals charted together
             j = f"floor(u({block}, 'st') * n_icustays)::INTEGER"
             n = len(VITALS)
-            item, mean, spread = ([str(v) for v in col] for col in zip(*((i, v[2], v[3]) for i, v in VITALS.items()), strict=True))
+            item, mean, spread = (
+                [str(v) for v in col]
+                for col in zip(*((i, v[2], v[3]) for i, v in VITALS.items()), strict=True)
+            )
             val = (f"round([{', '.join(mean)}][1 + i % {n}] + [{', '.join(spread)}][1 + i % {n}] "
                    f"* (u({row}, 'v') - 0.5) * 2, 0)")  # fmt: skip
             t = (f"date_trunc('minute', intime(idx, {j}, n_adm) "
@@ -343,8 +383,10 @@ def _table_sql(name: str) -> str:
             }, "FROM subj, range(CASE WHEN subj.n_icustays > 0 THEN subj.n_chartevents ELSE 0 END) r(i)")  # fmt: skip
         case "inputevents":  # ICU doses within one stay: half boluses, half infusions with a rate
             j = f"floor(u({row}, 'st') * n_icustays)::INTEGER"
-            start = (f"date_trunc('minute', intime(idx, {j}, n_adm) "
-                     f"+ to_seconds(floor(u({row}, 't') * icu_min(idx, {j}, n_adm) * 60)::BIGINT))")
+            start = (
+                f"date_trunc('minute', intime(idx, {j}, n_adm) "
+                f"+ to_seconds(floor(u({row}, 't') * icu_min(idx, {j}, n_adm) * 60)::BIGINT))"
+            )
             drip = f"u({row}, 'drip') < 0.5"
             return _select(name, {
                 "subject_id": "subject_id", "hadm_id": f"hadm(idx, {j} % n_adm)", "stay_id": f"30000000 + idx * 16 + {j}",
@@ -409,7 +451,9 @@ def _copy_gzipped(con: duckdb.DuckDBPyConnection, sql: str, target: Path) -> int
         os.mkfifo(fifo)
         partial = target.with_name(f".{target.name}.partial")
         with open(partial, "wb") as sink:
-            gz = subprocess.Popen(f"exec gzip -1 -c < {shlex.quote(str(fifo))}", shell=True, stdout=sink)
+            gz = subprocess.Popen(
+                f"exec gzip -1 -c < {shlex.quote(str(fifo))}", shell=True, stdout=sink
+            )
             try:
                 (rows,) = con.execute(f"COPY ({sql}) TO '{fifo}' (FORMAT csv, HEADER)").fetchone()
             except BaseException:
@@ -424,7 +468,13 @@ def _copy_gzipped(con: duckdb.DuckDBPyConnection, sql: str, target: Path) -> int
 
 
 def generate(
-    out: Path, scale: float, *, seed: int = 0, threads: int = 2, memory: str = "4GB", tables: Iterable[str] = SPECS
+    out: Path,
+    scale: float,
+    *,
+    seed: int = 0,
+    threads: int = 2,
+    memory: str = "4GB",
+    tables: Iterable[str] = SPECS,
 ) -> list[dict]:
     """Write ``tables`` (default: every table and inputevents) at ``scale`` under ``out``; one summary per table."""
     counts = {t: max(1, round(n * scale)) for t, n in ROWS.items()}
@@ -450,9 +500,15 @@ def generate(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=float, required=True, help="fraction of full MIMIC-IV, e.g. 0.25 or 1.0")
-    ap.add_argument("--out", type=Path, required=True, help="directory to write hosp/, icu/, note/ into")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--scale", type=float, required=True, help="fraction of full MIMIC-IV, e.g. 0.25 or 1.0"
+    )
+    ap.add_argument(
+        "--out", type=Path, required=True, help="directory to write hosp/, icu/, note/ into"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2, help="DuckDB threads")
     ap.add_argument("--memory", default="4GB", help="DuckDB memory_limit")
@@ -460,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.scale <= 1:
         ap.error(f"--scale must be in (0, 1], got {args.scale}")
     started, cpu = time.perf_counter(), time.process_time()
-    results = generate(args.out, args.scale, seed=args.seed, threads=args.threads, memory=args.memory)
+    results = generate(
+        args.out, args.scale, seed=args.seed, threads=args.threads, memory=args.memory
+    )
     print(json.dumps({"scale": args.scale, "rows": sum(r["rows"] for r in results),
                       "bytes": sum(r["bytes"] for r in results),
                       "seconds": round(time.perf_counter() - started, 1),

@@ -181,7 +181,10 @@ def test_a_store_of_another_schema_is_refused_naming_the_rebuild(tmp_path: Path)
     path = build_store(src, cache_dir=tmp_path / "cache")
     with duckdb.connect(str(path)) as con:
         con.execute(f"UPDATE {META_TABLE} SET value = '2' WHERE key = 'schema_version'")
-    with pytest.raises(EHRSourceError, match=f"has schema 2, this PhysAssist reads {STORE_SCHEMA_VERSION}.*build {src}"):
+    with pytest.raises(
+        EHRSourceError,
+        match=f"has schema 2, this PhysAssist reads {STORE_SCHEMA_VERSION}.*build {src}",
+    ):
         EHRStore(path)
 
 
@@ -321,9 +324,7 @@ def test_reader_memory_limit_defaults_to_2gb_and_follows_the_environment(
     assert limit() == "488.2 MiB"
 
 
-@pytest.mark.parametrize(
-    ("ram_gib", "limit"), [(24, "9830MB"), (3, "1536MB"), (2, "1228MB")]
-)
+@pytest.mark.parametrize(("ram_gib", "limit"), [(24, "9830MB"), (3, "1536MB"), (2, "1228MB")])
 def test_build_memory_limit_is_40_percent_of_ram_with_a_floor(
     monkeypatch: pytest.MonkeyPatch, ram_gib: int, limit: str
 ) -> None:

@@ -92,7 +92,9 @@ def test_compat_medication_orders_ignore_count(tiny_store) -> None:
     """``_count`` on ``MedicationRequest.search`` is strict's (issue 27): the reference had none
     and returned every order, and compat still does."""
     every = call(tiny_store, "MedicationRequest.search")
-    assert len(every["entry"]) == 5 and call(tiny_store, "MedicationRequest.search", _count=1) == every
+    assert (
+        len(every["entry"]) == 5 and call(tiny_store, "MedicationRequest.search", _count=1) == every
+    )
 
 
 def test_compat_unknown_args_silently_dropped(tiny_store) -> None:

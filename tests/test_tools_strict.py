@@ -140,13 +140,17 @@ def test_strict_big_chart_queries_asked_once_per_cutoff_and_filter(
     asked: list[str] = []
     for method in ("select", "aggregate"):
         real = getattr(store, method)
-        monkeypatch.setattr(store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k))
+        monkeypatch.setattr(
+            store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k)
+        )
     creatinine = {"subject_id": SID, "code": "Creatinine"}
     first = call_tool(tiny_ctx(store), "Observation.search", creatinine)
     queries = len(asked)
     assert queries and call_tool(tiny_ctx(store), "Observation.search", creatinine) == first
     assert len(asked) == queries
-    earlier = call_tool(tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine)
+    earlier = call_tool(
+        tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine
+    )
     glucose = call_tool(tiny_ctx(store), "Observation.search", {**creatinine, "code": "Glucose"})
     assert len(asked) > queries and earlier["total"] < first["total"] and glucose != first
     store.close()
@@ -200,8 +204,12 @@ def test_strict_explicit_cutoff_overrides_current_date(tiny_store) -> None:
 def _timestamps(resource: dict) -> list[str]:
     keys = ("effectiveDateTime", "date", "authoredOn", "created")
     out = [resource[k] for k in keys if k in resource]
-    out += [v for p in ("period", "effectivePeriod") for k in ("start", "end")
-            if (v := resource.get(p, {}).get(k))]
+    out += [
+        v
+        for p in ("period", "effectivePeriod")
+        for k in ("start", "end")
+        if (v := resource.get(p, {}).get(k))
+    ]
     return out
 
 
