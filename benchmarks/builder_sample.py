@@ -4,7 +4,8 @@ Times ``build_sample`` (cohort generation + store build + 36 sessions; the issue
 under 2 minutes) and ``build_sessions`` on the MIMIC-IV demo when it is present, and
 reports qualifying patients per scenario x tier.
 
-    python benchmarks/builder_sample.py [--demo DIR] [--per-slot 3]   # --demo: default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
+    python benchmarks/builder_sample.py [--demo DIR] [--per-slot 3]
+    # --demo: default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
 
 Builds into a temporary folder; prints a table and writes JSON (``--out``). Not a test.
 """

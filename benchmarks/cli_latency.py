@@ -39,7 +39,10 @@ COMMANDS = [
     ("physassist-data validate sample", "physassist.cli.data", ["validate", "sample"]),
     ("physassist-ehr --help", "physassist.cli.ehr", ["--help"]),
 ]
-RUN = "import sys; from importlib import import_module; m = sys.argv[1]; sys.argv = sys.argv[1:]; sys.exit(import_module(m).main())"
+RUN = (
+    "import sys; from importlib import import_module; m = sys.argv[1]; sys.argv = sys.argv[1:]; "
+    "sys.exit(import_module(m).main())"
+)
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
@@ -79,7 +82,8 @@ def main() -> None:
     for label, values in rows.items():
         wall, cpu = statistics.median(values["wall"]), statistics.median(values["cpu"])
         print(
-            f"{label:<56}{wall:>8.2f}{wall / pass_wall:>8.1f}{cpu:>8.2f}{cpu / max(pass_cpu, 1e-3):>8.1f}"
+            f"{label:<56}{wall:>8.2f}{wall / pass_wall:>8.1f}"
+            f"{cpu:>8.2f}{cpu / max(pass_cpu, 1e-3):>8.1f}"
         )
         summary[label] = {"wall_s": wall, "cpu_s": cpu}
     if args.out:

@@ -5,7 +5,8 @@ Each run is a fresh process that opens the store and gets the kinds of every tab
 reads. The first run measures them and writes ``<store>.compat-kinds``; the later ones read
 that file.
 
-    python benchmarks/compat_kinds.py [SOURCE ...]   # default: the sample; e.g. "$PHYSASSIST_MIMIC_DEMO"
+    python benchmarks/compat_kinds.py [SOURCE ...]
+    # default: the sample; e.g. "$PHYSASSIST_MIMIC_DEMO"
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ for table, columns in COLUMNS.items():
     if store.has_rows(table):
         _TableKinds.of(store, table, columns)
         rows += store.row_counts()[table]
-print(json.dumps({"rows": rows, "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
+print(json.dumps({"rows": rows, "wall": time.perf_counter() - wall,
+                  "cpu": time.process_time() - cpu}))
 """
 
 
@@ -50,9 +52,9 @@ def main() -> None:
         first, *later = (run(source) for _ in range(3))
         reads = ", ".join(f"{r['cpu'] * 1000:.1f}" for r in later)
         print(
-            f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU ({first['wall']:.3f} s wall), "
-            f"read {reads} ms CPU; "
-            f"file {kept.stat().st_size:,d} bytes; {time.perf_counter() - started:.0f} s in all"
+            f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU "
+            f"({first['wall']:.3f} s wall), read {reads} ms CPU; file {kept.stat().st_size:,d} "
+            f"bytes; {time.perf_counter() - started:.0f} s in all"
         )
 
 

@@ -268,15 +268,16 @@ def main() -> None:
         name: statistics.median(r["cpu_ms_per_call"] for r in rs) for name, rs in results.items()
     }
     print(
-        f"mean tool result {result_chars} chars; medians: physassistbench {med['physassistbench']:.1f} ms/call, "
-        f"baseline {med['baseline']:.1f} ms/call, ratio {med['physassistbench'] / med['baseline']:.2f}"
+        f"mean tool result {result_chars} chars; medians: physassistbench "
+        f"{med['physassistbench']:.1f} ms/call, baseline {med['baseline']:.1f} ms/call, ratio "
+        f"{med['physassistbench'] / med['baseline']:.2f}"
     )
     if args.tracked:
         agent_med = statistics.median(r["agent_cpu_ms_per_call"] for r in results["tracked"])
         print(
-            f"tracked: {med['tracked']:.1f} ms/call in the run's process, ratio {med['tracked'] / med['baseline']:.2f}; "
-            f"the agent {agent_med:.1f} ms/call on the other core (both: "
-            f"{(med['tracked'] + agent_med) / med['baseline']:.2f}x the baseline)"
+            f"tracked: {med['tracked']:.1f} ms/call in the run's process, ratio "
+            f"{med['tracked'] / med['baseline']:.2f}; the agent {agent_med:.1f} ms/call on the "
+            f"other core (both: {(med['tracked'] + agent_med) / med['baseline']:.2f}x the baseline)"
         )
     if args.out:
         Path(args.out).write_text(

@@ -22,7 +22,8 @@ bound CPU sets on one event loop: (latency + CPU per request at 1) / max(CPU per
 latency / k); a run near its bound is CPU-bound, not latency-bound. The lead's re-run on an
 idle machine (~5-6 min):
 
-    python benchmarks/eval_http.py --latency 0.2,2 --connections 1,32 --sequential-budget 240 --out r.json
+    python benchmarks/eval_http.py --latency 0.2,2 --connections 1,32 --sequential-budget 240 \
+        --out r.json
 
     python benchmarks/eval_http.py [--latency 0.2] [--connections 1,8,32] [--limit N] [--out f.json]
 """
@@ -197,7 +198,8 @@ def main() -> None:
             if args.warmup and warmup is None:
                 warmup = run(base_url, 8, args.warmup, args.display)
                 print(
-                    f"warm-up ({args.warmup} sessions): {warmup['wall_s']:.1f} s wall, {warmup['cpu_s']:.1f} s CPU",
+                    f"warm-up ({args.warmup} sessions): {warmup['wall_s']:.1f} s wall, "
+                    f"{warmup['cpu_s']:.1f} s CPU",
                     flush=True,
                 )
             for connections in (int(c) for c in args.connections.split(",")):
@@ -220,12 +222,14 @@ def main() -> None:
                     result["cpu_ms_per_request"] / 1000, latency / connections
                 )
                 print(
-                    f"latency {latency:g} s, max_connections={connections:>3}: {result['wall_s']:7.1f} s wall, "
-                    f"x{result['speedup']:5.1f} vs 1 per request (CPU bound x{result['cpu_bound']:.1f}), "
-                    f"{result['cpu_ms_per_turn']:5.1f} ms CPU/turn, {result['cpu_ms_per_request']:5.1f} ms CPU/request "
-                    f"({result['requests']} requests, {result['turns']} turns, {result['sessions']} sessions, "
-                    f"max_samples={result['max_samples']}; peak {result['peak_rss_mb']:.0f} MB, "
-                    f"{result['peak_fds']} fds; load {result['load_average_before']:.1f})",
+                    f"latency {latency:g} s, max_connections={connections:>3}: "
+                    f"{result['wall_s']:7.1f} s wall, x{result['speedup']:5.1f} vs 1 per request "
+                    f"(CPU bound x{result['cpu_bound']:.1f}), {result['cpu_ms_per_turn']:5.1f} ms "
+                    f"CPU/turn, {result['cpu_ms_per_request']:5.1f} ms CPU/request "
+                    f"({result['requests']} requests, {result['turns']} turns, "
+                    f"{result['sessions']} sessions, max_samples={result['max_samples']}; peak "
+                    f"{result['peak_rss_mb']:.0f} MB, {result['peak_fds']} fds; load "
+                    f"{result['load_average_before']:.1f})",
                     flush=True,
                 )
         finally:
@@ -241,7 +245,8 @@ def main() -> None:
             }
         )
         print(
-            f"{requests} chat requests served ({server_cpu:.1f} s server CPU); load average {os.getloadavg()[0]:.1f}"
+            f"{requests} chat requests served ({server_cpu:.1f} s server CPU); load average "
+            f"{os.getloadavg()[0]:.1f}"
         )
     if args.out:
         Path(args.out).write_text(

@@ -5,8 +5,9 @@ in a scratch working directory, so the run is exactly the default: the oracle on
 the rules judge, MLflow to ``sqlite:///mlruns/mlflow.db`` in that directory, with traces,
 tables and plots. One unmeasured run first creates the store (a new SQLite store pays its
 schema migrations once) and, as a user's first run of the sessions does, their verdict
-(``physassist.data.verified``: later runs parse them, not validate them again). Inside the process the functions the run goes through are wrapped
-(exclusive time: a phase nested in another is taken out of it):
+(``physassist.data.verified``: later runs parse them, not validate them again). Inside the
+process the functions the run goes through are wrapped (exclusive time: a phase nested in
+another is taken out of it):
 
 * start-up: process start to the run (interpreter, the command's imports, Hydra's composition);
 * task: importing the task's module (Inspect with it), reading the sessions and building the
@@ -47,7 +48,8 @@ eval: the least not-eval share a run on this stack (Inspect, Hydra, pandas) can 
 tests, each response delayed ``S`` seconds (``eval_http.py``'s server, in its own process), as
 ``model=openai_compatible`` reaches a real model: the eval then mostly waits, as with one.
 
-    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [--no-floor] [--latency S] [override ...]
+    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [--no-floor] [--latency S] \
+        [override ...]
 """
 
 from __future__ import annotations
@@ -531,7 +533,8 @@ def main() -> None:
             share = 1 - r["phases"].get("eval", 0.0) / r["wall_s"]
             print(
                 f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "
-                f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load {os.getloadavg()[0]:.1f}",
+                f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load "
+                f"{os.getloadavg()[0]:.1f}",
                 flush=True,
             )
             if spec is not None:  # right after the run it is compared with
@@ -539,9 +542,10 @@ def main() -> None:
                 f = floors[-1]
                 f["stack_share"] = stack_share(f, r)
                 print(
-                    f"  floor {i + 1}: {f['wall_s']:.1f} s wall, eval {f['phases']['eval']:.1f} s, not eval "
-                    f"{100 * f['not_eval']:.0f}%; with the stack (+ Hydra {f['phases']['hydra']:.2f} s, pandas "
-                    f"{f['phases']['pandas']:.2f} s) beside the run's eval: {100 * f['stack_share']:.0f}%",
+                    f"  floor {i + 1}: {f['wall_s']:.1f} s wall, eval {f['phases']['eval']:.1f} s, "
+                    f"not eval {100 * f['not_eval']:.0f}%; with the stack (+ Hydra "
+                    f"{f['phases']['hydra']:.2f} s, pandas {f['phases']['pandas']:.2f} s) beside "
+                    f"the run's eval: {100 * f['stack_share']:.0f}%",
                     flush=True,
                 )
     if args.latency:
@@ -556,16 +560,18 @@ def main() -> None:
     print(f"\n{'phase':<16}{'wall s':>9}{'share':>8}{'CPU s':>8}")
     for name in ORDER:
         print(
-            f"{name:<16}{med[name]:>9.2f}{100 * med[name] / wall:>7.1f}%{med_cpu.get(name, 0.0):>8.2f}"
+            f"{name:<16}{med[name]:>9.2f}{100 * med[name] / wall:>7.1f}%"
+            f"{med_cpu.get(name, 0.0):>8.2f}"
         )
     print(
-        f"{'run (median)':<16}{wall:>9.2f}   100.0%{statistics.median(r['cpu_s'] for r in runs):>8.2f}"
-        f"  (of it the tracking agent, on the other core: {statistics.median(r['agent_cpu_s'] for r in runs):.2f})"
+        f"{'run (median)':<16}{wall:>9.2f}   "
+        f"100.0%{statistics.median(r['cpu_s'] for r in runs):>8.2f}  (of it the tracking agent, on "
+        f"the other core: {statistics.median(r['agent_cpu_s'] for r in runs):.2f})"
     )
     print(
-        f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time "
-        f"(range {100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; "
-        f"load {os.getloadavg()[0]:.1f}"
+        f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time (range "
+        f"{100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; load "
+        f"{os.getloadavg()[0]:.1f}"
     )
     floor = None
     if floors:
@@ -592,13 +598,13 @@ def main() -> None:
             + ")"
         )
         print(
-            f"floor not eval: median {100 * statistics.median(floor['not_eval']):.1f}% of the wall time "
-            f"(range {100 * min(floor['not_eval']):.1f}-{100 * max(floor['not_eval']):.1f}%)"
+            f"floor not eval: median {100 * statistics.median(floor['not_eval']):.1f}% of the wall "
+            f"time (range {100 * min(floor['not_eval']):.1f}-{100 * max(floor['not_eval']):.1f}%)"
         )
         print(
-            f"the stack's floor (+ Hydra's two compositions and pandas' import) beside the run's eval: median "
-            f"{100 * statistics.median(floor['stack_share']):.1f}% (range {100 * min(floor['stack_share']):.1f}-"
-            f"{100 * max(floor['stack_share']):.1f}%)"
+            "the stack's floor (+ Hydra's two compositions and pandas' import) beside the run's "
+            f"eval: median {100 * statistics.median(floor['stack_share']):.1f}% (range "
+            f"{100 * min(floor['stack_share']):.1f}-{100 * max(floor['stack_share']):.1f}%)"
         )
     if args.out:
         Path(args.out).write_text(

@@ -20,7 +20,7 @@ call on an object that holds one of them as an attribute (a method whose ``self`
   climb is the flow coming back up to where it came from).
 
     python benchmarks/experiment_walk.py                  # tracking=none
-    python benchmarks/experiment_walk.py --tracking       # a local MLflow store (SQLite in a temp dir)
+    python benchmarks/experiment_walk.py --tracking  # a local MLflow store (SQLite in a temp dir)
     python benchmarks/experiment_walk.py --json walk.json # also write the steps
 """
 
@@ -242,7 +242,8 @@ def main() -> int:
         sys.setprofile(None)
     summary = walk.summary()
     print(
-        f"walk of cfg from run_experiment ({'MLflow store' if options.tracking else 'tracking=none'}; {walk._base}):"
+        "walk of cfg from run_experiment "
+        f"({'MLflow store' if options.tracking else 'tracking=none'}; {walk._base}):"
     )
     print(
         f"  rooms {summary['rooms']}, returns {summary['returns']}, climbs {summary['climbs']}, "

@@ -96,12 +96,14 @@ def main() -> None:
             for mode in MODES:
                 results[mode].append(run(mode, cwd, args.overrides))
     print(
-        f"{'mode':<8} {'young':>6} {'middle':>6} {'full':>5} {'CPU s':>6}   (medians of {args.repeats})"
+        f"{'mode':<8} {'young':>6} {'middle':>6} {'full':>5} {'CPU s':>6}   (medians of "
+        f"{args.repeats})"
     )
     for mode, rows in results.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         print(
-            f"{mode:<8} {med['young']:>6.0f} {med['middle']:>6.0f} {med['full']:>5.0f} {med['cpu_s']:>6.2f}"
+            f"{mode:<8} {med['young']:>6.0f} {med['middle']:>6.0f} {med['full']:>5.0f} "
+            f"{med['cpu_s']:>6.2f}"
         )
 
 

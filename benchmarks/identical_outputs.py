@@ -384,8 +384,8 @@ def compare(first: Path, second: Path) -> int:
         print(f"... and {len(found) - 200} more")
     n_runs = sum(len(runs) for runs in a.values())
     print(
-        f"{'identical' if not found else f'{len(found)} differences'}: {len(a)} cases, {n_runs} runs "
-        f"({first} vs {second})"
+        f"{'identical' if not found else f'{len(found)} differences'}: {len(a)} cases, {n_runs} "
+        f"runs ({first} vs {second})"
     )
     return 1 if found else 0
 

@@ -51,7 +51,8 @@ PIP_TIMED = r"""
 import compileall, importlib, json, sys, time
 from collections import defaultdict
 
-phases, cpu, packages, depth = defaultdict(float), defaultdict(float), defaultdict(float), defaultdict(int)
+phases, cpu, packages = defaultdict(float), defaultdict(float), defaultdict(float)
+depth = defaultdict(int)
 
 
 def wrap(module, path, phase, per_package=False):
@@ -83,14 +84,17 @@ def wrap(module, path, phase, per_package=False):
 
 wrap("pip._internal.resolution.resolvelib.resolver", "Resolver.resolve", "resolve")
 wrap("pip._internal.build_env", "BuildEnvironment.install_requirements", "build env")
-wrap("pip._internal.build_env.installer", "SubprocessBuildEnvironmentInstaller.install", "build env")
+wrap("pip._internal.build_env.installer", "SubprocessBuildEnvironmentInstaller.install",
+     "build env")
 wrap("pip._internal.build_env.installer", "InprocessBuildEnvironmentInstaller.install", "build env")
-wrap("pip._internal.operations.prepare", "RequirementPreparer.prepare_linked_requirements_more", "download")
+wrap("pip._internal.operations.prepare", "RequirementPreparer.prepare_linked_requirements_more",
+     "download")
 wrap("pip._internal.network.download", "Downloader.__call__", "download")
 wrap("pip._internal.commands.install", "build", "build")
 wrap("pip._internal.commands.install", "install_given_reqs", "install")
 wrap("pip._internal.req.req_install", "install_wheel", "install one", per_package=True)  # pip 23
-wrap("pip._internal.operations.install.wheel", "install_wheel", "install one", per_package=True)  # imported when called
+wrap("pip._internal.operations.install.wheel", "install_wheel", "install one",
+     per_package=True)  # imported when called
 wrap("compileall", "compile_file", "compile")
 
 from pip._internal.cli.main import main
@@ -114,12 +118,14 @@ sizes = {}
 for dist in md.distributions():
     files = {str(dist.locate_file(f)) for f in dist.files or []}
     dirs = {os.path.dirname(p) for p in files if p.endswith(".py")}
-    files |= {os.path.join(d, "__pycache__", c) for d in dirs if os.path.isdir(os.path.join(d, "__pycache__"))
+    files |= {os.path.join(d, "__pycache__", c) for d in dirs
+              if os.path.isdir(os.path.join(d, "__pycache__"))
               for c in os.listdir(os.path.join(d, "__pycache__"))
               if os.path.join(d, c.split(".")[0] + ".py") in files}
     name = dist.metadata["Name"]
     sizes[name] = sizes.get(name, 0) + sum(os.path.getsize(p) for p in files if os.path.isfile(p))
-venv = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(sys.prefix) for f in fs if not os.path.islink(os.path.join(d, f)))
+venv = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(sys.prefix) for f in fs
+           if not os.path.islink(os.path.join(d, f)))
 print(json.dumps({"packages": sizes, "venv": venv}))
 """
 
@@ -387,7 +393,8 @@ def report(runs: list[Run]) -> None:
     for (name, state), group in groups.items():
         phases = [p for p in (*FIRST, "test install") if any(p in r.wall for r in group)]
         cells = [
-            f"{p} {median([r.wall[p] for r in group]):.1f} ({median([r.cpu[p] for r in group]):.1f})"
+            f"{p} {median([r.wall[p] for r in group]):.1f} "
+            f"({median([r.cpu[p] for r in group]):.1f})"
             for p in phases
         ]
         first = median([sum(r.wall.get(p, 0) for p in FIRST) for r in group])
@@ -407,7 +414,10 @@ def report(runs: list[Run]) -> None:
         print(
             f"{name:10s} {state}: FIRST COMMAND {first:.1f} s ({first_cpu:.1f} CPU) | "
             + ", ".join(cells)
-            + f" | inside install: {inside} | load {min(loads):.1f}-{max(loads):.1f}, n={len(group)}"
+            + (
+                f" | inside install: {inside} | load {min(loads):.1f}-{max(loads):.1f}, "
+                f"n={len(group)}"
+            )
             + (f" | NOTES: {failed}" if failed else "")
         )
     for (name, state), group in groups.items():
@@ -416,8 +426,9 @@ def report(runs: list[Run]) -> None:
         run = group[0]
         top = sorted(run.downloads.items(), key=lambda kv: -kv[1])
         print(
-            f"\n{name}: downloaded {sum(run.downloads.values()):.1f} MB in {len(run.downloads)} files "
-            f"(cache after: {run.cache_mb:.0f} MB), {len(run.local)} wheels from local files; venv {run.venv_mb:.0f} MB, {len(run.sizes)} distributions"
+            f"\n{name}: downloaded {sum(run.downloads.values()):.1f} MB in {len(run.downloads)} "
+            f"files (cache after: {run.cache_mb:.0f} MB), {len(run.local)} wheels from local "
+            f"files; venv {run.venv_mb:.0f} MB, {len(run.sizes)} distributions"
         )
         print(
             "  largest downloads (MB):",

@@ -1,6 +1,7 @@
 """Cold tool calls and compat's first call per table on a big store (``mimic_scale.py``).
 
-    python benchmarks/scale_calls.py STORE.duckdb [--subjects 500] [--largest 20] [--out results.json]
+    python benchmarks/scale_calls.py STORE.duckdb [--subjects 500] [--largest 20] \
+        [--out results.json]
 
 * **cold calls**: for every read tool in both semantics, a fresh ``EHRStore`` (empty subject
   cache, no chart opened) and one call per subject: ``--subjects`` random subjects plus the
@@ -46,7 +47,8 @@ for table, columns in COLUMNS.items():
     if store.has_rows(table):
         wall, cpu = time.perf_counter(), time.process_time()
         _TableKinds.of(store, table, columns)
-        out[table] = {"rows": store.row_counts()[table], "wall_s": round(time.perf_counter() - wall, 3),
+        out[table] = {"rows": store.row_counts()[table],
+                      "wall_s": round(time.perf_counter() - wall, 3),
                       "cpu_s": round(time.process_time() - cpu, 3)}
 print(json.dumps(out))
 """

@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         else ["dataset=sample"]
     )
     eval_cmd = str(Path(sys.executable).with_name("physassist-eval"))  # the one beside this Python
-    cmd = [eval_cmd, *data, f"model={args.model}", "tracking.enabled=false", f"inspect.log_dir={logs}",
-           *args.overrides]  # fmt: skip
+    cmd = [eval_cmd, *data, f"model={args.model}", "tracking.enabled=false",
+           f"inspect.log_dir={logs}", *args.overrides]  # fmt: skip
     result = measure(cmd, output=args.out / "eval.out")
     result.update(tool_times(logs))
     print(json.dumps(result), flush=True)

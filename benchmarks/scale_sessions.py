@@ -1,7 +1,8 @@
 """Re-point the sample's sessions at subjects of a big store, for an eval at scale.
 
     python benchmarks/scale_sessions.py STORE.duckdb OUT_DIR [--sessions data/sample/sessions]
-    physassist-eval dataset=physassistbench dataset.source=OUT_DIR dataset.ehr_source=SOURCE model=oracle
+    physassist-eval dataset=physassistbench dataset.source=OUT_DIR dataset.ehr_source=SOURCE \
+        model=oracle
 
 The mapping (written to ``OUT_DIR/mapping.json``): the store's subjects with an ICU stay are
 ranked by lab + chart rows, largest first; the i-th of the n sessions (files in name order,
@@ -75,7 +76,8 @@ def repoint(sessions: Path, store: EHRStore, sample: EHRStore, out: Path) -> lis
         )
         written.setdefault(name, []).append(line)
         mapping.append({"session": session["id"], "subject_id": [int(old_subject), subject],
-                        "hadm_ids": sorted(old_hadms), "hadm_id": hadm, "current_date": [old_day, day]})  # fmt: skip
+                        "hadm_ids": sorted(old_hadms), "hadm_id": hadm,
+                        "current_date": [old_day, day]})  # fmt: skip
     for name, kept in written.items():
         (out / name).write_text("\n".join(kept) + "\n")
     (out / "mapping.json").write_text(json.dumps(mapping, indent=1))

@@ -49,10 +49,12 @@ def main() -> None:
             loaded = load_sessions(source)
             times.append(time.perf_counter() - start)
     print(
-        f"{len(loaded.sessions)} sessions / {len(loaded.turns)} turns from {args.source or 'fixtures x ' + str(args.copies)}"
+        f"{len(loaded.sessions)} sessions / {len(loaded.turns)} turns from "
+        f"{args.source or 'fixtures x ' + str(args.copies)}"
     )
     print(
-        f"imports {imports:.2f} s; first load {times[0]:.3f} s; median load {statistics.median(times):.3f} s"
+        f"imports {imports:.2f} s; first load {times[0]:.3f} s; median load "
+        f"{statistics.median(times):.3f} s"
     )
 
 

@@ -1,7 +1,7 @@
 """A 4-job sweep (model x query, one session each) under each launcher, against running the four
 jobs one by one as separate commands: wall time and per-job overhead.
 
-    python benchmarks/sweep_launchers.py                     # one_by_one, basic, joblib, submitit_local, ray
+    python benchmarks/sweep_launchers.py  # one_by_one, basic, joblib, submitit_local, ray
     python benchmarks/sweep_launchers.py --launchers joblib,ray --limit 2
 
 Every variant logs to its own fresh SQLite store (a parent and four children, or four runs), in
@@ -77,7 +77,8 @@ def main() -> None:
             print(f"{variant:15s} {results[variant]:7.1f} s", flush=True)
     base = results.get("one_by_one")
     print(
-        f"\n{'variant':15s} {'wall s':>8s} {'s/job':>7s} {'vs one by one':>14s} {'overhead s/job':>15s}"
+        f"\n{'variant':15s} {'wall s':>8s} {'s/job':>7s} {'vs one by one':>14s} "
+        f"{'overhead s/job':>15s}"
     )
     for variant, wall in results.items():
         if isinstance(wall, str):
@@ -87,7 +88,8 @@ def main() -> None:
         over = f"{(wall - base) / len(JOBS):+.1f}" if isinstance(base, float) else "-"
         print(f"{variant:15s} {wall:8.1f} {wall / len(JOBS):7.1f} {ratio:>14s} {over:>15s}")
     print(
-        f"\nreproduce: python benchmarks/sweep_launchers.py --launchers {args.launchers} --limit {args.limit}"
+        f"\nreproduce: python benchmarks/sweep_launchers.py --launchers {args.launchers} --limit "
+        f"{args.limit}"
     )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))

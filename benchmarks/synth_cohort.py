@@ -1,6 +1,7 @@
 """Benchmark the synthetic cohort generator: wall time, rows and bytes per cohort size.
 
-    python benchmarks/synth_cohort.py --sizes 1000 10000 100000 --out /path/to/scratch [--json results.json]
+    python benchmarks/synth_cohort.py --sizes 1000 10000 100000 --out /path/to/scratch \
+        [--json results.json]
 
 Each size is generated into ``<out>/synth_<n>`` (kept, so store benchmarks can reuse it) with the
 generator's defaults (automatic workers and gzip level); prints one line per size.

@@ -1,7 +1,7 @@
 """What writing a run's sessions as MLflow traces costs: seconds per session, bytes per trace.
 
-    python benchmarks/trace_writing.py                      # evaluates the sample with the oracle first
-    python benchmarks/trace_writing.py --log logs/x.eval    # any Inspect log of the benchmark task
+    python benchmarks/trace_writing.py  # evaluates the sample with the oracle first
+    python benchmarks/trace_writing.py --log logs/x.eval  # any Inspect log of the benchmark task
     python benchmarks/trace_writing.py --repeats 5 --raw-chars 500
 
 Each repeat writes every session of the log as a trace (``physassist.tracking.traces``) into
@@ -80,17 +80,19 @@ def main() -> None:
     assert summary is not None
     print(f"log: {log_path} ({log_path.stat().st_size / 1e6:.2f} MB, {summary.traces} sessions)")
     print(
-        f"trace writing: median {statistics.median(per_session) * 1000:.0f} ms per session "
-        f"over {args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms); "
-        f"CPU median {statistics.median(cpu_per_session) * 1000:.0f} ms per session; load {os.getloadavg()[0]:.1f}"
+        f"trace writing: median {statistics.median(per_session) * 1000:.0f} ms per session over "
+        f"{args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms); "
+        f"CPU median {statistics.median(cpu_per_session) * 1000:.0f} ms per session; load "
+        f"{os.getloadavg()[0]:.1f}"
     )
     print(
-        f"assessments: {summary.assessments} ({summary.assessments / summary.traces:.1f} per session)"
+        f"assessments: {summary.assessments} ({summary.assessments / summary.traces:.1f} per "
+        "session)"
     )
     print(
-        f"store growth (SQLite keeps the spans; WAL and artifacts included): "
-        f"{sizes['store_bytes'] / 1e6:.2f} MB, {sizes['store_bytes'] / summary.traces / 1024:.0f} KB per session "
-        f"(raw FHIR cut at {args.raw_chars} chars)"
+        "store growth (SQLite keeps the spans; WAL and artifacts included): "
+        f"{sizes['store_bytes'] / 1e6:.2f} MB, {sizes['store_bytes'] / summary.traces / 1024:.0f} "
+        f"KB per session (raw FHIR cut at {args.raw_chars} chars)"
     )
     print(
         f"reproduce: python benchmarks/trace_writing.py --log {log_path} --repeats {args.repeats} "
