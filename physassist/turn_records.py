@@ -137,7 +137,8 @@ def read_turns(records: Iterable[Any] | None) -> list[TurnRecord]:
 
 
 class Keyed(Protocol):
-    """What a sample's store is to a reader: a log's ``sample.store`` (a dict) or Inspect's ``Store``."""
+    """What a sample's store is to a reader: a log's ``sample.store`` (a dict) or Inspect's
+    ``Store``."""
 
     def get(self, key: str, /) -> Any: ...
 

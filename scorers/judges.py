@@ -4,8 +4,8 @@ Every ``scorers/*_judge.py`` module that defines ``JUDGE`` (a ``scorers.judgemen
 one judge, registered under its name: the scorer dispatches through ``JUDGES`` and the CLI binds
 the role ``grader`` from ``Judge.graders``, so adding a judge is its module, its value in
 ``physassist.options.Judge`` and ``conf/judge/<name>.yaml``. ``markdown_table()`` is the
-judges table of docs/config.md and part of ``physassist-eval --help`` (``tests/test_options.py`` checks
-both).
+judges table of docs/config.md and part of ``physassist-eval --help``
+(``tests/test_options.py`` checks both).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ GRADERS = {
 
 
 def markdown_table() -> str:
-    """The judges table of docs/config.md: ``judge=<name>``, the role ``grader`` it needs, what it does."""
+    """The judges table of docs/config.md: ``judge=<name>``, the role ``grader`` it needs, what
+    it does."""
     rows = ["| `judge=` | role `grader` | what it does |", "|---|---|---|"]
     rows += [
         f"| `{j.name}` | {GRADERS[j.graders]} | {j.summary} |"

@@ -37,12 +37,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sweep",
         default=None,
-        help="only the runs of this sweep id (tag physassist.sweep_id; a unique prefix of >= 6 characters will do)",
+        help="only the runs of this sweep id (tag physassist.sweep_id; a unique prefix of >= 6 "
+        "characters will do)",
     )
     p.add_argument(
         "--runs",
         default=None,
-        help="comma-separated run ids (unique prefixes of >= 6 characters, as tables print them): exactly these runs, any two of which may be paired",
+        help="comma-separated run ids (unique prefixes of >= 6 characters, as tables print them): "
+        "exactly these runs, any two of which may be paired",
     )
     p.add_argument(
         "--out",
@@ -106,8 +108,9 @@ def _report(argv: list[str] | None) -> int:
     if dropped:
         repeats = ", ".join(f"{old} (repeats {newer})" for old, newer in dropped)
         print(
-            f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a newer run "
-            f"of their own sweep (or, outside sweeps, of a newer single run) and are left out: {repeats}",
+            f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a "
+            "newer run of their own sweep (or, outside sweeps, of a newer single run) and are left "
+            f"out: {repeats}",
             file=sys.stderr,
         )
     try:
