@@ -26,7 +26,8 @@ def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:
             f"types={{{text_cols}}})"
         )
     con.execute(
-        f"CREATE TABLE subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', header=true)"
+        f"CREATE TABLE subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', "
+        "header=true)"
     )
     return con
 

@@ -580,7 +580,8 @@ TINY: dict[str, tuple[str, list[tuple]]] = {
                 1,
                 "2149-06-05 00:00:00",
                 "",
-                "Discharge Instructions:\nTake lisinopril.\n\nFollowup Instructions:\nPCP in 1 week.\n",
+                "Discharge Instructions:\nTake lisinopril.\n\nFollowup Instructions:\nPCP in 1 "
+                "week.\n",
             ),
             ("1001-DS-2", SID, ANCHOR, "DS", 2, "2150-01-10 00:00:00", "", DS2),
             (
@@ -616,7 +617,8 @@ TINY: dict[str, tuple[str, list[tuple]]] = {
                 1,
                 "2150-01-06 11:00:00",
                 "",
-                "EXAMINATION:  CHEST (PA AND LAT)\n\nINDICATION: dyspnea\n\nIMPRESSION: No acute cardiopulmonary process.",
+                "EXAMINATION:  CHEST (PA AND LAT)\n\nINDICATION: dyspnea\n\nIMPRESSION: No acute "
+                "cardiopulmonary process.",
             ),
             (
                 "1001-RR-2",

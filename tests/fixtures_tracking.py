@@ -38,7 +38,8 @@ def compose(
     hydra: bool = False,
     name: str = "eval",
 ):
-    """Compose ``eval`` (or ``name``) with overrides (Hydra's compose API); ``hydra=True`` keeps hydra.*."""
+    """Compose ``eval`` (or ``name``) with overrides (Hydra's compose API); ``hydra=True`` keeps
+    hydra.*."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 

@@ -354,9 +354,9 @@ def run_page(
     root: Path, page: str, workdir: Path, bin_dir: Path, timeout: float = 1800
 ) -> Iterator[Ran]:
     """Run a page's steps in order in ``workdir``, as a user on a fresh clone would: with a copy
-    of the shipped ``conf/`` (``PHYSASSIST_CONF_DIR``) that the page's YAML files are written into, the
-    installed commands of ``bin_dir`` first on PATH, ``<id>`` the sweep id the page's last sweep
-    printed. Skipped steps are yielded unrun."""
+    of the shipped ``conf/`` (``PHYSASSIST_CONF_DIR``) that the page's YAML files are written
+    into, the installed commands of ``bin_dir`` first on PATH, ``<id>`` the sweep id the page's
+    last sweep printed. Skipped steps are yielded unrun."""
     from shipped_conf import copy_shipped, tracked
 
     copy_shipped(
@@ -427,7 +427,9 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
             if new != step.expected:
                 changes.append((step.lines, new))
                 notes.append(
-                    f"{page} {step}: {sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) refreshed"
+                    f"{page} {step}: "
+                    f"{sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) "
+                    "refreshed"
                 )
     for (start, end), new in sorted(changes, reverse=True):  # each line keeps its indentation
         lines[start:end] = [

@@ -1,4 +1,5 @@
-"""physassist-eval as a user runs it: bad input fails cleanly; a new ablation is only a YAML file."""
+"""physassist-eval as a user runs it: bad input fails cleanly; a new ablation is only a YAML
+file."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_unknown_option_lists_valid_ones(tmp_path: Path) -> None:
     proc = cli(["physassist-eval", "menu=foo", *_common(tmp_path)], cwd=tmp_path, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "physassist-eval: error: menu=foo: no such option in group menu (choices: gold, off, on, scenario)"
+        "physassist-eval: error: menu=foo: no such option in group menu (choices: gold, off, on, "
+        "scenario)"
     )
     _no_runs(tmp_path)
 
@@ -63,8 +65,8 @@ def test_typo_in_a_users_group_file_is_one_line(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge;"
-        " did you mean terminal.nudge?"
+        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has "
+        "mode, budget, nudge; did you mean terminal.nudge?"
     )
     _no_runs(tmp_path)
 
@@ -129,7 +131,8 @@ def test_new_ablation_is_only_a_yaml_file(tmp_path: Path) -> None:
     conf = tmp_path / "myconf" / "terminal"
     conf.mkdir(parents=True)
     (conf / "tight.yaml").write_text(
-        "# four tool calls per turn, no final-answer nudge\nmode: prepare_to_answer\nbudget: 4\nnudge: false\n"
+        "# four tool calls per turn, no final-answer nudge\nmode: prepare_to_answer\nbudget: 4\n"
+        "nudge: false\n"
     )
     proc = cli(
         [

@@ -87,13 +87,17 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
         assert parent[f"metrics.mrs/{label}"] == child["metrics.mrs"], label
         assert parent[f"metrics.mrs_ci_low/{label}"] == child["metrics.mrs_ci_low"], label
         # and its description (the top of its run page) names each job's mRS
-        shown = f"**model={child['params.model'].split('/')[-1]} query={child['params.query']}** {child['metrics.mrs']:.1f} ["
+        shown = (
+            f"**model={child['params.model'].split('/')[-1]} query={child['params.query']}** "
+            f"{child['metrics.mrs']:.1f} ["
+        )
         assert shown in parent["tags.mlflow.note.content"], label
     assert (children["params.inspect.limit"] == "1").all()
     for log in children["tags.physassist.inspect_log"]:
         assert Path(log).is_file()
 
-    # the same sweep again (another output dir): every job is found finished and skipped, none launched
+    # the same sweep again (another output dir): every job is found finished and skipped, none
+    # launched
     second = _sweep(tmp_path, "b")
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout.count("skipped") == 4 and second.stdout.count("done before") == 4

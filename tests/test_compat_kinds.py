@@ -120,7 +120,8 @@ def test_concurrent_first_calls_measure_once(store_path: Path, monkeypatch) -> N
 
 
 def test_a_mixed_columns_blocks_survive_the_file(tmp_path: Path) -> None:
-    """Blocks are kept only where the merged kind is mixed (a text column some blocks read as numbers)."""
+    """Blocks are kept only where the merged kind is mixed (a text column some blocks read as
+    numbers)."""
     kinds = _TableKinds(
         16, {"value": "mixed", "valuenum": "float"}, {"value": {0: "float", 1: "str", 7: "int"}}
     )

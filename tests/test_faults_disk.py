@@ -1,8 +1,9 @@
 """A full disk (ENOSPC, a tiny filled tmpfs) under Hydra's output dir or Inspect's log dir: one
 line naming the directory, exit 2 (Hydra's: nothing ran) or 4 (Inspect's: the run is FAILED).
 Inspect's log dir may also fill up during the run (a 40 KB tmpfs, empty at the start: the log's
-start fits, three sessions of ~30 KB each do not): Inspect then ends the eval as an error whose only record is the
-log it could not write, and the command says why in the same one line, exit 4."""
+start fits, three sessions of ~30 KB each do not): Inspect then ends the eval as an error
+whose only record is the log it could not write, and the command says why in the same one
+line, exit 4."""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def test_a_full_hydra_output_dir_is_one_line_and_exit_2(tmp_path, full_dir) -> N
     proc = _eval(tmp_path, full_dir / "out", tmp_path / "logs")
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        f"physassist-eval: error: Hydra's output dir {full_dir / 'out' / '.hydra'}: no space left on device (nothing ran)"
+        f"physassist-eval: error: Hydra's output dir {full_dir / 'out' / '.hydra'}: no space left "
+        "on device (nothing ran)"
     ]
 
 

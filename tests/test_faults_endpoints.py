@@ -1,7 +1,8 @@
-"""A failed model endpoint with the DEFAULT config (docs/faults.md, "What a failed endpoint looks like"):
-nothing listening, a server answering 500 to everything, a server that accepts and never
-answers, a model the server does not serve. Each ends in under 60 s with one line naming the URL
-and the cause, exit status 4, and no run left behind (the pre-flight runs before any run exists).
+"""A failed model endpoint with the DEFAULT config (docs/faults.md, "What a failed endpoint
+looks like"): nothing listening, a server answering 500 to everything, a server that accepts
+and never answers, a model the server does not serve. Each ends in under 60 s with one line
+naming the URL and the cause, exit status 4, and no run left behind (the pre-flight runs before
+any run exists).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""judge=llm against a grader whose replies never parse (docs/real-models.md's compatible-server grader
-recipe, with the defaults): the run is no result. One line with the counts, the MLflow run
-FAILED with the ``physassist.faults`` tag, exit status 4."""
+"""judge=llm against a grader whose replies never parse (docs/real-models.md's
+compatible-server grader recipe, with the defaults): the run is no result. One line with the
+counts, the MLflow run FAILED with the ``physassist.faults`` tag, exit status 4."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def test_a_judge_whose_replies_never_parse_fails_the_run_with_exit_4(tmp_path) -
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     [line] = [ln for ln in proc.stderr.splitlines() if "system faults" in ln]
     assert line.startswith(
-        "physassist-eval: system faults: the judge could not grade 4 of 4 turns (4 unparseable replies): 4x "
+        "physassist-eval: system faults: the judge could not grade 4 of 4 turns (4 unparseable "
+        "replies): 4x "
     )
     [run] = [r for r in search_runs(uri).to_dict("records") if r["run_id"] == source["run_id"]]
     assert run["status"] == "FAILED" and run[f"tags.{FAULT_TAG}"].startswith(

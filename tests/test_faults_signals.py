@@ -34,7 +34,8 @@ def _runs(uri: str) -> list:
 
 def _jobs_running(db: Path) -> int:
     """How many jobs' runs are RUNNING: read-only SQL, as an MlflowClient on a store the command
-    is still creating would run its own migrations there ("attempt to write a readonly database")."""
+    is still creating would run its own migrations there ("attempt to write a readonly
+    database")."""
     import sqlite3
 
     if not db.is_file():
@@ -340,7 +341,8 @@ try:
 except KeyboardInterrupt:
     pass
 signals.taken()
-print("noticed", signals.interrupted(), "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
+print("noticed", signals.interrupted(),
+      "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
 """
 
 
@@ -430,7 +432,7 @@ except KeyboardInterrupt:
 """
 
 
-def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_interrupted_again() -> (
+def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_interrupted_again() -> (  # noqa: E501
     None
 ):
     """Ctrl-C keeps the event loop's graceful first cancellation (Inspect writes its log under

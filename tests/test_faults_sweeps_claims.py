@@ -116,7 +116,8 @@ def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_boun
     tmp_path: Path,
 ) -> None:
     """A process that stopped between creating a parent and keeping it: no sweep adopts that
-    parent (its creator might have deleted it); opening the sweep fails in bounded time, naming it."""
+    parent (its creator might have deleted it); opening the sweep fails in bounded time, naming
+    it."""
     tracker = Tracker(store_uri(tmp_path), "physassist")
     tags = {KIND_TAG: "sweep", SWEEP_TAG: "sw", PENDING_TAG: "another process"}
     pending = tracker.create_run("sweep sw", tags)
@@ -284,7 +285,8 @@ COMMAND = textwrap.dedent(
     from physassist.tracking.agent import Agent
 
     agent = Agent.start()
-    agent.call("open", TrackingSettings(enabled=True, uri=sys.argv[1], experiment="physassist", retries=8))
+    agent.call("open", TrackingSettings(enabled=True, uri=sys.argv[1], experiment="physassist",
+                                        retries=8))
     run_id = agent.call("claim", "job", {}, None, None).run_id
     agent.post("hold", run_id)
     print(run_id, agent._proc.pid, flush=True)
@@ -328,11 +330,13 @@ ORPHAN = textwrap.dedent(
 
     def job(uri, sweep_pid):
         agent = Agent.start()
-        agent.call("open", TrackingSettings(enabled=True, uri=uri, experiment="physassist", retries=8))
+        agent.call("open", TrackingSettings(enabled=True, uri=uri, experiment="physassist",
+                                            retries=8))
         run_id = agent.call("claim", "job", {}, None, None).run_id
         agent.post("hold", run_id)
         print(run_id, os.getpid(), agent._proc.pid, flush=True)
-        end = lambda status, why: agent.call("end", run_id, status, why, timeout=claims.ORPHAN_END_S)
+        end = lambda status, why: agent.call("end", run_id, status, why,
+                                             timeout=claims.ORPHAN_END_S)
         with claims.holding(end, sweep_pid=sweep_pid):
             time.sleep(120)  # an evaluation that outlives its sweep
 

@@ -219,7 +219,10 @@ def test_console_script_names_the_missing_generator(tmp_path) -> None:
         "scripts"
     ]
     module, function = scripts["physassist-generate"].split(":")
-    code = f"import sys; sys.argv[0] = 'physassist-generate'; from {module} import {function}; {function}()"
+    code = (
+        f"import sys; sys.argv[0] = 'physassist-generate'; from {module} import {function}; "
+        f"{function}()"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code, "tracking=none", f"output_dir={tmp_path / 'o'}"],
         cwd=tmp_path,

@@ -130,7 +130,8 @@ def test_sample_score_value_is_session_mean(rules_log):
 
 
 def test_llm_judge_through_grader_role_with_epochs(tmp_path):
-    """Grader bound to the `grader` role; 2 epochs reduced by session_epochs -> pass^k in results."""
+    """Grader bound to the `grader` role; 2 epochs reduced by session_epochs -> pass^k in
+    results."""
 
     def grade(messages, tools, tool_choice, config):
         # Reads the prompt, so concurrent turns get matching verdicts in any order:

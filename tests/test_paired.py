@@ -21,7 +21,8 @@ from physassist.paired import (
 def test_permutation_p_exact_enumeration():
     # sign flips of (1, 2, 3): sums +-1 +-2 +-3; only +6 and -6 reach |6| -> 2 of 8
     assert permutation_p([1, 2, 3]) == pytest.approx(0.25)
-    # (2, -1, 3, 0): sums of +-2 +-1 +-3 are 6 0 4 -2 2 -4 0 -6; |sum| >= 4 in 4 of 8 (0's sign is free)
+    # (2, -1, 3, 0): sums of +-2 +-1 +-3 are 6 0 4 -2 2 -4 0 -6; |sum| >= 4 in 4 of 8
+    # (0's sign is free)
     assert permutation_p([2, -1, 3, 0]) == pytest.approx(0.5)
     assert permutation_p([0, 0]) == 1.0
 

@@ -6,11 +6,12 @@ order in one scratch directory (``readme_commands.run_page``), with a copy of ``
 them (the worked example's ``conf/terminal/tight.yaml``); ``<id>`` is the sweep id the page's
 last sweep printed. A block marked ``<!-- output of: <command> -->`` must hold what that command
 printed, numbers within the shown rounding (``readme_commands.excerpt_problems``); when the
-sample or the agents change, ``python tests/readme_commands.py --refresh <page>`` rewrites them. A command
-must exit 0 and print no Python warning; a ``$`` line of a console block must print its first
-shown line (``...`` stands for anything). The default eval and the two-job sweep of "Is this difference real?" must also keep to
-the console's line budget. Each command that is not run is one skipped test with its reason
-(``readme_commands.SKIPS``), so ``pytest -rs`` lists them.
+sample or the agents change, ``python tests/readme_commands.py --refresh <page>`` rewrites
+them. A command must exit 0 and print no Python warning; a ``$`` line of a console block must
+print its first shown line (``...`` stands for anything). The default eval and the two-job
+sweep of "Is this difference real?" must also keep to the console's line budget. Each command
+that is not run is one skipped test with its reason (``readme_commands.SKIPS``), so ``pytest
+-rs`` lists them.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def test_offline_commands_run_as_written(page: str, tmp_path: Path) -> None:
     print("seconds per command (wall, CPU):", seconds)
     if drifted:
         failures.append(
-            f"the page's numbers differ from what its commands print now: `{REFRESH} {page}` rewrites them"
+            f"the page's numbers differ from what its commands print now: `{REFRESH} {page}` "
+            "rewrites them"
         )
     assert not failures, "\n\n".join(failures)
 
@@ -142,17 +144,23 @@ def test_an_output_block_is_compared_within_its_rounding_and_refreshed(tmp_path:
 
     page = tmp_path / "page.md"
     page.write_text(
-        "```bash\nphysassist-eval -m model=a,b\n```\n\n<!-- output of: physassist-eval -m model=a,b -->\n"
-        "```\nmodel  mRS [95% CI]\n-----  -----------------\nb      31.1 [27.0, 35.0]  p 0.66  4d3ca79a\n```\n"
+        "```bash\nphysassist-eval -m model=a,b\n```\n\n<!-- output of: physassist-eval -m "
+        "model=a,b -->\n"
+        "```\nmodel  mRS [95% CI]\n-----  -----------------\nb      31.1 [27.0, 35.0]  p 0.66  "
+        "4d3ca79a\n```\n"
     )
     [run, shown] = commands(page)
     assert run.command == shown.output_of == "physassist-eval -m model=a,b" and shown.lines == (
         6,
         9,
     )
-    printed = "job ...\nmodel  mRS [95% CI]\n-----  ------------------\nb      33.7 [29.7, 37.7]  p 0.657  e54eb91a\n"
+    printed = (
+        "job ...\nmodel  mRS [95% CI]\n-----  ------------------\nb      33.7 [29.7, 37.7]  p "
+        "0.657  e54eb91a\n"
+    )
     assert excerpt_problems(shown.expected, printed) == [
-        "'b      31.1 [27.0, 35.0]  p 0.66  4d3ca79a': 31.1 (prints 33.7), 27.0 (prints 29.7), 35.0 (prints 37.7)"
+        "'b      31.1 [27.0, 35.0]  p 0.66  4d3ca79a': 31.1 (prints 33.7), 27.0 (prints 29.7), "
+        "35.0 (prints 37.7)"
     ]
     new = refreshed(shown.expected, printed)
     assert new == [

@@ -21,7 +21,10 @@ def _runs(n_models: int = 6) -> pd.DataFrame:
     for k in range(n_models):
         for q in ("implicit", "explicit"):
             m = summarize(synthetic_turns(8, seed=k * 2 + (q == "explicit"), query=q), n_boot=20)
-            name = f"model-{k}-with-a-long-name en {q} [model=provider/model-{k} language=en query={q}]"
+            name = (
+                f"model-{k}-with-a-long-name en {q} [model=provider/model-{k} language=en "
+                f"query={q}]"
+            )
             rows.append(
                 {
                     "run_id": f"{k}{q}",

@@ -28,7 +28,8 @@ def _params(model: str, language: str, query: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory) -> tuple[str, dict[str, dict[str, float]]]:
-    """Five runs: two models x (en implicit, en explicit) + one zh run; one unrelated sweep parent."""
+    """Five runs: two models x (en implicit, en explicit) + one zh run; one unrelated sweep
+    parent."""
     tmp = tmp_path_factory.mktemp("report")
     uri = store_uri(tmp)
     tracker = Tracker(uri, "physassist")

@@ -118,8 +118,9 @@ def test_two_scripted_graders_give_the_hand_computed_kappa_and_alpha(source_log)
     )
     items_a, items_b = item_table(a), item_table(b)
     assert items_a["passed"].tolist() == [True, True, False] * 3 + [True, True, False, False]
-    # 3-item turns: A = TTF, B = TFT (agree on item 1); 4-item turn: A = TTFF, B = TFTF (items 1, 4).
-    # p_o = 5/13; both pass 8/13 -> p_e = (8/13)^2 + (5/13)^2 = 89/169; kappa = (65-89)/(169-89) = -0.3
+    # 3-item turns: A = TTF, B = TFT (agree on item 1); 4-item turn: A = TTFF, B = TFTF
+    # (items 1, 4). p_o = 5/13; both pass 8/13 -> p_e = (8/13)^2 + (5/13)^2 = 89/169;
+    # kappa = (65-89)/(169-89) = -0.3
     m = compare(items_a, items_b, turn_table(a), turn_table(b))
     assert m["agreement.kappa"] == pytest.approx(-0.3)
     # coincidences o_TT = 8, o_FF = 2, o_TF = o_FT = 8; n_T = 16, n_F = 10: 1 - 25*16/320 = -0.25
@@ -138,7 +139,8 @@ def test_unparseable_replies_are_unscored_and_counted(source_log):
     metrics = summarize(turns)
     assert metrics["judge_unparseable"] == 1 and metrics["judge_unparseable_rate"] == 25.0
     assert metrics["unscored_turns"] == 1
-    # a judge that could not grade is a system fault (JUDGE_FAILED_MAX = 0): the rescore run is FAILED, exit 4
+    # a judge that could not grade is a system fault (JUDGE_FAILED_MAX = 0): the rescore run is
+    # FAILED, exit 4
     assert fault_summary(turns).startswith(
         "the judge could not grade 1 of 4 turns (1 unparseable replies): 1x "
     )
@@ -343,9 +345,9 @@ def test_human_verdicts_rescore_a_run(tmp_path):
 
 
 def test_rules_rescore_of_the_default_oracle_run_says_kappa_is_undefined(tmp_path, capsys):
-    """docs/reports.md's sanity check on the run its quick start makes (the oracle, rules judge): every
-    item passes on both sides, so kappa has no variance to measure; it is reported as undefined
-    beside the observed agreement (100), never as a bare nan."""
+    """docs/reports.md's sanity check on the run its quick start makes (the oracle, rules
+    judge): every item passes on both sides, so kappa has no variance to measure; it is reported
+    as undefined beside the observed agreement (100), never as a bare nan."""
     from physassist.agents import provider  # noqa: F401  (registers physassist/oracle)
     from physassist.cli.rescore import print_results
     from scorers.rescoring import Rescored
@@ -374,6 +376,6 @@ def test_rules_rescore_of_the_default_oracle_run_says_kappa_is_undefined(tmp_pat
     out = capsys.readouterr().out
     assert "nan" not in out
     assert (
-        f"undefined (no variance: all {m['agreement.vs_source.items_compared']:.0f} items one verdict; items agree 100.0)"
-        in out
+        f"undefined (no variance: all {m['agreement.vs_source.items_compared']:.0f} items one "
+        "verdict; items agree 100.0)" in out
     )

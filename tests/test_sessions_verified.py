@@ -74,8 +74,8 @@ def test_a_changed_file_is_validated_again_and_its_problem_named(
         with pytest.raises(SessionFormatError) as err:
             verified_sessions(path, cache_dir=cache)
         assert (
-            f"{path}:1: session {base['id']}, turn 0, field task_types: 'Not A Task Type' is not one of"
-            in str(err.value)
+            f"{path}:1: session {base['id']}, turn 0, field task_types: 'Not A Task Type' is not "
+            "one of" in str(err.value)
         )
     assert len(list(cache.glob("*.json"))) == 1  # the valid content's verdict only
 

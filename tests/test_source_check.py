@@ -113,7 +113,8 @@ def test_missing_key_column_is_named(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and len(err) == 1, err
     assert (
         err[0]
-        == f"physassist-ehr: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"
+        == f"physassist-ehr: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column "
+        "itemid (a key)"
     )
     _no_store(tmp_path)
 
@@ -192,7 +193,8 @@ def test_empty_file_is_one_line(
     (src / "hosp" / "prescriptions.csv.gz").write_bytes(content)
     code, err = _build(src, tmp_path, capsys)
     assert err == [
-        f"physassist-ehr: error: prescriptions: {src / 'hosp' / 'prescriptions.csv.gz'} is empty: no CSV header line"
+        f"physassist-ehr: error: prescriptions: {src / 'hosp' / 'prescriptions.csv.gz'} is empty: "
+        "no CSV header line"
     ]
     assert code == 2
     _no_store(tmp_path)
@@ -306,7 +308,8 @@ def test_physassist_data_build_goes_through_the_check(
     code = data_cli.main(["build", "--store", str(src), "--out", str(tmp_path / "out")])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and err == [
-        f"physassist-data: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"
+        f"physassist-data: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid "
+        "(a key)"
     ]
     assert not (tmp_path / "out").exists()
 
@@ -340,6 +343,7 @@ def test_physassist_eval_goes_through_the_check(tmp_path: Path) -> None:
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
     assert lines == [
-        f"physassist-eval: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"
+        f"physassist-eval: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid "
+        "(a key)"
     ]
     _no_store(tmp_path)

@@ -54,8 +54,8 @@ def test_known_subject_labs_match_the_csv(demo_store: EHRStore) -> None:
     got = (
         demo_store.cursor()
         .execute(
-            "SELECT labevent_id, itemid, CAST(charttime AS VARCHAR), value, valuenum, valueuom, flag "
-            "FROM labevents WHERE subject_id = ?",
+            "SELECT labevent_id, itemid, CAST(charttime AS VARCHAR), value, valuenum, valueuom, "
+            "flag FROM labevents WHERE subject_id = ?",
             [DEMO_SUBJECT],
         )
         .fetchall()
@@ -110,8 +110,8 @@ def test_per_subject_tables_are_physically_sorted(demo_store: EHRStore, table: s
     out_of_place = (
         demo_store.cursor()
         .execute(
-            f'SELECT count(*) FROM (SELECT rowid, row_number() OVER (ORDER BY {order}) - 1 AS pos FROM "{table}") '
-            "WHERE rowid <> pos"
+            f"SELECT count(*) FROM (SELECT rowid, row_number() OVER (ORDER BY {order}) - 1 AS pos "
+            f'FROM "{table}") WHERE rowid <> pos'
         )
         .fetchone()[0]
     )

@@ -30,7 +30,8 @@ def test_a_slow_build_says_it_is_building_then_how_long_it_took(
     assert [level for level, _ in told] == [logging.INFO, logging.INFO]
     assert (
         told[0][1]
-        == f"building the EHR store of {store.detect_source('sample').root} in {tmp_path} (once per source) ..."
+        == f"building the EHR store of {store.detect_source('sample').root} in {tmp_path} (once "
+        "per source) ..."
     )
     assert told[1][1].startswith("built ") and told[1][1].endswith("s")
 
@@ -42,7 +43,8 @@ def test_physassist_ehr_build_shows_a_slow_build_as_it_starts(tmp_path) -> None:
 
     code = (
         "import sys\nfrom physassist.ehr import store\nstore.ANNOUNCE_S = 0.0\n"
-        "from physassist.cli.ehr import main\nsys.exit(main(['build', 'sample', '--cache-dir', sys.argv[1]]))\n"
+        "from physassist.cli.ehr import main\nsys.exit(main(['build', 'sample', '--cache-dir', "
+        "sys.argv[1]]))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120

@@ -36,16 +36,16 @@ def _anchor_note(con, sid: int) -> str:
 def test_hyperkalemia_potassium_is_high_and_explained(sample_con) -> None:
     rows = sample_con.sql("""
         SELECT s.subject_id, arg_min(l.valuenum, l.charttime), max(l.valuenum)
-        FROM subjects s JOIN labevents l ON l.subject_id = s.subject_id AND l.hadm_id = s.anchor_hadm_id
+        FROM subjects s JOIN labevents l ON l.subject_id = s.subject_id
+        AND l.hadm_id = s.anchor_hadm_id
         WHERE s.archetype = 'hyperkalemia_raas' AND l.itemid = 50971 GROUP BY 1""").fetchall()
     assert len(rows) == 9
     for sid, first_k, max_k in rows:
         assert first_k > 5.0 and max_k > 5.0
         drugs = {
             d
-            for (
-                d,
-            ) in sample_con.sql(f"""SELECT DISTINCT drug FROM prescriptions p JOIN subjects s USING (subject_id)
+            for (d,) in sample_con.sql(f"""SELECT DISTINCT drug FROM prescriptions p
+                 JOIN subjects s USING (subject_id)
                  WHERE subject_id = {sid} AND p.hadm_id = s.anchor_hadm_id""").fetchall()
         }
         assert {"Spironolactone", "Lisinopril", "Furosemide"} <= drugs
@@ -65,15 +65,16 @@ def test_wbc_falls_after_antibiotics_start(sample_con) -> None:
     ]
     assert len(subjects) == 9
     for sid in subjects:
-        (abx_start,) = (
-            sample_con.sql(f"""SELECT min(e.charttime) FROM emar e JOIN subjects s USING (subject_id)
-            WHERE subject_id = {sid} AND e.hadm_id = s.anchor_hadm_id AND e.event_txt = 'Administered'
-            AND e.medication IN ('Vancomycin', 'Piperacillin-Tazobactam', 'CefTRIAXone', 'Azithromycin')""").fetchall()[
-                0
-            ]
-        )
-        wbc = sample_con.sql(f"""SELECT l.charttime, l.valuenum FROM labevents l JOIN subjects s USING (subject_id)
-            WHERE subject_id = {sid} AND l.hadm_id = s.anchor_hadm_id AND l.itemid = 51301 ORDER BY 1""").fetchall()
+        (abx_start,) = sample_con.sql(f"""SELECT min(e.charttime) FROM emar e
+            JOIN subjects s USING (subject_id)
+            WHERE subject_id = {sid} AND e.hadm_id = s.anchor_hadm_id
+            AND e.event_txt = 'Administered'
+            AND e.medication IN ('Vancomycin', 'Piperacillin-Tazobactam', 'CefTRIAXone',
+            'Azithromycin')""").fetchall()[0]
+        wbc = sample_con.sql(f"""SELECT l.charttime, l.valuenum FROM labevents l
+            JOIN subjects s USING (subject_id)
+            WHERE subject_id = {sid} AND l.hadm_id = s.anchor_hadm_id AND l.itemid = 51301
+            ORDER BY 1""").fetchall()
         before = [v for t, v in wbc if t < abx_start]
         after = [v for t, v in wbc if t >= abx_start]
         assert before and len(after) >= 2, sid
@@ -83,8 +84,10 @@ def test_wbc_falls_after_antibiotics_start(sample_con) -> None:
 
 
 def test_blood_cultures_and_susceptibilities_match_the_antibiotics(sample_con) -> None:
-    rows = sample_con.sql("""SELECT m.subject_id, m.org_name, m.ab_name, m.interpretation FROM microbiologyevents m
-        JOIN subjects s USING (subject_id) WHERE s.archetype = 'pneumonia_sepsis' AND m.spec_type_desc = 'BLOOD CULTURE'
+    rows = sample_con.sql("""SELECT m.subject_id, m.org_name, m.ab_name, m.interpretation
+        FROM microbiologyevents m
+        JOIN subjects s USING (subject_id) WHERE s.archetype = 'pneumonia_sepsis'
+        AND m.spec_type_desc = 'BLOOD CULTURE'
         AND m.org_name IS NOT NULL""").fetchall()
     assert rows, "septic tiers must have positive blood cultures"
     assert {r[1] for r in rows} == {"STREPTOCOCCUS PNEUMONIAE"}
@@ -112,9 +115,8 @@ def test_note_medication_lists_are_in_the_prescriptions(sample_con) -> None:
         note = _anchor_note(sample_con, sid)
         drugs = {
             d
-            for (
-                d,
-            ) in sample_con.sql(f"""SELECT DISTINCT drug FROM prescriptions p JOIN subjects s USING (subject_id)
+            for (d,) in sample_con.sql(f"""SELECT DISTINCT drug FROM prescriptions p
+                 JOIN subjects s USING (subject_id)
                  WHERE subject_id = {sid} AND p.hadm_id = s.anchor_hadm_id""").fetchall()
         }
         listed = _section(note, "Discharge Medications") + _section(
@@ -133,8 +135,10 @@ def test_every_lab_flag_agrees_with_its_range(sample_con) -> None:
 
 
 def test_note_admission_labs_equal_the_first_values(sample_con) -> None:
-    rows = sample_con.sql("""SELECT s.subject_id, l.itemid, arg_min(l.value, l.charttime) FROM subjects s JOIN labevents l
-        ON l.subject_id = s.subject_id AND l.hadm_id = s.anchor_hadm_id WHERE l.itemid IN (50912, 51301, 50983)
+    rows = sample_con.sql("""SELECT s.subject_id, l.itemid, arg_min(l.value, l.charttime)
+        FROM subjects s JOIN labevents l
+        ON l.subject_id = s.subject_id AND l.hadm_id = s.anchor_hadm_id
+        WHERE l.itemid IN (50912, 51301, 50983)
         GROUP BY 1, 2""").fetchall()
     abbr = {50912: "Creat", 51301: "WBC", 50983: "Na"}
     for sid, itemid, value in rows:
@@ -153,13 +157,15 @@ def test_derived_labs_are_consistent_per_draw(sample_con) -> None:
             max(valuenum) FILTER (itemid = 51222) hgb, max(valuenum) FILTER (itemid = 51221) hct
         FROM labevents GROUP BY 1, 2)
         SELECT sum(CASE WHEN ag IS NOT NULL AND ag != na - cl - hco3 THEN 1 ELSE 0 END),
-               sum(CASE WHEN hct IS NOT NULL AND abs(hct - 3 * hgb) > 0.051 THEN 1 ELSE 0 END) FROM d""").fetchall()[0]
+               sum(CASE WHEN hct IS NOT NULL AND abs(hct - 3 * hgb) > 0.051 THEN 1 ELSE 0 END)
+               FROM d""").fetchall()[0]
     assert bad_gap == 0 and bad_hct == 0
 
 
 def test_apixaban_dose_facts_follow_the_record(sample_con) -> None:
     rows = sample_con.sql("""SELECT s.subject_id, p.anchor_age, max(r.dose_val_rx) FROM subjects s
-        JOIN patients p USING (subject_id) JOIN prescriptions r ON r.subject_id = s.subject_id AND r.hadm_id = s.anchor_hadm_id
+        JOIN patients p USING (subject_id) JOIN prescriptions r ON r.subject_id = s.subject_id
+        AND r.hadm_id = s.anchor_hadm_id
         WHERE s.archetype = 'afib_apixaban' AND r.drug = 'Apixaban' GROUP BY 1, 2""").fetchall()
     assert len(rows) == 9
     for sid, age, dose in rows:
@@ -173,8 +179,10 @@ def test_apixaban_dose_facts_follow_the_record(sample_con) -> None:
 
 
 def test_cirrhosis_scores_follow_the_admission_labs(sample_con) -> None:
-    rows = sample_con.sql("""SELECT s.subject_id, map_from_entries(list(struct_pack(k := l.itemid, v := l.first)))
-        FROM subjects s JOIN (SELECT subject_id, hadm_id, itemid, arg_min(valuenum, charttime) AS first FROM labevents
+    rows = sample_con.sql("""SELECT s.subject_id,
+        map_from_entries(list(struct_pack(k := l.itemid, v := l.first)))
+        FROM subjects s JOIN (SELECT subject_id, hadm_id, itemid,
+        arg_min(valuenum, charttime) AS first FROM labevents
         GROUP BY ALL) l ON l.subject_id = s.subject_id AND l.hadm_id = s.anchor_hadm_id
         WHERE s.archetype = 'cirrhosis_ascites' GROUP BY 1""").fetchall()
     assert len(rows) == 9
@@ -190,15 +198,14 @@ def test_cirrhosis_scores_follow_the_admission_labs(sample_con) -> None:
 
 def test_held_doses_have_event_text_and_no_dose_given(sample_con) -> None:
     held = sample_con.sql("""SELECT e.emar_id, e.medication, count(d.dose_given) FROM emar e
-        LEFT JOIN emar_detail d USING (emar_id) WHERE e.event_txt IN ('Hold Dose', 'Not Given') GROUP BY 1, 2""").fetchall()
+        LEFT JOIN emar_detail d USING (emar_id) WHERE e.event_txt IN ('Hold Dose', 'Not Given')
+        GROUP BY 1, 2""").fetchall()
     assert any(m == "Spironolactone" for _, m, _ in held)
     assert all(n == 0 for _, _, n in held)
-    (missing,) = (
-        sample_con.sql("""SELECT count(*) FROM emar e WHERE e.event_txt = 'Administered' AND NOT EXISTS
-        (SELECT 1 FROM emar_detail d WHERE d.emar_id = e.emar_id AND d.dose_given IS NOT NULL)""").fetchall()[
-            0
-        ]
-    )
+    (missing,) = sample_con.sql("""SELECT count(*) FROM emar e WHERE e.event_txt = 'Administered'
+        AND NOT EXISTS
+        (SELECT 1 FROM emar_detail d WHERE d.emar_id = e.emar_id
+        AND d.dose_given IS NOT NULL)""").fetchall()[0]
     assert missing == 0
 
 
@@ -219,7 +226,8 @@ def test_icu_doses_are_charted_in_inputevents_not_the_emar(sample_con) -> None:
     assert all(r[1:3] == ("Drug Push", "FinishedRunning") and r[3] > 5 and r[4] for r in icu)
     (in_stay,) = (
         sample_con.sql("""SELECT count(*) FROM emar e JOIN prescriptions p USING (pharmacy_id)
-        JOIN icustays s ON s.hadm_id = e.hadm_id AND e.charttime >= s.intime AND e.charttime < s.outtime
+        JOIN icustays s ON s.hadm_id = e.hadm_id AND e.charttime >= s.intime
+        AND e.charttime < s.outtime
         WHERE p.formulary_drug_cd IN ('VANC1F', 'PTZ4.5F', 'FURO40I', 'HEPA5I')""").fetchall()[0]
     )
     (outside,) = (
@@ -231,10 +239,9 @@ def test_icu_doses_are_charted_in_inputevents_not_the_emar(sample_con) -> None:
 
 
 def test_future_data_exists_after_the_anchor_discharge(sample_con) -> None:
-    (n,) = (
-        sample_con.sql("""SELECT count(*) FROM labevents l JOIN subjects s USING (subject_id) JOIN admissions a
+    (n,) = sample_con.sql("""SELECT count(*) FROM labevents l JOIN subjects s USING (subject_id)
+        JOIN admissions a
         ON a.hadm_id = s.anchor_hadm_id WHERE l.charttime > a.dischtime""").fetchall()[0]
-    )
     assert n > 0  # tier 2-3 follow-up draws: what a strict time cutoff must hide
 
 

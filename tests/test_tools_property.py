@@ -92,7 +92,8 @@ def _check(result: Any, name: str) -> None:
         assert isinstance(render(result, mode), str)
 
 
-# more examples for a deeper local run: PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/test_tools_property.py
+# more examples for a deeper local run:
+# PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/test_tools_property.py
 EXAMPLES = int(os.environ.get("PHYSASSIST_TOOLS_EXAMPLES", "200"))
 SETTINGS = settings(
     max_examples=EXAMPLES,

@@ -56,7 +56,8 @@ def _subjects(store: EHRStore) -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
     for table in ("discharge", "radiology", "microbiologyevents", "emar", "chartevents"):
         row = store.rows(
-            f'SELECT subject_id, hadm_id FROM "{table}" WHERE hadm_id IS NOT NULL ORDER BY subject_id LIMIT 1'
+            f'SELECT subject_id, hadm_id FROM "{table}" WHERE hadm_id IS NOT NULL ORDER BY '
+            "subject_id LIMIT 1"
         )
         found += [
             (r["subject_id"], r["hadm_id"])

@@ -29,7 +29,8 @@ def _settings(uri: str) -> TrackingSettings:
 def test_a_default_run_never_imports_mlflow_in_its_own_process(tmp_path: Path) -> None:
     code = (
         "import atexit, sys\n"
-        "atexit.register(lambda: print('MLFLOW_IMPORTED', 'mlflow' in sys.modules, 'matplotlib' in sys.modules))\n"
+        "atexit.register(lambda: print('MLFLOW_IMPORTED', 'mlflow' in sys.modules, 'matplotlib' in "
+        "sys.modules))\n"
         "from physassist.cli.eval import main\n"
         "main()\n"
     )

@@ -46,8 +46,8 @@ def test_non_default_choices_and_overrides_follow_the_model_in_order() -> None:
     ]
     name = run_name("openai/gpt-5.4-mini", choices, DEFAULTS, overrides, "/data/physassistbench")
     assert (
-        name
-        == "gpt-5.4-mini | query=explicit | menu=off | terminal.budget=4 | inspect.limit=20 | dataset=physassistbench"
+        name == "gpt-5.4-mini | query=explicit | menu=off | terminal.budget=4 | inspect.limit=20 | "
+        "dataset=physassistbench"
     )
 
 

@@ -68,7 +68,10 @@ def test_a_long_run_name_is_wrapped_inside_the_figure(tmp_path: Path, monkeypatc
     made = []
     real = plots._figure
     monkeypatch.setattr(plots, "_figure", lambda *a: made.append(real(*a)) or made[-1])
-    name = "explorer | observations=history_removed | terminal=natural | terminal.budget=4 | inspect.limit=8"
+    name = (
+        "explorer | observations=history_removed | terminal=natural | terminal.budget=4 | "
+        "inspect.limit=8"
+    )
     plots.run_plots(synthetic_turns(), tmp_path, taus=(0.6,), title=name)
     assert len(made) == 3
     for fig in made:

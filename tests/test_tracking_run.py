@@ -272,7 +272,8 @@ def test_a_trace_write_that_fails_during_the_eval_fails_the_run(tmp_path, tiny) 
     Tracker(uri, "physassist")  # the store and its schema
     with sqlite3.connect(sqlite_path(uri)) as db:
         db.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON trace_info BEGIN SELECT RAISE(ABORT, 'the trace store said no'); END"
+            "CREATE TRIGGER refuse BEFORE INSERT ON trace_info BEGIN SELECT RAISE(ABORT, 'the "
+            "trace store said no'); END"
         )
     out = ev.run_experiment(_cfg(tmp_path, "tracking.plots=false"), ev.JobContext())
     assert out.tracking_error and "the trace store said no" in out.tracking_error
