@@ -140,8 +140,8 @@ def write_split(store: EHRStore, subjects: list[int], root: Path) -> Path:
         path = root / "mimiciv" / TABLES[table].module / f"{table}.csv.gz"
         path.parent.mkdir(parents=True, exist_ok=True)
         cur.execute(
-            f"COPY (SELECT * EXCLUDE (_row) FROM \"{table}\") TO '{path}' (HEADER, COMPRESSION "
-            "gzip)"
+            f"COPY (SELECT * EXCLUDE (_row) FROM \"{table}\") TO '{path}' "
+            "(HEADER, COMPRESSION gzip)"
         )
     cur.close()
     return split

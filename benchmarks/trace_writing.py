@@ -86,8 +86,8 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f}"
     )
     print(
-        f"assessments: {summary.assessments} ({summary.assessments / summary.traces:.1f} per "
-        "session)"
+        f"assessments: {summary.assessments} "
+        f"({summary.assessments / summary.traces:.1f} per session)"
     )
     print(
         "store growth (SQLite keeps the spans; WAL and artifacts included): "

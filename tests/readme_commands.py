@@ -428,8 +428,8 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
                 changes.append((step.lines, new))
                 notes.append(
                     f"{page} {step}: "
-                    f"{sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) "
-                    "refreshed"
+                    f"{sum(a != b for a, b in zip(new, step.expected, strict=True))} "
+                    "line(s) refreshed"
                 )
     for (start, end), new in sorted(changes, reverse=True):  # each line keeps its indentation
         lines[start:end] = [

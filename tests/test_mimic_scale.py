@@ -70,12 +70,12 @@ def test_store_builds_with_keys_and_skewed_charts(
         ]
         assert max(labs) > 8 * statistics.median(labs)  # a few charts dwarf the typical one
         unknown = store.rows(
-            "SELECT count(*) AS n FROM labevents WHERE itemid NOT IN (SELECT itemid FROM "
-            "d_labitems)"
+            "SELECT count(*) AS n FROM labevents "
+            "WHERE itemid NOT IN (SELECT itemid FROM d_labitems)"
         )
         assert unknown == [{"n": 0}]
-        assert store.rows("SELECT count(*) AS n FROM chartevents WHERE stay_id NOT IN (SELECT "
-            "stay_id FROM icustays)") \
+        assert store.rows("SELECT count(*) AS n FROM chartevents "
+                          "WHERE stay_id NOT IN (SELECT stay_id FROM icustays)") \
             == [{"n": 0}]  # fmt: skip
 
 

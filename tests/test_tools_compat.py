@@ -546,9 +546,9 @@ def test_compat_prepare_to_answer(tiny_store) -> None:
 def test_compat_demo_latest_creatinine_under_gate(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
-        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) FROM admissions a JOIN "
-        "labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) "
-        "DESC, 2 LIMIT 1"
+        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) "
+        "FROM admissions a JOIN labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 "
+        "GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
     ).fetchone()
     expected = cur.execute(
         "SELECT valuenum FROM labevents l JOIN d_labitems d USING (itemid) WHERE l.subject_id = ? "

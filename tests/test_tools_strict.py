@@ -695,9 +695,9 @@ def _demo_ctx(store, sid: int, hadm: int | None, day: str | None) -> ToolContext
 def test_strict_demo_latest_creatinine(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
-        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) FROM admissions a JOIN "
-        "labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) "
-        "DESC, 2 LIMIT 1"
+        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) "
+        "FROM admissions a JOIN labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 "
+        "GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
     ).fetchone()
     expected, n = cur.execute(
         "SELECT first(valuenum ORDER BY charttime DESC, labevent_id), count(*) FROM labevents "
@@ -723,8 +723,8 @@ def test_strict_demo_encounters_and_medications(demo_store) -> None:
     ctx = _demo_ctx(demo_store, sid, None, str(day))
     assert call_tool(ctx, "Encounter.search", {"subject_id": sid})["total"] == n_adm
     drug = cur.execute(
-        "SELECT drug FROM prescriptions WHERE subject_id = ? GROUP BY 1 ORDER BY count(*) DESC, 1 "
-        "LIMIT 1",
+        "SELECT drug FROM prescriptions WHERE subject_id = ? "
+        "GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
         [sid],
     ).fetchone()[0]
     n_rx = cur.execute(

@@ -59,8 +59,8 @@ def model_arguments(arguments: Sequence[str], conf: Path) -> list[str]:
         names = [name for _, name in chosen if name is not None]
         if names and (len(options) > 1 or len(names) < len(values)):
             raise HabitError(
-                f"model={value}: models of several presets in one list: sweep model.name within "
-                "one preset"
+                f"model={value}: models of several presets in one list: "
+                "sweep model.name within one preset"
             )
         out.append(f"model={','.join(options)}")
         if names:

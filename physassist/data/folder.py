@@ -92,8 +92,8 @@ def write(
     out = Path(out)
     if holds_sessions(out) and not force:
         raise FolderError(
-            f"{out} already exists and holds files; pass --force to replace it, or choose another "
-            "folder"
+            f"{out} already exists and holds files; pass --force to replace it, "
+            "or choose another folder"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(out)

@@ -121,8 +121,8 @@ _BUILT_IN: tuple[ToolSchema, ...] = (
             "date_to": Param("string", "Latest chart date to include (YYYY-MM-DD)."),
             "_count": Param(
                 "integer",
-                "Maximum number of results, newest first. Defaults to 20 whether or not a code is "
-                "given.",
+                "Maximum number of results, newest first. "
+                "Defaults to 20 whether or not a code is given.",
                 default=DEFAULT_COUNT,
             ),
         },
