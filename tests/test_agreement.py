@@ -24,12 +24,37 @@ def test_cohen_kappa_hand_computed():
 
 
 def test_kappa_text_says_why_kappa_is_undefined():
-    items = pd.DataFrame({"session_id": "s", "epoch": 1, "turn": 0, "task_type": "IL", "item": range(3), "passed": [T, T, T]})
-    turns = pd.DataFrame({"session_id": ["s"], "epoch": [1], "turn": [0], "task_type": ["IL"], "score": [1.0], "status": ["scored"]})
+    items = pd.DataFrame(
+        {
+            "session_id": "s",
+            "epoch": 1,
+            "turn": 0,
+            "task_type": "IL",
+            "item": range(3),
+            "passed": [T, T, T],
+        }
+    )
+    turns = pd.DataFrame(
+        {
+            "session_id": ["s"],
+            "epoch": [1],
+            "turn": [0],
+            "task_type": ["IL"],
+            "score": [1.0],
+            "status": ["scored"],
+        }
+    )
     same = compare(items, items, turns, turns, prefix="x.")
-    assert math.isnan(same["x.kappa"]) and kappa_text(same, "x.") == "undefined (no variance: all 3 items one verdict; items agree 100.0)"
+    assert (
+        math.isnan(same["x.kappa"])
+        and kappa_text(same, "x.")
+        == "undefined (no variance: all 3 items one verdict; items agree 100.0)"
+    )
     assert kappa_text({"x.kappa": 0.4}, "x.") == "0.400"
-    assert kappa_text({"x.kappa": math.nan, "x.items_compared": 1.0}, "x.") == "undefined (1 item(s) decided by both judges)"
+    assert (
+        kappa_text({"x.kappa": math.nan, "x.items_compared": 1.0}, "x.")
+        == "undefined (1 item(s) decided by both judges)"
+    )
 
 
 def test_krippendorff_alpha_hand_computed():
@@ -47,7 +72,15 @@ def test_krippendorff_alpha_hand_computed():
 def _tables(verdicts: list[list[bool | None]], task_type: str = "CR"):
     items = pd.DataFrame(
         [
-            {"session_id": "s1", "epoch": 1, "turn": t, "item": i, "passed": v, "task_type": task_type, "subtype": "AE"}
+            {
+                "session_id": "s1",
+                "epoch": 1,
+                "turn": t,
+                "item": i,
+                "passed": v,
+                "task_type": task_type,
+                "subtype": "AE",
+            }
             for t, turn in enumerate(verdicts)
             for i, v in enumerate(turn)
         ]
@@ -79,7 +112,10 @@ def test_compare_two_judgings():
     assert m["x.kappa"] == pytest.approx((8 / 9 - 40 / 81) / (1 - 40 / 81))
     # turns scored by both: T0 (2/3 vs 1/3) and T2 (0 vs 0): same side of .6 only for T2
     assert m["x.turns_compared"] == 2 and m["x.pass_turn_0.60"] == pytest.approx(50)
-    assert m["x.items.task_type.CR"] == pytest.approx(800 / 9) and m["x.kappa.implicitness.AE"] == m["x.kappa"]
+    assert (
+        m["x.items.task_type.CR"] == pytest.approx(800 / 9)
+        and m["x.kappa.implicitness.AE"] == m["x.kappa"]
+    )
 
 
 def test_panel_needs_two_and_reports_alpha():
@@ -99,10 +135,14 @@ def test_panel_combine_majority_ties_and_faults():
     def j(*votes):
         return TurnJudgement.from_items([ItemResult(v, "") for v in votes], "llm")
 
-    out = combine([j(T, T, F), j(T, F, F), TurnJudgement.failed(3, "llm", "bad json", "unparseable")], 3)
+    out = combine(
+        [j(T, T, F), j(T, F, F), TurnJudgement.failed(3, "llm", "bad json", "unparseable")], 3
+    )
     assert [i.passed for i in out.items] == [True, None, False] and out.status == "undecided"
     out = combine([j(T, T, F), j(T, F, F), j(F, T, T)], 3)
-    assert [i.passed for i in out.items] == [True, True, False] and out.score == pytest.approx(2 / 3)
+    assert [i.passed for i in out.items] == [True, True, False] and out.score == pytest.approx(
+        2 / 3
+    )
     fault = TurnJudgement.fault(3, "llm", "grader call failed", "provider")
     out = combine([fault, j(T, T, T), j(T, T, T)], 3)
     assert out.status == "error" and out.score is None  # a grader outage is never outvoted

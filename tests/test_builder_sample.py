@@ -37,9 +37,12 @@ def test_committed_sample_equals_a_fresh_build(tmp_path: Path) -> None:
 
     def cohort_files(root: Path) -> list[Path]:
         return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+
     assert cohort_files(fresh_cohort) == cohort_files(committed_cohort)  # none missing or stale
     for rel in cohort_files(fresh_cohort):
-        assert filecmp.cmp(fresh_cohort / rel, committed_cohort / rel, shallow=False), f"cohort/{rel}"
+        assert filecmp.cmp(fresh_cohort / rel, committed_cohort / rel, shallow=False), (
+            f"cohort/{rel}"
+        )
 
 
 def test_sample_loads_strictly_and_covers_every_slot_language_and_type(entries) -> None:
@@ -56,8 +59,12 @@ def test_sample_loads_strictly_and_covers_every_slot_language_and_type(entries) 
     sub = stats["subtype_x_turn"]
     assert all(sum(sub[s].values()) > 0 for s in ("NA", "PE", "AE"))
     assert sub["none"]["0"] == stats["n_sessions"] and sub["AE"]["1"] == 0
-    assert stats["languages"] == {"en": len(entries), "zh": len(entries),
-                                  "en_explicit": len(entries), "zh_explicit": len(entries)}
+    assert stats["languages"] == {
+        "en": len(entries),
+        "zh": len(entries),
+        "en_explicit": len(entries),
+        "zh_explicit": len(entries),
+    }
     assert stats["all_gold_observations_non_empty"], stats["empty_gold_observations"][:3]
     assert stats["sessions_with_rubric_checks"] == len(entries)
     assert stats["tool_source"]["write"] > 0 and stats["tool_source"]["ehr"] > 0
@@ -74,8 +81,12 @@ def test_every_rubric_item_has_a_check_that_the_gold_answer_passes(entries) -> N
             n = len(entry["rubrics"][t])
             assert n == len(entry["rubrics_zh"][t]) == len(entry["rubric_checks"][t])
             assert all(check is not None for check in entry["rubric_checks"][t])
-            size = {"Information Lookup": (3, 3), "Data Gathering": (4, 5),
-                    "Clinical Reasoning": (5, 6), "Write/Update": (4, 6)}[entry["task_types"][t]]
+            size = {
+                "Information Lookup": (3, 3),
+                "Data Gathering": (4, 5),
+                "Clinical Reasoning": (5, 6),
+                "Write/Update": (4, 6),
+            }[entry["task_types"][t]]
             if entry["tool_sources"][t] in ("patient", "mixed"):
                 size = (4, 6)  # 4: a low-literacy reply gives no scores to score
             assert size[0] <= n <= size[1], (entry["id"], t, n)
@@ -121,9 +132,14 @@ def test_released_shape_details(entries) -> None:
             assert bool(patient) == (source in ("patient", "mixed"))
             for a_en, a_zh in zip(entry["answer_list"][t], entry["answer_list_zh"][t], strict=True):
                 if a_en["action"]["name"].startswith("patient."):
-                    assert set(a_en["observation"]) >= {"patient_response",
-                                                        "patient_responses_all_literacy"}
-                    assert a_zh["observation"]["patient_response"] != a_en["observation"]["patient_response"]
+                    assert set(a_en["observation"]) >= {
+                        "patient_response",
+                        "patient_responses_all_literacy",
+                    }
+                    assert (
+                        a_zh["observation"]["patient_response"]
+                        != a_en["observation"]["patient_response"]
+                    )
         assert entry["generated_at"].startswith("2026-01-01T")
         facts = [f for node in entry["dep_graph"]["nodes"].values() for f in node["facts"]]
         assert not any(f.rstrip().endswith(tuple("0123456789")) and f.endswith(".") for f in facts)

@@ -1,4 +1,5 @@
-"""physassist-eval as a user runs it: bad input fails cleanly; a new ablation is only a YAML file."""
+"""physassist-eval as a user runs it: bad input fails cleanly; a new ablation is only a YAML
+file."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ SAMPLE = REPO / "data" / "sample" / "sessions"
 
 
 def _common(tmp_path: Path) -> list[str]:
-    return [f"tracking.uri={store_uri(tmp_path)}", f"inspect.log_dir={tmp_path / 'logs'}", "inspect.display=none", f"hydra.run.dir={tmp_path / 'outputs'}"]
+    return [
+        f"tracking.uri={store_uri(tmp_path)}",
+        f"inspect.log_dir={tmp_path / 'logs'}",
+        "inspect.display=none",
+        f"hydra.run.dir={tmp_path / 'outputs'}",
+    ]
 
 
 def _no_runs(tmp_path: Path) -> None:
@@ -36,7 +42,8 @@ def test_unknown_option_lists_valid_ones(tmp_path: Path) -> None:
     proc = cli(["physassist-eval", "menu=foo", *_common(tmp_path)], cwd=tmp_path, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "physassist-eval: error: menu=foo: no such option in group menu (choices: gold, off, on, scenario)"
+        "physassist-eval: error: menu=foo: no such option in group menu (choices: gold, off, on, "
+        "scenario)"
     )
     _no_runs(tmp_path)
 
@@ -51,11 +58,15 @@ def test_typo_in_a_users_group_file_is_one_line(tmp_path: Path) -> None:
     user = tmp_path / "user_conf" / "terminal"
     user.mkdir(parents=True)
     (user / "mine.yaml").write_text("mode: natural\nbudget: 16\nnudge: true\nnudg: false\n")
-    proc = cli(["physassist-eval", "--config-dir", str(user.parent), "terminal=mine", *_common(tmp_path)], cwd=tmp_path, timeout=60)
+    proc = cli(
+        ["physassist-eval", "--config-dir", str(user.parent), "terminal=mine", *_common(tmp_path)],
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge;"
-        " did you mean terminal.nudge?"
+        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has "
+        "mode, budget, nudge; did you mean terminal.nudge?"
     )
     _no_runs(tmp_path)
 
@@ -63,7 +74,13 @@ def test_typo_in_a_users_group_file_is_one_line(tmp_path: Path) -> None:
 def test_missing_data_directory_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "released" / "physassistbench"
     proc = cli(
-        ["physassist-eval", "dataset=physassistbench", f"dataset.source={missing}", "dataset.ehr_source=sample", *_common(tmp_path)],
+        [
+            "physassist-eval",
+            "dataset=physassistbench",
+            f"dataset.source={missing}",
+            "dataset.ehr_source=sample",
+            *_common(tmp_path),
+        ],
         cwd=tmp_path,
         timeout=60,
     )
@@ -74,7 +91,9 @@ def test_missing_data_directory_is_one_line(tmp_path: Path) -> None:
 
 
 def test_mandatory_path_not_given_is_named(tmp_path: Path) -> None:
-    proc = cli(["physassist-eval", "dataset=physassistbench", *_common(tmp_path)], cwd=tmp_path, timeout=60)
+    proc = cli(
+        ["physassist-eval", "dataset=physassistbench", *_common(tmp_path)], cwd=tmp_path, timeout=60
+    )
     assert proc.returncode == 2 and "dataset.source is required" in proc.stderr
     _no_runs(tmp_path)
 
@@ -88,12 +107,20 @@ def test_malformed_session_file_is_named(tmp_path: Path) -> None:
     del line["rubrics"]
     (bad / "med_safety.jsonl").write_text(json.dumps(line) + "\n")
     proc = cli(
-        ["physassist-eval", "dataset=physassistbench", f"dataset.source={bad}", "dataset.ehr_source=sample", *_common(tmp_path)],
+        [
+            "physassist-eval",
+            "dataset=physassistbench",
+            f"dataset.source={bad}",
+            "dataset.ehr_source=sample",
+            *_common(tmp_path),
+        ],
         cwd=tmp_path,
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
-    assert "med_safety.jsonl" in proc.stderr and "rubrics" in proc.stderr and line["id"] in proc.stderr
+    assert (
+        "med_safety.jsonl" in proc.stderr and "rubrics" in proc.stderr and line["id"] in proc.stderr
+    )
     _no_runs(tmp_path)
 
 
@@ -103,9 +130,19 @@ def test_new_ablation_is_only_a_yaml_file(tmp_path: Path) -> None:
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     conf = tmp_path / "myconf" / "terminal"
     conf.mkdir(parents=True)
-    (conf / "tight.yaml").write_text("# four tool calls per turn, no final-answer nudge\nmode: prepare_to_answer\nbudget: 4\nnudge: false\n")
+    (conf / "tight.yaml").write_text(
+        "# four tool calls per turn, no final-answer nudge\nmode: prepare_to_answer\nbudget: 4\n"
+        "nudge: false\n"
+    )
     proc = cli(
-        ["physassist-eval", "--config-dir", str(tmp_path / "myconf"), "terminal=tight", "inspect.limit=1", *_common(tmp_path)],
+        [
+            "physassist-eval",
+            "--config-dir",
+            str(tmp_path / "myconf"),
+            "terminal=tight",
+            "inspect.limit=1",
+            *_common(tmp_path),
+        ],
         cwd=tmp_path,
         timeout=240,
     )
@@ -126,6 +163,9 @@ def test_new_ablation_is_only_a_yaml_file(tmp_path: Path) -> None:
     for name, (value, low, high) in printed.items():
         assert value == f"{run[f'metrics.{mlflow_name(name)}']:.1f}", name
         if low:
-            assert (low, high) == (f"{run[f'metrics.{name}_ci_low']:.1f}", f"{run[f'metrics.{name}_ci_high']:.1f}"), name
+            assert (low, high) == (
+                f"{run[f'metrics.{name}_ci_low']:.1f}",
+                f"{run[f'metrics.{name}_ci_high']:.1f}",
+            ), name
     log = Path(run["tags.physassist.inspect_log"])
     assert log.is_file() and log.suffix == ".eval" and str(log) in proc.stdout

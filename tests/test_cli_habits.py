@@ -31,7 +31,10 @@ def test_an_inspect_model_string_becomes_its_preset_and_name() -> None:
 def test_what_cannot_be_taken_says_what_to_write() -> None:
     with pytest.raises(
         HabitError,
-        match=r"^model=google/gemini-2.5-flash: no preset for provider google .*write model=openai model.name=google/gemini-2.5-flash model.api_key_env=null",
+        match=(
+            r"^model=google/gemini-2.5-flash: no preset for provider google .*write model=openai "
+            r"model.name=google/gemini-2.5-flash model.api_key_env=null"
+        ),
     ):
         model_arguments(["model=google/gemini-2.5-flash"], CONF)
     with pytest.raises(HabitError, match="not both in one list"):
@@ -42,7 +45,8 @@ def test_what_cannot_be_taken_says_what_to_write() -> None:
 
 def test_an_option_hydra_does_not_have_is_named_with_what_to_write() -> None:
     assert unknown_flag(["--model", "openai/gpt-4o"], "physassist-eval") == (
-        "--model: no such option; physassist-eval takes Hydra overrides: write model=openai/gpt-4o (physassist-eval --help lists them)"
+        "--model: no such option; physassist-eval takes Hydra overrides: write model=openai/gpt-4o "
+        "(physassist-eval --help lists them)"
     )
     assert unknown_flag(["-T", "query=explicit"], "physassist-eval").startswith(
         "-T: no such option;"

@@ -1,10 +1,10 @@
 """``ehr=compat`` against the reference implementation's own answers, call by call.
 
 ``shared/conformance/`` (docs/data.md) holds read-tool calls answered by the reference's code:
-the demo file over the MIMIC-IV demo (``fixtures_store.DEMO_DIR``), the sample file over the frozen ``sample-cohort``, the
-notes file over that cohort with its ``note/`` replaced by ``notes-cohort/note/`` (discharge
-summaries and radiology reports in the MIMIC-IV-Note layout). Each
-call is replayed through ``call_tool`` in compat semantics with the call's session date; the
+the demo file over the MIMIC-IV demo (``fixtures_store.DEMO_DIR``), the sample file over the
+frozen ``sample-cohort``, the notes file over that cohort with its ``note/`` replaced by
+``notes-cohort/note/`` (discharge summaries and radiology reports in the MIMIC-IV-Note layout).
+Each call is replayed through ``call_tool`` in compat semantics with the call's session date; the
 raw result must equal the reference's ``observation`` and ``render(.., "compat")`` its ``shown``.
 
 Run as a script for a report of the mismatches grouped by tool and kind of difference:

@@ -42,7 +42,9 @@ def _first_frame(store_path: Path) -> tuple:
         return frame(store, TABLE, SID)
 
 
-def test_a_second_process_reads_the_kinds_instead_of_measuring(store_path: Path, monkeypatch) -> None:
+def test_a_second_process_reads_the_kinds_instead_of_measuring(
+    store_path: Path, monkeypatch
+) -> None:
     measured = _counting(monkeypatch)
     first = _first_frame(store_path)
     kept = compat_kinds_file.path_for(store_path)
@@ -54,8 +56,12 @@ def test_a_second_process_reads_the_kinds_instead_of_measuring(store_path: Path,
     assert set(entry["merged"]) == set(entry["columns"])
 
 
-@pytest.mark.parametrize("damage", ["not json", "truncated", "stale rows", "unknown kind", "other store"])
-def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(store_path: Path, monkeypatch, damage: str) -> None:
+@pytest.mark.parametrize(
+    "damage", ["not json", "truncated", "stale rows", "unknown kind", "other store"]
+)
+def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(
+    store_path: Path, monkeypatch, damage: str
+) -> None:
     first = _first_frame(store_path)
     kept = compat_kinds_file.path_for(store_path)
     data = json.loads(kept.read_text())
@@ -74,10 +80,14 @@ def test_a_damaged_or_stale_file_is_measured_again_and_rewritten(store_path: Pat
         kept.write_text(json.dumps(data))
     measured = _counting(monkeypatch)
     assert _first_frame(store_path) == first and measured == [TABLE]
-    assert json.loads(kept.read_text())["tables"][TABLE]["rows"] == entry["rows"] - (damage == "stale rows")
+    assert json.loads(kept.read_text())["tables"][TABLE]["rows"] == entry["rows"] - (
+        damage == "stale rows"
+    )
 
 
-def test_an_unwritable_store_directory_costs_only_the_measurement(store_path: Path, monkeypatch, caplog) -> None:
+def test_an_unwritable_store_directory_costs_only_the_measurement(
+    store_path: Path, monkeypatch, caplog
+) -> None:
     def refuse(*args, **kwargs):
         raise PermissionError("read-only file system")
 
@@ -110,14 +120,21 @@ def test_concurrent_first_calls_measure_once(store_path: Path, monkeypatch) -> N
 
 
 def test_a_mixed_columns_blocks_survive_the_file(tmp_path: Path) -> None:
-    """Blocks are kept only where the merged kind is mixed (a text column some blocks read as numbers)."""
-    kinds = _TableKinds(16, {"value": "mixed", "valuenum": "float"}, {"value": {0: "float", 1: "str", 7: "int"}})
+    """Blocks are kept only where the merged kind is mixed (a text column some blocks read as
+    numbers)."""
+    kinds = _TableKinds(
+        16, {"value": "mixed", "valuenum": "float"}, {"value": {0: "float", 1: "str", 7: "int"}}
+    )
     path = tmp_path / "x.duckdb"
     entry = {"merged": kinds.merged, "blocks": compat_kinds_file.blocks_to_json(kinds.kinds)}
     compat_kinds_file.save(path, "fp", TABLE, {"columns": ["value", "valuenum"], **entry})
     loaded = compat_kinds_file.load(path, "fp", TABLE, {"columns": ["value", "valuenum"]})
     assert loaded is not None
     again = _TableKinds(16, loaded["merged"], compat_kinds_file.blocks_from_json(loaded["blocks"]))
-    assert again.kinds == kinds.kinds and again.merged == kinds.merged and again.complete(["value", "valuenum"])
+    assert (
+        again.kinds == kinds.kinds
+        and again.merged == kinds.merged
+        and again.complete(["value", "valuenum"])
+    )
     assert not _TableKinds(16, {"value": "mixed"}, {}).complete(["value"])  # blocks missing
     assert compat_frames.block_rows(16) == again.size

@@ -55,7 +55,9 @@ def links(page: Path) -> list[str]:
     found = []
     for line in _prose(page.read_text(encoding="utf-8")):
         line = re.sub(r"`[^`]*`", "", line)  # a link written as code is not a link
-        found += [target for target in LINK.findall(line) if not re.match(r"[a-z][a-z0-9+.-]*:", target)]
+        found += [
+            target for target in LINK.findall(line) if not re.match(r"[a-z][a-z0-9+.-]*:", target)
+        ]
     return found
 
 
@@ -79,14 +81,24 @@ def test_every_relative_link_and_anchor_resolves(page: str) -> None:
 
 def test_slugs_follow_githubs_rule() -> None:
     assert slug("1. Compare inside one sweep") == "1-compare-inside-one-sweep"
-    assert slug("Quick start (Python 3.11+, no API key, offline)") == "quick-start-python-311-no-api-key-offline"
+    assert (
+        slug("Quick start (Python 3.11+, no API key, offline)")
+        == "quick-start-python-311-no-api-key-offline"
+    )
     assert slug("Run `physassist-eval` on real data") == "run-physassist-eval-on-real-data"
-    assert slug("10. Recipes (each is done in `tests/test_recipes.py`)") == "10-recipes-each-is-done-in-teststest_recipespy"
+    assert (
+        slug("10. Recipes (each is done in `tests/test_recipes.py`)")
+        == "10-recipes-each-is-done-in-teststest_recipespy"
+    )
 
 
 def test_the_checker_finds_a_broken_link_and_a_broken_anchor(tmp_path: Path) -> None:
-    (tmp_path / "a.md").write_text("# A page\n\n## Its part\n\n```\n# not a heading\n[x](nowhere.md)\n```\n")
-    (tmp_path / "b.md").write_text("[ok](a.md#its-part) [gone](c.md) [bad](a.md#not-a-heading) `[code](d.md)` [up](#b)\n")
+    (tmp_path / "a.md").write_text(
+        "# A page\n\n## Its part\n\n```\n# not a heading\n[x](nowhere.md)\n```\n"
+    )
+    (tmp_path / "b.md").write_text(
+        "[ok](a.md#its-part) [gone](c.md) [bad](a.md#not-a-heading) `[code](d.md)` [up](#b)\n"
+    )
     assert broken(tmp_path / "a.md") == []
     assert broken(tmp_path / "b.md") == [
         f"c.md: no such file {tmp_path / 'c.md'}",

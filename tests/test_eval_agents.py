@@ -26,8 +26,12 @@ def conversation(*questions: str, nudge: bool = False, acted: bool = False):
     for q in questions:
         messages.append(ChatMessageUser(content=q))
     if acted:
-        messages.append(ChatMessageAssistant(content="", tool_calls=[
-            ToolCall(id="1", function="Observation__search", arguments={})]))
+        messages.append(
+            ChatMessageAssistant(
+                content="",
+                tool_calls=[ToolCall(id="1", function="Observation__search", arguments={})],
+            )
+        )
         messages.append(ChatMessageTool(content="- Creatinine 1.2 mg/dL", tool_call_id="1"))
     if nudge:
         messages.append(ChatMessageUser(content="Answer now."))
@@ -37,7 +41,9 @@ def conversation(*questions: str, nudge: bool = False, acted: bool = False):
 def test_conversation_turn_session_and_nudge() -> None:
     conv = conversation("Creatinine?", "And potassium?", nudge=True, acted=True)
     assert conv.turn == 1 and conv.question == "And potassium?" and conv.nudged
-    assert conv.session_key == "s-1" and conv.value("subject_id") == 42 and conv.value("hadm_id") == 7
+    assert (
+        conv.session_key == "s-1" and conv.value("subject_id") == 42 and conv.value("hadm_id") == 7
+    )
     assert conv.acted() and conv.tool_results() == ["- Creatinine 1.2 mg/dL"]
     assert conversation("肌酐？").language == "zh"
 
@@ -48,7 +54,10 @@ def test_baseline_keyword_choice() -> None:
     assert choose_call(conversation("那血钾呢？"), ALL)[1]["code"] == "Potassium"
     name, args = choose_call(conversation("Is she taking the Apixaban?"), ALL)
     assert name == "patient__get_medication_adherence" and args["drug"] == "Apixaban"
-    assert choose_call(conversation("Apixaban dose?"), {"MedicationRequest__search"})[0] == "MedicationRequest__search"
+    assert (
+        choose_call(conversation("Apixaban dose?"), {"MedicationRequest__search"})[0]
+        == "MedicationRequest__search"
+    )
     assert choose_call(conversation("Anything else?"), set()) is None
 
 
@@ -71,7 +80,12 @@ def _messages(*questions: str, calls: int = 0) -> list:
     messages = [ChatMessageSystem(content="sys"), ChatMessageUser(content=OPENING)]
     messages += [ChatMessageUser(content=q) for q in questions]
     for i in range(calls):
-        messages.append(ChatMessageAssistant(content="", tool_calls=[ToolCall(id=str(i), function="Observation__search", arguments={})]))
+        messages.append(
+            ChatMessageAssistant(
+                content="",
+                tool_calls=[ToolCall(id=str(i), function="Observation__search", arguments={})],
+            )
+        )
         messages.append(ChatMessageTool(content=f"- result {i}", tool_call_id=str(i)))
     return messages
 
@@ -98,7 +112,10 @@ async def test_floor_agents_never_call_a_tool_and_say_nothing_or_the_question() 
     said = await NoToolsAgent().act(_messages("Creatinine?"), tools, "auto")
     assert [c.function for c in said.message.tool_calls] == ["prepare_to_answer"]
     assert "Creatinine?" in said.message.text and "cannot confirm" in said.message.text
-    assert "肌酐？" in (await NoToolsAgent().act(_messages("肌酐？"), _tools(ALL), "auto")).message.text
+    assert (
+        "肌酐？"
+        in (await NoToolsAgent().act(_messages("肌酐？"), _tools(ALL), "auto")).message.text
+    )
 
 
 @pytest.mark.anyio
@@ -108,16 +125,35 @@ async def test_explorer_gathers_until_done_only_with_a_control_tool() -> None:
     plan = planned_calls(conversation("Creatinine?"), ALL)
     assert plan[0][1]["code"] == "Creatinine" and len(plan) == MAX_CALLS
     # then the generic lab search and the chart overview
-    assert [name for name, _ in plan[1:]] == ["Observation__search", "MedicationRequest__search", "Condition__search", "Observation__search", "DiagnosticReport__search"]
+    assert [name for name, _ in plan[1:]] == [
+        "Observation__search",
+        "MedicationRequest__search",
+        "Condition__search",
+        "Observation__search",
+        "DiagnosticReport__search",
+    ]
     # a follow-up naming nothing carries the previous question's specific call
-    assert planned_calls(conversation("Creatinine?", "And the trend?"), ALL)[0][1]["code"] == "Creatinine"
+    assert (
+        planned_calls(conversation("Creatinine?", "And the trend?"), ALL)[0][1]["code"]
+        == "Creatinine"
+    )
     # the menu removes calls
-    assert all(name == "Observation__search" for name, _ in planned_calls(conversation("Creatinine?"), {"Observation__search"}))
+    assert all(
+        name == "Observation__search"
+        for name, _ in planned_calls(conversation("Creatinine?"), {"Observation__search"})
+    )
     agent = ExplorerAgent()
     with_control = _tools(ALL | {"prepare_to_answer"})
     out = await agent.act(_messages("Creatinine?", calls=2), with_control, "auto")
     assert out.message.tool_calls[0].function == plan[2][0]  # the third call of the plan
     done = await agent.act(_messages("Creatinine?", calls=MAX_CALLS), with_control, "auto")
-    assert done.message.tool_calls[0].function == "prepare_to_answer" and "result 5" in done.message.text
-    natural = await agent.act(_messages("Creatinine?", calls=1), _tools(ALL - {"prepare_to_answer", "submit"}), "auto")
-    assert not natural.message.tool_calls and "result 0" in natural.message.text  # answers after one
+    assert (
+        done.message.tool_calls[0].function == "prepare_to_answer"
+        and "result 5" in done.message.text
+    )
+    natural = await agent.act(
+        _messages("Creatinine?", calls=1), _tools(ALL - {"prepare_to_answer", "submit"}), "auto"
+    )
+    assert (
+        not natural.message.tool_calls and "result 0" in natural.message.text
+    )  # answers after one

@@ -26,11 +26,17 @@ def test_compat_replay_reproduces_gold_observations(demo_store, tmp_path: Path) 
     released = tmp_path / "med_safety.jsonl"
     released.write_text(json.dumps(session, ensure_ascii=False) + "\n", encoding="utf-8")
     oracle = get_model("physassist/oracle", dataset=str(released))
-    sample = fe.run_sample(session, oracle, demo_store, tmp_path, semantics="compat", render="compat")
+    sample = fe.run_sample(
+        session, oracle, demo_store, tmp_path, semantics="compat", render="compat"
+    )
     turns = fe.turns_of(sample)
     compared = 0
     for turn, record in enumerate(turns):
-        gold = [item for item in session["answer_list"][turn] if item["action"]["name"] != "prepare_to_answer"]
+        gold = [
+            item
+            for item in session["answer_list"][turn]
+            if item["action"]["name"] != "prepare_to_answer"
+        ]
         assert [c.name for c in record.calls] == [g["action"]["name"] for g in gold]
         for call, item in zip(record.calls, gold, strict=True):
             assert call.arguments == item["action"]["arguments"]

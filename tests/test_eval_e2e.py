@@ -34,8 +34,15 @@ def metrics(log: EvalLog) -> dict[str, float]:
 
 
 def run(task: Any, model: Any, log_dir: Path, **kwargs: Any) -> EvalLog:
-    return eval(task, model=model, log_dir=str(log_dir), display="none",
-                log_realtime=False, fail_on_error=True, **kwargs)[0]
+    return eval(
+        task,
+        model=model,
+        log_dir=str(log_dir),
+        display="none",
+        log_realtime=False,
+        fail_on_error=True,
+        **kwargs,
+    )[0]
 
 
 def one_per_scenario() -> list[str]:
@@ -67,7 +74,9 @@ def test_menu_off_from_the_command_line_means_the_menu_option() -> None:
 
 
 def test_invalid_options_name_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match=r"menu='sometimes' is not valid; valid options: on, off, scenario, gold"):
+    with pytest.raises(
+        ValueError, match=r"menu='sometimes' is not valid; valid options: on, off, scenario, gold"
+    ):
         physassistbench(menu="sometimes")
     with pytest.raises(ValueError, match="judge_context"):
         physassistbench(judge_context="vibes")
@@ -79,12 +88,26 @@ def test_invalid_options_name_the_valid_ones() -> None:
 
 def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # Inspect resolves task files relative to the working directory
-    log = run("tasks/physassistbench.py", "physassist/oracle", tmp_path,
-              limit=1, task_args={"menu": "gold", "terminal": "submit"})
+    log = run(
+        "tasks/physassistbench.py",
+        "physassist/oracle",
+        tmp_path,
+        limit=1,
+        task_args={"menu": "gold", "terminal": "submit"},
+    )
     sample = log.samples[0]
     meta = sample.metadata
-    assert {"session", "language", "query", "scenario", "tier", "task_types", "subtypes",
-            "tool_sources", "settings"} <= set(meta)
+    assert {
+        "session",
+        "language",
+        "query",
+        "scenario",
+        "tier",
+        "task_types",
+        "subtypes",
+        "tool_sources",
+        "settings",
+    } <= set(meta)
     assert meta["settings"]["menu"] == "gold" and meta["settings"]["terminal"] == "submit"
     assert log.eval.task_args["menu"] == "gold"
     assert [t.end for t in fe.turns_of(sample)] == ["answered"] * 4
@@ -94,9 +117,15 @@ def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.Monke
 def test_oracle_scores_full_marks_on_the_sample(tmp_path: Path) -> None:
     log = run("physassist/physassistbench", "physassist/oracle", tmp_path)
     m = metrics(log)
-    assert {"mrs", "mrs_ci_low", "pass_turn_0.60_ci_high", "n_turns"} <= set(m) and len(m) < 30  # the headline
+    assert {"mrs", "mrs_ci_low", "pass_turn_0.60_ci_high", "n_turns"} <= set(m) and len(
+        m
+    ) < 30  # the headline
     sample = log.samples[0]  # Inspect View's TARGET: each turn's gold answer
-    assert isinstance(sample.target, list) and len(sample.target) == 4 and sample.target[0].startswith("T0: ")
+    assert (
+        isinstance(sample.target, list)
+        and len(sample.target) == 4
+        and sample.target[0].startswith("T0: ")
+    )
     assert m["mrs"] >= 95.0
     assert m["unscored_turns"] == 0
     assert m["n_sessions"] == len(log.samples)

@@ -61,7 +61,11 @@ def test_fault_turn_is_unscored_with_its_reason_and_an_empty_answer_is_scored(tm
     df = turn_table(_log(tmp_path, physassist_scorer(judge="rules"))).set_index("turn")
     assert df.loc[1, "status"] == "error" and df.loc[1, "error"] == OUTAGE
     assert df.loc[1, "score"] != df.loc[1, "score"]  # NaN: unscored, never 0
-    assert df.loc[2, "status"] == "scored" and df.loc[2, "score"] < 1.0 and df.loc[2, "end"] == "answered"
+    assert (
+        df.loc[2, "status"] == "scored"
+        and df.loc[2, "score"] < 1.0
+        and df.loc[2, "end"] == "answered"
+    )
     summary = summarize(df.reset_index())
     assert summary["error_turns"] == 1 and summary["unscored_turns.error"] == 1
     assert summary["unscored_turns"] >= 1 and summary["end.error"] == 1
@@ -88,13 +92,23 @@ def test_grader_outage_is_a_fault_and_a_bad_verdict_is_a_judge_failure(tmp_path)
         raise ConnectionError("grader endpoint refused the connection")
 
     grader = get_model("mockllm/model", custom_outputs=down, memoize=False)
-    log = _log(tmp_path / "down", physassist_scorer(judge="llm", max_attempts=2), model_roles={"grader": grader})
+    log = _log(
+        tmp_path / "down",
+        physassist_scorer(judge="llm", max_attempts=2),
+        model_roles={"grader": grader},
+    )
     turns = log.samples[0].scores["physassist_scorer"].metadata["turns"]
     assert {t["status"] for t in turns} == {"error"}
     assert turns[0]["error"].startswith("grader call failed: ConnectionError: grader endpoint")
 
-    babble = get_model("mockllm/model", custom_outputs=lambda *_: scripted("no json"), memoize=False)
-    log = _log(tmp_path / "babble", physassist_scorer(judge="llm", max_attempts=2), model_roles={"grader": babble})
+    babble = get_model(
+        "mockllm/model", custom_outputs=lambda *_: scripted("no json"), memoize=False
+    )
+    log = _log(
+        tmp_path / "babble",
+        physassist_scorer(judge="llm", max_attempts=2),
+        model_roles={"grader": babble},
+    )
     turns = log.samples[0].scores["physassist_scorer"].metadata["turns"]
     assert [t["status"] for t in turns] == ["failed", "error", "failed", "failed"]
 
@@ -128,7 +142,6 @@ def test_failing_model_calls_give_unscored_turns_a_failed_run_and_exit_4(tmp_pat
     assert Path(run["tags.physassist.inspect_log"]).is_file()
 
 
-
 @pytest.mark.slow
 def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
     """Sweep jobs run in other processes: their faults still reach the sweep's exit code."""
@@ -147,7 +160,9 @@ def test_a_sweep_whose_jobs_met_system_faults_exits_4(tmp_path):
 
 def _against_a_failing_server(tmp_path: Path, uri: str, *extra: str):
     """``physassist-eval`` with the assistant on a server whose chat requests all fail (500)."""
-    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults=lambda n, m: "500") as server:
+    with ScriptedServer(
+        {"oracle": agent_policy(OracleAgent())}, faults=lambda n, m: "500"
+    ) as server:
         return cli(
             [
                 "physassist-eval",

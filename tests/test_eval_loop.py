@@ -39,10 +39,15 @@ def ids(session: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
-    script = fe.Script([
-        fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
-        fe.calls(("prepare_to_answer", {"answer_type": "tool"}), content="Creatinine 2.9 mg/dL, high."),
-    ])
+    script = fe.Script(
+        [
+            fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
+            fe.calls(
+                ("prepare_to_answer", {"answer_type": "tool"}),
+                content="Creatinine 2.9 mg/dL, high.",
+            ),
+        ]
+    )
     sample, turns = run(script)
     assert [t.turn for t in turns] == [0, 1, 2, 3]
     t0 = turns[0]
@@ -55,10 +60,26 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
     assert t0.tokens_in == 20 and t0.tokens_out == 10 and t0.seconds > 0
     stored = sample.store[TURNS_KEY][0]  # the log's shape: what older readers of the log expect
     assert list(stored) == [
-        "turn", "question", "answer", "end", "calls", "tokens_in", "tokens_out", "started", "seconds", "error",
+        "turn",
+        "question",
+        "answer",
+        "end",
+        "calls",
+        "tokens_in",
+        "tokens_out",
+        "started",
+        "seconds",
+        "error",
         "history",
     ]
-    assert list(stored["calls"][0]) == ["name", "arguments", "raw_json", "text", "started", "seconds"]
+    assert list(stored["calls"][0]) == [
+        "name",
+        "arguments",
+        "raw_json",
+        "text",
+        "started",
+        "seconds",
+    ]
     assert TurnRecord.from_stored(stored) == t0 and t0.history == "free"
     assert t0.error is None
     assert t0.started <= call.started <= call.started + call.seconds <= t0.started + t0.seconds
@@ -74,10 +95,12 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
 
 
 def test_natural_ends_on_first_reply_without_tool_calls(run, session) -> None:
-    script = fe.Script([
-        fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
-        fe.text("Creatinine is 2.9 mg/dL."),
-    ])
+    script = fe.Script(
+        [
+            fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
+            fe.text("Creatinine is 2.9 mg/dL."),
+        ]
+    )
     _, turns = run(script, terminal="natural")
     assert turns[0].end == "answered" and turns[0].answer == "Creatinine is 2.9 mg/dL."
     assert len(turns[0].calls) == 1
@@ -86,10 +109,14 @@ def test_natural_ends_on_first_reply_without_tool_calls(run, session) -> None:
 
 
 def test_submit_answer_is_the_argument(run, session) -> None:
-    script = fe.Script([
-        fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
-        fe.calls(("submit", {"answer": "Creatinine 2.9 mg/dL (high)."}), content="ignored text"),
-    ])
+    script = fe.Script(
+        [
+            fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
+            fe.calls(
+                ("submit", {"answer": "Creatinine 2.9 mg/dL (high)."}), content="ignored text"
+            ),
+        ]
+    )
     _, turns = run(script, terminal="submit")
     assert turns[0].answer == "Creatinine 2.9 mg/dL (high)." and turns[0].end == "answered"
     offered = script.requests[0][1]
@@ -128,22 +155,34 @@ def test_no_nudge_leaves_empty_answer(run, session) -> None:
 
 
 def test_malformed_and_unknown_calls_get_operation_outcome(run, session) -> None:
-    malformed = ToolCall(id="bad1", function="Observation__search", arguments={},
-                         parse_error="Expecting ',' delimiter: line 1 column 20 " + "x" * 1_000_000)
+    malformed = ToolCall(
+        id="bad1",
+        function="Observation__search",
+        arguments={},
+        parse_error="Expecting ',' delimiter: line 1 column 20 " + "x" * 1_000_000,
+    )
     unknown = ToolCall(id="bad2", function="Procedure__search", arguments={"subject_id": 1})
-    wrong_type = ToolCall(id="bad3", function="Observation__search",
-                          arguments={"subject_id": session["subject_id"], "_count": "lots"})
-    script = fe.Script([
-        fe.calls(malformed, unknown, wrong_type),
-        fe.calls(("prepare_to_answer", {}), content="Recovered."),
-    ])
+    wrong_type = ToolCall(
+        id="bad3",
+        function="Observation__search",
+        arguments={"subject_id": session["subject_id"], "_count": "lots"},
+    )
+    script = fe.Script(
+        [
+            fe.calls(malformed, unknown, wrong_type),
+            fe.calls(("prepare_to_answer", {}), content="Recovered."),
+        ]
+    )
     _, turns = run(script)
     t0 = turns[0]
     assert t0.answer == "Recovered." and t0.end == "answered"
     assert [c.raw["resourceType"] for c in t0.calls] == ["OperationOutcome"] * 3
     assert t0.calls[1].name == "Procedure__search"  # unknown: kept as the model spelled it
     parse = t0.calls[0].raw["issue"][0]["diagnostics"]  # a 1 MB parse error is not echoed whole
-    assert parse.startswith("Could not parse the arguments of Observation.search") and len(parse) < 2_100
+    assert (
+        parse.startswith("Could not parse the arguments of Observation.search")
+        and len(parse) < 2_100
+    )
     results = [m for m in script.requests[1][0] if isinstance(m, ChatMessageTool)]
     assert len(results) == 3 and all(m.error is None for m in results)
     assert all(m.text for m in results)
@@ -162,15 +201,21 @@ def test_menu_gold_offers_the_turns_gold_tools(run) -> None:
     run(script, menu="gold")
     offered = [names for _, names, _ in script.requests]
     assert offered[0] == ["Observation__search", "prepare_to_answer"]
-    assert offered[2] == ["MedicationRequest__search", "patient__get_medication_adherence", "prepare_to_answer"]
+    assert offered[2] == [
+        "MedicationRequest__search",
+        "patient__get_medication_adherence",
+        "prepare_to_answer",
+    ]
     assert offered[3] == ["MedicationRequest__create", "prepare_to_answer"]
 
 
 def test_observations_removed_hides_results_but_keeps_raw(run, session) -> None:
-    script = fe.Script([
-        fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
-        fe.calls(("prepare_to_answer", {}), content="Unknown."),
-    ])
+    script = fe.Script(
+        [
+            fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
+            fe.calls(("prepare_to_answer", {}), content="Unknown."),
+        ]
+    )
     _, turns = run(script, observations="removed")
     [call] = turns[0].calls
     assert call.text == PLACEHOLDER["en"] and call.raw["resourceType"] == "Bundle"
@@ -179,11 +224,13 @@ def test_observations_removed_hides_results_but_keeps_raw(run, session) -> None:
 
 
 def test_history_removed_drops_earlier_tool_traffic(run, session) -> None:
-    script = fe.Script([
-        fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
-        fe.calls(("prepare_to_answer", {}), content="Creatinine 2.9."),
-        fe.text("Second."),
-    ])
+    script = fe.Script(
+        [
+            fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})),
+            fe.calls(("prepare_to_answer", {}), content="Creatinine 2.9."),
+            fe.text("Second."),
+        ]
+    )
     _, turns = run(script, observations="history_removed")
     first_of_turn1 = script.requests[2][0]
     assert not any(isinstance(m, ChatMessageTool) for m in first_of_turn1)
@@ -225,7 +272,9 @@ def test_fault_after_a_tool_call_keeps_the_calls_and_tokens_spent(run, session) 
     def boom(_: Any) -> Any:
         raise ConnectionError("server went away\n<html>502</html>")
 
-    script = fe.Script([fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})), boom])
+    script = fe.Script(
+        [fe.calls(("Observation.search", {**ids(session), "code": "Creatinine"})), boom]
+    )
     _, turns = run(script)
     t0 = turns[0]
     assert t0.end == "error" and t0.answer == ""

@@ -63,7 +63,8 @@ def test_a_second_build_is_refused_unless_forced_and_then_replaces_the_folder(tm
     second = _build(out, "--scenarios", "discharge_planning")
     assert second.returncode == 1
     assert second.stderr.strip().splitlines() == [
-        f"physassist-data: error: {out} already exists and holds files; pass --force to replace it, or choose another folder"
+        f"physassist-data: error: {out} already exists and holds files; pass --force to replace "
+        "it, or choose another folder"
     ]
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     forced = _build(out, "--scenarios", "discharge_planning", "--force")

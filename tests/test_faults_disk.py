@@ -1,8 +1,9 @@
 """A full disk (ENOSPC, a tiny filled tmpfs) under Hydra's output dir or Inspect's log dir: one
 line naming the directory, exit 2 (Hydra's: nothing ran) or 4 (Inspect's: the run is FAILED).
 Inspect's log dir may also fill up during the run (a 40 KB tmpfs, empty at the start: the log's
-start fits, three sessions of ~30 KB each do not): Inspect then ends the eval as an error whose only record is the
-log it could not write, and the command says why in the same one line, exit 4."""
+start fits, three sessions of ~30 KB each do not): Inspect then ends the eval as an error
+whose only record is the log it could not write, and the command says why in the same one
+line, exit 4."""
 
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ def _tmpfs(tmp_path: Path, size_k: int, fill: bool) -> Iterator[Path]:
     """A tmpfs of ``size_k`` KiB, ``fill``ed or empty (mounting needs root: skipped elsewhere)."""
     mount = tmp_path / "full"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", str(mount)], capture_output=True
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
     try:
         if fill:
-            subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'fill'}", "bs=1k", f"count={size_k}"], capture_output=True)
+            subprocess.run(
+                ["dd", "if=/dev/zero", f"of={mount / 'fill'}", "bs=1k", f"count={size_k}"],
+                capture_output=True,
+            )
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
@@ -59,7 +65,8 @@ def test_a_full_hydra_output_dir_is_one_line_and_exit_2(tmp_path, full_dir) -> N
     proc = _eval(tmp_path, full_dir / "out", tmp_path / "logs")
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        f"physassist-eval: error: Hydra's output dir {full_dir / 'out' / '.hydra'}: no space left on device (nothing ran)"
+        f"physassist-eval: error: Hydra's output dir {full_dir / 'out' / '.hydra'}: no space left "
+        "on device (nothing ran)"
     ]
 
 
@@ -72,7 +79,9 @@ def test_a_full_inspect_log_dir_is_one_line_exit_4_and_the_run_failed(tmp_path, 
     assert run["status"] == "FAILED" and "no space left" in run["tags.physassist.end_reason"]
 
 
-def test_an_inspect_log_dir_that_fills_up_during_the_run_is_one_line_exit_4(tmp_path, small_dir) -> None:
+def test_an_inspect_log_dir_that_fills_up_during_the_run_is_one_line_exit_4(
+    tmp_path, small_dir
+) -> None:
     proc = _eval(tmp_path, tmp_path / "out", small_dir / "logs", limit=3)
     assert proc.returncode == 4, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [

@@ -1,7 +1,8 @@
-"""A failed model endpoint with the DEFAULT config (docs/faults.md, "What a failed endpoint looks like"):
-nothing listening, a server answering 500 to everything, a server that accepts and never
-answers, a model the server does not serve. Each ends in under 60 s with one line naming the URL
-and the cause, exit status 4, and no run left behind (the pre-flight runs before any run exists).
+"""A failed model endpoint with the DEFAULT config (docs/faults.md, "What a failed endpoint
+looks like"): nothing listening, a server answering 500 to everything, a server that accepts
+and never answers, a model the server does not serve. Each ends in under 60 s with one line
+naming the URL and the cause, exit status 4, and no run left behind (the pre-flight runs before
+any run exists).
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def _no_run(tmp_path: Path) -> None:
     "case",
     ["nothing listens", "500 to everything", "accepts, never answers", "model not served"],
 )
-def test_a_failed_endpoint_is_one_line_and_exit_4_within_60_s_with_the_defaults(tmp_path, case) -> None:
+def test_a_failed_endpoint_is_one_line_and_exit_4_within_60_s_with_the_defaults(
+    tmp_path, case
+) -> None:
     if case == "nothing listens":
         url = f"http://127.0.0.1:{_free_port()}/v1"
         proc, seconds = _eval_with_defaults(tmp_path, url)
@@ -79,16 +82,24 @@ def test_a_failed_endpoint_is_one_line_and_exit_4_within_60_s_with_the_defaults(
         with ScriptedServer({"other-model": agent_policy(OracleAgent())}, broken=broken) as server:
             url = server.base_url
             proc, seconds = _eval_with_defaults(tmp_path, url)
-        cause = f"the server answers HTTP 500 (GET {url}/models)" if broken else "does not serve model.name=oracle (it serves: other-model)"
+        cause = (
+            f"the server answers HTTP 500 (GET {url}/models)"
+            if broken
+            else "does not serve model.name=oracle (it serves: other-model)"
+        )
     line = _one_fault_line(proc)
-    assert line.startswith(f"physassist-eval: fault: model endpoint {url}") and line.endswith(cause), line
+    assert line.startswith(f"physassist-eval: fault: model endpoint {url}") and line.endswith(
+        cause
+    ), line
     assert seconds < 60
     _no_run(tmp_path)
 
 
 @pytest.mark.slow
 def test_a_sweep_against_a_dead_endpoint_stops_before_its_first_job(tmp_path) -> None:
-    proc, seconds = _eval_with_defaults(tmp_path, f"http://127.0.0.1:{_free_port()}/v1", "-m", "query=implicit,explicit")
+    proc, seconds = _eval_with_defaults(
+        tmp_path, f"http://127.0.0.1:{_free_port()}/v1", "-m", "query=implicit,explicit"
+    )
     line = _one_fault_line(proc)
     assert "model endpoint http://127.0.0.1:" in line and "Connection refused" in line
     assert seconds < 60

@@ -1,6 +1,6 @@
-"""judge=llm against a grader whose replies never parse (docs/real-models.md's compatible-server grader
-recipe, with the defaults): the run is no result. One line with the counts, the MLflow run
-FAILED with the ``physassist.faults`` tag, exit status 4."""
+"""judge=llm against a grader whose replies never parse (docs/real-models.md's
+compatible-server grader recipe, with the defaults): the run is no result. One line with the
+counts, the MLflow run FAILED with the ``physassist.faults`` tag, exit status 4."""
 
 from __future__ import annotations
 
@@ -45,16 +45,37 @@ def test_a_judge_whose_replies_never_parse_fails_the_run_with_exit_4(tmp_path) -
         [source] = search_runs(uri).to_dict("records")
         log = source["tags.physassist.inspect_log"]
         sweep = cli(
-            ["physassist-rescore", "-m", f"source={log}", *judge, "judge.context=gold_answer,evidence",
-             f"tracking.uri={uri}", f"hydra.sweep.dir={tmp_path / 'rescore'}"],
+            [
+                "physassist-rescore",
+                "-m",
+                f"source={log}",
+                *judge,
+                "judge.context=gold_answer,evidence",
+                f"tracking.uri={uri}",
+                f"hydra.sweep.dir={tmp_path / 'rescore'}",
+            ],
             cwd=tmp_path,
             env=env,
         )
     assert sweep.returncode == EXIT_FAULTS, sweep.stderr[-3000:]
-    assert len([ln for ln in sweep.stderr.splitlines() if ln.startswith("physassist-rescore: system faults in ")]) == 2
+    assert (
+        len(
+            [
+                ln
+                for ln in sweep.stderr.splitlines()
+                if ln.startswith("physassist-rescore: system faults in ")
+            ]
+        )
+        == 2
+    )
     assert proc.returncode == EXIT_FAULTS, proc.stderr[-3000:]
     [line] = [ln for ln in proc.stderr.splitlines() if "system faults" in ln]
-    assert line.startswith("physassist-eval: system faults: the judge could not grade 4 of 4 turns (4 unparseable replies): 4x ")
+    assert line.startswith(
+        "physassist-eval: system faults: the judge could not grade 4 of 4 turns (4 unparseable "
+        "replies): 4x "
+    )
     [run] = [r for r in search_runs(uri).to_dict("records") if r["run_id"] == source["run_id"]]
-    assert run["status"] == "FAILED" and run[f"tags.{FAULT_TAG}"].startswith("the judge could not grade 4 of 4")
+    assert run["status"] == "FAILED" and run[f"tags.{FAULT_TAG}"].startswith(
+        "the judge could not grade 4 of 4"
+    )
     assert run["metrics.counts/judge_unparseable"] == 4  # a count, under its section (metric_names)

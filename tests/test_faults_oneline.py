@@ -69,7 +69,8 @@ def test_a_hydra_output_dir_that_cannot_be_written_is_one_line_and_exit_2(tmp_pa
     proc = cli(["physassist-eval", "hydra.run.dir=/proc"], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        "physassist-eval: error: Hydra's output dir: cannot write /proc/eval.log: no such file or directory (nothing ran)"
+        "physassist-eval: error: Hydra's output dir: cannot write /proc/eval.log: no such file or "
+        "directory (nothing ran)"
     ]
     assert list(tmp_path.iterdir()) == []
 
@@ -79,14 +80,16 @@ def test_an_unset_environment_variable_is_one_line_and_leaves_nothing(tmp_path) 
     proc = cli(["physassist-eval", "tracking.run_name=${oc.env:NOPE_NOT_SET}"], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        "physassist-eval: error: tracking.run_name: the environment variable NOPE_NOT_SET is not set (read by ${oc.env:NOPE_NOT_SET})"
+        "physassist-eval: error: tracking.run_name: the environment variable NOPE_NOT_SET is not "
+        "set (read by ${oc.env:NOPE_NOT_SET})"
     ]
     assert list(tmp_path.iterdir()) == []  # no .hydra dir, no store
 
 
 @pytest.fixture(scope="module")
 def finished_log(tmp_path_factory) -> tuple[Path, str]:
-    """A finished run (the sample's first session, the oracle) in a store: the Inspect log, the URI."""
+    """A finished run (the sample's first session, the oracle) in a store: the Inspect log, the
+    URI."""
     root = tmp_path_factory.mktemp("finished")
     proc = cli(
         [

@@ -34,7 +34,8 @@ def _runs(uri: str) -> list:
 
 def _jobs_running(db: Path) -> int:
     """How many jobs' runs are RUNNING: read-only SQL, as an MlflowClient on a store the command
-    is still creating would run its own migrations there ("attempt to write a readonly database")."""
+    is still creating would run its own migrations there ("attempt to write a readonly
+    database")."""
     import sqlite3
 
     if not db.is_file():
@@ -97,8 +98,13 @@ def _tree(pid: int) -> list[str]:
 
 
 def _interrupt(
-    tmp_path: Path, signum: int, *extra: str, server: ScriptedServer | None = None, jobs: int = 1,
-    program: tuple[str, ...] = EVAL, before: Callable[[subprocess.Popen], None] = lambda proc: None,
+    tmp_path: Path,
+    signum: int,
+    *extra: str,
+    server: ScriptedServer | None = None,
+    jobs: int = 1,
+    program: tuple[str, ...] = EVAL,
+    before: Callable[[subprocess.Popen], None] = lambda proc: None,
 ) -> tuple[int, str, list]:
     """Start the command, send ``signum`` once ``jobs`` job runs evaluate (RUNNING, and the model
     asked since the start); the exit status, stderr and the runs after it ended. ``server``: a
@@ -110,11 +116,17 @@ def _interrupt(
         if server is None:
             # 1 s a response: the two sessions' eval lasts >= 8 s, so the signal lands inside it
             # (at 0.3 s a quiet machine's run once ended first: exit 0, nothing left to interrupt)
-            server = stack.enter_context(ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=1.0))
+            server = stack.enter_context(
+                ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=1.0)
+            )
         asked = len(server.served())
         proc = subprocess.Popen(
-            _command(tmp_path, server.base_url, *extra, program=program), cwd=tmp_path, env=env, text=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            _command(tmp_path, server.base_url, *extra, program=program),
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
             db = tmp_path / "mlruns" / "mlflow.db"
@@ -123,8 +135,10 @@ def _interrupt(
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=90)
         except subprocess.TimeoutExpired as exc:  # say which signal, and who is still there
-            raise AssertionError(f"{signal.Signals(signum).name}: not ended in 90 s; alive: {_tree(proc.pid)}; "
-                                 f"stderr: {(exc.stderr or b'')[-2000:]!r}") from exc
+            raise AssertionError(
+                f"{signal.Signals(signum).name}: not ended in 90 s; alive: {_tree(proc.pid)}; "
+                f"stderr: {(exc.stderr or b'')[-2000:]!r}"
+            ) from exc
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -162,39 +176,54 @@ def _kill_tracking_agent(proc: subprocess.Popen) -> None:
     agent's plotter) and wait until it is gone."""
     import psutil
 
-    agents = [c for c in psutil.Process(proc.pid).children()
-              if "physassist.tracking" in c.cmdline()]
+    agents = [
+        c for c in psutil.Process(proc.pid).children() if "physassist.tracking" in c.cmdline()
+    ]
     assert len(agents) == 1, _tree(proc.pid)
     agents[0].kill()
     agents[0].wait(timeout=30)  # reaped by the command's Popen, or a zombie: either way not running
 
 
 @pytest.mark.slow
-def test_sigterm_after_the_tracking_agent_died_ends_the_run_killed_through_a_new_agent(tmp_path) -> None:
+def test_sigterm_after_the_tracking_agent_died_ends_the_run_killed_through_a_new_agent(
+    tmp_path,
+) -> None:
     """The agent holding the run is gone (SIGKILL, the OOM killer) when SIGTERM comes in the
     eval: the command ends its run KILLED with the signal's reason through a new agent
     (``EvalRun._end``), well within the bound after the signal, and exits as for SIGTERM."""
     started = []
-    code, err, runs = _interrupt(tmp_path, signal.SIGTERM, before=lambda proc: (
-        _kill_tracking_agent(proc), started.append(time.monotonic())))
+    code, err, runs = _interrupt(
+        tmp_path,
+        signal.SIGTERM,
+        before=lambda proc: (_kill_tracking_agent(proc), started.append(time.monotonic())),
+    )
     took = time.monotonic() - started[0]
     assert code == 128 + signal.SIGTERM, err[-2000:]
     assert err.strip().splitlines()[-1] == "physassist-eval: interrupted (SIGTERM)", err[-2000:]
     assert "still ending" not in err
     _all_ended(runs, "interrupted (SIGTERM)")
-    assert len(runs) == 1 and took < 45, took  # the process's own bound is 60 s (signals.EXIT_BOUND_S)
+    assert len(runs) == 1 and took < 45, (
+        took
+    )  # the process's own bound is 60 s (signals.EXIT_BOUND_S)
 
 
 def _rerun_finishes_each_job_once(tmp_path: Path, server: ScriptedServer, sweep: list[str]) -> None:
     server.latency = 0.0
     again = subprocess.run(
-        _command(tmp_path, server.base_url, *sweep), cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        _command(tmp_path, server.base_url, *sweep),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "OPENAI_COMPATIBLE_API_KEY": "EMPTY"},
     )
     assert again.returncode == 0, again.stderr[-2000:]
     runs = _runs(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
     jobs = [r for r in runs if r.data.tags.get("physassist.kind") == "job"]
-    assert sorted(r.info.status for r in jobs) == ["FINISHED", "FINISHED"]  # one run per job, resumed
+    assert sorted(r.info.status for r in jobs) == [
+        "FINISHED",
+        "FINISHED",
+    ]  # one run per job, resumed
     assert len({r.data.tags["physassist.job_key"] for r in jobs}) == 2
 
 
@@ -205,7 +234,9 @@ def _ended_by(signum: int, code: int, err: str, runs: list) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_ends_a_basic_sweep_and_its_job_run_and_a_rerun_finishes_each_job_once(tmp_path) -> None:
+def test_sigterm_ends_a_basic_sweep_and_its_job_run_and_a_rerun_finishes_each_job_once(
+    tmp_path,
+) -> None:
     sweep = ["-m", "hydra/launcher=basic", "query=implicit,explicit"]
     with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=0.3) as server:
         _ended_by(signal.SIGTERM, *_interrupt(tmp_path, signal.SIGTERM, *sweep, server=server))
@@ -213,7 +244,9 @@ def test_sigterm_ends_a_basic_sweep_and_its_job_run_and_a_rerun_finishes_each_jo
 
 
 @pytest.mark.slow
-def test_each_signal_ends_a_joblib_sweep_and_both_job_runs_and_a_rerun_finishes_each_job_once(tmp_path) -> None:
+def test_each_signal_ends_a_joblib_sweep_and_both_job_runs_and_a_rerun_finishes_each_job_once(
+    tmp_path,
+) -> None:
     """SIGTERM, then SIGHUP on the sweep's re-run, then Ctrl-C on the next: each ends the sweep
     and both jobs (in their worker processes) KILLED with its own reason and exit status; the
     last re-run finishes each job exactly once."""
@@ -250,13 +283,21 @@ main()
 
 
 @pytest.mark.slow
-def test_a_ctrl_c_sent_to_a_joblib_sweep_alone_that_its_wait_swallowed_still_ends_it_killed(tmp_path) -> None:
+def test_a_ctrl_c_sent_to_a_joblib_sweep_alone_that_its_wait_swallowed_still_ends_it_killed(
+    tmp_path,
+) -> None:
     """``kill -INT <sweep pid>``: SIGINT keeps Python's handler (Inspect cancels an eval only
     under it), so nothing delivered it again when it was lost; the sweep waited for its jobs."""
     sweep = ("-m", "hydra/launcher=joblib", "query=implicit,explicit")
     with ScriptedServer({"oracle": agent_policy(OracleAgent())}, latency=30) as server:
-        code, err, runs = _interrupt(tmp_path, signal.SIGINT, *sweep, server=server, jobs=2,
-                                     program=(sys.executable, "-c", _WAIT_SWALLOWS))
+        code, err, runs = _interrupt(
+            tmp_path,
+            signal.SIGINT,
+            *sweep,
+            server=server,
+            jobs=2,
+            program=(sys.executable, "-c", _WAIT_SWALLOWS),
+        )
     assert "swallowed" in err, err[-2000:]
     _ended_by(signal.SIGINT, code, err, runs)
     assert len([r for r in runs if r.data.tags.get("physassist.kind") == "job"]) == 2
@@ -282,7 +323,9 @@ def test_a_signal_that_lands_in_a_finalizer_still_ends_the_command() -> None:
     KeyboardInterrupt a SIGTERM became there was lost and the command went on (exit 0 after the
     sleep): it must be delivered again."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-2000:]
     assert time.monotonic() - started < 30
 
@@ -298,7 +341,8 @@ try:
 except KeyboardInterrupt:
     pass
 signals.taken()
-print("noticed", signals.interrupted(), "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
+print("noticed", signals.interrupted(),
+      "ours", signal.set_wakeup_fd(-1) == signals._wakeup[1].fileno())
 """
 
 
@@ -306,9 +350,19 @@ def test_a_ctrl_c_after_an_eval_is_still_noticed_through_our_wakeup_fd(tmp_path)
     """An event loop's ``add_signal_handler`` would replace the wakeup fd ``signals`` reads
     SIGINT from (asyncio's, anyio's ``open_signal_receiver``); Inspect's eval uses neither (it
     sets SIGINT's handler with ``signal.signal``), so the fd is still ours after it."""
-    argv = ["tracking=none", "inspect.limit=1", f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"]
-    proc = subprocess.run([sys.executable, "-c", _AFTER_AN_EVAL, *argv], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=180)
+    argv = [
+        "tracking=none",
+        "inspect.limit=1",
+        f"inspect.log_dir={tmp_path / 'logs'}",
+        f"hydra.run.dir={tmp_path / 'out'}",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", _AFTER_AN_EVAL, *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[-1] == "noticed True ours True", proc.stdout[-2000:]
 
@@ -335,7 +389,9 @@ except KeyboardInterrupt:
 
 def _signal_ready(script: str, signum: int) -> tuple[int, str, str]:
     """Run ``script``, send ``signum`` once it printed "ready"; its exit status, stdout, stderr."""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signum)
@@ -376,7 +432,9 @@ except KeyboardInterrupt:
 """
 
 
-def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_interrupted_again() -> None:
+def test_a_ctrl_c_first_cancels_the_event_loop_and_a_swallowed_cancellation_is_interrupted_again() -> (  # noqa: E501
+    None
+):
     """Ctrl-C keeps the event loop's graceful first cancellation (Inspect writes its log under
     it: the handler Python installs stays in place), and when the cancellation is swallowed the
     interrupt comes again (the loop's second Ctrl-C raises KeyboardInterrupt)."""
@@ -407,15 +465,27 @@ main()
 """
 
 
-def test_a_ctrl_c_in_pydantics_serializer_while_the_task_is_built_is_an_interrupt_not_bad_input(tmp_path) -> None:
+def test_a_ctrl_c_in_pydantics_serializer_while_the_task_is_built_is_an_interrupt_not_bad_input(
+    tmp_path,
+) -> None:
     """Pydantic reports a KeyboardInterrupt raised in a serializer as a ValueError ("Error
     calling function `_dump_in_read_order`: KeyboardInterrupt"): the command said it was a config
     error (exit 2). No run exists yet: exit 130, nothing in MLflow."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     proc = subprocess.run(
-        [sys.executable, "-c", _IN_SERIALIZER, "inspect.limit=1", f"tracking.uri={uri}",
-         f"inspect.log_dir={tmp_path / 'logs'}", f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            _IN_SERIALIZER,
+            "inspect.limit=1",
+            f"tracking.uri={uri}",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == "physassist-eval: interrupted (Ctrl-C)"
@@ -437,10 +507,14 @@ except KeyboardInterrupt:
 """
 
 
-def test_a_command_whose_ending_hangs_after_sigterm_stops_within_the_bound_with_its_children() -> None:
+def test_a_command_whose_ending_hangs_after_sigterm_stops_within_the_bound_with_its_children() -> (
+    None
+):
     import psutil
 
-    proc = subprocess.Popen([sys.executable, "-c", _STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         child = psutil.Process(int(proc.stdout.readline()))
         proc.send_signal(signal.SIGTERM)
@@ -464,7 +538,9 @@ def _dead_owner() -> str:
     return str(Owner(Owner.me().host, proc.pid, time.time() - 5))
 
 
-def test_runs_whose_owner_is_gone_are_ended_by_the_next_command_that_opens_the_experiment(tmp_path) -> None:
+def test_runs_whose_owner_is_gone_are_ended_by_the_next_command_that_opens_the_experiment(
+    tmp_path,
+) -> None:
     """A job, a sweep parent and a single run a dead process left RUNNING end KILLED with the
     reason; a run of a live process and a run that names no owner are left alone."""
     from physassist.tracking import claims
@@ -482,13 +558,27 @@ def test_runs_whose_owner_is_gone_are_ended_by_the_next_command_that_opens_the_e
     alive = tracker.create_run("live", {KIND_TAG: "job", claims.OWNER_TAG: str(Owner.me())})
     unowned = tracker.create_run("other tool", {})
     proc = subprocess.run(
-        [str(VENV_BIN / "physassist-report"), "--tracking-uri", uri, "--out", str(tmp_path / "report"), "--no-log"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+        [
+            str(VENV_BIN / "physassist-report"),
+            "--tracking-uri",
+            uri,
+            "--out",
+            str(tmp_path / "report"),
+            "--no-log",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
-    assert "3 run(s) whose process is gone (kill -9, a crash) marked KILLED" in proc.stderr, proc.stderr[-2000:]
+    assert "3 run(s) whose process is gone (kill -9, a crash) marked KILLED" in proc.stderr, (
+        proc.stderr[-2000:]
+    )
     for run_id in gone:
         run = tracker.client.get_run(run_id)
-        assert run.info.status == "KILLED" and run.data.tags[claims.END_TAG].startswith(f"{dead} stopped without finishing")
+        assert run.info.status == "KILLED" and run.data.tags[claims.END_TAG].startswith(
+            f"{dead} stopped without finishing"
+        )
     assert {tracker.client.get_run(r).info.status for r in (alive, unowned)} == {"RUNNING"}
 
 
@@ -498,9 +588,18 @@ def test_after_kill_9_of_a_sweep_the_next_eval_ends_its_runs_killed(tmp_path) ->
     code, _, runs = _interrupt(tmp_path, signal.SIGKILL, "-m", "query=implicit,explicit")
     assert code == -signal.SIGKILL and [r.info.status for r in runs if r.info.status == "RUNNING"]
     later = subprocess.run(
-        [str(VENV_BIN / "physassist-eval"), "inspect.limit=1", "inspect.display=none", f"tracking.uri={uri}",
-         f"inspect.log_dir={tmp_path / 'logs2'}", f"hydra.run.dir={tmp_path / 'out2'}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            str(VENV_BIN / "physassist-eval"),
+            "inspect.limit=1",
+            "inspect.display=none",
+            f"tracking.uri={uri}",
+            f"inspect.log_dir={tmp_path / 'logs2'}",
+            f"hydra.run.dir={tmp_path / 'out2'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert later.returncode == 0, later.stderr[-2000:]
     ended = [r for r in _runs(uri) if r.info.run_id in {x.info.run_id for x in runs}]

@@ -65,8 +65,16 @@ def truncate(path: Path) -> None:
 def read_patient(cache: Path) -> int:
     """``physassist-ehr call`` of Patient.read on the sample, through ``cache``: its exit code."""
     return ehr_main(
-        ["call", "sample", "--cache-dir", str(cache), "--subject", str(SUBJECT),
-         "Patient.read", f'{{"subject_id": {SUBJECT}}}']
+        [
+            "call",
+            "sample",
+            "--cache-dir",
+            str(cache),
+            "--subject",
+            str(SUBJECT),
+            "Patient.read",
+            f'{{"subject_id": {SUBJECT}}}',
+        ]
     )
 
 

@@ -52,15 +52,27 @@ def _runs(tmp_path: Path, kind: str):
 
 
 BAD = {
-    "sweep-unknown-option": (["-m", "query=implicit,sideways"], "query=sideways", "explicit, implicit"),
+    "sweep-unknown-option": (
+        ["-m", "query=implicit,sideways"],
+        "query=sideways",
+        "explicit, implicit",
+    ),
     "sweep-bad-budget": (["-m", "terminal.budget=4,-1"], "terminal.budget=-1", "positive integer"),
     "sweep-limit-zero": (["-m", "inspect.limit=1,0"], "inspect.limit=0", "positive integer"),
-    "sweep-max-samples-zero": (["-m", "inspect.max_samples=1,0"], "inspect.max_samples=0", "positive integer"),
+    "sweep-max-samples-zero": (
+        ["-m", "inspect.max_samples=1,0"],
+        "inspect.max_samples=0",
+        "positive integer",
+    ),
     "unknown-group": (["modle=oracle"], "modle", "did you mean model"),
     "unknown-option": (["query=sideways"], "query=sideways", "explicit, implicit"),
     "limit-minus-one": (["inspect.limit=-1"], "inspect.limit=-1", "positive integer"),
     "limit-zero": (["inspect.limit=0"], "inspect.limit=0", "positive integer"),
-    "typo-in-user-group-file": (["-m", "terminal=tight,prepare_to_answer"], "terminal.mode='finsh'", "natural"),
+    "typo-in-user-group-file": (
+        ["-m", "terminal=tight,prepare_to_answer"],
+        "terminal.mode='finsh'",
+        "natural",
+    ),
     "typo-in-user-experiment": (["-m", "experiment=mine"], "query=sideways", "explicit, implicit"),
 }
 
@@ -94,9 +106,19 @@ def test_two_identical_sweeps_at_once_evaluate_each_job_once(tmp_path: Path) -> 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     procs = [
         subprocess.Popen(
-            [str(VENV_BIN / a) if i == 0 else a for i, a in enumerate(
-                _args(tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", sweep_dir=name))],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            [
+                str(VENV_BIN / a) if i == 0 else a
+                for i, a in enumerate(
+                    _args(
+                        tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", sweep_dir=name
+                    )
+                )
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for name in ("a", "b")
     ]
@@ -104,7 +126,9 @@ def test_two_identical_sweeps_at_once_evaluate_each_job_once(tmp_path: Path) -> 
     for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-3000:]
     stdout = "".join(out for out, _ in outs)
-    evaluated = len(re.findall(r"^job .*: mRS ", stdout, re.M))  # a job's one line once it evaluated
+    evaluated = len(
+        re.findall(r"^job .*: mRS ", stdout, re.M)
+    )  # a job's one line once it evaluated
     not_twice = stdout.count("not run twice") + stdout.count("already finished")
     assert evaluated == 2 and evaluated + not_twice == 4, stdout
     parents, children = _runs(tmp_path, "sweep"), _runs(tmp_path, "job")
@@ -131,17 +155,30 @@ def _wait_running(tmp_path: Path, n: int, proc: subprocess.Popen, timeout: float
 def test_killed_joblib_sweep_leaves_no_orphans_and_rerun_logs_each_job_once(tmp_path: Path) -> None:
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
-    sweep = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "model=oracle,baseline",
-             "inspect.limit=1", "inspect.epochs=40"]
+    sweep = [
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "model=oracle,baseline",
+        "inspect.limit=1",
+        "inspect.epochs=40",
+    ]
     cmd = _args(tmp_path, *sweep)
-    proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(VENV_BIN / cmd[0]), *cmd[1:]],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_running(tmp_path, 2, proc)
     workers = [c for c in psutil.Process(proc.pid).children(recursive=True)]
     proc.kill()
     proc.wait(timeout=30)
     deadline = time.time() + 60
-    while time.time() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers):
+    while time.time() < deadline and any(
+        w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers
+    ):
         time.sleep(1)
     orphans = [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
     for pid in orphans:
@@ -161,7 +198,9 @@ def test_killed_joblib_sweep_leaves_no_orphans_and_rerun_logs_each_job_once(tmp_
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tmp_path: Path) -> None:
+def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(
+    tmp_path: Path,
+) -> None:
     """Ctrl-C in a terminal (SIGINT to the process group) during a sweep's first job: exit 130,
     the parent and the job's run KILLED, no IndexError or traceback, and not Inspect's "Task
     interrupted" followed by "Completed all tasks ... successfully"."""
@@ -171,8 +210,14 @@ def test_ctrl_c_ends_a_sweep_killed_without_a_traceback_or_a_claim_of_success(tm
     # (~20 s idle while Inspect recomputed live metrics every second; much less since it does not)
     # each ended first once in a full run on a quiet machine; the eval stops at the interrupt anyway
     cmd = _args(tmp_path, "-m", "model=oracle,baseline", "inspect.limit=1", "inspect.epochs=2000")
-    proc = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(VENV_BIN / cmd[0]), *cmd[1:]],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _wait_running(tmp_path, 1, proc)
         time.sleep(2)  # inside the evaluation
@@ -195,8 +240,14 @@ def test_sweep_whose_job_fails_marks_its_parent_failed(tmp_path: Path) -> None:
     bad.mkdir()
     (bad / "broken.jsonl").write_text('{"id": 1\n')
     proc = cli(
-        _args(tmp_path, "-m", "model=oracle,baseline", "dataset=physassistbench", f"dataset.source={bad}",
-              "dataset.ehr_source=sample"),
+        _args(
+            tmp_path,
+            "-m",
+            "model=oracle,baseline",
+            "dataset=physassistbench",
+            f"dataset.source={bad}",
+            "dataset.ehr_source=sample",
+        ),
         cwd=tmp_path,
         timeout=300,
     )
@@ -212,8 +263,11 @@ def test_sweep_with_unreachable_tracking_server_exits_3(tmp_path: Path) -> None:
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     proc = cli(
-        [*_args(tmp_path, "-m", "model=oracle", "inspect.limit=1"), "tracking.uri=http://127.0.0.1:9",
-         "tracking.retries=0"],
+        [
+            *_args(tmp_path, "-m", "model=oracle", "inspect.limit=1"),
+            "tracking.uri=http://127.0.0.1:9",
+            "tracking.retries=0",
+        ],
         cwd=tmp_path,
         timeout=300,
         env={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"},
@@ -246,6 +300,7 @@ def test_read_only_store_says_so_in_one_line(tmp_path: Path) -> None:
             subprocess.run(["chattr", "-i", str(db)])
     assert proc.returncode == 3, proc.stderr[-3000:]
     failed = [line for line in proc.stderr.splitlines() if line.startswith("tracking failed")]
-    assert len(failed) == 1 and "attempt to write a readonly database" in failed[0], proc.stderr[-3000:]
+    assert len(failed) == 1 and "attempt to write a readonly database" in failed[0], proc.stderr[
+        -3000:
+    ]
     assert "autoflush" not in proc.stderr
-

@@ -63,9 +63,14 @@ def test_racing_identical_sweeps_share_one_parent_and_claim_a_job_once(tmp_path:
 
 def _race(uri: str, n: int = N_RACERS, timeout: float = 240) -> list:
     """What each of ``n`` racing processes got; fails with a racer's own error or exit code."""
-    ctx = mp.get_context("spawn")  # a fork of this threaded worker can segfault (it did once in CI: exit -11)
+    ctx = mp.get_context(
+        "spawn"
+    )  # a fork of this threaded worker can segfault (it did once in CI: exit -11)
     out, start, done = ctx.Queue(), ctx.Barrier(n), ctx.Event()
-    procs = [ctx.Process(target=_sweep_and_claim_together, args=(uri, start, out, done)) for _ in range(n)]
+    procs = [
+        ctx.Process(target=_sweep_and_claim_together, args=(uri, start, out, done))
+        for _ in range(n)
+    ]
     for p in procs:
         p.start()
     results: list = []
@@ -76,8 +81,12 @@ def _race(uri: str, n: int = N_RACERS, timeout: float = 240) -> list:
                 results.append(out.get(timeout=1))
             except queue.Empty:
                 dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
-                assert not dead or not out.empty(), f"a racer died without reporting: exit codes {dead}"
-                assert time.monotonic() < deadline, f"only {len(results)} of {n} racers reported in {timeout:.0f} s"
+                assert not dead or not out.empty(), (
+                    f"a racer died without reporting: exit codes {dead}"
+                )
+                assert time.monotonic() < deadline, (
+                    f"only {len(results)} of {n} racers reported in {timeout:.0f} s"
+                )
             errors = [r[1] for r in results if r[0] == "error"]
             assert not errors, errors[0]
     finally:
@@ -103,9 +112,12 @@ def test_racing_processes_claim_once_through_a_tracking_server(tmp_path: Path) -
         assert [c.info.run_id for c in children] == [results[0][2]]
 
 
-def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_bounded(tmp_path: Path) -> None:
+def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_bounded(
+    tmp_path: Path,
+) -> None:
     """A process that stopped between creating a parent and keeping it: no sweep adopts that
-    parent (its creator might have deleted it); opening the sweep fails in bounded time, naming it."""
+    parent (its creator might have deleted it); opening the sweep fails in bounded time, naming
+    it."""
     tracker = Tracker(store_uri(tmp_path), "physassist")
     tags = {KIND_TAG: "sweep", SWEEP_TAG: "sw", PENDING_TAG: "another process"}
     pending = tracker.create_run("sweep sw", tags)
@@ -113,10 +125,14 @@ def test_a_parent_left_pending_is_never_adopted_and_opening_the_sweep_fails_boun
     with pytest.raises(TrackingError, match=f"no parent run after 2 s.*pending: {pending}"):
         tracker.start_sweep("sw", ["model=a,b"], "sweep sw", wait_s=2)
     assert time.monotonic() - start < 30
-    assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [pending]  # nothing created
+    assert [r.info.run_id for r in tracker.find_runs({SWEEP_TAG: "sw"})] == [
+        pending
+    ]  # nothing created
 
 
-def test_a_parent_left_pending_by_a_dead_process_is_deleted_and_the_sweep_opens(tmp_path: Path) -> None:
+def test_a_parent_left_pending_by_a_dead_process_is_deleted_and_the_sweep_opens(
+    tmp_path: Path,
+) -> None:
     """Its creator was killed between creating and keeping it: nobody will ever keep or delete
     it, so waiting for it (300 s) would only end in an error."""
     tracker = Tracker(store_uri(tmp_path), "physassist")
@@ -240,9 +256,14 @@ def test_held_run_ends_killed_on_ctrl_c_and_failed_on_error(tmp_path: Path) -> N
         agent.call("open", _settings(uri))
         for exc, status in ((KeyboardInterrupt(), "KILLED"), (ValueError("boom"), "FAILED")):
             run_id = agent.call("claim", "one", {}, None, None).run_id
-            assert client.get_run(run_id).data.tags[claims.OWNER_TAG].split(":")[1] == str(os.getpid())
+            assert client.get_run(run_id).data.tags[claims.OWNER_TAG].split(":")[1] == str(
+                os.getpid()
+            )
             agent.post("hold", run_id)
-            with pytest.raises(type(exc)), claims.holding(lambda st, why, r=run_id: agent.call("end", r, st, why)):
+            with (
+                pytest.raises(type(exc)),
+                claims.holding(lambda st, why, r=run_id: agent.call("end", r, st, why)),
+            ):
                 raise exc
             run = client.get_run(run_id)
             assert run.info.status == status, run.data.tags
@@ -264,7 +285,8 @@ COMMAND = textwrap.dedent(
     from physassist.tracking.agent import Agent
 
     agent = Agent.start()
-    agent.call("open", TrackingSettings(enabled=True, uri=sys.argv[1], experiment="physassist", retries=8))
+    agent.call("open", TrackingSettings(enabled=True, uri=sys.argv[1], experiment="physassist",
+                                        retries=8))
     run_id = agent.call("claim", "job", {}, None, None).run_id
     agent.post("hold", run_id)
     print(run_id, agent._proc.pid, flush=True)
@@ -278,18 +300,25 @@ def test_agent_ends_the_run_killed_when_its_command_is_killed(tmp_path: Path) ->
     uri = store_uri(tmp_path)
     script = tmp_path / "command.py"
     script.write_text(COMMAND)
-    command = subprocess.Popen([sys.executable, str(script), uri], stdout=subprocess.PIPE, text=True)
+    command = subprocess.Popen(
+        [sys.executable, str(script), uri], stdout=subprocess.PIPE, text=True
+    )
     run_id, agent_pid = command.stdout.readline().split()
     os.kill(command.pid, signal.SIGKILL)
     command.wait(timeout=10)
     deadline = time.time() + 30
-    while time.time() < deadline and mlflow.MlflowClient(uri).get_run(run_id).info.status == "RUNNING":
+    while (
+        time.time() < deadline and mlflow.MlflowClient(uri).get_run(run_id).info.status == "RUNNING"
+    ):
         time.sleep(0.5)
     run = mlflow.MlflowClient(uri).get_run(run_id)
     assert run.info.status == "KILLED" and str(command.pid) in run.data.tags[claims.END_TAG]
     while time.time() < deadline and Path(f"/proc/{agent_pid}").exists():
         time.sleep(0.2)
-    assert not Path(f"/proc/{agent_pid}").exists() or "zombie" in Path(f"/proc/{agent_pid}/status").read_text()
+    assert (
+        not Path(f"/proc/{agent_pid}").exists()
+        or "zombie" in Path(f"/proc/{agent_pid}/status").read_text()
+    )
 
 
 ORPHAN = textwrap.dedent(
@@ -301,11 +330,13 @@ ORPHAN = textwrap.dedent(
 
     def job(uri, sweep_pid):
         agent = Agent.start()
-        agent.call("open", TrackingSettings(enabled=True, uri=uri, experiment="physassist", retries=8))
+        agent.call("open", TrackingSettings(enabled=True, uri=uri, experiment="physassist",
+                                            retries=8))
         run_id = agent.call("claim", "job", {}, None, None).run_id
         agent.post("hold", run_id)
         print(run_id, os.getpid(), agent._proc.pid, flush=True)
-        end = lambda status, why: agent.call("end", run_id, status, why, timeout=claims.ORPHAN_END_S)
+        end = lambda status, why: agent.call("end", run_id, status, why,
+                                             timeout=claims.ORPHAN_END_S)
         with claims.holding(end, sweep_pid=sweep_pid):
             time.sleep(120)  # an evaluation that outlives its sweep
 
@@ -330,7 +361,11 @@ def test_job_process_stops_when_its_sweep_process_is_killed(tmp_path: Path) -> N
     deadline = time.time() + 30
     while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
         time.sleep(0.5)
-    alive = [p for p in pids if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()]
+    alive = [
+        p
+        for p in pids
+        if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()
+    ]
     for pid in alive:
         os.kill(int(pid), signal.SIGKILL)
     assert not alive, "the job process or its tracking agent outlived the sweep process"

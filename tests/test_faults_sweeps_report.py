@@ -16,9 +16,16 @@ from physassist.tracking.runs import Tracker
 
 
 def _log(tracker: Tracker, name: str, query: str, budget: str, seed: int) -> str:
-    params = {"model": "physassist/oracle", "language": "en", "query": query, "terminal.budget": budget}
+    params = {
+        "model": "physassist/oracle",
+        "language": "en",
+        "query": query,
+        "terminal.budget": budget,
+    }
     metrics = summarize(synthetic_turns(seed=seed, query=query), n_boot=20)
-    return tracker.log_run(run_name=name, params=params, tags={"physassist.sweep_id": "s1"}, metrics=metrics)
+    return tracker.log_run(
+        run_name=name, params=params, tags={"physassist.sweep_id": "s1"}, metrics=metrics
+    )
 
 
 @pytest.fixture
@@ -40,7 +47,10 @@ def duplicated(tmp_path: Path) -> tuple[str, list[str]]:
 def test_duplicates_are_left_out_with_a_warning(duplicated, tmp_path: Path, capsys) -> None:
     uri, ids = duplicated
     out = tmp_path / "report"
-    assert report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"]) == 0
+    assert (
+        report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "1 run(s) repeat the configuration" in err and ids[0] in err  # the older copy
     runs = pd.read_csv(out / "runs.csv")
@@ -50,21 +60,32 @@ def test_duplicates_are_left_out_with_a_warning(duplicated, tmp_path: Path, caps
     assert (out / "fig_table3_deltas.png").stat().st_size > 0
 
 
-def test_a_failure_half_way_leaves_no_partial_report(duplicated, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_a_failure_half_way_leaves_no_partial_report(
+    duplicated, tmp_path: Path, monkeypatch, capsys
+) -> None:
     uri, _ = duplicated
     out = tmp_path / "report"
-    assert report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"]) == 0
+    assert (
+        report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"])
+        == 0
+    )
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
     def broken(*args, **kwargs):
         raise ValueError("figure failed")
 
     monkeypatch.setattr(figures, "delta_bars", broken)
-    assert report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"]) == 1
+    assert (
+        report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(out), "--no-log"])
+        == 1
+    )
     assert "figure failed" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the previous report, intact
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name or ".old" in p.name] == []
 
     fresh = tmp_path / "fresh"
-    assert report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(fresh), "--no-log"]) == 1
+    assert (
+        report_cli.main(["--tracking-uri", uri, "--sweep", "s1", "--out", str(fresh), "--no-log"])
+        == 1
+    )
     assert not fresh.exists()

@@ -53,13 +53,21 @@ def test_a_process_that_froze_its_heap_freezes_it_at_exit() -> None:
         "    pass\n"
         "assert gc.get_freeze_count() == 0\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "frozen at exit: True"
 
 
 #: Each console script's module and main (pyproject.toml [project.scripts]).
-_COMMANDS = ("physassist.cli.eval", "physassist.cli.report", "physassist.cli.rescore",
-             "physassist.cli.data", "physassist.cli.ehr", "generation.cli")
+_COMMANDS = (
+    "physassist.cli.eval",
+    "physassist.cli.report",
+    "physassist.cli.rescore",
+    "physassist.cli.data",
+    "physassist.cli.ehr",
+    "generation.cli",
+)
 _START_EACH = """
 import contextlib, gc, importlib, io, sys
 default = gc.get_threshold()
@@ -81,7 +89,12 @@ def test_a_command_sets_the_larger_young_generation_where_it_starts_not_on_impor
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _START_EACH, *_COMMANDS],
-                         capture_output=True, text=True, check=True, timeout=120).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", _START_EACH, *_COMMANDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split("\n")
     assert out[0] == "imported True"
     assert out[1:-1] == [f"{name} {YOUNG_THRESHOLD}" for name in _COMMANDS]

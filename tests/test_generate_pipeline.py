@@ -21,14 +21,31 @@ from physassist.data import load_sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 COHORT = ROOT / "data" / "sample" / "cohort"
-pytestmark = pytest.mark.skipif(not (COHORT / "phm").is_dir(), reason=f"sample cohort not found at {COHORT}")
+pytestmark = pytest.mark.skipif(
+    not (COHORT / "phm").is_dir(), reason=f"sample cohort not found at {COHORT}"
+)
 
 
-def run_slot(log_dir: Path, *, scenario: str = "med_safety", tier: int = 1, attempts: int = 3,
-             patient_limit: int = 2, **model_args: Any) -> dict[str, Any]:
-    task = generate(scenarios=scenario, tiers=str(tier), attempts=attempts, patient_limit=patient_limit)
-    log = eval(task, model=get_model(f"{API}/scripted", memoize=False, **model_args),
-               display="none", log_dir=str(log_dir), log_realtime=False, fail_on_error=True)[0]
+def run_slot(
+    log_dir: Path,
+    *,
+    scenario: str = "med_safety",
+    tier: int = 1,
+    attempts: int = 3,
+    patient_limit: int = 2,
+    **model_args: Any,
+) -> dict[str, Any]:
+    task = generate(
+        scenarios=scenario, tiers=str(tier), attempts=attempts, patient_limit=patient_limit
+    )
+    log = eval(
+        task,
+        model=get_model(f"{API}/scripted", memoize=False, **model_args),
+        display="none",
+        log_dir=str(log_dir),
+        log_realtime=False,
+        fail_on_error=True,
+    )[0]
     assert log.status == "success", log.error
     score = next(iter(log.samples[0].scores.values()))
     return {"log": log, "session": score.metadata["session"], "stats": score.metadata["stats"]}
@@ -37,24 +54,41 @@ def run_slot(log_dir: Path, *, scenario: str = "med_safety", tier: int = 1, atte
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("generate")
-    config = {"store": "sample", "cache_dir": None, "scenarios": ["med_safety", "discharge_planning"],
-              "tiers": [1, 2], "sessions_per_slot": 1, "seed": 3, "attempts": 3, "patient_limit": 3,
-              "output_dir": str(base / "out"), "overwrite": False,
-              "generator": {"name": f"{API}/scripted"}, "roles": {},
-              "inspect": {"log_dir": str(base / "logs"), "display": "none"},
-              "tracking": {"enabled": False}}
+    config = {
+        "store": "sample",
+        "cache_dir": None,
+        "scenarios": ["med_safety", "discharge_planning"],
+        "tiers": [1, 2],
+        "sessions_per_slot": 1,
+        "seed": 3,
+        "attempts": 3,
+        "patient_limit": 3,
+        "output_dir": str(base / "out"),
+        "overwrite": False,
+        "generator": {"name": f"{API}/scripted"},
+        "roles": {},
+        "inspect": {"log_dir": str(base / "logs"), "display": "none"},
+        "tracking": {"enabled": False},
+    }
     return {"manifest": run_generation(config), "out": base / "out", "config": config}
 
 
 def test_pipeline_writes_valid_sessions_and_manifest(generated: dict[str, Any]) -> None:
     out, manifest = generated["out"], generated["manifest"]
-    assert sorted(p.name for p in out.iterdir()) == ["discharge_planning.jsonl", "manifest.json", "med_safety.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "discharge_planning.jsonl",
+        "manifest.json",
+        "med_safety.jsonl",
+    ]
     loaded = load_sessions(out)  # strict
     assert len(loaded.sessions) == manifest["sessions"] == 4
     on_disk = json.loads((out / "manifest.json").read_text())
     assert on_disk["seed"] == 3 and on_disk["models"]["checker"] == f"{API}/scripted"
     assert set(on_disk["gates"]) == {"gate1_rules", "gate1_llm", "gate2", "gate3"}
-    assert on_disk["gates"]["gate3"]["checked"] == 16 and on_disk["tokens"]["translator"]["calls"] == 16
+    assert (
+        on_disk["gates"]["gate3"]["checked"] == 16
+        and on_disk["tokens"]["translator"]["calls"] == 16
+    )
     for s in loaded.sessions:
         d = s.to_dict()
         assert d["difficulty_level"] in (1, 2)
@@ -66,15 +100,26 @@ def test_pipeline_writes_valid_sessions_and_manifest(generated: dict[str, Any]) 
         assert d["tasks_zh"][0].startswith("（译）")
 
 
-def test_rerun_is_reproducible_and_refuses_to_overwrite(generated: dict[str, Any], tmp_path: Path) -> None:
+def test_rerun_is_reproducible_and_refuses_to_overwrite(
+    generated: dict[str, Any], tmp_path: Path
+) -> None:
     from physassist.cli.config import ConfigError
 
     with pytest.raises(ConfigError, match="already holds sessions"):
         run_generation(generated["config"])
-    tracking = {"enabled": True, "uri": store_uri(tmp_path), "experiment": "gen-test",
-                "retries": 2, "log_eval": False}
-    again = {**generated["config"], "output_dir": str(tmp_path / "again"), "scenarios": ["med_safety"],
-             "tracking": tracking}
+    tracking = {
+        "enabled": True,
+        "uri": store_uri(tmp_path),
+        "experiment": "gen-test",
+        "retries": 2,
+        "log_eval": False,
+    }
+    again = {
+        **generated["config"],
+        "output_dir": str(tmp_path / "again"),
+        "scenarios": ["med_safety"],
+        "tracking": tracking,
+    }
     manifest = run_generation(again)
     assert manifest["tracking_error"] is None
     name = "med_safety.jsonl"
@@ -89,13 +134,19 @@ def test_rerun_is_reproducible_and_refuses_to_overwrite(generated: dict[str, Any
     assert run.data.params["generator.name"] == f"{API}/scripted"
 
 
-def test_generated_sessions_score_full_marks_with_the_oracle(generated: dict[str, Any], tmp_path: Path) -> None:
+def test_generated_sessions_score_full_marks_with_the_oracle(
+    generated: dict[str, Any], tmp_path: Path
+) -> None:
     from tasks.physassistbench import physassistbench
 
     out = str(generated["out"])
-    log = eval(physassistbench(dataset=out, ehr_source="sample", judge="rules"),
-               model=get_model("physassist/oracle", dataset=out), display="none",
-               log_dir=str(tmp_path), log_realtime=False)[0]
+    log = eval(
+        physassistbench(dataset=out, ehr_source="sample", judge="rules"),
+        model=get_model("physassist/oracle", dataset=out),
+        display="none",
+        log_dir=str(tmp_path),
+        log_realtime=False,
+    )[0]
     assert log.status == "success", log.error
     m = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     assert m["mrs"] >= 95 and m["unscored_turns"] == 0 and m["n_sessions"] == 4
@@ -132,8 +183,14 @@ def test_retry_exhaustion_skips_the_slot_and_counts_it(tmp_path: Path) -> None:
 
 def test_errored_slot_is_counted_not_lost(tmp_path: Path) -> None:
     task = generate(scenarios="med_safety", tiers="1", patient_limit=1)
-    log = eval(task, model=get_model(f"{API}/scripted", memoize=False, fail="crash"), display="none",
-               log_dir=str(tmp_path), log_realtime=False, fail_on_error=False)[0]
+    log = eval(
+        task,
+        model=get_model(f"{API}/scripted", memoize=False, fail="crash"),
+        display="none",
+        log_dir=str(tmp_path),
+        log_realtime=False,
+        fail_on_error=False,
+    )[0]
     sessions, stats = collect(log)
     assert sessions == [] and stats["slots_errored"] == stats["slots_skipped"] == 1
     assert "scripted provider outage" in stats["errors"][0]

@@ -13,14 +13,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_install_declares_the_license_by_spdx_expression_without_a_deprecation_warning(tmp_path) -> None:
+def test_the_install_declares_the_license_by_spdx_expression_without_a_deprecation_warning(
+    tmp_path,
+) -> None:
     for name in ("pyproject.toml", "README.md", "LICENSE"):  # what the metadata reads; no package
-        shutil.copy(ROOT / name, tmp_path / name)         # sources, so nothing is written in the repo
+        shutil.copy(ROOT / name, tmp_path / name)  # sources, so nothing is written in the repo
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
-         "--report", str(report), "-e", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            "-e",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     output = proc.stdout + proc.stderr

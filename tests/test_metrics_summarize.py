@@ -84,7 +84,8 @@ def test_pass_turn_pools_scored_turns(table):
 
 def test_pass_session_needs_all_four_turns_and_excludes_unscored(table):
     out = summarize(table, n_boot=0)
-    # A fails (0.5 at T1); B passes at 0.60 but not 0.75 (0.6 at T3); C has an unscored turn: excluded
+    # A fails (0.5 at T1); B passes at 0.60 but not 0.75 (0.6 at T3); C has an unscored turn:
+    # excluded
     assert out["pass_session_0.60"] == pytest.approx(50.0)
     assert out["pass_session_0.75"] == 0.0
     assert out["pass_session_excluded"] == 1

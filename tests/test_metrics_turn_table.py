@@ -115,7 +115,9 @@ def test_inspect_view_shows_each_turns_answer_and_each_items_verdict(rules_log):
     assert score.explanation.startswith(f"**T0** {turns[0]['score']:.2f} (")
     verdicts = [line for line in score.explanation.splitlines() if line.startswith("- ")]
     assert len(verdicts) == sum(len(t["items"]) for t in turns)
-    assert any(line.startswith("- 1. fail: ") for line in verdicts) and all(": " in line for line in verdicts)
+    assert any(line.startswith("- 1. fail: ") for line in verdicts) and all(
+        ": " in line for line in verdicts
+    )
 
 
 def test_sample_score_value_is_session_mean(rules_log):
@@ -128,7 +130,8 @@ def test_sample_score_value_is_session_mean(rules_log):
 
 
 def test_llm_judge_through_grader_role_with_epochs(tmp_path):
-    """Grader bound to the `grader` role; 2 epochs reduced by session_epochs -> pass^k in results."""
+    """Grader bound to the `grader` role; 2 epochs reduced by session_epochs -> pass^k in
+    results."""
 
     def grade(messages, tools, tool_choice, config):
         # Reads the prompt, so concurrent turns get matching verdicts in any order:
@@ -171,9 +174,14 @@ def test_llm_judge_requires_a_grader(tmp_path):
 
 
 def test_bad_scorer_option_is_named():
-    with pytest.raises(ValueError, match=r"^judge_context='vibes' is not valid; valid options: gold_answer, evidence$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^judge_context='vibes' is not valid; valid options: gold_answer, evidence$",
+    ):
         physassist_scorer(context="vibes")
-    with pytest.raises(ValueError, match=r"^judge='gpt' is not valid; valid options: rules, llm, panel$"):
+    with pytest.raises(
+        ValueError, match=r"^judge='gpt' is not valid; valid options: rules, llm, panel$"
+    ):
         physassist_scorer(judge="gpt")
 
 

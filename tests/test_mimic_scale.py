@@ -44,12 +44,17 @@ def test_layout_columns_and_volumes(source: tuple[Path, list[dict]]) -> None:
         assert csv_header(path) == tuple(spec.columns), name
         with gzip.open(path, "rt") as handle:
             assert sum(1 for _ in handle) >= rows[name] + 1  # notes span lines
-    for name, full in scale.ROWS.items():  # MIMIC-IV's volume times the scale, within sampling noise
+    for (
+        name,
+        full,
+    ) in scale.ROWS.items():  # MIMIC-IV's volume times the scale, within sampling noise
         assert 0.6 * full * SCALE <= rows[name] <= 1.4 * full * SCALE, (name, rows[name])
     assert {n: rows[n] for n in scale.DICTIONARY_ROWS} == scale.DICTIONARY_ROWS
 
 
-def test_store_builds_with_keys_and_skewed_charts(source: tuple[Path, list[dict]], tmp_path: Path) -> None:
+def test_store_builds_with_keys_and_skewed_charts(
+    source: tuple[Path, list[dict]], tmp_path: Path
+) -> None:
     out, results = source
     with EHRStore(build_store(out, cache_dir=tmp_path)) as store:
         assert store.row_counts() == {r["table"]: r["rows"] for r in results}
@@ -60,11 +65,17 @@ def test_store_builds_with_keys_and_skewed_charts(source: tuple[Path, list[dict]
                     "OR subject_id NOT IN (SELECT subject_id FROM patients)"
                 )
                 assert orphans == [{"n": 0}], name
-        labs = [r["n"] for r in store.rows("SELECT count(*) AS n FROM labevents GROUP BY subject_id")]
+        labs = [
+            r["n"] for r in store.rows("SELECT count(*) AS n FROM labevents GROUP BY subject_id")
+        ]
         assert max(labs) > 8 * statistics.median(labs)  # a few charts dwarf the typical one
-        unknown = store.rows("SELECT count(*) AS n FROM labevents WHERE itemid NOT IN (SELECT itemid FROM d_labitems)")
+        unknown = store.rows(
+            "SELECT count(*) AS n FROM labevents "
+            "WHERE itemid NOT IN (SELECT itemid FROM d_labitems)"
+        )
         assert unknown == [{"n": 0}]
-        assert store.rows("SELECT count(*) AS n FROM chartevents WHERE stay_id NOT IN (SELECT stay_id FROM icustays)") \
+        assert store.rows("SELECT count(*) AS n FROM chartevents "
+                          "WHERE stay_id NOT IN (SELECT stay_id FROM icustays)") \
             == [{"n": 0}]  # fmt: skip
 
 
@@ -78,13 +89,24 @@ def test_generation_is_deterministic(source: tuple[Path, list[dict]], tmp_path: 
 def test_sessions_repointed(source: tuple[Path, list[dict]], tmp_path: Path) -> None:
     out, _ = source
     sessions = _module("scale_sessions")
-    with EHRStore(build_store(out, cache_dir=tmp_path / "stores")) as store, open_store("sample") as sample:
-        mapping = sessions.repoint(sessions.ROOT / "data/sample/sessions", store, sample, tmp_path / "s")
+    with (
+        EHRStore(build_store(out, cache_dir=tmp_path / "stores")) as store,
+        open_store("sample") as sample,
+    ):
+        mapping = sessions.repoint(
+            sessions.ROOT / "data/sample/sessions", store, sample, tmp_path / "s"
+        )
         assert len(mapping) == 36
         for entry in mapping:
             old, new = entry["subject_id"]
             assert store.subject_rows("icustays", new, ("stay_id",))
-            assert entry["hadm_id"] in {a["hadm_id"] for a in store.subject_rows("admissions", new, ("hadm_id",))}
-    written = [json.loads(line) for f in sorted((tmp_path / "s").glob("*.jsonl")) for line in f.open()]
+            assert entry["hadm_id"] in {
+                a["hadm_id"] for a in store.subject_rows("admissions", new, ("hadm_id",))
+            }
+    written = [
+        json.loads(line) for f in sorted((tmp_path / "s").glob("*.jsonl")) for line in f.open()
+    ]
     assert [int(s["subject_id"]) for s in written] == [m["subject_id"][1] for m in mapping]
-    assert all(str(m["subject_id"][0]) not in json.dumps(s) for s, m in zip(written, mapping, strict=True))
+    assert all(
+        str(m["subject_id"][0]) not in json.dumps(s) for s, m in zip(written, mapping, strict=True)
+    )

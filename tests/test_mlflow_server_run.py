@@ -18,13 +18,17 @@ SESSIONS = 2  # inspect.limit: cheap, and more than one trace
 
 
 def _get(base: str, endpoint: str, **query: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{base}{endpoint}?{urllib.parse.urlencode(query)}", timeout=30) as r:
+    with urllib.request.urlopen(
+        f"{base}{endpoint}?{urllib.parse.urlencode(query)}", timeout=30
+    ) as r:
         return json.load(r)
 
 
 def _post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     request = urllib.request.Request(
-        f"{base}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        f"{base}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=30) as r:
         return json.load(r)
@@ -45,12 +49,17 @@ def test_default_run_has_inputs_traces_with_assessments_and_artifacts(tmp_path: 
             timeout=400,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        experiment = _get(base, "/api/2.0/mlflow/experiments/get-by-name", experiment_name="physassist")
+        experiment = _get(
+            base, "/api/2.0/mlflow/experiments/get-by-name", experiment_name="physassist"
+        )
         eid = experiment["experiment"]["experiment_id"]
         [listed] = _post(base, "/api/2.0/mlflow/runs/search", {"experiment_ids": [eid]})["runs"]
         run_id = listed["info"]["run_id"]
         run = _get(base, "/api/2.0/mlflow/runs/get", run_id=run_id)["run"]
-        assert run["info"]["status"] == "FINISHED" and run["info"]["run_name"] == f"oracle | inspect.limit={SESSIONS}"
+        assert (
+            run["info"]["status"] == "FINISHED"
+            and run["info"]["run_name"] == f"oracle | inspect.limit={SESSIONS}"
+        )
         tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
         metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
         assert metrics["n_sessions"] == SESSIONS and tags["physassist.traces"] == str(SESSIONS)
@@ -68,7 +77,9 @@ def test_default_run_has_inputs_traces_with_assessments_and_artifacts(tmp_path: 
             base,
             "/api/3.0/mlflow/traces/search",
             {
-                "locations": [{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": eid}}],
+                "locations": [
+                    {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": eid}}
+                ],
                 "filter": f"attribute.run_id = '{run_id}'",
                 "max_results": 100,
             },
@@ -88,7 +99,9 @@ def test_default_run_has_inputs_traces_with_assessments_and_artifacts(tmp_path: 
         listed_paths = {
             f["path"]
             for folder in ("config", "inspect", "tables", "plots")
-            for f in _get(base, "/api/2.0/mlflow/artifacts/list", run_id=run_id, path=folder).get("files", [])
+            for f in _get(base, "/api/2.0/mlflow/artifacts/list", run_id=run_id, path=folder).get(
+                "files", []
+            )
         }
         assert "config/resolved.yaml" in listed_paths
         assert f"inspect/{Path(tags['physassist.inspect_log']).name}" in listed_paths

@@ -1,6 +1,6 @@
 """strict's reading of note text (``notes_text``) on notes in the MIMIC-IV-Note layout: the
-conformance notes cohort (``shared/conformance/notes-cohort``, docs/data.md; varied real layouts) and
-written-out cases of each layout rule."""
+conformance notes cohort (``shared/conformance/notes-cohort``, docs/data.md; varied real
+layouts) and written-out cases of each layout rule."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ NOTE = (
     "Chief Complaint:\r\nFever\r\n \r\nBrief Hospital Course\r\n# Pneumonia: treated.\r\n"
     "Discharge condition was discussed with the family.\r\n\r\nPLAN - continue amoxicillin\r\n"
     "- repeat CXR\r\n \r\nDISCHARGE CONDITION\r\nMental Status: Clear and coherent.\r\n"
-    "Level of Consciousness: Alert and interactive.\r\nActivity Status: Ambulatory - Independent.\r\n"
+    "Level of Consciousness: Alert and interactive.\r\nActivity Status: Ambulatory - "
+    "Independent.\r\n"
     " \r\nFollow-up Instructions:\r\n- PCP in 1 week\r\n- Pulmonology in 2 weeks\r\n"
 )
 
@@ -71,7 +72,10 @@ def test_radiology_titles_and_impressions_on_real_layouts() -> None:
     assert not [t for t in titles if t.startswith(("The ", "INDICATION", "Indication", "DOSE"))]
     assert "CHEST (PORTABLE AP)" in titles and "Radiology report" in titles
     assert all(impression(t) for t in notes["text"])
-    text = "FINAL REPORT\nCHEST (PA AND LAT)\n\nINDICATION: cough\n\nIMPRESSION:\n\nClear.\n\nNOTIFICATION: called"
+    text = (
+        "FINAL REPORT\nCHEST (PA AND LAT)\n\nINDICATION: cough\n\nIMPRESSION:\n\nClear.\n\n"
+        "NOTIFICATION: called"
+    )
     assert (radiology_title(text), impression(text)) == ("CHEST (PA AND LAT)", "Clear.")
 
 

@@ -6,11 +6,12 @@ order in one scratch directory (``readme_commands.run_page``), with a copy of ``
 them (the worked example's ``conf/terminal/tight.yaml``); ``<id>`` is the sweep id the page's
 last sweep printed. A block marked ``<!-- output of: <command> -->`` must hold what that command
 printed, numbers within the shown rounding (``readme_commands.excerpt_problems``); when the
-sample or the agents change, ``python tests/readme_commands.py --refresh <page>`` rewrites them. A command
-must exit 0 and print no Python warning; a ``$`` line of a console block must print its first
-shown line (``...`` stands for anything). The default eval and the two-job sweep of "Is this difference real?" must also keep to
-the console's line budget. Each command that is not run is one skipped test with its reason
-(``readme_commands.SKIPS``), so ``pytest -rs`` lists them.
+sample or the agents change, ``python tests/readme_commands.py --refresh <page>`` rewrites
+them. A command must exit 0 and print no Python warning; a ``$`` line of a console block must
+print its first shown line (``...`` stands for anything). The default eval and the two-job
+sweep of "Is this difference real?" must also keep to the console's line budget. Each command
+that is not run is one skipped test with its reason (``readme_commands.SKIPS``), so ``pytest
+-rs`` lists them.
 """
 
 from __future__ import annotations
@@ -41,8 +42,12 @@ def _matches(expected: str, printed: str) -> bool:
 
 
 PAGES = [p.relative_to(REPO).as_posix() for p in pages(REPO)]
-RUN = [page for page in PAGES if any(step.command and not step.skip for step in commands(REPO / page))]
-NOT_RUN = [(page, step) for page in PAGES for step in commands(REPO / page) if step.command and step.skip]
+RUN = [
+    page for page in PAGES if any(step.command and not step.skip for step in commands(REPO / page))
+]
+NOT_RUN = [
+    (page, step) for page in PAGES for step in commands(REPO / page) if step.command and step.skip
+]
 
 
 @pytest.mark.slow
@@ -53,7 +58,11 @@ def test_offline_commands_run_as_written(page: str, tmp_path: Path) -> None:
     for ran in run_page(REPO, page, tmp_path, VENV_BIN):
         step, printed = ran.step, ran.printed or ""
         if step.output_of:  # a number in the docs is what its command prints
-            problems = excerpt_problems(step.expected, printed) if ran.printed is not None else [f"the page does not run {step.output_of!r} before it"]
+            problems = (
+                excerpt_problems(step.expected, printed)
+                if ran.printed is not None
+                else [f"the page does not run {step.output_of!r} before it"]
+            )
             failures += [f"{step}: {problem}" for problem in problems]
             drifted = drifted or bool(problems)
             continue
@@ -63,21 +72,32 @@ def test_offline_commands_run_as_written(page: str, tmp_path: Path) -> None:
         cpu = _children_cpu()
         if step.expected:
             if not _matches(step.expected[0], printed):
-                failures.append(f"{step}: printed {printed.strip()[-500:]!r}, README shows {step.expected[0]!r}")
+                failures.append(
+                    f"{step}: printed {printed.strip()[-500:]!r}, README shows {step.expected[0]!r}"
+                )
         elif ran.code != 0:
             failures.append(f"{step}: exit {ran.code}: {printed.strip()[-1500:]}")
-        warned = PY_WARNING.findall(printed)  # what a command prints by default holds no Python warning
+        warned = PY_WARNING.findall(
+            printed
+        )  # what a command prints by default holds no Python warning
         if warned:
             failures.append(f"{step}: {len(warned)} Python warning(s), the first: {warned[0]}")
         if step.command in BUDGETED and len(printed.splitlines()) > LINE_BUDGET:
-            failures.append(f"{step}: {len(printed.splitlines())} lines (budget {LINE_BUDGET}):\n{printed}")
+            failures.append(
+                f"{step}: {len(printed.splitlines())} lines (budget {LINE_BUDGET}):\n{printed}"
+            )
     print("seconds per command (wall, CPU):", seconds)
     if drifted:
-        failures.append(f"the page's numbers differ from what its commands print now: `{REFRESH} {page}` rewrites them")
+        failures.append(
+            f"the page's numbers differ from what its commands print now: `{REFRESH} {page}` "
+            "rewrites them"
+        )
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.parametrize(("page", "step"), NOT_RUN, ids=[f"{page}:{step.line}" for page, step in NOT_RUN])
+@pytest.mark.parametrize(
+    ("page", "step"), NOT_RUN, ids=[f"{page}:{step.line}" for page, step in NOT_RUN]
+)
 def test_command_not_run_here(page: str, step) -> None:
     pytest.skip(f"{page} line {step.line}: {step.skip}: {step.command}")
 
@@ -86,11 +106,17 @@ def test_every_offline_command_is_run_or_skipped_for_a_reason() -> None:
     """The extractor finds the pages' commands, and skips only those it must."""
     steps = {page: commands(REPO / page) for page in PAGES}
     run = [s.command for page in PAGES for s in steps[page] if s.command and not s.skip]
-    assert [s.command for s in steps["README.md"] if s.command and not s.skip] == ["physassist-eval"]
+    assert [s.command for s in steps["README.md"] if s.command and not s.skip] == [
+        "physassist-eval"
+    ]
     assert any(c.startswith("physassist-generate generator=scripted") for c in run)
     assert any(s.file == "conf/terminal/tight.yaml" for s in steps["docs/experiments.md"])
     every = [s for page in PAGES for s in steps[page] if s.command]
-    assert all(s.skip for s in every if "OPENAI_API_KEY" in s.command or "/data/" in s.command or "://" in s.command)
+    assert all(
+        s.skip
+        for s in every
+        if "OPENAI_API_KEY" in s.command or "/data/" in s.command or "://" in s.command
+    )
     assert all(shlex.split(c) for c in run)
     used = {s.skip for s in every if s.skip}
     assert used == {reason for _, reason in SKIPS}, "a rule of SKIPS that no command needs"
@@ -103,10 +129,12 @@ def test_the_readme_tour_shows_commands_the_pages_run_or_skip_for_a_reason() -> 
     """The README's tour is inline code, not run there: each command in it is a command of a
     topic page, so it is run (or skipped with its reason) on that page."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    tour = readme[readme.index("## A tour"):readme.index("\n## ", readme.index("## A tour") + 1)]
+    tour = readme[readme.index("## A tour") : readme.index("\n## ", readme.index("## A tour") + 1)]
     shown = TOUR_COMMAND.findall(tour)
     on_pages = {s.command for page in PAGES[1:] for s in commands(REPO / page) if s.command}
-    assert len(shown) >= 8 and not [c for c in shown if c not in on_pages], [c for c in shown if c not in on_pages]
+    assert len(shown) >= 8 and not [c for c in shown if c not in on_pages], [
+        c for c in shown if c not in on_pages
+    ]
 
 
 def test_an_output_block_is_compared_within_its_rounding_and_refreshed(tmp_path: Path) -> None:
@@ -116,16 +144,33 @@ def test_an_output_block_is_compared_within_its_rounding_and_refreshed(tmp_path:
 
     page = tmp_path / "page.md"
     page.write_text(
-        "```bash\nphysassist-eval -m model=a,b\n```\n\n<!-- output of: physassist-eval -m model=a,b -->\n"
-        "```\nmodel  mRS [95% CI]\n-----  -----------------\nb      31.1 [27.0, 35.0]  p 0.66  4d3ca79a\n```\n"
+        "```bash\nphysassist-eval -m model=a,b\n```\n\n<!-- output of: physassist-eval -m "
+        "model=a,b -->\n"
+        "```\nmodel  mRS [95% CI]\n-----  -----------------\nb      31.1 [27.0, 35.0]  p 0.66  "
+        "4d3ca79a\n```\n"
     )
     [run, shown] = commands(page)
-    assert run.command == shown.output_of == "physassist-eval -m model=a,b" and shown.lines == (6, 9)
-    printed = "job ...\nmodel  mRS [95% CI]\n-----  ------------------\nb      33.7 [29.7, 37.7]  p 0.657  e54eb91a\n"
+    assert run.command == shown.output_of == "physassist-eval -m model=a,b" and shown.lines == (
+        6,
+        9,
+    )
+    printed = (
+        "job ...\nmodel  mRS [95% CI]\n-----  ------------------\nb      33.7 [29.7, 37.7]  p "
+        "0.657  e54eb91a\n"
+    )
     assert excerpt_problems(shown.expected, printed) == [
-        "'b      31.1 [27.0, 35.0]  p 0.66  4d3ca79a': 31.1 (prints 33.7), 27.0 (prints 29.7), 35.0 (prints 37.7)"
+        "'b      31.1 [27.0, 35.0]  p 0.66  4d3ca79a': 31.1 (prints 33.7), 27.0 (prints 29.7), "
+        "35.0 (prints 37.7)"
     ]
     new = refreshed(shown.expected, printed)
-    assert new == ["model  mRS [95% CI]", "-----  ------------------", "b      33.7 [29.7, 37.7]  p 0.66  4d3ca79a"]
-    assert excerpt_problems(new, printed) == []  # 0.66 is 0.657 at the decimals shown; ids are any id
-    assert excerpt_problems(["b 33.7 [29.7, 37.7] p 0.66 4d3ca79a", "not printed"], printed) == ["not printed: 'not printed'"]
+    assert new == [
+        "model  mRS [95% CI]",
+        "-----  ------------------",
+        "b      33.7 [29.7, 37.7]  p 0.66  4d3ca79a",
+    ]
+    assert (
+        excerpt_problems(new, printed) == []
+    )  # 0.66 is 0.657 at the decimals shown; ids are any id
+    assert excerpt_problems(["b 33.7 [29.7, 37.7] p 0.66 4d3ca79a", "not printed"], printed) == [
+        "not printed: 'not printed'"
+    ]

@@ -21,9 +21,31 @@ def _runs(n_models: int = 6) -> pd.DataFrame:
     for k in range(n_models):
         for q in ("implicit", "explicit"):
             m = summarize(synthetic_turns(8, seed=k * 2 + (q == "explicit"), query=q), n_boot=20)
-            name = f"model-{k}-with-a-long-name en {q} [model=provider/model-{k} language=en query={q}]"
-            rows.append({"run_id": f"{k}{q}", "tags.mlflow.runName": name, "tags.physassist.sweep_id": "s", "params.model": f"provider/model-{k}", "params.query": q, "params.language": "en", **{f"metrics.{a}": b for a, b in m.items()}})
-    rows += [{"run_id": f, "tags.mlflow.runName": f, "params.model": f"physassist/{f}", "params.query": "implicit", "metrics.mrs": v} for f, v in (("empty", 0.0), ("no_tools", 7.4))]
+            name = (
+                f"model-{k}-with-a-long-name en {q} [model=provider/model-{k} language=en "
+                f"query={q}]"
+            )
+            rows.append(
+                {
+                    "run_id": f"{k}{q}",
+                    "tags.mlflow.runName": name,
+                    "tags.physassist.sweep_id": "s",
+                    "params.model": f"provider/model-{k}",
+                    "params.query": q,
+                    "params.language": "en",
+                    **{f"metrics.{a}": b for a, b in m.items()},
+                }
+            )
+    rows += [
+        {
+            "run_id": f,
+            "tags.mlflow.runName": f,
+            "params.model": f"physassist/{f}",
+            "params.query": "implicit",
+            "metrics.mrs": v,
+        }
+        for f, v in (("empty", 0.0), ("no_tools", 7.4))
+    ]
     return pd.DataFrame(rows)
 
 
@@ -34,8 +56,15 @@ def _drawn_texts(fig) -> list:
         texts += [ax.title, ax.xaxis.label, ax.yaxis.label]
         if ax.get_legend() is not None:
             texts += list(ax.get_legend().get_texts())
-        for axis, (low, high) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
-            texts += [t.label1 for t in axis.get_major_ticks() if low <= t.get_loc() <= high and t.label1.get_visible()]
+        for axis, (low, high) in (
+            (ax.xaxis, sorted(ax.get_xlim())),
+            (ax.yaxis, sorted(ax.get_ylim())),
+        ):
+            texts += [
+                t.label1
+                for t in axis.get_major_ticks()
+                if low <= t.get_loc() <= high and t.label1.get_visible()
+            ]
     return [t for t in texts if t.get_text()]
 
 
@@ -77,9 +106,15 @@ def test_figures_fit_the_canvas_with_many_runs(tmp_path: Path, captured) -> None
             if legend is not None:  # legends sit above the axes, never over the bars
                 canvas = FigureCanvasAgg(fig)
                 canvas.draw()
-                assert legend.get_window_extent(canvas.get_renderer()).y0 >= ax.get_window_extent().y1 - 1
+                assert (
+                    legend.get_window_extent(canvas.get_renderer()).y0
+                    >= ax.get_window_extent().y1 - 1
+                )
     mrs, channel, delta = captured
-    assert {t.get_text() for t in mrs.axes[0].get_legend().get_texts()} == {"floor empty (0.0)", "floor no_tools (7.4)"}
+    assert {t.get_text() for t in mrs.axes[0].get_legend().get_texts()} == {
+        "floor empty (0.0)",
+        "floor no_tools (7.4)",
+    }
     assert len(mrs.axes[0].patches) == 12  # the floors are lines, not bars
     colours = {tuple(p.get_facecolor()) for p in channel.axes[0].patches}
     assert len(colours) == 2  # one colour per series, never repeated across series
@@ -92,15 +127,33 @@ def _tick_labels_apart(fig) -> None:
     canvas.draw()
     renderer = canvas.get_renderer()
     ax = fig.axes[0]
-    boxes = sorted((t.label1.get_window_extent(renderer) for t in ax.yaxis.get_major_ticks() if t.label1.get_text()), key=lambda b: b.y0)
+    boxes = sorted(
+        (
+            t.label1.get_window_extent(renderer)
+            for t in ax.yaxis.get_major_ticks()
+            if t.label1.get_text()
+        ),
+        key=lambda b: b.y0,
+    )
     for low, high in itertools.pairwise(boxes):
         assert low.y1 <= high.y0 + 1, (low, high)
 
 
 def test_long_and_short_run_names_do_not_overlap(tmp_path: Path, captured) -> None:
-    parts = ["explorer", "menu=scenario", "observations=history_removed", "terminal.budget=4", "inspect.limit=8", "dataset=physassistbench"]
-    runs = _runs(8)  # 16 runs and 2 floors, names of 1 to 6 parts (3 to 6 lines next to single lines)
-    runs["tags.mlflow.runName"] = [" | ".join(parts[: 1 + k]) for k in (0, 4, 1, 3, 1, 1, 4, 1, 5, 4, 0, 5, 2, 0, 5, 1, 0, 0)]
+    parts = [
+        "explorer",
+        "menu=scenario",
+        "observations=history_removed",
+        "terminal.budget=4",
+        "inspect.limit=8",
+        "dataset=physassistbench",
+    ]
+    runs = _runs(
+        8
+    )  # 16 runs and 2 floors, names of 1 to 6 parts (3 to 6 lines next to single lines)
+    runs["tags.mlflow.runName"] = [
+        " | ".join(parts[: 1 + k]) for k in (0, 4, 1, 3, 1, 1, 4, 1, 5, 4, 0, 5, 2, 0, 5, 1, 0, 0)
+    ]
     figures.mrs_bars(runs, tmp_path / "mrs.png")
     figures.channel_bars(runs, tmp_path / "channel.png")
     for fig in captured:

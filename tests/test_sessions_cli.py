@@ -21,19 +21,23 @@ def test_validate_ok(capsys) -> None:
 
 
 def test_validate_fails_with_readable_message_and_writes_nothing(tmp_path: Path, capsys) -> None:
-    source = write_fixture_dir(tmp_path / "data",
-                               {MED_SAFETY: lambda d: d["task_types"].__setitem__(1, "Write/Update")})
+    source = write_fixture_dir(
+        tmp_path / "data", {MED_SAFETY: lambda d: d["task_types"].__setitem__(1, "Write/Update")}
+    )
     before = snapshot(tmp_path)
     assert main(["validate", str(source)]) == 1
     err = capsys.readouterr().err
-    assert f"session {MED_SAFETY}, turn 1, field task_types: Write/Update is allowed only at " \
-           "turn 3" in err
+    assert (
+        f"session {MED_SAFETY}, turn 1, field task_types: Write/Update is allowed only at "
+        "turn 3" in err
+    )
     assert snapshot(tmp_path) == before
 
 
 def test_validate_lenient_reports_skips(tmp_path: Path, capsys) -> None:
-    source = write_fixture_dir(tmp_path / "data",
-                               {MED_SAFETY: lambda d: d["rubrics"].__setitem__(0, [])})
+    source = write_fixture_dir(
+        tmp_path / "data", {MED_SAFETY: lambda d: d["rubrics"].__setitem__(0, [])}
+    )
     before = snapshot(tmp_path)
     assert main(["validate", str(source), "--lenient"]) == 0
     out = capsys.readouterr().out
@@ -44,8 +48,21 @@ def test_validate_lenient_reports_skips(tmp_path: Path, capsys) -> None:
 def test_validate_zh_language(capsys) -> None:
     assert main(["validate", str(FIXTURES), "--language", "zh"]) == 1
     assert "field tasks_zh: ZH question missing" in capsys.readouterr().err
-    assert main(["validate", str(FIXTURES), "--language", "zh", "--scenarios", "med_safety",
-                 "discharge_planning", "diagnostic_workup"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                str(FIXTURES),
+                "--language",
+                "zh",
+                "--scenarios",
+                "med_safety",
+                "discharge_planning",
+                "diagnostic_workup",
+            ]
+        )
+        == 0
+    )
 
 
 def test_missing_source_and_bad_usage(tmp_path: Path, capsys) -> None:
@@ -77,17 +94,26 @@ def test_stats_text_and_json(capsys) -> None:
 def test_stats_flags_empty_observations(tmp_path: Path, capsys) -> None:
     def empty(d: dict) -> None:
         d["answer_list"][2][0]["observation"] = {}
+
     source = write_fixture_dir(tmp_path / "data", {MED_SAFETY: empty})
     assert main(["stats", str(source), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["all_gold_observations_non_empty"] is False
-    assert stats["empty_gold_observations"] == [{"session_id": MED_SAFETY, "list": "answer_list",
-                                                 "turn": 2, "idx": 0, "tool": "Condition.search"}]
+    assert stats["empty_gold_observations"] == [
+        {
+            "session_id": MED_SAFETY,
+            "list": "answer_list",
+            "turn": 2,
+            "idx": 0,
+            "tool": "Condition.search",
+        }
+    ]
 
 
 def test_stats_invalid_data_exits_1(tmp_path: Path, capsys) -> None:
-    source = write_fixture_dir(tmp_path / "data",
-                               {MED_SAFETY: lambda d: d["turn_subtypes"].__setitem__(0, "AE")})
+    source = write_fixture_dir(
+        tmp_path / "data", {MED_SAFETY: lambda d: d["turn_subtypes"].__setitem__(0, "AE")}
+    )
     assert main(["stats", str(source)]) == 1
     assert "turn 0, field turn_subtypes" in capsys.readouterr().err
 
@@ -95,7 +121,9 @@ def test_stats_invalid_data_exits_1(tmp_path: Path, capsys) -> None:
 def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, capsys) -> None:
     calls: dict[str, tuple] = {}
     synth = types.ModuleType("physassist.synth")
-    synth.generate_cohort = lambda out, n, seed=0, **kw: calls.setdefault("synth", (out, n, seed, kw))
+    synth.generate_cohort = lambda out, n, seed=0, **kw: calls.setdefault(
+        "synth", (out, n, seed, kw)
+    )
     builder = types.ModuleType("generation.builder")
     builder.build_sessions = lambda store, out, **kw: calls.setdefault("build", (store, out, kw))
     builder.build_sample = lambda root, seed: calls.setdefault("sample", (root, seed))
@@ -105,14 +133,56 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     assert main(["synth", "--out", str(tmp_path / "c"), "--subjects", "7", "--seed", "3"]) == 0
     assert calls["synth"] == (str(tmp_path / "c"), 7, 3, {})
     del calls["synth"]
-    assert main(["synth", "--out", "x", "--subjects", "7", "--workers", "1", "--chunk-size", "5",
-                 "--compresslevel", "0"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                "--out",
+                "x",
+                "--subjects",
+                "7",
+                "--workers",
+                "1",
+                "--chunk-size",
+                "5",
+                "--compresslevel",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert calls["synth"] == ("x", 7, 0, {"chunk_size": 5, "workers": 1, "compresslevel": 0})
-    assert main(["build", "--store", "sample", "--out", str(tmp_path / "s"), "--per-slot", "2",
-                 "--scenarios", "med_safety", "--tiers", "1", "3"]) == 0
-    assert calls["build"] == ("sample", str(tmp_path / "s"), {
-        "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3],
-        "timepoint": "discharge", "force": False})
+    assert (
+        main(
+            [
+                "build",
+                "--store",
+                "sample",
+                "--out",
+                str(tmp_path / "s"),
+                "--per-slot",
+                "2",
+                "--scenarios",
+                "med_safety",
+                "--tiers",
+                "1",
+                "3",
+            ]
+        )
+        == 0
+    )
+    assert calls["build"] == (
+        "sample",
+        str(tmp_path / "s"),
+        {
+            "sessions_per_slot": 2,
+            "seed": 0,
+            "scenarios": ["med_safety"],
+            "tiers": [1, 3],
+            "timepoint": "discharge",
+            "force": False,
+        },
+    )
     del calls["build"]
     assert main(["build", "--store", "sample", "--out", "s", "--timepoint", "in-stay"]) == 0
     assert calls["build"][2]["timepoint"] == "in-stay"
@@ -127,20 +197,39 @@ def test_build_in_stay_through_the_cli(monkeypatch, tmp_path: Path, capsys) -> N
     ``cutoff``; the default (discharge) builds them with no cutoff."""
     monkeypatch.setenv("PHYSASSIST_CACHE", str(tmp_path / "stores"))
     cohort = str(Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort")
-    common = ["build", "--store", cohort, "--per-slot", "1", "--scenarios", "diagnostic_workup",
-              "--tiers", "1"]
+    common = [
+        "build",
+        "--store",
+        cohort,
+        "--per-slot",
+        "1",
+        "--scenarios",
+        "diagnostic_workup",
+        "--tiers",
+        "1",
+    ]
     assert main([*common, "--out", str(tmp_path / "in"), "--timepoint", "in-stay"]) == 0
     assert main([*common, "--out", str(tmp_path / "dis")]) == 0
     capsys.readouterr()
-    (in_stay,) = [json.loads(line) for line in (tmp_path / "in" / "diagnostic_workup.jsonl")
-                  .read_text(encoding="utf-8").splitlines()]
-    (discharge,) = [json.loads(line) for line in (tmp_path / "dis" / "diagnostic_workup.jsonl")
-                    .read_text(encoding="utf-8").splitlines()]
+    (in_stay,) = [
+        json.loads(line)
+        for line in (tmp_path / "in" / "diagnostic_workup.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    (discharge,) = [
+        json.loads(line)
+        for line in (tmp_path / "dis" / "diagnostic_workup.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
     assert in_stay["cutoff"] == f"{in_stay['current_date']}T08:00:00"
     assert "Current time: 08:00." in in_stay["env_info"]
     assert discharge.get("cutoff") is None and "Current time" not in discharge["env_info"]
-    manifests = [json.loads((tmp_path / d / "manifest.json").read_text(encoding="utf-8"))
-                 for d in ("in", "dis")]
+    manifests = [
+        json.loads((tmp_path / d / "manifest.json").read_text(encoding="utf-8"))
+        for d in ("in", "dis")
+    ]
     assert [m["timepoint"] for m in manifests] == ["in-stay", "discharge"]
 
 

@@ -61,8 +61,9 @@ def test_turns_frame_equals_loader_table(reference) -> None:
     pd.testing.assert_frame_equal(frame, reference.turns)
 
 
-def test_single_jsonl_parquet_and_dataset_dir_give_the_same_table(reference, tmp_path: Path
-                                                                  ) -> None:
+def test_single_jsonl_parquet_and_dataset_dir_give_the_same_table(
+    reference, tmp_path: Path
+) -> None:
     single = tmp_path / "all.jsonl"
     save_sessions(reference, single)
     parquet = tmp_path / "all.parquet"
@@ -74,8 +75,14 @@ def test_single_jsonl_parquet_and_dataset_dir_give_the_same_table(reference, tmp
     save_sessions(reference, parquet_dir / "train-00000.parquet")
 
     expected = _comparable(reference.turns)
-    for source in (single, parquet, f"hf:{dataset_dir}", dataset_dir,
-                   f"hf://{tmp_path / 'hub_layout'}", f"hf:{single}"):
+    for source in (
+        single,
+        parquet,
+        f"hf:{dataset_dir}",
+        dataset_dir,
+        f"hf://{tmp_path / 'hub_layout'}",
+        f"hf:{single}",
+    ):
         loaded = load_sessions(source)
         pd.testing.assert_frame_equal(_comparable(loaded.turns), expected, obj=str(source))
         assert loaded.fingerprint == reference.fingerprint, source
@@ -87,10 +94,19 @@ def _write_native_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
     import datasets
 
     keys = sorted({k for d in rows for k in d})
-    columns = {k: [json.dumps(d[k], ensure_ascii=False) if k in d and not isinstance(
-        d[k], str | int) else d.get(k) for d in rows] for k in keys}
-    columns = {k: [None if v is None else str(v) if not isinstance(v, int) else v for v in vals]
-               for k, vals in columns.items()}
+    columns = {
+        k: [
+            json.dumps(d[k], ensure_ascii=False)
+            if k in d and not isinstance(d[k], str | int)
+            else d.get(k)
+            for d in rows
+        ]
+        for k in keys
+    }
+    columns = {
+        k: [None if v is None else str(v) if not isinstance(v, int) else v for v in vals]
+        for k, vals in columns.items()
+    }
     datasets.Dataset.from_dict(columns).to_parquet(str(path))
     return path
 
@@ -125,6 +141,7 @@ def test_fingerprint_ignores_order_but_not_content(reference, tmp_path: Path) ->
 
     def edit(data: dict[str, Any]) -> None:
         data["rubrics"][0][0] = "The answer states a creatinine of 1.2 mg/dL."
+
     changed = load_sessions(write_fixture_dir(tmp_path / "changed", {MED_SAFETY: edit}))
     assert changed.fingerprint != reference.fingerprint
 
@@ -150,6 +167,7 @@ def test_save_failure_leaves_the_old_file(reference, tmp_path: Path, monkeypatch
 
     def boom(self: Session) -> str:
         raise RuntimeError("disk full")
+
     monkeypatch.setattr(Session, "to_json", boom)
     with pytest.raises(RuntimeError):
         save_sessions(reference, path)
@@ -160,8 +178,10 @@ def test_save_failure_leaves_the_old_file(reference, tmp_path: Path, monkeypatch
 def test_lenient_mode_skips_and_counts(tmp_path: Path) -> None:
     source = write_fixture_dir(
         tmp_path / "data",
-        {MED_SAFETY: lambda d: d["task_types"].__setitem__(3, "Unknown"),
-         TREATMENT: lambda d: d.pop("subject_id")},
+        {
+            MED_SAFETY: lambda d: d["task_types"].__setitem__(3, "Unknown"),
+            TREATMENT: lambda d: d.pop("subject_id"),
+        },
         extra_lines={"discharge_planning.jsonl": ["{not json"]},
     )
     with pytest.raises(SessionFormatError):
@@ -225,8 +245,9 @@ def test_hub_id_unreachable_fails_within_the_timeout(monkeypatch) -> None:
 
 
 def test_empty_result_has_the_table_columns(tmp_path: Path) -> None:
-    source = write_fixture_dir(tmp_path / "d", {
-        sid: (lambda d: d["task_types"].__setitem__(0, "x")) for sid in ALL_IDS})
+    source = write_fixture_dir(
+        tmp_path / "d", {sid: (lambda d: d["task_types"].__setitem__(0, "x")) for sid in ALL_IDS}
+    )
     loaded = load_sessions(source, lenient=True)
     assert loaded.sessions == [] and loaded.turns.empty
     assert list(loaded.turns.columns) == list(reference_columns())

@@ -44,13 +44,23 @@ def test_round_trip_is_lossless_on_every_fixture_line(name: str) -> None:
 def test_nested_key_order_and_unknown_keys_survive() -> None:
     data = session_dict(MED_SAFETY)
     item = data["answer_list"][0][0]
-    reordered = {"idx": item["idx"], "observation": item["observation"], "action": item["action"],
-                 "dependency_list": item["dependency_list"], "reviewer": "x"}
+    reordered = {
+        "idx": item["idx"],
+        "observation": item["observation"],
+        "action": item["action"],
+        "dependency_list": item["dependency_list"],
+        "reviewer": "x",
+    }
     data["answer_list"][0][0] = reordered
     data["some_future_key"] = {"a": [1, 2]}
     dumped = Session.model_validate(data).to_dict()
-    assert list(dumped["answer_list"][0][0]) == ["idx", "observation", "action",
-                                                 "dependency_list", "reviewer"]
+    assert list(dumped["answer_list"][0][0]) == [
+        "idx",
+        "observation",
+        "action",
+        "dependency_list",
+        "reviewer",
+    ]
     assert dumped["some_future_key"] == {"a": [1, 2]}
     assert dumped == data
 
@@ -58,8 +68,17 @@ def test_nested_key_order_and_unknown_keys_survive() -> None:
 def test_absent_optional_keys_stay_absent() -> None:
     data = session_dict(TREATMENT)
     dumped = Session.model_validate(data).to_dict()
-    for key in ("current_date", "difficulty_level", "clinical_scenario", "tasks_en", "tools_en",
-                "rubrics_zh", "rubric_checks", "persona_config", "tool_sources"):
+    for key in (
+        "current_date",
+        "difficulty_level",
+        "clinical_scenario",
+        "tasks_en",
+        "tools_en",
+        "rubrics_zh",
+        "rubric_checks",
+        "persona_config",
+        "tool_sources",
+    ):
         assert key not in dumped
     assert dumped["annotator_note"].startswith("project-made")
 
@@ -183,8 +202,11 @@ def test_zh_history_without_messages_zh_uses_zh_questions_and_answers() -> None:
     session = Session.model_validate(data)
     history = session.gold_history(2, "zh")
     assert [m["content"] for m in history] == [
-        session.question(0, "zh"), session.gold_answer(0, "zh"),
-        session.question(1, "zh"), session.gold_answer(1, "zh")]
+        session.question(0, "zh"),
+        session.gold_answer(0, "zh"),
+        session.question(1, "zh"),
+        session.gold_answer(1, "zh"),
+    ]
     assert history[1]["content"].startswith("乳酸")
 
 
@@ -201,18 +223,30 @@ def test_scenario_from_file_name_when_the_session_does_not_say(tmp_path) -> None
 
 
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.text(max_size=8)
     | st.floats(allow_nan=False, allow_infinity=False),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                  max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
 
 @settings(max_examples=40, deadline=None)
-@given(extras=st.dictionaries(st.text(min_size=1, max_size=12).filter(
-    lambda k: k not in Session.model_fields and k != "rubric_checks"), _json_values, max_size=4),
-    item_extra=_json_values, seed=st.randoms(use_true_random=False))
+@given(
+    extras=st.dictionaries(
+        st.text(min_size=1, max_size=12).filter(
+            lambda k: k not in Session.model_fields and k != "rubric_checks"
+        ),
+        _json_values,
+        max_size=4,
+    ),
+    item_extra=_json_values,
+    seed=st.randoms(use_true_random=False),
+)
 def test_round_trip_keeps_any_unknown_keys_in_any_order(extras, item_extra, seed) -> None:
     data = session_dict(TREATMENT)
     data["answer_list"][0][0]["reviewer_payload"] = item_extra

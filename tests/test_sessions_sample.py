@@ -11,7 +11,8 @@ from physassist.data import load_sessions, session_stats
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "sessions"
 pytestmark = pytest.mark.skipif(
-    not any(SAMPLE.glob("*.jsonl")), reason=f"no sample sessions at {SAMPLE} yet")
+    not any(SAMPLE.glob("*.jsonl")), reason=f"no sample sessions at {SAMPLE} yet"
+)
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,17 @@ from physassist.data.verified import code_digest, verified_sessions
 @pytest.fixture(scope="module")
 def base() -> dict:
     """One released-format session of the sample (med_safety, first line)."""
-    return json.loads((SAMPLE_SESSIONS / "med_safety.jsonl").read_text(encoding="utf-8").split("\n")[0])
+    return json.loads(
+        (SAMPLE_SESSIONS / "med_safety.jsonl").read_text(encoding="utf-8").split("\n")[0]
+    )
 
 
 def write(path: Path, *sessions: dict, compact: bool = False) -> Path:
     separators = (",", ":") if compact else None  # compact: a line that is not its session's dump
-    path.write_text("".join(json.dumps(s, ensure_ascii=False, separators=separators) + "\n" for s in sessions),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(s, ensure_ascii=False, separators=separators) + "\n" for s in sessions),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -38,8 +42,9 @@ def no_checks(*args, **kwargs):
 
 
 @pytest.mark.parametrize("compact", [False, True])
-def test_a_verdict_spares_the_checks_with_the_same_sessions(base: dict, tmp_path: Path, monkeypatch,
-                                                            compact: bool) -> None:
+def test_a_verdict_spares_the_checks_with_the_same_sessions(
+    base: dict, tmp_path: Path, monkeypatch, compact: bool
+) -> None:
     second = {**copy.deepcopy(base), "id": base["id"] + "_2"}
     path = write(tmp_path / "med_safety.jsonl", base, second, compact=compact)
     cache = tmp_path / "cache"
@@ -50,11 +55,15 @@ def test_a_verdict_spares_the_checks_with_the_same_sessions(base: dict, tmp_path
     again = verified_sessions(path, cache_dir=cache)
     assert as_dumped(again) == as_dumped(first)
     lines = path.read_text(encoding="utf-8").split("\n")[:2]
-    assert ([j for _, _, j in again] == lines) is not compact  # the lines themselves when they are the dumps
+    assert (
+        [j for _, _, j in again] == lines
+    ) is not compact  # the lines themselves when they are the dumps
     assert [s.origin for s, _, _ in again] == [(str(path), 1), (str(path), 2)]
 
 
-def test_a_changed_file_is_validated_again_and_its_problem_named(base: dict, tmp_path: Path) -> None:
+def test_a_changed_file_is_validated_again_and_its_problem_named(
+    base: dict, tmp_path: Path
+) -> None:
     path = write(tmp_path / "med_safety.jsonl", base)
     cache = tmp_path / "cache"
     verified_sessions(path, cache_dir=cache)
@@ -64,17 +73,24 @@ def test_a_changed_file_is_validated_again_and_its_problem_named(base: dict, tmp
     for _ in range(2):  # a set with a problem is never remembered
         with pytest.raises(SessionFormatError) as err:
             verified_sessions(path, cache_dir=cache)
-        assert f"{path}:1: session {base['id']}, turn 0, field task_types: 'Not A Task Type' is not one of" in str(err.value)
+        assert (
+            f"{path}:1: session {base['id']}, turn 0, field task_types: 'Not A Task Type' is not "
+            "one of" in str(err.value)
+        )
     assert len(list(cache.glob("*.json"))) == 1  # the valid content's verdict only
 
 
-def test_another_language_or_scenario_filter_is_another_verdict(base: dict, tmp_path: Path, monkeypatch) -> None:
+def test_another_language_or_scenario_filter_is_another_verdict(
+    base: dict, tmp_path: Path, monkeypatch
+) -> None:
     path = write(tmp_path / "med_safety.jsonl", base)
     cache = tmp_path / "cache"
     verified_sessions(path, cache_dir=cache)
     calls = []
     real = verified.validate_records
-    monkeypatch.setattr(verified, "validate_records", lambda *a, **k: calls.append(k) or real(*a, **k))
+    monkeypatch.setattr(
+        verified, "validate_records", lambda *a, **k: calls.append(k) or real(*a, **k)
+    )
     verified_sessions(path, language="zh", cache_dir=cache)
     assert verified_sessions(path, scenarios=["diagnostic_workup"], cache_dir=cache) == []
     assert [k["language"] for k in calls] == ["zh", "en"]
@@ -110,4 +126,6 @@ def test_a_cache_that_cannot_be_written_still_loads(base: dict, tmp_path: Path) 
     path = write(tmp_path / "med_safety.jsonl", base)
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
-    assert [s.id for s, _, _ in verified_sessions(path, cache_dir=blocked / "cache")] == [base["id"]]
+    assert [s.id for s, _, _ in verified_sessions(path, cache_dir=blocked / "cache")] == [
+        base["id"]
+    ]

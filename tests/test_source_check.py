@@ -32,7 +32,9 @@ store_cache = fx.store_cache
 Rows = list[list[str]]
 
 
-def _damaged(tmp_path: Path, tables: tuple[str, ...] | None = None, **edits: Callable[[Rows], Rows] | None) -> Path:
+def _damaged(
+    tmp_path: Path, tables: tuple[str, ...] | None = None, **edits: Callable[[Rows], Rows] | None
+) -> Path:
     """A copy of the demo in ``tmp_path/src``: the tables named (all when None) symlinked, each
     table in ``edits`` rewritten through its function (``None``: left out)."""
     demo = fx.require_demo()
@@ -59,7 +61,9 @@ def _rows(path: Path) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(r) for r in csv.reader(f))
 
 
-def _build(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+def _build(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[str]]:
     """``physassist-ehr build SOURCE``: its exit code and the lines it wrote on stderr."""
     code = ehr_cli.main(["build", str(source), "--cache-dir", str(tmp_path / "cache")])
     return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
@@ -67,7 +71,9 @@ def _build(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def _no_store(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    assert not cache.exists() or not [p for p in cache.iterdir() if p.suffix == ".duckdb" or ".building" in p.name]
+    assert not cache.exists() or not [
+        p for p in cache.iterdir() if p.suffix == ".duckdb" or ".building" in p.name
+    ]
 
 
 def _without(column: str) -> Callable[[Rows], Rows]:
@@ -105,19 +111,29 @@ def test_missing_key_column_is_named(tmp_path: Path, capsys: pytest.CaptureFixtu
     src = _damaged(tmp_path, ("labevents",), labevents=_without("itemid"))
     code, err = _build(src, tmp_path, capsys)
     assert code == 2 and len(err) == 1, err
-    assert err[0] == f"physassist-ehr: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"
+    assert (
+        err[0]
+        == f"physassist-ehr: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column "
+        "itemid (a key)"
+    )
     _no_store(tmp_path)
 
 
-def test_missing_column_a_tool_reads_names_the_tool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_column_a_tool_reads_names_the_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = _damaged(tmp_path, ("prescriptions",), prescriptions=_without("drug"))
     code, err = _build(src, tmp_path, capsys)
     assert code == 2 and len(err) == 1, err
-    assert err[0].endswith("prescriptions.csv.gz: no column drug (read by MedicationRequest.search)")
+    assert err[0].endswith(
+        "prescriptions.csv.gz: no column drug (read by MedicationRequest.search)"
+    )
     _no_store(tmp_path)
 
 
-def test_text_in_a_numeric_column_counts_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_in_a_numeric_column_counts_the_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = _damaged(tmp_path, ("labevents",), labevents=_set("valuenum", "n/a", range(10, 13)))
     code, err = _build(src, tmp_path, capsys)
     assert code == 2 and len(err) == 1, err
@@ -137,8 +153,12 @@ def test_empty_key_counts_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture
     _no_store(tmp_path)
 
 
-def test_rows_that_are_not_rows_of_the_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    src = _damaged(tmp_path, ("labevents",), labevents=lambda rows: [rows[0], ["1", "2"], *rows[1:], ["3"]])
+def test_rows_that_are_not_rows_of_the_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _damaged(
+        tmp_path, ("labevents",), labevents=lambda rows: [rows[0], ["1", "2"], *rows[1:], ["3"]]
+    )
     code, err = _build(src, tmp_path, capsys)
     assert code == 2 and len(err) == 1, err
     assert "labevents.csv.gz: 2 rows do not have its header's 16 columns (line 2: " in err[0]
@@ -155,7 +175,9 @@ def test_foreign_csv_in_a_tables_place(tmp_path: Path, capsys: pytest.CaptureFix
     _no_store(tmp_path)
 
 
-def test_prescriptions_with_only_ids_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_prescriptions_with_only_ids_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's case: ``subject_id,hadm_id`` built into one empty order per row."""
     src = _damaged(tmp_path, ("prescriptions",), prescriptions=lambda rows: [r[:2] for r in rows])
     code, err = _build(src, tmp_path, capsys)
@@ -164,11 +186,16 @@ def test_prescriptions_with_only_ids_is_an_error(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.parametrize("content", [b"", gzip.compress(b"")], ids=["zero bytes", "empty gzip"])
-def test_empty_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes) -> None:
+def test_empty_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
     src = _damaged(tmp_path, ("patients",))
     (src / "hosp" / "prescriptions.csv.gz").write_bytes(content)
     code, err = _build(src, tmp_path, capsys)
-    assert err == [f"physassist-ehr: error: prescriptions: {src / 'hosp' / 'prescriptions.csv.gz'} is empty: no CSV header line"]
+    assert err == [
+        f"physassist-ehr: error: prescriptions: {src / 'hosp' / 'prescriptions.csv.gz'} is empty: "
+        "no CSV header line"
+    ]
     assert code == 2
     _no_store(tmp_path)
 
@@ -176,11 +203,17 @@ def test_empty_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_absent_and_header_only_tables_are_listed_once_with_their_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    src = _damaged(tmp_path, ("patients", "admissions", "labevents", "d_labitems", "emar"), emar=lambda rows: rows[:1])
+    src = _damaged(
+        tmp_path,
+        ("patients", "admissions", "labevents", "d_labitems", "emar"),
+        emar=lambda rows: rows[:1],
+    )
     with caplog.at_level(logging.WARNING, logger="physassist.ehr.store"):
         code, err = _build(src, tmp_path, capsys)
         assert code == 0 and err == []
-        assert ehr_cli.main(["build", str(src), "--cache-dir", str(tmp_path / "cache")]) == 0  # reused
+        assert (
+            ehr_cli.main(["build", str(src), "--cache-dir", str(tmp_path / "cache")]) == 0
+        )  # reused
     summaries = [r.getMessage() for r in caplog.records if "lacks" in r.getMessage()]
     assert len(summaries) == 1
     lines = summaries[0].splitlines()
@@ -193,7 +226,10 @@ def test_absent_and_header_only_tables_are_listed_once_with_their_cost(
         "  hosp/emar has no rows: nothing of it in MedicationAdministration.search answers; "
         "treatment_response sessions cannot be built"
     ) in lines
-    assert "  no hosp/d_icd_diagnoses: diagnoses_icd codes go without names in Condition.search" in lines
+    assert (
+        "  no hosp/d_icd_diagnoses: diagnoses_icd codes go without names in Condition.search"
+        in lines
+    )
     assert (  # d_items names both ICU event tables' items
         "  no icu/d_items: chartevents and inputevents codes go without names in "
         "MedicationAdministration.search, Observation.search"
@@ -205,7 +241,11 @@ def test_absent_and_header_only_tables_are_listed_once_with_their_cost(
 
 def test_a_column_a_release_lacks_is_listed_with_its_cost(tmp_path: Path) -> None:
     """MIMIC-IV v1.0 has ``ethnicity`` where later releases have ``race``: it builds."""
-    src = _damaged(tmp_path, ("admissions",), admissions=lambda rows: [["ethnicity" if c == "race" else c for c in rows[0]], *rows[1:]])
+    src = _damaged(
+        tmp_path,
+        ("admissions",),
+        admissions=lambda rows: [["ethnicity" if c == "race" else c for c in rows[0]], *rows[1:]],
+    )
     with open_store(src, cache_dir=tmp_path / "cache") as store:
         assert "admissions lacks race: shown as unknown by Encounter.search" in store.gaps
         assert store.row_counts()["admissions"] == 275
@@ -261,11 +301,16 @@ def test_declared_scenarios_are_what_the_builder_needs(tmp_path: Path, store_cac
     con.close()
 
 
-def test_physassist_data_build_goes_through_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_physassist_data_build_goes_through_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = _damaged(tmp_path, ("labevents",), labevents=_without("itemid"))
     code = data_cli.main(["build", "--store", str(src), "--out", str(tmp_path / "out")])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert code == 2 and err == [f"physassist-data: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"]
+    assert code == 2 and err == [
+        f"physassist-data: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid "
+        "(a key)"
+    ]
     assert not (tmp_path / "out").exists()
 
 
@@ -283,11 +328,22 @@ def test_physassist_generate_goes_through_the_check(tmp_path: Path) -> None:
 def test_physassist_eval_goes_through_the_check(tmp_path: Path) -> None:
     src = _damaged(tmp_path, ("labevents",), labevents=_without("itemid"))
     proc = cli(
-        ["physassist-eval", f"dataset.ehr_source={src}", f"inspect.log_dir={tmp_path / 'logs'}",
-         "tracking=none", "inspect.display=none", f"hydra.run.dir={tmp_path / 'outputs'}"],
-        cwd=tmp_path, timeout=120, env={"PHYSASSIST_CACHE": str(tmp_path / "cache")},
+        [
+            "physassist-eval",
+            f"dataset.ehr_source={src}",
+            f"inspect.log_dir={tmp_path / 'logs'}",
+            "tracking=none",
+            "inspect.display=none",
+            f"hydra.run.dir={tmp_path / 'outputs'}",
+        ],
+        cwd=tmp_path,
+        timeout=120,
+        env={"PHYSASSIST_CACHE": str(tmp_path / "cache")},
     )
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
-    assert lines == [f"physassist-eval: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid (a key)"]
+    assert lines == [
+        f"physassist-eval: error: labevents: {src / 'hosp' / 'labevents.csv.gz'}: no column itemid "
+        "(a key)"
+    ]
     _no_store(tmp_path)

@@ -54,8 +54,8 @@ def test_known_subject_labs_match_the_csv(demo_store: EHRStore) -> None:
     got = (
         demo_store.cursor()
         .execute(
-            "SELECT labevent_id, itemid, CAST(charttime AS VARCHAR), value, valuenum, valueuom, flag "
-            "FROM labevents WHERE subject_id = ?",
+            "SELECT labevent_id, itemid, CAST(charttime AS VARCHAR), value, valuenum, valueuom, "
+            "flag FROM labevents WHERE subject_id = ?",
             [DEMO_SUBJECT],
         )
         .fetchall()
@@ -110,8 +110,8 @@ def test_per_subject_tables_are_physically_sorted(demo_store: EHRStore, table: s
     out_of_place = (
         demo_store.cursor()
         .execute(
-            f'SELECT count(*) FROM (SELECT rowid, row_number() OVER (ORDER BY {order}) - 1 AS pos FROM "{table}") '
-            "WHERE rowid <> pos"
+            f"SELECT count(*) FROM (SELECT rowid, row_number() OVER (ORDER BY {order}) - 1 AS pos "
+            f'FROM "{table}") WHERE rowid <> pos'
         )
         .fetchone()[0]
     )
@@ -181,7 +181,10 @@ def test_a_store_of_another_schema_is_refused_naming_the_rebuild(tmp_path: Path)
     path = build_store(src, cache_dir=tmp_path / "cache")
     with duckdb.connect(str(path)) as con:
         con.execute(f"UPDATE {META_TABLE} SET value = '2' WHERE key = 'schema_version'")
-    with pytest.raises(EHRSourceError, match=f"has schema 2, this PhysAssist reads {STORE_SCHEMA_VERSION}.*build {src}"):
+    with pytest.raises(
+        EHRSourceError,
+        match=f"has schema 2, this PhysAssist reads {STORE_SCHEMA_VERSION}.*build {src}",
+    ):
         EHRStore(path)
 
 
@@ -321,9 +324,7 @@ def test_reader_memory_limit_defaults_to_2gb_and_follows_the_environment(
     assert limit() == "488.2 MiB"
 
 
-@pytest.mark.parametrize(
-    ("ram_gib", "limit"), [(24, "9830MB"), (3, "1536MB"), (2, "1228MB")]
-)
+@pytest.mark.parametrize(("ram_gib", "limit"), [(24, "9830MB"), (3, "1536MB"), (2, "1228MB")])
 def test_build_memory_limit_is_40_percent_of_ram_with_a_floor(
     monkeypatch: pytest.MonkeyPatch, ram_gib: int, limit: str
 ) -> None:

@@ -22,11 +22,17 @@ def test_a_quick_build_is_told_only_at_debug(tmp_path, caplog) -> None:
     assert level == logging.DEBUG and message.startswith("built ") and " from " in message
 
 
-def test_a_slow_build_says_it_is_building_then_how_long_it_took(tmp_path, caplog, monkeypatch) -> None:
+def test_a_slow_build_says_it_is_building_then_how_long_it_took(
+    tmp_path, caplog, monkeypatch
+) -> None:
     monkeypatch.setattr(store, "ANNOUNCE_S", 0.0)  # any build is slow
     told = _told(tmp_path, caplog)
     assert [level for level, _ in told] == [logging.INFO, logging.INFO]
-    assert told[0][1] == f"building the EHR store of {store.detect_source('sample').root} in {tmp_path} (once per source) ..."
+    assert (
+        told[0][1]
+        == f"building the EHR store of {store.detect_source('sample').root} in {tmp_path} (once "
+        "per source) ..."
+    )
     assert told[1][1].startswith("built ") and told[1][1].endswith("s")
 
 
@@ -35,9 +41,14 @@ def test_physassist_ehr_build_shows_a_slow_build_as_it_starts(tmp_path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nfrom physassist.ehr import store\nstore.ANNOUNCE_S = 0.0\n"
-            "from physassist.cli.ehr import main\nsys.exit(main(['build', 'sample', '--cache-dir', sys.argv[1]]))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys\nfrom physassist.ehr import store\nstore.ANNOUNCE_S = 0.0\n"
+        "from physassist.cli.ehr import main\nsys.exit(main(['build', 'sample', '--cache-dir', "
+        "sys.argv[1]]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines()[0].startswith("building the EHR store of "), proc.stderr
     assert proc.stderr.splitlines()[1].startswith("built "), proc.stderr

@@ -187,7 +187,9 @@ def test_prune_removes_stores_whose_source_is_gone_or_changed(tmp_path: Path, ca
     from physassist.ehr.store import prune_stores
 
     cache = tmp_path / "cache"
-    kept, gone, changed = (write_tiny_source(tmp_path / name) for name in ("kept", "gone", "changed"))
+    kept, gone, changed = (
+        write_tiny_source(tmp_path / name) for name in ("kept", "gone", "changed")
+    )
     stores = {src.name: build_store(src, cache_dir=cache) for src in (kept, gone, changed)}
     stores["gone"].with_suffix(".compat-kinds").write_text("{}")
     shutil.rmtree(gone)
@@ -198,7 +200,8 @@ def test_prune_removes_stores_whose_source_is_gone_or_changed(tmp_path: Path, ca
     assert f"removed: {stores['gone']}" in out and f"removed: {stores['changed']}" in out
     assert "2 of 3 stores removed" in out
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [
-        stores["kept"].name, stores["kept"].with_suffix(".json").name
+        stores["kept"].name,
+        stores["kept"].with_suffix(".json").name,
     ]
     with open_store(kept, cache_dir=cache) as store:  # reused, not rebuilt
         assert store.path == stores["kept"]

@@ -82,7 +82,9 @@ def test_concurrent_first_calls_load_once(demo_store: EHRStore) -> None:
     store.prefetch(sid, [("labevents", columns)])
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda _: store.subject_rows("labevents", sid, columns), range(16)))
-        icd = list(pool.map(lambda _: store.dictionary("d_icd_diagnoses", ("icd_code",)), range(16)))
+        icd = list(
+            pool.map(lambda _: store.dictionary("d_icd_diagnoses", ("icd_code",)), range(16))
+        )
     store.close()
     assert len(loads) == 2
     assert all(g is got[0] for g in got) and got[0]

@@ -114,7 +114,8 @@ def test_dictionaries_under_the_split_root_are_found(tmp_path: Path) -> None:
     (root / "10000032").mkdir(parents=True)
     (root / "10000032" / "hosp_patients.csv.csv.gz").write_bytes(
         gzip.compress(
-            b"subject_id,gender,anchor_age,anchor_year,anchor_year_group,dod\n10000032,F,52,2180,2014 - 2016,\n"
+            b"subject_id,gender,anchor_age,anchor_year,anchor_year_group,dod\n"
+            b"10000032,F,52,2180,2014 - 2016,\n"
         )
     )
     (root / "dicts").mkdir()

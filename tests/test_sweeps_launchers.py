@@ -43,7 +43,9 @@ def _args(tmp_path: Path, *extra: str) -> list[str]:
 def _runs(tmp_path: Path, kind: str) -> list:
     client = mlflow.MlflowClient(store_uri(tmp_path))
     exp = client.get_experiment_by_name("physassist")
-    return client.search_runs([exp.experiment_id], f"tags.`physassist.kind` = '{kind}'") if exp else []
+    return (
+        client.search_runs([exp.experiment_id], f"tags.`physassist.kind` = '{kind}'") if exp else []
+    )
 
 
 def _check_sweep(tmp_path: Path, sweep_pid: int | None = None) -> list:
@@ -60,14 +62,22 @@ def _check_sweep(tmp_path: Path, sweep_pid: int | None = None) -> list:
 
 
 def test_submitit_local_sweep_resumes_a_killed_job(tmp_path: Path) -> None:
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[cluster]'")
+    pytest.importorskip(
+        "hydra_plugins.hydra_submitit_launcher", reason="pip install -e '.[cluster]'"
+    )
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     cache = tmp_path / "cache"  # no EHR store yet: both job processes need it at once
     env = {**os.environ, "PHYSASSIST_CACHE": str(cache)}
     cmd = _args(tmp_path, "hydra/launcher=submitit_local", *GRID, "inspect.epochs=20")
-    sweep = subprocess.Popen([str(VENV_BIN / cmd[0]), *cmd[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    sweep = subprocess.Popen(
+        [str(VENV_BIN / cmd[0]), *cmd[1:]],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline, victim = time.time() + 400, None
     while victim is None and time.time() < deadline and sweep.poll() is None:
         if (tmp_path / "mlruns" / "mlflow.db").exists():  # created by the sweep, never by this poll
@@ -86,17 +96,25 @@ def test_submitit_local_sweep_resumes_a_killed_job(tmp_path: Path) -> None:
     assert len(stores) == 1, stores  # built once, under the build lock, not by every job
     built = stores[0].stat().st_mtime_ns
 
-    again = cli(_args(tmp_path, "hydra/launcher=submitit_local", *GRID, "inspect.epochs=20"), cwd=tmp_path,
-                timeout=900, env={"PHYSASSIST_CACHE": str(cache)})
+    again = cli(
+        _args(tmp_path, "hydra/launcher=submitit_local", *GRID, "inspect.epochs=20"),
+        cwd=tmp_path,
+        timeout=900,
+        env={"PHYSASSIST_CACHE": str(cache)},
+    )
     assert again.returncode == 0, again.stderr[-3000:]
-    assert list(cache.rglob("*.duckdb")) == stores and stores[0].stat().st_mtime_ns == built  # reused
+    assert (
+        list(cache.rglob("*.duckdb")) == stores and stores[0].stat().st_mtime_ns == built
+    )  # reused
     children = _check_sweep(tmp_path, sweep.pid)
     resumed = [c for c in children if c.info.run_id == victim.info.run_id]
     assert len(resumed) == 1 and "attempt 1" in resumed[0].data.tags[claims.RESUMED_TAG]
 
 
 def test_ray_local_sweep_logs_each_job_once(tmp_path: Path) -> None:
-    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]'); CI installs .[dev] only")
+    pytest.importorskip(
+        "ray", reason="Ray is not installed (pip install -e '.[cluster]'); CI installs .[dev] only"
+    )
     if not SAMPLE.exists():
         pytest.skip(f"sample sessions not built at {SAMPLE}")
     cmd = _args(tmp_path, "hydra/launcher=ray", "+hydra.launcher.init.num_cpus=2", *GRID)
@@ -106,7 +124,11 @@ def test_ray_local_sweep_logs_each_job_once(tmp_path: Path) -> None:
     first = cli(cmd, cwd=tmp_path, timeout=900, env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     children = _check_sweep(tmp_path)
-    again = cli(cmd, cwd=tmp_path, timeout=900, env=env)  # the same sweep again: every job found finished
+    again = cli(
+        cmd, cwd=tmp_path, timeout=900, env=env
+    )  # the same sweep again: every job found finished
     assert again.returncode == 0, again.stderr[-3000:]
     assert (again.stdout + again.stderr).count("already finished") == JOBS
-    assert sorted(r.info.run_id for r in _runs(tmp_path, "job")) == sorted(c.info.run_id for c in children)
+    assert sorted(r.info.run_id for r in _runs(tmp_path, "job")) == sorted(
+        c.info.run_id for c in children
+    )

@@ -16,7 +16,9 @@ from physassist.synth.writer import SCHEMAS, table_path
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def _header(path: Path) -> list[str]:
@@ -73,14 +75,22 @@ def test_dictionaries_are_real_mimic_entries() -> None:
     con = duckdb.connect()
 
     def rows(path: Path, cols: str) -> set[tuple]:
-        return set(con.sql(f"SELECT {cols} FROM read_csv('{path}', header=true, all_varchar=true)").fetchall())
+        return set(
+            con.sql(
+                f"SELECT {cols} FROM read_csv('{path}', header=true, all_varchar=true)"
+            ).fetchall()
+        )
 
     ours = rows(table_path(SAMPLE, "d_labitems"), "itemid, label, fluid, category")
     assert ours <= rows(demo / "hosp" / "d_labitems.csv.gz", "itemid, label, fluid, category")
     ours = rows(table_path(SAMPLE, "d_icd_diagnoses"), "icd_code, icd_version, long_title")
-    assert ours <= rows(demo / "hosp" / "d_icd_diagnoses.csv.gz", "icd_code, icd_version, long_title")
+    assert ours <= rows(
+        demo / "hosp" / "d_icd_diagnoses.csv.gz", "icd_code, icd_version, long_title"
+    )
     ours = rows(table_path(SAMPLE, "d_items"), "itemid, label, abbreviation, category, unitname")
-    assert ours <= rows(demo / "icu" / "d_items.csv.gz", "itemid, label, abbreviation, category, unitname")
+    assert ours <= rows(
+        demo / "icu" / "d_items.csv.gz", "itemid, label, abbreviation, category, unitname"
+    )
 
 
 def test_phm_files_and_load_phm() -> None:
@@ -89,14 +99,27 @@ def test_phm_files_and_load_phm() -> None:
     sid = int(subjects[0].split(",")[0])
     phm = load_phm(SAMPLE, sid)
     assert phm is not None and phm["subject_id"] == sid
-    assert set(phm) >= {"persona", "symptoms", "medications", "social_history", "functional_status", "pain"}
+    assert set(phm) >= {
+        "persona",
+        "symptoms",
+        "medications",
+        "social_history",
+        "functional_status",
+        "pain",
+    }
     assert load_phm(SAMPLE, 1) is None and load_phm(SAMPLE, "not-an-id") is None
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"n_subjects": 0}, "n_subjects"), ({"n_subjects": 2.5}, "n_subjects"), ({"n_subjects": 3, "seed": -1}, "seed"),
-    ({"n_subjects": 3, "chunk_size": 0}, "chunk_size"), ({"n_subjects": 3, "compresslevel": 11}, "compresslevel"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_subjects": 0}, "n_subjects"),
+        ({"n_subjects": 2.5}, "n_subjects"),
+        ({"n_subjects": 3, "seed": -1}, "seed"),
+        ({"n_subjects": 3, "chunk_size": 0}, "chunk_size"),
+        ({"n_subjects": 3, "compresslevel": 11}, "compresslevel"),
+    ],
+)
 def test_bad_arguments_are_named(tmp_path: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         generate_cohort(tmp_path / "x", **kwargs)

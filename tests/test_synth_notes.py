@@ -46,10 +46,13 @@ def test_layouts_vary_as_real_notes_do() -> None:
     assert any("\r\n" in t for t in texts) and not all("\r\n" in t for t in texts)
     assert sum("\n \n" in t for t in texts) > len(texts) // 2  # one-space separator lines, mostly
     assert any(re.search(r"(?m)^Discharge Condition\r?$", t) for t in texts)  # header, no colon
-    spellings = {m.lower() for t in texts for m in re.findall(r"(?im)^(follow[- ]?up instructions?):", t)}
+    spellings = {
+        m.lower() for t in texts for m in re.findall(r"(?im)^(follow[- ]?up instructions?):", t)
+    }
     assert len(spellings) >= 3
     starts = collections.Counter(
-        re.sub(r"[:\s].*", "", t.lstrip("\r\n")[:14], flags=re.S) for t in _notes("radiology")["text"]
+        re.sub(r"[:\s].*", "", t.lstrip("\r\n")[:14], flags=re.S)
+        for t in _notes("radiology")["text"]
     )
     assert len(starts) >= 5, starts
 
@@ -72,13 +75,17 @@ def test_compat_careplans_take_both_branches_on_the_sample(sample_store) -> None
         plans = call_tool(ctx, "CarePlan.search", {"subject_id": sid, "category": "treatment"})
         found += plans["total"] > 0
         strict = ToolContext(store=sample_store, subject_id=sid, semantics="strict")
-        care = call_tool(strict, "CarePlan.search", {"subject_id": sid, "category": "discharge-planning"})
-        whole = " ".join(n["text"] for e in care.get("entry", []) for n in e["resource"]["note"])
-        compat = call_tool(ctx, "CarePlan.search", {"subject_id": sid, "category": "discharge-planning"})
-        bodies = [e["resource"]["note"][0]["text"] for e in compat["entry"]]
-        first_line_only += any(b.startswith("Mental Status:") and "\n" not in b for b in bodies) and (
-            "Activity Status" in whole
+        care = call_tool(
+            strict, "CarePlan.search", {"subject_id": sid, "category": "discharge-planning"}
         )
+        whole = " ".join(n["text"] for e in care.get("entry", []) for n in e["resource"]["note"])
+        compat = call_tool(
+            ctx, "CarePlan.search", {"subject_id": sid, "category": "discharge-planning"}
+        )
+        bodies = [e["resource"]["note"][0]["text"] for e in compat["entry"]]
+        first_line_only += any(
+            b.startswith("Mental Status:") and "\n" not in b for b in bodies
+        ) and ("Activity Status" in whole)
     assert 0 < found < len(subjects) and first_line_only > 0
 
 

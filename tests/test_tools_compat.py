@@ -92,11 +92,14 @@ def test_compat_medication_orders_ignore_count(tiny_store) -> None:
     """``_count`` on ``MedicationRequest.search`` is strict's (issue 27): the reference had none
     and returned every order, and compat still does."""
     every = call(tiny_store, "MedicationRequest.search")
-    assert len(every["entry"]) == 5 and call(tiny_store, "MedicationRequest.search", _count=1) == every
+    assert (
+        len(every["entry"]) == 5 and call(tiny_store, "MedicationRequest.search", _count=1) == every
+    )
 
 
 def test_compat_unknown_args_silently_dropped(tiny_store) -> None:
-    # `drug` is no alias for MedicationAdministration.search: the filter is lost, all doses come back
+    # `drug` is no alias for MedicationAdministration.search: the filter is lost, all doses come
+    # back
     got = call(tiny_store, "MedicationAdministration.search", drug="Apixaban", bogus=1)
     assert got["total"] == 4
 
@@ -423,7 +426,8 @@ def test_compat_micro_reports_demo_capped_at_10(demo_store) -> None:
     sid = (
         demo_store.cursor()
         .execute(
-            "SELECT subject_id FROM microbiologyevents GROUP BY 1 ORDER BY count(DISTINCT charttime) DESC LIMIT 1"
+            "SELECT subject_id FROM microbiologyevents GROUP BY 1 ORDER BY count(DISTINCT "
+            "charttime) DESC LIMIT 1"
         )
         .fetchone()[0]
     )
@@ -542,8 +546,9 @@ def test_compat_prepare_to_answer(tiny_store) -> None:
 def test_compat_demo_latest_creatinine_under_gate(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
-        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) FROM admissions a JOIN labevents l "
-        "ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
+        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) "
+        "FROM admissions a JOIN labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 "
+        "GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
     ).fetchone()
     expected = cur.execute(
         "SELECT valuenum FROM labevents l JOIN d_labitems d USING (itemid) WHERE l.subject_id = ? "
@@ -564,8 +569,8 @@ def test_compat_demo_latest_creatinine_under_gate(demo_store) -> None:
 def test_compat_demo_condition_prefix(demo_store) -> None:
     cur = demo_store.cursor()
     sid, code = cur.execute(
-        "SELECT subject_id, icd_code FROM diagnoses_icd WHERE icd_version = 10 AND length(icd_code) >= 4 "
-        "ORDER BY subject_id, icd_code LIMIT 1"
+        "SELECT subject_id, icd_code FROM diagnoses_icd WHERE icd_version = 10 AND "
+        "length(icd_code) >= 4 ORDER BY subject_id, icd_code LIMIT 1"
     ).fetchone()
     n = cur.execute(
         "SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND starts_with(icd_code, ?)",

@@ -79,8 +79,10 @@ def _check(result: Any, name: str) -> None:
         # the catch-all (an unexpected exception inside a tool) must never be reached
         assert result["issue"][0].get("code") != "exception", (name, result)
     if "resourceType" not in result:  # compat: the reference's bare {"error": ...} included
-        assert set(result) == {"error"} or "patient_response" in result or (
-            result.get("status") == "ready"
+        assert (
+            set(result) == {"error"}
+            or "patient_response" in result
+            or (result.get("status") == "ready")
         ), (name, result)
     elif result["resourceType"] == "Bundle":
         assert result["total"] >= len(
@@ -90,7 +92,8 @@ def _check(result: Any, name: str) -> None:
         assert isinstance(render(result, mode), str)
 
 
-# more examples for a deeper local run: PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/test_tools_property.py
+# more examples for a deeper local run:
+# PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/test_tools_property.py
 EXAMPLES = int(os.environ.get("PHYSASSIST_TOOLS_EXAMPLES", "200"))
 SETTINGS = settings(
     max_examples=EXAMPLES,

@@ -21,7 +21,13 @@ sample_store = fx.sample_store
 ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     "Patient.read": [{}],
     "Encounter.search": [{}, {"hadm": True}],
-    "Condition.search": [{}, {"code": "I"}, {"code": "heart"}, {"clinical_status": "inactive"}, {"hadm": True}],
+    "Condition.search": [
+        {},
+        {"code": "I"},
+        {"code": "heart"},
+        {"clinical_status": "inactive"},
+        {"hadm": True},
+    ],
     "Observation.search": [
         {},
         {"code": "Creatinine", "hadm": True},
@@ -34,7 +40,12 @@ ARGUMENTS: dict[str, list[dict[str, Any]]] = {
     ],
     "MedicationRequest.search": [{}, {"status": "active"}, {"medication": "a", "hadm": True}],
     "MedicationAdministration.search": [{}, {"medication": "a", "hadm": True}],
-    "DiagnosticReport.search": [{}, {"report_type": "CT"}, {"report_type": "blood"}, {"hadm": True}],
+    "DiagnosticReport.search": [
+        {},
+        {"report_type": "CT"},
+        {"report_type": "blood"},
+        {"hadm": True},
+    ],
     "DocumentReference.search": [{}, {"keyword": "the"}, {"type_code": "radiology", "hadm": True}],
     "CarePlan.search": [{}, {"category": "followup"}, {"hadm": True}],
 }
@@ -44,15 +55,26 @@ def _subjects(store: EHRStore) -> list[tuple[int, int]]:
     """(subject, admission) with notes, microbiology, eMAR and ICU vitals among them."""
     found: list[tuple[int, int]] = []
     for table in ("discharge", "radiology", "microbiologyevents", "emar", "chartevents"):
-        row = store.rows(f'SELECT subject_id, hadm_id FROM "{table}" WHERE hadm_id IS NOT NULL ORDER BY subject_id LIMIT 1')
-        found += [(r["subject_id"], r["hadm_id"]) for r in row if (r["subject_id"], r["hadm_id"]) not in found]
+        row = store.rows(
+            f'SELECT subject_id, hadm_id FROM "{table}" WHERE hadm_id IS NOT NULL ORDER BY '
+            "subject_id LIMIT 1"
+        )
+        found += [
+            (r["subject_id"], r["hadm_id"])
+            for r in row
+            if (r["subject_id"], r["hadm_id"]) not in found
+        ]
     return found
 
 
-def _answers(store: EHRStore, tool: str, semantics: str, subjects: list[tuple[int, int]]) -> list[dict]:
+def _answers(
+    store: EHRStore, tool: str, semantics: str, subjects: list[tuple[int, int]]
+) -> list[dict]:
     out = []
     for sid, hadm in subjects:
-        ctx = ToolContext(store=store, subject_id=sid, hadm_id=hadm, current_date=None, semantics=semantics)
+        ctx = ToolContext(
+            store=store, subject_id=sid, hadm_id=hadm, current_date=None, semantics=semantics
+        )
         for args in ARGUMENTS[tool]:
             call = {k: v for k, v in args.items() if k != "hadm"} | {"subject_id": sid}
             if args.get("hadm"):
@@ -81,7 +103,9 @@ def test_every_read_tool_has_arguments_here() -> None:
 
 @pytest.mark.parametrize("semantics", ["strict", "compat"])
 @pytest.mark.parametrize("tool", list(EHR_READ_TOOLS))
-def test_a_read_tool_needs_only_the_columns_it_declares(tool, semantics, sample_store, columns_of) -> None:
+def test_a_read_tool_needs_only_the_columns_it_declares(
+    tool, semantics, sample_store, columns_of
+) -> None:
     subjects = _subjects(sample_store)
     assert len(subjects) >= 3
     everything = _answers(sample_store, tool, semantics, subjects)

@@ -87,7 +87,8 @@ def test_full_render_keeps_decisive_fields(tiny_store) -> None:
     labs = render(run(tiny_store, "strict", "Observation.search", code="K"), "full")
     assert (
         labs
-        == "1 result(s)\n- 2150-01-06 06:00 Potassium: 5.9 mEq/L H [ref 3.3 mEq/L - 5.1 mEq/L] (HEMOLYZED)"
+        == "1 result(s)\n- 2150-01-06 06:00 Potassium: 5.9 mEq/L H [ref 3.3 mEq/L - 5.1 mEq/L] "
+        "(HEMOLYZED)"
     )
     mar = render(run(tiny_store, "strict", "MedicationAdministration.search"), "full")
     assert (

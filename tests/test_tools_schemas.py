@@ -42,8 +42,13 @@ EXPECTED = {
         {"subject_id"},
     ),
     "MedicationRequest.search": (  # + _count: ours (issue 27), compat ignores it
-        {"subject_id": "integer", "hadm_id": "integer", "medication": "string", "status": "string",
-         "_count": "integer"},
+        {
+            "subject_id": "integer",
+            "hadm_id": "integer",
+            "medication": "string",
+            "status": "string",
+            "_count": "integer",
+        },
         {"subject_id"},
     ),
     "MedicationAdministration.search": (
@@ -128,7 +133,9 @@ def test_eighteen_tools_with_reference_names() -> None:
     assert tuple(TOOL_NAMES)[:18] == tuple(EXPECTED)
 
 
-@pytest.mark.parametrize("schema", tool_schemas(list(EXPECTED)), ids=lambda s: s["function"]["name"])
+@pytest.mark.parametrize(
+    "schema", tool_schemas(list(EXPECTED)), ids=lambda s: s["function"]["name"]
+)
 def test_schema_matches_reference(schema: dict) -> None:
     fn = schema["function"]
     props, required = EXPECTED[fn["name"]]
@@ -143,7 +150,9 @@ def test_schema_matches_reference(schema: dict) -> None:
             assert "enum" not in prop
 
 
-@pytest.mark.parametrize("tool, default", [("Observation.search", 20), ("MedicationRequest.search", 200)])
+@pytest.mark.parametrize(
+    "tool, default", [("Observation.search", 20), ("MedicationRequest.search", 200)]
+)
 def test_count_description_is_truthful(tool: str, default: int) -> None:
     fn = tool_schemas([tool])[0]["function"]
     text = fn["description"] + fn["parameters"]["properties"]["_count"]["description"]

@@ -140,13 +140,17 @@ def test_strict_big_chart_queries_asked_once_per_cutoff_and_filter(
     asked: list[str] = []
     for method in ("select", "aggregate"):
         real = getattr(store, method)
-        monkeypatch.setattr(store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k))
+        monkeypatch.setattr(
+            store, method, lambda *a, real=real, **k: asked.append(a[0]) or real(*a, **k)
+        )
     creatinine = {"subject_id": SID, "code": "Creatinine"}
     first = call_tool(tiny_ctx(store), "Observation.search", creatinine)
     queries = len(asked)
     assert queries and call_tool(tiny_ctx(store), "Observation.search", creatinine) == first
     assert len(asked) == queries
-    earlier = call_tool(tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine)
+    earlier = call_tool(
+        tiny_ctx(store, current_date="2150-01-08"), "Observation.search", creatinine
+    )
     glucose = call_tool(tiny_ctx(store), "Observation.search", {**creatinine, "code": "Glucose"})
     assert len(asked) > queries and earlier["total"] < first["total"] and glucose != first
     store.close()
@@ -200,8 +204,12 @@ def test_strict_explicit_cutoff_overrides_current_date(tiny_store) -> None:
 def _timestamps(resource: dict) -> list[str]:
     keys = ("effectiveDateTime", "date", "authoredOn", "created")
     out = [resource[k] for k in keys if k in resource]
-    out += [v for p in ("period", "effectivePeriod") for k in ("start", "end")
-            if (v := resource.get(p, {}).get(k))]
+    out += [
+        v
+        for p in ("period", "effectivePeriod")
+        for k in ("start", "end")
+        if (v := resource.get(p, {}).get(k))
+    ]
     return out
 
 
@@ -229,7 +237,8 @@ def test_strict_no_timestamp_after_cutoff_demo(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
         "SELECT subject_id, hadm_id, CAST(dischtime AS DATE) FROM admissions WHERE subject_id IN "
-        "(SELECT subject_id FROM admissions GROUP BY 1 HAVING count(*) >= 3) ORDER BY subject_id, admittime LIMIT 1"
+        "(SELECT subject_id FROM admissions GROUP BY 1 HAVING count(*) >= 3) ORDER BY subject_id, "
+        "admittime LIMIT 1"
     ).fetchone()
     ctx = ToolContext(
         store=demo_store, subject_id=sid, hadm_id=hadm, current_date=str(disch), semantics="strict"
@@ -686,13 +695,14 @@ def _demo_ctx(store, sid: int, hadm: int | None, day: str | None) -> ToolContext
 def test_strict_demo_latest_creatinine(demo_store) -> None:
     cur = demo_store.cursor()
     sid, hadm, disch = cur.execute(
-        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) FROM admissions a JOIN labevents l "
-        "ON l.hadm_id = a.hadm_id AND l.itemid = 50912 GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
+        "SELECT a.subject_id, a.hadm_id, CAST(a.dischtime AS DATE) "
+        "FROM admissions a JOIN labevents l ON l.hadm_id = a.hadm_id AND l.itemid = 50912 "
+        "GROUP BY ALL ORDER BY count(*) DESC, 2 LIMIT 1"
     ).fetchone()
     expected, n = cur.execute(
-        "SELECT first(valuenum ORDER BY charttime DESC, labevent_id), count(*) FROM labevents WHERE subject_id = ? "
-        "AND itemid IN (SELECT itemid FROM d_labitems WHERE label = 'Creatinine' AND fluid = 'Blood') "
-        "AND charttime < CAST(? AS DATE) + INTERVAL 1 DAY",
+        "SELECT first(valuenum ORDER BY charttime DESC, labevent_id), count(*) FROM labevents "
+        "WHERE subject_id = ? AND itemid IN (SELECT itemid FROM d_labitems WHERE label = "
+        "'Creatinine' AND fluid = 'Blood') AND charttime < CAST(? AS DATE) + INTERVAL 1 DAY",
         [sid, disch],
     ).fetchone()
     got = call_tool(
@@ -706,13 +716,15 @@ def test_strict_demo_latest_creatinine(demo_store) -> None:
 def test_strict_demo_encounters_and_medications(demo_store) -> None:
     cur = demo_store.cursor()
     sid, day = cur.execute(
-        "SELECT subject_id, CAST(max(dischtime) AS DATE) FROM admissions GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1"
+        "SELECT subject_id, CAST(max(dischtime) AS DATE) FROM admissions GROUP BY 1 ORDER BY "
+        "count(*) DESC, 1 LIMIT 1"
     ).fetchone()
     n_adm = cur.execute("SELECT count(*) FROM admissions WHERE subject_id = ?", [sid]).fetchone()[0]
     ctx = _demo_ctx(demo_store, sid, None, str(day))
     assert call_tool(ctx, "Encounter.search", {"subject_id": sid})["total"] == n_adm
     drug = cur.execute(
-        "SELECT drug FROM prescriptions WHERE subject_id = ? GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+        "SELECT drug FROM prescriptions WHERE subject_id = ? "
+        "GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
         [sid],
     ).fetchone()[0]
     n_rx = cur.execute(
@@ -735,7 +747,8 @@ def test_strict_demo_encounters_and_medications(demo_store) -> None:
 def test_strict_demo_microbiology_and_conditions(demo_store) -> None:
     cur = demo_store.cursor()
     sid, n_spec = cur.execute(
-        "SELECT subject_id, count(DISTINCT micro_specimen_id) FROM microbiologyevents GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
+        "SELECT subject_id, count(DISTINCT micro_specimen_id) FROM microbiologyevents GROUP BY 1 "
+        "ORDER BY 2 DESC LIMIT 1"
     ).fetchone()
     ctx = _demo_ctx(demo_store, sid, None, None)
     micro = call_tool(
@@ -747,7 +760,8 @@ def test_strict_demo_microbiology_and_conditions(demo_store) -> None:
     )
     assert len(entries(obs)) == 5 and obs["total"] >= n_spec
     code = cur.execute(
-        "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND icd_version = 10 AND length(icd_code) > 3 LIMIT 1",
+        "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND icd_version = 10 AND "
+        "length(icd_code) > 3 LIMIT 1",
         [sid],
     ).fetchone()
     if code:

@@ -61,7 +61,9 @@ def oracle_run(two_sessions: Path, tmp_path_factory):
     return store_uri(tmp), out
 
 
-def test_validate_build_tags_and_digests_print_one_fingerprint(two_sessions: Path, oracle_run, capsys) -> None:
+def test_validate_build_tags_and_digests_print_one_fingerprint(
+    two_sessions: Path, oracle_run, capsys
+) -> None:
     assert data_cli.main(["validate", str(two_sessions)]) == 0
     dataset_fp = _printed_fingerprint(capsys.readouterr().out)
     assert ehr_cli.main(["build", "sample"]) == 0
@@ -87,7 +89,9 @@ def test_validate_build_tags_and_digests_print_one_fingerprint(two_sessions: Pat
 def _run_traces(uri: str, run_id: str) -> list:
     run = mlflow.MlflowClient(uri).get_run(run_id)
     mlflow.set_tracking_uri(uri)
-    return mlflow.search_traces(locations=[run.info.experiment_id], run_id=run_id, return_type="list")
+    return mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run_id, return_type="list"
+    )
 
 
 def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) -> None:
@@ -97,52 +101,80 @@ def test_each_session_is_a_trace_with_turns_tool_calls_and_verdicts(oracle_run) 
 
     uri, out = oracle_run
     log = read_eval_log(out.log_path)
-    traces = {t.info.trace_metadata["physassist.session_id"]: t for t in _run_traces(uri, out.run_id)}
+    traces = {
+        t.info.trace_metadata["physassist.session_id"]: t for t in _run_traces(uri, out.run_id)
+    }
     assert set(traces) == {str(s.id) for s in log.samples}
     run = mlflow.MlflowClient(uri).get_run(out.run_id)
     assert run.data.tags["physassist.traces"] == "2"
-    assert int(run.data.tags["physassist.traces_assessments"]) == sum(len(a.info.assessments) for a in traces.values())
+    assert int(run.data.tags["physassist.traces_assessments"]) == sum(
+        len(a.info.assessments) for a in traces.values()
+    )
     for sample in log.samples:
         trace = traces[str(sample.id)]
         session = Session.model_validate(json.loads(sample.metadata["session"]))
         records = sample.store["physassist:turns"]
         judged = sample.scores["physassist_scorer"].metadata["turns"]
         [root] = [s for s in trace.data.spans if s.parent_id is None]
-        assert root.name == f"session {sample.id}" and root.inputs["scenario"] == sample.metadata["scenario"]
-        turn_spans = sorted((s for s in trace.data.spans if s.parent_id == root.span_id), key=lambda s: s.start_time_ns)
+        assert (
+            root.name == f"session {sample.id}"
+            and root.inputs["scenario"] == sample.metadata["scenario"]
+        )
+        turn_spans = sorted(
+            (s for s in trace.data.spans if s.parent_id == root.span_id),
+            key=lambda s: s.start_time_ns,
+        )
         assert len(turn_spans) == len(records) == 4
         by_name: dict[str, list] = {}
         for a in trace.info.assessments:
             by_name.setdefault(a.name, []).append(a)
         for span, record, verdict in zip(turn_spans, records, judged, strict=True):
             t = record["turn"]
-            assert span.inputs["question"] == record["question"] and span.outputs["answer"] == record["answer"]
+            assert (
+                span.inputs["question"] == record["question"]
+                and span.outputs["answer"] == record["answer"]
+            )
             assert span.get_attribute("end") == record["end"]
             assert span.get_attribute("tokens_in") == record["tokens_in"]
             assert span.get_attribute("seconds") == pytest.approx(record["seconds"])
-            assert span.inputs["rubric"] == [f"{k + 1}. {r}" for k, r in enumerate(session.rubric(t, "en"))]
+            assert span.inputs["rubric"] == [
+                f"{k + 1}. {r}" for k, r in enumerate(session.rubric(t, "en"))
+            ]
             tools = [s for s in trace.data.spans if s.parent_id == span.span_id]
             assert [s.name for s in tools] == [c["name"] for c in record["calls"]]  # dotted names
-            assert span.start_time_ns == int(record["started"] * 1e9)  # where the loop timed the turn
+            assert span.start_time_ns == int(
+                record["started"] * 1e9
+            )  # where the loop timed the turn
             for tool, call in zip(tools, record["calls"], strict=True):
                 assert tool.inputs == call["arguments"] and tool.outputs == call["text"]
                 # each call's own time, inside its turn
-                assert tool.end_time_ns - tool.start_time_ns == pytest.approx(call["seconds"] * 1e9, abs=1_000)
-                assert span.start_time_ns <= tool.start_time_ns <= tool.end_time_ns <= span.end_time_ns
+                assert tool.end_time_ns - tool.start_time_ns == pytest.approx(
+                    call["seconds"] * 1e9, abs=1_000
+                )
+                assert (
+                    span.start_time_ns <= tool.start_time_ns <= tool.end_time_ns <= span.end_time_ns
+                )
                 fhir = tool.get_attribute("fhir")
                 assert fhir is None or len(fhir) <= 300 + len("... [999999 more chars]")
-                assert fhir is None or call["raw_json"].startswith(fhir[:300])  # the raw result, as recorded
+                assert fhir is None or call["raw_json"].startswith(
+                    fhir[:300]
+                )  # the raw result, as recorded
             # the judge's verdicts: one per rubric item and the turn score, on the turn's span
             for k, item in enumerate(verdict["items"]):
                 [a] = by_name[f"T{t}.{k + 1}"]
                 assert a.span_id == span.span_id and a.feedback.value is item["passed"]
                 assert a.rationale == (item["reason"] or None)
-                assert (a.source.source_type, a.source.source_id) == ("CODE", "physassist rules judge")
+                assert (a.source.source_type, a.source.source_id) == (
+                    "CODE",
+                    "physassist rules judge",
+                )
             [score] = by_name[f"T{t} score"]
             assert score.feedback.value == pytest.approx(verdict["score"])
         tool_spans = [s for s in trace.data.spans if s.span_type == "TOOL"]
         assert any(tool.get_attribute("fhir") for tool in tool_spans)
-        assert all(tool.end_time_ns > tool.start_time_ns for tool in tool_spans)  # no zero-length calls
+        assert all(
+            tool.end_time_ns > tool.start_time_ns for tool in tool_spans
+        )  # no zero-length calls
 
 
 def test_trace_limit_caps_and_a_rewrite_replaces(oracle_run) -> None:
@@ -167,7 +199,9 @@ def test_human_verdicts_added_like_the_ui_are_read_back_as_a_judge(oracle_run) -
     from physassist.tracking.human import human_turns, human_verdicts, judge_verdicts
 
     uri, out = oracle_run
-    traces = sorted(_run_traces(uri, out.run_id), key=lambda t: t.info.trace_metadata["physassist.session_id"])
+    traces = sorted(
+        _run_traces(uri, out.run_id), key=lambda t: t.info.trace_metadata["physassist.session_id"]
+    )
     trace = traces[0]
     sid = trace.info.trace_metadata["physassist.session_id"]
     judge = judge_verdicts(uri, out.run_id)
@@ -183,12 +217,20 @@ def test_human_verdicts_added_like_the_ui_are_read_back_as_a_judge(oracle_run) -
             source=AssessmentSource("HUMAN", "dr.a@example.org"),
         )
     mlflow.log_feedback(
-        trace_id=trace.info.trace_id, name="T2.1", value="yes", source=AssessmentSource("HUMAN", "dr.b@example.org")
+        trace_id=trace.info.trace_id,
+        name="T2.1",
+        value="yes",
+        source=AssessmentSource("HUMAN", "dr.b@example.org"),
     )
     verdicts = human_verdicts(uri, out.run_id)
     assert len(verdicts) == len(t1) + 1
     first = verdicts[(verdicts.turn == 1) & (verdicts.item == 1)].iloc[0]
-    assert (first.session_id, first.passed, first.rationale, first.source_id) == (sid, False, "dose not stated", "dr.a@example.org")
+    assert (first.session_id, first.passed, first.rationale, first.source_id) == (
+        sid,
+        False,
+        "dose not stated",
+        "dr.a@example.org",
+    )
     turns = human_turns(verdicts, judge).set_index(["session_id", "turn"])
     assert turns.loc[(sid, 1), "status"] == "scored" and turns.loc[(sid, 1), "judge"] == "human"
     assert turns.loc[(sid, 1), "score"] == pytest.approx((len(t1) - 1) / len(t1))
@@ -202,9 +244,13 @@ def test_human_verdicts_added_like_the_ui_are_read_back_as_a_judge(oracle_run) -
     from physassist.results import turn_table
     from physassist.tracking.human import apply_human_verdicts
 
-    table = turn_table(apply_human_verdicts(read_eval_log(out.log_path), verdicts)).set_index(["session_id", "turn"])
+    table = turn_table(apply_human_verdicts(read_eval_log(out.log_path), verdicts)).set_index(
+        ["session_id", "turn"]
+    )
     assert set(table["judge"]) == {"human"}
-    assert table.loc[(sid, 1), "status"] == "scored" and table.loc[(sid, 1), "n_passed"] == len(t1) - 1
+    assert (
+        table.loc[(sid, 1), "status"] == "scored" and table.loc[(sid, 1), "n_passed"] == len(t1) - 1
+    )
     assert table.loc[(sid, 1), "score"] == pytest.approx((len(t1) - 1) / len(t1))
     assert table.loc[(sid, 2), "status"] == "undecided"
     metrics = summarize(table.reset_index(), n_boot=0)
@@ -239,7 +285,9 @@ def test_a_runs_traces_are_its_own_in_an_experiment_shared_with_other_runs(oracl
     seen = []
     for run_id in (out.run_id, other):
         mine = {t.info.trace_id for t in _run_traces(uri, run_id)}
-        shown = client.search_traces(locations=[experiment], filter_string=f"metadata.`mlflow.sourceRun` = '{run_id}'")
+        shown = client.search_traces(
+            locations=[experiment], filter_string=f"metadata.`mlflow.sourceRun` = '{run_id}'"
+        )
         assert len(mine) == 2 and {t.info.trace_id for t in shown} == mine
         assert {t.info.trace_metadata["mlflow.sourceRun"] for t in shown} == {run_id}
         seen.append(mine)

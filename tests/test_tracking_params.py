@@ -79,7 +79,9 @@ def test_sweep_parent_params_leave_out_what_the_jobs_vary() -> None:
     from physassist.staging import shared_params
 
     params = flatten_config(resolve(compose()))
-    shared = shared_params(params, ["model=oracle,baseline", "terminal.budget=4,16", "hydra.launcher.n_jobs=2"])
+    shared = shared_params(
+        params, ["model=oracle,baseline", "terminal.budget=4,16", "hydra.launcher.n_jobs=2"]
+    )
     assert "model" not in shared and "model.temperature" not in shared
     assert "terminal.budget" not in shared and shared["terminal"] == "prepare_to_answer"
     assert shared["language"] == "en" and shared["query"] == "implicit"

@@ -49,11 +49,15 @@ def test_labels() -> None:
     assert plots.implicitness_label(None) == "none" and plots.implicitness_label("PE") == "PE"
 
 
-def test_a_run_without_scored_turns_gets_no_empty_figures(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_run_without_scored_turns_gets_no_empty_figures(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     turns = synthetic_turns().assign(score=float("nan"), status="error")
     with caplog.at_level("WARNING", logger="physassist.tracking.plots"):
         assert plots.run_plots(turns, tmp_path, taus=(0.6,)) == []
-    assert "figures skipped: none of the run's 48 turns was scored" in caplog.text and not list(tmp_path.iterdir())
+    assert "figures skipped: none of the run's 48 turns was scored" in caplog.text and not list(
+        tmp_path.iterdir()
+    )
     with pytest.raises(ValueError, match="no scored turn to draw"):
         plots.task_implicitness_heatmap(turns, tmp_path / "h.png")
 
@@ -64,7 +68,10 @@ def test_a_long_run_name_is_wrapped_inside_the_figure(tmp_path: Path, monkeypatc
     made = []
     real = plots._figure
     monkeypatch.setattr(plots, "_figure", lambda *a: made.append(real(*a)) or made[-1])
-    name = "explorer | observations=history_removed | terminal=natural | terminal.budget=4 | inspect.limit=8"
+    name = (
+        "explorer | observations=history_removed | terminal=natural | terminal.budget=4 | "
+        "inspect.limit=8"
+    )
     plots.run_plots(synthetic_turns(), tmp_path, taus=(0.6,), title=name)
     assert len(made) == 3
     for fig in made:
@@ -72,5 +79,7 @@ def test_a_long_run_name_is_wrapped_inside_the_figure(tmp_path: Path, monkeypatc
         canvas.draw()
         title = fig.axes[0].title
         extent = title.get_window_extent(canvas.get_renderer())
-        assert "\n" in title.get_text() and fig.bbox.x0 <= extent.x0 and extent.x1 <= fig.bbox.x1, title.get_text()
+        assert "\n" in title.get_text() and fig.bbox.x0 <= extent.x0 and extent.x1 <= fig.bbox.x1, (
+            title.get_text()
+        )
         assert extent.y1 <= fig.bbox.y1

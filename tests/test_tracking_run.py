@@ -40,7 +40,9 @@ def _cfg(tmp_path: Path, *extra: str):
 
 def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) -> None:
     cfg = _cfg(tmp_path)
-    out = ev.run_experiment(cfg, ev.JobContext(overrides=["model=mockllm"], choices={"model": "mockllm"}))
+    out = ev.run_experiment(
+        cfg, ev.JobContext(overrides=["model=mockllm"], choices={"model": "mockllm"})
+    )
     assert out.status == "FINISHED" and out.tracking_error is None
     assert Path(out.log_path).is_file()
     runs = search_runs(store_uri(tmp_path))
@@ -52,7 +54,10 @@ def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) ->
     assert run["params.terminal.budget"] == "16" and run["params.judge"] == "rules"
     # tags: provenance
     assert run["tags.physassist.inspect_log"] == out.log_path
-    assert len(run["tags.physassist.git_commit"]) == 40 and run["tags.physassist.git_dirty"] in {"true", "false"}
+    assert len(run["tags.physassist.git_commit"]) == 40 and run["tags.physassist.git_dirty"] in {
+        "true",
+        "false",
+    }
     assert run["tags.version.inspect_ai"] and run["tags.version.mlflow"] == mlflow.__version__
     assert len(run["tags.physassist.ehr_fingerprint"]) == 20  # the tiny task carries no sessions
     assert run["tags.choice.model"] == "mockllm"
@@ -65,11 +70,19 @@ def test_run_logs_params_tags_metrics_artifacts(tmp_path: Path, tiny, capsys) ->
         assert (math.isnan(value) and math.isnan(logged)) or logged == rounded(key, value), key
     # artifacts: config, the .eval log, the turn table (files + log_table), plots
     client = mlflow.MlflowClient(store_uri(tmp_path))
-    listed = {a.path for d in ("config", "inspect", "tables", "plots") for a in client.list_artifacts(out.run_id, d)}
+    listed = {
+        a.path
+        for d in ("config", "inspect", "tables", "plots")
+        for a in client.list_artifacts(out.run_id, d)
+    }
     assert "config/resolved.yaml" in listed
     assert f"inspect/{Path(out.log_path).name}" in listed
     assert {"tables/turns.csv", "tables/turns.parquet", "tables/turns.json"} <= listed
-    assert {"plots/task_implicitness_heatmap.png", "plots/pass_vs_tau.png", "plots/ehr_vs_patient.png"} <= listed
+    assert {
+        "plots/task_implicitness_heatmap.png",
+        "plots/pass_vs_tau.png",
+        "plots/ehr_vs_patient.png",
+    } <= listed
     table = client.load_table(run["experiment_id"], "tables/turns.json", run_ids=[out.run_id])
     assert len(table) == 12
     # artifacts live beside the database, inside the store directory
@@ -101,7 +114,9 @@ def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
     parent = tracker.start_sweep("sweep1", ["query=implicit,explicit"], "sweep sweep1")
     sweep_dir = tmp_path / "multirun"
     SweepInfo("sweep1", parent, ("query=implicit,explicit",)).write(sweep_dir)
-    job = ev.JobContext(overrides=["query=explicit"], choices={"query": "explicit"}, sweep_dir=sweep_dir)
+    job = ev.JobContext(
+        overrides=["query=explicit"], choices={"query": "explicit"}, sweep_dir=sweep_dir
+    )
     cfg = _cfg(tmp_path, "query=explicit")
 
     first = ev.run_experiment(cfg, job)
@@ -115,7 +130,10 @@ def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
 
     spec = read_eval_log(first.log_path, header_only=True).eval
     assert spec.task_display_name == child.data.tags["physassist.run_name"]
-    assert spec.task_display_name.startswith("query=explicit") and {"query=explicit", "sweep=sweep1"} <= set(spec.tags)
+    assert spec.task_display_name.startswith("query=explicit") and {
+        "query=explicit",
+        "sweep=sweep1",
+    } <= set(spec.tags)
 
     again = ev.run_experiment(cfg, job)  # finished: skipped, nothing logged
     assert again.status == "SKIPPED" and again.run_id == first.run_id
@@ -138,9 +156,13 @@ def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch, c
     monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail=True))
     out = ev.run_experiment(_cfg(tmp_path), ev.JobContext())
     assert display_type() == "log"
-    logging.getLogger("physassist.later").warning("logged after the eval")  # Inspect's handler is silenced
+    logging.getLogger("physassist.later").warning(
+        "logged after the eval"
+    )  # Inspect's handler is silenced
     captured = capfd.readouterr()
-    assert "Traceback" not in captured.err + captured.out and "tiny task failure" not in captured.err
+    assert (
+        "Traceback" not in captured.err + captured.out and "tiny task failure" not in captured.err
+    )
     assert "logged after the eval" not in captured.out
     assert out.status == "FAILED" and Path(out.log_path).is_file()
     run = search_runs(store_uri(tmp_path)).iloc[0]
@@ -149,11 +171,15 @@ def test_failed_eval_is_a_failed_run_with_its_log(tmp_path: Path, monkeypatch, c
     assert run["tags.physassist.inspect_status"] == "error"
 
 
-def test_interrupted_sweep_job_resumes_its_eval_without_recomputing(tmp_path: Path, monkeypatch) -> None:
+def test_interrupted_sweep_job_resumes_its_eval_without_recomputing(
+    tmp_path: Path, monkeypatch
+) -> None:
     """A job whose eval ended unfinished is re-run: completed samples come from its log."""
     flag, executions = tmp_path / "fail-last-sample", tmp_path / "executions.txt"
     flag.touch()
-    monkeypatch.setattr(ev, "build_task", lambda args: tiny_task(fail_flag=flag, executions=executions))
+    monkeypatch.setattr(
+        ev, "build_task", lambda args: tiny_task(fail_flag=flag, executions=executions)
+    )
     uri = store_uri(tmp_path)
     parent = Tracker(uri, "physassist").start_sweep("sweep2", ["model=mockllm"], "sweep sweep2")
     SweepInfo("sweep2", parent).write(tmp_path / "multirun")
@@ -185,7 +211,10 @@ def test_log_run_logs_more_than_one_batch_of_each(tmp_path: Path) -> None:
     metrics = {f"m{i}": float(i) for i in range(1900)}
     run_id = tracker.create_run("many", {})
     tracker.log_params(run_id, {"p0": "0"})  # already there: not sent again
-    assert tracker.log_run(run_name="many", params=params, tags=tags, metrics=metrics, run_id=run_id) == run_id
+    assert (
+        tracker.log_run(run_name="many", params=params, tags=tags, metrics=metrics, run_id=run_id)
+        == run_id
+    )
     data = tracker.client.get_run(run_id).data
     assert data.params == params
     assert {k: data.tags[k] for k in tags} == tags
@@ -200,7 +229,9 @@ STREAMED_SESSIONS = 3  # tiny_task's samples
 def _run_traces(uri: str, run_id: str) -> list:
     run = mlflow.MlflowClient(uri).get_run(run_id)
     mlflow.set_tracking_uri(uri)
-    return mlflow.search_traces(locations=[run.info.experiment_id], run_id=run_id, return_type="list")
+    return mlflow.search_traces(
+        locations=[run.info.experiment_id], run_id=run_id, return_type="list"
+    )
 
 
 def test_sessions_are_written_as_they_end_and_not_again_after_the_eval(tmp_path, tiny) -> None:
@@ -212,16 +243,25 @@ def test_sessions_are_written_as_they_end_and_not_again_after_the_eval(tmp_path,
     tags = mlflow.MlflowClient(uri).get_run(out.run_id).data.tags
     assert tags["physassist.traces"] == str(STREAMED_SESSIONS)
     assert tags["physassist.traces_after_eval"] == "0"  # all written by the agent during the eval
-    assert int(tags["physassist.traces_assessments"]) == sum(len(t.info.assessments) for t in found) > 0
+    assert (
+        int(tags["physassist.traces_assessments"])
+        == sum(len(t.info.assessments) for t in found)
+        > 0
+    )
 
 
 def test_a_trace_limit_writes_after_the_eval(tmp_path, tiny) -> None:
     """Which sessions a limit keeps is the log's order, known after the eval."""
-    out = ev.run_experiment(_cfg(tmp_path, "tracking.plots=false", "tracking.trace_limit=2"), ev.JobContext())
+    out = ev.run_experiment(
+        _cfg(tmp_path, "tracking.plots=false", "tracking.trace_limit=2"), ev.JobContext()
+    )
     assert out.status == "FINISHED" and out.tracking_error is None, out.tracking_error
     uri = store_uri(tmp_path)
     assert len(_run_traces(uri, out.run_id)) == 2
-    assert mlflow.MlflowClient(uri).get_run(out.run_id).data.tags["physassist.traces_after_eval"] == "2"
+    assert (
+        mlflow.MlflowClient(uri).get_run(out.run_id).data.tags["physassist.traces_after_eval"]
+        == "2"
+    )
 
 
 def test_a_trace_write_that_fails_during_the_eval_fails_the_run(tmp_path, tiny) -> None:
@@ -231,7 +271,10 @@ def test_a_trace_write_that_fails_during_the_eval_fails_the_run(tmp_path, tiny) 
     uri = store_uri(tmp_path)
     Tracker(uri, "physassist")  # the store and its schema
     with sqlite3.connect(sqlite_path(uri)) as db:
-        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON trace_info BEGIN SELECT RAISE(ABORT, 'the trace store said no'); END")
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON trace_info BEGIN SELECT RAISE(ABORT, 'the "
+            "trace store said no'); END"
+        )
     out = ev.run_experiment(_cfg(tmp_path, "tracking.plots=false"), ev.JobContext())
     assert out.tracking_error and "the trace store said no" in out.tracking_error
     assert Path(out.log_path).is_file() and out.metrics["n_sessions"] == STREAMED_SESSIONS
@@ -242,20 +285,26 @@ def test_a_trace_write_that_fails_during_the_eval_fails_the_run(tmp_path, tiny) 
 def test_the_stream_replaces_stale_traces_and_write_traces_adds_the_rest(tmp_path, tiny) -> None:
     """A resumed run: an earlier attempt's traces go first; sessions the stream did not see (a
     resumed eval_set's earlier samples) are written after the eval, once each."""
-    out = ev.run_experiment(_cfg(tmp_path, "tracking.plots=false", "tracking.traces=false"), ev.JobContext())
+    out = ev.run_experiment(
+        _cfg(tmp_path, "tracking.plots=false", "tracking.traces=false"), ev.JobContext()
+    )
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(out.log_path)
     uri = store_uri(tmp_path)
     tracker = Tracker(uri, "physassist")
     run_id = tracker.create_run("resumed", {})
-    traces.write_traces(log, uri=uri, experiment_id=tracker.experiment_id, run_id=run_id)  # attempt 1
+    traces.write_traces(
+        log, uri=uri, experiment_id=tracker.experiment_id, run_id=run_id
+    )  # attempt 1
     stream = trace_stream.TraceStream(uri, tracker.experiment_id, run_id, 2000)
     stream.started(log.eval)
     stream.add(log.samples[0])
     streamed = stream.finish()
     assert len(streamed.keys) == 1 and len(_run_traces(uri, run_id)) == 1  # attempt 1's are gone
-    summary = traces.write_traces(log, uri=uri, experiment_id=tracker.experiment_id, run_id=run_id, streamed=streamed)
+    summary = traces.write_traces(
+        log, uri=uri, experiment_id=tracker.experiment_id, run_id=run_id, streamed=streamed
+    )
     found = _run_traces(uri, run_id)
     assert summary.traces == len(found) == STREAMED_SESSIONS
     assert summary.assessments == sum(len(t.info.assessments) for t in found)
@@ -263,7 +312,9 @@ def test_the_stream_replaces_stale_traces_and_write_traces_adds_the_rest(tmp_pat
 
 def test_a_stopped_stream_writes_nothing_more(tmp_path, tiny) -> None:
     """Ctrl-C: what is queued is dropped, the worker ends at once."""
-    out = ev.run_experiment(_cfg(tmp_path, "tracking.plots=false", "tracking.traces=false"), ev.JobContext())
+    out = ev.run_experiment(
+        _cfg(tmp_path, "tracking.plots=false", "tracking.traces=false"), ev.JobContext()
+    )
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(out.log_path)

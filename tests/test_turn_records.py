@@ -23,34 +23,59 @@ from scorers.session_scorer import turn_inputs
 from solvers.tools import SessionToolbox
 
 BUNDLE = {
-    "resourceType": "Bundle", "type": "searchset", "total": 1,
-    "entry": [{"resource": {"resourceType": "Observation", "code": {"text": "Creatinine"},
-                            "valueQuantity": {"value": 2.9, "unit": "µmol/L"}, "note": [{"text": "复查"}],
-                            "interpretation": None}}],
+    "resourceType": "Bundle",
+    "type": "searchset",
+    "total": 1,
+    "entry": [
+        {
+            "resource": {
+                "resourceType": "Observation",
+                "code": {"text": "Creatinine"},
+                "valueQuantity": {"value": 2.9, "unit": "µmol/L"},
+                "note": [{"text": "复查"}],
+                "interpretation": None,
+            }
+        }
+    ],
 }
-OUTCOME = {"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "invalid",
-                                                          "diagnostics": "Unknown code"}]}
+OUTCOME = {
+    "resourceType": "OperationOutcome",
+    "issue": [{"severity": "error", "code": "invalid", "diagnostics": "Unknown code"}],
+}
 COMPAT_ERROR = {"error": "Unknown tool: Lab.search"}  # the reference's bare refusal (ehr=compat)
 
 
 def written(raw: dict[str, Any]) -> CallRecord:
     """The record the loop makes of a call that returned ``raw``."""
-    toolbox = SessionToolbox(lambda name, args: raw, lambda r: "shown text", observations="keep", language="en")
+    toolbox = SessionToolbox(
+        lambda name, args: raw, lambda r: "shown text", observations="keep", language="en"
+    )
     return anyio.run(toolbox.call, "Observation.search", {"subject_id": 1, "code": "Creatinine"})
 
 
 def before(call: CallRecord) -> dict[str, Any]:
     """The same call as a log written before issue 25 holds it (the object, no times)."""
-    return {"name": call.name, "arguments": call.arguments, "raw": json.loads(call.raw_json), "text": call.text}
+    return {
+        "name": call.name,
+        "arguments": call.arguments,
+        "raw": json.loads(call.raw_json),
+        "text": call.text,
+    }
 
 
-@pytest.mark.parametrize("raw", [BUNDLE, OUTCOME, COMPAT_ERROR], ids=["bundle", "outcome", "compat-error"])
+@pytest.mark.parametrize(
+    "raw", [BUNDLE, OUTCOME, COMPAT_ERROR], ids=["bundle", "outcome", "compat-error"]
+)
 def test_a_call_of_either_shape_reads_the_same(raw) -> None:
     new = written(raw)
     stored = new.stored()
     assert list(stored) == ["name", "arguments", "raw_json", "text", "started", "seconds"]
-    assert isinstance(stored["raw_json"], str) and stored["arguments"] is new.arguments  # shared, not copied
-    assert ("µmol/L" in stored["raw_json"]) == (raw is BUNDLE)  # not \u-escaped, as the traces showed
+    assert (
+        isinstance(stored["raw_json"], str) and stored["arguments"] is new.arguments
+    )  # shared, not copied
+    assert ("µmol/L" in stored["raw_json"]) == (
+        raw is BUNDLE
+    )  # not \u-escaped, as the traces showed
     assert CallRecord.from_stored(stored) == new
     old = CallRecord.from_stored(before(new))
     assert old.raw == new.raw == raw and old.raw_json == new.raw_json
@@ -62,7 +87,9 @@ def test_a_turn_round_trips_through_the_store_and_old_turns_take_their_defaults(
     call = written(BUNDLE)
     turn = TurnRecord(1, "Creatinine?", "2.9", "answered", (call,), 20, 10, 1.5e9, 0.25)
     assert TurnRecord.from_stored(turn.stored()) == turn
-    assert json.loads(json.dumps(turn.stored())) == turn.stored()  # plain JSON values, as the log keeps them
+    assert (
+        json.loads(json.dumps(turn.stored())) == turn.stored()
+    )  # plain JSON values, as the log keeps them
     legacy = {k: v for k, v in turn.stored().items() if k not in ("started", "history", "error")}
     legacy["calls"] = [before(call)]
     old = TurnRecord.from_stored(legacy)
@@ -75,7 +102,10 @@ def test_a_turn_round_trips_through_the_store_and_old_turns_take_their_defaults(
 def test_judges_see_the_same_calls_in_either_shape() -> None:
     session = make_session("s")
     new = [written(BUNDLE), written(OUTCOME), written(COMPAT_ERROR)]
-    turns = [turn_input(session, 0, "Creatinine 2.9.", calls) for calls in ([c.stored() for c in new], [before(c) for c in new])]
+    turns = [
+        turn_input(session, 0, "Creatinine 2.9.", calls)
+        for calls in ([c.stored() for c in new], [before(c) for c in new])
+    ]
     assert [len(t.executed_calls()) for t in turns] == [1, 1]  # the refusals did not run
     assert llm_judge.evidence_block(turns[0]) == llm_judge.evidence_block(turns[1])
     assert "Creatinine" in llm_judge.evidence_block(turns[0])
@@ -94,4 +124,6 @@ def test_the_scorer_and_the_turn_table_read_an_old_logs_records() -> None:
     rows = turn_rows("s", 1, {"session": json.dumps(session)}, scored, records)
     assert [r["tokens_in"] for r in rows] == [100, 101, 102, None]
     assert [r["answered"] for r in rows] == [True, True, True, None]
-    assert rows[0]["n_calls"] == len(records[0].calls) and rows[0]["question"] == records[0].question
+    assert (
+        rows[0]["n_calls"] == len(records[0].calls) and rows[0]["question"] == records[0].question
+    )

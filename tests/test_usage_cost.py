@@ -37,10 +37,14 @@ def log(tmp_path_factory):
     sessions = [make_session("a"), make_session("b")]
     samples = [Sample(id=s["id"], input="opening", metadata=sample_metadata(s)) for s in sessions]
     assistant = get_model(
-        "mockllm/model", custom_outputs=lambda *_: scripted("hi").model_copy(update={"usage": _usage(10, 5)}), memoize=False
+        "mockllm/model",
+        custom_outputs=lambda *_: scripted("hi").model_copy(update={"usage": _usage(10, 5)}),
+        memoize=False,
     )
     grader = get_model(
-        "mockllm/model/grader", custom_outputs=lambda m, *_: scripted(verdict([True] * _n(m))), memoize=False
+        "mockllm/model/grader",
+        custom_outputs=lambda m, *_: scripted(verdict([True] * _n(m))),
+        memoize=False,
     )
     [result] = eval(
         Task(dataset=samples, solver=assistant_calls(), scorer=physassist_scorer(judge="llm")),
@@ -69,7 +73,10 @@ def test_tokens_per_role_and_cost(log) -> None:
     m = usage_metrics(log, {**PRICES, "mockllm/model/grader": {"input": 1.0, "output": 1.0}})
     assert (m["tokens.assistant.input"], m["tokens.assistant.output"]) == (2 * 2 * 10, 2 * 2 * 5)
     grader_calls = 2 * 4  # one grader call per turn, 4 turns, 2 sessions
-    assert (m["tokens.grader.input"], m["tokens.grader.output"]) == (grader_calls * GRADER_IN, grader_calls * GRADER_OUT)
+    assert (m["tokens.grader.input"], m["tokens.grader.output"]) == (
+        grader_calls * GRADER_IN,
+        grader_calls * GRADER_OUT,
+    )
     assistant_cost = (40 * 2.0 + 20 * 8.0) / 1e6
     grader_cost = grader_calls * (GRADER_IN + GRADER_OUT) / 1e6
     assert m["cost_usd.assistant"] == pytest.approx(assistant_cost)
@@ -85,7 +92,10 @@ def test_a_model_without_price_gets_no_cost_not_zero(log) -> None:
 
 def test_session_usage_table(log) -> None:
     df = session_usage(log, PRICES)
-    assert sorted(df["session_id"].unique()) == ["a", "b"] and set(df["role"]) == {"assistant", "grader"}
+    assert sorted(df["session_id"].unique()) == ["a", "b"] and set(df["role"]) == {
+        "assistant",
+        "grader",
+    }
     a = df[(df.session_id == "a") & (df.role == "assistant")].iloc[0]
     assert (a.input_tokens, a.output_tokens) == (20, 10)
     assert a.cost_usd == pytest.approx((20 * 2.0 + 10 * 8.0) / 1e6)

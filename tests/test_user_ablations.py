@@ -85,5 +85,6 @@ def test_the_shipped_checks_pass_beside_a_users_files_and_a_malformed_one_is_one
     assert tight.returncode == 0 and "budget: 2" in tight.stdout, tight.stderr[-2000:]
     assert mine.returncode == 2 and mine.stdout == ""
     assert mine.stderr.splitlines() == [
-        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?"
+        "physassist-eval: error: terminal.nudg (terminal/mine.yaml): no such key; terminal has "
+        "mode, budget, nudge; did you mean terminal.nudge?"
     ]
