@@ -41,7 +41,7 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
   the strict tool's (:func:`~physassist.ehr.tools.strict_medications.icu_status`): completed
   or running -> given, paused -> not given, stopped / rewritten -> unknown. (On the MIMIC-IV
   demo, 95% of the doses so matched start inside a prescription of that word, give or take an
-  hour; ``tests/test_timeline.py`` holds it.)
+  hour; ``tests/ehr/test_timeline.py`` holds it.)
 * **Dose counts** (the one rule for every dose-count item, :attr:`Administrations.countable`):
   the count a rubric states must be what the read tools show in either semantics. ``strict``
   shows eMAR and ICU administrations; ``compat`` reproduces the reference, which reads the eMAR

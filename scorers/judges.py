@@ -5,7 +5,7 @@ one judge, registered under its name: the scorer dispatches through ``JUDGES`` a
 the role ``grader`` from ``Judge.graders``, so adding a judge is its module, its value in
 ``physassist.options.Judge`` and ``conf/judge/<name>.yaml``. ``markdown_table()`` is the
 judges table of docs/config.md and part of ``physassist-eval --help``
-(``tests/test_options.py`` checks both).
+(``tests/cli/test_options.py`` checks both).
 """
 
 from __future__ import annotations

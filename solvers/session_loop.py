@@ -75,7 +75,7 @@ class LoopSettings:
     """Every knob of the loop: the ``physassist.options`` entries of these task parameters.
 
     Each field is typed with its option's ``Literal`` alias (closed choices) and defaults to its
-    ``DEFAULTS``; ``tests/test_options.py`` fails if a field's name, values or default drifts
+    ``DEFAULTS``; ``tests/cli/test_options.py`` fails if a field's name, values or default drifts
     from the table. Each value is checked (and spelled: YAML's ``off`` -> ``"off"``) by its
     option on construction, so bad values fail before any sample.
     """

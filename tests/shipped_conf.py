@@ -8,7 +8,7 @@ tracks, and those the options table declares (a developer's new option before it
 Outside a git checkout ``conf/`` is taken whole. ``tests/conftest.py`` points
 ``PHYSASSIST_CONF_DIR`` at the copy for the whole session (in-process compositions and the
 commands the tests start); ``$PHYSASSIST_TEST_CONF`` names another ``conf/`` to copy from (a test
-plants user files in one: ``tests/test_user_ablations.py``).
+plants user files in one: ``tests/docs/test_user_ablations.py``).
 """
 
 from __future__ import annotations

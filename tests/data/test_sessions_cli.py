@@ -196,7 +196,7 @@ def test_build_in_stay_through_the_cli(monkeypatch, tmp_path: Path, capsys) -> N
     """`--timepoint in-stay` builds sessions at 08:00 inside the stay, carrying that instant as
     ``cutoff``; the default (discharge) builds them with no cutoff."""
     monkeypatch.setenv("PHYSASSIST_CACHE", str(tmp_path / "stores"))
-    cohort = str(Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort")
+    cohort = str(Path(__file__).resolve().parents[2] / "data" / "sample" / "cohort")
     common = [
         "build",
         "--store",

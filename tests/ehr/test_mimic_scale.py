@@ -16,7 +16,7 @@ from physassist.ehr.sources import detect_source
 from physassist.ehr.store import EHRStore, build_store, csv_header, open_store
 from physassist.ehr.tables import TABLES
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCALE = 0.0002  # 73 subjects, ~32k lab rows, ~87k chart rows
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from readme_commands import pages
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^\s*(```|~~~)")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -87,7 +87,7 @@ def test_slugs_follow_githubs_rule() -> None:
     )
     assert slug("Run `physassist-eval` on real data") == "run-physassist-eval-on-real-data"
     assert (
-        slug("10. Recipes (each is done in `tests/test_recipes.py`)")
+        slug("10. Recipes (each is done in `tests/docs/test_recipes.py`)")
         == "10-recipes-each-is-done-in-teststest_recipespy"
     )
 

@@ -19,7 +19,7 @@ from physassist.agents.baseline import BaselineAgent
 from physassist.agents.provider import PhysAssistAgents
 from tasks.physassistbench import build_dataset, physassistbench
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample" / "sessions"
 
 pytestmark = pytest.mark.skipif(

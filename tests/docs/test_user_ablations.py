@@ -25,13 +25,13 @@ MALFORMED = ("conf/terminal/mine.yaml", "mode: natural\nbudget: 16\nnudge: true\
 #: The checks that failed with the worked example's file in conf/ (the slow end-to-end ones of
 #: the issue's nine run the installed command on the shipped conf/ the same way).
 CHECKS = [
-    "tests/test_conf_compose.py::test_every_group_has_its_documented_options",
-    "tests/test_conf_compose.py::test_every_option_maps_to_valid_task_arguments[terminal]",
-    "tests/test_options.py::test_every_choice_of_a_group_is_one_yaml_file_and_nothing_else",
-    "tests/test_options.py::test_every_yaml_value_of_an_option_is_accepted",
-    "tests/test_options.py::test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line",
-    "tests/test_options.py::test_open_nodes_stay_open_and_a_users_complete_group_file_composes",
-    "tests/test_architecture.py::test_each_strategy_owns_its_control_tool_and_prompt",
+    "tests/cli/test_conf_compose.py::test_every_group_has_its_documented_options",
+    "tests/cli/test_conf_compose.py::test_every_option_maps_to_valid_task_arguments[terminal]",
+    "tests/cli/test_options.py::test_every_choice_of_a_group_is_one_yaml_file_and_nothing_else",
+    "tests/cli/test_options.py::test_every_yaml_value_of_an_option_is_accepted",
+    "tests/cli/test_options.py::test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line",
+    "tests/cli/test_options.py::test_open_nodes_stay_open_and_a_users_complete_group_file_composes",
+    "tests/docs/test_architecture.py::test_each_strategy_owns_its_control_tool_and_prompt",
 ]
 
 

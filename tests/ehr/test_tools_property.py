@@ -93,7 +93,7 @@ def _check(result: Any, name: str) -> None:
 
 
 # more examples for a deeper local run:
-# PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/test_tools_property.py
+# PHYSASSIST_TOOLS_EXAMPLES=3000 pytest tests/ehr/test_tools_property.py
 EXAMPLES = int(os.environ.get("PHYSASSIST_TOOLS_EXAMPLES", "200"))
 SETTINGS = settings(
     max_examples=EXAMPLES,

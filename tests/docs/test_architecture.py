@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("physassist", "tasks", "generation", "solvers", "scorers")
 #: Entry points sit above everything: the console scripts (physassist/cli, generation/cli),
 #: Inspect's registry module and ``python -m`` mains. They may import everything below.

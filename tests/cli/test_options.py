@@ -23,7 +23,7 @@ from physassist.options import (
 )
 from physassist.tracking.params import flatten_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Group files physassist-eval refuses by design (physassist-rescore's judge=human).
 RESCORE_ONLY = {"judge": {"human"}}
 

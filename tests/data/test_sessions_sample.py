@@ -9,7 +9,7 @@ import pytest
 
 from physassist.data import load_sessions, session_stats
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "sessions"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
 pytestmark = pytest.mark.skipif(
     not any(SAMPLE.glob("*.jsonl")), reason=f"no sample sessions at {SAMPLE} yet"
 )

@@ -9,7 +9,7 @@ raw result must equal the reference's ``observation`` and ``render(.., "compat")
 
 Run as a script for a report of the mismatches grouped by tool and kind of difference:
 
-    python tests/test_compat_conformance.py [demo|sample|notes ...] [--show N]
+    python tests/ehr/test_compat_conformance.py [demo|sample|notes ...] [--show N]
 """
 
 from __future__ import annotations

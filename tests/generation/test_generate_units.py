@@ -21,7 +21,7 @@ from generation.pipeline.questions import choose_subtype, settle
 from generation.pipeline.rubric import validate_check
 from generation.pipeline.tool_planner import Action
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def turn(

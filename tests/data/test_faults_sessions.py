@@ -19,7 +19,7 @@ from physassist.data import load_sessions, save_sessions
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.data.models import SessionFormatError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RELEASED = REPO / "tests" / "fixtures" / "released"
 SEPARATORS = {"U+2028": "\u2028", "U+2029": "\u2029", "U+0085": "\u0085"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ehr_tools.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ehr_tools.py"
 
 
 def test_benchmark_smoke_run(

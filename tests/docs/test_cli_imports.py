@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("inspect_ai", "mlflow", "pandas", "duckdb", "matplotlib")
 #: The module of each console script (pyproject.toml [project.scripts]).
 ENTRY_MODULES = ("physassist.cli.eval", "physassist.cli.report", "physassist.cli.rescore", "physassist.cli.label",

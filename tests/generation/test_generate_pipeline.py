@@ -19,7 +19,7 @@ from generation.scripted import API  # registers the offline generator
 from generation.task import generate
 from physassist.data import load_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COHORT = ROOT / "data" / "sample" / "cohort"
 pytestmark = pytest.mark.skipif(
     not (COHORT / "phm").is_dir(), reason=f"sample cohort not found at {COHORT}"

@@ -20,7 +20,7 @@ from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.fingerprint import FINGERPRINT_CHARS
 
 SAMPLE = Path(SAMPLE_SESSIONS)
-SAMPLE_EHR = Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort"
+SAMPLE_EHR = Path(__file__).resolve().parents[2] / "data" / "sample" / "cohort"
 
 
 def _printed_fingerprint(text: str) -> str:
