@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from physassist.tracking.mlflow_store import store_lock
 from physassist.tracking.traces import (
@@ -39,6 +39,9 @@ from physassist.tracking.traces import (
     scored,
     store_traces,
 )
+
+if TYPE_CHECKING:
+    from physassist.tracking.agent import Agent
 
 #: How long ``stop`` waits for a batch being written to end (the worker is a daemon thread).
 STOP_WAIT_S = 10.0
@@ -126,7 +129,7 @@ class Feed:
     not handed over is written after the eval (``write_traces`` writes what the stream did not),
     and an agent that is gone fails the run's logging, which is reported (exit 3)."""
 
-    def __init__(self, agent) -> None:  # agent.Agent
+    def __init__(self, agent: Agent) -> None:
         self.agent = agent
 
     def started(self, spec: Any) -> None:
