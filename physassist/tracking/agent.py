@@ -39,7 +39,7 @@ import threading
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from physassist.tracking.mlflow_store import TrackingError
 
@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # the command's process never imports MLflow: these are for t
     import pandas as pd
 
     from physassist.experiment import Experiment, TrackingSettings
-    from physassist.staging import RunLog
     from physassist.tracking.claims import Claim
     from physassist.tracking.runs import JobRun, SweepInfo
 
@@ -74,6 +73,18 @@ WARM_FOR_LOGGING = ("physassist.tracking.inputs", "mlflow.data.pandas_dataset", 
 #: rest of the run (~0.55 s), on the two cores the command's wait leaves idle.
 WARM_FOR_PLOTS = ("physassist.tracking.plots", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin")
 _spare: Agent | None = None  # started by ``prestart``, for the command's first run
+
+#: How a run's figures are drawn: (turns, out_dir, taus, title) -> the wait for their files.
+Draw = Callable[["pd.DataFrame", Path, Sequence[float], str], Callable[[], list[Path]]]
+
+
+class RunRequest(Protocol):
+    """What ``Session.log`` is handed (``staging.RunLog``, which imports this module)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    def write(self, tracker: Any, stream: Any, draw: Draw) -> tuple[str | None, str | None]: ...
 
 
 def _write(stream: IO[bytes], message: Any) -> None:
@@ -275,7 +286,7 @@ class Session:
         if self.stream is not None:
             self.stream.stop()
 
-    def log(self, request: RunLog) -> tuple[str | None, str | None]:
+    def log(self, request: RunRequest) -> tuple[str | None, str | None]:
         """Log the run and end it (``staging.RunLog``); (its id, the tracking error)."""
         try:
             return request.write(self.tracker, self.stream, self._draw)
