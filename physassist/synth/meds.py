@@ -8,6 +8,8 @@ charted 'Hold Dose' (no dose given), a few random doses 'Not Given' (patient ref
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,7 +18,9 @@ from physassist.synth.catalog import DRUG_CODES, DRUG_INDEX, DRUGS, SCHEDULE_HOU
 from physassist.synth.plan import DAY, HOUR, SubjectPlan
 from physassist.synth.planner import PROVIDERS
 from physassist.synth.quirks import blank_events
-from physassist.synth.writer import Columns
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns
 
 _D = [DRUGS[c] for c in DRUG_CODES]
 

@@ -13,12 +13,14 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from physassist.synth.archetypes import ArchetypeCase
 from physassist.synth.catalog import DRUGS, ICD10
-from physassist.synth.plan import SubjectPlan
 from physassist.vocab import LITERACY_LEVELS
+
+if TYPE_CHECKING:
+    from physassist.synth.archetypes import ArchetypeCase
+    from physassist.synth.plan import SubjectPlan
 
 #: A JSON object as ``json`` reads it (the PHM and its parts are nested JSON).
 JsonObject = dict[str, Any]

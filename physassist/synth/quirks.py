@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from physassist.synth.plan import SubjectPlan
-from physassist.synth.writer import Columns, Tables
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns, Tables
 
 MINUTE_S = 60
 

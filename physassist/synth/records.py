@@ -3,7 +3,7 @@ dictionary tables (`d_icd_diagnoses`, `d_labitems`, `d_items`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +19,9 @@ from physassist.synth.catalog import (
 )
 from physassist.synth.plan import DAY, HOUR, Admission, SubjectPlan
 from physassist.synth.quirks import BLOOD_GAS_ITEM, ICU_MEDS
-from physassist.synth.writer import Columns
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns
 
 _DT = "datetime64[s]"
 
