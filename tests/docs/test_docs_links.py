@@ -88,7 +88,7 @@ def test_slugs_follow_githubs_rule() -> None:
     assert slug("Run `physassist-eval` on real data") == "run-physassist-eval-on-real-data"
     assert (
         slug("10. Recipes (each is done in `tests/docs/test_recipes.py`)")
-        == "10-recipes-each-is-done-in-teststest_recipespy"
+        == "10-recipes-each-is-done-in-testsdocstest_recipespy"
     )
 
 
