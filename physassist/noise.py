@@ -198,7 +198,9 @@ def _estimate(
         return _moments(y, layout, passes_drawn)
 
 
-def _moments(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None) -> dict[str, np.ndarray]:
+def _moments(
+    y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None
+) -> dict[str, np.ndarray]:
     present = ~np.isnan(y)
     sessions = present.any(axis=2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -308,4 +308,9 @@ async def _judge_turn(ti: TurnInput, graders: object, context: str) -> TurnJudge
     return judge_turn(ti)
 
 
-JUDGE = Judge(NAME, "deterministic and offline: decides the rubric items that carry a machine-checkable form (`rubric_checks`); the others stay undecided (the turn unscored)", "none", _judge_turn)
+JUDGE = Judge(
+    NAME,
+    "deterministic and offline: decides the rubric items that carry a machine-checkable form (`rubric_checks`); the others stay undecided (the turn unscored)",
+    "none",
+    _judge_turn,
+)
