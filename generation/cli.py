@@ -114,7 +114,8 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     )
 
     def progress(total: int) -> AbstractContextManager[None]:
-        # imported once the models exist: Inspect announces the hooks registered before its first model
+        # imported once the models exist: Inspect announces the hooks registered before its first
+        # model
         from physassist.cli.progress import reporting
 
         return reporting(total, every_s=run.inspect.progress_s, tally=SlotTally)

@@ -167,7 +167,8 @@ def refuse_existing(out: Path, overwrite: bool) -> None:
 
     if folder.holds_sessions(out) and not overwrite:
         raise ConfigError(
-            f"output_dir {out} already holds sessions or other files; pass overwrite=true or another output_dir"
+            f"output_dir {out} already holds sessions or other files; pass overwrite=true or "
+            "another output_dir"
         )
 
 
