@@ -72,7 +72,10 @@ def kappa_text(metrics: Mapping[str, float], prefix: str = "agreement.vs_source.
         return f"{kappa:.3f}"
     compared = metrics.get(prefix + "items_compared", math.nan)
     if not compared >= 2:  # NaN: not known
-        return f"undefined ({0 if math.isnan(compared) else compared:.0f} item(s) decided by both judges)"
+        return (
+            f"undefined ({0 if math.isnan(compared) else compared:.0f} item(s) decided by both "
+            "judges)"
+        )
     observed = metrics.get(prefix + "items", math.nan)
     return (
         f"undefined (no variance: all {compared:.0f} items one verdict; items agree {observed:.1f})"
@@ -188,8 +191,9 @@ def compare(
 
     Names: ``<prefix>items`` (points: share of decided items with the same verdict),
     ``kappa``, ``alpha``, ``items_compared`` / ``items_undecided``, ``pass_turn_<tau>``
-    (points: share of turns scored by both on the same side of tau) and its ``_kappa``, ``turn_score_corr``; the item
-    statistics again per ``task_type.<IL..>`` and ``implicitness.<NA..>``.
+    (points: share of turns scored by both on the same side of tau) and its ``_kappa``,
+    ``turn_score_corr``; the item statistics again per ``task_type.<IL..>`` and
+    ``implicitness.<NA..>``.
     """
     items = _merge_items(items_a, items_b)
     turns = _merge_turns(turns_a, turns_b)

@@ -113,7 +113,8 @@ def fault_summary(turns: pd.DataFrame) -> str | None:
     faulted = turns[turns["status"] == ERROR_STATUS]
     if not faulted.empty:
         parts.append(
-            f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: {_reasons(faulted)}"
+            f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: "
+            f"{_reasons(faulted)}"
         )
     kinds = turns["error_kind"] if "error_kind" in turns.columns else None
     ungraded = (
@@ -128,7 +129,8 @@ def fault_summary(turns: pd.DataFrame) -> str | None:
             for k, n in counts.most_common()
         )
         parts.append(
-            f"the judge could not grade {len(ungraded)} of {len(turns)} turns ({how}): {_reasons(ungraded)}"
+            f"the judge could not grade {len(ungraded)} of {len(turns)} turns ({how}): "
+            f"{_reasons(ungraded)}"
         )
     return "; ".join(parts) or None
 

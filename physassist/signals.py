@@ -170,7 +170,8 @@ def _end_now(signum: int) -> None:
 
     name = signal.Signals(signum).name
     print(
-        f"physassist-eval: still ending {EXIT_BOUND_S:.0f} s after {name}; stopped (runs left RUNNING are marked KILLED by the next command)",
+        f"physassist-eval: still ending {EXIT_BOUND_S:.0f} s after {name}; stopped (runs left "
+        "RUNNING are marked KILLED by the next command)",
         file=sys.stderr,
         flush=True,
     )

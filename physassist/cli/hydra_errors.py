@@ -3,8 +3,9 @@
 Hydra reports an unknown option (``query=sideways``) or key (``modle=oracle``), and the groups'
 schema (``physassist/cli/schema.py``) an unknown key or a mistyped value in a group file or an
 override, over several lines with its search path and a stack-trace hint; the README promises one
-line, like every other bad value. ``reported`` runs a Hydra entry point with Hydra's own reporting off and prints those
-errors that way (exit 2); an unexpected exception keeps its traceback.
+line, like every other bad value. ``reported`` runs a Hydra entry point with Hydra's own
+reporting off and prints those errors that way (exit 2); an unexpected exception keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def one_line(exc: BaseException, program: str = "physassist-eval") -> str:
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = str(exc.missing_cfg_file).rpartition("/")
         if group and exc.options:
-            return f"{group}={option}: no such option in group {group} (choices: {', '.join(exc.options)})"
+            return (
+                f"{group}={option}: no such option in group {group} (choices: "
+                f"{', '.join(exc.options)})"
+            )
         return f"{exc.missing_cfg_file}: no such config"
     from omegaconf.errors import OmegaConfBaseException
 

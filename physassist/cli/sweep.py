@@ -100,11 +100,13 @@ def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[
             specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
             raise ConfigError(
-                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {exc}"
+                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): "
+                f"{exc}"
             ) from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
             raise ConfigError(
-                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {one_line(exc)}"
+                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): "
+                f"{one_line(exc)}"
             ) from exc
     return specs, taus
 
@@ -197,7 +199,8 @@ class SweepCallback(Callback):
                 ended = claims.end_abandoned(tracker)
                 if ended:
                     print(
-                        f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED"
+                        f"{len(ended)} run(s) whose process is gone (kill -9, a crash) "
+                        "marked KILLED"
                     )
                 tracker.log_params(
                     parent, shared_params(flatten_config(redaction.redact(base)), arguments)
@@ -205,7 +208,8 @@ class SweepCallback(Callback):
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:
                     print(
-                        f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process marked KILLED; their jobs resume"
+                        f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process "
+                        "marked KILLED; their jobs resume"
                     )
                 done = finished_before(tracker, sweep_id, jobs)
             except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
@@ -270,7 +274,8 @@ def close(opened: _Open, parent_run_id: str, status: str | None) -> None:
         if live and status is None:
             owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
             print(
-                f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the parent stays RUNNING until they end"
+                f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the "
+                "parent stays RUNNING until they end"
             )
             return
         final = tracker.end_sweep(parent_run_id, opened.sweep_id, status)

@@ -575,7 +575,8 @@ def _load(
         }
         con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", list(meta.items()))
         con.execute(
-            f"CREATE TABLE {COUNTS_TABLE} (name VARCHAR, n_rows BIGINT, n_files INTEGER, width INTEGER)"
+            f"CREATE TABLE {COUNTS_TABLE} "
+            "(name VARCHAR, n_rows BIGINT, n_files INTEGER, width INTEGER)"
         )
         con.executemany(
             f"INSERT INTO {COUNTS_TABLE} VALUES (?, ?, ?, ?)",

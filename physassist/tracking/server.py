@@ -34,7 +34,8 @@ def free_port() -> int:
 def mlflow_server(
     backend_uri: str, artifact_root: Path, startup_seconds: float = 150
 ) -> Iterator[str]:
-    """Serve ``backend_uri`` (artifacts of new experiments under ``artifact_root``); yields the base URL."""
+    """Serve ``backend_uri`` (artifacts of new experiments under ``artifact_root``); yields the
+    base URL."""
     open_client(backend_uri)  # schema from the cached template: the server starts fast
     port = free_port()
     server = subprocess.Popen(

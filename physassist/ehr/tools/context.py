@@ -69,7 +69,8 @@ class ToolContext:
                 ) from None
 
     def effective_cutoff(self) -> dt.datetime | None:
-        """Strict time cutoff (inclusive): ``cutoff``, else the last microsecond of ``current_date``."""
+        """Strict time cutoff (inclusive): ``cutoff``, else the last microsecond of
+        ``current_date``."""
         if self.cutoff is not None:
             return self.cutoff
         if self.current_date:
