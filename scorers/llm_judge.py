@@ -122,7 +122,8 @@ async def _judge_turn(ti: TurnInput, graders: Sequence[Grader], context: str) ->
 
 JUDGE = Judge(
     NAME,
-    "one grader model judges every rubric item pass/fail with a reason (the paper's judge: openai/gpt-5.4-mini); `judge.context`: `gold_answer` or `evidence`",
+    "one grader model judges every rubric item pass/fail with a reason (the paper's judge: "
+    "openai/gpt-5.4-mini); `judge.context`: `gold_answer` or `evidence`",
     "one",
     _judge_turn,
 )

@@ -59,7 +59,8 @@ async def judge_turn(
 
 JUDGE = Judge(
     NAME,
-    "several grader models judge every item as `llm` does; each item takes the majority verdict, a tie leaves it undecided (the turn unscored, never guessed)",
+    "several grader models judge every item as `llm` does; each item takes the majority verdict, a "
+    "tie leaves it undecided (the turn unscored, never guessed)",
     "many",
     judge_turn,
 )
