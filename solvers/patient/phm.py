@@ -66,7 +66,8 @@ class PHMResponder:
     def __init__(self, phm: dict[str, Any], literacy: str = "high", language: str = "en") -> None:
         if not isinstance(phm, dict) or not isinstance(phm.get("persona"), dict):
             raise ValueError(
-                "phm must be a patient health model dict with a 'persona' (see physassist.synth.phm)"
+                "phm must be a patient health model dict with a 'persona' (see "
+                "physassist.synth.phm)"
             )
         if literacy not in LITERACY_LEVELS:
             raise ValueError(f"literacy must be one of {LITERACY_LEVELS}, got {literacy!r}")
@@ -177,7 +178,10 @@ class PHMResponder:
             if lit == "low":
                 out = f"我{plain}，{onset}开始的，{_sev_words(sev, 'zh')}。{prov}。"
             elif lit == "medium":
-                out = f"我{plain}，是{onset}开始的。{prov}。感觉{qual}，{region}。要打分的话大概{sev}分。{timing}。"
+                out = (
+                    f"我{plain}，是{onset}开始的。{prov}。感觉{qual}，{region}。"
+                    f"要打分的话大概{sev}分。{timing}。"
+                )
             else:
                 out = (
                     f"主要是{term}：{onset}开始的。{prov}。性质是{qual}，部位{region}。"
@@ -187,16 +191,19 @@ class PHMResponder:
                 out += f"{assoc}。"
             return out
         if lit == "low":
-            out = f"My problem is {plain}. It started {onset}. It's {_sev_words(sev, 'en')}. It's {prov}."
+            out = (
+                f"My problem is {plain}. It started {onset}. It's {_sev_words(sev, 'en')}. It's "
+                f"{prov}."
+            )
         elif lit == "medium":
             out = (
-                f"I've been dealing with {plain}. It started {onset}. It's {prov}. How it feels: {qual}, {region}. "
-                f"I'd give it about a {sev} out of 10. {_cap(timing)}."
+                f"I've been dealing with {plain}. It started {onset}. It's {prov}. How it feels: "
+                f"{qual}, {region}. I'd give it about a {sev} out of 10. {_cap(timing)}."
             )
         else:
             out = (
-                f"My main problem is {term}. Onset was {onset}. It's {prov}. Character: {qual}; location: {region}. "
-                f"Severity about {sev}/10. {_cap(timing)}."
+                f"My main problem is {term}. Onset was {onset}. It's {prov}. Character: {qual}; "
+                f"location: {region}. Severity about {sev}/10. {_cap(timing)}."
             )
         if detail:
             out += f" {_cap(assoc)}."
@@ -217,12 +224,17 @@ class PHMResponder:
                 return {
                     "low": "没有，我没觉得有这个。",
                     "medium": "没有，我不觉得有这种情况。",
-                    "high": f"没有，这个我没有注意到。我主要是{self._tx(symptoms[0].get('term'))}。",
+                    "high": (
+                        f"没有，这个我没有注意到。我主要是{self._tx(symptoms[0].get('term'))}。"
+                    ),
                 }[lit]
             return {
                 "low": "No, I don't think I've had that.",
                 "medium": "No, I haven't noticed anything like that.",
-                "high": f"No, I haven't noticed that. My main problem has been {self._tx(symptoms[0].get('term'))}.",
+                "high": (
+                    "No, I haven't noticed that. My main problem has been "
+                    f"{self._tx(symptoms[0].get('term'))}."
+                ),
             }[lit]
         if matched:  # a specific question gets every detail, partial or not
             return " ".join(self._symptom_text(s, lit, detail=True) for s in matched) + self._worry(
@@ -261,7 +273,10 @@ class PHMResponder:
             return {
                 "low": f"I take my {name} every day like they told me.",
                 "medium": f"I take the {name} {self._freq(med)} and I don't miss it.",
-                "high": f"I take {name} {dose} {self._freq(med)} as prescribed and haven't missed doses.",
+                "high": (
+                    f"I take {name} {dose} {self._freq(med)} as prescribed and haven't missed "
+                    "doses."
+                ),
             }[lit]
         confess = asked and med.get("withheld")
         if adherence == "sometimes_forgets":
@@ -277,7 +292,10 @@ class PHMResponder:
             return {
                 "low": f"Sometimes I forget the {name}; {reason}.",
                 "medium": f"I miss the {name} about {_times(n)} a week; {reason}.",
-                "high": f"With {name} {dose} {self._freq(med)}, I miss about {n} dose{'s' if n != 1 else ''} a week; {reason}.",
+                "high": (
+                    f"With {name} {dose} {self._freq(med)}, I miss about {n} "
+                    f"dose{'s' if n != 1 else ''} a week; {reason}."
+                ),
             }[lit]
         if self.partial and not asked:
             return (
@@ -296,7 +314,10 @@ class PHMResponder:
         return {
             "low": f"{lead}I haven't been taking the {name}: {reason}.",
             "medium": f"{lead}I haven't been taking the {name} like I should: {reason}.",
-            "high": f"{lead}I haven't been taking {name} {dose} ({self._freq(med)} as prescribed): {reason}.",
+            "high": (
+                f"{lead}I haven't been taking {name} {dose} ({self._freq(med)} as prescribed): "
+                f"{reason}."
+            ),
         }[lit]
 
     def _adherence(self, drug: Any, lit: str) -> str:
@@ -416,13 +437,22 @@ class PHMResponder:
         if zh:
             return {
                 "low": f"疼的地方在{loc}，{_sev_words(score, 'zh')}。{timing}。",
-                "medium": f"疼的地方在{loc}，是{qual}，大概{score}分。{timing}，会{rad}。{relief}。",
-                "high": f"疼痛部位在{loc}，性质为{qual}，评分{score}/10，{rad}。{timing}。缓解方式：{relief}。",
+                "medium": (
+                    f"疼的地方在{loc}，是{qual}，大概{score}分。{timing}，会{rad}。{relief}。"
+                ),
+                "high": (
+                    f"疼痛部位在{loc}，性质为{qual}，评分{score}/10，{rad}。"
+                    f"{timing}。缓解方式：{relief}。"
+                ),
             }[lit]
         return {
             "low": f"It hurts in the {loc}. It's {_sev_words(score, 'en')}. It's there {timing}.",
-            "medium": f"The pain is in the {loc}. It's {qual}, about a {score} out of 10, and it goes {rad}. "
-            f"It's there {timing}. What helps: {relief}.",
-            "high": f"Pain in the {loc}: {qual}, {score}/10, radiating {rad}. It's present {timing}. "
-            f"Relieving factors: {relief}.",
+            "medium": (
+                f"The pain is in the {loc}. It's {qual}, about a {score} out of 10, and it "
+                f"goes {rad}. It's there {timing}. What helps: {relief}."
+            ),
+            "high": (
+                f"Pain in the {loc}: {qual}, {score}/10, radiating {rad}. It's present {timing}. "
+                f"Relieving factors: {relief}."
+            ),
         }[lit] + self._worry(lit)
