@@ -14,9 +14,10 @@ local token estimate), recorded per request in ``ScriptedServer.log``.
 
 Faults (``faults``: request number -> kind, numbered from 1 over chat requests): ``429``
 (with ``Retry-After``), ``500``, ``slow`` (answers after ``slow_seconds``), ``malformed_args``
-(an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls), ``unknown_tool`` (a tool that was not offered),
-``empty_choices``. ``latency`` delays every response (benchmarks). ``broken=True``: HTTP 500 to
-every request, ``GET /v1/models`` included (a server that is up but failing). ``dies_after=n``:
+(an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls),
+``unknown_tool`` (a tool that was not offered), ``empty_choices``. ``latency`` delays every
+response (benchmarks). ``broken=True``: HTTP 500 to every request, ``GET /v1/models`` included
+(a server that is up but failing). ``dies_after=n``:
 the server is killed once it answered n chat requests (nothing listens any more).
 ``silent_server()``: an address that accepts connections and never answers.
 ``generator_policy`` serves ``physassist-generate``'s agents (the offline generator's replies),

@@ -154,7 +154,8 @@ def test_server_errors_after_retries_and_empty_choices_are_unscored_faults(tmp_p
             served_model(server, 1, "inspect.max_retries=1", "+model.args.max_retries=0"),
         )
     assert out.metrics["error_turns"] == 4 and out.metrics["scored_turns"] == 0
-    # (past 20 s of failures, on a loaded machine, the breaker names the endpoint first: physassist/calls.py)
+    # (past 20 s of failures, on a loaded machine, the breaker names the endpoint first:
+    # physassist/calls.py)
     assert (
         "4 of 4 turns ended in a system fault" in out.faults and "InternalServerError" in out.faults
     )
