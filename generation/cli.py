@@ -42,7 +42,9 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
             raise ConfigError(f"roles.{role}: unknown role; valid: {', '.join(ROLES)}")
         if spec:
             node = {"name": spec} if isinstance(spec, str) else dict(spec)
-            if node.get("max_tokens") is None:  # a role's output budget is the generator's unless its own
+            if (
+                node.get("max_tokens") is None
+            ):  # a role's output budget is the generator's unless its own
                 node["max_tokens"] = gen.get("max_tokens")
             roles[role] = model_spec(node)
     return generator, roles
@@ -55,23 +57,47 @@ def generation_of(config: dict[str, Any]) -> Generation:
 
     check_passed_on(config)
     generator, roles = role_specs(config)
-    task = {"store": str(config["store"]), "scenarios": config.get("scenarios"), "tiers": config.get("tiers"),
-            "sessions_per_slot": int(config["sessions_per_slot"]), "seed": int(config["seed"]),
-            "attempts": int(config["attempts"]), "patient_limit": int(config["patient_limit"]),
-            "cache_dir": config.get("cache_dir")}
-    ins = InspectSettings(**{f.name: (config.get("inspect") or {}).get(f.name) for f in fields(InspectSettings)})
+    task = {
+        "store": str(config["store"]),
+        "scenarios": config.get("scenarios"),
+        "tiers": config.get("tiers"),
+        "sessions_per_slot": int(config["sessions_per_slot"]),
+        "seed": int(config["seed"]),
+        "attempts": int(config["attempts"]),
+        "patient_limit": int(config["patient_limit"]),
+        "cache_dir": config.get("cache_dir"),
+    }
+    ins = InspectSettings(
+        **{f.name: (config.get("inspect") or {}).get(f.name) for f in fields(InspectSettings)}
+    )
     if ins.epochs not in (None, 1):
-        raise ConfigError(f"inspect.epochs={ins.epochs!r}: a slot is made once (sessions_per_slot makes more)")
-    passed = ("max_connections", "max_samples", "limit", "fail_on_error", "retry_on_error", "log_level", "log_realtime")
+        raise ConfigError(
+            f"inspect.epochs={ins.epochs!r}: a slot is made once (sessions_per_slot makes more)"
+        )
+    passed = (
+        "max_connections",
+        "max_samples",
+        "limit",
+        "fail_on_error",
+        "retry_on_error",
+        "log_level",
+        "log_realtime",
+    )
     options: dict[str, Any] = {k: getattr(ins, k) for k in passed if getattr(ins, k) is not None}
     options["display"] = console.inspect_display(ins.display)
     options["seed"] = task["seed"] if ins.seed is None else ins.seed
     recorded = redaction.redact(config)  # what the run writes: no secret
     return Generation(
-        task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles), inspect=ins,
-        eval_options=MappingProxyType(options), log_dir=str(ins.log_dir or "logs/generate"),
-        output_dir=Path(str(config["output_dir"])).expanduser(), overwrite=bool(config.get("overwrite")),
-        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(recorded)),
+        task=MappingProxyType(task),
+        generator=generator,
+        roles=MappingProxyType(roles),
+        inspect=ins,
+        eval_options=MappingProxyType(options),
+        log_dir=str(ins.log_dir or "logs/generate"),
+        output_dir=Path(str(config["output_dir"])).expanduser(),
+        overwrite=bool(config.get("overwrite")),
+        tracking=tracking_settings(config.get("tracking")),
+        params=MappingProxyType(flatten_config(recorded)),
         config=recorded,
     )
 
@@ -83,10 +109,13 @@ def run_generation(config: dict[str, Any]) -> dict[str, Any]:
     from physassist.cli.preflight import check_endpoints
 
     run = generation_of(config)
-    check_endpoints([("generator", run.generator), *((f"roles.{r}", s) for r, s in run.roles.items())])
+    check_endpoints(
+        [("generator", run.generator), *((f"roles.{r}", s) for r, s in run.roles.items())]
+    )
 
     def progress(total: int) -> AbstractContextManager[None]:
-        # imported once the models exist: Inspect announces the hooks registered before its first model
+        # imported once the models exist: Inspect announces the hooks registered before its first
+        # model
         from physassist.cli.progress import reporting
 
         return reporting(total, every_s=run.inspect.progress_s, tally=SlotTally)
@@ -116,9 +145,11 @@ class SlotTally:
 
 
 def summary(manifest: dict[str, Any]) -> str:
-    lines = [f"sessions: {manifest['sessions']} of {manifest['slots']} slots "
-             f"({manifest['slots_skipped']} skipped, of which {manifest['slots_errored']} errored; "
-             f"{manifest['patients_tried']} patients tried)"]
+    lines = [
+        f"sessions: {manifest['sessions']} of {manifest['slots']} slots "
+        f"({manifest['slots_skipped']} skipped, of which {manifest['slots_errored']} errored; "
+        f"{manifest['patients_tried']} patients tried)"
+    ]
     for scenario, tiers in manifest["produced"].items():
         lines.append(f"  {scenario}: " + ", ".join(f"{t}={n}" for t, n in sorted(tiers.items())))
     lines.append("gate      checked  failed  rate")
@@ -126,7 +157,10 @@ def summary(manifest: dict[str, Any]) -> str:
         rate = "-" if row["failure_rate"] is None else f"{100 * row['failure_rate']:.1f}%"
         lines.append(f"  {g:<11} {row['checked']:>5}  {row['failed']:>6}  {rate}")
     if manifest["stage_failures"]:
-        lines.append("stage failures: " + ", ".join(f"{k}={v}" for k, v in manifest["stage_failures"].items()))
+        lines.append(
+            "stage failures: "
+            + ", ".join(f"{k}={v}" for k, v in manifest["stage_failures"].items())
+        )
     lines.append("written: " + ", ".join(manifest["files"]))
     return "\n".join(lines)
 
@@ -147,14 +181,21 @@ def _hydra_main(cfg: DictConfig) -> None:
         manifest = run_generation(resolve(cfg))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run is KILLED
         signals.taken()
-        kept = f" (the Inspect log in {exc.log_dir} keeps the finished slots)" if isinstance(exc, Interrupted) else ""
+        kept = (
+            f" (the Inspect log in {exc.log_dir} keeps the finished slots)"
+            if isinstance(exc, Interrupted)
+            else ""
+        )
         print(f"physassist-generate: {signals.reason()}; nothing written{kept}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except ConfigError as exc:
         signals.interrupt_instead(exc)
         print(f"physassist-generate: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except (EndpointError, EndpointDown) as exc:  # a system fault: before any run, or the run FAILED
+    except (
+        EndpointError,
+        EndpointDown,
+    ) as exc:  # a system fault: before any run, or the run FAILED
         print(f"physassist-generate: fault: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_FAULTS) from None
     except (SessionFormatError, GenerationFailed) as exc:

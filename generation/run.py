@@ -53,7 +53,9 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if score is None or not score.metadata:  # the sample errored (fail_on_error allowed it)
             slots += 1
             skipped += 1
-            errors.append(f"{sample.id}: {sample.error.message if sample.error else 'no result'}"[:500])
+            errors.append(
+                f"{sample.id}: {sample.error.message if sample.error else 'no result'}"[:500]
+            )
             continue
         meta = score.metadata
         stats = meta["stats"]
@@ -77,21 +79,32 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         produced[meta["scenario"]][f"L{meta['tier']}"] += 1
         attempts.append(sum(stats["turn_attempts"]))
     return sessions, {
-        "slots": slots, "sessions": len(sessions), "slots_skipped": skipped,
-        "slots_errored": len(errors), "errors": errors,
+        "slots": slots,
+        "sessions": len(sessions),
+        "slots_skipped": skipped,
+        "slots_errored": len(errors),
+        "errors": errors,
         "patients_tried": patients,
         "produced": {s: dict(t) for s, t in produced.items()},
         "attempts_per_session": (sum(attempts) / len(attempts)) if attempts else None,
-        "gates": {g: {"checked": checked[g], "failed": failed[g],
-                      "failure_rate": failed[g] / checked[g] if checked[g] else None} for g in GATES},
+        "gates": {
+            g: {
+                "checked": checked[g],
+                "failed": failed[g],
+                "failure_rate": failed[g] / checked[g] if checked[g] else None,
+            }
+            for g in GATES
+        },
         "stage_failures": dict(sorted(stages.items())),
         "rewrite_fallbacks": dict(sorted(fallbacks.items())),
-        "tokens": {r: dict(v) for r, v in tokens.items()}, "models": models,
+        "tokens": {r: dict(v) for r, v in tokens.items()},
+        "models": models,
     }
 
 
-def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: Path,
-                 overwrite: bool) -> list[Path]:
+def write_output(
+    sessions: list[dict[str, Any]], manifest: dict[str, Any], out: Path, overwrite: bool
+) -> list[Path]:
     """Validate the sessions (strict loader), then write them and the manifest as the folder
     ``out``, whole, in one rename (``physassist.data.folder``: ``overwrite`` replaces it)."""
     from physassist.data import folder, load_sessions
@@ -100,24 +113,31 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
     by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in sessions:
         by_scenario[s["clinical_scenario"]].append(s)
-    texts = {f"{scenario}.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-             for scenario, rows in by_scenario.items()}
+    texts = {
+        f"{scenario}.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        for scenario, rows in by_scenario.items()
+    }
     if texts:  # strict: raises SessionFormatError naming session/turn/field
         with tempfile.TemporaryDirectory(prefix="physassist-generate-") as staging:
             for name, text in texts.items():
                 (Path(staging) / name).write_text(text, encoding="utf-8", newline="\n")
             manifest["fingerprint"] = load_sessions(staging).fingerprint
     try:
-        return folder.write(out, texts, json.loads(json.dumps(manifest, default=str)), force=overwrite)
+        return folder.write(
+            out, texts, json.loads(json.dumps(manifest, default=str)), force=overwrite
+        )
     except folder.FolderError as exc:  # another process made it meanwhile
         raise ConfigError(str(exc)) from exc
 
 
 def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
-    m: dict[str, float] = {"sessions": stats["sessions"], "slots": stats["slots"],
-                           "slots_skipped": stats["slots_skipped"],
-                           "slots_errored": stats["slots_errored"],
-                           "patients_tried": stats["patients_tried"]}
+    m: dict[str, float] = {
+        "sessions": stats["sessions"],
+        "slots": stats["slots"],
+        "slots_skipped": stats["slots_skipped"],
+        "slots_errored": stats["slots_errored"],
+        "patients_tried": stats["patients_tried"],
+    }
     if stats["attempts_per_session"] is not None:
         m["attempts_per_session"] = stats["attempts_per_session"]
     for scenario, tiers in stats["produced"].items():
@@ -135,7 +155,9 @@ def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
     for role, row in stats["tokens"].items():
         m[f"tokens.{role}.input"] = row.get("input", 0)
         m[f"tokens.{role}.output"] = row.get("output", 0)
-    m["tokens.total"] = sum(r.get("input", 0) + r.get("output", 0) for r in stats["tokens"].values())
+    m["tokens.total"] = sum(
+        r.get("input", 0) + r.get("output", 0) for r in stats["tokens"].values()
+    )
     return m
 
 
@@ -144,7 +166,10 @@ def refuse_existing(out: Path, overwrite: bool) -> None:
     from physassist.data import folder
 
     if folder.holds_sessions(out) and not overwrite:
-        raise ConfigError(f"output_dir {out} already holds sessions or other files; pass overwrite=true or another output_dir")
+        raise ConfigError(
+            f"output_dir {out} already holds sessions or other files; pass overwrite=true or "
+            "another output_dir"
+        )
 
 
 class Interrupted(KeyboardInterrupt):
@@ -156,7 +181,9 @@ class Interrupted(KeyboardInterrupt):
         self.log_dir = log_dir
 
 
-def generate_sessions(run: Generation, progress: Progress = lambda total: nullcontext()) -> dict[str, Any]:
+def generate_sessions(
+    run: Generation, progress: Progress = lambda total: nullcontext()
+) -> dict[str, Any]:
     """Generate, write and track; returns the manifest. The MLflow run is made (RUNNING) before
     the eval and ended KILLED by a signal, FAILED by an error (with the reason), FINISHED with
     the sessions. ``progress``: what shows the run (given the number of slots)."""
@@ -181,24 +208,42 @@ def generate_sessions(run: Generation, progress: Progress = lambda total: nullco
     with tracked.holding():
         slots = min(len(task.dataset), run.inspect.limit or len(task.dataset))
         with progress(slots):
-            logs = inspect_eval(task, model=model, model_roles=role_models or None,
-                                log_dir=run.log_dir, **run.eval_options)
-        if not logs or logs[0].status == "cancelled":  # a signal: Inspect kept what it had in log_dir
+            logs = inspect_eval(
+                task,
+                model=model,
+                model_roles=role_models or None,
+                log_dir=run.log_dir,
+                **run.eval_options,
+            )
+        if (
+            not logs or logs[0].status == "cancelled"
+        ):  # a signal: Inspect kept what it had in log_dir
             from physassist import signals
 
             signals.taken()
             raise Interrupted(run.log_dir)
         log = logs[0]
         if down := calls.down():
-            raise calls.EndpointDown(f"{down}; nothing written (Inspect log: {local_path(log.location)})")
+            raise calls.EndpointDown(
+                f"{down}; nothing written (Inspect log: {local_path(log.location)})"
+            )
         if log.status != "success":
-            raise GenerationFailed(f"generation eval {log.status}: {log.error.message if log.error else ''}; "
-                                   f"see {local_path(log.location)}")
+            raise GenerationFailed(
+                f"generation eval {log.status}: {log.error.message if log.error else ''}; "
+                f"see {local_path(log.location)}"
+            )
         sessions, stats = collect(log)
-        model_ids = {r: str(role_models[r]) if r in role_models else run.generator.name for r in ROLES}
-        manifest = {"config": run.config, "seed": run.config["seed"], **stats, "models": model_ids,
-                    "store_fingerprint": (log.eval.metadata or {}).get("store_fingerprint"),
-                    "inspect_log": local_path(log.location)}
+        model_ids = {
+            r: str(role_models[r]) if r in role_models else run.generator.name for r in ROLES
+        }
+        manifest = {
+            "config": run.config,
+            "seed": run.config["seed"],
+            **stats,
+            "models": model_ids,
+            "store_fingerprint": (log.eval.metadata or {}).get("store_fingerprint"),
+            "inspect_log": local_path(log.location),
+        }
         out = run.output_dir
         manifest["files"] = [str(p) for p in write_output(sessions, manifest, out, run.overwrite)]
         manifest["tracking_error"] = tracked.log(run, manifest, out)
@@ -225,7 +270,9 @@ class _Tracked:
             tracker = runs.open_tracker(run.tracking, experiment="physassist-generate")
             end_abandoned(tracker)
             name = run.tracking.run_name or f"generate-{run.generator.name}"
-            return cls(tracker, claims.claim(tracker, name, {runs.KIND_TAG: "generate"}, None, None).run_id)
+            return cls(
+                tracker, claims.claim(tracker, name, {runs.KIND_TAG: "generate"}, None, None).run_id
+            )
         except Exception as exc:  # noqa: BLE001 - tracking must not stop the generation
             return cls(error=f"MLflow: cannot create the run: {error_line(exc)}")
 
@@ -236,7 +283,11 @@ class _Tracked:
         from physassist.tracking import claims
 
         stack = ExitStack()
-        stack.enter_context(claims.holding(lambda status, reason: claims.end_run(self.tracker, self.run_id, status, reason)))
+        stack.enter_context(
+            claims.holding(
+                lambda status, reason: claims.end_run(self.tracker, self.run_id, status, reason)
+            )
+        )
         stack.enter_context(claims.heartbeat(self.tracker, self.run_id))
         return stack
 
@@ -252,11 +303,20 @@ class _Tracked:
             tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
             tags[runs.KIND_TAG] = "generate"
             files = [(Path(f), "sessions") for f in manifest["files"]]
-            if run.tracking.log_eval and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
+            if (
+                run.tracking.log_eval
+                and manifest["inspect_log"]
+                and Path(manifest["inspect_log"]).is_file()
+            ):
                 files.append((Path(manifest["inspect_log"]), "inspect"))
-            self.tracker.log_run(run_name=run.tracking.run_name or f"generate-{run.generator.name}",
-                                 params=dict(run.params), tags=tags, metrics=metrics_of(manifest),
-                                 files=files, run_id=self.run_id)
+            self.tracker.log_run(
+                run_name=run.tracking.run_name or f"generate-{run.generator.name}",
+                params=dict(run.params),
+                tags=tags,
+                metrics=metrics_of(manifest),
+                files=files,
+                run_id=self.run_id,
+            )
         except Exception as exc:  # noqa: BLE001 - the sessions are written; tracking must not lose them
             return f"MLflow logging failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
         return None

@@ -36,8 +36,14 @@ def slot_seed(seed: int, key: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:4], "big")
 
 
-def slot_samples(store: Any, scenarios: Sequence[str], tiers: Sequence[int],
-                 sessions_per_slot: int, seed: int, candidates: int) -> list[Sample]:
+def slot_samples(
+    store: Any,
+    scenarios: Sequence[str],
+    tiers: Sequence[int],
+    sessions_per_slot: int,
+    seed: int,
+    candidates: int,
+) -> list[Sample]:
     """One Sample per wanted session; each lists ``candidates`` qualified patients in a
     seeded order (the k-th session of a slot starts k places further along)."""
     from generation.builder.arcs import eligible_arcs
@@ -58,14 +64,28 @@ def slot_samples(store: Any, scenarios: Sequence[str], tiers: Sequence[int],
                 start = k % len(pool)
                 order = pool[start:] + pool[:start]
                 sid = f"{scenario}_L{tier}_{k}"
-                samples.append(Sample(
-                    id=sid, input=f"Generate session {sid}",
-                    metadata={"scenario": scenario, "tier": tier, "arc_index": rng.choice(arcs),
-                              "index": index, "global_index": len(samples),
-                              "seed": slot_seed(seed, sid),
-                              "candidates": [{"subject_id": c.subject_id, "hadm_id": c.hadm_id,
-                                              "current_date": c.current_date}
-                                             for c in order[:candidates]]}))
+                samples.append(
+                    Sample(
+                        id=sid,
+                        input=f"Generate session {sid}",
+                        metadata={
+                            "scenario": scenario,
+                            "tier": tier,
+                            "arc_index": rng.choice(arcs),
+                            "index": index,
+                            "global_index": len(samples),
+                            "seed": slot_seed(seed, sid),
+                            "candidates": [
+                                {
+                                    "subject_id": c.subject_id,
+                                    "hadm_id": c.hadm_id,
+                                    "current_date": c.current_date,
+                                }
+                                for c in order[:candidates]
+                            ],
+                        },
+                    )
+                )
                 index += 1
     return samples
 
@@ -76,23 +96,34 @@ def generation_result() -> Scorer:
     score metadata for ``physassist-generate`` to write out."""
     from generation.pipeline.solver import RESULT_KEY
 
-
     async def score(state: TaskState, target: Target) -> Score:
         result = state.store.get(RESULT_KEY) or {"session": None, "stats": {}}
         produced = result["session"] is not None
-        return Score(value=1.0 if produced else 0.0,
-                     answer=(result["session"] or {}).get("id", ""),
-                     metadata={"session": result["session"], "stats": result["stats"],
-                               "scenario": state.metadata["scenario"],
-                               "tier": state.metadata["tier"]})
+        return Score(
+            value=1.0 if produced else 0.0,
+            answer=(result["session"] or {}).get("id", ""),
+            metadata={
+                "session": result["session"],
+                "stats": result["stats"],
+                "scenario": state.metadata["scenario"],
+                "tier": state.metadata["tier"],
+            },
+        )
 
     return score
 
 
 @task
-def generate(store: str = "sample", scenarios: str | list[str] | None = None,
-             tiers: str | list[int] | None = None, sessions_per_slot: int = 1, seed: int = 0,
-             attempts: int = 3, patient_limit: int = 5, cache_dir: str | None = None) -> Task:
+def generate(
+    store: str = "sample",
+    scenarios: str | list[str] | None = None,
+    tiers: str | list[int] | None = None,
+    sessions_per_slot: int = 1,
+    seed: int = 0,
+    attempts: int = 3,
+    patient_limit: int = 5,
+    cache_dir: str | None = None,
+) -> Task:
     """Generate sessions (see module docstring). ``store``: anything ``open_store`` accepts."""
     from generation.pipeline.solver import generation_pipeline
 
@@ -100,8 +131,10 @@ def generate(store: str = "sample", scenarios: str | list[str] | None = None,
     tier_list = as_list(tiers, "tiers", int) or list(TIERS)
     bad = [s for s in scen if s not in SCENARIOS] + [str(t) for t in tier_list if t not in TIERS]
     if bad:
-        raise ValueError(f"generate: unknown scenario/tier {', '.join(bad)}; valid: "
-                         f"{', '.join(SCENARIOS)} and tiers {TIERS}")
+        raise ValueError(
+            f"generate: unknown scenario/tier {', '.join(bad)}; valid: "
+            f"{', '.join(SCENARIOS)} and tiers {TIERS}"
+        )
     if sessions_per_slot < 1:
         raise ValueError(f"generate: sessions_per_slot must be >= 1, got {sessions_per_slot}")
     ehr = open_store(store, cache_dir=cache_dir)
@@ -111,7 +144,9 @@ def generate(store: str = "sample", scenarios: str | list[str] | None = None,
         raise ValueError(f"generate: no qualified patients in {store!r} for {scen} x {tier_list}")
     return Task(
         dataset=MemoryDataset(samples, name="physassist-generate"),
-        solver=generation_pipeline(ehr, str(ehr.source) if phm.is_dir() else None, attempts, patient_limit),
+        solver=generation_pipeline(
+            ehr, str(ehr.source) if phm.is_dir() else None, attempts, patient_limit
+        ),
         scorer=generation_result(),
         config=GenerateConfig(seed=seed),
         metadata={"seed": seed, "store": str(store), "store_fingerprint": ehr.fingerprint},

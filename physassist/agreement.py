@@ -45,7 +45,9 @@ GROUPS = ("task_type", "implicitness")
 
 
 def _decided(values: pd.Series) -> pd.Series:
-    return values.map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v))
+    return values.map(
+        lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
+    )
 
 
 def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float:
@@ -56,7 +58,9 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float:
     n = len(pairs)
     labels = sorted({v for p in pairs for v in p}, key=str)
     p_o = sum(x == y for x, y in pairs) / n
-    p_e = sum((sum(x == c for x, _ in pairs) / n) * (sum(y == c for _, y in pairs) / n) for c in labels)
+    p_e = sum(
+        (sum(x == c for x, _ in pairs) / n) * (sum(y == c for _, y in pairs) / n) for c in labels
+    )
     return math.nan if math.isclose(p_e, 1.0) else (p_o - p_e) / (1 - p_e)
 
 
@@ -68,9 +72,14 @@ def kappa_text(metrics: Mapping[str, float], prefix: str = "agreement.vs_source.
         return f"{kappa:.3f}"
     compared = metrics.get(prefix + "items_compared", math.nan)
     if not compared >= 2:  # NaN: not known
-        return f"undefined ({0 if math.isnan(compared) else compared:.0f} item(s) decided by both judges)"
+        return (
+            f"undefined ({0 if math.isnan(compared) else compared:.0f} item(s) decided by both "
+            "judges)"
+        )
     observed = metrics.get(prefix + "items", math.nan)
-    return f"undefined (no variance: all {compared:.0f} items one verdict; items agree {observed:.1f})"
+    return (
+        f"undefined (no variance: all {compared:.0f} items one verdict; items agree {observed:.1f})"
+    )
 
 
 def krippendorff_alpha(units: Sequence[Sequence[object]]) -> float:
@@ -136,7 +145,9 @@ def _turn_stats(merged: pd.DataFrame, taus: Sequence[float], prefix: str) -> dic
     for tau in taus:
         pa, pb = (x >= tau - 1e-12), (y >= tau - 1e-12)
         t = tau_key(tau)
-        out[f"{prefix}pass_turn_{t}"] = float(np.mean(pa == pb) * RATE_SCALE) if len(x) else math.nan
+        out[f"{prefix}pass_turn_{t}"] = (
+            float(np.mean(pa == pb) * RATE_SCALE) if len(x) else math.nan
+        )
         out[f"{prefix}pass_turn_{t}_kappa"] = cohen_kappa(pa.tolist(), pb.tolist())
     return out
 
@@ -180,8 +191,9 @@ def compare(
 
     Names: ``<prefix>items`` (points: share of decided items with the same verdict),
     ``kappa``, ``alpha``, ``items_compared`` / ``items_undecided``, ``pass_turn_<tau>``
-    (points: share of turns scored by both on the same side of tau) and its ``_kappa``, ``turn_score_corr``; the item
-    statistics again per ``task_type.<IL..>`` and ``implicitness.<NA..>``.
+    (points: share of turns scored by both on the same side of tau) and its ``_kappa``,
+    ``turn_score_corr``; the item statistics again per ``task_type.<IL..>`` and
+    ``implicitness.<NA..>``.
     """
     items = _merge_items(items_a, items_b)
     turns = _merge_turns(turns_a, turns_b)
@@ -192,7 +204,9 @@ def compare(
             for name in ("items", "kappa", "items_compared"):
                 out[prefix + metric_key(name, group, value)] = stats[name]
         for value, part in turns.groupby(turns[group].astype(str), sort=True):
-            out[prefix + metric_key("turn_score_corr", group, value)] = _turn_stats(part, (), "")["turn_score_corr"]
+            out[prefix + metric_key("turn_score_corr", group, value)] = _turn_stats(part, (), "")[
+                "turn_score_corr"
+            ]
     return out
 
 
@@ -209,7 +223,9 @@ def panel(items: Mapping[str, pd.DataFrame], prefix: str = "agreement.judges.") 
     assert wide is not None
     for name in names:
         wide[name] = _decided(wide[name])
-    kappas = [cohen_kappa(wide[x].tolist(), wide[y].tolist()) for x, y in itertools.combinations(names, 2)]
+    kappas = [
+        cohen_kappa(wide[x].tolist(), wide[y].tolist()) for x, y in itertools.combinations(names, 2)
+    ]
     finite = [k for k in kappas if not math.isnan(k)]
     return {
         f"{prefix}n": float(len(names)),

@@ -15,7 +15,8 @@ taken as one stratum and says so). Both terms are sums over sessions, so ``theta
 of a per-session value ``g_s`` (the session's judge value plus its labelled turns' weighted
 corrections), and its variance is that of the ``g_s`` over sessions (the sessions' sampling,
 what the judge's own interval holds, with the correction's covariance) with the labelling's
-part taken as it was drawn: a fixed number of turns per stratum, without replacement (``ppi``). A labelled turn the judge did not score is outside the metric and is counted
+part taken as it was drawn: a fixed number of turns per stratum, without replacement (``ppi``).
+A labelled turn the judge did not score is outside the metric and is counted
 (``labels_unused``), never used.
 
 ``calibrate`` returns, in points: ``judge_bias`` (judge minus physicians on the labelled turns,

@@ -138,7 +138,10 @@ class Watch:
             return "calls in flight 0"
         retrying = sum(c.retrying for c in live)
         waits = f"{retrying} retrying; " if retrying else ""
-        return f"calls in flight {len(live)} ({waits}slowest {time.monotonic() - min(c.start for c in live):.0f} s)"
+        return (
+            f"calls in flight {len(live)} ({waits}slowest "
+            f"{time.monotonic() - min(c.start for c in live):.0f} s)"
+        )
 
     @contextlib.contextmanager
     def attempt(self) -> Iterator[None]:

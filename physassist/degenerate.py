@@ -48,7 +48,11 @@ def summary(turns: pd.DataFrame) -> str | None:
         return None  # every turn a system fault: the faults line says it (physassist.faults)
     n = len(turns)
     parts = []
-    if "answered" in turns.columns and turns["answered"].notna().all() and not turns["answered"].astype(bool).any():
+    if (
+        "answered" in turns.columns
+        and turns["answered"].notna().all()
+        and not turns["answered"].astype(bool).any()
+    ):
         parts.append(f"0 of {n} turns answered: {_breakdown(turns['end'], _ENDS)}")
     if "score" in turns.columns and turns["score"].isna().all():
         parts.append(f"0 of {n} turns scored: {_breakdown(turns['status'], _STATUSES)}")

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "DiskFull", "ERROR_STATUS", "EXIT_FAULTS", "FAULT_TAG", "JUDGE_FAILED_MAX", "SystemFault", "describe", "fault_summary",
+    "DiskFull",
+    "ERROR_STATUS",
+    "EXIT_FAULTS",
+    "FAULT_TAG",
+    "JUDGE_FAILED_MAX",
+    "SystemFault",
+    "describe",
+    "fault_summary",
 ]
 
 #: The scorer status (and the loop's ``end``) of a turn that a system fault ended.
@@ -106,18 +113,31 @@ def fault_summary(turns: pd.DataFrame) -> str | None:
     faulted = turns[turns["status"] == ERROR_STATUS]
     if not faulted.empty:
         parts.append(
-            f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: {_reasons(faulted)}"
+            f"{len(faulted)} of {len(turns)} turns ended in a system fault and are unscored: "
+            f"{_reasons(faulted)}"
         )
     kinds = turns["error_kind"] if "error_kind" in turns.columns else None
-    ungraded = turns[(turns["status"] != ERROR_STATUS) & kinds.isin(("unparseable", "provider"))] if kinds is not None else turns[:0]
+    ungraded = (
+        turns[(turns["status"] != ERROR_STATUS) & kinds.isin(("unparseable", "provider"))]
+        if kinds is not None
+        else turns[:0]
+    )
     if len(ungraded) > JUDGE_FAILED_MAX:
         counts = Counter(str(k) for k in ungraded["error_kind"])
-        how = ", ".join(f"{n} {'unparseable replies' if k == 'unparseable' else 'failed calls'}" for k, n in counts.most_common())
-        parts.append(f"the judge could not grade {len(ungraded)} of {len(turns)} turns ({how}): {_reasons(ungraded)}")
+        how = ", ".join(
+            f"{n} {'unparseable replies' if k == 'unparseable' else 'failed calls'}"
+            for k, n in counts.most_common()
+        )
+        parts.append(
+            f"the judge could not grade {len(ungraded)} of {len(turns)} turns ({how}): "
+            f"{_reasons(ungraded)}"
+        )
     return "; ".join(parts) or None
 
 
 def _reasons(turns: pd.DataFrame) -> str:
-    reasons = Counter(" ".join(str(e).split())[:200] for e in turns.get("error", [None] * len(turns)))
+    reasons = Counter(
+        " ".join(str(e).split())[:200] for e in turns.get("error", [None] * len(turns))
+    )
     top = "; ".join(f"{n}x {reason}" for reason, n in reasons.most_common(3))
     return top + (f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else "")

@@ -1,4 +1,5 @@
-"""Physicians' labels for a run: the subset to label, the reviewer's sheet, the filled sheet read back.
+"""Physicians' labels for a run: the subset to label, the reviewer's sheet, the filled sheet
+read back.
 
 ``physassist-label`` (``physassist/cli/label.py``) runs these over MLflow; they are plain
 functions of a turn table and an Inspect log:
@@ -111,10 +112,11 @@ def sheet(drawn: pd.DataFrame, log: Any, run_id: str | None = None) -> tuple[pd.
     parts = [
         f"# Reviewer's sheet{f' of run {run_id}' if run_id else ''}",
         "",
-        f"{len(drawn)} turns drawn at random (stratified by scenario and tier). For each rubric item, write "
-        "`pass` or `fail` in the `verdict` column of `sheet.csv` (leave it empty when you cannot decide), "
-        "a short `rationale` where it helps, and your name or email in `reviewer`. The judge's verdicts are "
-        "not shown: judge each answer on its own. Then: `physassist-label import sheet.csv`.",
+        f"{len(drawn)} turns drawn at random (stratified by scenario and tier). For each rubric "
+        "item, write `pass` or `fail` in the `verdict` column of `sheet.csv` (leave it empty "
+        "when you cannot decide), a short `rationale` where it helps, and your name or email in "
+        "`reviewer`. The judge's verdicts are not shown: judge each answer on its own. Then: "
+        "`physassist-label import sheet.csv`.",
         "",
     ]
     for row in drawn.itertuples(index=False):
@@ -182,17 +184,22 @@ def read_sheet(path: Path, reviewer: str | None = None) -> pd.DataFrame:
     missing = [c for c in (*KEYS, "item", "verdict") if c not in frame.columns]
     if missing:
         raise SheetError(
-            f"{path}: no column {', '.join(missing)} (the sheet physassist-label draw wrote has them)"
+            f"{path}: no column {', '.join(missing)} (the sheet physassist-label draw wrote has "
+            "them)"
         )
     rows = []
     for number, row in enumerate(frame.to_dict("records"), start=2):  # row 1 is the header
-        where = f"{path} row {number} (session {row['session_id']}, turn {row['turn']}, item {row['item']})"
+        where = (
+            f"{path} row {number} (session {row['session_id']}, turn {row['turn']}, item "
+            f"{row['item']})"
+        )
         try:
             passed = _verdict(row["verdict"])
             keys = (str(row["session_id"]), int(row["epoch"]), int(row["turn"]), int(row["item"]))
         except KeyError as exc:
             raise SheetError(
-                f"{where}: verdict {exc.args[0]!r} is not pass or fail (leave it empty when undecided)"
+                f"{where}: verdict {exc.args[0]!r} is not pass or fail (leave it empty when "
+                "undecided)"
             ) from None
         except (TypeError, ValueError):
             raise SheetError(f"{where}: epoch, turn and item must be whole numbers") from None

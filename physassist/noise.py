@@ -1,4 +1,5 @@
-"""How far to trust a score: where its variance comes from, and the smallest difference a design sees.
+"""How far to trust a score: where its variance comes from, and the smallest difference a
+design sees.
 
 Pure numpy/pandas, no Inspect. A run's score moves between identical runs for three reasons
 the benchmark can repeat: the agent's sampling (``inspect.epochs``), the simulated patient's
@@ -83,7 +84,8 @@ KEYS = ["session_id", "patient", "epoch", "judging"]
 
 
 def _judgings(row_scores: object, score: float) -> list[float]:
-    """A turn's judging scores: ``judge_scores`` (a list, or its JSON text in a CSV), else its score."""
+    """A turn's judging scores: ``judge_scores`` (a list, or its JSON text in a CSV), else its
+    score."""
     value = row_scores
     if isinstance(value, str) and value.strip().startswith("["):
         value = json.loads(value)
@@ -135,7 +137,8 @@ def replicates(turns: pd.DataFrame, taus: Sequence[float], patient: str = "-") -
 
 @dataclass(frozen=True)
 class _Layout:
-    """Which pass (a column of the session x pass matrix) belongs to which trajectory and patient."""
+    """Which pass (a column of the session x pass matrix) belongs to which trajectory and
+    patient."""
 
     to_trajectory: np.ndarray  # passes x trajectories, 0/1
     to_patient: np.ndarray  # trajectories x patients, 0/1
@@ -167,7 +170,8 @@ def _matrix(values: pd.DataFrame, metric: str) -> tuple[np.ndarray, _Layout]:
 def _within(
     x: np.ndarray, present: np.ndarray, groups: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per (batch, session, group): count, mean; per batch: pooled within-group sum of squares and df."""
+    """Per (batch, session, group): count, mean; per batch: pooled within-group sum of squares
+    and df."""
     x0 = np.where(present, x, 0.0)
     count = present.astype(float) @ groups
     total = x0 @ groups
@@ -198,7 +202,9 @@ def _estimate(
         return _moments(y, layout, passes_drawn)
 
 
-def _moments(y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None) -> dict[str, np.ndarray]:
+def _moments(
+    y: np.ndarray, layout: _Layout, passes_drawn: np.ndarray | None
+) -> dict[str, np.ndarray]:
     present = ~np.isnan(y)
     sessions = present.any(axis=2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -308,7 +314,8 @@ class Split:
     repeats: Mapping[str, int]  # patient seeds, epochs, judgings per session (as run)
 
     def variance(self, axis: str) -> float:
-        """An axis' variance, 0 when unmeasured (for sums: an unmeasured axis adds nothing known)."""
+        """An axis' variance, 0 when unmeasured (for sums: an unmeasured axis adds nothing
+        known)."""
         value = next(c.variance for c in self.components if c.axis == axis)
         return 0.0 if math.isnan(value) else value
 
@@ -440,9 +447,13 @@ def split(values: pd.DataFrame, metric: str = "mrs", n_boot: int = 1000, seed: i
 
 def _unmeasured(axis: str, repeats: Mapping[str, int]) -> str:
     how = {
-        "patient": "one patient seed per session: a sweep over patient.seed (patient=live) measures it",
+        "patient": (
+            "one patient seed per session: a sweep over patient.seed (patient=live) measures it"
+        ),
         "agent": "one epoch: inspect.epochs >= 2 measures it",
-        "judge": "one judging: judge.repeats >= 2 (or physassist-rescore judge.repeats=k) measures it",
+        "judge": (
+            "one judging: judge.repeats >= 2 (or physassist-rescore judge.repeats=k) measures it"
+        ),
         "residual": "one pass over the sessions: any repeat measures it",
         "session": "one session",
     }[axis]
@@ -516,7 +527,10 @@ class Plan:
     usd: float
 
     def text(self, available: int | None = None) -> str:
-        what = f"{self.sessions} sessions x {self.epochs} epoch{'s' * (self.epochs > 1)} x {self.judgings} judging{'s' * (self.judgings > 1)}"
+        what = (
+            f"{self.sessions} sessions x {self.epochs} epoch{'s' * (self.epochs > 1)} x "
+            f"{self.judgings} judging{'s' * (self.judgings > 1)}"
+        )
         price = f", ~{_tokens(self.tokens)} tokens" + (
             f" (${self.usd:,.2f})" if not math.isnan(self.usd) else ""
         )

@@ -56,16 +56,22 @@ def session_values(turns: pd.DataFrame, taus: Sequence[float] = (0.6, 0.75)) -> 
     df["scored"] = (df["status"] == "scored") & score.notna()
     df["score"] = score.where(df["scored"])
     trials = df.groupby(["session_id", "epoch"])
-    out = pd.DataFrame({"mrs": trials["score"].mean().groupby(level="session_id").mean() * RATE_SCALE})
+    out = pd.DataFrame(
+        {"mrs": trials["score"].mean().groupby(level="session_id").mean() * RATE_SCALE}
+    )
     eligible = trials["scored"].all()
     for tau in taus:
-        passed = (df["score"] >= tau - 1e-12).groupby([df["session_id"], df["epoch"]]).all() & eligible
+        passed = (df["score"] >= tau - 1e-12).groupby(
+            [df["session_id"], df["epoch"]]
+        ).all() & eligible
         share = passed[eligible].groupby(level="session_id").mean() * RATE_SCALE
         out[f"pass_session_{tau_key(tau)}"] = share.reindex(out.index)
     return out
 
 
-def paired_bootstrap(diffs: Sequence[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap(
+    diffs: Sequence[float], n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile 95% interval of the mean difference, resampling sessions."""
     d = np.asarray(diffs, dtype=float)
     if len(d) == 0:
@@ -123,7 +129,9 @@ class PairedResult:
         return asdict(self)
 
 
-def paired(a: pd.Series, b: pd.Series, metric: str, n_boot: int = 2000, seed: int = 0) -> PairedResult:
+def paired(
+    a: pd.Series, b: pd.Series, metric: str, n_boot: int = 2000, seed: int = 0
+) -> PairedResult:
     """Compare per-session values of two runs on the sessions where both have a value."""
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
     d = (both["a"] - both["b"]).to_numpy(float)
@@ -156,7 +164,9 @@ def sessions_needed(sd_diff: float, delta: float, alpha: float = 0.05, power: fl
     """Sessions a paired comparison needs to detect a true mean difference ``delta`` (same
     units as ``sd_diff``, the standard deviation of the per-session differences)."""
     if delta <= 0 or not sd_diff >= 0:
-        raise ValueError(f"sessions_needed: need delta > 0 and sd_diff >= 0, got {delta}, {sd_diff}")
+        raise ValueError(
+            f"sessions_needed: need delta > 0 and sd_diff >= 0, got {delta}, {sd_diff}"
+        )
     return max(2, math.ceil((_z(alpha, power) * sd_diff / delta) ** 2))
 
 
@@ -173,7 +183,9 @@ def epochs_needed(
     session's difference is ``var_between + var_within / k`` after k epochs. None when even
     ``max_epochs`` epochs are not enough (the session-to-session variance alone is too big)."""
     if delta <= 0 or n_sessions < 1:
-        raise ValueError(f"epochs_needed: need delta > 0 and n_sessions >= 1, got {delta}, {n_sessions}")
+        raise ValueError(
+            f"epochs_needed: need delta > 0 and n_sessions >= 1, got {delta}, {n_sessions}"
+        )
     allowed = n_sessions * (delta / _z(alpha, power)) ** 2  # the largest per-session variance
     for k in range(1, max_epochs + 1):
         if var_between + var_within / k <= allowed:

@@ -41,7 +41,9 @@ import time
 from collections.abc import Callable
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
-AGAIN_S = 5.0  # not taken by then: delivered again (a taken one ended in 0.3-3.9 s in 44 runs at load 10)
+AGAIN_S = (
+    5.0  # not taken by then: delivered again (a taken one ended in 0.3-3.9 s in 44 runs at load 10)
+)
 EXIT_BOUND_S = 60.0  # after a signal the process ends by then, its clean-up done or not
 
 _received: int | None = None
@@ -58,7 +60,9 @@ def _arrived(signum: int) -> None:
     if _received is None:
         _received = signum
     if _watching.acquire(blocking=False):
-        threading.Thread(target=_watch_ending, args=(_received,), name="physassist-signal", daemon=True).start()
+        threading.Thread(
+            target=_watch_ending, args=(_received,), name="physassist-signal", daemon=True
+        ).start()
 
 
 def _handle(signum: int, frame: object) -> None:
@@ -111,7 +115,9 @@ def _listen() -> None:
         writer.close()
         return
     _wakeup = (reader, writer)
-    threading.Thread(target=_read, args=(reader, True), name="physassist-wakeup", daemon=True).start()
+    threading.Thread(
+        target=_read, args=(reader, True), name="physassist-wakeup", daemon=True
+    ).start()
 
 
 def _forked() -> None:
@@ -163,7 +169,12 @@ def _end_now(signum: int) -> None:
     import psutil
 
     name = signal.Signals(signum).name
-    print(f"physassist-eval: still ending {EXIT_BOUND_S:.0f} s after {name}; stopped (runs left RUNNING are marked KILLED by the next command)", file=sys.stderr, flush=True)
+    print(
+        f"physassist-eval: still ending {EXIT_BOUND_S:.0f} s after {name}; stopped (runs left "
+        "RUNNING are marked KILLED by the next command)",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
@@ -227,4 +238,8 @@ def exit_code() -> int:
 def reason() -> str:
     """Why the run was interrupted, for the run's ``physassist.end_reason`` tag."""
     sig = received()
-    return "interrupted (Ctrl-C)" if sig == signal.SIGINT else f"interrupted ({signal.Signals(sig).name})"
+    return (
+        "interrupted (Ctrl-C)"
+        if sig == signal.SIGINT
+        else f"interrupted ({signal.Signals(sig).name})"
+    )

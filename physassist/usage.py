@@ -30,7 +30,15 @@ __all__ = [
 ]
 
 ASSISTANT = "assistant"
-USAGE_COLUMNS = ["session_id", "epoch", "role", "model", "input_tokens", "output_tokens", "cost_usd"]
+USAGE_COLUMNS = [
+    "session_id",
+    "epoch",
+    "role",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+]
 
 
 def _tokens(usage: Any) -> tuple[int, int]:
@@ -47,8 +55,11 @@ def _role_models(log: EvalLog) -> dict[str, str]:
     return roles
 
 
-def _split(model_usage: Mapping[str, Any], role_usage: Mapping[str, Any], roles: Mapping[str, str],
-           ) -> list[tuple[str, str, int, int]]:
+def _split(
+    model_usage: Mapping[str, Any],
+    role_usage: Mapping[str, Any],
+    roles: Mapping[str, str],
+) -> list[tuple[str, str, int, int]]:
     """(role, model, input, output) rows: roles from ``role_usage``, the assistant the rest."""
     rows: list[tuple[str, str, int, int]] = []
     shared = {role: _tokens(u) for role, u in role_usage.items()}
@@ -76,8 +87,20 @@ def session_usage(log: EvalLog, prices: Mapping[str, Any] | None = None) -> pd.D
     roles = _role_models(log)
     rows = []
     for sample in log.samples or []:
-        for role, model, tin, tout in _split(sample.model_usage or {}, sample.role_usage or {}, roles):
-            rows.append((str(sample.id), sample.epoch, role, model, tin, tout, cost(model, tin, tout, prices or {})))
+        for role, model, tin, tout in _split(
+            sample.model_usage or {}, sample.role_usage or {}, roles
+        ):
+            rows.append(
+                (
+                    str(sample.id),
+                    sample.epoch,
+                    role,
+                    model,
+                    tin,
+                    tout,
+                    cost(model, tin, tout, prices or {}),
+                )
+            )
     return pd.DataFrame(rows, columns=USAGE_COLUMNS)
 
 

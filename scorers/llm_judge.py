@@ -120,4 +120,10 @@ async def _judge_turn(ti: TurnInput, graders: Sequence[Grader], context: str) ->
     return await grade_turn(ti, graders[0], context)
 
 
-JUDGE = Judge(NAME, "one grader model judges every rubric item pass/fail with a reason (the paper's judge: openai/gpt-5.4-mini); `judge.context`: `gold_answer` or `evidence`", "one", _judge_turn)
+JUDGE = Judge(
+    NAME,
+    "one grader model judges every rubric item pass/fail with a reason (the paper's judge: "
+    "openai/gpt-5.4-mini); `judge.context`: `gold_answer` or `evidence`",
+    "one",
+    _judge_turn,
+)

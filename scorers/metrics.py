@@ -79,7 +79,8 @@ def physassist_metrics() -> Metric:
     """The headline (``physassist.metrics.is_headline``): mRS, Pass@Turn and Pass@Session per
     tau with their 95% intervals, and the turn counts. Inspect shows these; the breakdowns,
     tool metrics and epoch statistics are computed from the turn table by the same
-    ``summarize`` (``physassist.staging``, ``scorers.rescoring``) and live in MLflow and the report."""
+    ``summarize`` (``physassist.staging``, ``scorers.rescoring``) and live in MLflow and the
+    report."""
     return _summary_metric(is_headline, breakdowns=False)
 
 

@@ -31,7 +31,13 @@ def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
     if not voting:
         errors = "; ".join(dict.fromkeys(j.error or "no verdict" for j in judgements))
         kinds = {j.error_kind for j in judgements}
-        kind: ErrorKind | None = "unparseable" if kinds == {"unparseable"} else "provider" if kinds == {"provider"} else None
+        kind: ErrorKind | None = (
+            "unparseable"
+            if kinds == {"unparseable"}
+            else "provider"
+            if kinds == {"provider"}
+            else None
+        )
         return TurnJudgement.failed(n_items, NAME, f"every panel grader failed: {errors}", kind)
     items = []
     for index in range(n_items):
@@ -43,10 +49,18 @@ def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
     return TurnJudgement.from_items(items, NAME)
 
 
-async def judge_turn(ti: TurnInput, graders: Sequence[Grader], context: str = "gold_answer") -> TurnJudgement:
+async def judge_turn(
+    ti: TurnInput, graders: Sequence[Grader], context: str = "gold_answer"
+) -> TurnJudgement:
     """Judge the turn with every grader (the write judge on Write/Update turns), then combine."""
     judgements = await asyncio.gather(*(grade_turn(ti, g, context) for g in graders))
     return combine(judgements, len(ti.items))
 
 
-JUDGE = Judge(NAME, "several grader models judge every item as `llm` does; each item takes the majority verdict, a tie leaves it undecided (the turn unscored, never guessed)", "many", judge_turn)
+JUDGE = Judge(
+    NAME,
+    "several grader models judge every item as `llm` does; each item takes the majority verdict, a "
+    "tie leaves it undecided (the turn unscored, never guessed)",
+    "many",
+    judge_turn,
+)

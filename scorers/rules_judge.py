@@ -64,8 +64,8 @@ def check_item(check: dict[str, Any] | None, ti: TurnInput) -> ItemResult:
         return handler(check, ti)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
-            f"session {ti.session.id!r}, turn {ti.turn}, field 'rubric_checks': malformed {kind!r} check "
-            f"{check!r}: {exc}"
+            f"session {ti.session.id!r}, turn {ti.turn}, field 'rubric_checks': "
+            f"malformed {kind!r} check {check!r}: {exc}"
         ) from exc
 
 
@@ -308,4 +308,10 @@ async def _judge_turn(ti: TurnInput, graders: object, context: str) -> TurnJudge
     return judge_turn(ti)
 
 
-JUDGE = Judge(NAME, "deterministic and offline: decides the rubric items that carry a machine-checkable form (`rubric_checks`); the others stay undecided (the turn unscored)", "none", _judge_turn)
+JUDGE = Judge(
+    NAME,
+    "deterministic and offline: decides the rubric items that carry a machine-checkable form "
+    "(`rubric_checks`); the others stay undecided (the turn unscored)",
+    "none",
+    _judge_turn,
+)

@@ -208,7 +208,8 @@ def build_session(
     answers = [
         f"Creatinine: {cr} (latest).",
         f"Potassium {k}; sodium {na}.",
-        f"{drug} is prescribed, but the patient stopped taking it a week ago (stomach upset): non-adherent.",
+        f"{drug} is prescribed, but the patient stopped taking it a week ago (stomach upset): "
+        "non-adherent.",
         f"Ordered {drug} 5 mg oral BID.",
     ]
     answers_zh = [
@@ -296,7 +297,10 @@ def build_session(
 
     return {
         "id": f"physassistbench_MedRecon_med_safety_{session_id}_L2",
-        "env_info": f"session_id: {session_id}\nCurrent date: {adm['current_date']}. Patient is a 60-year-old F",
+        "env_info": (
+            f"session_id: {session_id}\nCurrent date: {adm['current_date']}. "
+            "Patient is a 60-year-old F"
+        ),
         "tools": tool_schemas(),
         "tasks": tasks,
         "tasks_en": tasks,

@@ -14,9 +14,10 @@ local token estimate), recorded per request in ``ScriptedServer.log``.
 
 Faults (``faults``: request number -> kind, numbered from 1 over chat requests): ``429``
 (with ``Retry-After``), ``500``, ``slow`` (answers after ``slow_seconds``), ``malformed_args``
-(an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls), ``unknown_tool`` (a tool that was not offered),
-``empty_choices``. ``latency`` delays every response (benchmarks). ``broken=True``: HTTP 500 to
-every request, ``GET /v1/models`` included (a server that is up but failing). ``dies_after=n``:
+(an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls),
+``unknown_tool`` (a tool that was not offered), ``empty_choices``. ``latency`` delays every
+response (benchmarks). ``broken=True``: HTTP 500 to every request, ``GET /v1/models`` included
+(a server that is up but failing). ``dies_after=n``:
 the server is killed once it answered n chat requests (nothing listens any more).
 ``silent_server()``: an address that accepts connections and never answers.
 ``generator_policy`` serves ``physassist-generate``'s agents (the offline generator's replies),
@@ -83,7 +84,11 @@ def grader_policy(body: dict[str, Any]) -> Reply:
     prompt = prompt if isinstance(prompt, str) else " ".join(p.get("text", "") for p in prompt)
     n = int(_ITEMS.search(prompt).group(1))
     items = [{"id": i, "pass": True, "reason": "stated"} for i in range(1, n + 1)]
-    return {"content": json.dumps({"items": items}), "tool_calls": [], "usage": (len(prompt) // 4, 20 * n)}
+    return {
+        "content": json.dumps({"items": items}),
+        "tool_calls": [],
+        "usage": (len(prompt) // 4, 20 * n),
+    }
 
 
 def generator_policy(body: dict[str, Any]) -> Reply:
@@ -95,7 +100,11 @@ def generator_policy(body: dict[str, Any]) -> Reply:
         messages: list[ChatMessage] = await messages_from_openai(body["messages"])
         output = await ScriptedGenerator("scripted").generate(messages, [], "none", None)
         usage = output.usage
-        return {"content": output.completion, "tool_calls": [], "usage": (usage.input_tokens, usage.output_tokens)}
+        return {
+            "content": output.completion,
+            "tool_calls": [],
+            "usage": (usage.input_tokens, usage.output_tokens),
+        }
 
     return asyncio.run(act())
 
@@ -117,7 +126,12 @@ def malformed_policy() -> Policy:
 
     def reply(body: dict[str, Any]) -> Reply:
         content, finish = MALFORMED[next(numbers) % len(MALFORMED)]
-        return {"content": content, "tool_calls": [], "usage": (100, 1024 if finish == "length" else 12), "finish": finish}
+        return {
+            "content": content,
+            "tool_calls": [],
+            "usage": (100, 1024 if finish == "length" else 12),
+            "finish": finish,
+        }
 
     return reply
 
@@ -160,7 +174,9 @@ class Served:
     usage: tuple[int, int] = (0, 0)
     started: float = 0.0
     tools: tuple[str, ...] = ()  # the offered tool names
-    headers: dict[str, str] = field(default_factory=dict)  # the request's HTTP headers, names lower-case
+    headers: dict[str, str] = field(
+        default_factory=dict
+    )  # the request's HTTP headers, names lower-case
 
 
 @dataclass
@@ -189,16 +205,23 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+            disable_nagle_algorithm = (
+                True  # headers and body are two writes: no 40 ms delayed-ACK stall
+            )
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
                 if server.broken:
-                    self._json(500, {"error": {"message": "internal error", "type": "server_error"}})
+                    self._json(
+                        500, {"error": {"message": "internal error", "type": "server_error"}}
+                    )
                 elif self.path.rstrip("/") == "/v1/models":
-                    data = [{"id": name, "object": "model", "owned_by": "tests"} for name in server.policies]
+                    data = [
+                        {"id": name, "object": "model", "owned_by": "tests"}
+                        for name in server.policies
+                    ]
                     self._json(200, {"object": "list", "data": data})
                 else:
                     server.other_paths.append(self.path)
@@ -216,10 +239,15 @@ class ScriptedServer:
                     return
                 status, payload, headers = server.answer(body, dict(self.headers))
                 self._json(status, payload, headers)
-                if server.dies_after is not None and len(server.served(status=200)) >= server.dies_after:
+                if (
+                    server.dies_after is not None
+                    and len(server.served(status=200)) >= server.dies_after
+                ):
                     server.kill()
 
-            def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+            def _json(
+                self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -265,7 +293,9 @@ class ScriptedServer:
             return self.faults(number, model)
         return self.faults.get(number)
 
-    def answer(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+    def answer(
+        self, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
         started = time.perf_counter()
         with self._lock:
             self._count += 1
@@ -273,8 +303,15 @@ class ScriptedServer:
         model = str(body.get("model"))
         fault = self.fault_for(number, model)
         tools = tuple(t["function"]["name"] for t in body.get("tools") or [])
-        record = Served(number, model, fault, 200, started=started, tools=tools,
-                        headers={k.lower(): v for k, v in (headers or {}).items()})
+        record = Served(
+            number,
+            model,
+            fault,
+            200,
+            started=started,
+            tools=tools,
+            headers={k.lower(): v for k, v in (headers or {}).items()},
+        )
         with self._lock:
             self.log.append(record)
         if self.latency:
@@ -286,7 +323,13 @@ class ScriptedServer:
             return 404, {"error": {"message": f"model {model!r} not served"}}, {}
         if fault == "429":
             record.status = 429
-            error = {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit"}}
+            error = {
+                "error": {
+                    "message": "rate limited",
+                    "type": "rate_limit_error",
+                    "code": "rate_limit",
+                }
+            }
             return 429, error, {"Retry-After": self.retry_after}
         if fault == "500":
             record.status = 500
@@ -308,27 +351,41 @@ class ScriptedServer:
                 {
                     "id": f"call_{uuid.uuid4().hex[:12]}",
                     "type": "function",
-                    "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
                 }
                 for name, args in calls
             ]
-        choice = {"index": 0, "message": message, "finish_reason": reply.get("finish") or ("tool_calls" if calls else "stop")}
+        choice = {
+            "index": 0,
+            "message": message,
+            "finish_reason": reply.get("finish") or ("tool_calls" if calls else "stop"),
+        }
         return 200, self._completion(model, [choice], record.usage), {}
 
     @staticmethod
-    def _completion(model: str, choices: list[dict[str, Any]], usage: tuple[int, int]) -> dict[str, Any]:
+    def _completion(
+        model: str, choices: list[dict[str, Any]], usage: tuple[int, int]
+    ) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": choices,
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+            "usage": {
+                "prompt_tokens": usage[0],
+                "completion_tokens": usage[1],
+                "total_tokens": sum(usage),
+            },
         }
 
     # -- what happened -------------------------------------------------------------------
     def served(self, model: str | None = None, status: int | None = 200) -> list[Served]:
         return [
-            r for r in self.log
+            r
+            for r in self.log
             if (model is None or r.model == model) and (status is None or r.status == status)
         ]

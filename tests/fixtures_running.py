@@ -51,7 +51,8 @@ class Running:
         ):
             time.sleep(0.1)
         assert done(), (
-            f"not so after {time.perf_counter() - self.start:.0f} s: {self.out[-5:]} {self.err[-5:]}"
+            f"not so after {time.perf_counter() - self.start:.0f} s: {self.out[-5:]} "
+            f"{self.err[-5:]}"
         )
 
     def wait_for(self, found: Callable[[list[tuple[float, str]]], bool], timeout: float) -> None:
@@ -64,7 +65,8 @@ class Running:
         self.proc.send_signal(signum)
 
     def finish(self, timeout: float = 120) -> int:
-        """Wait for the end (bounded: killed after ``timeout`` s from its start); the exit status."""
+        """Wait for the end (bounded: killed after ``timeout`` s from its start); the exit
+        status."""
         try:
             self.proc.wait(timeout=max(1.0, timeout - (time.perf_counter() - self.start)))
         except subprocess.TimeoutExpired:

@@ -44,7 +44,9 @@ def parse_object(text: str, kind: str) -> dict[str, Any]:
     try:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise AgentOutputError(f"{kind}: reply is not JSON ({exc.msg} at {exc.pos}): {body[:120]!r}") from exc
+        raise AgentOutputError(
+            f"{kind}: reply is not JSON ({exc.msg} at {exc.pos}): {body[:120]!r}"
+        ) from exc
     if not isinstance(value, dict):
         raise AgentOutputError(f"{kind}: reply must be a JSON object, got {type(value).__name__}")
     return value
@@ -80,21 +82,25 @@ class Caller:
     usage: Usage = field(default_factory=Usage)
     calls: int = 0
 
-    async def ask(self, role: str, kind: str, payload: dict[str, Any],
-                  temperature: float = 0.0) -> dict[str, Any]:
+    async def ask(
+        self, role: str, kind: str, payload: dict[str, Any], temperature: float = 0.0
+    ) -> dict[str, Any]:
         if role not in ROLES:
             raise ValueError(f"unknown generation role {role!r}; valid: {', '.join(ROLES)}")
         model = get_model(role=role, default=get_model(role="generator"))
         self.calls += 1
         config = GenerateConfig(temperature=temperature, seed=self.seed + self.calls)
-        out = await model.generate([ChatMessageUser(content=render_prompt(kind, payload))],
-                                   config=config)
+        out = await model.generate(
+            [ChatMessageUser(content=render_prompt(kind, payload))], config=config
+        )
         u = out.usage
         self.usage.add(role, str(model), u.input_tokens if u else 0, u.output_tokens if u else 0)
         if out.error:
             raise AgentOutputError(f"{kind}: model error: {out.error}")
         if out.stop_reason == "max_tokens":  # a runaway reply: its JSON would be cut short anyway
-            budget = f"{model.config.max_tokens} tokens" if model.config.max_tokens else "the provider's"
+            budget = (
+                f"{model.config.max_tokens} tokens" if model.config.max_tokens else "the provider's"
+            )
             raise AgentOutputError(f"{kind}: reply cut at the output budget ({budget})")
         if out.stop_reason == "content_filter":
             raise AgentOutputError(f"{kind}: the model refused: {out.completion[:120]!r}")

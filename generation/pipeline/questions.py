@@ -21,14 +21,16 @@ from .llm import Caller, need_str
 from .planner import PlanTurn
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an and any are as at be been being but by can could did do does for from had has have he her
 here his how i if in into is it its just let me more most my no not now of on or our she should
 so some than that the their them then there these they this those to up was we were what when
 where which while who why will with would you your yet again still also any all about over
 get got give check look pull show tell see want need know please okay ok like latest last
 current recent now today anything something
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -42,14 +44,18 @@ def content_words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2}
 
 
-def choose_subtype(turn: int, task_type: str, prior_entities: set[str], used: dict[str, int],
-                   rng: random.Random) -> str | None:
+def choose_subtype(
+    turn: int, task_type: str, prior_entities: set[str], used: dict[str, int], rng: random.Random
+) -> str | None:
     """T0 and Write/Update stay explicit; NA needs an earlier entity; AE is never on IL and
     needs two earlier turns. The least-used feasible subtype wins (seeded tie-break)."""
     if turn == 0 or task_type == WU:
         return None
-    feasible = [s for s in SUBTYPES
-                if (s != "NA" or prior_entities) and (s != "AE" or (task_type != IL and turn >= 2))]
+    feasible = [
+        s
+        for s in SUBTYPES
+        if (s != "NA" or prior_entities) and (s != "AE" or (task_type != IL and turn >= 2))
+    ]
     low = min(used.get(s, 0) for s in feasible)
     return rng.choice([s for s in feasible if used.get(s, 0) == low])
 
@@ -69,27 +75,46 @@ def settle(explicit: str, rewritten: str, subtype: str | None, plan: PlanTurn) -
     fallback = None
     if not (content_words(rewritten) & content_words(explicit)):
         fragment = pe_fragment(explicit, plan)
-        rewritten, subtype, fallback = ((fragment, "PE", "pe_fragment") if fragment
-                                        else (explicit, None, "explicit"))
+        rewritten, subtype, fallback = (
+            (fragment, "PE", "pe_fragment") if fragment else (explicit, None, "explicit")
+        )
     if rewritten.strip().lower() == explicit.strip().lower():
         return Rewrite(explicit, None, fallback)
     return Rewrite(rewritten, subtype, fallback)
 
 
-async def explicit_question(caller: Caller, plan: PlanTurn, turn: int, history: list[dict[str, str]],
-                            rejected: list[str]) -> str:
-    payload: dict[str, Any] = {"turn": turn, "task_type": plan.task_type, "topic": plan.topic,
-                               "tool_hint": plan.tool_hint, "tool_source": plan.source,
-                               "entities": list(plan.entities), "history": history,
-                               "rejected": rejected}
-    return need_str(await caller.ask("user", "question", payload, temperature=0.8), "question", "question")
+async def explicit_question(
+    caller: Caller, plan: PlanTurn, turn: int, history: list[dict[str, str]], rejected: list[str]
+) -> str:
+    payload: dict[str, Any] = {
+        "turn": turn,
+        "task_type": plan.task_type,
+        "topic": plan.topic,
+        "tool_hint": plan.tool_hint,
+        "tool_source": plan.source,
+        "entities": list(plan.entities),
+        "history": history,
+        "rejected": rejected,
+    }
+    return need_str(
+        await caller.ask("user", "question", payload, temperature=0.8), "question", "question"
+    )
 
 
-async def implicit_question(caller: Caller, explicit: str, subtype: str | None, plan: PlanTurn,
-                            history: list[dict[str, str]]) -> Rewrite:
+async def implicit_question(
+    caller: Caller,
+    explicit: str,
+    subtype: str | None,
+    plan: PlanTurn,
+    history: list[dict[str, str]],
+) -> Rewrite:
     if subtype is None:
         return Rewrite(explicit, None, None)
-    payload = {"question": explicit, "subtype": subtype, "task_type": plan.task_type,
-               "history": history}
+    payload = {
+        "question": explicit,
+        "subtype": subtype,
+        "task_type": plan.task_type,
+        "history": history,
+    }
     reply = await caller.ask("user", "rewrite", payload, temperature=0.3)
     return settle(explicit, need_str(reply, "question", "rewrite"), subtype, plan)

@@ -37,22 +37,88 @@ LABS: list[tuple[tuple[str, ...], str]] = [
     (("a1c", "糖化"), "% Hemoglobin A1c"),
 ]
 PATIENT: list[tuple[tuple[str, ...], str]] = [
-    (("adheren", "taking", "skip", "missed", "依从", "按时吃", "漏服"), "patient.get_medication_adherence"),
+    (
+        ("adheren", "taking", "skip", "missed", "依从", "按时吃", "漏服"),
+        "patient.get_medication_adherence",
+    ),
     (("pain", "疼", "痛"), "patient.get_pain_assessment"),
-    (("home", "live", "alone", "smok", "alcohol", "家", "吸烟", "饮酒"), "patient.get_social_history"),
-    (("walk", "function", "mobility", "daily", "活动", "行走", "自理"), "patient.get_functional_status"),
-    (("symptom", "feel", "complain", "ask her", "ask him", "症状", "感觉"), "patient.get_symptom_history"),
+    (
+        ("home", "live", "alone", "smok", "alcohol", "家", "吸烟", "饮酒"),
+        "patient.get_social_history",
+    ),
+    (
+        ("walk", "function", "mobility", "daily", "活动", "行走", "自理"),
+        "patient.get_functional_status",
+    ),
+    (
+        ("symptom", "feel", "complain", "ask her", "ask him", "症状", "感觉"),
+        "patient.get_symptom_history",
+    ),
 ]
-REPORTS = ("culture", "x-ray", "xray", "chest", "ct ", "mri", "imaging", "ultrasound", "echo",
-           "radiolog", "培养", "影像", "胸片", "超声")
-MEDS = ("dose", "dosing", "medication", "drug", "mg", "prescri", "anticoag", "antibiotic",
-        "switch", "start", "stop", "用药", "药", "剂量")
+REPORTS = (
+    "culture",
+    "x-ray",
+    "xray",
+    "chest",
+    "ct ",
+    "mri",
+    "imaging",
+    "ultrasound",
+    "echo",
+    "radiolog",
+    "培养",
+    "影像",
+    "胸片",
+    "超声",
+)
+MEDS = (
+    "dose",
+    "dosing",
+    "medication",
+    "drug",
+    "mg",
+    "prescri",
+    "anticoag",
+    "antibiotic",
+    "switch",
+    "start",
+    "stop",
+    "用药",
+    "药",
+    "剂量",
+)
 CONDITIONS = ("diagnos", "history of", "condition", "comorbid", "诊断", "病史")
 PLANS = ("discharge", "follow", "出院", "随访")
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}")
-_STOP = {"what", "does", "dose", "dosing", "with", "this", "that", "them", "there", "their",
-         "about", "should", "would", "given", "still", "taking", "have", "been", "will", "start",
-         "stop", "switch", "drug", "medication", "medications", "patient", "adherence"}
+_STOP = {
+    "what",
+    "does",
+    "dose",
+    "dosing",
+    "with",
+    "this",
+    "that",
+    "them",
+    "there",
+    "their",
+    "about",
+    "should",
+    "would",
+    "given",
+    "still",
+    "taking",
+    "have",
+    "been",
+    "will",
+    "start",
+    "stop",
+    "switch",
+    "drug",
+    "medication",
+    "medications",
+    "patient",
+    "adherence",
+}
 
 
 def _has(text: str, words: tuple[str, ...]) -> bool:
@@ -90,7 +156,9 @@ def candidate_calls(conv: Conversation, names: set[str]) -> list[tuple[str, dict
             candidates.append((tool, args))
     for words, label in LABS:
         if _has(q, words):
-            candidates.append(("Observation.search", {**ids, "code": label, "category": "laboratory"}))
+            candidates.append(
+                ("Observation.search", {**ids, "code": label, "category": "laboratory"})
+            )
     if _has(q, REPORTS):
         candidates.append(("DiagnosticReport.search", dict(ids)))
     if _has(q, MEDS):
@@ -116,7 +184,11 @@ def choose_call(conv: Conversation, names: set[str]) -> tuple[str, dict[str, Any
 
 def summarise(results: list[str], language: str, per_result: int = 6) -> str:
     """The first ``per_result`` non-empty lines of each result, verbatim."""
-    lines = [ln for text in results for ln in [x.strip() for x in text.splitlines() if x.strip()][:per_result]]
+    lines = [
+        ln
+        for text in results
+        for ln in [x.strip() for x in text.splitlines() if x.strip()][:per_result]
+    ]
     if not lines:
         return "没有检索到相关数据。" if language == "zh" else "I could not retrieve relevant data."
     head = "检索结果：" if language == "zh" else "Retrieved:"

@@ -67,7 +67,9 @@ def planned_calls(conv: Conversation, names: set[str]) -> list[tuple[str, dict[s
 
 
 def calls_made(conv: Conversation) -> int:
-    return sum(len(m.tool_calls or []) for m in conv.since_question if isinstance(m, ChatMessageAssistant))
+    return sum(
+        len(m.tool_calls or []) for m in conv.since_question if isinstance(m, ChatMessageAssistant)
+    )
 
 
 def epoch() -> int:
@@ -85,7 +87,13 @@ def draws(seed: int, conv: Conversation) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
 
 
-def sampled_calls(calls: list[tuple[str, dict[str, Any]]], conv: Conversation, names: set[str], rng: random.Random, randomness: float) -> list[tuple[str, dict[str, Any]]]:
+def sampled_calls(
+    calls: list[tuple[str, dict[str, Any]]],
+    conv: Conversation,
+    names: set[str],
+    rng: random.Random,
+    randomness: float,
+) -> list[tuple[str, dict[str, Any]]]:
     """``planned_calls`` as sampled: the overview maybe shuffled, later calls maybe skipped."""
     overview = [c for c in context_calls(conv, names) if c in calls]
     own = [c for c in calls if c not in overview]
@@ -98,14 +106,18 @@ def sampled_calls(calls: list[tuple[str, dict[str, Any]]], conv: Conversation, n
 class ExplorerAgent:
     """Several keyword-chosen calls per turn, then every result's first lines as the answer."""
 
-    def __init__(self, model_name: str = "explorer", randomness: float = 0.0, seed: int = 0, **_: Any) -> None:
+    def __init__(
+        self, model_name: str = "explorer", randomness: float = 0.0, seed: int = 0, **_: Any
+    ) -> None:
         if not 0.0 <= float(randomness) <= 1.0:
             raise ValueError(f"physassist/explorer: randomness must be in [0, 1], got {randomness}")
         self.model_name = model_name
         self.randomness = float(randomness)
         self.seed = int(seed)
 
-    async def act(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice) -> ModelOutput:
+    async def act(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
+    ) -> ModelOutput:
         conv = read_conversation(input, tool_choice)
         if conv.turn < 0:
             return reply(self.model_name, "Ready.", [], input)
@@ -122,4 +134,10 @@ class ExplorerAgent:
         lines = ANSWER_LINES
         if rng is not None and rng.random() < self.randomness:
             lines = rng.choice((2, 4))
-        return finish(self.model_name, summarise(conv.tool_results(), conv.language, per_result=lines), tools, conv, input)
+        return finish(
+            self.model_name,
+            summarise(conv.tool_results(), conv.language, per_result=lines),
+            tools,
+            conv,
+            input,
+        )

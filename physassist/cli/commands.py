@@ -14,7 +14,11 @@ import dataclasses
 from pathlib import Path
 
 #: Each command's primary config (``conf/<name>.yaml``) and schema (``cli/schema.py``).
-CONFIGS = {"physassist-eval": "eval", "physassist-rescore": "rescore", "physassist-generate": "generate"}
+CONFIGS = {
+    "physassist-eval": "eval",
+    "physassist-rescore": "rescore",
+    "physassist-generate": "generate",
+}
 
 
 def groups(config_name: str, conf: Path) -> list[str]:

@@ -3,8 +3,9 @@
 Hydra reports an unknown option (``query=sideways``) or key (``modle=oracle``), and the groups'
 schema (``physassist/cli/schema.py``) an unknown key or a mistyped value in a group file or an
 override, over several lines with its search path and a stack-trace hint; the README promises one
-line, like every other bad value. ``reported`` runs a Hydra entry point with Hydra's own reporting off and prints those
-errors that way (exit 2); an unexpected exception keeps its traceback.
+line, like every other bad value. ``reported`` runs a Hydra entry point with Hydra's own
+reporting off and prints those errors that way (exit 2); an unexpected exception keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 _OVERRIDE = re.compile(r"Could not (?:override|append to|delete from config\.?) '([^']+)'")
 # A group file that does not fit its schema: "In 'terminal/mine': ConfigKeyError raised while
 # composing config:\nKey 'nudg' not in 'terminal'\n    full_key: terminal.nudg ..."
-_IN_FILE = re.compile(r"In '([^']+)': (\w+) raised while composing config:\n(.*?)\n\s*full_key: (\S+)", re.S)
+_IN_FILE = re.compile(
+    r"In '([^']+)': (\w+) raised while composing config:\n(.*?)\n\s*full_key: (\S+)", re.S
+)
 
 
 class JobFailed(RuntimeError):
@@ -46,7 +49,11 @@ def _fields(dotted: str, node: Any = None) -> list[str]:
     if not dataclasses.is_dataclass(node):
         node = eval_schema()
         for part in dotted.split(".") if dotted else []:
-            found = {f.name: f.type for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) else {}
+            found = (
+                {f.name: f.type for f in dataclasses.fields(node)}
+                if dataclasses.is_dataclass(node)
+                else {}
+            )
             node = found.get(part)
     return [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
 
@@ -63,7 +70,11 @@ def _schema_error(key: str, message: str, where: str, node: Any = None) -> str:
     owner = parent or getattr(node, "__name__", "the config")
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f"; did you mean {'.'.join(filter(None, (parent, close[0])))}?" if close else ""
-    keys = f"; {owner} has {', '.join(allowed)}" if allowed else f"; add a key to {owner} with +{key}=<value>"
+    keys = (
+        f"; {owner} has {', '.join(allowed)}"
+        if allowed
+        else f"; add a key to {owner} with +{key}=<value>"
+    )
     return f"{key} ({where}): no such key{keys}{hint}"
 
 
@@ -72,11 +83,13 @@ def one_line(exc: BaseException, program: str = "physassist-eval") -> str:
     an unknown name is matched against what ``program`` takes (``cli/commands``)."""
     from hydra.errors import MissingConfigException
 
-
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file:
         group, _, option = str(exc.missing_cfg_file).rpartition("/")
         if group and exc.options:
-            return f"{group}={option}: no such option in group {group} (choices: {', '.join(exc.options)})"
+            return (
+                f"{group}={option}: no such option in group {group} (choices: "
+                f"{', '.join(exc.options)})"
+            )
         return f"{exc.missing_cfg_file}: no such config"
     from omegaconf.errors import OmegaConfBaseException
 
@@ -89,9 +102,19 @@ def one_line(exc: BaseException, program: str = "physassist-eval") -> str:
     # An unknown top-level key of physassist-eval is named with its groups (below); of another
     # command (physassist-generate) with its schema's keys.
     root = getattr(getattr(cause, "object_type", None), "__name__", "eval")
-    unknown_top = key and "." not in key and root == "eval" and str(getattr(cause, "msg", "")).startswith("Key '")
+    unknown_top = (
+        key
+        and "." not in key
+        and root == "eval"
+        and str(getattr(cause, "msg", "")).startswith("Key '")
+    )
     if isinstance(cause, OmegaConfBaseException) and key and not unknown_top:
-        return _schema_error(key, str(getattr(cause, "msg", "") or cause), "command line", getattr(cause, "object_type", None))
+        return _schema_error(
+            key,
+            str(getattr(cause, "msg", "") or cause),
+            "command line",
+            getattr(cause, "object_type", None),
+        )
     found = _OVERRIDE.search(text)
     if found:
         from physassist.cli.commands import names as command_names
@@ -112,7 +135,11 @@ def _from_hydra_flags(exc: ValueError) -> bool:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     code = tb.tb_frame.f_code if tb is not None else None
-    return code is not None and code.co_name == "_run_hydra" and f"{os.sep}hydra{os.sep}" in code.co_filename
+    return (
+        code is not None
+        and code.co_name == "_run_hydra"
+        and f"{os.sep}hydra{os.sep}" in code.co_filename
+    )
 
 
 def _flags_hint(program: str) -> str:
@@ -120,7 +147,9 @@ def _flags_hint(program: str) -> str:
     args = sys.argv[1:]
     if not {"-m", "--multirun"} & set(args):
         return ""
-    one = [a.split(",")[0] if "=" in a and not a.startswith("-") and "[" not in a else a for a in args]
+    one = [
+        a.split(",")[0] if "=" in a and not a.startswith("-") and "[" not in a else a for a in args
+    ]
     one = [a for a in one if a not in ("-m", "--multirun")]
     return f" (--cfg prints one composition: {program} {' '.join(one)})"
 
@@ -143,7 +172,9 @@ def _output_dir_error(exc: BaseException) -> OSError | None:
     output dir, before any code of ours ran in the job; a full disk anywhere."""
     from physassist.faults import no_space
 
-    failed = next((e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, OSError)), None)
+    failed = next(
+        (e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, OSError)), None
+    )
     if failed is None:
         return None
     if no_space(failed):

@@ -1,8 +1,12 @@
-"""``physassist-label``: physicians label a random subset of a run's turns; the judge is calibrated on them.
+"""``physassist-label``: physicians label a random subset of a run's turns; the judge is
+calibrated on them.
 
-    physassist-label draw --size 40 --seed 0          # the newest finished run: labels/<run>/sheet.csv, sheet.md
-    physassist-label import labels/<run>/sheet.csv    # the filled sheet: HUMAN feedback on the run's traces
-    physassist-label calibrate --run <run id>         # after verdicts added in the MLflow UI
+    physassist-label draw --size 40 --seed 0
+        # the newest finished run: labels/<run>/sheet.csv, sheet.md
+    physassist-label import labels/<run>/sheet.csv
+        # the filled sheet: HUMAN feedback on the run's traces
+    physassist-label calibrate --run <run id>
+        # after verdicts added in the MLflow UI
 
 ``import`` and ``calibrate`` end by logging the calibrated metrics on the run
 (``mrs_calibrated`` with its interval, ``judge_bias``, ...: ``physassist.calibration``), which
@@ -83,7 +87,8 @@ def _run(client: Any, args: argparse.Namespace) -> Any:
     )
     if not found:
         raise LabelError(
-            f"no finished run in experiment {args.experiment!r} of {args.tracking_uri}: name one with --run"
+            f"no finished run in experiment {args.experiment!r} of {args.tracking_uri}: name one "
+            "with --run"
         )
     return found[0]
 
@@ -116,10 +121,12 @@ def draw(args: argparse.Namespace, client: Any) -> int:
     (out / "sheet.md").write_text(markdown, encoding="utf-8")
     strata = drawn[["scenario", "tier"]].drop_duplicates()
     print(
-        f"{len(drawn)} turns of run {run.info.run_id} ({len(rows)} rubric items, {len(strata)} scenario x tier strata, seed {args.seed})"
+        f"{len(drawn)} turns of run {run.info.run_id} ({len(rows)} rubric items, {len(strata)} "
+        f"scenario x tier strata, seed {args.seed})"
     )
     print(
-        f"reviewer's sheet: {out / 'sheet.md'}; verdicts go in {out / 'sheet.csv'}, then: physassist-label import {out / 'sheet.csv'}"
+        f"reviewer's sheet: {out / 'sheet.md'}; verdicts go in {out / 'sheet.csv'}, then: "
+        f"physassist-label import {out / 'sheet.csv'}"
     )
     return 0
 
@@ -140,7 +147,8 @@ def calibrate(args: argparse.Namespace, client: Any, run: Any | None = None) -> 
     verdicts = human_verdicts(args.tracking_uri, traced)
     if verdicts.empty:
         raise LabelError(
-            f"run {traced}: no HUMAN verdicts on its traces (physassist-label import a filled sheet, or add T<turn>.<item> feedback in the MLflow UI)"
+            f"run {traced}: no HUMAN verdicts on its traces (physassist-label import a filled "
+            "sheet, or add T<turn>.<item> feedback in the MLflow UI)"
         )
     items = pd.DataFrame(
         [
@@ -154,14 +162,17 @@ def calibrate(args: argparse.Namespace, client: Any, run: Any | None = None) -> 
     metrics = calibrated(turns, human_turns(verdicts, items), taus)
     if not metrics.get("n_labelled"):
         raise LabelError(
-            f"run {run.info.run_id}: no turn the judge scored has a human verdict on every rubric item"
+            f"run {run.info.run_id}: no turn the judge scored has a human verdict on every rubric "
+            "item"
         )
     client.log_batch(run.info.run_id, metrics=_entities(for_mlflow(metrics)))
     judge_mrs = float(run.data.metrics.get("mrs", float("nan")))
     print(
-        f"run {run.info.run_id}: {metrics['n_labelled']:.0f} labelled turns; judge bias {metrics['judge_bias']:+.1f} points "
-        f"[{metrics['judge_bias_ci_low']:.1f}, {metrics['judge_bias_ci_high']:.1f}]; mRS judge {judge_mrs:.1f}, "
-        f"calibrated {metrics['mrs_calibrated']:.1f} [{metrics['mrs_calibrated_ci_low']:.1f}, {metrics['mrs_calibrated_ci_high']:.1f}]"
+        f"run {run.info.run_id}: {metrics['n_labelled']:.0f} labelled turns; "
+        f"judge bias {metrics['judge_bias']:+.1f} points "
+        f"[{metrics['judge_bias_ci_low']:.1f}, {metrics['judge_bias_ci_high']:.1f}]; "
+        f"mRS judge {judge_mrs:.1f}, calibrated {metrics['mrs_calibrated']:.1f} "
+        f"[{metrics['mrs_calibrated_ci_low']:.1f}, {metrics['mrs_calibrated_ci_high']:.1f}]"
     )
     if metrics.get("strata") == 1:
         print(
@@ -199,7 +210,8 @@ def attach(args: argparse.Namespace, client: Any) -> int:
     except LookupError as exc:
         raise LabelError(str(exc)) from exc
     print(
-        f"{count} verdicts by {verdicts['reviewer'].nunique()} reviewer(s) attached to the traces of run {traced}"
+        f"{count} verdicts by {verdicts['reviewer'].nunique()} reviewer(s) attached to the traces "
+        f"of run {traced}"
     )
     return calibrate(args, client, run)
 

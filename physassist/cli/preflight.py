@@ -17,7 +17,12 @@ from physassist.experiment import ModelSpec
 PREFLIGHT_S = 10.0  # connect + answer; a server that needs longer to list its models is down for us
 
 #: The config key that names each role's model (for "does not serve <key>=<name>").
-NAME_KEY = {"model": "model.name", "grader": "judge.model", "patient": "patient.model", "generator": "generator.name"}
+NAME_KEY = {
+    "model": "model.name",
+    "grader": "judge.model",
+    "patient": "patient.model",
+    "generator": "generator.name",
+}
 
 
 class EndpointError(RuntimeError):
@@ -44,13 +49,17 @@ def check_endpoint(role: str, spec: ModelSpec, timeout: float = PREFLIGHT_S) -> 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     where = f"{role} endpoint {spec.base_url}"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=timeout
+        ) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         if exc.code >= 500:
             raise EndpointError(f"{where}: the server answers HTTP {exc.code} (GET {url})") from exc
         if exc.code in (401, 403):
-            raise EndpointError(f"{where}: HTTP {exc.code}, the key in ${spec.api_key_env} is refused") from exc
+            raise EndpointError(
+                f"{where}: HTTP {exc.code}, the key in ${spec.api_key_env} is refused"
+            ) from exc
         return  # no model list here (404, ...): nothing to compare
     except (TimeoutError, urllib.error.URLError, OSError) as exc:
         cause = getattr(exc, "reason", exc)
@@ -64,7 +73,9 @@ def check_endpoint(role: str, spec: ModelSpec, timeout: float = PREFLIGHT_S) -> 
     name = served_name(spec)
     if served and name not in served:
         listed = ", ".join(served[:5]) + (f" and {len(served) - 5} more" if len(served) > 5 else "")
-        raise EndpointError(f"{where} does not serve {NAME_KEY.get(role, role)}={name} (it serves: {listed})")
+        raise EndpointError(
+            f"{where} does not serve {NAME_KEY.get(role, role)}={name} (it serves: {listed})"
+        )
 
 
 def check_endpoints(specs: Iterable[tuple[str, ModelSpec | list[ModelSpec]]]) -> None:

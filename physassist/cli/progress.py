@@ -100,7 +100,11 @@ class SessionTally:
         turns = (score.metadata or {}).get("turns") if score is not None else None
         turns = turns if isinstance(turns, list) else []
         self.done += 1
-        scores = [float(t["score"]) for t in turns if t.get("status") == "scored" and t.get("score") is not None]
+        scores = [
+            float(t["score"])
+            for t in turns
+            if t.get("status") == "scored" and t.get("score") is not None
+        ]
         self.unscored += len(turns) - len(scores)
         if scores:
             self.session_means.append(sum(scores) / len(scores))
@@ -117,7 +121,10 @@ class SessionTally:
 _active: tuple[Tally, Heartbeat] | None = None
 
 
-@hooks(name="physassist_progress", description="one line per finished sample when stdout is not a terminal")
+@hooks(
+    name="physassist_progress",
+    description="one line per finished sample when stdout is not a terminal",
+)
 class SampleProgress(Hooks):
     def enabled(self) -> bool:
         return _active is not None
@@ -133,8 +140,9 @@ class SampleProgress(Hooks):
 
 
 @contextlib.contextmanager
-def reporting(total: int, *, every_s: float | None = None,
-              tally: Callable[[int], Tally] = SessionTally) -> Iterator[None]:
+def reporting(
+    total: int, *, every_s: float | None = None, tally: Callable[[int], Tally] = SessionTally
+) -> Iterator[None]:
     """While the block runs: watch its model calls, and when stdout is not a terminal print a
     line per finished sample of ``total`` (at most one per ``EVERY_S``; ``tally`` counts) and a
     heartbeat after ``every_s`` seconds without a line (default ``HEARTBEAT_S``)."""

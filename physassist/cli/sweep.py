@@ -92,14 +92,22 @@ def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[
     taus: list[list[float]] = []
     for number, overrides in enumerate(jobs):
         try:
-            config = resolve(compose(config_name="eval", overrides=overrides, return_hydra_config=True))
+            config = resolve(
+                compose(config_name="eval", overrides=overrides, return_hydra_config=True)
+            )
             taus.append([float(t) for t in check_config(config)["taus"]])
             assistant, roles = model_specs(config)
             specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
-            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {exc}") from exc
+            raise ConfigError(
+                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): "
+                f"{exc}"
+            ) from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
-            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {one_line(exc)}") from exc
+            raise ConfigError(
+                f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): "
+                f"{one_line(exc)}"
+            ) from exc
     return specs, taus
 
 
@@ -107,7 +115,10 @@ def finished_before(tracker: Tracker, sweep_id: str, jobs: list[list[str]]) -> l
     """Every job's FINISHED child run, in job order, when all of them finished before; else None."""
     from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, job_key
 
-    done = {r.data.tags.get(JOB_TAG): r for r in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="FINISHED")}
+    done = {
+        r.data.tags.get(JOB_TAG): r
+        for r in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="FINISHED")
+    }
     keys = [job_key(identity_overrides(overrides)) for overrides in jobs]
     return [done[k] for k in keys] if keys and all(k in done for k in keys) else None
 
@@ -155,14 +166,20 @@ class SweepCallback(Callback):
             fault(str(exc))
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         try:
-            sweep_dir.mkdir(parents=True, exist_ok=True)  # before the parent run (Hydra would only warn)
+            sweep_dir.mkdir(
+                parents=True, exist_ok=True
+            )  # before the parent run (Hydra would only warn)
         except OSError as exc:
             from physassist.cli.hydra_errors import output_dir_line
 
             fail(output_dir_line(exc))
         arguments = secrets.overrides(sweep_arguments(config))  # as recorded: no secret
-        jobs = [secrets.overrides(job) for job in jobs]  # each job's key and line, as the job has them
-        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(redaction.redact(base))))
+        jobs = [
+            secrets.overrides(job) for job in jobs
+        ]  # each job's key and line, as the job has them
+        sweep_id = runs.sweep_key(
+            identity_overrides(arguments), experiment_params(flatten_config(redaction.redact(base)))
+        )
         for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
         parent = done = None
@@ -171,16 +188,29 @@ class SweepCallback(Callback):
             try:
                 tracker = runs.open_tracker(tracking)
                 experiment = config.hydra.runtime.choices.get("experiment")
-                name = sweep_name(None if experiment in (None, "null") else str(experiment), identity_overrides(arguments))
+                name = sweep_name(
+                    None if experiment in (None, "null") else str(experiment),
+                    identity_overrides(arguments),
+                )
                 parent = tracker.start_sweep(sweep_id, arguments, name)
-                tracker.set_tags(parent, {claims.OWNER_TAG: str(Owner.me())})  # a later command ends it if we die
+                tracker.set_tags(
+                    parent, {claims.OWNER_TAG: str(Owner.me())}
+                )  # a later command ends it if we die
                 ended = claims.end_abandoned(tracker)
                 if ended:
-                    print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED")
-                tracker.log_params(parent, shared_params(flatten_config(redaction.redact(base)), arguments))
+                    print(
+                        f"{len(ended)} run(s) whose process is gone (kill -9, a crash) "
+                        "marked KILLED"
+                    )
+                tracker.log_params(
+                    parent, shared_params(flatten_config(redaction.redact(base)), arguments)
+                )
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:
-                    print(f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process marked KILLED; their jobs resume")
+                    print(
+                        f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process "
+                        "marked KILLED; their jobs resume"
+                    )
                 done = finished_before(tracker, sweep_id, jobs)
             except Exception as exc:  # noqa: BLE001 - a TrackingError or any store failure
                 message = f"tracking failed: {error_line(exc)}"
@@ -190,11 +220,15 @@ class SweepCallback(Callback):
         runs.SweepInfo(sweep_id, parent, tuple(arguments), os.getpid()).write(sweep_dir)
         _open = _Open(tracking, sweep_dir, sweep_id, parent)
         print(f"sweep {sweep_id}: {len(jobs)} jobs, parent MLflow run {parent}")
-        if done is not None:  # nothing to launch: each job's line as its worker would print it, then the end
+        if (
+            done is not None
+        ):  # nothing to launch: each job's line as its worker would print it, then the end
             for number, (overrides, run) in enumerate(zip(jobs, done, strict=True)):
                 skipped = Outcome.skipped(runs.JobRun.of(run))
                 report(skipped, job=" ".join(identity_overrides(overrides)))
-                sweep_summary.record_outcome(sweep_dir, number, identity_overrides(overrides), skipped, taus[number])
+                sweep_summary.record_outcome(
+                    sweep_dir, number, identity_overrides(overrides), skipped, taus[number]
+                )
             self.on_multirun_end(config)
             raise SystemExit(0)
 
@@ -209,10 +243,16 @@ class SweepCallback(Callback):
             close(opened, opened.parent_run_id, None)
         errors = sweep_dir / TRACKING_ERRORS_FILE
         if lines := _noted(errors):
-            print(f"tracking failed for {len(lines)} part(s) of the sweep ({errors}): {lines[0]}", file=sys.stderr)
+            print(
+                f"tracking failed for {len(lines)} part(s) of the sweep ({errors}): {lines[0]}",
+                file=sys.stderr,
+            )
             raise SystemExit(3)
         if lines := _noted(sweep_dir / FAULTS_FILE):
-            print(f"physassist-eval: system faults in {len(lines)} job(s) of the sweep: {lines[0]}", file=sys.stderr)
+            print(
+                f"physassist-eval: system faults in {len(lines)} job(s) of the sweep: {lines[0]}",
+                file=sys.stderr,
+            )
             raise SystemExit(EXIT_FAULTS)
 
 
@@ -233,12 +273,18 @@ def close(opened: _Open, parent_run_id: str, status: str | None) -> None:
         live = claims.live_children(tracker, opened.sweep_id)
         if live and status is None:
             owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
-            print(f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the parent stays RUNNING until they end")
+            print(
+                f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the "
+                "parent stays RUNNING until they end"
+            )
             return
         final = tracker.end_sweep(parent_run_id, opened.sweep_id, status)
         print(f"sweep {opened.sweep_id}: parent MLflow run {parent_run_id} {final}")
     except Exception as exc:  # noqa: BLE001
-        print(f"tracking failed when closing sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
+        print(
+            f"tracking failed when closing sweep {opened.sweep_id}: {error_line(exc)}",
+            file=sys.stderr,
+        )
         record_tracking_error(opened.sweep_dir, f"closing the sweep: {error_line(exc)}")
 
 
@@ -265,7 +311,10 @@ def end_jobs(opened: _Open, reason: str) -> None:
             time.sleep(0.5)
         claims.mark_stale(tracker, opened.sweep_id, f": the sweep was {reason}")
     except Exception as exc:  # noqa: BLE001
-        print(f"tracking failed when ending the jobs of sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
+        print(
+            f"tracking failed when ending the jobs of sweep {opened.sweep_id}: {error_line(exc)}",
+            file=sys.stderr,
+        )
 
 
 def _children() -> list[psutil.Process]:

@@ -26,7 +26,16 @@ def headline(metrics: Mapping[str, float], taus: Sequence[float]) -> dict[str, A
     """What a job contributes to the sweep's table (rates in points, counts)."""
     from physassist.metrics import tau_key
 
-    keep = ["mrs", "mrs_ci_low", "mrs_ci_high", "n_turns", "unscored_turns", "error_turns", "noise.mrs", "mde.mrs"]
+    keep = [
+        "mrs",
+        "mrs_ci_low",
+        "mrs_ci_high",
+        "n_turns",
+        "unscored_turns",
+        "error_turns",
+        "noise.mrs",
+        "mde.mrs",
+    ]
     keep += [f"pass_turn_{tau_key(t)}" for t in taus]
     return {k: metrics[k] for k in keep if k in metrics}
 
@@ -50,16 +59,30 @@ def record(sweep_dir: Path, job: Mapping[str, Any]) -> None:
         handle.write(json.dumps(dict(job), default=str) + "\n")
 
 
-def record_outcome(sweep_dir: Path, number: int, overrides: list[str], outcome: Any, taus: Sequence[float] | None) -> None:
+def record_outcome(
+    sweep_dir: Path, number: int, overrides: list[str], outcome: Any, taus: Sequence[float] | None
+) -> None:
     """Record a job's ``printing.Outcome``: its headline numbers and what to note about it."""
     taus = [float(t) for t in taus or (0.6, 0.75)]
-    note = {"SKIPPED": "done before", "BUSY": "running elsewhere", "FAILED": "failed"}.get(outcome.status, "")
+    note = {"SKIPPED": "done before", "BUSY": "running elsewhere", "FAILED": "failed"}.get(
+        outcome.status, ""
+    )
     if outcome.faults:
         note = "system faults"
     elif outcome.degenerate:
         note = "degenerate: " + outcome.degenerate.split(":")[0]
-    record(sweep_dir, {"num": number, "overrides": overrides, "status": outcome.status, "run_id": outcome.run_id,
-                       "metrics": headline(outcome.metrics, taus), "taus": taus, "note": note})
+    record(
+        sweep_dir,
+        {
+            "num": number,
+            "overrides": overrides,
+            "status": outcome.status,
+            "run_id": outcome.run_id,
+            "metrics": headline(outcome.metrics, taus),
+            "taus": taus,
+            "note": note,
+        },
+    )
 
 
 def read(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -94,24 +117,43 @@ def table(jobs: list[dict[str, Any]]) -> str:
         return ""
     keys = _swept(jobs)
     taus = [float(t) for t in jobs[0].get("taus") or (0.6, 0.75)]
-    noisy = any("mde.mrs" in (job.get("metrics") or {}) for job in jobs)  # repeats measured its noise
-    header = [*keys, "mRS [95% CI]", *(["noise", "detects >="] if noisy else []), *(f"Pass@Turn {tau_key(t)}" for t in taus), "unscored", "MLflow run", "note"]
+    noisy = any(
+        "mde.mrs" in (job.get("metrics") or {}) for job in jobs
+    )  # repeats measured its noise
+    header = [
+        *keys,
+        "mRS [95% CI]",
+        *(["noise", "detects >="] if noisy else []),
+        *(f"Pass@Turn {tau_key(t)}" for t in taus),
+        "unscored",
+        "MLflow run",
+        "note",
+    ]
     rows = [header]
     for job in jobs:
         given = dict(o.lstrip("+~").partition("=")[::2] for o in job.get("overrides") or [])
         metrics = job.get("metrics") or {}
-        rows.append([
-            *(given.get(k, "") for k in keys),
-            mrs_text(metrics),
-            *([f"+-{_points(metrics.get('noise.mrs'))}", _points(metrics.get("mde.mrs"))] if noisy else []),
-            *(_points(metrics.get(f"pass_turn_{tau_key(t)}")) for t in taus),
-            unscored_text(metrics),
-            (job.get("run_id") or "-")[:8],
-            job.get("note") or "",
-        ])
+        rows.append(
+            [
+                *(given.get(k, "") for k in keys),
+                mrs_text(metrics),
+                *(
+                    [f"+-{_points(metrics.get('noise.mrs'))}", _points(metrics.get("mde.mrs"))]
+                    if noisy
+                    else []
+                ),
+                *(_points(metrics.get(f"pass_turn_{tau_key(t)}")) for t in taus),
+                unscored_text(metrics),
+                (job.get("run_id") or "-")[:8],
+                job.get("note") or "",
+            ]
+        )
     if not any(row[-1] for row in rows[1:]):
         rows = [row[:-1] for row in rows]
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -30,14 +30,41 @@ JSON_COLUMN = "session_json"
 HUB_TIMEOUT_S = 3.0
 # keys whose value may legitimately be null in released data (kept when decoding native rows)
 _NULLABLE_KEYS = frozenset({"hadm_id", "session_id", "session_plan"})
-_NESTED_KEYS = frozenset({
-    "tools", "tools_en", "tools_zh", "tasks", "tasks_en", "tasks_explicit", "tasks_en_explicit",
-    "tasks_zh", "tasks_zh_explicit", "messages", "messages_en", "messages_zh", "answer_list",
-    "answer_list_en", "answer_list_zh", "turn_types", "task_types", "task_sequence",
-    "turn_subtypes", "tool_sources", "workup_modes", "dep_graph", "session_plan", "rubrics",
-    "rubrics_zh", "rubric_checks", "patient_agent_annotations", "persona_config",
-    "patient_model", "note_grounding", "write_gold_params",
-})
+_NESTED_KEYS = frozenset(
+    {
+        "tools",
+        "tools_en",
+        "tools_zh",
+        "tasks",
+        "tasks_en",
+        "tasks_explicit",
+        "tasks_en_explicit",
+        "tasks_zh",
+        "tasks_zh_explicit",
+        "messages",
+        "messages_en",
+        "messages_zh",
+        "answer_list",
+        "answer_list_en",
+        "answer_list_zh",
+        "turn_types",
+        "task_types",
+        "task_sequence",
+        "turn_subtypes",
+        "tool_sources",
+        "workup_modes",
+        "dep_graph",
+        "session_plan",
+        "rubrics",
+        "rubrics_zh",
+        "rubric_checks",
+        "patient_agent_annotations",
+        "persona_config",
+        "patient_model",
+        "note_grounding",
+        "write_gold_params",
+    }
+)
 
 
 def is_hf_source(source: str) -> bool:
@@ -57,7 +84,7 @@ def is_dataset_dir(path: Path) -> bool:
 
 
 def _strip_scheme(source: str) -> str:
-    rest = source[len("hf:"):]
+    rest = source[len("hf:") :]
     return rest[2:] if rest.startswith("//") else rest
 
 
@@ -117,8 +144,11 @@ def _load_parquet(files: list[Path]) -> Any:
 
     with tempfile.TemporaryDirectory(prefix="physassist-hf-") as cache, _quiet_datasets():
         return datasets.load_dataset(
-            "parquet", data_files=[str(f) for f in files], split="train",
-            cache_dir=cache, keep_in_memory=True,
+            "parquet",
+            data_files=[str(f) for f in files],
+            split="train",
+            cache_dir=cache,
+            keep_in_memory=True,
         )
 
 
@@ -130,12 +160,16 @@ def _records_from_dataset(dataset: Any, label: str) -> list[RawRecord]:
             try:
                 data = json.loads(row[JSON_COLUMN])
             except json.JSONDecodeError as err:
-                records.append(RawRecord(label, row_number, None,
-                                         f"column {JSON_COLUMN}: invalid JSON ({err.msg})"))
+                records.append(
+                    RawRecord(
+                        label, row_number, None, f"column {JSON_COLUMN}: invalid JSON ({err.msg})"
+                    )
+                )
                 continue
             if not isinstance(data, dict):
-                records.append(RawRecord(label, row_number, None,
-                                         f"column {JSON_COLUMN}: not a JSON object"))
+                records.append(
+                    RawRecord(label, row_number, None, f"column {JSON_COLUMN}: not a JSON object")
+                )
                 continue
             records.append(RawRecord(label, row_number, data))
         else:
@@ -170,13 +204,15 @@ def sessions_to_dataset(sessions: Iterable[Session]) -> Any:
             "subject_id": [s.subject_id for s in items],
             JSON_COLUMN: [s.to_json() for s in items],
         },
-        features=datasets.Features({
-            "id": datasets.Value("string"),
-            "scenario": datasets.Value("string"),
-            "tier": datasets.Value("int64"),
-            "subject_id": datasets.Value("int64"),
-            JSON_COLUMN: datasets.Value("string"),
-        }),
+        features=datasets.Features(
+            {
+                "id": datasets.Value("string"),
+                "scenario": datasets.Value("string"),
+                "tier": datasets.Value("int64"),
+                "subject_id": datasets.Value("int64"),
+                JSON_COLUMN: datasets.Value("string"),
+            }
+        ),
     )
 
 
@@ -193,8 +229,10 @@ def save_parquet(sessions: Iterable[Session], path: Path) -> None:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")
-               for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def _hub_reachable(endpoint: str, timeout: float) -> bool:
@@ -219,18 +257,26 @@ def _hub_reachable(endpoint: str, timeout: float) -> bool:
 
 def _download_hub_dataset(repo_id: str) -> Path:
     if "/" not in repo_id or repo_id.startswith(("/", ".")):
-        raise FileNotFoundError(f"dataset not found: {repo_id} is neither a local path nor a "
-                                f"Hub id (<owner>/<name>)")
+        raise FileNotFoundError(
+            f"dataset not found: {repo_id} is neither a local path nor a Hub id (<owner>/<name>)"
+        )
     if _offline():
-        raise ConnectionError(f"cannot load Hub dataset {repo_id}: offline mode is set "
-                              f"(HF_HUB_OFFLINE/HF_DATASETS_OFFLINE); use a local path instead")
+        raise ConnectionError(
+            f"cannot load Hub dataset {repo_id}: offline mode is set "
+            f"(HF_HUB_OFFLINE/HF_DATASETS_OFFLINE); use a local path instead"
+        )
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     if not _hub_reachable(endpoint, HUB_TIMEOUT_S):
-        raise ConnectionError(f"cannot load Hub dataset {repo_id}: {endpoint} is not reachable "
-                              f"within {HUB_TIMEOUT_S:.0f} s (offline?); use a local path instead")
+        raise ConnectionError(
+            f"cannot load Hub dataset {repo_id}: {endpoint} is not reachable "
+            f"within {HUB_TIMEOUT_S:.0f} s (offline?); use a local path instead"
+        )
     from huggingface_hub import snapshot_download
 
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
-    local = snapshot_download(repo_id, repo_type="dataset",
-                              allow_patterns=["*.jsonl", "*.parquet", "**/*.jsonl", "**/*.parquet"])
+    local = snapshot_download(
+        repo_id,
+        repo_type="dataset",
+        allow_patterns=["*.jsonl", "*.parquet", "**/*.jsonl", "**/*.parquet"],
+    )
     return Path(local)

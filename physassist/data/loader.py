@@ -28,11 +28,27 @@ from physassist.fingerprint import fingerprint as digest
 from physassist.vocab import LANGUAGES, SCENARIOS
 
 SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
-_PER_TURN_KEYS = frozenset({
-    "tasks", "tasks_en", "tasks_explicit", "tasks_en_explicit", "tasks_zh", "tasks_zh_explicit",
-    "answer_list", "answer_list_en", "answer_list_zh", "rubrics", "rubrics_zh", "rubric_checks",
-    "task_types", "turn_subtypes", "tool_sources", "workup_modes", "turn_types",
-})
+_PER_TURN_KEYS = frozenset(
+    {
+        "tasks",
+        "tasks_en",
+        "tasks_explicit",
+        "tasks_en_explicit",
+        "tasks_zh",
+        "tasks_zh_explicit",
+        "answer_list",
+        "answer_list_en",
+        "answer_list_zh",
+        "rubrics",
+        "rubrics_zh",
+        "rubric_checks",
+        "task_types",
+        "turn_subtypes",
+        "tool_sources",
+        "workup_modes",
+        "turn_types",
+    }
+)
 
 
 @dataclass
@@ -65,11 +81,15 @@ class SessionSet:
     def summary(self) -> str:
         counts = Counter(resolved_scenario(s) for s in self.sessions)
         per_scenario = ", ".join(f"{k}: {counts[k]}" for k in sorted(counts, key=str))
-        text = (f"{len(self.sessions)} sessions, {len(self.turns)} turns ({self.language}) "
-                f"from {self.source}" + (f" [{per_scenario}]" if per_scenario else ""))
+        text = (
+            f"{len(self.sessions)} sessions, {len(self.turns)} turns ({self.language}) "
+            f"from {self.source}" + (f" [{per_scenario}]" if per_scenario else "")
+        )
         if self.skipped:
             text += f"; skipped {len(self.skipped)} session(s):"
-            text += "".join(f"\n  - {file}: session {sid}: {why}" for file, sid, why in self.skipped)
+            text += "".join(
+                f"\n  - {file}: session {sid}: {why}" for file, sid, why in self.skipped
+            )
         return text
 
 
@@ -102,8 +122,9 @@ def _scenario_files(directory: Path, scenarios: Iterable[str] | None) -> list[Pa
     return files
 
 
-def jsonl_files(source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
-                ) -> tuple[list[Path], str] | None:
+def jsonl_files(
+    source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
+) -> tuple[list[Path], str] | None:
     """The JSONL files a local source is read from and a label naming it; None for a source
     read otherwise (a Hugging Face dataset, Parquet). Raises FileNotFoundError/ValueError."""
     from physassist.data import hf
@@ -120,19 +141,24 @@ def jsonl_files(source: str | os.PathLike[str], scenarios: Iterable[str] | None 
         folder.check(path)  # a folder with a manifest must hold what it lists (FolderError)
         files = _scenario_files(path, scenarios)
         if not files:
-            raise FileNotFoundError(f"no .jsonl session files in {path} (expected "
-                                    f"<scenario>.jsonl, e.g. {SCENARIOS[0]}.jsonl)")
+            raise FileNotFoundError(
+                f"no .jsonl session files in {path} (expected "
+                f"<scenario>.jsonl, e.g. {SCENARIOS[0]}.jsonl)"
+            )
         return files, str(path)
     if path.suffix == ".parquet":
         return None
     if path.suffix in (".jsonl", ".json"):
         return [path], str(path)
-    raise ValueError(f"unsupported session source {path}: expected a directory, a .jsonl or "
-                     f".parquet file, 'sample', or hf:<dataset>")
+    raise ValueError(
+        f"unsupported session source {path}: expected a directory, a .jsonl or "
+        f".parquet file, 'sample', or hf:<dataset>"
+    )
 
 
-def read_records(source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
-                 ) -> tuple[list[RawRecord], str]:
+def read_records(
+    source: str | os.PathLike[str], scenarios: Iterable[str] | None = None
+) -> tuple[list[RawRecord], str]:
     """Raw records of a source and a label naming it; raises FileNotFoundError/ValueError."""
     from physassist.data import hf
 
@@ -154,17 +180,27 @@ def _validation_problems(record: RawRecord, err: ValidationError) -> list[Proble
     problems = []
     for item in err.errors():
         loc = item["loc"]
-        turn = loc[1] if len(loc) > 1 and loc[0] in _PER_TURN_KEYS and isinstance(loc[1], int) \
+        turn = (
+            loc[1]
+            if len(loc) > 1 and loc[0] in _PER_TURN_KEYS and isinstance(loc[1], int)
             else None
+        )
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
         message = item["msg"]
         if item["type"] == "missing":
             message = "missing required key"
         elif item["type"] == "value_error":
             message = message.removeprefix("Value error, ")
-        problems.append(Problem(record.file, record.line,
-                                str(session_id) if session_id is not None else None, turn,
-                                path or None, message))
+        problems.append(
+            Problem(
+                record.file,
+                record.line,
+                str(session_id) if session_id is not None else None,
+                turn,
+                path or None,
+                message,
+            )
+        )
     return problems
 
 
@@ -173,8 +209,9 @@ def parse_records(records: list[RawRecord]) -> tuple[list[Session], list[Problem
     sessions, problems = [], []
     for record in records:
         if record.data is None:
-            problems.append(Problem(record.file, record.line, None, None, None,
-                                    record.error or "unreadable"))
+            problems.append(
+                Problem(record.file, record.line, None, None, None, record.error or "unreadable")
+            )
             continue
         try:
             session = Session.model_validate(record.data)
@@ -200,8 +237,9 @@ def load_sessions(
     """
     scenarios = checked_arguments(language, scenarios)
     records, label = read_records(source, scenarios)
-    return validate_records(records, language=language, lenient=lenient, scenarios=scenarios,
-                            source=label)
+    return validate_records(
+        records, language=language, lenient=lenient, scenarios=scenarios, source=label
+    )
 
 
 def checked_arguments(language: str, scenarios: Iterable[str] | None) -> list[str] | None:
@@ -262,7 +300,8 @@ def _skipped(problems: list[Problem]) -> list[tuple[str, str | None, str]]:
             where.append(f"field {p.field}")
         prefix = ", ".join(where)
         reasons.setdefault((p.file, p.line, p.session_id), []).append(
-            f"{prefix}: {p.message}" if prefix else p.message)
+            f"{prefix}: {p.message}" if prefix else p.message
+        )
     return [
         (f"{file}:{line}" if line is not None else str(file), sid, "; ".join(why))
         for (file, line, sid), why in reasons.items()
@@ -288,8 +327,9 @@ def to_jsonl(sessions: Iterable[Session]) -> str:
     return "".join(s.to_json() + "\n" for s in sessions)
 
 
-def save_sessions(sessions: Iterable[Session] | SessionSet, path: str | os.PathLike[str]
-                  ) -> list[Path]:
+def save_sessions(
+    sessions: Iterable[Session] | SessionSet, path: str | os.PathLike[str]
+) -> list[Path]:
     """Write sessions losslessly (UTF-8, original key order), atomically; returns the files.
 
     `path` ending in `.jsonl` gets all sessions; `.parquet` gets the HF encoding (see
@@ -310,8 +350,10 @@ def save_sessions(sessions: Iterable[Session] | SessionSet, path: str | os.PathL
     for session in items:
         scenario = resolved_scenario(session)
         if scenario is None:
-            raise SessionFormatError(f"session {session.id}: no scenario (clinical_scenario or "
-                                     f"id) to choose its file in {target}")
+            raise SessionFormatError(
+                f"session {session.id}: no scenario (clinical_scenario or "
+                f"id) to choose its file in {target}"
+            )
         groups.setdefault(scenario, []).append(session)
     written = []
     for scenario, group in groups.items():

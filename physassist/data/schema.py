@@ -125,29 +125,53 @@ class TurnTable(pa.DataFrameModel):
 # property of the whole session (reported once, without a turn)
 _RULES: dict[str, tuple[str, str, bool]] = {
     "turns_0_to_3": ("tasks", "a session must have exactly the turns 0, 1, 2, 3", True),
-    "unique_session_turn": ("id", "duplicate session id (the same id occurs more than once)", False),
+    "unique_session_turn": (
+        "id",
+        "duplicate session id (the same id occurs more than once)",
+        False,
+    ),
     "t0_information_lookup": ("task_types", "turn 0 must be Information Lookup", False),
     "t0_no_implicitness": ("turn_subtypes", "turn 0 must have no implicitness subtype", False),
     "write_update_only_t3": ("task_types", "Write/Update is allowed only at turn 3", False),
     "one_patient_turn": (
-        "tool_sources", "more than one patient/mixed turn in the session (at most one)", False),
+        "tool_sources",
+        "more than one patient/mixed turn in the session (at most one)",
+        False,
+    ),
     "rubric_non_empty": ("rubrics", "rubric missing or empty for this turn", False),
-    "zh_rubric_matches_en": ("rubrics_zh", "ZH rubric has a different number of items than EN",
-                             False),
+    "zh_rubric_matches_en": (
+        "rubrics_zh",
+        "ZH rubric has a different number of items than EN",
+        False,
+    ),
     "checks_match_rubric": (
-        "rubric_checks", "number of checks differs from the number of rubric items", False),
+        "rubric_checks",
+        "number of checks differs from the number of rubric items",
+        False,
+    ),
     "ends_with_prepare": (
-        "answer_list", "gold trajectory is missing or does not end with prepare_to_answer", False),
+        "answer_list",
+        "gold trajectory is missing or does not end with prepare_to_answer",
+        False,
+    ),
     "gold_answer_present": (
-        "answer_list", "no gold answer (prepare_to_answer observation or gold messages)", False),
+        "answer_list",
+        "no gold answer (prepare_to_answer observation or gold messages)",
+        False,
+    ),
     "zh_question_present": ("tasks_zh", "ZH question missing (language zh requested)", False),
 }
 
 # column -> released key, and what a valid value looks like
 _COLUMN_KEYS: dict[str, str] = {
-    "scenario": "clinical_scenario", "tier": "difficulty_level", "turn": "turn",
-    "task_type": "task_types", "subtype": "turn_subtypes", "tool_source": "tool_sources",
-    "question_en": "tasks", "gold_answer": "answer_list",
+    "scenario": "clinical_scenario",
+    "tier": "difficulty_level",
+    "turn": "turn",
+    "task_type": "task_types",
+    "subtype": "turn_subtypes",
+    "tool_source": "tool_sources",
+    "question_en": "tasks",
+    "gold_answer": "answer_list",
 }
 _EXPECTED: dict[str, str] = {
     "scenario": "one of " + ", ".join(SCENARIOS),
@@ -185,8 +209,16 @@ def _problems_from_failures(frame: pd.DataFrame, failures: pd.DataFrame) -> list
         index = case.index
         if index is None or pd.isna(index) or index not in frame.index:
             # schema-level failure (wrong dtype, missing column): a bug in flattening
-            problems.append(Problem(None, None, None, None, str(case.column),
-                                    f"turn table: {check} ({case.failure_case})"))
+            problems.append(
+                Problem(
+                    None,
+                    None,
+                    None,
+                    None,
+                    str(case.column),
+                    f"turn table: {check} ({case.failure_case})",
+                )
+            )
             continue
         row = frame.loc[index]
         zh = row["language"] == "zh"
@@ -200,8 +232,11 @@ def _problems_from_failures(frame: pd.DataFrame, failures: pd.DataFrame) -> list
             column = str(case.column)
             key = _COLUMN_KEYS.get(column, column)
             value = case.failure_case
-            if check == "not_nullable" or value is None or (
-                    not isinstance(value, str | list) and pd.isna(value)):
+            if (
+                check == "not_nullable"
+                or value is None
+                or (not isinstance(value, str | list) and pd.isna(value))
+            ):
                 message = "missing"
             else:
                 message = f"{value!r} is not {_EXPECTED.get(column, 'valid')} ({check})"
@@ -212,10 +247,16 @@ def _problems_from_failures(frame: pd.DataFrame, failures: pd.DataFrame) -> list
         if dedupe in seen:
             continue
         seen.add(dedupe)
-        problems.append(Problem(
-            _str_or_none(row["file"]), _int_or_none(row["line"]), str(row["session_id"]), turn,
-            key, message,
-        ))
+        problems.append(
+            Problem(
+                _str_or_none(row["file"]),
+                _int_or_none(row["line"]),
+                str(row["session_id"]),
+                turn,
+                key,
+                message,
+            )
+        )
     return _merge_turns(problems)
 
 
@@ -232,6 +273,13 @@ def _merge_turns(problems: list[Problem]) -> list[Problem]:
             merged.append(Problem(file, line, sid, None, key, f"{message} (turns {listed})"))
         else:
             merged.append(group[0])
-    merged.sort(key=lambda p: (p.file or "", p.line or 0, p.session_id or "",
-                               -1 if p.turn is None else p.turn, p.field or ""))
+    merged.sort(
+        key=lambda p: (
+            p.file or "",
+            p.line or 0,
+            p.session_id or "",
+            -1 if p.turn is None else p.turn,
+            p.field or "",
+        )
+    )
     return merged

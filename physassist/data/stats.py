@@ -29,8 +29,9 @@ def _is_empty(observation: Any) -> bool:
     return False
 
 
-def _nested(frame: pd.DataFrame, rows: str, cols: str, row_order: Iterable[Any],
-            col_order: Iterable[Any]) -> dict[str, dict[str, int]]:
+def _nested(
+    frame: pd.DataFrame, rows: str, cols: str, row_order: Iterable[Any], col_order: Iterable[Any]
+) -> dict[str, dict[str, int]]:
     """Counts as {row: {col: n}} over the given orders (zeros kept, extra values appended)."""
     table = pd.crosstab(frame[rows], frame[cols]) if len(frame) else pd.DataFrame()
     row_keys = list(row_order) + [r for r in table.index if r not in list(row_order)]
@@ -72,14 +73,17 @@ def session_stats(data: SessionSet | Iterable[Session], language: str = "en") ->
         "subtype_x_turn": _nested(turns, "subtype", "turn", (*SUBTYPES, NO_SUBTYPE), turn_order),
         "tool_source": {
             src: int((turns["tool_source"] == src).sum())
-            for src in (*TOOL_SOURCES, *sorted(set(turns["tool_source"].dropna()) -
-                                                set(TOOL_SOURCES)))
+            for src in (
+                *TOOL_SOURCES,
+                *sorted(set(turns["tool_source"].dropna()) - set(TOOL_SOURCES)),
+            )
         },
         "rubric_items_x_task_type": _nested(turns, "task_type", "n_items_en", TASK_TYPES, []),
         "languages": {
             **{lang: sum(s.has_language(lang) for s in sessions) for lang in LANGUAGES},
-            "en_explicit": sum(s.first_value("tasks_en_explicit", "tasks_explicit") is not None
-                               for s in sessions),
+            "en_explicit": sum(
+                s.first_value("tasks_en_explicit", "tasks_explicit") is not None for s in sessions
+            ),
             "zh_explicit": sum(s.tasks_zh_explicit is not None for s in sessions),
         },
         "sessions_with_rubric_checks": sum(s.checks_data is not None for s in sessions),
@@ -105,18 +109,26 @@ def format_stats(stats: dict[str, Any]) -> str:
         _table("Sessions by scenario x tier", stats["scenario_x_tier"], "scenario", "tier"),
         _table("Turns by task type x turn", stats["task_type_x_turn"], "task type", "turn"),
         _table("Turns by implicitness x turn", stats["subtype_x_turn"], "subtype", "turn"),
-        _table("Turns by task type x rubric size", stats["rubric_items_x_task_type"],
-               "task type", "items"),
+        _table(
+            "Turns by task type x rubric size",
+            stats["rubric_items_x_task_type"],
+            "task type",
+            "items",
+        ),
         "Turns by tool source: " + ", ".join(f"{k} {v}" for k, v in stats["tool_source"].items()),
         "Languages (sessions): " + ", ".join(f"{k} {v}" for k, v in stats["languages"].items()),
         f"Sessions with rubric checks: {stats['sessions_with_rubric_checks']}",
     ]
     empty = stats["empty_gold_observations"]
     if empty:
-        listed = "".join(f"\n  - session {e['session_id']}, {e['list']} turn {e['turn']} "
-                         f"item {e['idx']} ({e['tool']})" for e in empty)
-        parts.append(f"Empty gold observations: {len(empty)} of {stats['n_gold_observations']}"
-                     + listed)
+        listed = "".join(
+            f"\n  - session {e['session_id']}, {e['list']} turn {e['turn']} "
+            f"item {e['idx']} ({e['tool']})"
+            for e in empty
+        )
+        parts.append(
+            f"Empty gold observations: {len(empty)} of {stats['n_gold_observations']}" + listed
+        )
     else:
         parts.append(f"Every gold observation is non-empty ({stats['n_gold_observations']}).")
     return "\n\n".join(parts)

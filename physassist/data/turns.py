@@ -20,23 +20,60 @@ from physassist.data.models import Problem, Session, SessionFormatError, tool_so
 from physassist.vocab import PREPARE_TO_ANSWER, SCENARIOS
 
 STRING_COLUMNS: tuple[str, ...] = (
-    "session_id", "file", "language", "scenario", "task_type", "subtype", "tool_source",
-    "question_en", "question_en_explicit", "question_zh", "question_zh_explicit", "gold_answer",
+    "session_id",
+    "file",
+    "language",
+    "scenario",
+    "task_type",
+    "subtype",
+    "tool_source",
+    "question_en",
+    "question_en_explicit",
+    "question_zh",
+    "question_zh_explicit",
+    "gold_answer",
 )
 INT_COLUMNS: tuple[str, ...] = ("line", "tier", "n_checks")
 COLUMNS: tuple[str, ...] = (
-    "session_id", "file", "line", "language", "scenario", "tier", "turn", "task_type",
-    "subtype", "tool_source", "question_en", "question_en_explicit", "question_zh",
-    "question_zh_explicit", "gold_tools", "n_gold_calls", "gold_answer", "rubric", "n_items",
-    "n_items_en", "n_checks", "has_checks", "ends_with_prepare",
+    "session_id",
+    "file",
+    "line",
+    "language",
+    "scenario",
+    "tier",
+    "turn",
+    "task_type",
+    "subtype",
+    "tool_source",
+    "question_en",
+    "question_en_explicit",
+    "question_zh",
+    "question_zh_explicit",
+    "gold_tools",
+    "n_gold_calls",
+    "gold_answer",
+    "rubric",
+    "n_items",
+    "n_items_en",
+    "n_checks",
+    "has_checks",
+    "ends_with_prepare",
 )
 
 # per-turn lists that must exist; a short one leaves holes for the schema to report
 _REQUIRED_PER_TURN = ("task_types", "answer_list", "rubrics")
 # per-turn lists that may be absent; when present they must have one entry per turn
 _OPTIONAL_PER_TURN = (
-    "tasks_en_explicit", "tasks_explicit", "tasks_zh", "tasks_zh_explicit", "rubrics_zh",
-    "answer_list_zh", "turn_subtypes", "tool_sources", "workup_modes", "rubric_checks",
+    "tasks_en_explicit",
+    "tasks_explicit",
+    "tasks_zh",
+    "tasks_zh_explicit",
+    "rubrics_zh",
+    "answer_list_zh",
+    "turn_subtypes",
+    "tool_sources",
+    "workup_modes",
+    "rubric_checks",
 )
 
 
@@ -54,17 +91,35 @@ def _structural_problems(session: Session, n_turns: int) -> list[Problem]:
         too_long = len(values) > n_turns
         too_short = key in _OPTIONAL_PER_TURN and len(values) < n_turns
         if too_long or too_short:
-            problems.append(Problem(
-                file, line, session.id, None, key,
-                f"has {len(values)} entries, expected {n_turns} (one per turn, as in tasks)",
-            ))
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    session.id,
+                    None,
+                    key,
+                    f"has {len(values)} entries, expected {n_turns} (one per turn, as in tasks)",
+                )
+            )
     for key in ("answer_list_en", "answer_list", "answer_list_zh"):
         for turn, actions in enumerate(session.key_value(key) or []):
             last = actions[-1] if actions else None
-            if (last is not None and last.name == PREPARE_TO_ANSWER
-                    and isinstance(last.observation, str) and not last.observation.strip()):
-                problems.append(Problem(file, line, session.id, turn, key,
-                                        "empty gold answer (the prepare_to_answer observation)"))
+            if (
+                last is not None
+                and last.name == PREPARE_TO_ANSWER
+                and isinstance(last.observation, str)
+                and not last.observation.strip()
+            ):
+                problems.append(
+                    Problem(
+                        file,
+                        line,
+                        session.id,
+                        turn,
+                        key,
+                        "empty gold answer (the prepare_to_answer observation)",
+                    )
+                )
     for turn, per_turn in enumerate(session.checks_data or []):
         for item_idx, check in enumerate(per_turn or []):
             try:
@@ -72,11 +127,18 @@ def _structural_problems(session: Session, n_turns: int) -> list[Problem]:
             except ValidationError as err:
                 first = err.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                problems.append(Problem(
-                    file, line, session.id, turn, f"rubric_checks[{turn}][{item_idx}]",
-                    f"invalid check ({where}: {first['msg']})" if where else
-                    f"invalid check ({first['msg']})",
-                ))
+                problems.append(
+                    Problem(
+                        file,
+                        line,
+                        session.id,
+                        turn,
+                        f"rubric_checks[{turn}][{item_idx}]",
+                        f"invalid check ({where}: {first['msg']})"
+                        if where
+                        else f"invalid check ({first['msg']})",
+                    )
+                )
     return problems
 
 
@@ -89,7 +151,9 @@ def resolved_scenario(session: Session) -> str | None:
     return scenario
 
 
-def session_rows(session: Session, language: str = "en") -> tuple[list[dict[str, Any]], list[Problem]]:
+def session_rows(
+    session: Session, language: str = "en"
+) -> tuple[list[dict[str, Any]], list[Problem]]:
     """Rows of one session for the turn table, and the structural problems found."""
     questions = session.first_value("tasks_en", "tasks") or []
     n_turns = len(questions)
@@ -107,32 +171,35 @@ def session_rows(session: Session, language: str = "en") -> tuple[list[dict[str,
         rubric = rubric_en if language == "en" else _at(session.rubrics_zh, turn)
         checks = session.rubric_checks_raw(turn)
         source = _at(session.tool_sources, turn)
-        rows.append({
-            "session_id": session.id,
-            "file": file,
-            "line": line,
-            "language": language,
-            "scenario": scenario,
-            "tier": session.tier,
-            "turn": turn,
-            "task_type": _at(session.task_types, turn),
-            "subtype": _at(session.turn_subtypes, turn),
-            "tool_source": source if session.tool_sources is not None else (
-                tool_source_of(names) if actions is not None else None),
-            "question_en": questions[turn],
-            "question_en_explicit": _at(explicit, turn),
-            "question_zh": _at(session.tasks_zh, turn),
-            "question_zh_explicit": _at(session.tasks_zh_explicit, turn),
-            "gold_tools": names,
-            "n_gold_calls": len(names),
-            "gold_answer": _gold_answer(session, turn, language),
-            "rubric": list(rubric) if rubric is not None else None,
-            "n_items": len(rubric) if rubric is not None else 0,
-            "n_items_en": len(rubric_en) if rubric_en is not None else 0,
-            "n_checks": len(checks) if checks is not None else None,
-            "has_checks": any(c is not None for c in checks or []),
-            "ends_with_prepare": bool(actions) and actions[-1].name == PREPARE_TO_ANSWER,
-        })
+        rows.append(
+            {
+                "session_id": session.id,
+                "file": file,
+                "line": line,
+                "language": language,
+                "scenario": scenario,
+                "tier": session.tier,
+                "turn": turn,
+                "task_type": _at(session.task_types, turn),
+                "subtype": _at(session.turn_subtypes, turn),
+                "tool_source": source
+                if session.tool_sources is not None
+                else (tool_source_of(names) if actions is not None else None),
+                "question_en": questions[turn],
+                "question_en_explicit": _at(explicit, turn),
+                "question_zh": _at(session.tasks_zh, turn),
+                "question_zh_explicit": _at(session.tasks_zh_explicit, turn),
+                "gold_tools": names,
+                "n_gold_calls": len(names),
+                "gold_answer": _gold_answer(session, turn, language),
+                "rubric": list(rubric) if rubric is not None else None,
+                "n_items": len(rubric) if rubric is not None else 0,
+                "n_items_en": len(rubric_en) if rubric_en is not None else 0,
+                "n_checks": len(checks) if checks is not None else None,
+                "has_checks": any(c is not None for c in checks or []),
+                "ends_with_prepare": bool(actions) and actions[-1].name == PREPARE_TO_ANSWER,
+            }
+        )
     return rows, problems
 
 

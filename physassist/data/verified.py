@@ -81,9 +81,13 @@ def verified_sessions(
         sessions, problems = parse_records(records)
         sessions = in_scenarios(sessions, scenarios)
         if not problems and [s.id for s in sessions] == verdict["ids"]:
-            return [_as_read(s, read[s.origin]) if same else _dumped(s)
-                    for s, same in zip(sessions, verdict["dumps"], strict=True)]
-    loaded = validate_records(records, language=language, scenarios=scenarios, source=label)  # raises
+            return [
+                _as_read(s, read[s.origin]) if same else _dumped(s)
+                for s, same in zip(sessions, verdict["dumps"], strict=True)
+            ]
+    loaded = validate_records(
+        records, language=language, scenarios=scenarios, source=label
+    )  # raises
     out = [_dumped(s) for s in loaded.sessions]
     same = [read[s.origin].text == text for s, _, text in out]
     _write(cache_dir, key, {"ids": [s.id for s, _, _ in out], "dumps": same})
@@ -129,8 +133,12 @@ def _read(path: Path) -> dict[str, Any] | None:
     try:
         verdict: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         ids, dumps = verdict["ids"], verdict["dumps"]
-        if not (isinstance(ids, list) and isinstance(dumps, list) and len(ids) == len(dumps)
-                and all(isinstance(d, bool) for d in dumps)):
+        if not (
+            isinstance(ids, list)
+            and isinstance(dumps, list)
+            and len(ids) == len(dumps)
+            and all(isinstance(d, bool) for d in dumps)
+        ):
             return None
     except (OSError, ValueError, TypeError, KeyError):
         return None

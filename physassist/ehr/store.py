@@ -359,7 +359,11 @@ class EHRStore:
         a row). Rows are fetched by column (numpy, ~30% faster than row tuples: ``_as_rows``)."""
         names = (*columns, ROW_COLUMN)
         return _as_rows(
-            table, names, self._fetch(table, subject_id, names, order_by=order_by, limit=limit, where=where, params=params)
+            table,
+            names,
+            self._fetch(
+                table, subject_id, names, order_by=order_by, limit=limit, where=where, params=params
+            ),
         )
 
     def subject_columns(
@@ -571,7 +575,8 @@ def _load(
         }
         con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", list(meta.items()))
         con.execute(
-            f"CREATE TABLE {COUNTS_TABLE} (name VARCHAR, n_rows BIGINT, n_files INTEGER, width INTEGER)"
+            f"CREATE TABLE {COUNTS_TABLE} "
+            "(name VARCHAR, n_rows BIGINT, n_files INTEGER, width INTEGER)"
         )
         con.executemany(
             f"INSERT INTO {COUNTS_TABLE} VALUES (?, ?, ?, ?)",

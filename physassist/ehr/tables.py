@@ -46,7 +46,8 @@ class TableSpec:
     lookups: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     #: The scenarios whose sessions the builder cannot make without this table's rows
-    #: (``generation/builder/prefilter.RULES``; ``tests/ehr/test_source_check.py`` holds it to them).
+    #: (``generation/builder/prefilter.RULES``; ``tests/ehr/test_source_check.py`` holds it to
+    #: them).
     scenarios: tuple[str, ...] = ()
 
     @property
@@ -96,7 +97,8 @@ TABLES: dict[str, TableSpec] = {
             _cols(
                 "subject_id:id hadm_id:id admittime:ts dischtime:ts deathtime:ts admission_type:s "
                 "admit_provider_id:s admission_location:s discharge_location:s insurance:s "
-                "language:s marital_status:s race:s edregtime:ts edouttime:ts hospital_expire_flag:i"
+                "language:s marital_status:s race:s edregtime:ts edouttime:ts "
+                "hospital_expire_flag:i"
             ),
             ("subject_id", "admittime"),
             "admittime",
@@ -110,7 +112,8 @@ TABLES: dict[str, TableSpec] = {
             "transfers",
             "hosp",
             _cols(
-                "subject_id:id hadm_id:id transfer_id:id eventtype:s careunit:s intime:ts outtime:ts"
+                "subject_id:id hadm_id:id transfer_id:id eventtype:s careunit:s intime:ts "
+                "outtime:ts"
             ),
             ("subject_id", "intime"),
             "intime",
@@ -137,7 +140,8 @@ TABLES: dict[str, TableSpec] = {
             "labevents",
             "hosp",
             _cols(
-                "labevent_id:id subject_id:id hadm_id:id specimen_id:id itemid:i order_provider_id:s "
+                "labevent_id:id subject_id:id hadm_id:id specimen_id:id itemid:i "
+                "order_provider_id:s "
                 "charttime:ts storetime:ts value:s valuenum:f valueuom:s ref_range_lower:f "
                 "ref_range_upper:f flag:s priority:s comments:s"
             ),
@@ -177,7 +181,8 @@ TABLES: dict[str, TableSpec] = {
             "hosp",
             _cols(
                 "subject_id:id hadm_id:id pharmacy_id:id poe_id:s starttime:ts stoptime:ts "
-                "medication:s proc_type:s status:s entertime:ts verifiedtime:ts route:s frequency:s "
+                "medication:s proc_type:s status:s entertime:ts verifiedtime:ts route:s "
+                "frequency:s "
                 "disp_sched:s infusion_type:s sliding_scale:s lockout_interval:s basal_rate:f "
                 "one_hr_max:s doses_per_24_hrs:f duration:f duration_interval:s "
                 "expiration_value:i expiration_unit:s expirationdate:ts dispensation:s "

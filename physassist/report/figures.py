@@ -57,9 +57,17 @@ def _rows_height(labels: list[str], gap: float) -> float:
 
 def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
     """Horizontal bars of mRS per run with the bootstrap interval; floors as reference lines."""
-    model = runs["params.model"] if "params.model" in runs.columns else pd.Series(None, index=runs.index)
+    model = (
+        runs["params.model"]
+        if "params.model" in runs.columns
+        else pd.Series(None, index=runs.index)
+    )
     # a floor is a reference line when it was run once next to other runs; else it is a bar
-    lines = [m for m in FLOOR_STYLES if (model == m).sum() == 1 and (~model.isin(list(FLOOR_STYLES))).any()]
+    lines = [
+        m
+        for m in FLOOR_STYLES
+        if (model == m).sum() == 1 and (~model.isin(list(FLOOR_STYLES))).any()
+    ]
     floors, shown = runs[model.isin(lines)], runs[~model.isin(lines)]
     mrs = _col(shown, "mrs")
     low, high = _col(shown, "mrs_ci_low"), _col(shown, "mrs_ci_high")
@@ -74,7 +82,9 @@ def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
     for name in lines:
         colour, style = FLOOR_STYLES[name]
         value = float(_col(floors[floors["params.model"] == name], "mrs")[0])
-        ax.axvline(value, color=colour, linestyle=style, label=f"floor {name.split('/')[-1]} ({value:.1f})")
+        ax.axvline(
+            value, color=colour, linestyle=style, label=f"floor {name.split('/')[-1]} ({value:.1f})"
+        )
     ax.set_xlim(0, 100)
     ax.set_xlabel("mRS (points, 95% CI)")
     if ax.get_legend_handles_labels()[0]:
@@ -93,7 +103,13 @@ def channel_bars(runs: pd.DataFrame, path: Path) -> Path:
     ax = fig.add_subplot()
     y = np.arange(len(runs))
     ax.barh(y - 0.2, np.nan_to_num(ehr), height=0.4, color=EHR_COLOUR, label="EHR-only turns")
-    ax.barh(y + 0.2, np.nan_to_num(patient), height=0.4, color=PATIENT_COLOUR, label="patient-interview turns")
+    ax.barh(
+        y + 0.2,
+        np.nan_to_num(patient),
+        height=0.4,
+        color=PATIENT_COLOUR,
+        label="patient-interview turns",
+    )
     ax.set_yticks(y, labels=labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
@@ -131,17 +147,27 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
             xerr = np.vstack([np.nan_to_num(delta - low), np.nan_to_num(high - delta)])
         ax.barh(y, np.nan_to_num(delta), color=colours, xerr=xerr, capsize=3)
         ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_title("overall (95% CI)" if subtype == "all" and xerr is not None else subtype, fontsize=9)
+        ax.set_title(
+            "overall (95% CI)" if subtype == "all" and xerr is not None else subtype, fontsize=9
+        )
         ax.tick_params(axis="x", labelsize=8)
     axes[0].set_yticks(y, labels=labels, fontsize=8)
     axes[0].invert_yaxis()
-    fig.supxlabel("implicit - explicit (mRS points; < 0: implicit phrasing costs points)", fontsize=9)
+    fig.supxlabel(
+        "implicit - explicit (mRS points; < 0: implicit phrasing costs points)", fontsize=9
+    )
     fig.suptitle("Cost of implicit phrasing by subtype", fontsize=11)
     fig.savefig(path, dpi=120)
     return path
 
 
-AXIS_COLOURS = {"session": "#4c72b0", "patient": "#dd8452", "agent": "#55a868", "judge": "#c44e52", "residual": "#8172b3"}
+AXIS_COLOURS = {
+    "session": "#4c72b0",
+    "patient": "#dd8452",
+    "agent": "#55a868",
+    "judge": "#c44e52",
+    "residual": "#8172b3",
+}
 
 
 def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> Path:
@@ -160,12 +186,30 @@ def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> 
         part = rows[rows["axis"] == axis].set_index("group").reindex(groups)
         y = np.arange(len(groups)) + (k - (len(axes_order) - 1) / 2) * height
         share = part["share %"].astype(float).to_numpy()
-        low, high = part["ci_low"].astype(float).to_numpy(), part["ci_high"].astype(float).to_numpy()
+        low, high = (
+            part["ci_low"].astype(float).to_numpy(),
+            part["ci_high"].astype(float).to_numpy(),
+        )
         err = np.vstack([np.nan_to_num(share - low).clip(0), np.nan_to_num(high - share).clip(0)])
-        ax.barh(y, np.nan_to_num(share), height=height * 0.9, xerr=err, color=AXIS_COLOURS[axis], capsize=2, label=axis)
+        ax.barh(
+            y,
+            np.nan_to_num(share),
+            height=height * 0.9,
+            xerr=err,
+            color=AXIS_COLOURS[axis],
+            capsize=2,
+            label=axis,
+        )
         missing = np.isnan(share)
         if missing.any():
-            ax.scatter(np.zeros(missing.sum()), y[missing], marker="x", color="#7f7f7f", label=None if marked else "unmeasured (no repeats)", zorder=3)
+            ax.scatter(
+                np.zeros(missing.sum()),
+                y[missing],
+                marker="x",
+                color="#7f7f7f",
+                label=None if marked else "unmeasured (no repeats)",
+                zorder=3,
+            )
             marked = True
     ax.set_yticks(np.arange(len(groups)), labels=labels, fontsize=8)
     ax.invert_yaxis()
@@ -177,13 +221,17 @@ def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> 
     return path
 
 
-def _query_intervals(frame: pd.DataFrame, comparisons: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray] | None:
+def _query_intervals(
+    frame: pd.DataFrame, comparisons: pd.DataFrame | None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The paired CI of each Table 3 pair's overall mRS delta, in the pairs' order."""
     if comparisons is None or comparisons.empty or "a_run_id" not in comparisons.columns:
         return None
     mrs = comparisons[(comparisons["factor"] == "query") & (comparisons["metric"] == "mrs")]
     by_pair = mrs.set_index(["a_run_id", "b_run_id"])
-    overall = frame[frame["subtype"] == "all"].drop_duplicates(["implicit_run_id", "explicit_run_id"])
+    overall = frame[frame["subtype"] == "all"].drop_duplicates(
+        ["implicit_run_id", "explicit_run_id"]
+    )
     low, high = [], []
     for _, row in overall.iterrows():
         key = (row["implicit_run_id"], row["explicit_run_id"])

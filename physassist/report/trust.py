@@ -62,7 +62,11 @@ def noise_table(runs: pd.DataFrame) -> Table:
                 "run_id": run["run_id"],
             }
         )
-    title = "Noise: two identical runs differ by up to +- (points, 95%); the smallest paired mRS difference the design detects (80% power, two-sided 5%); the cheapest design per run that would detect 2 and 5 points"
+    title = (
+        "Noise: two identical runs differ by up to +- (points, 95%); the smallest paired mRS "
+        "difference the design detects (80% power, two-sided 5%); the cheapest design per run "
+        "that would detect 2 and 5 points"
+    )
     return Table("noise", title, pd.DataFrame(rows))
 
 
@@ -70,7 +74,10 @@ def _noise_note(metrics: dict[str, float]) -> str:
     if "mde.mrs" not in metrics:
         return "unmeasured: one epoch and one judging"
     if metrics["mde.mrs"] < 0.05:
-        return "no noise between identical runs: a comparison's own spread (its row in comparisons) sets what it detects"
+        return (
+            "no noise between identical runs: a comparison's own spread (its row in "
+            "comparisons) sets what it detects"
+        )
     return ""
 
 
@@ -135,7 +142,11 @@ def variance_table(runs: pd.DataFrame, turns_of: TurnsLoader, taus: Sequence[flo
                         "run_id": ",".join(str(row["run_id"]) for row, _ in tables),
                     }
                 )
-    title = "Where the variance comes from (points^2; share % of one session's value in one pass, 95% bootstrap CI over sessions): session is what the benchmark measures, the rest is noise"
+    title = (
+        "Where the variance comes from (points^2; share % of one session's value in one pass, "
+        "95% bootstrap CI over sessions): session is what the benchmark measures, the rest is "
+        "noise"
+    )
     return Table("variance", title, pd.DataFrame(rows), column_decimals={"variance": 1})
 
 
@@ -161,7 +172,10 @@ def calibration_table(runs: pd.DataFrame) -> Table:
             row[f"judge @T{tau[1:]}"] = m.get(f"pass_turn_{tau}", math.nan)
             row[f"calibrated @T{tau[1:]}"] = m.get(f"pass_turn_{tau}_calibrated", math.nan)
         rows.append({**row, "run_id": run["run_id"]})
-    title = "The judge calibrated on physicians (prediction-powered inference: the judge's mean plus the labelled turns' human - judge correction; points, 95% CI)"
+    title = (
+        "The judge calibrated on physicians (prediction-powered inference: the judge's mean "
+        "plus the labelled turns' human - judge correction; points, 95% CI)"
+    )
     return Table("calibration", title, pd.DataFrame(rows))
 
 

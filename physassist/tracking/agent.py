@@ -55,7 +55,9 @@ def _proxy(mapping: dict[str, Any]) -> types.MappingProxyType[str, Any]:
     return types.MappingProxyType(mapping)
 
 
-copyreg.pickle(types.MappingProxyType, lambda m: (_proxy, (dict(m),)))  # the experiment's frozen mappings
+copyreg.pickle(
+    types.MappingProxyType, lambda m: (_proxy, (dict(m),))
+)  # the experiment's frozen mappings
 
 _HEADER = struct.Struct("!I")
 _GONE = object()  # the reader's sentinel: the other end closed its pipe
@@ -66,12 +68,21 @@ CLOSE_WAIT_S = 30.0
 #: the run imports (the inputs' MLflow datasets, the table's Parquet writer, the EHR store):
 #: ~2.5 s and ~0.5 s of imports taken off the command's wait.
 WARM_AT_START = ("mlflow", "mlflow.store.tracking.sqlalchemy_store")
-WARM_FOR_LOGGING = ("physassist.tracking.inputs", "mlflow.data.pandas_dataset", "mlflow.data.dataset_source_registry",
-                    "pyarrow.parquet", "physassist.ehr.store")
+WARM_FOR_LOGGING = (
+    "physassist.tracking.inputs",
+    "mlflow.data.pandas_dataset",
+    "mlflow.data.dataset_source_registry",
+    "pyarrow.parquet",
+    "physassist.ehr.store",
+)
 #: The run's figures are drawn by a process of their own (the ``plots`` role, ``Drawing``), started
 #: by the agent as the eval starts: after the eval it draws them (~0.5 s) while the agent writes the
 #: rest of the run (~0.55 s), on the two cores the command's wait leaves idle.
-WARM_FOR_PLOTS = ("physassist.tracking.plots", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin")
+WARM_FOR_PLOTS = (
+    "physassist.tracking.plots",
+    "matplotlib.backends.backend_agg",
+    "PIL.PngImagePlugin",
+)
 _spare: Agent | None = None  # started by ``prestart``, for the command's first run
 
 #: How a run's figures are drawn: (turns, out_dir, taus, title) -> the wait for their files.
@@ -146,7 +157,10 @@ class Agent:
         """Start an agent process of ``role`` (``ROLES``; it begins its imports at once)."""
         reply_r, reply_w = os.pipe()
         root = str(Path(__file__).resolve().parents[2])  # the physassist this process runs
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "physassist.tracking", str(reply_w), role],
             stdin=subprocess.PIPE,
@@ -192,10 +206,16 @@ class Agent:
 
         def answer(timeout: float | None = None) -> Any:
             with self._answered:
-                if not self._answered.wait_for(lambda: number in self._answers or self._gone, timeout):
-                    raise TrackingError(f"the tracking process did not answer {operation} in {timeout:.0f} s")
+                if not self._answered.wait_for(
+                    lambda: number in self._answers or self._gone, timeout
+                ):
+                    raise TrackingError(
+                        f"the tracking process did not answer {operation} in {timeout:.0f} s"
+                    )
                 if number not in self._answers:
-                    raise TrackingError(f"the tracking process ended (exit {self._proc.poll()}) during {operation}")
+                    raise TrackingError(
+                        f"the tracking process ended (exit {self._proc.poll()}) during {operation}"
+                    )
                 ok, value = self._answers.pop(number)
             if not ok:
                 raise TrackingError(value)
@@ -225,7 +245,9 @@ class Session:
         self.owner_pid = os.getppid()
         self.stream: Any = None  # trace_stream.TraceStream
         self.held: dict[str, contextlib.ExitStack] = {}  # run id -> its heartbeat
-        self.plotter: Agent | None = None  # the ``plots`` process of the run held, once its eval runs
+        self.plotter: Agent | None = (
+            None  # the ``plots`` process of the run held, once its eval runs
+        )
 
     def open(self, tracking: TrackingSettings) -> int:
         """Open the store (``TrackingSettings``); end the runs dead processes left RUNNING (how
@@ -242,7 +264,9 @@ class Session:
         run = self.tracker.find_job(sweep_id, key)
         return JobRun.of(run) if run is not None else None
 
-    def claim(self, run_name: str, tags: dict[str, str], sweep: SweepInfo | None, key: str | None) -> Claim:
+    def claim(
+        self, run_name: str, tags: dict[str, str], sweep: SweepInfo | None, key: str | None
+    ) -> Claim:
         from physassist.tracking import claims
 
         return claims.claim(self.tracker, run_name, tags, sweep, key)
@@ -293,8 +317,13 @@ class Session:
         finally:
             self._release(request.run_id)
 
-    def _draw(self, turns: pd.DataFrame, out_dir: Path, taus: Sequence[float], title: str,
-              ) -> Callable[[], list[Path]]:
+    def _draw(
+        self,
+        turns: pd.DataFrame,
+        out_dir: Path,
+        taus: Sequence[float],
+        title: str,
+    ) -> Callable[[], list[Path]]:
         """Start drawing the run's figures in the plotter; returns the wait for their files. With
         no plotter, or one that is gone, they are drawn here (its own failure is the run's)."""
 
@@ -334,14 +363,20 @@ class Session:
 
         for run_id in list(self.held):
             with contextlib.suppress(Exception):
-                self.end(run_id, "KILLED", f"process {self.owner_pid} on {Owner.me().host} stopped without "
-                                          "finishing (seen by its tracking agent)")
+                self.end(
+                    run_id,
+                    "KILLED",
+                    f"process {self.owner_pid} on {Owner.me().host} stopped without "
+                    "finishing (seen by its tracking agent)",
+                )
 
 
 class Drawing:
     """The ``plots`` role: a run's figures, drawn while its agent writes the rest of the run."""
 
-    def draw(self, turns: pd.DataFrame, out_dir: Path, taus: Sequence[float], title: str) -> list[Path]:
+    def draw(
+        self, turns: pd.DataFrame, out_dir: Path, taus: Sequence[float], title: str
+    ) -> list[Path]:
         from physassist.tracking.plots import run_plots  # here: matplotlib only where it draws
 
         return run_plots(turns, out_dir, taus=taus, title=title)

@@ -70,7 +70,9 @@ def sessions_input(log: EvalLog, dataset: str, path: Path | None) -> RunInput | 
 
     sessions: dict[str, dict[str, Any]] = {}
     rows = []
-    with frozen_heap():  # the parsed sessions are ~100k containers: no full collections over the heap
+    with (
+        frozen_heap()
+    ):  # the parsed sessions are ~100k containers: no full collections over the heap
         for sample in log.samples or []:
             meta = sample.metadata or {}
             sid = str(sample.id)
@@ -78,7 +80,12 @@ def sessions_input(log: EvalLog, dataset: str, path: Path | None) -> RunInput | 
                 continue
             raw = meta["session"]
             sessions[sid] = json.loads(raw) if isinstance(raw, str) else raw
-            rows.append({"session_id": sid, **{k: str(meta.get(k)) for k in ("scenario", "tier", "language")}})
+            rows.append(
+                {
+                    "session_id": sid,
+                    **{k: str(meta.get(k)) for k in ("scenario", "tier", "language")},
+                }
+            )
         digest = sessions_fingerprint(sessions.values()) if sessions else None
     if digest is None:
         return None
@@ -114,7 +121,9 @@ def _built_input(name: str, path: Path, mtime_ns: int) -> RunInput:
         return RunInput(name, store.fingerprint, str(store.source), rows, "ehr")
 
 
-def run_inputs(log: EvalLog, dataset: str, dataset_path: Path | None, ehr_source: str) -> list[RunInput]:
+def run_inputs(
+    log: EvalLog, dataset: str, dataset_path: Path | None, ehr_source: str
+) -> list[RunInput]:
     """The session set (when the log carries sessions) and the EHR store of a run."""
     sessions = sessions_input(log, dataset, dataset_path)
     return [*([sessions] if sessions else []), ehr_input(ehr_source)]

@@ -193,7 +193,9 @@ def schema_template() -> Path:
         try:
             if target.is_file():
                 return target
-            scratch_root = "/dev/shm" if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+            scratch_root = (
+                "/dev/shm" if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+            )
             with tempfile.TemporaryDirectory(dir=scratch_root) as scratch:
                 db = Path(scratch) / "mlflow.db"
                 MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments(max_results=1)

@@ -95,8 +95,12 @@ def task_implicitness_heatmap(turns: pd.DataFrame, path: Path, title: str = "") 
             "score": _scores(turns) * 100.0,
         }
     )
-    mean = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="mean")
-    count = frame.pivot_table(index="task_type", columns="implicitness", values="score", aggfunc="count")
+    mean = frame.pivot_table(
+        index="task_type", columns="implicitness", values="score", aggfunc="mean"
+    )
+    count = frame.pivot_table(
+        index="task_type", columns="implicitness", values="score", aggfunc="count"
+    )
     if mean.empty:
         raise ValueError(f"no scored turn to draw (0 of {len(frame)})")
     rows = _ordered(list(mean.index), TASK_TYPE_ORDER)
@@ -159,7 +163,13 @@ def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
     bars = ax.bar(stats.index, stats["mean"].fillna(0), color="#4c72b0")
     for bar, (mean, n) in zip(bars, stats.itertuples(index=False), strict=True):
         label = "-" if pd.isna(mean) else f"{mean:.1f}\nn={n}"
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+        ax.annotate(
+            label,
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax.set_ylim(0, 110)
     ax.set_ylabel("mean turn score x100")
     ax.set_xlabel("tool source")
@@ -168,11 +178,17 @@ def source_bars(turns: pd.DataFrame, path: Path, title: str = "") -> Path:
     return path
 
 
-def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], title: str = "") -> list[Path]:
+def run_plots(
+    turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], title: str = ""
+) -> list[Path]:
     """Every per-run figure that the turn table supports; a figure the table lacks the
     columns for is skipped with a warning naming it, not an error. Without a scored turn
     there is nothing to draw: no figure, one warning with the count."""
-    scored = _scores(turns).notna() & (turns["status"] == "scored") if "status" in turns else _scores(turns).notna()
+    scored = (
+        _scores(turns).notna() & (turns["status"] == "scored")
+        if "status" in turns
+        else _scores(turns).notna()
+    )
     if not scored.any():
         log.warning("figures skipped: none of the run's %d turns was scored", len(turns))
         return []

@@ -31,8 +31,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def mlflow_server(backend_uri: str, artifact_root: Path, startup_seconds: float = 150) -> Iterator[str]:
-    """Serve ``backend_uri`` (artifacts of new experiments under ``artifact_root``); yields the base URL."""
+def mlflow_server(
+    backend_uri: str, artifact_root: Path, startup_seconds: float = 150
+) -> Iterator[str]:
+    """Serve ``backend_uri`` (artifacts of new experiments under ``artifact_root``); yields the
+    base URL."""
     open_client(backend_uri)  # schema from the cached template: the server starts fast
     port = free_port()
     server = subprocess.Popen(
@@ -65,7 +68,9 @@ def mlflow_server(backend_uri: str, artifact_root: Path, startup_seconds: float 
             except OSError:
                 pass
             if time.monotonic() > deadline or server.poll() is not None:
-                raise TrackingError(f"mlflow server did not come up on {base} (exit {server.poll()})")
+                raise TrackingError(
+                    f"mlflow server did not come up on {base} (exit {server.poll()})"
+                )
             time.sleep(0.5)
         yield base
     finally:

@@ -51,7 +51,12 @@ class TraceStream:
     """A worker thread writing finished sessions as the traces of run ``run_id``."""
 
     def __init__(self, uri: str, experiment_id: str, run_id: str, raw_chars: int) -> None:
-        self.uri, self.experiment_id, self.run_id, self.raw_chars = uri, experiment_id, run_id, raw_chars
+        self.uri, self.experiment_id, self.run_id, self.raw_chars = (
+            uri,
+            experiment_id,
+            run_id,
+            raw_chars,
+        )
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._spec: Any = None  # the eval's EvalSpec (grader, start), from the task-start hook
         self._keys: set[tuple[str, int]] = set()
@@ -59,7 +64,9 @@ class TraceStream:
         self._busy = 0.0  # seconds spent writing
         self._stopping = False
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._work, name=f"physassist-traces-{run_id[:8]}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._work, name=f"physassist-traces-{run_id[:8]}", daemon=True
+        )
         self._thread.start()
 
     def started(self, spec: Any) -> None:
@@ -97,8 +104,13 @@ class TraceStream:
         todo = [(s, md) for s, md in scored(samples) if sample_key(s) not in self._keys]
         if not todo:
             return
-        traces = build_traces(todo, self._spec, experiment_id=self.experiment_id, run_id=self.run_id,
-                              raw_chars=self.raw_chars)
+        traces = build_traces(
+            todo,
+            self._spec,
+            experiment_id=self.experiment_id,
+            run_id=self.run_id,
+            raw_chars=self.raw_chars,
+        )
         with store_lock(self.uri):
             store_traces(self.uri, self.experiment_id, self.run_id, traces)
         self._keys.update(sample_key(s) for s, _ in todo)

@@ -21,9 +21,15 @@ from typing import Any
 from physassist.vocab import LANGUAGES, LITERACY_LEVELS, PATIENT_TOOLS
 
 FREQ_WORDS = {
-    "DAILY": ("once a day", "每天一次"), "Q24H": ("once a day", "每天一次"), "BID": ("twice a day", "每天两次"),
-    "Q12H": ("twice a day", "每天两次"), "TID": ("three times a day", "每天三次"), "Q8H": ("three times a day", "每天三次"),
-    "QHS": ("at bedtime", "每晚睡前"), "QPM": ("in the evening", "每天晚上"), "QACHS": ("with meals and at bedtime", "三餐和睡前"),
+    "DAILY": ("once a day", "每天一次"),
+    "Q24H": ("once a day", "每天一次"),
+    "BID": ("twice a day", "每天两次"),
+    "Q12H": ("twice a day", "每天两次"),
+    "TID": ("three times a day", "每天三次"),
+    "Q8H": ("three times a day", "每天三次"),
+    "QHS": ("at bedtime", "每晚睡前"),
+    "QPM": ("in the evening", "每天晚上"),
+    "QACHS": ("with meals and at bedtime", "三餐和睡前"),
 }
 PAIN_WORDS = ("pain", "hurt", "ache", "sore", "痛", "疼")
 
@@ -48,7 +54,9 @@ def canonical_tool(name: str) -> str:
     if not n.startswith("patient."):
         n = "patient." + n
     if n not in PATIENT_TOOLS:
-        raise ValueError(f"unknown patient tool {name!r}; expected one of {', '.join(PATIENT_TOOLS)}")
+        raise ValueError(
+            f"unknown patient tool {name!r}; expected one of {', '.join(PATIENT_TOOLS)}"
+        )
     return n
 
 
@@ -57,7 +65,10 @@ class PHMResponder:
 
     def __init__(self, phm: dict[str, Any], literacy: str = "high", language: str = "en") -> None:
         if not isinstance(phm, dict) or not isinstance(phm.get("persona"), dict):
-            raise ValueError("phm must be a patient health model dict with a 'persona' (see physassist.synth.phm)")
+            raise ValueError(
+                "phm must be a patient health model dict with a 'persona' (see "
+                "physassist.synth.phm)"
+            )
         if literacy not in LITERACY_LEVELS:
             raise ValueError(f"literacy must be one of {LITERACY_LEVELS}, got {literacy!r}")
         if language not in LANGUAGES:
@@ -84,7 +95,10 @@ class PHMResponder:
             "patient.get_pain_assessment": self._pain,
         }[name]
         variants = {lit: render(lit) for lit in LITERACY_LEVELS}
-        return {"patient_response": variants[self.literacy], "patient_responses_all_literacy": variants}
+        return {
+            "patient_response": variants[self.literacy],
+            "patient_responses_all_literacy": variants,
+        }
 
     # -- helpers ------------------------------------------------------------------------
     def _tx(self, d: dict[str, Any] | None) -> str:
@@ -98,7 +112,11 @@ class PHMResponder:
     def _worry(self, lit: str) -> str:
         level = self.persona.get("anxiety_level")
         if level == "high":
-            return "我真的很担心是不是很严重。" if self._zh() else " I'm really scared this is something serious."
+            return (
+                "我真的很担心是不是很严重。"
+                if self._zh()
+                else " I'm really scared this is something serious."
+            )
         if level == "medium" and lit != "low":
             return "我有点担心。" if self._zh() else " It worries me a bit."
         return ""
@@ -110,7 +128,9 @@ class PHMResponder:
         q_words = set(re.findall(r"[a-z]+|[\u4e00-\u9fff]+", q))
         medications: list[dict[str, Any]] = self.phm.get("medications") or []
         for med in medications:
-            names = [str(n).lower() for n in med.get("names") or []] + [str(med.get("drug", "")).lower()]
+            names = [str(n).lower() for n in med.get("names") or []] + [
+                str(med.get("drug", "")).lower()
+            ]
             names += [str((med.get("patient_term") or {}).get("zh", ""))]
             for n in names:
                 if not n:
@@ -126,7 +146,11 @@ class PHMResponder:
             self.revealed.add(str(med.get("code") or med.get("drug")))
 
     def _hidden(self, med: dict[str, Any]) -> bool:
-        return bool(self.withholding and med.get("withheld") and str(med.get("code") or med.get("drug")) not in self.revealed)
+        return bool(
+            self.withholding
+            and med.get("withheld")
+            and str(med.get("code") or med.get("drug")) not in self.revealed
+        )
 
     # -- symptom history ----------------------------------------------------------------
     def _match_symptoms(self, query: Any) -> list[dict[str, Any]]:
@@ -139,28 +163,48 @@ class PHMResponder:
     def _symptom_text(self, s: dict[str, Any], lit: str, detail: bool) -> str:
         zh = self._zh()
         term, plain = self._tx(s.get("term")), self._tx(s.get("plain"))
-        onset, prov, qual = self._tx(s.get("onset")), self._tx(s.get("provocation")), self._tx(s.get("quality"))
-        region, timing, assoc = self._tx(s.get("region")), self._tx(s.get("timing")), self._tx(s.get("associated"))
+        onset, prov, qual = (
+            self._tx(s.get("onset")),
+            self._tx(s.get("provocation")),
+            self._tx(s.get("quality")),
+        )
+        region, timing, assoc = (
+            self._tx(s.get("region")),
+            self._tx(s.get("timing")),
+            self._tx(s.get("associated")),
+        )
         sev = int(s.get("severity") or 0)
         if zh:
             if lit == "low":
                 out = f"我{plain}，{onset}开始的，{_sev_words(sev, 'zh')}。{prov}。"
             elif lit == "medium":
-                out = f"我{plain}，是{onset}开始的。{prov}。感觉{qual}，{region}。要打分的话大概{sev}分。{timing}。"
+                out = (
+                    f"我{plain}，是{onset}开始的。{prov}。感觉{qual}，{region}。"
+                    f"要打分的话大概{sev}分。{timing}。"
+                )
             else:
-                out = (f"主要是{term}：{onset}开始的。{prov}。性质是{qual}，部位{region}。"
-                       f"严重程度{sev}/10分。{timing}。")
+                out = (
+                    f"主要是{term}：{onset}开始的。{prov}。性质是{qual}，部位{region}。"
+                    f"严重程度{sev}/10分。{timing}。"
+                )
             if detail:
                 out += f"{assoc}。"
             return out
         if lit == "low":
-            out = f"My problem is {plain}. It started {onset}. It's {_sev_words(sev, 'en')}. It's {prov}."
+            out = (
+                f"My problem is {plain}. It started {onset}. It's {_sev_words(sev, 'en')}. It's "
+                f"{prov}."
+            )
         elif lit == "medium":
-            out = (f"I've been dealing with {plain}. It started {onset}. It's {prov}. How it feels: {qual}, {region}. "
-                   f"I'd give it about a {sev} out of 10. {_cap(timing)}.")
+            out = (
+                f"I've been dealing with {plain}. It started {onset}. It's {prov}. How it feels: "
+                f"{qual}, {region}. I'd give it about a {sev} out of 10. {_cap(timing)}."
+            )
         else:
-            out = (f"My main problem is {term}. Onset was {onset}. It's {prov}. Character: {qual}; location: {region}. "
-                   f"Severity about {sev}/10. {_cap(timing)}.")
+            out = (
+                f"My main problem is {term}. Onset was {onset}. It's {prov}. Character: {qual}; "
+                f"location: {region}. Severity about {sev}/10. {_cap(timing)}."
+            )
         if detail:
             out += f" {_cap(assoc)}."
         return out
@@ -177,18 +221,35 @@ class PHMResponder:
             if any(w in query.lower() for w in PAIN_WORDS) and pain.get("present"):
                 return self._pain(lit)
             if zh:
-                return {"low": "没有，我没觉得有这个。", "medium": "没有，我不觉得有这种情况。",
-                        "high": f"没有，这个我没有注意到。我主要是{self._tx(symptoms[0].get('term'))}。"}[lit]
-            return {"low": "No, I don't think I've had that.", "medium": "No, I haven't noticed anything like that.",
-                    "high": f"No, I haven't noticed that. My main problem has been {self._tx(symptoms[0].get('term'))}."}[lit]
+                return {
+                    "low": "没有，我没觉得有这个。",
+                    "medium": "没有，我不觉得有这种情况。",
+                    "high": (
+                        f"没有，这个我没有注意到。我主要是{self._tx(symptoms[0].get('term'))}。"
+                    ),
+                }[lit]
+            return {
+                "low": "No, I don't think I've had that.",
+                "medium": "No, I haven't noticed anything like that.",
+                "high": (
+                    "No, I haven't noticed that. My main problem has been "
+                    f"{self._tx(symptoms[0].get('term'))}."
+                ),
+            }[lit]
         if matched:  # a specific question gets every detail, partial or not
-            return " ".join(self._symptom_text(s, lit, detail=True) for s in matched) + self._worry(lit)
+            return " ".join(self._symptom_text(s, lit, detail=True) for s in matched) + self._worry(
+                lit
+            )
         primary = next((s for s in symptoms if s.get("primary")), symptoms[0])
         text = self._symptom_text(primary, lit, detail=not self.partial)
         others = [s for s in symptoms if s is not primary]
         if others and not self.partial:
             names = [self._tx(s.get("term" if lit == "high" else "plain")) for s in others]
-            text += (f"另外还有{'、'.join(names)}。" if zh else f" I've also been dealing with {' and '.join(names)}.")
+            text += (
+                f"另外还有{'、'.join(names)}。"
+                if zh
+                else f" I've also been dealing with {' and '.join(names)}."
+            )
         return text + self._worry(lit)
 
     # -- medication adherence -----------------------------------------------------------
@@ -204,34 +265,60 @@ class PHMResponder:
         reason = self._tx(med.get("reason"))
         if self._hidden(med) or adherence == "good":
             if zh:
-                return {"low": f"{name}我每天都按时吃。", "medium": f"{name}我{self._freq(med)}，按时吃，没漏过。",
-                        "high": f"{name} {dose}，{self._freq(med)}，我一直按医嘱服用，没有漏服。"}[lit]
-            return {"low": f"I take my {name} every day like they told me.",
-                    "medium": f"I take the {name} {self._freq(med)} and I don't miss it.",
-                    "high": f"I take {name} {dose} {self._freq(med)} as prescribed and haven't missed doses."}[lit]
+                return {
+                    "low": f"{name}我每天都按时吃。",
+                    "medium": f"{name}我{self._freq(med)}，按时吃，没漏过。",
+                    "high": f"{name} {dose}，{self._freq(med)}，我一直按医嘱服用，没有漏服。",
+                }[lit]
+            return {
+                "low": f"I take my {name} every day like they told me.",
+                "medium": f"I take the {name} {self._freq(med)} and I don't miss it.",
+                "high": (
+                    f"I take {name} {dose} {self._freq(med)} as prescribed and haven't missed "
+                    "doses."
+                ),
+            }[lit]
         confess = asked and med.get("withheld")
         if adherence == "sometimes_forgets":
             n = int(med.get("missed_per_week") or 0)
             if self.partial and not asked:
                 return f"{name}我偶尔会忘。" if zh else f"I might miss the {name} now and then."
             if zh:
-                return {"low": f"{name}我有时候会忘，{reason}。",
-                        "medium": f"{name}我一周大概会漏{n}次，{reason}。",
-                        "high": f"{name} {dose} {self._freq(med)}，每周大约漏服{n}次，{reason}。"}[lit]
-            return {"low": f"Sometimes I forget the {name}; {reason}.",
-                    "medium": f"I miss the {name} about {_times(n)} a week; {reason}.",
-                    "high": f"With {name} {dose} {self._freq(med)}, I miss about {n} dose{'s' if n != 1 else ''} a week; {reason}."}[lit]
+                return {
+                    "low": f"{name}我有时候会忘，{reason}。",
+                    "medium": f"{name}我一周大概会漏{n}次，{reason}。",
+                    "high": f"{name} {dose} {self._freq(med)}，每周大约漏服{n}次，{reason}。",
+                }[lit]
+            return {
+                "low": f"Sometimes I forget the {name}; {reason}.",
+                "medium": f"I miss the {name} about {_times(n)} a week; {reason}.",
+                "high": (
+                    f"With {name} {dose} {self._freq(med)}, I miss about {n} "
+                    f"dose{'s' if n != 1 else ''} a week; {reason}."
+                ),
+            }[lit]
         if self.partial and not asked:
-            return f"{name}我最近吃得不太规律。" if zh else f"I haven't been very regular with the {name} lately."
+            return (
+                f"{name}我最近吃得不太规律。"
+                if zh
+                else f"I haven't been very regular with the {name} lately."
+            )
         if zh:
             lead = "说实话，之前没跟你说，" if confess else "老实说，"
-            return {"low": f"{lead}{name}我没在吃，{reason}。",
-                    "medium": f"{lead}{name}我没按时吃：{reason}。",
-                    "high": f"{lead}{name} {dose}（应{self._freq(med)}）我没有在服用：{reason}。"}[lit]
+            return {
+                "low": f"{lead}{name}我没在吃，{reason}。",
+                "medium": f"{lead}{name}我没按时吃：{reason}。",
+                "high": f"{lead}{name} {dose}（应{self._freq(med)}）我没有在服用：{reason}。",
+            }[lit]
         lead = "To be honest, I didn't mention it before, but " if confess else "Honestly, "
-        return {"low": f"{lead}I haven't been taking the {name}: {reason}.",
-                "medium": f"{lead}I haven't been taking the {name} like I should: {reason}.",
-                "high": f"{lead}I haven't been taking {name} {dose} ({self._freq(med)} as prescribed): {reason}."}[lit]
+        return {
+            "low": f"{lead}I haven't been taking the {name}: {reason}.",
+            "medium": f"{lead}I haven't been taking the {name} like I should: {reason}.",
+            "high": (
+                f"{lead}I haven't been taking {name} {dose} ({self._freq(med)} as prescribed): "
+                f"{reason}."
+            ),
+        }[lit]
 
     def _adherence(self, drug: Any, lit: str) -> str:
         zh = self._zh()
@@ -242,24 +329,36 @@ class PHMResponder:
             if med is None:
                 d = drug.strip()
                 if zh:
-                    return {"low": "这个药我好像没吃。", "medium": f"我没有在吃{d}，我的药里没有这个。",
-                            "high": f"我没有在服用{d}，它不在我的用药清单上。"}[lit]
-                return {"low": "I don't think I take that one.", "medium": f"I'm not taking {d}, as far as I know.",
-                        "high": f"I'm not on {d}; it isn't one of my medications."}[lit]
+                    return {
+                        "low": "这个药我好像没吃。",
+                        "medium": f"我没有在吃{d}，我的药里没有这个。",
+                        "high": f"我没有在服用{d}，它不在我的用药清单上。",
+                    }[lit]
+                return {
+                    "low": "I don't think I take that one.",
+                    "medium": f"I'm not taking {d}, as far as I know.",
+                    "high": f"I'm not on {d}; it isn't one of my medications.",
+                }[lit]
             return self._one_med(med, lit, asked=True)
         if not meds:
             return "我平时不吃药。" if zh else "I don't take any regular medicines."
         shown = [m for m in meds if m.get("adherence") != "good" and not self._hidden(m)]
-        names = [self._tx(m.get("patient_term")) if lit != "high" else str(m.get("drug")) for m in meds]
+        names = [
+            self._tx(m.get("patient_term")) if lit != "high" else str(m.get("drug")) for m in meds
+        ]
         if zh:
-            head = {"low": f"我每天要吃好几种药，有{'、'.join(names[:3])}这些。",
-                    "medium": f"我在吃{len(meds)}种药：{'、'.join(names)}。",
-                    "high": f"我目前服用{len(meds)}种药：{'、'.join(names)}。"}[lit]
+            head = {
+                "low": f"我每天要吃好几种药，有{'、'.join(names[:3])}这些。",
+                "medium": f"我在吃{len(meds)}种药：{'、'.join(names)}。",
+                "high": f"我目前服用{len(meds)}种药：{'、'.join(names)}。",
+            }[lit]
             tail = "大部分都按时吃。" if shown else "我都按时吃的。"
         else:
-            head = {"low": f"I take a bunch of pills every day, like my {', '.join(names[:3])}.",
-                    "medium": f"I take {len(meds)} medicines: {', '.join(names)}.",
-                    "high": f"I'm on {len(meds)} medications: {', '.join(names)}."}[lit]
+            head = {
+                "low": f"I take a bunch of pills every day, like my {', '.join(names[:3])}.",
+                "medium": f"I take {len(meds)} medicines: {', '.join(names)}.",
+                "high": f"I'm on {len(meds)} medications: {', '.join(names)}.",
+            }[lit]
             tail = "I take most of them as I should." if shown else "I take them all as prescribed."
         out = f"{head}{'' if zh else ' '}{tail}"
         for m in shown:
@@ -275,7 +374,14 @@ class PHMResponder:
             parts += [self._tx(s.get("drugs")), self._tx(s.get("support"))]
         if lit == "high":
             occ = self._tx(s.get("occupation"))
-            parts.insert(1, f"职业是{occ}" if zh else f"I'm a {occ}" if not occ.startswith("retired") else f"I'm {occ}")
+            parts.insert(
+                1,
+                f"职业是{occ}"
+                if zh
+                else f"I'm a {occ}"
+                if not occ.startswith("retired")
+                else f"I'm {occ}",
+            )
         parts = [p for p in parts if p]
         if zh:
             return "。".join(parts) + "。"
@@ -288,7 +394,11 @@ class PHMResponder:
         if lit == "low":
             parts.append(self._tx(f.get("falls")))
         else:
-            parts += [self._tx(f.get("iadl")), self._tx(f.get("exercise_tolerance")), self._tx(f.get("falls"))]
+            parts += [
+                self._tx(f.get("iadl")),
+                self._tx(f.get("exercise_tolerance")),
+                self._tx(f.get("falls")),
+            ]
         parts = [p for p in parts if p]
         if zh:
             return "。".join(parts) + "。"
@@ -301,17 +411,48 @@ class PHMResponder:
         p = self.phm.get("pain") or {}
         zh = self._zh()
         if not p.get("present"):
-            return {"low": "我不痛。", "medium": "我现在没有哪里痛。", "high": "目前没有疼痛，疼痛评分0分。"}[lit] if zh else \
-                {"low": "No, nothing hurts.", "medium": "I don't have any pain right now.",
-                 "high": "I have no pain at the moment, zero out of ten."}[lit]
-        loc, qual, rad = self._tx(p.get("location")), self._tx(p.get("quality")), self._tx(p.get("radiation"))
-        timing, relief, score = self._tx(p.get("timing")), self._tx(p.get("relief")), int(p.get("score") or 0)
+            return (
+                {
+                    "low": "我不痛。",
+                    "medium": "我现在没有哪里痛。",
+                    "high": "目前没有疼痛，疼痛评分0分。",
+                }[lit]
+                if zh
+                else {
+                    "low": "No, nothing hurts.",
+                    "medium": "I don't have any pain right now.",
+                    "high": "I have no pain at the moment, zero out of ten.",
+                }[lit]
+            )
+        loc, qual, rad = (
+            self._tx(p.get("location")),
+            self._tx(p.get("quality")),
+            self._tx(p.get("radiation")),
+        )
+        timing, relief, score = (
+            self._tx(p.get("timing")),
+            self._tx(p.get("relief")),
+            int(p.get("score") or 0),
+        )
         if zh:
-            return {"low": f"疼的地方在{loc}，{_sev_words(score, 'zh')}。{timing}。",
-                    "medium": f"疼的地方在{loc}，是{qual}，大概{score}分。{timing}，会{rad}。{relief}。",
-                    "high": f"疼痛部位在{loc}，性质为{qual}，评分{score}/10，{rad}。{timing}。缓解方式：{relief}。"}[lit]
-        return {"low": f"It hurts in the {loc}. It's {_sev_words(score, 'en')}. It's there {timing}.",
-                "medium": f"The pain is in the {loc}. It's {qual}, about a {score} out of 10, and it goes {rad}. "
-                          f"It's there {timing}. What helps: {relief}.",
-                "high": f"Pain in the {loc}: {qual}, {score}/10, radiating {rad}. It's present {timing}. "
-                        f"Relieving factors: {relief}."}[lit] + self._worry(lit)
+            return {
+                "low": f"疼的地方在{loc}，{_sev_words(score, 'zh')}。{timing}。",
+                "medium": (
+                    f"疼的地方在{loc}，是{qual}，大概{score}分。{timing}，会{rad}。{relief}。"
+                ),
+                "high": (
+                    f"疼痛部位在{loc}，性质为{qual}，评分{score}/10，{rad}。"
+                    f"{timing}。缓解方式：{relief}。"
+                ),
+            }[lit]
+        return {
+            "low": f"It hurts in the {loc}. It's {_sev_words(score, 'en')}. It's there {timing}.",
+            "medium": (
+                f"The pain is in the {loc}. It's {qual}, about a {score} out of 10, and it "
+                f"goes {rad}. It's there {timing}. What helps: {relief}."
+            ),
+            "high": (
+                f"Pain in the {loc}: {qual}, {score}/10, radiating {rad}. It's present {timing}. "
+                f"Relieving factors: {relief}."
+            ),
+        }[lit] + self._worry(lit)

@@ -17,7 +17,9 @@ from .replay import ReplayPatient
 def record_summary(ctx: ToolContext) -> dict[str, Any]:
     """Diagnoses and medicines from the record, to ground a live patient without a PHM."""
     summary: dict[str, Any] = {}
-    unrestricted = dataclasses.replace(ctx, allowed=None)  # the menu limits the model, not the patient
+    unrestricted = dataclasses.replace(
+        ctx, allowed=None
+    )  # the menu limits the model, not the patient
     queries = {
         "diagnoses": ("Condition.search", "code"),
         "medications": ("MedicationRequest.search", "medicationCodeableConcept"),
@@ -61,4 +63,6 @@ def patient_responder(
         grounding = derived_patient_model(
             persona, session.gold_patient_answers(language), record_summary(ctx)
         )
-    return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy, seed=seed)
+    return LivePatient(
+        model, grounding, persona=persona, language=language, literacy=literacy, seed=seed
+    )

@@ -94,7 +94,9 @@ def test_http_run_scores_like_the_in_process_oracle_and_reports_server_usage(tmp
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in offered)
     [mlrun] = search_runs(uri).to_dict("records")
     log_path = mlrun["tags.physassist.inspect_log"]
-    reference = run(tmp_path / "oracle", ["model=oracle", "inspect.limit=2", "inspect.display=none"])
+    reference = run(
+        tmp_path / "oracle", ["model=oracle", "inspect.limit=2", "inspect.display=none"]
+    )
     assert len(scores(log_path)) == 8 and scores(log_path) == scores(reference.log_path)
     assert mlrun["metrics.mrs"] == round(reference.metrics["mrs"], 1)  # MLflow keeps 0.1 point
     # the usage the server reported reaches the per-turn records and MLflow
@@ -102,23 +104,39 @@ def test_http_run_scores_like_the_in_process_oracle_and_reports_server_usage(tmp
     sent_in = sum(r.usage[0] for r in server.log)
     sent_out = sum(r.usage[1] for r in server.log)
     assert (turns["tokens_in"].sum(), turns["tokens_out"].sum()) == (sent_in, sent_out)
-    assert (mlrun["metrics.tokens/tokens_input"], mlrun["metrics.tokens/tokens_output"]) == (sent_in, sent_out)
-    assert (mlrun["metrics.tokens/tokens.assistant.input"], mlrun["metrics.tokens/tokens.assistant.output"]) == (sent_in, sent_out)
-    assert mlrun["metrics.cost_usd"] == pytest.approx((sent_in * 0.5 + sent_out * 2.0) / 1e6, abs=1e-6)
+    assert (mlrun["metrics.tokens/tokens_input"], mlrun["metrics.tokens/tokens_output"]) == (
+        sent_in,
+        sent_out,
+    )
+    assert (
+        mlrun["metrics.tokens/tokens.assistant.input"],
+        mlrun["metrics.tokens/tokens.assistant.output"],
+    ) == (sent_in, sent_out)
+    assert mlrun["metrics.cost_usd"] == pytest.approx(
+        (sent_in * 0.5 + sent_out * 2.0) / 1e6, abs=1e-6
+    )
 
 
 @pytest.mark.slow
-def test_rate_limits_errors_and_slow_answers_are_retried_and_model_mistakes_are_scored(tmp_path, key) -> None:
+def test_rate_limits_errors_and_slow_answers_are_retried_and_model_mistakes_are_scored(
+    tmp_path, key
+) -> None:
     faults = {1: "429", 2: "500", 4: "slow", 6: "malformed_args", 10: "unknown_tool", 12: "429"}
-    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults=faults, retry_after="1", slow_seconds=6) as server:
+    with ScriptedServer(
+        {"oracle": agent_policy(OracleAgent())}, faults=faults, retry_after="1", slow_seconds=6
+    ) as server:
         out = run(tmp_path, served_model(server, 2, "inspect.attempt_timeout=2"))
     assert out.status == "FINISHED" and out.faults is None, out.faults
     assert out.metrics["error_turns"] == 0 and out.metrics["unscored_turns"] == 0
-    reference = run(tmp_path / "oracle", ["model=oracle", "inspect.limit=2", "inspect.display=none"])
+    reference = run(
+        tmp_path / "oracle", ["model=oracle", "inspect.limit=2", "inspect.display=none"]
+    )
     assert scores(out.log_path) == scores(reference.log_path)  # retried: the scores are unchanged
     assert [r.status for r in server.log if r.fault in ("429", "500")] == [429, 500, 429]
     samples = read_eval_log(out.log_path).samples
-    answered = sum(1 for sample in samples for e in sample.events if e.event == "model" and not e.error)
+    answered = sum(
+        1 for sample in samples for e in sample.events if e.event == "model" and not e.error
+    )
     assert len(server.log) >= answered + 4  # 429, 500, slow, 429: each cost a request, then retried
     # a malformed or unknown call is the model's mistake: answered with an OperationOutcome
     calls = [c for sample in samples for record in stored_turns(sample.store) for c in record.calls]
@@ -131,13 +149,21 @@ def test_rate_limits_errors_and_slow_answers_are_retried_and_model_mistakes_are_
 def test_server_errors_after_retries_and_empty_choices_are_unscored_faults(tmp_path, key) -> None:
     always = ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults=lambda n, m: "500")
     with always as server:
-        out = run(tmp_path / "500", served_model(server, 1, "inspect.max_retries=1", "+model.args.max_retries=0"))
+        out = run(
+            tmp_path / "500",
+            served_model(server, 1, "inspect.max_retries=1", "+model.args.max_retries=0"),
+        )
     assert out.metrics["error_turns"] == 4 and out.metrics["scored_turns"] == 0
-    # (past 20 s of failures, on a loaded machine, the breaker names the endpoint first: physassist/calls.py)
-    assert "4 of 4 turns ended in a system fault" in out.faults and "InternalServerError" in out.faults
+    # (past 20 s of failures, on a loaded machine, the breaker names the endpoint first:
+    # physassist/calls.py)
+    assert (
+        "4 of 4 turns ended in a system fault" in out.faults and "InternalServerError" in out.faults
+    )
     assert out.run_status == "FAILED"
 
-    with ScriptedServer({"oracle": agent_policy(OracleAgent())}, faults={1: "empty_choices"}) as server:
+    with ScriptedServer(
+        {"oracle": agent_policy(OracleAgent())}, faults={1: "empty_choices"}
+    ) as server:
         out = run(tmp_path / "empty", served_model(server, 1))
     df = turn_table(out.log_path).set_index("turn")
     assert df.loc[0, "status"] == "error" and "returned no choices" in df.loc[0, "error"]
@@ -145,7 +171,11 @@ def test_server_errors_after_retries_and_empty_choices_are_unscored_faults(tmp_p
 
 
 def test_grader_and_patient_roles_through_the_same_server(tmp_path, key) -> None:
-    policies = {"oracle": agent_policy(OracleAgent()), "grader": grader_policy, "patient": patient_policy}
+    policies = {
+        "oracle": agent_policy(OracleAgent()),
+        "grader": grader_policy,
+        "patient": patient_policy,
+    }
     with ScriptedServer(policies) as server:
         roles = [
             f"{group}.{key}={value}"
@@ -181,7 +211,10 @@ def test_missing_provider_client_is_one_plain_line(tmp_path, monkeypatch) -> Non
     """google-genai is not a dependency: the run stops before anything runs, naming the extra."""
     monkeypatch.setenv("GOOGLE_API_KEY", "x")
     with pytest.raises(ev.ConfigError) as error:
-        run(tmp_path, ["model=openai", "model.name=google/gemini-2.5-flash", "model.api_key_env=null"])
+        run(
+            tmp_path,
+            ["model=openai", "model.name=google/gemini-2.5-flash", "model.api_key_env=null"],
+        )
     message = str(error.value)
     assert message == (
         "model: cannot create google/gemini-2.5-flash: Google API requires optional dependencies. "

@@ -197,5 +197,6 @@ def test_the_breaker_needs_failures_over_its_whole_window_and_ignores_a_refused_
         endpoint.failed(Failed("down"))
     assert endpoint.breaks(endpoint.first + BREAK_S)
     assert endpoint.down.startswith(
-        "model endpoint http://x/v1: every call failed for 20 s (4 attempts, none answered): HTTP 503"
+        "model endpoint http://x/v1: every call failed for 20 s (4 attempts, none answered): "
+        "HTTP 503"
     )

@@ -19,8 +19,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("inspect_ai", "mlflow", "pandas", "duckdb", "matplotlib")
 #: The module of each console script (pyproject.toml [project.scripts]).
-ENTRY_MODULES = ("physassist.cli.eval", "physassist.cli.report", "physassist.cli.rescore", "physassist.cli.label",
-                 "physassist.cli.data", "physassist.cli.ehr", "generation.cli")
+ENTRY_MODULES = (
+    "physassist.cli.eval",
+    "physassist.cli.report",
+    "physassist.cli.rescore",
+    "physassist.cli.label",
+    "physassist.cli.data",
+    "physassist.cli.ehr",
+    "generation.cli",
+)
 
 _RUN = """
 import contextlib, io, json, sys
@@ -44,7 +51,12 @@ def _run(module: str, argv: list[str] | None, heavy: tuple[str, ...] = HEAVY) ->
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     proc = subprocess.run(
         [sys.executable, "-c", _RUN, module, json.dumps(argv), json.dumps(list(heavy))],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -276,7 +276,8 @@ def test_sample_vitals(sample_store) -> None:
 def test_sample_documents_compat_cut_and_strict_full_text(sample_store) -> None:
     cur = sample_store.cursor()
     sid, n_long = cur.execute(
-        "SELECT subject_id, count(*) FILTER (WHERE length(text) > 4000) FROM discharge GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
+        "SELECT subject_id, count(*) FILTER (WHERE length(text) > 4000) FROM discharge GROUP BY 1 "
+        "ORDER BY 2 DESC, 1 LIMIT 1"
     ).fetchone()
     f = next(f for f in FACTS if f["subject_id"] == sid)
     texts = {

@@ -56,7 +56,8 @@ def _run(tmp_path: Path) -> dict:
 
 
 def _ended_by(signum: int, run: Running, code: int, tmp_path: Path) -> None:
-    """Exit 128 + n, one line, nothing written, the run KILLED with its reason, the log cancelled."""
+    """Exit 128 + n, one line, nothing written, the run KILLED with its reason, the log
+    cancelled."""
     name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     assert code == 128 + signum, run.err
     [(_, line)] = run.err

@@ -1,4 +1,5 @@
-"""The judge calibrated on physicians' labels by prediction-powered inference (physassist/calibration.py).
+"""The judge calibrated on physicians' labels by prediction-powered inference
+(physassist/calibration.py).
 
 The coverage test plants a judge 12 points too generous on synthetic sessions whose true
 (physician) mRS is 50 by construction, labels a stratified random subset, and counts how often

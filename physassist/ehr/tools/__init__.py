@@ -65,20 +65,24 @@ def _outcome(err: ToolError, semantics: Semantics) -> dict[str, Any]:
     return operation_outcome(err.diagnostics, code=err.code)
 
 
-def call_tool(ctx: ToolContext, name: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+def call_tool(
+    ctx: ToolContext, name: str, arguments: dict[str, Any] | str | None
+) -> dict[str, Any]:
     """Run one tool call in the session ``ctx``. Raises only ``SystemFault`` (module docstring)."""
     tool = from_api_name(str(name))
     try:
         schema = SCHEMAS.get(tool)
         if schema is None:
             raise ToolError(
-                f"Unknown tool: {name}. Available tools: {', '.join(sorted(ctx.allowed or TOOL_NAMES))}.",
+                f"Unknown tool: {name}. Available tools: "
+                f"{', '.join(sorted(ctx.allowed or TOOL_NAMES))}.",
                 code="not-supported",
                 reference_error=f"Unknown tool: {name}" if ctx.semantics == "compat" else None,
             )
         if ctx.allowed is not None and tool not in ctx.allowed:
             raise ToolError(
-                f"Tool {tool} is not offered in this session. Offered tools: {', '.join(sorted(ctx.allowed))}.",
+                f"Tool {tool} is not offered in this session. Offered tools: "
+                f"{', '.join(sorted(ctx.allowed))}.",
                 code="not-supported",
             )
         args = parse_arguments(tool, arguments)

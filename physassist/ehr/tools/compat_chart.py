@@ -11,9 +11,9 @@ rules then classify; whether a numeric column misses a value) and for the subjec
 numbers with the time its searches sort by. A search then asks for the rows it keeps (its
 filters in SQL), sorts those as pandas did (``quicksort_order``: on ``datetime64``, which
 numpy sorts with the comparisons, hence the order, of the text column's object sort:
-``_same_order``), and fetches and types only the rows it returns. Where a filter cannot be put exactly in SQL (a
-text column whose type changes between blocks of the file), the tool takes the whole-chart
-path (the methods return None).
+``_same_order``), and fetches and types only the rows it returns. Where a filter cannot be put
+exactly in SQL (a text column whose type changes between blocks of the file), the tool takes
+the whole-chart path (the methods return None).
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ class BigChart:
             else:
                 terms.append("0")
         groups = self.store.rows(
-            f"SELECT b, s{''.join(f', {t} AS k{j}' for j, t in enumerate(terms))} FROM (SELECT *, {block} AS b, "
+            f"SELECT b, s{''.join(f', {t} AS k{j}' for j, t in enumerate(terms))} "
+            f"FROM (SELECT *, {block} AS b, "
             f'{split} AS s FROM "{self.table}" WHERE subject_id = ?) GROUP BY b, s',
             [self.sid],
         )

@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # the store module is built separately; tools only need `.cur
 class PatientResponder(Protocol):
     """Answers the ``patient.*`` interview tools for one session."""
 
-    def respond(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:  # {"patient_response": str, ...}
+    def respond(
+        self, tool: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:  # {"patient_response": str, ...}
         ...
 
 
@@ -67,7 +69,8 @@ class ToolContext:
                 ) from None
 
     def effective_cutoff(self) -> dt.datetime | None:
-        """Strict time cutoff (inclusive): ``cutoff``, else the last microsecond of ``current_date``."""
+        """Strict time cutoff (inclusive): ``cutoff``, else the last microsecond of
+        ``current_date``."""
         if self.cutoff is not None:
             return self.cutoff
         if self.current_date:
