@@ -7,6 +7,7 @@ scripted ``mockllm`` whose answer depends on the seed it is called with.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import fixtures_eval as fe
@@ -20,6 +21,24 @@ from physassist.ehr.tools import to_api_name
 from physassist.noise import replicates, split
 from physassist.results import turn_table
 
+SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
+
+
+def _patient_slice() -> tuple[str, int, str]:
+    """The sample's first (scenario, tier) whose first session asks the patient, and the rubric
+    of that turn, read from the sessions rather than named, so a rebuilt sample cannot silently
+    take the patient away."""
+    for path in sorted(SAMPLE_SESSIONS.glob("*.jsonl")):
+        firsts: dict[int, dict] = {}
+        for line in path.read_text().splitlines():
+            session = json.loads(line)
+            firsts.setdefault(session["difficulty_level"], session)
+        for tier, session in sorted(firsts.items()):
+            if "patient" in session["tool_sources"]:
+                turn = session["tool_sources"].index("patient")
+                return path.stem, tier, " ".join(session["rubrics"][turn])
+    raise AssertionError(f"no session of {SAMPLE_SESSIONS} asks the patient")
+
 
 def _eval(tmp_path: Path, model: str, epochs: int, limit: int, **task_args):
     from physassist.agents import provider  # noqa: F401  (registers the offline agents)
@@ -27,9 +46,8 @@ def _eval(tmp_path: Path, model: str, epochs: int, limit: int, **task_args):
 
     model_args = task_args.pop("model_args", {})
     roles = task_args.pop("roles", None)
-    task = physassistbench(
-        scenarios=["med_safety"], tiers=[2], **task_args
-    )  # _3_L2 first: a patient turn
+    scenario, tier, _ = _patient_slice()
+    task = physassistbench(scenarios=[scenario], tiers=[tier], **task_args)
     [log] = inspect_eval(
         task,
         model=model,
@@ -93,25 +111,25 @@ def test_the_sampled_plan_is_seeded_by_seed_session_epoch_and_turn() -> None:
 
 
 class SeededPatient:
-    """A live patient whose answers depend on the seed it is called with (``patient.seed``)."""
+    """A live patient whose answers depend on the seed it is called with (``patient.seed``):
+    an odd seed tells what the turn's rubric asks for, an even one declines."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: str) -> None:
+        self.facts = facts
         self.seeds: list[int | None] = []
 
     def __call__(self, input, tools, tool_choice, config):
         self.seeds.append(config.seed)
         if (config.seed or 0) % 2:
-            return fe.text(
-                "Honestly I stopped taking it and I skip doses; the pain is worse at night."
-            )
-        return fe.text("I take every medicine as prescribed and I feel fine.")
+            return fe.text(self.facts)
+        return fe.text("I would rather not talk about that today.")
 
 
 @pytest.mark.slow
 def test_runs_differing_in_the_patient_seed_measure_the_patient(tmp_path: Path) -> None:
     values = []
     for seed in (0, 1):
-        patient = SeededPatient()
+        patient = SeededPatient(_patient_slice()[2])
         turns = _eval(
             tmp_path,
             "physassist/baseline",
