@@ -10,12 +10,16 @@ checker that errors or replies off-format fails the turn (the reference counted 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from generation.builder import facts as F
-from generation.builder.arcs import CR, DG, IL, WU
 from physassist.calls import EndpointDown
+from physassist.vocab import CLINICAL_REASONING as CR
+from physassist.vocab import DATA_GATHERING as DG
+from physassist.vocab import INFORMATION_LOOKUP as IL
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import AgentOutputError, Caller
 from .planner import PlanTurn
@@ -100,7 +104,7 @@ async def gate3(caller: Caller, question: str, answer: str, evidence: list[dict[
         raise GateFailure("gate3", reason)
 
 
-async def _verdict(caller: Caller, kind: str, payload: dict[str, Any], passes, key: str
+async def _verdict(caller: Caller, kind: str, payload: dict[str, Any], passes: Callable[[dict[str, Any]], bool], key: str
                    ) -> tuple[bool, str]:
     """(passed, reason); an exception or a reply without ``key`` is a FAIL."""
     try:

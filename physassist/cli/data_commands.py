@@ -20,17 +20,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from physassist.data.models import SessionFormatError
 from physassist.ehr.sources import EHRSourceError
 from physassist.gc_freeze import command_start
 from physassist.vocab import LANGUAGES, SCENARIOS, TIMEPOINTS
 
+if TYPE_CHECKING:
+    from physassist.data.loader import SessionSet
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> SessionSet:
     from physassist.data.loader import load_sessions
 
     return load_sessions(args.source, language=args.language, lenient=args.lenient,
@@ -163,7 +167,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "per_slot", 1) < 1:
         parser.error("--per-slot must be at least 1")
     try:
-        return args.func(args)
+        command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
+        return command(args)
     except SessionFormatError as err:
         print(f"physassist-data: error: invalid session data\n{err}", file=sys.stderr)
         return EXIT_ERROR

@@ -19,7 +19,7 @@ import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -27,12 +27,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli import secrets
-from physassist.cli.config import ConfigError, conf_dir, experiment
+from physassist.cli.config import conf_dir, experiment
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
 from physassist.experiment import build_models
 from physassist.faults import EXIT_FAULTS, DiskFull
+from physassist.options import ConfigError
 from physassist.staging import EvalRun, JobContext, Outcome, identity_overrides
+
+if TYPE_CHECKING:
+    from inspect_ai import Task
 
 
 def job_context() -> JobContext:
@@ -41,14 +45,16 @@ def job_context() -> JobContext:
     multirun = hc.mode == RunMode.MULTIRUN
     choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/")}
     return JobContext(
-        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # as written: unresolved, redacted
+        # as written: unresolved, redacted. omegaconf types to_container as the union of every
+        # container kind; a ListConfig (the override strings) converts to a list
+        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # type: ignore[arg-type]
         choices=choices,
         sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
         number=int(hc.job.num or 0) if multirun else 0,
     )
 
 
-def build_task(args: Mapping[str, Any]):
+def build_task(args: Mapping[str, Any]) -> Task:
     """Build the Inspect task; data problems (bad session file, a store that cannot be
     built, ...) become a ConfigError."""
     from physassist.ehr.store import EHRBuildError
@@ -109,7 +115,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     else:  # one line per job; the sweep ends with the table of all its jobs
         overrides = identity_overrides(job.overrides)
         report(outcome, job=" ".join(overrides))
-        sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
+        sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus if outcome.experiment else None)
     if outcome.status == "FAILED" and not outcome.faults:  # an endpoint given up on: a fault (4), below
         end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow

@@ -359,11 +359,13 @@ class Session(_OrderedModel):
 
     def question(self, turn: int, language: str = "en", explicit: bool = False) -> str:
         """The physician's question (implicit as asked, or the explicit paraphrase)."""
+        keys: tuple[str, ...]
         if _lang(language) == "en":
             keys = ("tasks_en_explicit", "tasks_explicit") if explicit else ("tasks_en", "tasks")
         else:
             keys = ("tasks_zh_explicit",) if explicit else ("tasks_zh",)
-        return self._per_turn(keys, turn)
+        question: str = self._per_turn(keys, turn)  # validated as list[str] when loaded
+        return question
 
     def rubric(self, turn: int, language: str = "en") -> list[str]:
         keys = ("rubrics_en", "rubrics") if _lang(language) == "en" else ("rubrics_zh",)
@@ -389,7 +391,8 @@ class Session(_OrderedModel):
     def _gold_turn(self, turn: int, language: str) -> GoldTurn:
         keys = ("answer_list_en", "answer_list") if _lang(language) == "en" else (
             "answer_list_zh", "answer_list")
-        return self._per_turn(keys, turn)
+        gold: GoldTurn = self._per_turn(keys, turn)  # validated as GoldTurn when loaded
+        return gold
 
     def gold_actions(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
         """The gold trajectory of a turn as released dicts (ZH falls back to English)."""
@@ -430,12 +433,13 @@ class Session(_OrderedModel):
                 turns[-1].setdefault(role, content)
         return turns
 
-    def gold_history(self, turn: int, language: str = "en") -> list[dict[str, str]]:
-        """Role/content messages of the gold conversation before `turn` (no separators)."""
+    def gold_history(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
+        """Role/content messages of the gold conversation before `turn` (no separators); a
+        released message's role or content may be missing (None)."""
         raw = self.first_value("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
         if raw is None and language == "zh":
             # no messages_zh: the same exchanges from the ZH questions and ZH gold answers
-            history = []
+            history: list[dict[str, Any]] = []
             for earlier in range(turn):
                 history.append({"role": "user", "content": self.question(earlier, "zh")})
                 history.append({"role": "assistant", "content": self.gold_answer(earlier, "zh")})

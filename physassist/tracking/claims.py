@@ -21,6 +21,7 @@ gone (``holding``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -110,13 +111,14 @@ def new_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], owner: Own
     run = tracker._write(
         lambda: tracker.client.create_run(tracker.experiment_id, run_name=run_name, tags=all_tags)
     )
+    run_id: str = run.info.run_id  # (mlflow's searchable_attribute decorator loses the type)
     try:  # the run exists: failing the claim now would leave it RUNNING with nobody to end it
         for twin in tracker.find_runs({OWNER_TAG: str(owner), KIND_TAG: all_tags[KIND_TAG]}):
-            if twin.info.run_id != run.info.run_id:
-                tracker._write(lambda r=twin.info.run_id: tracker.client.delete_run(r))
+            if twin.info.run_id != run_id:
+                tracker._write(functools.partial(tracker.client.delete_run, twin.info.run_id))
     except Exception as exc:  # noqa: BLE001 - a leftover twin is named, not fatal
-        log.warning("run %s: cannot look for or delete a twin a retried create made: %s", run.info.run_id, exc)
-    return run.info.run_id
+        log.warning("run %s: cannot look for or delete a twin a retried create made: %s", run_id, exc)
+    return run_id
 
 
 def claim_job(

@@ -19,27 +19,32 @@ writes the judge's verdicts under the same names). This module reads them back:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pandas as pd
 
 from physassist.tracking.traces import ITEM_NAME
 
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+    from mlflow.entities import Trace
+
 VERDICT_COLUMNS = ["session_id", "epoch", "turn", "item", "passed", "rationale", "source_id", "time_ms", "trace_id"]
 
 
-def _traces(uri: str, run_id: str) -> list:
+def _traces(uri: str, run_id: str) -> list[Trace]:
     import mlflow
 
     client = mlflow.MlflowClient(uri)
     run = client.get_run(run_id)
     mlflow.set_tracking_uri(uri)
-    return mlflow.search_traces(
+    traces: list[Trace] = mlflow.search_traces(  # return_type="list": not the DataFrame
         locations=[run.info.experiment_id], run_id=run_id, include_spans=False, return_type="list"
     )
+    return traces
 
 
-def _rows(trace, human: bool) -> list[dict[str, Any]]:
+def _rows(trace: Trace, human: bool) -> list[dict[str, Any]]:
     """The item verdicts of one trace whose source is (or is not) HUMAN, valid ones only."""
     meta = trace.info.trace_metadata or {}
     rows = []
@@ -153,7 +158,14 @@ def human_turns(verdicts: pd.DataFrame, judge_items: pd.DataFrame) -> pd.DataFra
     return pd.DataFrame(rows, columns=columns)
 
 
-def apply_human_verdicts(log, verdicts: pd.DataFrame):
+class HumanItem(TypedDict):
+    """One rubric item of a turn as the humans judged it (``None``: no human decided it)."""
+
+    passed: bool | None
+    reason: str
+
+
+def apply_human_verdicts(log: EvalLog, verdicts: pd.DataFrame) -> EvalLog:
     """The Inspect log judged by humans instead: each turn's items, score and status come from
     the human verdicts (``judge = "human"``); a turn with an item no human decided is
     ``undecided`` (unscored, counted, never a zero). Changes ``log`` in place and returns it,
@@ -163,28 +175,31 @@ def apply_human_verdicts(log, verdicts: pd.DataFrame):
     per_item = item_verdicts(verdicts)
     for sample in log.samples or []:
         score = (sample.scores or {}).get(SCORER_NAME)
-        if score is None or not isinstance((score.metadata or {}).get("turns"), list):
+        meta = (score.metadata if score is not None else None) or {}
+        judged = meta.get("turns")
+        if score is None or not isinstance(judged, list):
             continue
         sid, epoch = str(sample.id), int(sample.epoch or 1)
         turns = []
-        for st in score.metadata["turns"]:
+        for st in judged:
             t = int(st["turn"])
-            items = []
+            items: list[HumanItem] = []
             for k in range(1, len(st.get("items") or []) + 1):
                 passed, reasons = per_item.get((sid, epoch, t, k), (None, ""))
                 items.append({"passed": passed, "reason": reasons or "no human verdict"})
-            decided = bool(items) and all(i["passed"] is not None for i in items)
+            passes = [i["passed"] for i in items]
+            decided = bool(items) and all(p is not None for p in passes)
             turns.append(
                 {
                     **st,
                     "items": items,
                     "judge": "human",
-                    "score": sum(i["passed"] for i in items) / len(items) if decided else None,
+                    "score": sum(p is True for p in passes) / len(items) if decided else None,
                     "status": "scored" if decided else "undecided",
                 }
             )
         scored = [t["score"] for t in turns if t["score"] is not None]
-        score.metadata = {**score.metadata, "turns": turns, "judge": "human"}
+        score.metadata = {**meta, "turns": turns, "judge": "human"}
         score.value = sum(scored) / len(scored) if scored else math.nan
     return log
 

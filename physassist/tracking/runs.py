@@ -13,6 +13,7 @@ plain values; it never reads Hydra config objects.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pandas as pd
 
@@ -45,6 +46,9 @@ from physassist.tracking.names import with_headline
 from physassist.tracking.owner import Owner
 from physassist.tracking.traces import TraceRequest, write_traces
 
+if TYPE_CHECKING:
+    from mlflow.entities import Metric, Param, Run, RunTag
+
 SWEEP_FILE = "physassist_sweep.json"
 KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "report"
 SWEEP_TAG = "physassist.sweep_id"
@@ -60,6 +64,8 @@ log = logging.getLogger(__name__)
 SWEEP_WAIT_S = 300.0  # how long opening a sweep may wait for racing identical sweeps
 
 _UNSAFE_METRIC = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+T = TypeVar("T")
 
 
 def stable_hash(*parts: Any, length: int = 12) -> str:
@@ -147,7 +153,7 @@ class SweepInfo:
         return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())), data.get("pid"))
 
 
-def _chunks(items: list, size: int) -> Iterable[list]:
+def _chunks(items: list[T], size: int) -> Iterable[list[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -156,10 +162,12 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 BATCH_PARAMS, BATCH_TAGS, BATCH_ENTITIES = 100, 100, 1000
 
 
-def _batches(params: list, tags: list, metrics: list) -> list[tuple[list, list, list]]:
+def _batches(
+    params: list[Param], tags: list[RunTag], metrics: list[Metric]
+) -> list[tuple[list[Param], list[RunTag], list[Metric]]]:
     """(params, tags, metrics) per ``log_batch`` call, as few calls as MLflow's limits allow
     (each call is one transaction of the store)."""
-    out = []
+    out: list[tuple[list[Param], list[RunTag], list[Metric]]] = []
     while params or tags or metrics or not out:
         p, params = params[:BATCH_PARAMS], params[BATCH_PARAMS:]
         t, tags = tags[:BATCH_TAGS], tags[BATCH_TAGS:]
@@ -180,7 +188,7 @@ class JobRun:
     metrics: dict[str, float]
 
     @classmethod
-    def of(cls, run) -> JobRun:  # an mlflow.entities.Run
+    def of(cls, run: Run) -> JobRun:
         from physassist.tracking.tags import INSPECT_LOG_TAG
 
         return cls(run.info.run_id, run.info.status, run.data.tags.get(INSPECT_LOG_TAG), dict(run.data.metrics))
@@ -216,14 +224,14 @@ class Tracker:
         self.experiment = experiment
 
     # -- reading ---------------------------------------------------------------------------
-    def _call(self, fn):
+    def _call(self, fn: Callable[[], T]) -> T:
         return with_retries(fn, retries=self.retries)
 
-    def _write(self, fn):
+    def _write(self, fn: Callable[[], T]) -> T:
         with store_lock(self.uri):
             return with_retries(fn, retries=self.retries)
 
-    def find_runs(self, tags: Mapping[str, str], *, status: str | None = None) -> list:
+    def find_runs(self, tags: Mapping[str, str], *, status: str | None = None) -> list[Run]:
         """Runs of this experiment carrying all ``tags`` (newest first)."""
         clauses = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
         if status:
@@ -237,11 +245,11 @@ class Tracker:
             )
         )
 
-    def find_job(self, sweep_id: str, key: str):
+    def find_job(self, sweep_id: str, key: str) -> Run | None:
         """The child run of job ``key`` in sweep ``sweep_id`` (a FINISHED one first), or None."""
         runs = self.find_runs({SWEEP_TAG: sweep_id, JOB_TAG: key, KIND_TAG: "job"})
         finished = [r for r in runs if r.info.status == "FINISHED"]
-        return (finished or runs or [None])[0]
+        return (finished or runs)[0] if runs else None
 
     # -- sweeps ----------------------------------------------------------------------------
     def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str, *, wait_s: float = SWEEP_WAIT_S) -> str:
@@ -268,20 +276,20 @@ class Tracker:
                     self._delete_if_active(run.info.run_id)
                 found = [r for r in found if r not in abandoned]
                 kept = [r for r in found if PENDING_TAG not in r.data.tags]
-                mine = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
-                others = [r.info.run_id for r in found if r.info.run_id not in mine]
+                mine: list[str] = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
+                others: list[str] = [r.info.run_id for r in found if r.info.run_id not in mine]
                 if kept or others:  # (several of mine: an HTTP retry created one twice)
                     for run_id in mine:
-                        self._call(lambda r=run_id: self.client.delete_run(r))
+                        self._call(functools.partial(self.client.delete_run, run_id))
                 if kept:
-                    run_id = kept[-1].info.run_id  # the oldest: earlier duplicates stay aside
-                    self._call(lambda r=run_id: self.client.update_run(r, status="RUNNING"))
-                    return run_id
+                    oldest: str = kept[-1].info.run_id  # earlier duplicates stay aside
+                    self._call(functools.partial(self.client.update_run, oldest, status="RUNNING"))
+                    return oldest
                 if not others:
                     if mine:  # created, and still the only one once it exists: keep it
                         for run_id in mine[:-1]:
-                            self._call(lambda r=run_id: self.client.delete_run(r))
-                        self._call(lambda r=mine[-1]: self.client.delete_tag(r, PENDING_TAG))
+                            self._call(functools.partial(self.client.delete_run, run_id))
+                        self._call(functools.partial(self.client.delete_tag, mine[-1], PENDING_TAG))
                         return mine[-1]
                     self._call(  # under the store lock already: _call, not _write
                         lambda: self.client.create_run(
@@ -315,9 +323,11 @@ class Tracker:
 
     def create_run(self, run_name: str, tags: Mapping[str, str]) -> str:
         """A new RUNNING run of this experiment; returns its id."""
-        return self._write(
+        run = self._write(
             lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
-        ).info.run_id
+        )
+        run_id: str = run.info.run_id  # (mlflow's searchable_attribute decorator loses the type)
+        return run_id
 
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         from mlflow.entities import RunTag
@@ -335,14 +345,14 @@ class Tracker:
         existing = self._call(lambda: self.client.get_run(run_id)).data.params
         new = [Param(k, v) for k, v in params.items() if k not in existing]
         for chunk in _chunks(new, 100):
-            self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
+            self._write(functools.partial(self.client.log_batch, run_id, params=chunk))
 
     def log_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> None:
         """Add metrics to an existing run (e.g. agreement computed after its judgings ended)."""
         now = int(time.time() * 1000)
         metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
         for chunk in _chunks(metric_list, 1000):
-            self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+            self._write(functools.partial(self.client.log_batch, run_id, metrics=chunk))
 
     def describe_sweep(self, parent_run_id: str) -> None:
         """The parent's description (``mlflow.note.content``) lists each job's mRS so far
@@ -403,8 +413,21 @@ class Tracker:
             return self._log_run(run_name, params, tags, metrics, files, late_files, table, inputs, traces, status,
                                  run_id, parent_run_id)
 
-    def _log_run(self, run_name, params, tags, metrics, files, late_files, table, inputs, traces, status, run_id,
-                 parent_run_id):
+    def _log_run(
+        self,
+        run_name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        metrics: Mapping[str, Any],
+        files: Sequence[tuple[Path, str]],
+        late_files: Callable[[], Sequence[tuple[Path, str]]],
+        table: pd.DataFrame | None,
+        inputs: Sequence[RunInput],
+        traces: TraceRequest | None,
+        status: str,
+        run_id: str | None,
+        parent_run_id: str | None,
+    ) -> str:
         from mlflow.entities import Param, RunTag
 
         all_tags = {KIND_TAG: "job", RUN_NAME_TAG: run_name, **tags}
@@ -426,12 +449,12 @@ class Tracker:
                 [_metric(k, v, now) for k, v in clean_metrics(metrics).items()],
             )
             for p, t, m in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
-                self._write(lambda p=p, t=t, m=m: self.client.log_batch(run_id, metrics=m, params=p, tags=t))
+                self._write(functools.partial(self.client.log_batch, run_id, metrics=m, params=p, tags=t))
             if inputs:
                 datasets = [i.dataset_input() for i in inputs]
                 self._write(lambda: self.client.log_inputs(run_id, datasets=datasets))
             for path, artifact_dir in files:
-                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+                self._call(functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir))
             if table is not None and len(table):
                 frame = loggable_table(table)
                 self._write(
@@ -458,7 +481,7 @@ class Tracker:
                 ]
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             for path, artifact_dir in late_files():
-                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+                self._call(functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir))
             if status == "FINISHED":  # the run list shows names, not metrics: the name says the result
                 named = with_headline(run_name, clean_metrics(metrics))
                 self._write(lambda: self.client.update_run(run_id, name=named))
@@ -471,7 +494,20 @@ class Tracker:
         return run_id
 
 
-def open_tracker(tracking, retries: int | None = None, experiment: str = "physassist") -> Tracker:
+class StoreSettings(Protocol):
+    """What ``open_tracker`` reads of the ``tracking`` settings (``experiment.TrackingSettings``)."""
+
+    @property
+    def uri(self) -> str | None: ...
+    @property
+    def experiment(self) -> str | None: ...
+    @property
+    def artifact_root(self) -> str | None: ...
+    @property
+    def retries(self) -> int | None: ...
+
+
+def open_tracker(tracking: StoreSettings, retries: int | None = None, experiment: str = "physassist") -> Tracker:
     """The MLflow tracker the ``tracking`` settings (``TrackingSettings``) name (raises
     TrackingError)."""
     return Tracker(
@@ -482,7 +518,7 @@ def open_tracker(tracking, retries: int | None = None, experiment: str = "physas
     )
 
 
-def _metric(key: str, value: float, timestamp: int | None = None):
+def _metric(key: str, value: float, timestamp: int | None = None) -> Metric:
     from mlflow.entities import Metric
 
     return Metric(key, value, timestamp or int(time.time() * 1000), 0)

@@ -210,7 +210,7 @@ class LivePatient:
     def question(self, tool: str, arguments: dict[str, Any]) -> str:
         """The assistant's tool call, phrased as a question to the patient."""
         templates = prompt_json("questions", self.language, PROMPTS)
-        template = templates.get(tool)
+        template: str | None = templates.get(tool)
         about = ""
         if arguments.get("drug"):
             about = templates["about_drug"].format(value=arguments["drug"])

@@ -311,7 +311,7 @@ def _full_line(r: dict[str, Any]) -> str:
         enc = ((r.get("encounter") or {}).get("reference") or "").split("-")[-1]
         return f"- {coding.get('code', '')} {_text_of(r.get('code'))} [{_text_of(r.get('clinicalStatus'))}] (admission {enc})"
     if rt == "Encounter":
-        period = r.get("period") or {}
+        stay = r.get("period") or {}
         mimic = r.get("_mimic") or {}
         hosp = r.get("hospitalization") or {}
         dispo = (
@@ -323,7 +323,7 @@ def _full_line(r: dict[str, Any]) -> str:
         kind = _text_of((r.get("type") or [{}])[0]) or mimic.get("admission_type") or ""
         hid = (r.get("identifier") or [{}])[0].get("value", r.get("id"))
         return (
-            f"- admission {hid}: {_date(period.get('start'), 16)} to {_date(period.get('end'), 16) or 'ongoing'}"
+            f"- admission {hid}: {_date(stay.get('start'), 16)} to {_date(stay.get('end'), 16) or 'ongoing'}"
             f" [{r.get('status')}] {kind} from {source or 'unknown'}; discharged to {dispo}"
         )
     if rt == "DiagnosticReport":
