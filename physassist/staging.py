@@ -90,7 +90,8 @@ class Outcome:
 
     @classmethod
     def skipped(cls, run: JobRun, experiment: Experiment | None = None) -> Outcome:
-        """A job whose run FINISHED before (``runs.JobRun``): its log and metrics, nothing re-run."""
+        """A job whose run FINISHED before (``runs.JobRun``): its log and metrics, nothing
+        re-run."""
         return cls("SKIPPED", run.log_path, run.run_id, dict(run.metrics), experiment=experiment)
 
     @property
@@ -137,12 +138,16 @@ def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict
     return {k: v for k, v in params.items() if not varies(k)}
 
 
-def parent_metrics(metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]) -> dict[str, float]:
+def parent_metrics(
+    metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]
+) -> dict[str, float]:
     """A sweep job's headline for its parent run, named by the job's swept values."""
     from physassist.tracking import metric_names, names
 
     job = identity_overrides(list(overrides))
-    label = metric_names.job_label(job, names.swept_factors(identity_overrides(list(sweep_arguments))))
+    label = metric_names.job_label(
+        job, names.swept_factors(identity_overrides(list(sweep_arguments)))
+    )
     return metric_names.parent_metrics(metrics, label)
 
 
@@ -195,10 +200,16 @@ def end_abandoned(tracker: Tracker) -> None:
     try:
         ended = claims.end_abandoned(tracker)
     except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
-        print(f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}", file=sys.stderr)
+        print(
+            f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}",
+            file=sys.stderr,
+        )
         return
     if ended:
-        print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+        print(
+            f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED",
+            file=sys.stderr,
+        )
 
 
 def stage_artifacts(
@@ -223,7 +234,9 @@ def stage_artifacts(
 Draw = Callable[["pd.DataFrame", Path, Sequence[float], str], Callable[[], list[Path]]]
 
 
-def stage_plots(experiment: Experiment, turns: pd.DataFrame | None, staging: Path, draw: Draw) -> Callable[[], list[tuple[Path, str]]]:
+def stage_plots(
+    experiment: Experiment, turns: pd.DataFrame | None, staging: Path, draw: Draw
+) -> Callable[[], list[tuple[Path, str]]]:
     """Start the run's figures (``draw``: the tracking agent's, which has them drawn while it
     logs the rest); returns the wait for them as files to log."""
     if turns is None or not len(turns) or not experiment.tracking.plots:
@@ -276,7 +289,9 @@ def evaluate(
         signals.taken()
         raise KeyboardInterrupt
     error = logs[0].error.message if logs[0].status == "error" and logs[0].error else ""
-    if os.strerror(errno.ENOSPC) in error:  # Inspect could not write its log: it says so in the log it could not write
+    if (
+        os.strerror(errno.ENOSPC) in error
+    ):  # Inspect could not write its log: it says so in the log it could not write
         raise OSError(errno.ENOSPC, error)
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
@@ -324,12 +339,16 @@ class RunLog:
     turns: pd.DataFrame | None  # the turn table
     usage: pd.DataFrame | None  # usage.session_usage: the run's cost per session
 
-    def write(self, tracker: Tracker, stream: TraceStream | None, draw: Draw) -> tuple[str | None, str | None]:
+    def write(
+        self, tracker: Tracker, stream: TraceStream | None, draw: Draw
+    ) -> tuple[str | None, str | None]:
         """``log_run``: what the agent calls with the request it received."""
         return log_run(tracker, self, stream, draw)
 
 
-def log_run(tracker: Tracker, request: RunLog, stream: TraceStream | None, draw: Draw) -> tuple[str | None, str | None]:
+def log_run(
+    tracker: Tracker, request: RunLog, stream: TraceStream | None, draw: Draw
+) -> tuple[str | None, str | None]:
     """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
     traces written as the eval ran (``trace_stream``); ``draw``: where the figures are drawn
     (``stage_plots``). Returns (its id, the tracking error). Run by the tracking agent
@@ -346,10 +365,16 @@ def log_run(tracker: Tracker, request: RunLog, stream: TraceStream | None, draw:
     tracking, metrics, tags = exp.tracking, outcome.metrics, request.tags
     staging = runs.staging_dir()
     try:
-        plotted = stage_plots(exp, request.turns, staging, draw)  # first: drawn while the rest is written
+        plotted = stage_plots(
+            exp, request.turns, staging, draw
+        )  # first: drawn while the rest is written
         inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
         read = {i.kind: (i.fingerprint, i.source) for i in inputs}  # kinds: dataset, ehr
-        tags.update(provenance_tags(dataset=read.get("dataset"), ehr=read.get("ehr"), inspect_log=outcome.log_path))
+        tags.update(
+            provenance_tags(
+                dataset=read.get("dataset"), ehr=read.get("ehr"), inspect_log=outcome.log_path
+            )
+        )
         params = exp.params
         tags.update(comparability.tags_for(params, tags))
         files = stage_artifacts(exp, outcome.log_path, request.turns, staging)
@@ -374,7 +399,9 @@ def log_run(tracker: Tracker, request: RunLog, stream: TraceStream | None, draw:
             parent_run_id=sweep.parent_run_id if sweep else None,
         )
         if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
-            tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments))
+            tracker.log_metrics(
+                sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments)
+            )
             tracker.describe_sweep(sweep.parent_run_id)
         return run_id, None
     except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
@@ -425,7 +452,10 @@ class EvalRun:
                 self._lost(str(exc))
                 return False
             if ended:
-                print(f"{ended} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+                print(
+                    f"{ended} run(s) whose process is gone (kill -9, a crash) marked KILLED",
+                    file=sys.stderr,
+                )
         return self.agent is not None
 
     def _tracking(self) -> Agent:
@@ -487,7 +517,9 @@ class EvalRun:
         if claim is not None and claim.state == "busy":
             return Outcome("BUSY", None, claim.run_id, holder=claim.owner, experiment=exp)
 
-        log_dir = (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
+        log_dir = (
+            (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
+        )
         feed = None
         if claim is not None:
             try:
@@ -495,11 +527,15 @@ class EvalRun:
                 self._tracking().post("hold", claim.run_id, exp)
             except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on untracked
                 self._lost(str(exc))
-                with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it
+                with contextlib.suppress(
+                    Exception
+                ):  # reported (exit 3); else the next command ends it
                     self._end(claim.run_id, "FAILED", f"tracking failed before the eval: {exc}")
                 claim = None
         with (
-            claims.holding(functools.partial(self._end, claim.run_id), sweep_pid=sweep.pid if sweep else None)
+            claims.holding(
+                functools.partial(self._end, claim.run_id), sweep_pid=sweep.pid if sweep else None
+            )
             if claim
             else nullcontext(),
             stopped(feed),  # Ctrl-C, an error: the stream stops before the run is ended
@@ -563,7 +599,9 @@ class EvalRun:
         metrics: dict[str, float] = {}
         if log.status == "success":
             turns, metrics = results(log, self.experiment.taus, self.experiment.prices)
-        outcome = Outcome(status, log_path, None, metrics, self.tracking_error, experiment=self.experiment)
+        outcome = Outcome(
+            status, log_path, None, metrics, self.tracking_error, experiment=self.experiment
+        )
         if turns is not None:
             from physassist import degenerate
 
@@ -575,7 +613,14 @@ class EvalRun:
             outcome.faults = "; ".join(filter(None, (down, outcome.faults)))
         return outcome, turns
 
-    def _log(self, run_id: str, log: EvalLog, outcome: Outcome, turns: pd.DataFrame | None, tags: dict[str, str]) -> None:
+    def _log(
+        self,
+        run_id: str,
+        log: EvalLog,
+        outcome: Outcome,
+        turns: pd.DataFrame | None,
+        tags: dict[str, str],
+    ) -> None:
         """Have the agent log the run and end it (``log_run``), from views of the log."""
         from physassist.faults import FAULT_TAG
         from physassist.tracking.views import log_view
@@ -595,7 +640,9 @@ class EvalRun:
             from physassist.usage import session_usage
 
             usage = session_usage(log, exp.prices)
-        request = RunLog(exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage)
+        request = RunLog(
+            exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage
+        )
         try:
             outcome.run_id, outcome.tracking_error = self._tracking().call("log", request)
         except Exception as exc:  # noqa: BLE001 - the agent is gone: a new one ends the run FAILED

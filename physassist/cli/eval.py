@@ -74,12 +74,19 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     with EvalRun(exp, job) as run:  # its tracking agent opens the store while the task is built
         if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
             return done
-        task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
+        task = build_task(
+            exp.task
+        )  # validates the session files: bad data stops here, before any run
         assistant, roles = build_models(exp.model, exp.roles, exp.inspect.bounds)
         check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
         from physassist.cli.progress import reporting
 
-        return run.run(task, assistant, roles, progress=functools.partial(reporting, every_s=exp.inspect.progress_s))
+        return run.run(
+            task,
+            assistant,
+            roles,
+            progress=functools.partial(reporting, every_s=exp.inspect.progress_s),
+        )
 
 
 def end_job(job: JobContext, message: str, code: int) -> None:
@@ -104,7 +111,9 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     try:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
-        signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
+        signals.interrupt_instead(
+            exc
+        )  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
         end_job(job, str(exc), 2)
         return None
     except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
@@ -115,8 +124,16 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     else:  # one line per job; the sweep ends with the table of all its jobs
         overrides = identity_overrides(job.overrides)
         report(outcome, job=" ".join(overrides))
-        sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus if outcome.experiment else None)
-    if outcome.status == "FAILED" and not outcome.faults:  # an endpoint given up on: a fault (4), below
+        sweep_summary.record_outcome(
+            job.sweep_dir,
+            job.number,
+            overrides,
+            outcome,
+            outcome.experiment.taus if outcome.experiment else None,
+        )
+    if (
+        outcome.status == "FAILED" and not outcome.faults
+    ):  # an endpoint given up on: a fault (4), below
         end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow
         if job.sweep_dir is None:
@@ -129,14 +146,28 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise SystemExit(3)
         from physassist.cli.sweep import record_tracking_error
 
-        record_tracking_error(job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.tracking_error}")
+        record_tracking_error(
+            job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.tracking_error}"
+        )
     return outcome
 
 
 #: Arguments with which no run of this process is tracked: Hydra's flags that print and exit, a
 #: sweep (its jobs start their own agents), no tracking.
-_UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc",
-              "--multirun", "-m", "tracking=none")
+_UNTRACKED = (
+    "--help",
+    "-h",
+    "--hydra-help",
+    "--cfg",
+    "-c",
+    "--info",
+    "-i",
+    "--shell-completion",
+    "-sc",
+    "--multirun",
+    "-m",
+    "tracking=none",
+)
 
 
 def main() -> int:

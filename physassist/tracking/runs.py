@@ -56,8 +56,12 @@ JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
 PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
 NOTE_TAG = "mlflow.note.content"  # a run's description, at the top of its page
-RUN_NAME_TAG = "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
-TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
+RUN_NAME_TAG = (
+    "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
+)
+TRACES_TAG = (
+    "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +116,11 @@ def loggable_table(turns: pd.DataFrame) -> pd.DataFrame:
         if out[col].dtype == object or str(out[col].dtype).startswith(("string", "str")):
             if out[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
                 out[col] = out[col].map(
-                    lambda v: json.dumps(v, ensure_ascii=False, default=str)
-                    if isinstance(v, list | dict | tuple)
-                    else v
+                    lambda v: (
+                        json.dumps(v, ensure_ascii=False, default=str)
+                        if isinstance(v, list | dict | tuple)
+                        else v
+                    )
                 )
     return out
 
@@ -150,7 +156,12 @@ class SweepInfo:
         if not path.is_file():
             return None
         data = json.loads(path.read_text())
-        return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())), data.get("pid"))
+        return cls(
+            data["sweep_id"],
+            data.get("parent_run_id"),
+            tuple(data.get("arguments", ())),
+            data.get("pid"),
+        )
 
 
 def _chunks(items: list[T], size: int) -> Iterable[list[T]]:
@@ -191,7 +202,12 @@ class JobRun:
     def of(cls, run: Run) -> JobRun:
         from physassist.tracking.tags import INSPECT_LOG_TAG
 
-        return cls(run.info.run_id, run.info.status, run.data.tags.get(INSPECT_LOG_TAG), dict(run.data.metrics))
+        return cls(
+            run.info.run_id,
+            run.info.status,
+            run.data.tags.get(INSPECT_LOG_TAG),
+            dict(run.data.metrics),
+        )
 
 
 class Tracker:
@@ -252,7 +268,14 @@ class Tracker:
         return (finished or runs)[0] if runs else None
 
     # -- sweeps ----------------------------------------------------------------------------
-    def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str, *, wait_s: float = SWEEP_WAIT_S) -> str:
+    def start_sweep(
+        self,
+        sweep_id: str,
+        arguments: Sequence[str],
+        run_name: str,
+        *,
+        wait_s: float = SWEEP_WAIT_S,
+    ) -> str:
         """Find (re-run) or create the parent run of a sweep; returns its run id.
 
         Two identical sweeps started at once must share one parent, also through a tracking
@@ -276,7 +299,9 @@ class Tracker:
                     self._delete_if_active(run.info.run_id)
                 found = [r for r in found if r not in abandoned]
                 kept = [r for r in found if PENDING_TAG not in r.data.tags]
-                mine: list[str] = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
+                mine: list[str] = [
+                    r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token
+                ]
                 others: list[str] = [r.info.run_id for r in found if r.info.run_id not in mine]
                 if kept or others:  # (several of mine: an HTTP retry created one twice)
                     for run_id in mine:
@@ -306,8 +331,10 @@ class Tracker:
                     continue  # search again now that it exists
                 if time.monotonic() > deadline:
                     raise TrackingError(
-                        f"sweep {sweep_id}: no parent run after {wait_s:.0f} s: other processes kept creating one "
-                        f"(pending: {', '.join(others)}; a process that stopped while creating it leaves it pending: "
+                        f"sweep {sweep_id}: no parent run after {wait_s:.0f} s: other processes"
+                        " kept creating one "
+                        f"(pending: {', '.join(others)}; a process that stopped while creating it"
+                        " leaves it pending: "
                         "delete that run and start again)"
                     )
                 attempt += 1
@@ -361,7 +388,9 @@ class Tracker:
         from physassist.tracking.metric_names import parent_description
 
         with store_lock(self.uri):
-            text = parent_description(self._call(lambda: self.client.get_run(parent_run_id)).data.metrics)
+            text = parent_description(
+                self._call(lambda: self.client.get_run(parent_run_id)).data.metrics
+            )
             if text:
                 self._call(lambda: self.client.set_tag(parent_run_id, NOTE_TAG, text))
 
@@ -371,7 +400,10 @@ class Tracker:
         children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})
         ok = bool(children) and all(r.info.status == "FINISHED" for r in children)
         status = status or ("FINISHED" if ok else "FAILED")
-        counts = {"jobs_total": len(children), "jobs_finished": sum(r.info.status == "FINISHED" for r in children)}
+        counts = {
+            "jobs_total": len(children),
+            "jobs_finished": sum(r.info.status == "FINISHED" for r in children),
+        }
         self._write(
             lambda: self.client.log_batch(
                 parent_run_id,
@@ -410,8 +442,20 @@ class Tracker:
         from physassist.gc_freeze import frozen_heap
 
         with frozen_heap():  # MLflow's ORM allocates much: no full collections over the eval's heap
-            return self._log_run(run_name, params, tags, metrics, files, late_files, table, inputs, traces, status,
-                                 run_id, parent_run_id)
+            return self._log_run(
+                run_name,
+                params,
+                tags,
+                metrics,
+                files,
+                late_files,
+                table,
+                inputs,
+                traces,
+                status,
+                run_id,
+                parent_run_id,
+            )
 
     def _log_run(
         self,
@@ -441,27 +485,41 @@ class Tracker:
         else:
             self._write(lambda: self.client.update_run(run_id, status="RUNNING", name=run_name))
         try:
-            existing = self._call(lambda: self.client.get_run(run_id)).data.params  # a resumed run has some
+            existing = self._call(
+                lambda: self.client.get_run(run_id)
+            ).data.params  # a resumed run has some
             now = int(time.time() * 1000)
             batches = _batches(
                 [Param(k, v) for k, v in params.items() if k not in existing],
                 [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()],
                 [_metric(k, v, now) for k, v in clean_metrics(metrics).items()],
             )
-            for p, t, m in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
-                self._write(functools.partial(self.client.log_batch, run_id, metrics=m, params=p, tags=t))
+            for (
+                p,
+                t,
+                m,
+            ) in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
+                self._write(
+                    functools.partial(self.client.log_batch, run_id, metrics=m, params=p, tags=t)
+                )
             if inputs:
                 datasets = [i.dataset_input() for i in inputs]
                 self._write(lambda: self.client.log_inputs(run_id, datasets=datasets))
             for path, artifact_dir in files:
-                self._call(functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir))
+                self._call(
+                    functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir)
+                )
             if table is not None and len(table):
                 frame = loggable_table(table)
                 self._write(
-                    lambda: self.client.log_table(run_id, data=frame, artifact_file="tables/turns.json")
+                    lambda: self.client.log_table(
+                        run_id, data=frame, artifact_file="tables/turns.json"
+                    )
                 )
             if traces is not None:
-                streamed = traces.stream.finish() if traces.stream is not None else None  # its worker takes the lock
+                streamed = (
+                    traces.stream.finish() if traces.stream is not None else None
+                )  # its worker takes the lock
                 with store_lock(self.uri):
                     traces.summary = write_traces(
                         traces.log,
@@ -481,8 +539,12 @@ class Tracker:
                 ]
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             for path, artifact_dir in late_files():
-                self._call(functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir))
-            if status == "FINISHED":  # the run list shows names, not metrics: the name says the result
+                self._call(
+                    functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir)
+                )
+            if (
+                status == "FINISHED"
+            ):  # the run list shows names, not metrics: the name says the result
                 named = with_headline(run_name, clean_metrics(metrics))
                 self._write(lambda: self.client.update_run(run_id, name=named))
             self._write(lambda: self.client.set_terminated(run_id, status))
@@ -495,7 +557,8 @@ class Tracker:
 
 
 class StoreSettings(Protocol):
-    """What ``open_tracker`` reads of the ``tracking`` settings (``experiment.TrackingSettings``)."""
+    """What ``open_tracker`` reads of the ``tracking`` settings
+    (``experiment.TrackingSettings``)."""
 
     @property
     def uri(self) -> str | None: ...
@@ -507,7 +570,9 @@ class StoreSettings(Protocol):
     def retries(self) -> int | None: ...
 
 
-def open_tracker(tracking: StoreSettings, retries: int | None = None, experiment: str = "physassist") -> Tracker:
+def open_tracker(
+    tracking: StoreSettings, retries: int | None = None, experiment: str = "physassist"
+) -> Tracker:
     """The MLflow tracker the ``tracking`` settings (``TrackingSettings``) name (raises
     TrackingError)."""
     return Tracker(
@@ -548,12 +613,20 @@ def inspect_log_of(run: Any, client: Any) -> Path:
         return Path(tagged)
     run_id = run.info.run_id
     try:
-        files = [f.path for f in client.list_artifacts(run_id, "inspect") if f.path.endswith((".eval", ".json"))]
+        files = [
+            f.path
+            for f in client.list_artifacts(run_id, "inspect")
+            if f.path.endswith((".eval", ".json"))
+        ]
     except Exception as exc:  # noqa: BLE001 - an unreadable artifact store
         raise LookupError(f"run {run_id}: cannot list its artifacts: {exc}") from exc
     if not files:
-        raise LookupError(f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged")
-    return Path(client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-log-")))
+        raise LookupError(
+            f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged"
+        )
+    return Path(
+        client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-log-"))
+    )
 
 
 def staging_dir() -> Path:
