@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import sys
@@ -24,11 +25,23 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from physassist.experiment import Experiment
 from physassist.faults import DiskFull, fault_summary, no_space
-from physassist.tracking.params import is_execution_param, mlflow_names
+from physassist.options import mlflow_names
+from physassist.tracking.params import is_execution_param
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from inspect_ai import Task
+    from inspect_ai.log import EvalLog
+    from inspect_ai.model import Model
+
+    from physassist.tracking.agent import Agent
+    from physassist.tracking.claims import Claim
+    from physassist.tracking.runs import JobRun, SweepInfo, Tracker
+    from physassist.tracking.trace_stream import Feed, TraceStream
 
 
 @dataclass
@@ -41,7 +54,7 @@ class JobContext:
     number: int = 0  # the job's number in its sweep
 
     @cached_property
-    def sweep(self):  # -> runs.SweepInfo | None
+    def sweep(self) -> SweepInfo | None:
         """The sweep this job belongs to (its parent run, arguments, process), as the sweep's
         callback wrote it into the sweep directory."""
         if self.sweep_dir is None:
@@ -76,8 +89,9 @@ class Outcome:
     experiment: Experiment | None = None  # what ran (its thresholds and tracking, for the report)
 
     @classmethod
-    def skipped(cls, run, experiment: Experiment | None = None) -> Outcome:
-        """A job whose run FINISHED before (``runs.JobRun``): its log and metrics, nothing re-run."""
+    def skipped(cls, run: JobRun, experiment: Experiment | None = None) -> Outcome:
+        """A job whose run FINISHED before (``runs.JobRun``): its log and metrics, nothing
+        re-run."""
         return cls("SKIPPED", run.log_path, run.run_id, dict(run.metrics), experiment=experiment)
 
     @property
@@ -124,12 +138,16 @@ def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict
     return {k: v for k, v in params.items() if not varies(k)}
 
 
-def parent_metrics(metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]) -> dict[str, float]:
+def parent_metrics(
+    metrics: Mapping[str, float], overrides: Sequence[str], sweep_arguments: Sequence[str]
+) -> dict[str, float]:
     """A sweep job's headline for its parent run, named by the job's swept values."""
     from physassist.tracking import metric_names, names
 
     job = identity_overrides(list(overrides))
-    label = metric_names.job_label(job, names.swept_factors(identity_overrides(list(sweep_arguments))))
+    label = metric_names.job_label(
+        job, names.swept_factors(identity_overrides(list(sweep_arguments)))
+    )
     return metric_names.parent_metrics(metrics, label)
 
 
@@ -142,7 +160,9 @@ def local_path(location: str | None) -> str | None:
     return location
 
 
-def results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
+def results(
+    log: EvalLog, taus: Sequence[float], prices: Mapping[str, Any] | None = None
+) -> tuple[pd.DataFrame, dict[str, float]]:
     """The per-turn table and every metric of the benchmark for an Inspect log (with token
     usage and, given ``prices``, estimated cost per role: ``physassist.usage``; and its noise:
     ``physassist.noise``)."""
@@ -160,7 +180,7 @@ def results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
     return turns, metrics
 
 
-def inspect_stats(log) -> dict[str, float]:
+def inspect_stats(log: EvalLog) -> dict[str, float]:
     """Counts Inspect knows and the turn table does not: errored samples, token usage."""
     out: dict[str, float] = {}
     samples = log.samples or []
@@ -172,7 +192,7 @@ def inspect_stats(log) -> dict[str, float]:
     return out
 
 
-def end_abandoned(tracker) -> None:
+def end_abandoned(tracker: Tracker) -> None:
     """Runs a dead process left RUNNING (``kill -9``) are ended KILLED, with one line."""
     from physassist.tracking import claims
     from physassist.tracking.mlflow_store import error_line
@@ -180,13 +200,21 @@ def end_abandoned(tracker) -> None:
     try:
         ended = claims.end_abandoned(tracker)
     except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
-        print(f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}", file=sys.stderr)
+        print(
+            f"tracking: cannot look for runs left RUNNING in {tracker.uri}: {error_line(exc)}",
+            file=sys.stderr,
+        )
         return
     if ended:
-        print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+        print(
+            f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED",
+            file=sys.stderr,
+        )
 
 
-def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> list[tuple[Path, str]]:
+def stage_artifacts(
+    experiment: Experiment, log_path: str | None, turns: pd.DataFrame | None, staging: Path
+) -> list[tuple[Path, str]]:
     """Write the files to log (config, turn table) and list them with the Inspect log."""
     from physassist.tracking import runs
 
@@ -203,10 +231,12 @@ def stage_artifacts(experiment: Experiment, log_path, turns, staging: Path) -> l
 
 
 #: Starts drawing a run's figures (turns, directory, taus, title); returns the wait for their files.
-Draw = Callable[[Any, Path, Sequence[float], str], Callable[[], list[Path]]]
+Draw = Callable[["pd.DataFrame", Path, Sequence[float], str], Callable[[], list[Path]]]
 
 
-def stage_plots(experiment: Experiment, turns, staging: Path, draw: Draw) -> Callable[[], list[tuple[Path, str]]]:
+def stage_plots(
+    experiment: Experiment, turns: pd.DataFrame | None, staging: Path, draw: Draw
+) -> Callable[[], list[tuple[Path, str]]]:
     """Start the run's figures (``draw``: the tracking agent's, which has them drawn while it
     logs the rest); returns the wait for them as files to log."""
     if turns is None or not len(turns) or not experiment.tracking.plots:
@@ -220,8 +250,17 @@ def stage_plots(experiment: Experiment, turns, staging: Path, draw: Draw) -> Cal
 Progress = Callable[[int], AbstractContextManager[Any]]
 
 
-def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, resumable: bool, tags: list[str],
-             progress: Progress = lambda total: nullcontext(), traces=None):
+def evaluate(
+    task: Task,
+    assistant: Model,
+    roles: Mapping[str, Model | list[Model]],
+    options: Mapping[str, Any],
+    log_dir: Path,
+    resumable: bool,
+    tags: list[str],
+    progress: Progress = lambda total: nullcontext(),
+    traces: Feed | None = None,
+) -> EvalLog:
     """Run Inspect (eval_set in a per-job directory when resumable) and return the log.
     ``traces``: a ``trace_stream.TraceStream`` fed each sample as it ends."""
     from inspect_ai import eval as inspect_eval
@@ -250,7 +289,9 @@ def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, 
         signals.taken()
         raise KeyboardInterrupt
     error = logs[0].error.message if logs[0].status == "error" and logs[0].error else ""
-    if os.strerror(errno.ENOSPC) in error:  # Inspect could not write its log: it says so in the log it could not write
+    if (
+        os.strerror(errno.ENOSPC) in error
+    ):  # Inspect could not write its log: it says so in the log it could not write
         raise OSError(errno.ENOSPC, error)
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
@@ -290,20 +331,24 @@ class RunLog:
 
     experiment: Experiment
     run_id: str
-    sweep: Any  # runs.SweepInfo | None
+    sweep: SweepInfo | None
     overrides: list[str]
     tags: dict[str, str]
-    log: Any  # views.LogView
+    log: Any  # views.LogView, read as an EvalLog by inputs.run_inputs and traces.TraceRequest
     outcome: Outcome
-    turns: Any  # the turn table (a DataFrame) or None
-    usage: Any  # usage.session_usage: the run's cost per session (a DataFrame) or None
+    turns: pd.DataFrame | None  # the turn table
+    usage: pd.DataFrame | None  # usage.session_usage: the run's cost per session
 
-    def write(self, tracker, stream, draw: Draw) -> tuple[str | None, str | None]:
+    def write(
+        self, tracker: Tracker, stream: TraceStream | None, draw: Draw
+    ) -> tuple[str | None, str | None]:
         """``log_run``: what the agent calls with the request it received."""
         return log_run(tracker, self, stream, draw)
 
 
-def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, str | None]:
+def log_run(
+    tracker: Tracker, request: RunLog, stream: TraceStream | None, draw: Draw
+) -> tuple[str | None, str | None]:
     """Log the run (params, tags, metrics, artifacts, traces) and end it; ``stream``: the
     traces written as the eval ran (``trace_stream``); ``draw``: where the figures are drawn
     (``stage_plots``). Returns (its id, the tracking error). Run by the tracking agent
@@ -320,9 +365,16 @@ def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, s
     tracking, metrics, tags = exp.tracking, outcome.metrics, request.tags
     staging = runs.staging_dir()
     try:
-        plotted = stage_plots(exp, request.turns, staging, draw)  # first: drawn while the rest is written
+        plotted = stage_plots(
+            exp, request.turns, staging, draw
+        )  # first: drawn while the rest is written
         inputs = run_inputs(log, exp.task["dataset"], exp.dataset_path, exp.task["ehr_source"])
-        tags.update(provenance_tags(**{i.kind: (i.fingerprint, i.source) for i in inputs}, inspect_log=outcome.log_path))
+        read = {i.kind: (i.fingerprint, i.source) for i in inputs}  # kinds: dataset, ehr
+        tags.update(
+            provenance_tags(
+                dataset=read.get("dataset"), ehr=read.get("ehr"), inspect_log=outcome.log_path
+            )
+        )
         params = exp.params
         tags.update(comparability.tags_for(params, tags))
         files = stage_artifacts(exp, outcome.log_path, request.turns, staging)
@@ -347,7 +399,9 @@ def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, s
             parent_run_id=sweep.parent_run_id if sweep else None,
         )
         if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
-            tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments))
+            tracker.log_metrics(
+                sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments)
+            )
             tracker.describe_sweep(sweep.parent_run_id)
         return run_id, None
     except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
@@ -366,8 +420,8 @@ class EvalRun:
     experiment: Experiment
     job: JobContext
     tracking_error: str | None = None
-    agent: Any = None  # agent.Agent, while the run is tracked
-    _opened: Any = None  # waits for the agent's answer to "open"
+    agent: Agent | None = None  # while the run is tracked
+    _opened: Callable[[float | None], Any] | None = None  # waits for the agent's answer to "open"
 
     def __post_init__(self) -> None:
         from physassist.tracking.agent import Agent
@@ -393,13 +447,24 @@ class EvalRun:
         if self._opened is not None:
             opened, self._opened = self._opened, None
             try:
-                ended = opened()
+                ended = opened(None)
             except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
                 self._lost(str(exc))
                 return False
             if ended:
-                print(f"{ended} run(s) whose process is gone (kill -9, a crash) marked KILLED", file=sys.stderr)
+                print(
+                    f"{ended} run(s) whose process is gone (kill -9, a crash) marked KILLED",
+                    file=sys.stderr,
+                )
         return self.agent is not None
+
+    def _tracking(self) -> Agent:
+        """The tracking agent; ``TrackingError`` once tracking was lost (its callers report it)."""
+        from physassist.tracking.mlflow_store import TrackingError
+
+        if self.agent is None:
+            raise TrackingError("the tracking process is gone")
+        return self.agent
 
     def close(self) -> None:
         """End the tracking agent (after the run is logged or ended)."""
@@ -420,7 +485,7 @@ class EvalRun:
         if not (sweep and key) or not self._open():
             return None
         try:
-            previous = self.agent.call("find_job", sweep.sweep_id, key)
+            previous = self._tracking().call("find_job", sweep.sweep_id, key)
         except Exception as exc:  # noqa: BLE001
             self._lost(f"cannot read the MLflow store: {exc}")
             return None
@@ -429,7 +494,13 @@ class EvalRun:
             return Outcome.skipped(previous, self.experiment)
         return None
 
-    def run(self, task, assistant, roles, progress: Progress = lambda total: nullcontext()) -> Outcome:
+    def run(
+        self,
+        task: Task,
+        assistant: Model,
+        roles: Mapping[str, Model | list[Model]],
+        progress: Progress = lambda total: nullcontext(),
+    ) -> Outcome:
         """Claim the run (RUNNING before the eval, exactly once), evaluate, log, end it."""
         from physassist.tracking import claims, runs
         from physassist.tracking.trace_stream import stopped
@@ -446,21 +517,27 @@ class EvalRun:
         if claim is not None and claim.state == "busy":
             return Outcome("BUSY", None, claim.run_id, holder=claim.owner, experiment=exp)
 
-        log_dir = (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
+        log_dir = (
+            (exp.log_dir / "sweeps" / sweep.sweep_id / key) if (sweep and key) else exp.log_dir
+        )
         feed = None
         if claim is not None:
             try:
                 feed = self._stream(claim.run_id)
-                self.agent.post("hold", claim.run_id, exp)
+                self._tracking().post("hold", claim.run_id, exp)
             except Exception as exc:  # noqa: BLE001 - the agent is gone: the eval goes on untracked
                 self._lost(str(exc))
-                with contextlib.suppress(Exception):  # reported (exit 3); else the next command ends it
+                with contextlib.suppress(
+                    Exception
+                ):  # reported (exit 3); else the next command ends it
                     self._end(claim.run_id, "FAILED", f"tracking failed before the eval: {exc}")
                 claim = None
-        run_id = claim.run_id if claim else None
         with (
-            claims.holding(lambda status, reason: self._end(run_id, status, reason),
-                           sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
+            claims.holding(
+                functools.partial(self._end, claim.run_id), sweep_pid=sweep.pid if sweep else None
+            )
+            if claim
+            else nullcontext(),
             stopped(feed),  # Ctrl-C, an error: the stream stops before the run is ended
         ):
             # Inspect View's name for the log, so a sweep's jobs read apart (the run name leads
@@ -489,17 +566,20 @@ class EvalRun:
         outcome.tracking_error = outcome.tracking_error or self.tracking_error
         return outcome
 
-    def _claim(self, tags: dict[str, str]):  # -> claims.Claim | None
+    def _claim(self, tags: dict[str, str]) -> Claim | None:
         """The run, made (RUNNING) before the eval: claimed exactly once (None: untracked)."""
         if not self._open():
             return None
         try:
-            return self.agent.call("claim", self.experiment.run_name, tags, self.job.sweep, self.job.key)
+            claim: Claim | None = self._tracking().call(
+                "claim", self.experiment.run_name, tags, self.job.sweep, self.job.key
+            )
+            return claim
         except Exception as exc:  # noqa: BLE001 - tracking must never stop the evaluation
             self._lost(f"cannot create the run: {exc}")
             return None
 
-    def _stream(self, run_id: str):  # -> trace_stream.Feed | None
+    def _stream(self, run_id: str) -> Feed | None:
         """The sessions written as traces while the eval runs, as each ends (none with a
         ``trace_limit``: which sessions it keeps is known from the whole log, after the eval)."""
         from physassist.tracking.trace_stream import Feed
@@ -507,17 +587,21 @@ class EvalRun:
         tracking = self.experiment.tracking
         if not tracking.traces or tracking.trace_limit is not None:
             return None
-        self.agent.post("stream_to", run_id, tracking.raw_chars)
-        return Feed(self.agent)
+        agent = self._tracking()
+        agent.post("stream_to", run_id, tracking.raw_chars)
+        return Feed(agent)
 
-    def _outcome(self, log):
+    def _outcome(self, log: EvalLog) -> tuple[Outcome, pd.DataFrame | None]:
         """The run's status, metrics, faults and warning from its Inspect log; its turns."""
         log_path = local_path(log.location)
         status = "FINISHED" if log.status == "success" else "FAILED"
-        turns, metrics = None, {}
+        turns: pd.DataFrame | None = None
+        metrics: dict[str, float] = {}
         if log.status == "success":
             turns, metrics = results(log, self.experiment.taus, self.experiment.prices)
-        outcome = Outcome(status, log_path, None, metrics, self.tracking_error, experiment=self.experiment)
+        outcome = Outcome(
+            status, log_path, None, metrics, self.tracking_error, experiment=self.experiment
+        )
         if turns is not None:
             from physassist import degenerate
 
@@ -529,7 +613,14 @@ class EvalRun:
             outcome.faults = "; ".join(filter(None, (down, outcome.faults)))
         return outcome, turns
 
-    def _log(self, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str]) -> None:
+    def _log(
+        self,
+        run_id: str,
+        log: EvalLog,
+        outcome: Outcome,
+        turns: pd.DataFrame | None,
+        tags: dict[str, str],
+    ) -> None:
         """Have the agent log the run and end it (``log_run``), from views of the log."""
         from physassist.faults import FAULT_TAG
         from physassist.tracking.views import log_view
@@ -549,9 +640,11 @@ class EvalRun:
             from physassist.usage import session_usage
 
             usage = session_usage(log, exp.prices)
-        request = RunLog(exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage)
+        request = RunLog(
+            exp, run_id, sweep, list(self.job.overrides), tags, log_view(log), outcome, turns, usage
+        )
         try:
-            outcome.run_id, outcome.tracking_error = self.agent.call("log", request)
+            outcome.run_id, outcome.tracking_error = self._tracking().call("log", request)
         except Exception as exc:  # noqa: BLE001 - the agent is gone: a new one ends the run FAILED
             outcome.tracking_error = f"logging the run failed: {exc}"
             self._lost(outcome.tracking_error)

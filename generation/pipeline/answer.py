@@ -18,10 +18,13 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from generation.builder import facts as F
-from generation.builder.arcs import CR, DG, IL, WU
 from generation.builder.encode import sentences
 from physassist.ehr.tools import render
 from physassist.timeline import Timeline
+from physassist.vocab import CLINICAL_REASONING as CR
+from physassist.vocab import DATA_GATHERING as DG
+from physassist.vocab import INFORMATION_LOOKUP as IL
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import AgentOutputError, Caller, need_str
 from .planner import PlanTurn
@@ -60,52 +63,94 @@ def lab_values(observation: Any, itemids: tuple[int, ...] | None = None) -> list
         if exact is None or (wanted is not None and not wanted.intersection(codes)):
             continue
         label = (r.get("code") or {}).get("text") or ""
-        out.append({"label": str(label), "value": exact, "unit": str(q.get("unit") or ""),
-                    "time": str(r.get("effectiveDateTime") or "")})
+        out.append(
+            {
+                "label": str(label),
+                "value": exact,
+                "unit": str(q.get("unit") or ""),
+                "time": str(r.get("effectiveDateTime") or ""),
+            }
+        )
     return out
 
 
 def record_facts(name: str, arguments: dict[str, Any], tl: Timeline) -> dict[str, Any] | None:
     """What the record says at the cutoff about one call's subject (module docstring)."""
-    if name == "Observation.search" and arguments.get("code") and (
-            arguments.get("category") or "laboratory") == "laboratory":
+    if (
+        name == "Observation.search"
+        and arguments.get("code")
+        and (arguments.get("category") or "laboratory") == "laboratory"
+    ):
         series = tl.lab(str(arguments["code"]))
         if series is None:
             return {"lab": arguments["code"], "in_record": False}
-        return {"lab": series.label, "n_values": len(series.points), **{
-            k: {"value": _exact(p.value), "unit": p.unit, "time": str(p.time)}
-            for k, p in (("latest", series.latest), ("first", series.first),
-                         ("peak", series.peak), ("nadir", series.nadir))}}
+        return {
+            "lab": series.label,
+            "n_values": len(series.points),
+            **{
+                k: {"value": _exact(p.value), "unit": p.unit, "time": str(p.time)}
+                for k, p in (
+                    ("latest", series.latest),
+                    ("first", series.first),
+                    ("peak", series.peak),
+                    ("nadir", series.nadir),
+                )
+            },
+        }
     word = str(arguments.get("medication") or "").strip()
     if name in ("MedicationRequest.search", "MedicationAdministration.search") and word:
         order = tl.current_order(word)
-        facts: dict[str, Any] = {"drug": word, "current_scheduled_order": None if order is None
-                                 else {"drug": order.drug, "dose": order.dose_text,
-                                       "unit": order.unit, "route": order.route,
-                                       "frequency": order.frequency, "start": str(order.start)}}
+        facts: dict[str, Any] = {
+            "drug": word,
+            "current_scheduled_order": None
+            if order is None
+            else {
+                "drug": order.drug,
+                "dose": order.dose_text,
+                "unit": order.unit,
+                "route": order.route,
+                "frequency": order.frequency,
+                "start": str(order.start),
+            },
+        }
         if name == "MedicationAdministration.search":
             a = tl.order_administrations(order) if order is not None else tl.administrations(word)
-            facts.update(doses_of="the current order" if order is not None else "the drug",
-                         given=len(a.given), not_given=len(a.not_given),
-                         held_at_discharge=a.at_discharge, icu_administrations=a.icu,
-                         dose_count_askable=a.countable)
+            facts.update(
+                doses_of="the current order" if order is not None else "the drug",
+                given=len(a.given),
+                not_given=len(a.not_given),
+                held_at_discharge=a.at_discharge,
+                icu_administrations=a.icu,
+                dose_count_askable=a.countable,
+            )
         return facts
     if name == "DiagnosticReport.search":
-        return {"positive_cultures": [{"specimen": c.specimen, "time": str(c.time),
-                                       "organisms": list(c.organisms)}
-                                      for c in tl.positive_cultures]}
+        return {
+            "positive_cultures": [
+                {"specimen": c.specimen, "time": str(c.time), "organisms": list(c.organisms)}
+                for c in tl.positive_cultures
+            ]
+        }
     return None
 
 
-def evidence(actions: list[Action], observations: list[Any],
-             tl: Timeline | None = None) -> list[dict[str, Any]]:
+def evidence(
+    actions: list[Action], observations: list[Any], tl: Timeline | None = None
+) -> list[dict[str, Any]]:
     out = []
     for a, o in zip(actions, observations, strict=True):
         facts = record_facts(a.name, a.arguments, tl) if tl is not None else None
-        series = tl.lab(str(a.arguments.get("code"))) if (
-            tl is not None and a.name == "Observation.search" and a.arguments.get("code")) else None
-        entry = {"tool": a.name, "arguments": a.arguments, "result": render(o, "full")[:4000],
-                 "values": lab_values(o, series.itemids if series is not None else None)}
+        series = (
+            tl.lab(str(a.arguments.get("code")))
+            if (tl is not None and a.name == "Observation.search" and a.arguments.get("code"))
+            else None
+        )
+        entry = {
+            "tool": a.name,
+            "arguments": a.arguments,
+            "result": render(o, "full")[:4000],
+            "values": lab_values(o, series.itemids if series is not None else None),
+        }
         if facts is not None:
             entry["record"] = facts
         out.append(entry)
@@ -115,8 +160,9 @@ def evidence(actions: list[Action], observations: list[Any],
 def answer_format(plan: PlanTurn, actions: list[Action]) -> str:
     if plan.source == "patient":
         return "patient"
-    if plan.task_type == IL and any(a.name in ("DiagnosticReport.search", "DocumentReference.search")
-                                    for a in actions):
+    if plan.task_type == IL and any(
+        a.name in ("DiagnosticReport.search", "DocumentReference.search") for a in actions
+    ):
         return "IL_report"
     return plan.task_type
 
@@ -124,16 +170,31 @@ def answer_format(plan: PlanTurn, actions: list[Action]) -> str:
 def check_format(text: str, fmt: str) -> None:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if fmt in MAX_LINES and len(lines) > MAX_LINES[fmt]:
-        raise AgentOutputError(f"answer: {len(lines)} lines, format {fmt!r} allows {MAX_LINES[fmt]}")
+        raise AgentOutputError(
+            f"answer: {len(lines)} lines, format {fmt!r} allows {MAX_LINES[fmt]}"
+        )
     if fmt in MAX_SENTENCES and len(sentences(text)) > MAX_SENTENCES[fmt]:
         raise AgentOutputError(f"answer: more than {MAX_SENTENCES[fmt]} sentences for {fmt!r}")
 
 
-async def write_answer(caller: Caller, plan: PlanTurn, question: str, actions: list[Action],
-                       ev: list[dict[str, Any]], history: list[dict[str, str]]) -> str:
+async def write_answer(
+    caller: Caller,
+    plan: PlanTurn,
+    question: str,
+    actions: list[Action],
+    ev: list[dict[str, Any]],
+    history: list[dict[str, str]],
+) -> str:
     fmt = answer_format(plan, actions)
-    payload = {"question": question, "task_type": plan.task_type, "format": FORMATS[fmt],
-               "evidence": ev, "history": history}
-    text = need_str(await caller.ask("answer", "answer", payload, temperature=0.2), "answer", "answer")
+    payload = {
+        "question": question,
+        "task_type": plan.task_type,
+        "format": FORMATS[fmt],
+        "evidence": ev,
+        "history": history,
+    }
+    text = need_str(
+        await caller.ask("answer", "answer", payload, temperature=0.2), "answer", "answer"
+    )
     check_format(text, fmt)
     return text

@@ -10,12 +10,16 @@ checker that errors or replies off-format fails the turn (the reference counted 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from generation.builder import facts as F
-from generation.builder.arcs import CR, DG, IL, WU
 from physassist.calls import EndpointDown
+from physassist.vocab import CLINICAL_REASONING as CR
+from physassist.vocab import DATA_GATHERING as DG
+from physassist.vocab import INFORMATION_LOOKUP as IL
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import AgentOutputError, Caller
 from .planner import PlanTurn
@@ -60,16 +64,27 @@ def plan_rule_problems(plan: PlanTurn, actions: list[Action], subject_id: int) -
     return problems
 
 
-async def gate1(caller: Caller, plan: PlanTurn, question: str, actions: list[Action],
-                subject_id: int, stats: GateStats) -> None:
+async def gate1(
+    caller: Caller,
+    plan: PlanTurn,
+    question: str,
+    actions: list[Action],
+    subject_id: int,
+    stats: GateStats,
+) -> None:
     problems = plan_rule_problems(plan, actions, subject_id)
     stats.record("gate1_rules", not problems)
     if problems:
         raise GateFailure("gate1_rules", "; ".join(problems))
-    payload = {"question": question, "task_type": plan.task_type, "topic": plan.topic,
-               "actions": [{"name": a.name, "arguments": a.arguments} for a in actions]}
-    ok, reason = await _verdict(caller, "plan_check", payload,
-                                lambda r: r.get("valid") is True, "valid")
+    payload = {
+        "question": question,
+        "task_type": plan.task_type,
+        "topic": plan.topic,
+        "actions": [{"name": a.name, "arguments": a.arguments} for a in actions],
+    }
+    ok, reason = await _verdict(
+        caller, "plan_check", payload, lambda r: r.get("valid") is True, "valid"
+    )
     stats.record("gate1_llm", ok)
     if not ok:
         raise GateFailure("gate1_llm", reason)
@@ -82,13 +97,24 @@ def gate2(actions: list[Action], observations: list[Any], stats: GateStats) -> N
         raise GateFailure("gate2", f"no usable result from {', '.join(empty)}")
 
 
-async def gate3(caller: Caller, question: str, answer: str, evidence: list[dict[str, str]],
-                history: list[dict[str, str]], stats: GateStats, course: str | None = None
-                ) -> None:
+async def gate3(
+    caller: Caller,
+    question: str,
+    answer: str,
+    evidence: list[dict[str, str]],
+    history: list[dict[str, str]],
+    stats: GateStats,
+    course: str | None = None,
+) -> None:
     """``course`` is how the admission ended (``physassist.timeline``: died, hospice,
     discharged), so the checker can flag forward-looking advice where none applies."""
-    payload = {"question": question, "answer": answer, "evidence": evidence, "history": history,
-               "course": course}
+    payload = {
+        "question": question,
+        "answer": answer,
+        "evidence": evidence,
+        "history": history,
+        "course": course,
+    }
     flags = ("hallucination", "contradiction", "safety", "incomplete")
 
     def passes(r: dict[str, Any]) -> bool:
@@ -100,8 +126,13 @@ async def gate3(caller: Caller, question: str, answer: str, evidence: list[dict[
         raise GateFailure("gate3", reason)
 
 
-async def _verdict(caller: Caller, kind: str, payload: dict[str, Any], passes, key: str
-                   ) -> tuple[bool, str]:
+async def _verdict(
+    caller: Caller,
+    kind: str,
+    payload: dict[str, Any],
+    passes: Callable[[dict[str, Any]], bool],
+    key: str,
+) -> tuple[bool, str]:
     """(passed, reason); an exception or a reply without ``key`` is a FAIL."""
     try:
         reply = await caller.ask("checker", kind, payload)
@@ -136,9 +167,20 @@ class GateStats:
         rejections[stage] += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": dict(self.checked), "failed": dict(self.failed),
-                "stage_failures": dict(sorted(self.stage_failures.items()))}
+        return {
+            "checked": dict(self.checked),
+            "failed": dict(self.failed),
+            "stage_failures": dict(sorted(self.stage_failures.items())),
+        }
 
 
-__all__ = ["GATES", "AgentOutputError", "GateFailure", "GateStats", "gate1", "gate2", "gate3",
-           "plan_rule_problems"]
+__all__ = [
+    "GATES",
+    "AgentOutputError",
+    "GateFailure",
+    "GateStats",
+    "gate1",
+    "gate2",
+    "gate3",
+    "plan_rule_problems",
+]

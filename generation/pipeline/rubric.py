@@ -42,8 +42,9 @@ def _terms(spec: Any, where: str) -> dict[str, list[str]]:
     return out
 
 
-def validate_check(check: Any, ev: list[dict[str, Any]], writes: list[Action], where: str
-                   ) -> dict[str, Any] | None:
+def validate_check(
+    check: Any, ev: list[dict[str, Any]], writes: list[Action], where: str
+) -> dict[str, Any] | None:
     """The check in canonical form, or an AgentOutputError naming the problem."""
     if check is None:
         return None
@@ -57,10 +58,16 @@ def validate_check(check: Any, ev: list[dict[str, Any]], writes: list[Action], w
             raise AgentOutputError(f"{where}: a value check needs a label and a number")
         seen = [v for e in ev for v in e["values"]]
         if not any(_dec(v["value"]) == value for v in seen):
-            raise AgentOutputError(f"{where}: value {value} for {label!r} is not in the tool results")
+            raise AgentOutputError(
+                f"{where}: value {value} for {label!r} is not in the tool results"
+            )
         unit = check.get("unit")
-        out = {"kind": "value", "label": label.strip(), "value": float(value),
-               "unit": str(unit) if unit else None}
+        out = {
+            "kind": "value",
+            "label": label.strip(),
+            "value": float(value),
+            "unit": str(unit) if unit else None,
+        }
         if "tolerance" in check:
             out["tolerance"] = float(check["tolerance"])
         return out
@@ -76,13 +83,18 @@ def validate_check(check: Any, ev: list[dict[str, Any]], writes: list[Action], w
     accepted = check.get("accepted")
     if field not in made[tool].arguments or field in ("subject_id", "hadm_id"):
         raise AgentOutputError(f"{where}: write_arg field {field!r} is not an argument of {tool}")
-    if not isinstance(accepted, list) or not accepted or not all(isinstance(a, str) for a in accepted):
+    if (
+        not isinstance(accepted, list)
+        or not accepted
+        or not all(isinstance(a, str) for a in accepted)
+    ):
         raise AgentOutputError(f"{where}: write_arg 'accepted' must be a non-empty list of strings")
     return {"kind": "write_arg", "tool": tool, "field": field, "accepted": accepted}
 
 
-def parse_rubric(obj: dict[str, Any], plan: PlanTurn, ev: list[dict[str, Any]],
-                 writes: list[Action]) -> list[Item]:
+def parse_rubric(
+    obj: dict[str, Any], plan: PlanTurn, ev: list[dict[str, Any]], writes: list[Action]
+) -> list[Item]:
     items = obj.get("items")
     low, high = ITEM_COUNTS[plan.task_type]
     if not isinstance(items, list) or not low <= len(items) <= high:
@@ -93,18 +105,35 @@ def parse_rubric(obj: dict[str, Any], plan: PlanTurn, ev: list[dict[str, Any]],
         where = f"rubric item {i}"
         if not isinstance(row, dict):
             raise AgentOutputError(f"{where}: must be an object")
-        out.append(Item(need_str(row, "text", where), "",
-                        validate_check(row.get("check"), ev, writes, where)))
-    if plan.task_type == WU and not any((it.check or {}).get("kind") in ("write_call", "write_arg")
-                                        for it in out):
+        out.append(
+            Item(
+                need_str(row, "text", where),
+                "",
+                validate_check(row.get("check"), ev, writes, where),
+            )
+        )
+    if plan.task_type == WU and not any(
+        (it.check or {}).get("kind") in ("write_call", "write_arg") for it in out
+    ):
         raise AgentOutputError("rubric: a Write/Update rubric needs a write_call or write_arg item")
     return out
 
 
-async def write_rubric(caller: Caller, plan: PlanTurn, question: str, answer: str,
-                       ev: list[dict[str, Any]], writes: list[Action]) -> list[Item]:
-    payload = {"question": question, "answer": answer, "task_type": plan.task_type,
-               "item_count": list(ITEM_COUNTS[plan.task_type]), "evidence": ev,
-               "write_calls": [{"name": a.name, "arguments": a.arguments} for a in writes]}
+async def write_rubric(
+    caller: Caller,
+    plan: PlanTurn,
+    question: str,
+    answer: str,
+    ev: list[dict[str, Any]],
+    writes: list[Action],
+) -> list[Item]:
+    payload = {
+        "question": question,
+        "answer": answer,
+        "task_type": plan.task_type,
+        "item_count": list(ITEM_COUNTS[plan.task_type]),
+        "evidence": ev,
+        "write_calls": [{"name": a.name, "arguments": a.arguments} for a in writes],
+    }
     reply = await caller.ask("rubric", "rubric", payload, temperature=0.2)
     return parse_rubric(reply, plan, ev, writes)

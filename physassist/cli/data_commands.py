@@ -5,8 +5,10 @@ both run ``main``.
 
     physassist-data validate SOURCE [--language en|zh] [--lenient] [--scenarios ...]
     physassist-data stats SOURCE [--language en|zh] [--json]
-    physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] [--compresslevel 0-9]
-    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--timepoint T] [--force] [...]
+    physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N]
+                          [--compresslevel 0-9]
+    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--timepoint T]
+                          [--force] [...]
     physassist-data build-sample [--root data/sample] [--seed S]
 
 `validate` and `stats` never write anything. Exit codes: 0 success; 1 invalid data (the
@@ -20,21 +22,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from physassist.data.models import SessionFormatError
 from physassist.ehr.sources import EHRSourceError
 from physassist.gc_freeze import command_start
 from physassist.vocab import LANGUAGES, SCENARIOS, TIMEPOINTS
 
+if TYPE_CHECKING:
+    from physassist.data.loader import SessionSet
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> SessionSet:
     from physassist.data.loader import load_sessions
 
-    return load_sessions(args.source, language=args.language, lenient=args.lenient,
-                         scenarios=args.scenarios)
+    return load_sessions(
+        args.source, language=args.language, lenient=args.lenient, scenarios=args.scenarios
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -64,18 +71,30 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_synth(args: argparse.Namespace) -> int:
     from physassist.synth import generate_cohort
 
-    tuning = {name: getattr(args, name) for name in ("chunk_size", "workers", "compresslevel")
-              if getattr(args, name) is not None}  # unset: the generator's own defaults
-    print(f"synthetic cohort of {generate_cohort(args.out, args.subjects, seed=args.seed, **tuning)}")
+    tuning = {
+        name: getattr(args, name)
+        for name in ("chunk_size", "workers", "compresslevel")
+        if getattr(args, name) is not None
+    }  # unset: the generator's own defaults
+    print(
+        f"synthetic cohort of {generate_cohort(args.out, args.subjects, seed=args.seed, **tuning)}"
+    )
     return EXIT_OK
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from generation.builder import build_sessions
 
-    report = build_sessions(args.store, args.out, sessions_per_slot=args.per_slot,
-                            seed=args.seed, scenarios=args.scenarios, tiers=args.tiers,
-                            timepoint=args.timepoint, force=args.force)
+    report = build_sessions(
+        args.store,
+        args.out,
+        sessions_per_slot=args.per_slot,
+        seed=args.seed,
+        scenarios=args.scenarios,
+        tiers=args.tiers,
+        timepoint=args.timepoint,
+        force=args.force,
+    )
     print(report)
     return EXIT_OK
 
@@ -95,14 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def source_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("source", help="a directory of <scenario>.jsonl files, a .jsonl or "
-                                      ".parquet file, 'sample', or hf:<dataset id or path>")
-        p.add_argument("--language", choices=LANGUAGES, default="en",
-                       help="language whose fields must be present (default: en)")
-        p.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=None,
-                       help="only these scenarios")
-        p.add_argument("--lenient", action="store_true",
-                       help="skip invalid sessions (and report them) instead of failing")
+        p.add_argument(
+            "source",
+            help="a directory of <scenario>.jsonl files, a .jsonl or "
+            ".parquet file, 'sample', or hf:<dataset id or path>",
+        )
+        p.add_argument(
+            "--language",
+            choices=LANGUAGES,
+            default="en",
+            help="language whose fields must be present (default: en)",
+        )
+        p.add_argument(
+            "--scenarios", nargs="+", choices=SCENARIOS, default=None, help="only these scenarios"
+        )
+        p.add_argument(
+            "--lenient",
+            action="store_true",
+            help="skip invalid sessions (and report them) instead of failing",
+        )
 
     p = sub.add_parser("validate", help="check sessions against the schema; writes nothing")
     source_options(p)
@@ -114,30 +144,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("synth", help="generate a synthetic cohort in MIMIC-IV layout")
-    p.add_argument("--out", required=True,
-                   help="output directory (hosp/, icu/, note/, phm/, meta/ are replaced)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output directory (hosp/, icu/, note/, phm/, meta/ are replaced)",
+    )
     p.add_argument("--subjects", type=int, required=True, help="number of subjects")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chunk-size", type=int, default=None, help="subjects per vectorised chunk")
-    p.add_argument("--workers", type=int, default=None,
-                   help="worker processes (default: automatic)")
-    p.add_argument("--compresslevel", type=int, default=None,
-                   help="gzip level 0-9 (default: 6 up to 5k subjects, else 1)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: automatic)"
+    )
+    p.add_argument(
+        "--compresslevel",
+        type=int,
+        default=None,
+        help="gzip level 0-9 (default: 6 up to 5k subjects, else 1)",
+    )
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("build", help="build sessions deterministically from an EHR store")
-    p.add_argument("--store", required=True,
-                   help="EHR source: MIMIC-IV dir, synthetic cohort, .duckdb store or 'sample'")
-    p.add_argument("--out", required=True,
-                   help="output folder (<scenario>.jsonl and manifest.json), written whole in one rename")
+    p.add_argument(
+        "--store",
+        required=True,
+        help="EHR source: MIMIC-IV dir, synthetic cohort, .duckdb store or 'sample'",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder (<scenario>.jsonl and manifest.json), written whole in one rename",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.add_argument("--per-slot", type=int, default=3, help="sessions per scenario x tier")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=None)
     p.add_argument("--tiers", nargs="+", type=int, choices=(1, 2, 3), default=None)
-    p.add_argument("--timepoint", choices=TIMEPOINTS, default=TIMEPOINTS[0],
-                   help="when sessions happen: at the end of the discharge date (default, the "
-                        "paper's) or on a morning inside the stay (in-stay)")
+    p.add_argument(
+        "--timepoint",
+        choices=TIMEPOINTS,
+        default=TIMEPOINTS[0],
+        help="when sessions happen: at the end of the discharge date (default, the "
+        "paper's) or on a morning inside the stay (in-stay)",
+    )
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("build-sample", help="regenerate data/sample (cohort and sessions)")
@@ -148,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``physassist-data`` (and ``python -m physassist.synth``); returns the exit status."""
+    """Entry point of ``physassist-data`` (and ``python -m physassist.synth``); returns the
+    exit status."""
     from physassist.cli import entry
 
     return entry.run("physassist-data", lambda: _main(argv))
@@ -163,7 +212,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "per_slot", 1) < 1:
         parser.error("--per-slot must be at least 1")
     try:
-        return args.func(args)
+        command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
+        return command(args)
     except SessionFormatError as err:
         print(f"physassist-data: error: invalid session data\n{err}", file=sys.stderr)
         return EXIT_ERROR

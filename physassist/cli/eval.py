@@ -19,7 +19,7 @@ import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -27,12 +27,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli import secrets
-from physassist.cli.config import ConfigError, conf_dir, experiment
+from physassist.cli.config import conf_dir, experiment
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
 from physassist.experiment import build_models
 from physassist.faults import EXIT_FAULTS, DiskFull
+from physassist.options import ConfigError
 from physassist.staging import EvalRun, JobContext, Outcome, identity_overrides
+
+if TYPE_CHECKING:
+    from inspect_ai import Task
 
 
 def job_context() -> JobContext:
@@ -41,14 +45,16 @@ def job_context() -> JobContext:
     multirun = hc.mode == RunMode.MULTIRUN
     choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/")}
     return JobContext(
-        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # as written: unresolved, redacted
+        # as written: unresolved, redacted. omegaconf types to_container as the union of every
+        # container kind; a ListConfig (the override strings) converts to a list
+        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # type: ignore[arg-type]
         choices=choices,
         sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
         number=int(hc.job.num or 0) if multirun else 0,
     )
 
 
-def build_task(args: Mapping[str, Any]):
+def build_task(args: Mapping[str, Any]) -> Task:
     """Build the Inspect task; data problems (bad session file, a store that cannot be
     built, ...) become a ConfigError."""
     from physassist.ehr.store import EHRBuildError
@@ -68,12 +74,19 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
     with EvalRun(exp, job) as run:  # its tracking agent opens the store while the task is built
         if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
             return done
-        task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
+        task = build_task(
+            exp.task
+        )  # validates the session files: bad data stops here, before any run
         assistant, roles = build_models(exp.model, exp.roles, exp.inspect.bounds)
         check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
         from physassist.cli.progress import reporting
 
-        return run.run(task, assistant, roles, progress=functools.partial(reporting, every_s=exp.inspect.progress_s))
+        return run.run(
+            task,
+            assistant,
+            roles,
+            progress=functools.partial(reporting, every_s=exp.inspect.progress_s),
+        )
 
 
 def end_job(job: JobContext, message: str, code: int) -> None:
@@ -98,7 +111,9 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     try:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
-        signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
+        signals.interrupt_instead(
+            exc
+        )  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
         end_job(job, str(exc), 2)
         return None
     except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
@@ -109,8 +124,16 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
     else:  # one line per job; the sweep ends with the table of all its jobs
         overrides = identity_overrides(job.overrides)
         report(outcome, job=" ".join(overrides))
-        sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
-    if outcome.status == "FAILED" and not outcome.faults:  # an endpoint given up on: a fault (4), below
+        sweep_summary.record_outcome(
+            job.sweep_dir,
+            job.number,
+            overrides,
+            outcome,
+            outcome.experiment.taus if outcome.experiment else None,
+        )
+    if (
+        outcome.status == "FAILED" and not outcome.faults
+    ):  # an endpoint given up on: a fault (4), below
         end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow
         if job.sweep_dir is None:
@@ -123,14 +146,28 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
             raise SystemExit(3)
         from physassist.cli.sweep import record_tracking_error
 
-        record_tracking_error(job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.tracking_error}")
+        record_tracking_error(
+            job.sweep_dir, f"job {' '.join(job.overrides)}: {outcome.tracking_error}"
+        )
     return outcome
 
 
 #: Arguments with which no run of this process is tracked: Hydra's flags that print and exit, a
 #: sweep (its jobs start their own agents), no tracking.
-_UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc",
-              "--multirun", "-m", "tracking=none")
+_UNTRACKED = (
+    "--help",
+    "-h",
+    "--hydra-help",
+    "--cfg",
+    "-c",
+    "--info",
+    "-i",
+    "--shell-completion",
+    "-sc",
+    "--multirun",
+    "-m",
+    "tracking=none",
+)
 
 
 def main() -> int:

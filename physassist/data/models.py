@@ -75,7 +75,9 @@ class SessionFormatError(ValueError):
         self.problems: list[Problem] = list(problems or [])
 
     @classmethod
-    def from_problems(cls, problems: list[Problem], source: str | None = None) -> SessionFormatError:
+    def from_problems(
+        cls, problems: list[Problem], source: str | None = None
+    ) -> SessionFormatError:
         n_sessions = len({(p.file, p.line, p.session_id) for p in problems})
         head = f"{len(problems)} problem(s) in {n_sessions} session(s)"
         if source:
@@ -209,7 +211,8 @@ class Session(_OrderedModel):
     rubrics_zh: list[list[str]] | None = None
     # released key `rubric_checks` (the attribute name is taken by the accessor method)
     checks_data: list[list[dict[str, Any] | None] | None] | None = Field(
-        default=None, alias="rubric_checks")
+        default=None, alias="rubric_checks"
+    )
     # patient side
     persona_config: dict[str, Any] | None = None
     patient_agent_annotations: list[Any] | None = None
@@ -284,7 +287,8 @@ class Session(_OrderedModel):
 
     @property
     def scenario(self) -> str | None:
-        """`clinical_scenario`, else the scenario named in the id (`dp_...` = discharge planning)."""
+        """`clinical_scenario`, else the scenario named in the id (`dp_...` = discharge
+        planning)."""
         if self.clinical_scenario is not None:
             return self.clinical_scenario
         for name in SCENARIOS:
@@ -359,11 +363,13 @@ class Session(_OrderedModel):
 
     def question(self, turn: int, language: str = "en", explicit: bool = False) -> str:
         """The physician's question (implicit as asked, or the explicit paraphrase)."""
+        keys: tuple[str, ...]
         if _lang(language) == "en":
             keys = ("tasks_en_explicit", "tasks_explicit") if explicit else ("tasks_en", "tasks")
         else:
             keys = ("tasks_zh_explicit",) if explicit else ("tasks_zh",)
-        return self._per_turn(keys, turn)
+        question: str = self._per_turn(keys, turn)  # validated as list[str] when loaded
+        return question
 
     def rubric(self, turn: int, language: str = "en") -> list[str]:
         keys = ("rubrics_en", "rubrics") if _lang(language) == "en" else ("rubrics_zh",)
@@ -387,9 +393,13 @@ class Session(_OrderedModel):
         return self.checks_data[turn]
 
     def _gold_turn(self, turn: int, language: str) -> GoldTurn:
-        keys = ("answer_list_en", "answer_list") if _lang(language) == "en" else (
-            "answer_list_zh", "answer_list")
-        return self._per_turn(keys, turn)
+        keys = (
+            ("answer_list_en", "answer_list")
+            if _lang(language) == "en"
+            else ("answer_list_zh", "answer_list")
+        )
+        gold: GoldTurn = self._per_turn(keys, turn)  # validated as GoldTurn when loaded
+        return gold
 
     def gold_actions(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
         """The gold trajectory of a turn as released dicts (ZH falls back to English)."""
@@ -402,7 +412,9 @@ class Session(_OrderedModel):
     def gold_answer(self, turn: int, language: str = "en") -> str:
         """The gold answer: the final `prepare_to_answer` observation, else the gold messages."""
         en = _lang(language) == "en"
-        trajectory = self.first_value("answer_list_en", "answer_list") if en else self.answer_list_zh
+        trajectory = (
+            self.first_value("answer_list_en", "answer_list") if en else self.answer_list_zh
+        )
         if trajectory is not None and turn < len(trajectory):
             answer = prepared_answer(trajectory[turn])
             if answer:
@@ -415,8 +427,13 @@ class Session(_OrderedModel):
         raise self._missing(turn, key, "no gold answer (prepare_to_answer observation or messages)")
 
     def conversation(self, language: str = "en") -> list[dict[str, str]]:
-        """Gold exchanges per turn: `{"user": question, "assistant": answer}` (separators dropped)."""
-        raw = self.first_value("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+        """Gold exchanges per turn: `{"user": question, "assistant": answer}` (separators
+        dropped)."""
+        raw = (
+            self.first_value("messages_en", "messages")
+            if _lang(language) == "en"
+            else self.messages_zh
+        )
         if raw is None:
             raise self._missing(None, "messages" if language == "en" else "messages_zh")
         turns: list[dict[str, str]] = []
@@ -430,12 +447,17 @@ class Session(_OrderedModel):
                 turns[-1].setdefault(role, content)
         return turns
 
-    def gold_history(self, turn: int, language: str = "en") -> list[dict[str, str]]:
-        """Role/content messages of the gold conversation before `turn` (no separators)."""
-        raw = self.first_value("messages_en", "messages") if _lang(language) == "en" else self.messages_zh
+    def gold_history(self, turn: int, language: str = "en") -> list[dict[str, Any]]:
+        """Role/content messages of the gold conversation before `turn` (no separators); a
+        released message's role or content may be missing (None)."""
+        raw = (
+            self.first_value("messages_en", "messages")
+            if _lang(language) == "en"
+            else self.messages_zh
+        )
         if raw is None and language == "zh":
             # no messages_zh: the same exchanges from the ZH questions and ZH gold answers
-            history = []
+            history: list[dict[str, Any]] = []
             for earlier in range(turn):
                 history.append({"role": "user", "content": self.question(earlier, "zh")})
                 history.append({"role": "assistant", "content": self.gold_answer(earlier, "zh")})
@@ -447,21 +469,26 @@ class Session(_OrderedModel):
 
     def gold_patient_answers(self, language: str = "en") -> list[dict[str, Any]]:
         """Every gold patient-tool reply, in trajectory order, for replaying the patient."""
-        trajectory = self.first_value("answer_list_en", "answer_list") if _lang(language) == "en" else (
-            self.first_value("answer_list_zh", "answer_list"))
+        trajectory = (
+            self.first_value("answer_list_en", "answer_list")
+            if _lang(language) == "en"
+            else (self.first_value("answer_list_zh", "answer_list"))
+        )
         replies: list[dict[str, Any]] = []
         for turn, actions in enumerate(trajectory):
             for item in actions:
                 obs = item.observation
                 if isinstance(obs, dict) and "patient_response" in obs:
-                    replies.append({
-                        "turn": turn,
-                        "idx": item.idx,
-                        "tool": item.name,
-                        "arguments": item.action.arguments,
-                        "patient_response": obs["patient_response"],
-                        "variants": dict(obs.get("patient_responses_all_literacy") or {}),
-                    })
+                    replies.append(
+                        {
+                            "turn": turn,
+                            "idx": item.idx,
+                            "tool": item.name,
+                            "arguments": item.action.arguments,
+                            "patient_response": obs["patient_response"],
+                            "variants": dict(obs.get("patient_responses_all_literacy") or {}),
+                        }
+                    )
         return replies
 
     def tools_for(self, language: str = "en") -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ gone (``holding``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -110,24 +111,37 @@ def new_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], owner: Own
     run = tracker._write(
         lambda: tracker.client.create_run(tracker.experiment_id, run_name=run_name, tags=all_tags)
     )
+    run_id: str = run.info.run_id  # (mlflow's searchable_attribute decorator loses the type)
     try:  # the run exists: failing the claim now would leave it RUNNING with nobody to end it
         for twin in tracker.find_runs({OWNER_TAG: str(owner), KIND_TAG: all_tags[KIND_TAG]}):
-            if twin.info.run_id != run.info.run_id:
-                tracker._write(lambda r=twin.info.run_id: tracker.client.delete_run(r))
+            if twin.info.run_id != run_id:
+                tracker._write(functools.partial(tracker.client.delete_run, twin.info.run_id))
     except Exception as exc:  # noqa: BLE001 - a leftover twin is named, not fatal
-        log.warning("run %s: cannot look for or delete a twin a retried create made: %s", run.info.run_id, exc)
-    return run.info.run_id
+        log.warning(
+            "run %s: cannot look for or delete a twin a retried create made: %s", run_id, exc
+        )
+    return run_id
 
 
 def claim_job(
-    tracker: Tracker, parent_run_id: str, sweep_id: str, key: str, run_name: str, tags: Mapping[str, str]
+    tracker: Tracker,
+    parent_run_id: str,
+    sweep_id: str,
+    key: str,
+    run_name: str,
+    tags: Mapping[str, str],
 ) -> Claim:
     """Claim job ``key`` of a sweep: create its child run, or take over a stale one, atomically."""
     me = Owner.me()
     params = tracker._call(lambda: tracker.client.get_run(parent_run_id)).data.params
     run_id = params.get(JOB_PARAM + key)
     if run_id is None:
-        child_tags = {**tags, SWEEP_TAG: sweep_id, JOB_TAG: key, "mlflow.parentRunId": parent_run_id}
+        child_tags = {
+            **tags,
+            SWEEP_TAG: sweep_id,
+            JOB_TAG: key,
+            "mlflow.parentRunId": parent_run_id,
+        }
         mine = new_run(tracker, run_name, child_tags, me)
         run_id = _log_param_once(tracker, parent_run_id, JOB_PARAM + key, mine)
         if run_id == mine:
@@ -148,10 +162,18 @@ def claim_job(
     owner = _log_param_once(tracker, parent_run_id, f"{prefix}{attempt}", str(me))
     if owner != str(me):
         return Claim("busy", run_id, attempt, owner)
-    previous = f"attempt {last} by {attempts.get(last) or run.data.tags.get(OWNER_TAG)} ended {run.info.status}"
+    previous = (
+        f"attempt {last} by {attempts.get(last) or run.data.tags.get(OWNER_TAG)}"
+        f" ended {run.info.status}"
+    )
     tracker.set_tags(
         run_id,
-        {OWNER_TAG: str(me), ATTEMPT_TAG: str(attempt), HEARTBEAT_TAG: f"{time.time():.0f}", RESUMED_TAG: previous},
+        {
+            OWNER_TAG: str(me),
+            ATTEMPT_TAG: str(attempt),
+            HEARTBEAT_TAG: f"{time.time():.0f}",
+            RESUMED_TAG: previous,
+        },
     )
     if END_TAG in run.data.tags:
         tracker._write(lambda: tracker.client.delete_tag(run_id, END_TAG))
@@ -159,7 +181,13 @@ def claim_job(
     return Claim("mine", run_id, attempt, str(me))
 
 
-def claim(tracker: Tracker, run_name: str, tags: Mapping[str, str], sweep: SweepInfo | None, key: str | None) -> Claim:
+def claim(
+    tracker: Tracker,
+    run_name: str,
+    tags: Mapping[str, str],
+    sweep: SweepInfo | None,
+    key: str | None,
+) -> Claim:
     """The run an experiment logs into, made before it evaluates: a sweep job's claimed child
     run, or a new run for a single experiment (or a job whose sweep has no parent run)."""
     if sweep is not None and sweep.parent_run_id and key:
@@ -174,7 +202,12 @@ def mark_stale(tracker: Tracker, sweep_id: str, why: str = "") -> list[str]:
     stale = []
     for run in tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING"):
         if holder(run, None) is None:
-            end_run(tracker, run.info.run_id, "KILLED", f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}")
+            end_run(
+                tracker,
+                run.info.run_id,
+                "KILLED",
+                f"{run.data.tags.get(OWNER_TAG)} stopped without finishing{why}",
+            )
             stale.append(run.info.run_id)
     return stale
 
@@ -194,7 +227,12 @@ def end_abandoned(tracker: Tracker) -> list[str]:
         if run.data.tags.get(KIND_TAG) == "sweep" and sweep_id and live_children(tracker, sweep_id):
             continue  # an identical sweep in another process still runs its jobs and will close it
         with contextlib.suppress(Exception):  # another command may be ending it at the same moment
-            end_run(tracker, run.info.run_id, "KILLED", f"{owner} stopped without finishing (found by {Owner.me()})")
+            end_run(
+                tracker,
+                run.info.run_id,
+                "KILLED",
+                f"{owner} stopped without finishing (found by {Owner.me()})",
+            )
             ended.append(run.info.run_id)
     return ended
 
@@ -250,7 +288,9 @@ def holding(end: Callable[[str, str], None], *, sweep_pid: int | None = None) ->
     def watch() -> None:
         while not stop.wait(PARENT_POLL_S):
             if os.getppid() != parent:
-                ender = threading.Thread(target=end, args=("KILLED", f"sweep process {parent} died"), daemon=True)
+                ender = threading.Thread(
+                    target=end, args=("KILLED", f"sweep process {parent} died"), daemon=True
+                )
                 ender.start()
                 ender.join(ORPHAN_END_S)
                 os._exit(70)

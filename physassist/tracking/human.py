@@ -19,34 +19,54 @@ writes the judge's verdicts under the same names). This module reads them back:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pandas as pd
 
 from physassist.tracking.traces import ITEM_NAME
 
-VERDICT_COLUMNS = ["session_id", "epoch", "turn", "item", "passed", "rationale", "source_id", "time_ms", "trace_id"]
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+    from mlflow.entities import Trace
+
+VERDICT_COLUMNS = [
+    "session_id",
+    "epoch",
+    "turn",
+    "item",
+    "passed",
+    "rationale",
+    "source_id",
+    "time_ms",
+    "trace_id",
+]
 
 
-def _traces(uri: str, run_id: str) -> list:
+def _traces(uri: str, run_id: str) -> list[Trace]:
     import mlflow
 
     client = mlflow.MlflowClient(uri)
     run = client.get_run(run_id)
     mlflow.set_tracking_uri(uri)
-    return mlflow.search_traces(
+    traces: list[Trace] = mlflow.search_traces(  # return_type="list": not the DataFrame
         locations=[run.info.experiment_id], run_id=run_id, include_spans=False, return_type="list"
     )
+    return traces
 
 
-def _rows(trace, human: bool) -> list[dict[str, Any]]:
+def _rows(trace: Trace, human: bool) -> list[dict[str, Any]]:
     """The item verdicts of one trace whose source is (or is not) HUMAN, valid ones only."""
     meta = trace.info.trace_metadata or {}
     rows = []
     for assessment in trace.info.assessments or []:
         match = ITEM_NAME.match(assessment.name or "")
         is_human = assessment.source is not None and assessment.source.source_type == "HUMAN"
-        if match is None or is_human != human or not assessment.valid or assessment.feedback is None:
+        if (
+            match is None
+            or is_human != human
+            or not assessment.valid
+            or assessment.feedback is None
+        ):
             continue
         value = assessment.feedback.value
         rows.append(
@@ -69,7 +89,11 @@ def _as_verdict(value: Any) -> bool | None:
     """A human's pass/fail: a boolean, yes/no, pass/fail, 1/0; anything else is undecided."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int | float) and not (isinstance(value, float) and math.isnan(value)) and value in (0, 1):
+    if (
+        isinstance(value, int | float)
+        and not (isinstance(value, float) and math.isnan(value))
+        and value in (0, 1)
+    ):
         return bool(value)
     text = str(value).strip().lower()
     if text in {"true", "yes", "pass", "passed", "1"}:
@@ -86,7 +110,9 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = frame.sort_values("time_ms").drop_duplicates(
         ["trace_id", "turn", "item", "source_id"], keep="last"
     )
-    return frame.sort_values(["session_id", "epoch", "turn", "item", "source_id"]).reset_index(drop=True)
+    return frame.sort_values(["session_id", "epoch", "turn", "item", "source_id"]).reset_index(
+        drop=True
+    )
 
 
 def human_verdicts(uri: str, run_id: str) -> pd.DataFrame:
@@ -107,12 +133,21 @@ def _majority(passed: pd.Series) -> bool | None:
     return bool(passed.sum() * 2 > len(passed))
 
 
-def item_verdicts(verdicts: pd.DataFrame) -> dict[tuple[str, int, int, int], tuple[bool | None, str]]:
+def item_verdicts(
+    verdicts: pd.DataFrame,
+) -> dict[tuple[str, int, int, int], tuple[bool | None, str]]:
     """``(session, epoch, turn, item) -> (passed, rationales)``: one verdict per item."""
     out = {}
     for key, group in verdicts.groupby(["session_id", "epoch", "turn", "item"], sort=True):
-        reasons = "; ".join(f"{who}: {why}" for who, why in zip(group["source_id"], group["rationale"], strict=True) if why)
-        out[(str(key[0]), int(key[1]), int(key[2]), int(key[3]))] = (_majority(group["passed"]), reasons)
+        reasons = "; ".join(
+            f"{who}: {why}"
+            for who, why in zip(group["source_id"], group["rationale"], strict=True)
+            if why
+        )
+        out[(str(key[0]), int(key[1]), int(key[2]), int(key[3]))] = (
+            _majority(group["passed"]),
+            reasons,
+        )
     return out
 
 
@@ -127,13 +162,19 @@ def human_turns(verdicts: pd.DataFrame, judge_items: pd.DataFrame) -> pd.DataFra
     columns = [*keys, "score", "status", "judge", "n_items", "n_passed", "n_undecided", "n_humans"]
     if verdicts.empty:
         return pd.DataFrame(columns=columns)
-    n_items = judge_items.groupby(keys)["item"].nunique() if not judge_items.empty else pd.Series(dtype=int)
+    n_items = (
+        judge_items.groupby(keys)["item"].nunique()
+        if not judge_items.empty
+        else pd.Series(dtype=int)
+    )
     per_item = item_verdicts(verdicts)
     rows = []
     for key, group in verdicts.groupby(keys, sort=True):
         sid, epoch, turn = str(key[0]), int(key[1]), int(key[2])
         expected = int(n_items.get(key, group["item"].max()))
-        decided = [per_item.get((sid, epoch, turn, k), (None, ""))[0] for k in range(1, expected + 1)]
+        decided = [
+            per_item.get((sid, epoch, turn, k), (None, ""))[0] for k in range(1, expected + 1)
+        ]
         passed = sum(1 for v in decided if v is True)
         undecided = sum(1 for v in decided if v is None)
         rows.append(
@@ -153,7 +194,14 @@ def human_turns(verdicts: pd.DataFrame, judge_items: pd.DataFrame) -> pd.DataFra
     return pd.DataFrame(rows, columns=columns)
 
 
-def apply_human_verdicts(log, verdicts: pd.DataFrame):
+class HumanItem(TypedDict):
+    """One rubric item of a turn as the humans judged it (``None``: no human decided it)."""
+
+    passed: bool | None
+    reason: str
+
+
+def apply_human_verdicts(log: EvalLog, verdicts: pd.DataFrame) -> EvalLog:
     """The Inspect log judged by humans instead: each turn's items, score and status come from
     the human verdicts (``judge = "human"``); a turn with an item no human decided is
     ``undecided`` (unscored, counted, never a zero). Changes ``log`` in place and returns it,
@@ -163,28 +211,31 @@ def apply_human_verdicts(log, verdicts: pd.DataFrame):
     per_item = item_verdicts(verdicts)
     for sample in log.samples or []:
         score = (sample.scores or {}).get(SCORER_NAME)
-        if score is None or not isinstance((score.metadata or {}).get("turns"), list):
+        meta = (score.metadata if score is not None else None) or {}
+        judged = meta.get("turns")
+        if score is None or not isinstance(judged, list):
             continue
         sid, epoch = str(sample.id), int(sample.epoch or 1)
         turns = []
-        for st in score.metadata["turns"]:
+        for st in judged:
             t = int(st["turn"])
-            items = []
+            items: list[HumanItem] = []
             for k in range(1, len(st.get("items") or []) + 1):
                 passed, reasons = per_item.get((sid, epoch, t, k), (None, ""))
                 items.append({"passed": passed, "reason": reasons or "no human verdict"})
-            decided = bool(items) and all(i["passed"] is not None for i in items)
+            passes = [i["passed"] for i in items]
+            decided = bool(items) and all(p is not None for p in passes)
             turns.append(
                 {
                     **st,
                     "items": items,
                     "judge": "human",
-                    "score": sum(i["passed"] for i in items) / len(items) if decided else None,
+                    "score": sum(p is True for p in passes) / len(items) if decided else None,
                     "status": "scored" if decided else "undecided",
                 }
             )
         scored = [t["score"] for t in turns if t["score"] is not None]
-        score.metadata = {**score.metadata, "turns": turns, "judge": "human"}
+        score.metadata = {**meta, "turns": turns, "judge": "human"}
         score.value = sum(scored) / len(scored) if scored else math.nan
     return log
 
@@ -199,13 +250,19 @@ def attach_verdicts(uri: str, run_id: str, verdicts: pd.DataFrame) -> int:
     from mlflow.entities import AssessmentSource
 
     traces = {
-        (str(t.info.trace_metadata.get("physassist.session_id")), int(t.info.trace_metadata.get("physassist.epoch") or 1)): t.info.trace_id
+        (
+            str(t.info.trace_metadata.get("physassist.session_id")),
+            int(t.info.trace_metadata.get("physassist.epoch") or 1),
+        ): t.info.trace_id
         for t in _traces(uri, run_id)
     }
     keys = list(zip(verdicts["session_id"].astype(str), verdicts["epoch"].astype(int), strict=True))
     missing = next((k for k in keys if k not in traces), None)
     if missing is not None:
-        raise LookupError(f"run {run_id} has no trace of session {missing[0]} epoch {missing[1]} (written with tracking.trace_limit?)")
+        raise LookupError(
+            f"run {run_id} has no trace of session {missing[0]} epoch {missing[1]}"
+            " (written with tracking.trace_limit?)"
+        )
     for (sid, epoch), row in zip(keys, verdicts.itertuples(index=False), strict=True):
         mlflow.log_feedback(
             trace_id=traces[(sid, epoch)],

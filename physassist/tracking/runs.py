@@ -13,6 +13,7 @@ plain values; it never reads Hydra config objects.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pandas as pd
 
@@ -45,6 +46,9 @@ from physassist.tracking.names import with_headline
 from physassist.tracking.owner import Owner
 from physassist.tracking.traces import TraceRequest, write_traces
 
+if TYPE_CHECKING:
+    from mlflow.entities import Metric, Param, Run, RunTag
+
 SWEEP_FILE = "physassist_sweep.json"
 KIND_TAG = "physassist.kind"  # "sweep" (a parent), "job" (an experiment run), "report"
 SWEEP_TAG = "physassist.sweep_id"
@@ -52,14 +56,20 @@ JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
 PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
 NOTE_TAG = "mlflow.note.content"  # a run's description, at the top of its page
-RUN_NAME_TAG = "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
-TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
+RUN_NAME_TAG = (
+    "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
+)
+TRACES_TAG = (
+    "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
+)
 
 log = logging.getLogger(__name__)
 
 SWEEP_WAIT_S = 300.0  # how long opening a sweep may wait for racing identical sweeps
 
 _UNSAFE_METRIC = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+T = TypeVar("T")
 
 
 def stable_hash(*parts: Any, length: int = 12) -> str:
@@ -106,9 +116,11 @@ def loggable_table(turns: pd.DataFrame) -> pd.DataFrame:
         if out[col].dtype == object or str(out[col].dtype).startswith(("string", "str")):
             if out[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
                 out[col] = out[col].map(
-                    lambda v: json.dumps(v, ensure_ascii=False, default=str)
-                    if isinstance(v, list | dict | tuple)
-                    else v
+                    lambda v: (
+                        json.dumps(v, ensure_ascii=False, default=str)
+                        if isinstance(v, list | dict | tuple)
+                        else v
+                    )
                 )
     return out
 
@@ -144,10 +156,15 @@ class SweepInfo:
         if not path.is_file():
             return None
         data = json.loads(path.read_text())
-        return cls(data["sweep_id"], data.get("parent_run_id"), tuple(data.get("arguments", ())), data.get("pid"))
+        return cls(
+            data["sweep_id"],
+            data.get("parent_run_id"),
+            tuple(data.get("arguments", ())),
+            data.get("pid"),
+        )
 
 
-def _chunks(items: list, size: int) -> Iterable[list]:
+def _chunks(items: list[T], size: int) -> Iterable[list[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -156,10 +173,12 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 BATCH_PARAMS, BATCH_TAGS, BATCH_ENTITIES = 100, 100, 1000
 
 
-def _batches(params: list, tags: list, metrics: list) -> list[tuple[list, list, list]]:
+def _batches(
+    params: list[Param], tags: list[RunTag], metrics: list[Metric]
+) -> list[tuple[list[Param], list[RunTag], list[Metric]]]:
     """(params, tags, metrics) per ``log_batch`` call, as few calls as MLflow's limits allow
     (each call is one transaction of the store)."""
-    out = []
+    out: list[tuple[list[Param], list[RunTag], list[Metric]]] = []
     while params or tags or metrics or not out:
         p, params = params[:BATCH_PARAMS], params[BATCH_PARAMS:]
         t, tags = tags[:BATCH_TAGS], tags[BATCH_TAGS:]
@@ -180,10 +199,15 @@ class JobRun:
     metrics: dict[str, float]
 
     @classmethod
-    def of(cls, run) -> JobRun:  # an mlflow.entities.Run
+    def of(cls, run: Run) -> JobRun:
         from physassist.tracking.tags import INSPECT_LOG_TAG
 
-        return cls(run.info.run_id, run.info.status, run.data.tags.get(INSPECT_LOG_TAG), dict(run.data.metrics))
+        return cls(
+            run.info.run_id,
+            run.info.status,
+            run.data.tags.get(INSPECT_LOG_TAG),
+            dict(run.data.metrics),
+        )
 
 
 class Tracker:
@@ -216,14 +240,14 @@ class Tracker:
         self.experiment = experiment
 
     # -- reading ---------------------------------------------------------------------------
-    def _call(self, fn):
+    def _call(self, fn: Callable[[], T]) -> T:
         return with_retries(fn, retries=self.retries)
 
-    def _write(self, fn):
+    def _write(self, fn: Callable[[], T]) -> T:
         with store_lock(self.uri):
             return with_retries(fn, retries=self.retries)
 
-    def find_runs(self, tags: Mapping[str, str], *, status: str | None = None) -> list:
+    def find_runs(self, tags: Mapping[str, str], *, status: str | None = None) -> list[Run]:
         """Runs of this experiment carrying all ``tags`` (newest first)."""
         clauses = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
         if status:
@@ -237,14 +261,21 @@ class Tracker:
             )
         )
 
-    def find_job(self, sweep_id: str, key: str):
+    def find_job(self, sweep_id: str, key: str) -> Run | None:
         """The child run of job ``key`` in sweep ``sweep_id`` (a FINISHED one first), or None."""
         runs = self.find_runs({SWEEP_TAG: sweep_id, JOB_TAG: key, KIND_TAG: "job"})
         finished = [r for r in runs if r.info.status == "FINISHED"]
-        return (finished or runs or [None])[0]
+        return (finished or runs)[0] if runs else None
 
     # -- sweeps ----------------------------------------------------------------------------
-    def start_sweep(self, sweep_id: str, arguments: Sequence[str], run_name: str, *, wait_s: float = SWEEP_WAIT_S) -> str:
+    def start_sweep(
+        self,
+        sweep_id: str,
+        arguments: Sequence[str],
+        run_name: str,
+        *,
+        wait_s: float = SWEEP_WAIT_S,
+    ) -> str:
         """Find (re-run) or create the parent run of a sweep; returns its run id.
 
         Two identical sweeps started at once must share one parent, also through a tracking
@@ -268,20 +299,22 @@ class Tracker:
                     self._delete_if_active(run.info.run_id)
                 found = [r for r in found if r not in abandoned]
                 kept = [r for r in found if PENDING_TAG not in r.data.tags]
-                mine = [r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token]
-                others = [r.info.run_id for r in found if r.info.run_id not in mine]
+                mine: list[str] = [
+                    r.info.run_id for r in found if r.data.tags.get(PENDING_TAG) == token
+                ]
+                others: list[str] = [r.info.run_id for r in found if r.info.run_id not in mine]
                 if kept or others:  # (several of mine: an HTTP retry created one twice)
                     for run_id in mine:
-                        self._call(lambda r=run_id: self.client.delete_run(r))
+                        self._call(functools.partial(self.client.delete_run, run_id))
                 if kept:
-                    run_id = kept[-1].info.run_id  # the oldest: earlier duplicates stay aside
-                    self._call(lambda r=run_id: self.client.update_run(r, status="RUNNING"))
-                    return run_id
+                    oldest: str = kept[-1].info.run_id  # earlier duplicates stay aside
+                    self._call(functools.partial(self.client.update_run, oldest, status="RUNNING"))
+                    return oldest
                 if not others:
                     if mine:  # created, and still the only one once it exists: keep it
                         for run_id in mine[:-1]:
-                            self._call(lambda r=run_id: self.client.delete_run(r))
-                        self._call(lambda r=mine[-1]: self.client.delete_tag(r, PENDING_TAG))
+                            self._call(functools.partial(self.client.delete_run, run_id))
+                        self._call(functools.partial(self.client.delete_tag, mine[-1], PENDING_TAG))
                         return mine[-1]
                     self._call(  # under the store lock already: _call, not _write
                         lambda: self.client.create_run(
@@ -298,8 +331,10 @@ class Tracker:
                     continue  # search again now that it exists
                 if time.monotonic() > deadline:
                     raise TrackingError(
-                        f"sweep {sweep_id}: no parent run after {wait_s:.0f} s: other processes kept creating one "
-                        f"(pending: {', '.join(others)}; a process that stopped while creating it leaves it pending: "
+                        f"sweep {sweep_id}: no parent run after {wait_s:.0f} s: other processes"
+                        " kept creating one "
+                        f"(pending: {', '.join(others)}; a process that stopped while creating it"
+                        " leaves it pending: "
                         "delete that run and start again)"
                     )
                 attempt += 1
@@ -315,9 +350,11 @@ class Tracker:
 
     def create_run(self, run_name: str, tags: Mapping[str, str]) -> str:
         """A new RUNNING run of this experiment; returns its id."""
-        return self._write(
+        run = self._write(
             lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
-        ).info.run_id
+        )
+        run_id: str = run.info.run_id  # (mlflow's searchable_attribute decorator loses the type)
+        return run_id
 
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         from mlflow.entities import RunTag
@@ -335,14 +372,14 @@ class Tracker:
         existing = self._call(lambda: self.client.get_run(run_id)).data.params
         new = [Param(k, v) for k, v in params.items() if k not in existing]
         for chunk in _chunks(new, 100):
-            self._write(lambda c=chunk: self.client.log_batch(run_id, params=c))
+            self._write(functools.partial(self.client.log_batch, run_id, params=chunk))
 
     def log_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> None:
         """Add metrics to an existing run (e.g. agreement computed after its judgings ended)."""
         now = int(time.time() * 1000)
         metric_list = [_metric(k, v, now) for k, v in clean_metrics(metrics).items()]
         for chunk in _chunks(metric_list, 1000):
-            self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
+            self._write(functools.partial(self.client.log_batch, run_id, metrics=chunk))
 
     def describe_sweep(self, parent_run_id: str) -> None:
         """The parent's description (``mlflow.note.content``) lists each job's mRS so far
@@ -351,7 +388,9 @@ class Tracker:
         from physassist.tracking.metric_names import parent_description
 
         with store_lock(self.uri):
-            text = parent_description(self._call(lambda: self.client.get_run(parent_run_id)).data.metrics)
+            text = parent_description(
+                self._call(lambda: self.client.get_run(parent_run_id)).data.metrics
+            )
             if text:
                 self._call(lambda: self.client.set_tag(parent_run_id, NOTE_TAG, text))
 
@@ -361,7 +400,10 @@ class Tracker:
         children = self.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"})
         ok = bool(children) and all(r.info.status == "FINISHED" for r in children)
         status = status or ("FINISHED" if ok else "FAILED")
-        counts = {"jobs_total": len(children), "jobs_finished": sum(r.info.status == "FINISHED" for r in children)}
+        counts = {
+            "jobs_total": len(children),
+            "jobs_finished": sum(r.info.status == "FINISHED" for r in children),
+        }
         self._write(
             lambda: self.client.log_batch(
                 parent_run_id,
@@ -400,11 +442,36 @@ class Tracker:
         from physassist.gc_freeze import frozen_heap
 
         with frozen_heap():  # MLflow's ORM allocates much: no full collections over the eval's heap
-            return self._log_run(run_name, params, tags, metrics, files, late_files, table, inputs, traces, status,
-                                 run_id, parent_run_id)
+            return self._log_run(
+                run_name,
+                params,
+                tags,
+                metrics,
+                files,
+                late_files,
+                table,
+                inputs,
+                traces,
+                status,
+                run_id,
+                parent_run_id,
+            )
 
-    def _log_run(self, run_name, params, tags, metrics, files, late_files, table, inputs, traces, status, run_id,
-                 parent_run_id):
+    def _log_run(
+        self,
+        run_name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        metrics: Mapping[str, Any],
+        files: Sequence[tuple[Path, str]],
+        late_files: Callable[[], Sequence[tuple[Path, str]]],
+        table: pd.DataFrame | None,
+        inputs: Sequence[RunInput],
+        traces: TraceRequest | None,
+        status: str,
+        run_id: str | None,
+        parent_run_id: str | None,
+    ) -> str:
         from mlflow.entities import Param, RunTag
 
         all_tags = {KIND_TAG: "job", RUN_NAME_TAG: run_name, **tags}
@@ -418,27 +485,41 @@ class Tracker:
         else:
             self._write(lambda: self.client.update_run(run_id, status="RUNNING", name=run_name))
         try:
-            existing = self._call(lambda: self.client.get_run(run_id)).data.params  # a resumed run has some
+            existing = self._call(
+                lambda: self.client.get_run(run_id)
+            ).data.params  # a resumed run has some
             now = int(time.time() * 1000)
             batches = _batches(
                 [Param(k, v) for k, v in params.items() if k not in existing],
                 [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()],
                 [_metric(k, v, now) for k, v in clean_metrics(metrics).items()],
             )
-            for p, t, m in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
-                self._write(lambda p=p, t=t, m=m: self.client.log_batch(run_id, metrics=m, params=p, tags=t))
+            for (
+                p,
+                t,
+                m,
+            ) in batches:  # the default run's ~60 params, ~50 tags, ~250 metrics: one call
+                self._write(
+                    functools.partial(self.client.log_batch, run_id, metrics=m, params=p, tags=t)
+                )
             if inputs:
                 datasets = [i.dataset_input() for i in inputs]
                 self._write(lambda: self.client.log_inputs(run_id, datasets=datasets))
             for path, artifact_dir in files:
-                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+                self._call(
+                    functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir)
+                )
             if table is not None and len(table):
                 frame = loggable_table(table)
                 self._write(
-                    lambda: self.client.log_table(run_id, data=frame, artifact_file="tables/turns.json")
+                    lambda: self.client.log_table(
+                        run_id, data=frame, artifact_file="tables/turns.json"
+                    )
                 )
             if traces is not None:
-                streamed = traces.stream.finish() if traces.stream is not None else None  # its worker takes the lock
+                streamed = (
+                    traces.stream.finish() if traces.stream is not None else None
+                )  # its worker takes the lock
                 with store_lock(self.uri):
                     traces.summary = write_traces(
                         traces.log,
@@ -458,8 +539,12 @@ class Tracker:
                 ]
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             for path, artifact_dir in late_files():
-                self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
-            if status == "FINISHED":  # the run list shows names, not metrics: the name says the result
+                self._call(
+                    functools.partial(self.client.log_artifact, run_id, str(path), artifact_dir)
+                )
+            if (
+                status == "FINISHED"
+            ):  # the run list shows names, not metrics: the name says the result
                 named = with_headline(run_name, clean_metrics(metrics))
                 self._write(lambda: self.client.update_run(run_id, name=named))
             self._write(lambda: self.client.set_terminated(run_id, status))
@@ -471,7 +556,23 @@ class Tracker:
         return run_id
 
 
-def open_tracker(tracking, retries: int | None = None, experiment: str = "physassist") -> Tracker:
+class StoreSettings(Protocol):
+    """What ``open_tracker`` reads of the ``tracking`` settings
+    (``experiment.TrackingSettings``)."""
+
+    @property
+    def uri(self) -> str | None: ...
+    @property
+    def experiment(self) -> str | None: ...
+    @property
+    def artifact_root(self) -> str | None: ...
+    @property
+    def retries(self) -> int | None: ...
+
+
+def open_tracker(
+    tracking: StoreSettings, retries: int | None = None, experiment: str = "physassist"
+) -> Tracker:
     """The MLflow tracker the ``tracking`` settings (``TrackingSettings``) name (raises
     TrackingError)."""
     return Tracker(
@@ -482,7 +583,7 @@ def open_tracker(tracking, retries: int | None = None, experiment: str = "physas
     )
 
 
-def _metric(key: str, value: float, timestamp: int | None = None):
+def _metric(key: str, value: float, timestamp: int | None = None) -> Metric:
     from mlflow.entities import Metric
 
     return Metric(key, value, timestamp or int(time.time() * 1000), 0)
@@ -512,12 +613,20 @@ def inspect_log_of(run: Any, client: Any) -> Path:
         return Path(tagged)
     run_id = run.info.run_id
     try:
-        files = [f.path for f in client.list_artifacts(run_id, "inspect") if f.path.endswith((".eval", ".json"))]
+        files = [
+            f.path
+            for f in client.list_artifacts(run_id, "inspect")
+            if f.path.endswith((".eval", ".json"))
+        ]
     except Exception as exc:  # noqa: BLE001 - an unreadable artifact store
         raise LookupError(f"run {run_id}: cannot list its artifacts: {exc}") from exc
     if not files:
-        raise LookupError(f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged")
-    return Path(client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-log-")))
+        raise LookupError(
+            f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged"
+        )
+    return Path(
+        client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-log-"))
+    )
 
 
 def staging_dir() -> Path:

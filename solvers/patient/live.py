@@ -149,7 +149,10 @@ def derived_patient_model(
             medications.append(node)
             continue
         answers.append(
-            {"question": f"{item.get('tool')} {topic}".strip(), "answer": item.get("patient_response")}
+            {
+                "question": f"{item.get('tool')} {topic}".strip(),
+                "answer": item.get("patient_response"),
+            }
         )
     model["what_the_patient_said_before"] = answers
     if medications:
@@ -172,7 +175,9 @@ class LivePatient:
     ) -> None:
         self.model = model
         # the ``patient.seed`` option: runs that differ only in it measure the patient's noise
-        self.config = PATIENT_CONFIG.merge(GenerateConfig(seed=seed)) if seed is not None else PATIENT_CONFIG
+        self.config = (
+            PATIENT_CONFIG.merge(GenerateConfig(seed=seed)) if seed is not None else PATIENT_CONFIG
+        )
         self.patient_model = patient_model
         self.persona = dict(persona or patient_model.get("persona") or {})
         self.language = language
@@ -210,7 +215,7 @@ class LivePatient:
     def question(self, tool: str, arguments: dict[str, Any]) -> str:
         """The assistant's tool call, phrased as a question to the patient."""
         templates = prompt_json("questions", self.language, PROMPTS)
-        template = templates.get(tool)
+        template: str | None = templates.get(tool)
         about = ""
         if arguments.get("drug"):
             about = templates["about_drug"].format(value=arguments["drug"])

@@ -154,7 +154,10 @@ def _compat_text(result: dict[str, Any]) -> str:
             lines.append(f"  ... ({len(entries) - COMPAT_LINES} more)")
         return "\n".join(lines)
     if _is_write(result):
-        return f"{result.get('resourceType')} created: id={result.get('id')} status={result.get('status')}"
+        return (
+            f"{result.get('resourceType')} created: id={result.get('id')}"
+            f" status={result.get('status')}"
+        )
     return json.dumps(result, ensure_ascii=False, default=str)
 
 
@@ -173,10 +176,16 @@ def _compat_line(r: dict[str, Any]) -> str:
     rt = r.get("resourceType")
     if rt == "Observation":
         flag = " (Abnormal)" if "A" in _interp_codes(r) else ""
-        return f"{_text_of(r.get('code'))}{_compat_value(r)}{flag} @ {_date(r.get('effectiveDateTime'))}"
+        return (
+            f"{_text_of(r.get('code'))}{_compat_value(r)}{flag}"
+            f" @ {_date(r.get('effectiveDateTime'))}"
+        )
     if rt == "MedicationRequest":
         dosage = (r.get("dosageInstruction") or [{}])[0]
-        return f"{_text_of(r.get('medicationCodeableConcept'))} [{r.get('status')}]: {dosage.get('text', '')} @ {_date(r.get('authoredOn'))}"
+        return (
+            f"{_text_of(r.get('medicationCodeableConcept'))} [{r.get('status')}]:"
+            f" {dosage.get('text', '')} @ {_date(r.get('authoredOn'))}"
+        )
     if rt == "MedicationAdministration":
         dose = _qty((r.get("dosage") or {}).get("dose"))
         when = r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start")
@@ -187,7 +196,10 @@ def _compat_line(r: dict[str, Any]) -> str:
     if rt == "Encounter":
         period = r.get("period") or {}
         cls = r.get("class") or {}
-        return f"{cls.get('code', '')} {_text_of((r.get('type') or [{}])[0])} {_date(period.get('start'))}–{_date(period.get('end'))} "
+        return (
+            f"{cls.get('code', '')} {_text_of((r.get('type') or [{}])[0])}"
+            f" {_date(period.get('start'))}–{_date(period.get('end'))} "
+        )
     if rt == "DiagnosticReport":
         text = "".join(attachment_text(f) for f in r.get("presentedForm") or [])
         return f"{_text_of(r.get('code'))} @ {_date(r.get('effectiveDateTime'))}: {text[:600]}"
@@ -292,7 +304,10 @@ def _full_line(r: dict[str, Any]) -> str:
             if bounds
             else ""
         )
-        return f"- {_text_of(r.get('medicationCodeableConcept'))} {dosage.get('text', '')} [{r.get('status')}]{period}"
+        return (
+            f"- {_text_of(r.get('medicationCodeableConcept'))} {dosage.get('text', '')}"
+            f" [{r.get('status')}]{period}"
+        )
     if rt == "MedicationAdministration":
         dosage = r.get("dosage") or {}
         dose = _qty(dosage.get("dose"))
@@ -302,16 +317,22 @@ def _full_line(r: dict[str, Any]) -> str:
             or "; ".join(n.get("text", "") for n in r.get("note") or [])
             or "; ".join(_text_of(s) for s in r.get("statusReason") or [])
         )
-        line = f"- {when} {_text_of(r.get('medicationCodeableConcept'))}: {event or r.get('status')} [{r.get('status')}]"
+        line = (
+            f"- {when} {_text_of(r.get('medicationCodeableConcept'))}:"
+            f" {event or r.get('status')} [{r.get('status')}]"
+        )
         if dose or route:
             line += f", dose {dose} {route}".rstrip()
         return line
     if rt == "Condition":
         coding = ((r.get("code") or {}).get("coding") or [{}])[0]
         enc = ((r.get("encounter") or {}).get("reference") or "").split("-")[-1]
-        return f"- {coding.get('code', '')} {_text_of(r.get('code'))} [{_text_of(r.get('clinicalStatus'))}] (admission {enc})"
+        return (
+            f"- {coding.get('code', '')} {_text_of(r.get('code'))}"
+            f" [{_text_of(r.get('clinicalStatus'))}] (admission {enc})"
+        )
     if rt == "Encounter":
-        period = r.get("period") or {}
+        stay = r.get("period") or {}
         mimic = r.get("_mimic") or {}
         hosp = r.get("hospitalization") or {}
         dispo = (
@@ -323,7 +344,8 @@ def _full_line(r: dict[str, Any]) -> str:
         kind = _text_of((r.get("type") or [{}])[0]) or mimic.get("admission_type") or ""
         hid = (r.get("identifier") or [{}])[0].get("value", r.get("id"))
         return (
-            f"- admission {hid}: {_date(period.get('start'), 16)} to {_date(period.get('end'), 16) or 'ongoing'}"
+            f"- admission {hid}: {_date(stay.get('start'), 16)}"
+            f" to {_date(stay.get('end'), 16) or 'ongoing'}"
             f" [{r.get('status')}] {kind} from {source or 'unknown'}; discharged to {dispo}"
         )
     if rt == "DiagnosticReport":
