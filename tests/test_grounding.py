@@ -337,3 +337,16 @@ def test_a_session_grounds_each_turn_on_what_it_had_received_by_then() -> None:
 def test_an_answer_without_facts(answer: str) -> None:
     g = ground(answer, evidence(CREATININE))
     assert g.facts == 0 and g.share is None and g.summary() == "no facts stated"
+
+
+def test_every_lab_the_builder_asks_about_is_known_by_its_spoken_and_chinese_names() -> None:
+    """``names.CONCEPTS`` against the session builder's own lab names: an answer that says
+    "BUN" or "尿素氮" is about the record's "Urea Nitrogen"."""
+    from generation.builder.vocab import LABS
+    from physassist.grounding.labels import Names
+
+    names = Names()
+    for lab in LABS.values():
+        key = names.key_of(lab.label)
+        assert key == lab.label.lower(), lab.label
+        assert all(key in names.keys(spoken) for spoken in (lab.en, lab.zh)), lab

@@ -12,14 +12,10 @@ patient's "about two weeks ago" grounds "2 weeks"), else unsupported.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from physassist.grounding.facts import Fact, FactType, Line, Reading, Source, Verdict
+from physassist.grounding.facts import Evidence, Fact, FactType, Line, Reading, Source, Verdict
 from physassist.grounding.fhir import administrations
 from physassist.grounding.text import find_number_words
-
-if TYPE_CHECKING:
-    from physassist.grounding.evidence import Evidence
 
 NAME = "count"
 DOSE = "dose"

@@ -10,14 +10,10 @@ thing (the lab, the drug, the culture named in the answer's clause) hold other d
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from physassist.grounding.facts import Fact, FactType, Reading, Verdict
+from physassist.grounding.facts import Evidence, Fact, FactType, Reading, Verdict
 from physassist.grounding.labels import relation
 from physassist.grounding.text import find_dates
-
-if TYPE_CHECKING:
-    from physassist.grounding.evidence import Evidence
 
 NAME = "date"
 _TODAY = re.compile(r"current[ _]date:\s*(\d{4}-\d{2}-\d{2})", re.IGNORECASE)

@@ -13,15 +13,24 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from physassist.grounding.labels import Label, Mentions, Names, attribute
 from physassist.grounding.text import Clauses, lowered
 
-if TYPE_CHECKING:
-    from physassist.grounding.evidence import Evidence
+T = TypeVar("T")
 
-__all__ = ["Fact", "FactType", "Line", "Reading", "Source", "SourceKind", "Status", "Verdict"]
+__all__ = [
+    "Evidence",
+    "Fact",
+    "FactType",
+    "Line",
+    "Reading",
+    "Source",
+    "SourceKind",
+    "Status",
+    "Verdict",
+]
 
 Status = Literal["grounded", "contradicted", "unsupported"]
 #: Where a text the assistant received came from: a tool's result (the patient's replies are
@@ -179,6 +188,25 @@ class Verdict:
             "line": line.text.strip()[:300] if line is not None else None,
             "seen": list(self.seen),
         }
+
+
+class Evidence(Protocol):
+    """What a fact type's ``match`` reads of the evidence
+    (``physassist.grounding.evidence.Evidence``)."""
+
+    @property
+    def sources(self) -> tuple[Source, ...]: ...
+
+    @property
+    def lines(self) -> list[Line]: ...
+
+    def facts(self, kind: str) -> list[Fact]:
+        """The facts of ``kind`` the sources hold, tool results' first."""
+        ...
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per evidence."""
+        ...
 
 
 @dataclass(frozen=True)

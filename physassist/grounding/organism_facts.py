@@ -10,14 +10,10 @@ same species when both give one); contradicted when the assistant retrieved cult
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from physassist.grounding.facts import Fact, FactType, Reading, Verdict
+from physassist.grounding.facts import Evidence, Fact, FactType, Reading, Verdict
 from physassist.grounding.names import GENERA, ORGANISM_ALIASES
 from physassist.grounding.text import trie_pattern
-
-if TYPE_CHECKING:
-    from physassist.grounding.evidence import Evidence
 
 NAME = "organism"
 

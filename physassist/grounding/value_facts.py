@@ -10,15 +10,11 @@ record value of the same thing (its name, ``labels.relation``) that differs cont
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from physassist.grounding.facts import Fact, FactType, Reading, Verdict
+from physassist.grounding.facts import Evidence, Fact, FactType, Reading, Verdict
 from physassist.grounding.labels import relation
 from physassist.grounding.text import decimals
 from physassist.units import convert, find_quantities
-
-if TYPE_CHECKING:
-    from physassist.grounding.evidence import Evidence
 
 NAME = "value"
 _SCORE = re.compile(r"(?<![\d.])(?P<n>\d{1,2}(?:\.\d)?)\s*/\s*10(?![\d.])")
