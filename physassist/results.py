@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 __all__ = [
+    "GROUNDING_SCORER",
     "SCORER_NAME",
     "TURNS_KEY",
     "ITEM_COLUMNS",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 SCORER_NAME = "physassist_scorer"
+#: The grounding check's scorer (``scorers/grounding.py``, ``grounding=on``).
+GROUNDING_SCORER = "physassist_grounding"
 #: Where the session loop keeps a sample's turn records (``state.store``), for the scorer and
 #: the per-turn table.
 TURNS_KEY = "physassist:turns"
@@ -87,6 +90,11 @@ TURN_COLUMNS = [
     "tokens_in",
     "tokens_out",
     "seconds",
+    "history",  # what the turn started from: the model's own turns (free) or the gold ones
+    "facts",  # the grounding check (None: it did not run): facts the answer stated,
+    "grounded",  # ... those the tool results it had received hold,
+    "contradicted",  # ... those they hold another value for,
+    "unsupported",  # ... and those found nowhere
 ]
 
 
@@ -132,10 +140,13 @@ def turn_rows(
     sample_metadata: Mapping[str, Any] | None,
     score_turns: Sequence[Mapping[str, Any]],
     store_turns: Sequence[Mapping[str, Any]] | None = None,
+    grounding_turns: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`."""
+    """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`,
+    `grounding_turns` the grounding scorer's."""
     md = dict(sample_metadata or {})
     records = {r.get("turn"): r for r in (store_turns or []) if isinstance(r, Mapping)}
+    grounding = {g.get("turn"): g for g in (grounding_turns or []) if isinstance(g, Mapping)}
     session = _SessionJson(md.get("session"))  # read only for what the metadata lacks
     tier = md["tier"] if "tier" in md else session.get("difficulty_level")
     rows = []
@@ -184,6 +195,8 @@ def turn_rows(
                 "tokens_in": rec.get("tokens_in"),
                 "tokens_out": rec.get("tokens_out"),
                 "seconds": rec.get("seconds"),
+                "history": rec.get("history", "free") if rec else None,
+                **{k: grounding.get(t, {}).get(k) for k in ("facts", "grounded", "contradicted", "unsupported")},
             }
         )
     return rows
@@ -208,9 +221,15 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
             raise ValueError(
                 f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no metadata['turns']"
             )
+        grounding = (sample.scores or {}).get(GROUNDING_SCORER)
         rows.extend(
             turn_rows(
-                sample.id, sample.epoch, sample.metadata, turns, (sample.store or {}).get(TURNS_KEY)
+                sample.id,
+                sample.epoch,
+                sample.metadata,
+                turns,
+                (sample.store or {}).get(TURNS_KEY),
+                (grounding.metadata or {}).get("turns") if grounding is not None else None,
             )
         )
     return pd.DataFrame(rows, columns=TURN_COLUMNS)

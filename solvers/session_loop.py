@@ -11,6 +11,10 @@ tool or the live patient, a bug) ends the turn with ``end="error"`` and the mess
 ``error``; the scorer leaves such a turn unscored (``physassist.faults``). The session goes on
 with its next turn.
 
+With ``history=gold`` each turn starts from the gold conversation of the turns before it
+(``solvers/gold_history.py``) instead of the model's own; the transcript says so at the turn's
+start and its span is named ``turn <t> (gold history)``.
+
 Per turn the loop appends to ``state.store["physassist:turns"]`` exactly the record of
 ARCHITECTURE.md §5 and writes a readable summary to the transcript.
 """
@@ -44,6 +48,7 @@ from physassist.options import check
 from physassist.results import TURNS_KEY
 
 from .context import cached_store, tool_context
+from .gold_history import GoldHistory
 from .menu import control_schema, menu_schemas, schema_name
 from .observations import drop_tool_traffic
 from .patient.responder import patient_responder
@@ -73,6 +78,7 @@ class LoopSettings:
     semantics: str = "strict"
     render: str = "full"
     ehr_source: str = "sample"
+    history: str = "free"
 
     def __post_init__(self) -> None:
         for name, value in self.as_dict().items():
@@ -291,22 +297,33 @@ def physassist_session(**options: Any) -> Solver:
         strategy = terminal_strategy(settings.terminal)
         run = SessionRun(model, session, settings, toolbox, strategy, set_allowed)
         opening = state.messages[0] if state.messages else ChatMessageUser(content=state.input_text)
-        messages: list[ChatMessage] = [
+        start: list[ChatMessage] = [
             ChatMessageSystem(content=system_prompt(language, strategy.rule(language))),
             opening,
         ]
+        messages = list(start)
+        explicit = settings.query == "explicit"
+        gold = GoldHistory(session, language, explicit, toolbox, set_allowed) if settings.history == "gold" else None
+        broken: str | None = None  # why the gold history could not be built (a system fault)
         turns: list[dict[str, Any]] = []
         errors: list[dict[str, Any]] = []
         for turn in range(session.n_turns):
+            if gold is not None:
+                messages = [*start, *gold.messages]  # the gold turns < t, never the model's own
             if settings.observations == "history_removed" and turn > 0:
                 messages = drop_tool_traffic(messages)
-            question = session.question(turn, language, explicit=settings.query == "explicit")
+            question = session.question(turn, language, explicit=explicit)
             start_len = len(messages)
             messages.append(ChatMessageUser(content=question))
             started = time.perf_counter()
             result = TurnResult(turn=turn, question=question, calls=[], started=round(time.time(), 6))
-            async with span(f"turn {turn}"):
+            given = " (gold history)" if gold is not None and turn else ""
+            async with span(f"turn {turn}{given}"):
+                if given:
+                    transcript().info(gold.notice(turn), source="physassist")  # type: ignore[union-attr]
                 try:
+                    if broken is not None:
+                        raise SystemFault(f"the gold history could not be built: {broken}")
                     await run.run_turn(messages, result)
                 except LimitExceededError:
                     raise
@@ -318,7 +335,15 @@ def physassist_session(**options: Any) -> Solver:
                     transcript().info(f"Turn {turn} ended by a system fault: {message}")
                 result.seconds = round(time.perf_counter() - started, 4)
                 record = result.as_record()
+                record["history"] = settings.history
                 transcript().info(_summary(record), source="physassist")
+            if gold is not None and broken is None and turn < session.n_turns - 1:
+                try:
+                    record["gold_calls"] = await gold.add(turn)
+                except LimitExceededError:
+                    raise
+                except Exception as ex:  # the next turns have no history to start from
+                    broken = describe(ex)
             turns.append(record)
         # written once per sample: every store write is logged as a diff of the whole value
         state.store.set(TURNS_KEY, turns)

@@ -24,6 +24,8 @@ from physassist.options import (
     DEFAULTS as D,
 )
 from physassist.options import (
+    GroundingMode,
+    History,
     Judge,
     JudgeContext,
     Language,
@@ -39,7 +41,7 @@ from physassist.options import (
     check,
 )
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
-from scorers import physassist_scorer
+from scorers import physassist_grounding, physassist_scorer
 from solvers.context import cached_store
 from solvers.prompting import opening_message
 from solvers.session_loop import LoopSettings, physassist_session
@@ -154,6 +156,8 @@ def physassistbench(
     render: Render = D["render"],
     judge: Judge = D["judge"],
     judge_context: JudgeContext = D["judge_context"],
+    grounding: GroundingMode = D["grounding"],
+    history: History = D["history"],
     taus: Sequence[float] | str = tuple(D["taus"]),
     scenarios: Sequence[str] | str | None = D["scenarios"],
     tiers: Sequence[int] | str | None = D["tiers"],
@@ -171,6 +175,7 @@ def physassistbench(
     for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
+    grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
     settings = LoopSettings(
         language=language,
         query=query,
@@ -185,12 +190,14 @@ def physassistbench(
         semantics=semantics,
         render=render,
         ehr_source=str(ehr_source),
+        history=history,
     )
     options = {
         **settings.as_dict(),
         "dataset": str(dataset),
         "judge": judge,
         "judge_context": judge_context,
+        "grounding": grounding,
         "taus": tau_list,
     }
     samples = build_dataset(
@@ -207,9 +214,10 @@ def physassistbench(
     return Task(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
-        scorer=physassist_scorer(
-            judge=judge, context=judge_context, taus=tuple(tau_list)
-        ),
+        scorer=[
+            physassist_scorer(judge=judge, context=judge_context, taus=tuple(tau_list)),
+            *([physassist_grounding()] if grounding == "on" else []),
+        ],
         config=GenerateConfig(temperature=float(temperature)),
         metadata={"physassist": options},
     )

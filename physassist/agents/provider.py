@@ -20,13 +20,13 @@ from .floors import EmptyAgent, NoToolsAgent
 from .oracle import OracleAgent
 from .perturbed import PerturbedAgent
 
-AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent]] = {
+AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent | PerturbedAgent]] = {
     "oracle": OracleAgent,
-    "perturbed": PerturbedAgent,
     "baseline": BaselineAgent,
     "explorer": ExplorerAgent,
     "empty": EmptyAgent,
     "no_tools": NoToolsAgent,
+    "perturbed": PerturbedAgent,
 }
 
 

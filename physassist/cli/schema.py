@@ -58,7 +58,7 @@ GENERATE: dict[str, Any] = {
 }
 GENERATE_INSPECT = ("log_dir", "max_connections", "max_samples", "display", "log_level", "fail_on_error")
 #: The groups of ``conf/eval.yaml``.
-EVAL_GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
+EVAL_GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
 
 
 def option_type(option: Option) -> Any:
@@ -100,11 +100,12 @@ def eval_schema() -> type:
 
 
 def rescore_schema() -> type:
-    """The schema of ``conf/rescore.yaml``: the eval's judge and tracking groups, the source
-    to judge again, its thresholds (null = the source's) and where the logs go."""
+    """The schema of ``conf/rescore.yaml``: the eval's judge, grounding and tracking groups, the
+    source to judge again, its thresholds (null = the source's) and where the logs go."""
     inspect = make_dataclass("inspect", [("log_dir", str, MISSING)])
     return make_dataclass("rescore", [
-        _node("judge", group_schema("judge")), _node("tracking", group_schema("tracking")),
+        _node("judge", group_schema("judge")), _node("grounding", group_schema("grounding")),
+        _node("tracking", group_schema("tracking")),
         _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(options.BY_KEY["taus"]) | None, None),
     ])
 

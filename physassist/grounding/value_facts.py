@@ -148,7 +148,7 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
         ):
             decisive.append((other, value))
     if decisive:
-        seen = tuple(dict.fromkeys(o.shown() for o, _ in decisive))
+        seen = tuple(dict.fromkeys(o.text for o, _ in decisive))
         return Verdict(fact, "contradicted", decisive[0][0], seen[:8])
     if fact.unit is not None:
         for other in record:

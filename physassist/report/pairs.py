@@ -40,6 +40,8 @@ BASES = {
     "ehr": "strict",
     "language": "en",
     "judge": "rules",
+    "history": "free",  # gold - free: the carry-over cost (report.history)
+    "grounding": "off",
 }
 DETECT_POINTS = 5.0  # the difference the "sessions needed" column is computed for
 

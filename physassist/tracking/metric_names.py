@@ -12,7 +12,8 @@ section, alphabetically. So in MLflow:
 * everything else goes under a section prefix, the summarize name kept whole after it:
   a breakdown under its dimension (``tier/mrs.tier.2``, ``task_type/pass_turn_0.60.task_type.CR``),
   token use and cost under ``tokens/``, tool metrics under ``tools/``, epoch statistics under
-  ``epochs/``, the remaining counts under ``counts/`` (``counts/end.budget``).
+  ``epochs/``, the grounding check under ``grounding/``, the remaining counts under ``counts/``
+  (``counts/end.budget``).
 
 ``summary_name`` strips the section, so readers (``physassist-report``) see summarize's names
 for runs logged before and after this rule. Values are rounded to what their 95% intervals
@@ -41,7 +42,12 @@ _DIMENSIONS = sorted((*SESSION_DIMENSIONS, *TURN_DIMENSIONS), key=len, reverse=T
 _BREAKDOWN = re.compile(
     r"^(?:mrs|pass_(?:turn|session)_\d\.\d\d|n_turns|unscored_turns)\.(" + "|".join(_DIMENSIONS) + r")\."
 )
-_SECTIONS = (("tokens", ("tokens", "cost_usd")), ("tools", ("tool_",)), ("epochs", ("pass_hat_", "session_score_", "epochs")))
+_SECTIONS = (
+    ("tokens", ("tokens", "cost_usd")),
+    ("tools", ("tool_",)),
+    ("epochs", ("pass_hat_", "session_score_", "epochs")),
+    ("grounding", ("grounding.",)),
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]+")
 _CI = re.compile(r"_ci_(low|high)$")
 #: A job's headline on its sweep's parent: mRS with its interval, three rows per job, so the
