@@ -47,7 +47,11 @@ def session_turns(records: Sequence[Any]) -> list[Turn]:
 
 
 def _calls(calls: Any) -> list[Call]:
-    return [Call(str(c.get("name")), str(c.get("text") or ""), call_raw_json(c)) for c in calls or () if isinstance(c, Mapping)]
+    return [
+        Call(str(c.get("name")), str(c.get("text") or ""), call_raw_json(c))
+        for c in calls or ()
+        if isinstance(c, Mapping)
+    ]
 
 
 def explanation(turns: Sequence[int], groundings: Sequence[Grounding]) -> str:

@@ -28,7 +28,14 @@ __all__ = ["GoldHistory"]
 class GoldHistory:
     """The gold conversation of the turns played so far, built turn by turn (``add``)."""
 
-    def __init__(self, session: Session, language: str, explicit: bool, toolbox: SessionToolbox, set_allowed: Any) -> None:
+    def __init__(
+        self,
+        session: Session,
+        language: str,
+        explicit: bool,
+        toolbox: SessionToolbox,
+        set_allowed: Any,
+    ) -> None:
         self.session = session
         self.language = language
         self.explicit = explicit
@@ -48,12 +55,16 @@ class GoldHistory:
         ]
         names = [str(a["name"]) for a in actions]
         self._set_allowed(frozenset(names))
-        records = [await self.toolbox.call(str(a["name"]), dict(a.get("arguments") or {})) for a in actions]
+        records = [
+            await self.toolbox.call(str(a["name"]), dict(a.get("arguments") or {})) for a in actions
+        ]
         question = self.session.question(turn, self.language, explicit=self.explicit)
         exchange: list[ChatMessage] = [ChatMessageUser(content=question)]
         if records:
             calls = [
-                ToolCall(id=f"gold_{turn}_{i}", function=to_api_name(r["name"]), arguments=r["arguments"])
+                ToolCall(
+                    id=f"gold_{turn}_{i}", function=to_api_name(r["name"]), arguments=r["arguments"]
+                )
                 for i, r in enumerate(records)
             ]
             exchange.append(ChatMessageAssistant(content="", tool_calls=calls))

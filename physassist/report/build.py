@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from physassist.report import figures
+from physassist.report.history import history_table
 from physassist.report.pairs import (
     RESCORE_OF,
     TurnsLoader,
@@ -27,7 +28,6 @@ from physassist.report.pairs import (
     refusals,
     run_pairs,
 )
-from physassist.report.history import history_table
 from physassist.report.tables import Table, agreement_table, all_tables, taus_of
 from physassist.tracking.metric_names import with_summary_names
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries

@@ -50,11 +50,15 @@ def turn_values(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
     groups = df.groupby(["session_id", "turn_label"])["score"]
     out = pd.DataFrame({"mrs": groups.mean() * RATE_SCALE})
     for tau in taus:
-        out[f"pass_turn_{tau_key(tau)}"] = groups.agg(lambda s, t=tau: float((s >= t - 1e-12).mean())) * RATE_SCALE
+        out[f"pass_turn_{tau_key(tau)}"] = (
+            groups.agg(lambda s, t=tau: float((s >= t - 1e-12).mean())) * RATE_SCALE
+        )
     return out
 
 
-def history_table(pairs: Sequence[Pair], turns_of: TurnsLoader, taus: Sequence[float]) -> Table | None:
+def history_table(
+    pairs: Sequence[Pair], turns_of: TurnsLoader, taus: Sequence[float]
+) -> Table | None:
     """The free-vs-gold table of the pairs whose factor is ``history`` (None when there are none)."""
     rows: list[dict[str, object]] = []
     for pair in pairs:
@@ -64,7 +68,9 @@ def history_table(pairs: Sequence[Pair], turns_of: TurnsLoader, taus: Sequence[f
         if gold_turns is None or free_turns is None:
             continue
         gold, free = turn_values(gold_turns, taus), turn_values(free_turns, taus)
-        labels = sorted({t for _, t in gold.index} & {t for _, t in free.index}, key=lambda t: (t == "all", t))
+        labels = sorted(
+            {t for _, t in gold.index} & {t for _, t in free.index}, key=lambda t: (t == "all", t)
+        )
         for turn in labels:
             for metric in gold.columns:
                 a = gold.xs(turn, level="turn_label")[metric]
@@ -92,4 +98,6 @@ def history_table(pairs: Sequence[Pair], turns_of: TurnsLoader, taus: Sequence[f
         "Free vs gold history per turn index (points; carry_over = gold - free, paired on the "
         "sessions both scored at that turn, 95% bootstrap CI)"
     )
-    return Table("history", title, pd.DataFrame(rows, columns=COLUMNS), column_decimals={"p_value": 3})
+    return Table(
+        "history", title, pd.DataFrame(rows, columns=COLUMNS), column_decimals={"p_value": 3}
+    )
