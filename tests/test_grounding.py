@@ -350,3 +350,10 @@ def test_every_lab_the_builder_asks_about_is_known_by_its_spoken_and_chinese_nam
         key = names.key_of(lab.label)
         assert key == lab.label.lower(), lab.label
         assert all(key in names.keys(spoken) for spoken in (lab.en, lab.zh)), lab
+
+
+def test_the_reports_page_shows_the_fact_type_table() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reports.md").read_text(encoding="utf-8")
+    assert markdown_table() in page, "docs/reports.md fact-type table is stale: paste `python -m physassist.grounding`"

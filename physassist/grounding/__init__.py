@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from physassist.grounding import registry
 from physassist.grounding.evidence import Evidence
 from physassist.grounding.facts import (
     Fact,
@@ -92,7 +93,7 @@ def ground(answer: str, evidence: Evidence | Sequence[Source]) -> Grounding:
     """Every fact ``answer`` states, judged against ``evidence`` (or the sources it is made of)."""
     if not isinstance(evidence, Evidence):
         evidence = Evidence(evidence)
-    by_name = {t.name: t for t in FACT_TYPES}
+    by_name = {t.name: t for t in registry.FACT_TYPES}
     return Grounding(
         tuple(by_name[f.kind].match(f, evidence) for f in answer_facts(answer, evidence))
     )

@@ -14,10 +14,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from physassist.grounding import registry
 from physassist.grounding.facts import Fact, Line, Reading, Source
 from physassist.grounding.fhir import NAMED_TYPES, named
 from physassist.grounding.labels import Names
-from physassist.grounding.registry import FACT_TYPES, read_facts
 
 __all__ = ["Evidence", "Record"]
 
@@ -80,13 +80,13 @@ class Record:
     def facts(self, source: Source) -> dict[str, list[Fact]]:
         """The source's facts by kind, in line order, then those its raw result implies."""
         if source not in self._facts:
-            found: dict[str, list[Fact]] = {t.name: [] for t in FACT_TYPES}
+            found: dict[str, list[Fact]] = {t.name: [] for t in registry.FACT_TYPES}
             for line in self.lines(source):
                 if line.text not in self._read:
-                    self._read[line.text] = read_facts(Reading.of(line.text, self.names))
+                    self._read[line.text] = registry.read_facts(Reading.of(line.text, self.names))
                 for fact in self._read[line.text]:
                     found[fact.kind].append(fact.at(line))
-            for ft in FACT_TYPES:
+            for ft in registry.FACT_TYPES:
                 if ft.derive is not None:
                     found[ft.name].extend(ft.derive(source))
             self._facts[source] = found

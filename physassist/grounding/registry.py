@@ -3,7 +3,7 @@
 Adding a kind of fact is its module (``FACT_TYPE = FactType(name, order, summary, extract,
 match)``): it is registered by being in the package, read from answers and evidence alike in
 its ``order``, counted in every turn's grounding and listed in the fact-type table
-(``markdown_table``, docs/reports.md).
+(``markdown_table``, docs/reports.md; ``python -m physassist.grounding`` prints it).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ def _discover() -> tuple[FactType, ...]:
 
 #: The registered fact types, in reading order.
 FACT_TYPES: tuple[FactType, ...] = _discover()
-BY_NAME: dict[str, FactType] = {t.name: t for t in FACT_TYPES}
 
 
 def read_facts(reading: Reading) -> list[Fact]:
