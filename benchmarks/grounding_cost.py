@@ -80,7 +80,8 @@ def measure(path: Path, repeats: int) -> dict[str, float]:
             for ti in turn_inputs(metadata, records):
                 judge_turn(ti)
 
-    grounding(), rules()  # warm: imports, compiled expressions
+    grounding()  # warm: imports, compiled expressions
+    rules()
     times: dict[str, list[float]] = {"grounding": [], "rules": []}
     facts = grounded = 0
     for _ in range(repeats):

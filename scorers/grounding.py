@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.grounding import Grounding
@@ -83,7 +83,7 @@ def grounding_metrics() -> Metric:
 
 
 @scorer(metrics=[grounding_metrics()])
-def physassist_grounding():  # type: ignore[no-untyped-def]  # Inspect's decorator types the scorer
+def physassist_grounding() -> Scorer:
     """The grounding check of every answer of a session (``physassist.grounding``)."""
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -94,7 +94,6 @@ def physassist_grounding():  # type: ignore[no-untyped-def]  # Inspect's decorat
         grounded = sum(g.count("grounded") for g in groundings)
         return Score(
             value=grounded / facts if facts else math.nan,
-            answer=None,
             explanation=explanation([t.turn for t in turns], groundings),
             metadata={"turns": per_turn},
         )
