@@ -36,7 +36,7 @@ class TurnInput:
     end: str
     items: list[str]
     checks: list[dict[str, Any] | None]
-    history: list[dict[str, str]] = field(default_factory=list)  # the model's own earlier turns
+    history: list[dict[str, str]] = field(default_factory=list)  # the earlier turns it was given (own, or gold)
     error: str | None = None  # the system fault that ended the turn (end "error")
 
     @property

@@ -79,7 +79,9 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
                 error=rec.get("error"),
             )
         )
-        history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        # what the next turn was given: its own answer, or the gold one (history=gold)
+        given = session.gold_answer(turn, language) if rec.get("history") == "gold" else answer
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": given}]
     return out
 
 

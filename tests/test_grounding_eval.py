@@ -195,3 +195,16 @@ def test_each_turn_of_a_trace_carries_its_grounding(tmp_path: Path) -> None:
         "contradicted: value" in a.rationale and "the record holds" in a.rationale
         for a in found.values()
     )
+
+
+def test_the_judges_see_the_history_a_gold_turn_was_given(tmp_path: Path) -> None:
+    from scorers.session_scorer import turn_inputs
+
+    log = _eval(tmp_path, "physassist/explorer", limit=1, history="gold")
+    sample = log.samples[0]
+    session = read_session(log)
+    inputs = turn_inputs(sample.metadata, sample.store[TURNS_KEY])
+    assert [m["content"] for m in inputs[2].history if m["role"] == "assistant"] == [
+        session.gold_answer(0, "en"),
+        session.gold_answer(1, "en"),
+    ]
