@@ -23,6 +23,17 @@ from scorers.rescoring import rescore_log
 from tasks.physassistbench import physassistbench
 
 
+@pytest.fixture(scope="module")
+def perturbed(tmp_path_factory):
+    """Two sessions of the perturbing agent, grounding on (shared: an eval is the cost)."""
+    return _eval(tmp_path_factory.mktemp("perturbed"), "physassist/perturbed")
+
+
+@pytest.fixture(scope="module")
+def gold_explorer(tmp_path_factory):
+    return _eval(tmp_path_factory.mktemp("gold"), "physassist/explorer", limit=1, history="gold")
+
+
 def _eval(tmp_path: Path, model: str, limit: int = 2, **task_args: object):
     [log] = inspect_eval(
         physassistbench(**task_args),
@@ -62,8 +73,8 @@ def test_the_oracle_is_grounded_turn_by_turn_in_the_log(tmp_path: Path) -> None:
     assert "grounded_pct       100.0  of " in result_table(summary, [0.6, 0.75])
 
 
-def test_the_perturbing_agent_shows_its_contradictions(tmp_path: Path) -> None:
-    log = _eval(tmp_path, "physassist/perturbed", limit=4)
+def test_the_perturbing_agent_shows_its_contradictions(perturbed) -> None:
+    log = perturbed
     metrics = {k: v.value for k, v in log.results.scores[1].metrics.items()}
     assert metrics["grounded_pct"] < 30 and metrics["contradicted"] > 0
     explained = "\n".join(s.scores[GROUNDING_SCORER].explanation for s in log.samples)
@@ -78,8 +89,10 @@ def test_grounding_off_runs_the_judge_alone(tmp_path: Path, off: object) -> None
     assert "grounding.facts" not in summarize(turn_table(log))
 
 
-def test_rescoring_grounds_a_stored_log_without_the_model(tmp_path: Path) -> None:
-    log = _eval(tmp_path / "eval", "physassist/perturbed", limit=1, grounding="off")
+def test_rescoring_grounds_a_stored_log_without_the_model(perturbed) -> None:
+    log = perturbed.model_copy(deep=True)
+    for sample in log.samples:  # a log written without the check (grounding=off, or before it)
+        del sample.scores[GROUNDING_SCORER]
     new = rescore_log(log, JudgeSettings("rules"), [0.6, 0.75])
     assert [s.name for s in new.results.scores] == [SCORER_NAME, GROUNDING_SCORER]
     assert new.samples[0].scores[GROUNDING_SCORER].metadata["turns"]
@@ -92,10 +105,10 @@ def test_rescoring_grounds_a_stored_log_without_the_model(tmp_path: Path) -> Non
     )
 
 
-def test_gold_history_gives_each_turn_the_gold_conversation(tmp_path: Path) -> None:
+def test_gold_history_gives_each_turn_the_gold_conversation(gold_explorer, tmp_path: Path) -> None:
     """Turn t's request holds the gold answers and gold tool results of turns < t, never the
     model's own; the log says which history each turn was given."""
-    gold = _eval(tmp_path / "gold", "physassist/explorer", limit=1, history="gold")
+    gold = gold_explorer
     free = _eval(tmp_path / "free", "physassist/explorer", limit=1)
     session = read_session(gold)
     g, f = (resolve_sample_attachments(log.samples[0]) for log in (gold, free))
@@ -197,10 +210,10 @@ def test_each_turn_of_a_trace_carries_its_grounding(tmp_path: Path) -> None:
     )
 
 
-def test_the_judges_see_the_history_a_gold_turn_was_given(tmp_path: Path) -> None:
+def test_the_judges_see_the_history_a_gold_turn_was_given(gold_explorer) -> None:
     from scorers.session_scorer import turn_inputs
 
-    log = _eval(tmp_path, "physassist/explorer", limit=1, history="gold")
+    log = gold_explorer
     sample = log.samples[0]
     session = read_session(log)
     inputs = turn_inputs(sample.metadata, sample.store[TURNS_KEY])
