@@ -4,7 +4,7 @@ Times ``build_sample`` (cohort generation + store build + 36 sessions; the issue
 under 2 minutes) and ``build_sessions`` on the MIMIC-IV demo when it is present, and
 reports qualifying patients per scenario x tier.
 
-    python benchmarks/builder_sample.py [--demo ../shared/mimic-iv-demo] [--per-slot 3]
+    python benchmarks/builder_sample.py [--demo DIR] [--per-slot 3]   # --demo: default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
 
 Builds into a temporary folder; prints a table and writes JSON (``--out``). Not a test.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -22,8 +23,8 @@ from generation.builder import build_sample, build_sessions
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--demo", default=str(Path(__file__).resolve().parents[2] / "shared"
-                                               / "mimic-iv-demo"))
+    demo = os.environ.get("PHYSASSIST_MIMIC_DEMO")
+    parser.add_argument("--demo", default=demo, required=demo is None, help="the MIMIC-IV demo (docs/data.md)")
     parser.add_argument("--per-slot", type=int, default=3)
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()

@@ -5,7 +5,7 @@ Each run is a fresh process that opens the store and gets the kinds of every tab
 reads. The first run measures them and writes ``<store>.compat-kinds``; the later ones read
 that file.
 
-    python benchmarks/compat_kinds.py [SOURCE ...]   # default: the sample; e.g. ../shared/mimic-iv-demo
+    python benchmarks/compat_kinds.py [SOURCE ...]   # default: the sample; e.g. "$PHYSASSIST_MIMIC_DEMO"
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ and kept: ``cohorts.py``), build its store, and time
 Every part starts from a fresh ``EHRStore``, i.e. an empty subject cache.
 
     python benchmarks/ehr_tools.py --sizes 1000,10000,100000
-    python benchmarks/ehr_tools.py --source ../shared/mimic-iv-demo   # an existing source
+    python benchmarks/ehr_tools.py --source "$PHYSASSIST_MIMIC_DEMO"   # an existing source
 
 Results print as a table and are written as JSON (``--out``). Not part of the test suite.
 """

@@ -193,7 +193,7 @@ def main() -> None:
     server = ctx.Process(target=serve, args=(queue, stop, counts), daemon=True)
     server.start()
     base_url = queue.get(timeout=300)
-    from physassist.results import TURNS_KEY
+    from physassist.turn_records import TURNS_KEY
     from tasks.physassistbench import physassistbench
 
     bench = physassistbench(dataset="sample", ehr_source="sample")

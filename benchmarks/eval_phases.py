@@ -325,7 +325,7 @@ def floor_spec(log_dir: Path, out: Path) -> Path:
     oracle made (its control call aside) and the mean size of their results."""
     from inspect_ai.log import read_eval_log
 
-    from physassist.results import TURNS_KEY
+    from physassist.turn_records import TURNS_KEY
     from physassist.vocab import PREPARE_TO_ANSWER
 
     log = read_eval_log(str(max(log_dir.rglob("*.eval"), key=lambda p: p.stat().st_mtime)))

@@ -38,7 +38,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from physassist.gc_freeze import frozen_heap
-from physassist.results import TURNS_KEY
+from physassist.turn_records import TURNS_KEY
 from tasks.physassistbench import physassistbench
 
 USAGE = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)

@@ -51,7 +51,7 @@ def measure(path: Path, repeats: int) -> dict[str, float]:
     from inspect_ai.log import read_eval_log
 
     from physassist.grounding.session import ground_session
-    from physassist.results import TURNS_KEY
+    from physassist.turn_records import stored_turns
     from scorers.grounding import session_turns
     from scorers.rules_judge import judge_turn
     from scorers.session_scorer import turn_inputs
@@ -61,7 +61,7 @@ def measure(path: Path, repeats: int) -> dict[str, float]:
         (
             s.input if isinstance(s.input, str) else s.input[0].text,
             s.metadata,
-            (s.store or {}).get(TURNS_KEY) or [],
+            stored_turns(s.store),
         )
         for s in log.samples or []
     ]

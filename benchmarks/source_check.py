@@ -7,7 +7,7 @@ listing what the source lacks (``gaps``); the rest of the build is the load it g
 on a copy of the source's ``labevents`` whose last row has a value that does not parse, how
 long the build takes to fail and name it (the error path reads that file again, as text).
 
-    python benchmarks/source_check.py --source ../shared/mimic-iv-demo --cohort 100000 \
+    python benchmarks/source_check.py --source "$PHYSASSIST_MIMIC_DEMO" --cohort 100000 \
         [--repeat 3] [--no-failing] [--work-dir DIR] [--out results.json]
 
 ``--cohort N`` is the synthetic cohort of N subjects, generated once and kept (``cohorts.py``).

@@ -1,6 +1,6 @@
 """Make the reviewer's sheet: built demo turns with each rubric item beside the record rows.
 
-    python docs/reviewer_sheet.py [--demo ../shared/mimic-iv-demo] [--turns 20] [--seed 29]
+    python docs/reviewer_sheet.py [--demo DIR] [--turns 20] [--seed 29]   # --demo: default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
 
 Builds sessions from the open MIMIC-IV demo as issue 29 does (3 per slot, seed 1), picks
 ``--turns`` turns at random (seeded) and writes ``docs/reviewer-sheet.md``: per turn the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import tempfile
 from pathlib import Path
@@ -22,7 +23,6 @@ import duckdb
 from generation.builder import build_sessions
 
 DOCS = Path(__file__).resolve().parent
-DEMO = DOCS.parents[1] / "shared" / "mimic-iv-demo"
 TABLES = (("hosp", "admissions"), ("hosp", "prescriptions"), ("hosp", "pharmacy"),
           ("hosp", "labevents"), ("hosp", "d_labitems"), ("hosp", "emar"),
           ("hosp", "microbiologyevents"), ("hosp", "diagnoses_icd"), ("hosp", "d_icd_diagnoses"),
@@ -142,7 +142,8 @@ def _turn(con: duckdb.DuckDBPyConnection, e: dict[str, Any], t: int) -> list[str
 
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--demo", type=Path, default=DEMO)
+    demo = os.environ.get("PHYSASSIST_MIMIC_DEMO")
+    ap.add_argument("--demo", type=Path, default=demo, required=demo is None, help="the MIMIC-IV demo (docs/data.md)")
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--out", type=Path, default=DOCS / "reviewer-sheet.md")
@@ -157,8 +158,8 @@ def main(argv: list[str] | None = None) -> Path:
     lines = ["# Reviewer's sheet: built demo turns beside their record", "",
              f"Made by `python docs/reviewer_sheet.py` (seed {args.seed}): {args.turns} turns "
              f"picked at random from the {report.n_sessions} sessions that "
-             "`physassist-data build --store ../shared/mimic-iv-demo --per-slot 3 --seed 1` "
-             "builds from the open MIMIC-IV demo (rejected by the record check: "
+             "`physassist-data build --store \"$PHYSASSIST_MIMIC_DEMO\" --per-slot 3 --seed 1` "
+             "builds from the open MIMIC-IV demo ([data you bring](data.md); rejected by the record check: "
              f"{sum(report.rejects.values())}). Each turn shows the question, the gold answer, "
              "every rubric item with its machine check, and the raw CSV rows that support it, "
              "read directly from the demo tables. The session's current date is the "

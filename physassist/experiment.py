@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from physassist.options import ConfigError
 from physassist.providers import inspect_model_name, provider_error
 
-
-class ConfigError(ValueError):
-    """The composed config cannot run; the message names the key and the problem."""
+__all__ = ["ConfigError"]  # declared in physassist.options; importable from here as before
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ and Inspect's tool executor re-raises it out of ``execute_tools`` to the loop.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 #: The scorer status (and the loop's ``end``) of a turn that a system fault ended.
-ERROR_STATUS = "error"
+ERROR_STATUS: Final = "error"
 #: ``physassist-eval``'s exit status when any turn ended in a system fault (after logging).
 EXIT_FAULTS = 4
 #: MLflow tag of a run in which system faults left turns unscored (its value: ``fault_summary``).

@@ -1,6 +1,6 @@
 """PhysAssistBench metrics over a per-turn table (pure pandas/numpy, no Inspect).
 
-Definitions (one documented set; DESIGN.md §1). Every rate is on one scale, 0-100
+Definitions (one documented set; the vocabulary of docs/design.md#vocabulary). Every rate is on one scale, 0-100
 (``RATE_SCALE``, like the paper's tables): mRS, Pass@Turn, Pass@Session, pass^k, their intervals
 and breakdowns, tool_recall and tool_exact. The console, MLflow and the report show these
 numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 %. Turn scores

@@ -43,7 +43,11 @@ GroundingMode = Literal["on", "off"]
 History = Literal["free", "gold"]
 
 
-class OptionError(ValueError):
+class ConfigError(ValueError):
+    """The composed config cannot run; the message names the key and the problem."""
+
+
+class OptionError(ConfigError):
     """A value an option does not accept; the message names the option and what it accepts."""
 
 
@@ -169,11 +173,12 @@ def check(param: str, value: Any) -> Any:
     return BY_PARAM[param].check(value)
 
 
-def _lookup(config: Mapping[str, Any], dotted: str) -> Any:
+def lookup(config: Mapping[str, Any], dotted: str) -> Any:
+    """The value at the dotted key of a composed config; a ``ConfigError`` naming it if absent."""
     node: Any = config
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            raise OptionError(f"{dotted} is missing from the config")
+            raise ConfigError(f"{dotted} is missing from the config")
         node = node[part]
     return node
 
@@ -183,7 +188,7 @@ def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
     config key (``menu.mode='x' is not valid; ...``)."""
     args: dict[str, Any] = {}
     for option in OPTIONS:
-        value = _lookup(config, option.key)
+        value = lookup(config, option.key)
         if option.many and value is not None:
             value = list(value)
         option.check(value, option.key)

@@ -16,6 +16,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER, TASK_ABBREVIATIONS
 
 if TYPE_CHECKING:
@@ -25,10 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GROUNDING_SCORER",
     "SCORER_NAME",
-    "TURNS_KEY",
     "ITEM_COLUMNS",
-    "call_raw",
-    "call_raw_json",
     "TURN_COLUMNS",
     "item_table",
     "read_log",
@@ -40,26 +38,6 @@ __all__ = [
 SCORER_NAME = "physassist_scorer"
 #: The grounding check's scorer (``scorers/grounding.py``, ``grounding=on``).
 GROUNDING_SCORER = "physassist_grounding"
-#: Where the session loop keeps a sample's turn records (``state.store``), for the scorer and
-#: the per-turn table.
-TURNS_KEY = "physassist:turns"
-
-
-def call_raw_json(call: Mapping[str, Any]) -> str:
-    """A turn record's call's raw FHIR result as JSON text (the trace's ``fhir`` attribute).
-
-    The loop records it as text (``raw_json``): a nested result is hundreds of small dicts
-    that Inspect converts, diffs, walks and writes again for every copy of the store in the
-    sample's events (issue 25), where a string is one value. Logs written before keep the
-    object (``raw``)."""
-    text = call.get("raw_json")
-    return text if isinstance(text, str) else json.dumps(call.get("raw"), ensure_ascii=False, default=str)
-
-
-def call_raw(call: Mapping[str, Any]) -> Any:
-    """A turn record's call's raw FHIR result as an object (``call_raw_json``'s)."""
-    text = call.get("raw_json")
-    return json.loads(text) if isinstance(text, str) else call.get("raw")
 
 
 TURN_COLUMNS = [
@@ -139,30 +117,31 @@ def turn_rows(
     epoch: int,
     sample_metadata: Mapping[str, Any] | None,
     score_turns: Sequence[Mapping[str, Any]],
-    store_turns: Sequence[Mapping[str, Any]] | None = None,
+    store_turns: Sequence[TurnRecord] = (),
     grounding_turns: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`,
-    `grounding_turns` the grounding scorer's."""
+    """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`; a turn
+    without a loop record (`store_turns`) takes what the scorer recorded of it;
+    `grounding_turns` is the grounding scorer's `metadata["turns"]`."""
     md = dict(sample_metadata or {})
-    records = {r.get("turn"): r for r in (store_turns or []) if isinstance(r, Mapping)}
+    records = {r.turn: r for r in store_turns}
     grounding = {g.get("turn"): g for g in (grounding_turns or []) if isinstance(g, Mapping)}
     session = _SessionJson(md.get("session"))  # read only for what the metadata lacks
     tier = md["tier"] if "tier" in md else session.get("difficulty_level")
     rows = []
     for st in score_turns:
         t = int(st["turn"])
-        rec = records.get(t, {})
+        rec = records.get(t)
         task = md.get("task_types") and _at(md.get("task_types"), t)
         if task is None:
             task = _at(session.get("task_types"), t)
         subtype = _at(md["subtypes"] if "subtypes" in md else session.get("turn_subtypes"), t)
         source = _at(md["tool_sources"] if "tool_sources" in md else session.get("tool_sources"), t)
         items = st.get("items") or []
-        calls = [c for c in (rec.get("calls") or []) if c.get("name") != PREPARE_TO_ANSWER]
+        calls = [c for c in (rec.calls if rec else ()) if c.name != PREPARE_TO_ANSWER]
         tools = st.get("tools")
         if tools is None:
-            tools = list(dict.fromkeys(c.get("name") for c in calls))
+            tools = list(dict.fromkeys(c.name for c in calls))
         score = st.get("score")
         rows.append(
             {
@@ -176,7 +155,7 @@ def turn_rows(
                 "task_type": TASK_ABBREVIATIONS.get(str(task), str(task) if task else None),
                 "subtype": subtype if subtype else "none",
                 "tool_source": source,
-                "question": rec.get("question", st.get("question")),
+                "question": rec.question if rec else st.get("question"),
                 "score": float(score) if score is not None else math.nan,
                 "status": st.get("status"),
                 "judge": st.get("judge"),
@@ -184,18 +163,18 @@ def turn_rows(
                 "n_passed": sum(1 for i in items if i.get("passed") is True),
                 "n_undecided": sum(1 for i in items if i.get("passed") is None),
                 "error_kind": st.get("error_kind"),
-                "end": rec.get("end", st.get("end")),
-                "answered": bool(str(rec.get("answer") or "").strip()) if rec else None,
-                "error": st.get("error") or rec.get("error"),
+                "end": rec.end if rec else st.get("end"),
+                "answered": bool(rec.answer.strip()) if rec else None,
+                "error": st.get("error") or (rec.error if rec else None),
                 "n_calls": len(calls) if rec else st.get("n_calls"),
                 "tools": list(tools),
                 "gold_tools": list(st["gold_tools"])
                 if st.get("gold_tools") is not None
                 else _gold_tools(session.parsed, t),
-                "tokens_in": rec.get("tokens_in"),
-                "tokens_out": rec.get("tokens_out"),
-                "seconds": rec.get("seconds"),
-                "history": rec.get("history", "free") if rec else None,
+                "tokens_in": rec.tokens_in if rec else None,
+                "tokens_out": rec.tokens_out if rec else None,
+                "seconds": rec.seconds if rec else None,
+                "history": rec.history if rec else None,
                 **{k: grounding.get(t, {}).get(k) for k in ("facts", "grounded", "contradicted", "unsupported")},
             }
         )
@@ -222,16 +201,8 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
                 f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no metadata['turns']"
             )
         grounding = (sample.scores or {}).get(GROUNDING_SCORER)
-        rows.extend(
-            turn_rows(
-                sample.id,
-                sample.epoch,
-                sample.metadata,
-                turns,
-                (sample.store or {}).get(TURNS_KEY),
-                (grounding.metadata or {}).get("turns") if grounding is not None else None,
-            )
-        )
+        grounded = (grounding.metadata or {}).get("turns") if grounding is not None else None
+        rows.extend(turn_rows(sample.id, sample.epoch, sample.metadata, turns, stored_turns(sample.store), grounded))
     return pd.DataFrame(rows, columns=TURN_COLUMNS)
 
 

@@ -1,4 +1,4 @@
-"""The benchmark's vocabulary (DESIGN.md §1), defined once and imported everywhere.
+"""The benchmark's vocabulary (docs/design.md#vocabulary), defined once and imported everywhere.
 
 Scenarios, task types and their abbreviations, implicitness subtypes, tool sources, tiers,
 languages, patient literacy levels and the tool groups of the released format. Everything
@@ -38,7 +38,7 @@ LANGUAGES: tuple[str, ...] = ("en", "zh")
 LITERACY_LEVELS: tuple[str, ...] = ("low", "medium", "high")
 N_TURNS = 4
 
-# -- tools (DESIGN.md §2, FHIR-style dotted names) ------------------------------------------------
+# -- tools (docs/design.md#tools, FHIR-style dotted names) ----------------------------------------
 # The groups whose members the released format fixes and the session model, the scorers and the
 # patient simulator classify calls by. The EHR read tools are not listed here: each is a schema
 # entry of physassist.ehr.tools (group "read") with its functions, so adding one touches no

@@ -12,8 +12,7 @@ without re-running the model.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
@@ -21,37 +20,29 @@ from inspect_ai.solver import TaskState
 from physassist.grounding import Grounding
 from physassist.grounding.session import Call, Turn, ground_session
 from physassist.metrics import grounding_summary
-from physassist.results import TURNS_KEY, call_raw_json
+from physassist.turn_records import CallRecord, TurnRecord, stored_turns
 
 #: Facts listed per turn in the score explanation (the metadata holds them all).
 SHOWN = 12
 
 
-def session_turns(records: Sequence[Any]) -> list[Turn]:
-    """The loop's turn records (``state.store[TURNS_KEY]``) as the grounding check reads them."""
-    out = []
-    for r in records or ():
-        if not isinstance(r, Mapping) or "turn" not in r:
-            continue
-        out.append(
-            Turn(
-                turn=int(r["turn"]),
-                question=str(r.get("question") or ""),
-                answer=str(r.get("answer") or ""),
-                calls=tuple(_calls(r.get("calls"))),
-                history="gold" if r.get("history") == "gold" else "free",
-                gold_calls=tuple(_calls(r.get("gold_calls"))),
-            )
-        )
-    return out
-
-
-def _calls(calls: Any) -> list[Call]:
+def session_turns(records: Sequence[TurnRecord]) -> list[Turn]:
+    """The loop's turn records as the grounding check reads them."""
     return [
-        Call(str(c.get("name")), str(c.get("text") or ""), call_raw_json(c))
-        for c in calls or ()
-        if isinstance(c, Mapping)
+        Turn(
+            turn=r.turn,
+            question=r.question,
+            answer=r.answer,
+            calls=_calls(r.calls),
+            history=r.history,
+            gold_calls=_calls(r.gold_calls),
+        )
+        for r in records
     ]
+
+
+def _calls(calls: Sequence[CallRecord]) -> tuple[Call, ...]:
+    return tuple(Call(c.name, c.text, c.raw_json) for c in calls)
 
 
 def explanation(turns: Sequence[int], groundings: Sequence[Grounding]) -> str:
@@ -87,7 +78,7 @@ def physassist_grounding() -> Scorer:
     """The grounding check of every answer of a session (``physassist.grounding``)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        turns = session_turns(state.store.get(TURNS_KEY, []) or [])
+        turns = session_turns(stored_turns(state.store))
         groundings = ground_session(state.input_text, turns)
         per_turn = [{"turn": t.turn, **g.as_dict()} for t, g in zip(turns, groundings, strict=True)]
         facts = sum(g.facts for g in groundings)

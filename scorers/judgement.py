@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from physassist.faults import ERROR_STATUS
-from physassist.results import call_raw
+from physassist.turn_records import CallRecord, TurnRecord
 from scorers.session_view import WRITE_TASK, WRITE_TOOLS, SessionView
 
 #: `error`: a system fault ended the turn or the grader's calls (`physassist.faults`); `failed`:
@@ -25,19 +25,40 @@ Graders = Literal["none", "one", "many"]
 
 @dataclass(frozen=True)
 class TurnInput:
-    """One physician turn as the judges need it."""
+    """One physician turn as the judges need it: the loop's record of it (a turn the loop
+    never reached: an empty reply, end ``missing``), the session, the rubric."""
 
     session: SessionView
-    turn: int
     language: str
-    question: str
-    answer: str
-    calls: list[dict[str, Any]]
-    end: str
+    record: TurnRecord
     items: list[str]
     checks: list[dict[str, Any] | None]
     history: list[dict[str, str]] = field(default_factory=list)  # the earlier turns it was given (own, or gold)
-    error: str | None = None  # the system fault that ended the turn (end "error")
+
+    @property
+    def turn(self) -> int:
+        return self.record.turn
+
+    @property
+    def question(self) -> str:
+        return self.record.question
+
+    @property
+    def answer(self) -> str:
+        return self.record.answer
+
+    @property
+    def calls(self) -> tuple[CallRecord, ...]:
+        return self.record.calls
+
+    @property
+    def end(self) -> str:
+        return self.record.end
+
+    @property
+    def error(self) -> str | None:
+        """The system fault that ended the turn (end ``error``)."""
+        return self.record.error
 
     @property
     def task_type(self) -> str:
@@ -47,19 +68,12 @@ class TurnInput:
     def is_write(self) -> bool:
         return self.task_type == WRITE_TASK
 
-    def executed_calls(self) -> list[dict[str, Any]]:
+    def executed_calls(self) -> list[CallRecord]:
         """Calls that ran: refused or malformed calls come back as an OperationOutcome or error."""
-        return [c for c in self.calls if not _is_outcome(call_raw(c))]
+        return [c for c in self.calls if not c.refused]
 
-    def write_calls(self) -> list[dict[str, Any]]:
-        return [c for c in self.executed_calls() if c.get("name") in WRITE_TOOLS]
-
-
-def _is_outcome(raw: Any) -> bool:
-    """A refusal: an OperationOutcome, or compat's bare ``{"error": ...}`` (the reference's)."""
-    return isinstance(raw, dict) and (
-        raw.get("resourceType") == "OperationOutcome" or set(raw) == {"error"}
-    )
+    def write_calls(self) -> list[CallRecord]:
+        return [c for c in self.executed_calls() if c.name in WRITE_TOOLS]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from physassist.options import check
-from physassist.results import call_raw
 from scorers import write_judge
 from scorers.grader import NAME, Grader, format_history, history_for, numbered, prompt
 from scorers.judgement import Judge, TurnInput, TurnJudgement
@@ -69,8 +68,8 @@ def evidence_block(ti: TurnInput) -> str:
     parts.append("### Observations the assistant retrieved")
     mine = ti.calls  # everything the assistant saw, including OperationOutcomes
     for c in mine:
-        line = _call_line(c.get("name", "?"), c.get("arguments") or {})
-        text = render_observation(call_raw(c))
+        line = _call_line(c.name, c.arguments)
+        text = render_observation(c.raw)
         if text in gold_texts:
             parts.append(f"- {line}\n(same result as a reference observation above)")
         else:

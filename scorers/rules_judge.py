@@ -24,6 +24,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from physassist.turn_records import CallRecord
 from physassist.units import canonical_unit, find_quantities, parse_quantity, values_match
 from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
 
@@ -80,7 +81,7 @@ def _text_for_checks(ti: TurnInput) -> str:
         return ti.answer or ""
     parts = [ti.answer or ""]
     for call in ti.write_calls():
-        for key, value in (call.get("arguments") or {}).items():
+        for key, value in call.arguments.items():
             if key not in ("subject_id", "hadm_id"):
                 shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 parts.append(f"{key}: {shown}")
@@ -213,8 +214,8 @@ def _check_value(check: dict[str, Any], ti: TurnInput) -> ItemResult:
     return ItemResult(False, f"no value matching {want} within {tol:.0%} {where}")
 
 
-def _tool_calls(ti: TurnInput, tool: str) -> list[dict[str, Any]]:
-    return [c for c in ti.executed_calls() if c.get("name") == tool]
+def _tool_calls(ti: TurnInput, tool: str) -> list[CallRecord]:
+    return [c for c in ti.executed_calls() if c.name == tool]
 
 
 def _check_write_call(check: dict[str, Any], ti: TurnInput) -> ItemResult:
@@ -282,7 +283,7 @@ def _check_write_arg(check: dict[str, Any], ti: TurnInput) -> ItemResult:
         return ItemResult(False, f"no executed {tool} call, so no {field!r}")
     seen = []
     for call in calls:
-        value = _field_value(call.get("arguments") or {}, field)
+        value = _field_value(call.arguments, field)
         if value is None:
             continue
         seen.append(value)

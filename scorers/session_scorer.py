@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from inspect_ai.model import Model, get_model, model_roles
@@ -20,7 +21,7 @@ from inspect_ai.solver import TaskState
 
 from physassist.faults import ERROR_STATUS
 from physassist.options import check
-from physassist.results import TURNS_KEY
+from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER
 from scorers.grader import Grader
 from scorers.judgement import Graders, TurnInput, TurnJudgement
@@ -46,7 +47,7 @@ def _question(session: SessionView, turn: int, language: str, query: str) -> str
         return ""
 
 
-def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[TurnInput]:
+def turn_inputs(metadata: dict[str, Any], records: Sequence[TurnRecord]) -> list[TurnInput]:
     """Build the judges' view of every turn from sample metadata and the loop's records.
 
     A turn the loop never recorded is judged as an empty reply with no calls (end "missing"):
@@ -57,36 +58,33 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
     session = SessionView(metadata["session"])
     language = str(metadata.get("language", "en"))
     query = str(metadata.get("query", "implicit"))
-    by_turn = {int(r["turn"]): r for r in records if isinstance(r, dict) and "turn" in r}
+    by_turn = {r.turn: r for r in records}
     history: list[dict[str, str]] = []
     out = []
-    for turn in range(session.n_turns()):
-        rec = by_turn.get(turn, {})
-        question = str(rec.get("question") or _question(session, turn, language, query))
-        answer = str(rec.get("answer") or "")
+    for turn in range(session.n_rubric_turns()):
+        rec = by_turn.get(turn)
+        if rec is None:
+            rec = TurnRecord(turn, _question(session, turn, language, query), end="missing")
+        elif not rec.question:
+            rec = replace(rec, question=_question(session, turn, language, query))
         out.append(
             TurnInput(
                 session=session,
-                turn=turn,
                 language=language,
-                question=question,
-                answer=answer,
-                calls=list(rec.get("calls") or []),
-                end=str(rec.get("end", "missing")),
+                record=rec,
                 items=session.rubric(turn, language),
                 checks=session.rubric_checks(turn),
                 history=list(history),
-                error=rec.get("error"),
             )
         )
         # what the next turn was given: its own answer, or the gold one (history=gold)
-        given = session.gold_answer(turn, language) if rec.get("history") == "gold" else answer
-        history += [{"role": "user", "content": question}, {"role": "assistant", "content": given}]
+        given = session.gold_answer(turn, language) if rec.history == "gold" else rec.answer
+        history += [{"role": "user", "content": rec.question}, {"role": "assistant", "content": given}]
     return out
 
 
 def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
-    called = [c.get("name") for c in ti.calls if c.get("name") != PREPARE_TO_ANSWER]
+    called = [c.name for c in ti.calls if c.name != PREPARE_TO_ANSWER]
     return {
         "turn": ti.turn,
         "score": judgement.score,
@@ -165,7 +163,7 @@ def physassist_scorer(
         return TurnJudgement.fault(len(ti.items), judge, ti.error or "system fault (no message)")
 
     async def score(state: TaskState, target: Target) -> Score:
-        inputs = turn_inputs(state.metadata, state.store.get(TURNS_KEY, []) or [])
+        inputs = turn_inputs(state.metadata, stored_turns(state.store))
         spec = JUDGES[judge]
         graders = [Grader(m, max_attempts, max_tokens, structured) for m in _grader_models(grader, judge, spec.graders)]
 

@@ -50,7 +50,8 @@ class SessionView:
         where = f"session {self.id!r}" + (f", turn {turn}" if turn is not None else "")
         return SessionDataError(f"{where}, field {field!r}: {problem}")
 
-    def n_turns(self) -> int:
+    def n_rubric_turns(self) -> int:
+        """The turns that have a rubric (the turns the scorer judges)."""
         return len(self.model.rubrics)
 
     def question(self, turn: int, language: str = "en", explicit: bool = False) -> str:

@@ -10,8 +10,9 @@ are decided that way, no grader call is made.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
 
+from physassist.turn_records import CallRecord
 from scorers.grader import NAME, Grader, format_history, history_for, numbered, prompt
 from scorers.judgement import ItemResult, TurnInput, TurnJudgement
 
@@ -19,7 +20,7 @@ _PARAMETER_KINDS = frozenset({"write_arg", "write_call"})
 NO_CALL_REASON = "no write call was executed, so the order parameter cannot be satisfied"
 
 
-def format_write_calls(calls: list[dict[str, Any]]) -> str:
+def format_write_calls(calls: Sequence[CallRecord]) -> str:
     """Executed write calls as `name` plus their non-empty arguments (ids left out)."""
     if not calls:
         return "(no write tool calls were executed)"
@@ -27,10 +28,10 @@ def format_write_calls(calls: list[dict[str, Any]]) -> str:
     for i, call in enumerate(calls, start=1):
         args = {
             k: v
-            for k, v in (call.get("arguments") or {}).items()
+            for k, v in call.arguments.items()
             if k not in ("subject_id", "hadm_id") and v not in (None, "", [], {})
         }
-        lines.append(f"{i}. {call.get('name')} {json.dumps(args, ensure_ascii=False, default=str)}")
+        lines.append(f"{i}. {call.name} {json.dumps(args, ensure_ascii=False, default=str)}")
     return "\n".join(lines)
 
 

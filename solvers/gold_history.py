@@ -18,6 +18,7 @@ from inspect_ai.tool import ToolCall
 
 from physassist.data import Session
 from physassist.ehr.tools import to_api_name
+from physassist.turn_records import CallRecord
 from physassist.vocab import PREPARE_TO_ANSWER
 
 from .tools import SessionToolbox
@@ -44,7 +45,7 @@ class GoldHistory:
         self.messages: list[ChatMessage] = []
         self.calls = 0
 
-    async def add(self, turn: int) -> list[dict[str, Any]]:
+    async def add(self, turn: int) -> list[CallRecord]:
         """Append turn ``turn``'s gold exchange, executing its gold tool calls (offered for the
         time of the calls: the menu of the turn the model played may not hold them); returns
         the call records (``gold_calls`` of the turn record)."""
@@ -62,14 +63,12 @@ class GoldHistory:
         exchange: list[ChatMessage] = [ChatMessageUser(content=question)]
         if records:
             calls = [
-                ToolCall(
-                    id=f"gold_{turn}_{i}", function=to_api_name(r["name"]), arguments=r["arguments"]
-                )
+                ToolCall(id=f"gold_{turn}_{i}", function=to_api_name(r.name), arguments=dict(r.arguments))
                 for i, r in enumerate(records)
             ]
             exchange.append(ChatMessageAssistant(content="", tool_calls=calls))
             exchange += [
-                ChatMessageTool(content=r["text"], tool_call_id=c.id, function=c.function)
+                ChatMessageTool(content=r.text, tool_call_id=c.id, function=c.function)
                 for c, r in zip(calls, records, strict=True)
             ]
         exchange.append(ChatMessageAssistant(content=self.session.gold_answer(turn, self.language)))

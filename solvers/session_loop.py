@@ -15,15 +15,16 @@ With ``history=gold`` each turn starts from the gold conversation of the turns b
 (``solvers/gold_history.py``) instead of the model's own; the transcript says so at the turn's
 start and its span is named ``turn <t> (gold history)``.
 
-Per turn the loop appends to ``state.store["physassist:turns"]`` exactly the record of
-ARCHITECTURE.md §5 and writes a readable summary to the transcript.
+Per turn the loop records a ``physassist.turn_records.TurnRecord`` (ARCHITECTURE.md §5),
+writes a readable summary of it to the transcript, and at the sample's end stores the records
+under ``physassist.turn_records.TURNS_KEY``.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from inspect_ai.log import transcript
@@ -44,8 +45,22 @@ from physassist.data import Session
 from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
 from physassist.faults import ERROR_STATUS, SystemFault, describe
-from physassist.options import check
-from physassist.results import TURNS_KEY
+from physassist.options import DEFAULTS as D
+from physassist.options import (
+    History,
+    Language,
+    Literacy,
+    Menu,
+    Observations,
+    PatientMiss,
+    PatientMode,
+    Query,
+    Render,
+    Semantics,
+    Terminal,
+    check,
+)
+from physassist.turn_records import TURNS_KEY, CallRecord, End, TurnRecord
 
 from .context import cached_store, tool_context
 from .gold_history import GoldHistory
@@ -62,66 +77,70 @@ NUDGE_TRIES = 2
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """Every knob of the loop, each checked by its ``physassist.options`` entry on construction
-    (bad values fail before any sample)."""
+    """Every knob of the loop: the ``physassist.options`` entries of these task parameters.
 
-    language: str = "en"
-    query: str = "implicit"
-    menu: str = "on"
-    observations: str = "keep"
-    terminal: str = "prepare_to_answer"
-    tool_budget: int = 16
-    nudge: bool = True
-    patient: str = "replay"
-    literacy: str = "high"
-    patient_miss: str = "unknown"
-    semantics: str = "strict"
-    render: str = "full"
-    ehr_source: str = "sample"
-    history: str = "free"
+    Each field is typed with its option's ``Literal`` alias (closed choices) and defaults to its
+    ``DEFAULTS``; ``tests/test_options.py`` fails if a field's name, values or default drifts
+    from the table. Each value is checked (and spelled: YAML's ``off`` -> ``"off"``) by its
+    option on construction, so bad values fail before any sample.
+    """
+
+    language: Language = D["language"]
+    query: Query = D["query"]
+    menu: Menu = D["menu"]
+    observations: Observations = D["observations"]
+    terminal: Terminal = D["terminal"]
+    tool_budget: int = D["tool_budget"]
+    nudge: bool = D["nudge"]
+    patient: PatientMode = D["patient"]
+    literacy: Literacy = D["literacy"]
+    patient_miss: PatientMiss = D["patient_miss"]
+    semantics: Semantics = D["semantics"]
+    render: Render = D["render"]
+    ehr_source: str = D["ehr_source"]
+    history: History = D["history"]
 
     def __post_init__(self) -> None:
-        for name, value in self.as_dict().items():
-            check(name, value)
+        for f in fields(self):
+            object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 @dataclass
-class TurnResult:
-    """The per-turn record (ARCHITECTURE.md §5)."""
+class TurnDraft:
+    """A turn while it runs, filled as it goes (so a fault keeps the calls and tokens spent
+    before it); ``record()`` freezes it."""
 
     turn: int
     question: str
+    started: float  # epoch seconds
     answer: str = ""
-    end: str = "answered"
-    calls: list[dict[str, Any]] | None = None
+    end: End = "answered"
+    calls: list[CallRecord] = field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
-    started: float = 0.0  # epoch seconds
-    seconds: float = 0.0
     error: str | None = None  # the system fault that ended the turn (end "error")
-
-    def as_record(self) -> dict[str, Any]:
-        # shallow on purpose: ``asdict`` would deep-copy every raw FHIR result
-        return {
-            "turn": self.turn,
-            "question": self.question,
-            "answer": self.answer,
-            "end": self.end,
-            "calls": list(self.calls or []),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "started": self.started,
-            "seconds": self.seconds,
-            "error": self.error,
-        }
 
     def count(self, output: ModelOutput) -> None:
         if output.usage is not None:
             self.tokens_in += int(output.usage.input_tokens or 0)
             self.tokens_out += int(output.usage.output_tokens or 0)
+
+    def record(self, seconds: float) -> TurnRecord:
+        return TurnRecord(
+            turn=self.turn,
+            question=self.question,
+            answer=self.answer,
+            end=self.end,
+            calls=tuple(self.calls),
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            started=self.started,
+            seconds=seconds,
+            error=self.error,
+        )
 
 
 class SessionRun:
@@ -170,7 +189,7 @@ class SessionRun:
         self._set_allowed(frozenset(names))
         return self._tooldefs[key]
 
-    async def nudge(self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnResult) -> str:
+    async def nudge(self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnDraft) -> str:
         """Ask for a plain-text final answer without tools; the request is not kept."""
         request = [*messages, ChatMessageUser(content=nudge_message(self.settings.language))]
         for _ in range(NUDGE_TRIES):
@@ -181,7 +200,7 @@ class SessionRun:
                 return text
         return ""
 
-    async def run_turn(self, messages: list[ChatMessage], result: TurnResult) -> TurnResult:
+    async def run_turn(self, messages: list[ChatMessage], result: TurnDraft) -> TurnDraft:
         """One physician turn, filling ``result`` as it goes (so a fault keeps the calls and
         tokens spent before it); ``messages`` (already ending with the question) is extended."""
         turn = result.turn
@@ -189,7 +208,7 @@ class SessionRun:
         budget = self.settings.tool_budget
         used = 0
         answer: str | None = None
-        end = "answered"
+        end: End = "answered"
         budget_text = render(
             operation_outcome(
                 f"Tool-call budget of {budget} calls for this question is exhausted; "
@@ -211,7 +230,7 @@ class SessionRun:
                     messages, tools, over_budget=over, budget_text=budget_text
                 )
                 messages.extend(tool_messages)
-                result.calls.extend(records)  # type: ignore[union-attr]
+                result.calls.extend(records)
                 used += len(data_calls) - len(over)
                 if over:
                     end = "budget"
@@ -249,15 +268,15 @@ def answered(output: ModelOutput) -> ModelOutput:
     return output
 
 
-def _summary(record: dict[str, Any]) -> str:
+def _summary(record: TurnRecord) -> str:
     calls = "\n".join(
-        f"  - `{c['name']}` {c['arguments']} -> {c['text'][:160]!r}" for c in record["calls"]
+        f"  - `{c.name}` {c.arguments} -> {c.text[:160]!r}" for c in record.calls
     ) or "  - (no tool calls)"
     return (
-        f"### Turn {record['turn']} ({record['end']}, {record['seconds']:.2f}s, "
-        f"{record['tokens_in']}/{record['tokens_out']} tokens)\n\n"
-        f"**Physician:** {record['question']}\n\n**Calls:**\n{calls}\n\n"
-        f"**Answer:** {record['answer']}"
+        f"### Turn {record.turn} ({record.end}, {record.seconds:.2f}s, "
+        f"{record.tokens_in}/{record.tokens_out} tokens)\n\n"
+        f"**Physician:** {record.question}\n\n**Calls:**\n{calls}\n\n"
+        f"**Answer:** {record.answer}"
     )
 
 
@@ -305,9 +324,9 @@ def physassist_session(**options: Any) -> Solver:
         explicit = settings.query == "explicit"
         gold = GoldHistory(session, language, explicit, toolbox, set_allowed) if settings.history == "gold" else None
         broken: str | None = None  # why the gold history could not be built (a system fault)
-        turns: list[dict[str, Any]] = []
+        turns: list[TurnRecord] = []
         errors: list[dict[str, Any]] = []
-        for turn in range(session.n_turns):
+        for turn in range(session.n_tasks):
             if gold is not None:
                 messages = [*start, *gold.messages]  # the gold turns < t, never the model's own
             if settings.observations == "history_removed" and turn > 0:
@@ -316,11 +335,11 @@ def physassist_session(**options: Any) -> Solver:
             start_len = len(messages)
             messages.append(ChatMessageUser(content=question))
             started = time.perf_counter()
-            result = TurnResult(turn=turn, question=question, calls=[], started=round(time.time(), 6))
-            given = " (gold history)" if gold is not None and turn else ""
-            async with span(f"turn {turn}{given}"):
-                if given:
-                    transcript().info(gold.notice(turn), source="physassist")  # type: ignore[union-attr]
+            result = TurnDraft(turn=turn, question=question, started=round(time.time(), 6))
+            notice = gold.notice(turn) if gold is not None and turn else None
+            async with span(f"turn {turn}{' (gold history)' if notice else ''}"):
+                if notice:
+                    transcript().info(notice, source="physassist")
                 try:
                     if broken is not None:
                         raise SystemFault(f"the gold history could not be built: {broken}")
@@ -333,25 +352,23 @@ def physassist_session(**options: Any) -> Solver:
                     result.answer, result.end, result.error = "", ERROR_STATUS, message
                     errors.append({"turn": turn, "error": message})
                     transcript().info(f"Turn {turn} ended by a system fault: {message}")
-                result.seconds = round(time.perf_counter() - started, 4)
-                record = result.as_record()
-                record["history"] = settings.history
+                record = replace(result.record(seconds=round(time.perf_counter() - started, 4)), history=settings.history)
                 transcript().info(_summary(record), source="physassist")
-            if gold is not None and broken is None and turn < session.n_turns - 1:
+            if gold is not None and broken is None and turn < session.n_tasks - 1:
                 try:
-                    record["gold_calls"] = await gold.add(turn)
+                    record = replace(record, gold_calls=tuple(await gold.add(turn)))
                 except LimitExceededError:
                     raise
                 except Exception as ex:  # the next turns have no history to start from
                     broken = describe(ex)
             turns.append(record)
         # written once per sample: every store write is logged as a diff of the whole value
-        state.store.set(TURNS_KEY, turns)
+        state.store.set(TURNS_KEY, [r.stored() for r in turns])
         state.store.set(ERRORS_KEY, errors)
         state.messages = messages
         state.output = ModelOutput.from_content(
             model=model.name,
-            content="\n\n".join(f"T{r['turn']}: {r['answer']}" for r in turns),
+            content="\n\n".join(f"T{r.turn}: {r.answer}" for r in turns),
         )
         return state
 

@@ -24,6 +24,7 @@ from inspect_ai.tool import ToolCall, ToolDef, ToolParams
 
 from physassist.ehr.tools import from_api_name, to_api_name
 from physassist.ehr.tools.fhir import operation_outcome
+from physassist.turn_records import CallRecord
 
 from .menu import schema_name
 from .observations import seen_text
@@ -77,7 +78,7 @@ class SessionToolbox:
         self._language = language
         self._inject = dict(inject or {})
         self._session_key = session_key
-        self._batch: list[dict[str, Any]] = []
+        self._batch: list[CallRecord] = []
         self.control_replies: dict[str, str] = {}  # API name -> reply
 
     # -- tool definitions ---------------------------------------------------------------
@@ -89,7 +90,7 @@ class SessionToolbox:
         async def execute(**kwargs: Any) -> str:
             record = await self.call(dotted, kwargs)
             self._batch.append(record)
-            return record["text"]
+            return record.text
 
         return ToolDef(
             execute,
@@ -131,9 +132,9 @@ class SessionToolbox:
             args.setdefault("session_id", self._session_key)
         return args
 
-    async def call(self, dotted: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Execute one call and return its record ``{name, arguments, raw_json, text, started, seconds}``
-        (``started``: epoch seconds; the MLflow trace places the call's span with them)."""
+    async def call(self, dotted: str, arguments: dict[str, Any]) -> CallRecord:
+        """Execute one call and return its record (``started``: epoch seconds; the MLflow
+        trace places the call's span with them)."""
         args = self._with_ids(dotted, arguments)
         started, clock = time.time(), time.perf_counter()
         raw = await anyio.to_thread.run_sync(self._executor, dotted, args)
@@ -141,13 +142,13 @@ class SessionToolbox:
 
     def _record(
         self, dotted: str, args: dict[str, Any], raw: dict[str, Any], started: float, seconds: float = 0.0
-    ) -> dict[str, Any]:
+    ) -> CallRecord:
         text = seen_text(self._observations, self._renderer(raw), self._language)
-        # the raw result as text: ``physassist.results.call_raw_json`` says why
-        return {"name": dotted, "arguments": args, "raw_json": json.dumps(raw, ensure_ascii=False, default=str), "text": text,
-                "started": round(started, 6), "seconds": round(seconds, 6)}
+        # the raw result as text: ``CallRecord`` says why
+        raw_json = json.dumps(raw, ensure_ascii=False, default=str)
+        return CallRecord(dotted, args, raw_json, text, round(started, 6), round(seconds, 6))
 
-    async def _fallback(self, call: ToolCall) -> dict[str, Any]:
+    async def _fallback(self, call: ToolCall) -> CallRecord:
         """Answer a call Inspect refused (unknown tool, bad JSON, schema violation)."""
         dotted = from_api_name(call.function)
         if call.parse_error:
@@ -162,7 +163,7 @@ class SessionToolbox:
         *,
         over_budget: frozenset[str] = frozenset(),
         budget_text: str = "",
-    ) -> tuple[list[ChatMessageTool], list[dict[str, Any]]]:
+    ) -> tuple[list[ChatMessageTool], list[CallRecord]]:
         """Execute the tool calls of the last assistant message of ``conversation``.
 
         Returns the tool messages in the calls' declared order and the records of the
@@ -189,7 +190,7 @@ class SessionToolbox:
         self._batch = []
 
         tool_messages: list[ChatMessageTool] = []
-        records: list[dict[str, Any]] = []
+        records: list[CallRecord] = []
         for call in calls:
             result = results.get(call.id)
             if call.id in over_budget:
@@ -202,9 +203,9 @@ class SessionToolbox:
                 tool_messages.append(result)
             else:
                 record = await self._fallback(call)
-                if record["name"] not in CONTROL_TOOLS:  # steering, not tool use
+                if record.name not in CONTROL_TOOLS:  # steering, not tool use
                     records.append(record)
-                tool_messages.append(_tool_message(call, record["text"]))
+                tool_messages.append(_tool_message(call, record.text))
         return tool_messages, records
 
 

@@ -2,7 +2,7 @@
 
 Run with ``inspect eval physassist/physassistbench`` (registered through the package's
 ``inspect_ai`` entry point) or ``inspect eval tasks/physassistbench.py``; task parameters
-(``-T name=value``) cover every ablation of DESIGN.md §5.
+(``-T name=value``) cover every ablation of docs/design.md#experiments.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def session_sample(
     """The Sample of one session (ARCHITECTURE.md §6); ``data`` is ``session.to_dict()``
     and ``data_json`` its JSON (``physassist.data.models.session_json``)."""
     data = data if data is not None else session.to_dict()
-    n = session.n_turns
+    n = session.n_tasks
     tool_sources = list(session.tool_sources or [])
     if len(tool_sources) != n:
         tool_sources = [_tool_source(session.gold_tool_names(t)) for t in range(n)]
@@ -176,14 +176,14 @@ def physassistbench(
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
     grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
-    settings = LoopSettings(
+    settings = LoopSettings(  # each value checked (and spelled) by its option
         language=language,
         query=query,
-        menu=check("menu", menu),
+        menu=menu,
         observations=observations,
         terminal=terminal,
         tool_budget=int(tool_budget),
-        nudge=check("nudge", nudge),
+        nudge=nudge,
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures_store import DEMO_DIR
 
 from generation.builder.plan import check_session_rules
 from physassist.data.models import Session
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+DEMO = DEMO_DIR
 SAMPLE = REPO / "data" / "sample"
 
 
@@ -43,6 +44,7 @@ def rule_problems(entry: dict[str, Any]) -> list[str]:
 
 def gold_check_failures(entry: dict[str, Any]) -> list[str]:
     """Rubric checks the session's own gold answers/calls fail, judged by the rules judge."""
+    from physassist.turn_records import CallRecord, TurnRecord
     from scorers.judgement import TurnInput
     from scorers.rules_judge import check_item
     from scorers.session_view import SessionView
@@ -51,24 +53,17 @@ def gold_check_failures(entry: dict[str, Any]) -> list[str]:
     failures: list[str] = []
     for lang, key in (("en", "answer_list"), ("zh", "answer_list_zh")):
         for t, actions in enumerate(entry[key]):
-            calls = [
-                {
-                    "name": a["action"]["name"],
-                    "arguments": a["action"]["arguments"],
-                    "raw": a["observation"],
-                    "text": "",
-                }
+            calls = tuple(
+                CallRecord.from_stored({"name": a["action"]["name"], "arguments": a["action"]["arguments"],
+                                        "raw": a["observation"]})
                 for a in actions
                 if a["action"]["name"] != "prepare_to_answer"
-            ]
+            )
+            record = TurnRecord(t, entry["tasks"][t], actions[-1]["observation"], calls=calls)
             ti = TurnInput(
                 session=view,
-                turn=t,
                 language=lang,
-                question=entry["tasks"][t],
-                answer=actions[-1]["observation"],
-                calls=calls,
-                end="answered",
+                record=record,
                 items=entry["rubrics"][t],
                 checks=entry["rubric_checks"][t],
             )

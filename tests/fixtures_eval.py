@@ -32,6 +32,7 @@ from inspect_ai.tool import ToolCall
 from physassist.data import Session
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, WriteSandbox, call_tool, to_api_name
+from physassist.turn_records import TurnRecord, stored_turns
 from solvers.context import end_of_day
 from solvers.session_loop import physassist_session
 from tasks.physassistbench import session_sample
@@ -371,8 +372,8 @@ def run_sample(
     return log.samples[0]
 
 
-def turns_of(sample: EvalSample) -> list[dict[str, Any]]:
-    return sample.store["physassist:turns"]
+def turns_of(sample: EvalSample) -> list[TurnRecord]:
+    return stored_turns(sample.store)
 
 
 class Script:

@@ -35,7 +35,7 @@ def replay(
     ctx = tool_context(session, store, semantics=semantics)
     ctx.patient = ReplayPatient(session.gold_patient_answers(language), language=language)
     turns = []
-    for t in range(session.n_turns):
+    for t in range(session.n_tasks):
         calls = []
         for item in session.gold_actions(t, language):
             action = item.get("action") or {}

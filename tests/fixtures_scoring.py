@@ -12,6 +12,7 @@ from typing import Any
 
 from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
 
+from physassist.turn_records import CallRecord, TurnRecord
 from scorers.judgement import TurnInput
 from scorers.session_view import SessionView
 
@@ -313,14 +314,13 @@ def turn_input(
     history: list[dict[str, str]] | None = None,
 ) -> TurnInput:
     view = SessionView(session)
+    record = TurnRecord(
+        turn, session["tasks_en"][turn], answer, calls=tuple(CallRecord.from_stored(c) for c in calls or ())
+    )
     return TurnInput(
         session=view,
-        turn=turn,
         language=language,
-        question=session["tasks_en"][turn],
-        answer=answer,
-        calls=calls or [],
-        end="answered",
+        record=record,
         items=view.rubric(turn, language),
         checks=view.rubric_checks(turn),
         history=history or [],

@@ -4,13 +4,14 @@
     demo_store = fx.demo_store
     store_cache = fx.store_cache  # every store fixture depends on it
 
-``demo_store`` builds the MIMIC-IV demo once per test process (per xdist worker) into a
-session temp cache, and skips with the reason when the demo is absent.
+``demo_store`` builds the MIMIC-IV demo (``DEMO_DIR``) once per test process (per xdist worker)
+into a session temp cache, and skips with the reason when the demo is absent.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,26 @@ import pytest
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tables import TABLES
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "mimic-iv-demo"
+
+def shared(name: str) -> Path:
+    """``shared/<name>`` in the nearest folder above the checkout that has one (a clone next to
+    it, or a worktree further down; docs/data.md), else beside the checkout."""
+    here = Path(__file__).resolve().parents[1]
+    for parent in here.parents:
+        if (parent / "shared" / name).is_dir():
+            return parent / "shared" / name
+    return here.parent / "shared" / name
+
+
+def _demo_dir() -> Path:
+    """The open MIMIC-IV Clinical Database Demo (docs/data.md): ``$PHYSASSIST_MIMIC_DEMO``, else
+    ``shared/mimic-iv-demo`` above the checkout."""
+    if os.environ.get("PHYSASSIST_MIMIC_DEMO"):
+        return Path(os.environ["PHYSASSIST_MIMIC_DEMO"]).expanduser()
+    return shared("mimic-iv-demo")
+
+
+DEMO_DIR = _demo_dir()
 
 #: A small subject of the demo with labs, prescriptions, eMAR and microbiology.
 DEMO_SUBJECT = 10000032

@@ -29,6 +29,7 @@ SKIPS: tuple[tuple[str, str], ...] = (
     (r"^(vllm|llama-server|mlflow (ui|server)|ray start)\b", "starts an external server"),
     (r"hydra/launcher=(ray|submitit_\w+)", "needs the cluster extras (tests/test_sweeps_launchers.py runs them)"),
     (r"(^|[\s=])/data/", "needs /data paths (MIMIC-IV, the released sessions)"),
+    (r"PHYSASSIST_MIMIC_DEMO|physionet\.org", "needs the MIMIC-IV demo, a download (docs/data.md)"),
     (r"generated/mimic-", "reads the sessions generated from MIMIC-IV (needs /data and a key)"),
     (r"^(python3 -m venv|pip install|\. \.venv)", INSTALL),
     (r"^(pytest|python docs/screenshots\.py)\b", "runs the tests / needs Chromium"),

@@ -1,7 +1,7 @@
 """``ehr=compat`` against the reference implementation's own answers, call by call.
 
-``../shared/conformance/`` holds read-tool calls answered by the reference's code: the demo
-file over ``../shared/mimic-iv-demo``, the sample file over the frozen ``sample-cohort``, the
+``shared/conformance/`` (docs/data.md) holds read-tool calls answered by the reference's code:
+the demo file over the MIMIC-IV demo (``fixtures_store.DEMO_DIR``), the sample file over the frozen ``sample-cohort``, the
 notes file over that cohort with its ``note/`` replaced by ``notes-cohort/note/`` (discharge
 summaries and radiology reports in the MIMIC-IV-Note layout). Each
 call is replayed through ``call_tool`` in compat semantics with the call's session date; the
@@ -26,24 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures_store import DEMO_DIR, shared
 
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool, render
 
-
-def _shared() -> Path:
-    """``../shared`` of the checkout: the nearest ancestor holding ``shared/conformance``
-    (a clone next to it, or a worktree further down)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "shared" / "conformance").is_dir():
-            return parent / "shared"
-    return here.parents[2] / "shared"
-
-
-CONFORMANCE = _shared() / "conformance"
+CONFORMANCE = shared("conformance")  # docs/data.md
 SOURCES = {
-    "demo": CONFORMANCE.parent / "mimic-iv-demo",
+    "demo": DEMO_DIR,
     "sample": CONFORMANCE / "sample-cohort",
     "notes": CONFORMANCE / "notes-cohort",  # only note/: assembled over sample-cohort
 }

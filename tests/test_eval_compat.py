@@ -17,8 +17,6 @@ import fixtures_eval as fe
 import fixtures_store as fs
 from inspect_ai.model import get_model
 
-from physassist.results import call_raw
-
 store_cache = fs.store_cache
 demo_store = fs.demo_store
 
@@ -33,13 +31,13 @@ def test_compat_replay_reproduces_gold_observations(demo_store, tmp_path: Path) 
     compared = 0
     for turn, record in enumerate(turns):
         gold = [item for item in session["answer_list"][turn] if item["action"]["name"] != "prepare_to_answer"]
-        assert [c["name"] for c in record["calls"]] == [g["action"]["name"] for g in gold]
-        for call, item in zip(record["calls"], gold, strict=True):
-            assert call["arguments"] == item["action"]["arguments"]
-            if call["name"].startswith("patient."):
-                assert call_raw(call)["patient_response"] == item["observation"]["patient_response"]
+        assert [c.name for c in record.calls] == [g["action"]["name"] for g in gold]
+        for call, item in zip(record.calls, gold, strict=True):
+            assert call.arguments == item["action"]["arguments"]
+            if call.name.startswith("patient."):
+                assert call.raw["patient_response"] == item["observation"]["patient_response"]
             else:
-                assert call_raw(call) == item["observation"], (turn, call["name"])
+                assert call.raw == item["observation"], (turn, call.name)
                 compared += 1
-        assert record["answer"] == session["answer_list"][turn][-1]["observation"]
+        assert record.answer == session["answer_list"][turn][-1]["observation"]
     assert compared == 5

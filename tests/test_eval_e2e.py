@@ -87,7 +87,7 @@ def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.Monke
             "tool_sources", "settings"} <= set(meta)
     assert meta["settings"]["menu"] == "gold" and meta["settings"]["terminal"] == "submit"
     assert log.eval.task_args["menu"] == "gold"
-    assert [t["end"] for t in fe.turns_of(sample)] == ["answered"] * 4
+    assert [t.end for t in fe.turns_of(sample)] == ["answered"] * 4
     assert sample.scores["physassist_scorer"].value >= 0.95
 
 
@@ -99,8 +99,8 @@ def test_oracle_scores_full_marks_on_the_sample(tmp_path: Path) -> None:
     assert m["n_sessions"] == len(log.samples)
     for sample in log.samples:
         turns = fe.turns_of(sample)
-        assert len(turns) == 4 and all(t["end"] == "answered" for t in turns), sample.id
-        assert all(t["calls"] for t in turns), sample.id  # gold calls really executed
+        assert len(turns) == 4 and all(t.end == "answered" for t in turns), sample.id
+        assert all(t.calls for t in turns), sample.id  # gold calls really executed
 
 
 def test_baseline_clearly_lower_and_empty_answers_near_zero(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ the grader role through the same server, usage from the server in the records an
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,7 +22,8 @@ from inspect_ai.log import read_eval_log
 import physassist.cli.eval as ev
 from physassist.agents._common import sessions_by_key
 from physassist.agents.oracle import OracleAgent
-from physassist.results import call_raw, turn_table
+from physassist.results import turn_table
+from physassist.turn_records import stored_turns
 
 KEY = {"OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
 
@@ -121,9 +121,9 @@ def test_rate_limits_errors_and_slow_answers_are_retried_and_model_mistakes_are_
     answered = sum(1 for sample in samples for e in sample.events if e.event == "model" and not e.error)
     assert len(server.log) >= answered + 4  # 429, 500, slow, 429: each cost a request, then retried
     # a malformed or unknown call is the model's mistake: answered with an OperationOutcome
-    calls = [c for sample in samples for record in sample.store["physassist:turns"] for c in record["calls"]]
-    outcomes = [c for c in calls if call_raw(c).get("resourceType") == "OperationOutcome"]
-    texts = " ".join(json.dumps(call_raw(c)) for c in outcomes)
+    calls = [c for sample in samples for record in stored_turns(sample.store) for c in record.calls]
+    outcomes = [c for c in calls if c.raw.get("resourceType") == "OperationOutcome"]
+    texts = " ".join(c.raw_json for c in outcomes)
     assert len(outcomes) == 2 and "Lab__search_everything" in texts and "Could not parse" in texts
 
 
@@ -165,11 +165,11 @@ def test_grader_and_patient_roles_through_the_same_server(tmp_path, key) -> None
     patient_calls = [
         c
         for sample in read_eval_log(out.log_path).samples
-        for record in sample.store["physassist:turns"]
-        for c in record["calls"]
-        if c["name"].startswith("patient.")
+        for record in stored_turns(sample.store)
+        for c in record.calls
+        if c.name.startswith("patient.")
     ]
-    assert patient_calls and all(call_raw(c)["patient_response"] == PATIENT_ANSWER for c in patient_calls)
+    assert patient_calls and all(c.raw["patient_response"] == PATIENT_ANSWER for c in patient_calls)
     for role, model in (("assistant", "oracle"), ("grader", "grader"), ("patient", "patient")):
         sent = [r.usage for r in server.served(model)]  # the server's usage, per role
         assert out.metrics[f"tokens.{role}.input"] == sum(u[0] for u in sent) > 0

@@ -12,7 +12,6 @@ import fixtures_store as fs
 import pytest
 
 from physassist.data import Session
-from physassist.results import call_raw
 from solvers.patient.live import LivePatient, critical_drugs, derived_patient_model
 from solvers.patient.replay import ReplayPatient
 from solvers.patient.texts import miss_answer
@@ -85,15 +84,15 @@ def test_replay_through_the_loop_hit_miss_and_zh(session, demo_store, tmp_path: 
         fe.calls(("prepare_to_answer", {}), content="Stopped it."),
     ])
     sample = fe.run_sample(session, script.model(), demo_store, tmp_path, literacy="low")
-    hit, miss = fe.turns_of(sample)[0]["calls"]
-    assert call_raw(hit)["patient_response"] == fe.ADHERENCE["en"]["low"]
-    assert hit["arguments"]["session_id"] == session["session_id"]  # injected when left out
-    assert call_raw(miss)["patient_response"] == miss_answer("en")
+    hit, miss = fe.turns_of(sample)[0].calls
+    assert hit.raw["patient_response"] == fe.ADHERENCE["en"]["low"]
+    assert hit.arguments["session_id"] == session["session_id"]  # injected when left out
+    assert miss.raw["patient_response"] == miss_answer("en")
 
     script_zh = fe.Script([fe.calls((ask, {"subject_id": sid, "drug": _drug(session)}))])
     sample_zh = fe.run_sample(session, script_zh.model(), demo_store, tmp_path, language="zh")
-    [call] = fe.turns_of(sample_zh)[0]["calls"]
-    assert call_raw(call)["patient_response"] == fe.ADHERENCE["zh"]["high"]
+    [call] = fe.turns_of(sample_zh)[0].calls
+    assert call.raw["patient_response"] == fe.ADHERENCE["zh"]["high"]
 
 
 class PatientScript:
@@ -124,8 +123,8 @@ def test_live_patient_withholds_until_asked_by_name(session, demo_store, tmp_pat
         session, script.model(), demo_store, tmp_path, patient="live",
         model_roles={"patient": fe.scripted(patient)},
     )
-    calls = fe.turns_of(sample)[0]["calls"]
-    assert [call_raw(c)["patient_response"] for c in calls] == [
+    calls = fe.turns_of(sample)[0].calls
+    assert [c.raw["patient_response"] for c in calls] == [
         "Patient answer 1.", "Patient answer 2.", "Patient answer 3."]
     first, second, third = patient.systems
     assert "not ready to admit" in first and drug in first
@@ -133,7 +132,7 @@ def test_live_patient_withholds_until_asked_by_name(session, demo_store, tmp_pat
     assert "already admitted" in second and fe.ADHERENCE["en"]["high"] in second
     assert "already admitted" in third and "not ready to admit" not in third
     assert patient.histories == [2, 4, 6]  # the patient's own conversation is kept
-    assert call_raw(calls[1])["_revealed"] == [drug]
+    assert calls[1].raw["_revealed"] == [drug]
 
 
 def test_live_patient_with_cohort_phm() -> None:
@@ -184,7 +183,7 @@ def test_live_patient_provider_failure_ends_the_turn_as_a_fault(session, demo_st
         model_roles={"patient": fe.scripted(down)},
     )
     t0 = fe.turns_of(sample)[0]
-    assert t0["end"] == "error" and t0["answer"] == ""
-    assert t0["error"].startswith("SystemFault: patient model call failed: ConnectionError")
+    assert t0.end == "error" and t0.answer == ""
+    assert t0.error.startswith("SystemFault: patient model call failed: ConnectionError")
     # the assistant never saw the failure as a tool result
     assert not any("refused" in m.text for m in script.requests[-1][0] if m.role == "tool")

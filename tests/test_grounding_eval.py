@@ -18,7 +18,8 @@ from physassist.experiment import JudgeSettings
 from physassist.metrics import summarize
 from physassist.report.history import history_table
 from physassist.report.pairs import Pair
-from physassist.results import GROUNDING_SCORER, SCORER_NAME, TURNS_KEY, turn_table
+from physassist.results import GROUNDING_SCORER, SCORER_NAME, turn_table
+from physassist.turn_records import TURNS_KEY, stored_turns
 from scorers.rescoring import rescore_log
 from tasks.physassistbench import physassistbench
 
@@ -116,7 +117,7 @@ def test_gold_history_gives_each_turn_the_gold_conversation(gold_explorer, tmp_p
     assert [r["history"] for r in records] == ["gold"] * 4 and all(
         r["history"] == "free" for r in f.store[TURNS_KEY]
     )
-    assert all(r["gold_calls"] for r in records[:3]) and "gold_calls" not in records[3]
+    assert all(r["gold_calls"] for r in records[:3]) and records[3]["gold_calls"] == []
     assert records[0]["gold_calls"][0]["name"] == session.gold_actions(0, "en")[0]["action"]["name"]
     spans = [
         e.name
@@ -216,7 +217,7 @@ def test_the_judges_see_the_history_a_gold_turn_was_given(gold_explorer) -> None
     log = gold_explorer
     sample = log.samples[0]
     session = read_session(log)
-    inputs = turn_inputs(sample.metadata, sample.store[TURNS_KEY])
+    inputs = turn_inputs(sample.metadata, stored_turns(sample.store))
     assert [m["content"] for m in inputs[2].history if m["role"] == "assistant"] == [
         session.gold_answer(0, "en"),
         session.gold_answer(1, "en"),

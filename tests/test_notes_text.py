@@ -1,14 +1,14 @@
 """strict's reading of note text (``notes_text``) on notes in the MIMIC-IV-Note layout: the
-conformance notes cohort (``../shared/conformance/notes-cohort``, varied real layouts) and
+conformance notes cohort (``shared/conformance/notes-cohort``, docs/data.md; varied real layouts) and
 written-out cases of each layout rule."""
 
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures_store import shared
 
 from physassist.ehr.tools.notes_text import (
     discharge_sections,
@@ -17,7 +17,7 @@ from physassist.ehr.tools.notes_text import (
     radiology_title,
 )
 
-NOTES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "notes-cohort" / "note"
+NOTES = shared("conformance") / "notes-cohort" / "note"  # docs/data.md
 
 
 def _notes(table: str) -> pd.DataFrame:

@@ -11,7 +11,16 @@ import pytest
 from fixtures_tracking import CONF, compose
 
 from physassist.cli.config import ConfigError, check_config, resolve, task_args
-from physassist.options import BY_KEY, DEFAULTS, OPTIONS, OptionError, check, markdown_table, values
+from physassist.options import (
+    BY_KEY,
+    BY_PARAM,
+    DEFAULTS,
+    OPTIONS,
+    OptionError,
+    check,
+    markdown_table,
+    values,
+)
 from physassist.tracking.params import flatten_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +79,28 @@ def test_the_task_signature_is_the_table() -> None:
         if option.values and not option.many and name != "nudge":
             assert typing.get_origin(hints[name]) is typing.Literal, name
             assert typing.get_args(hints[name]) == option.values, name
+
+
+def test_the_loop_settings_are_the_table() -> None:
+    """``LoopSettings`` restates no option: each field is an option's task parameter, typed with
+    its Literal values (closed choices) or its value's type, defaulting to its default."""
+    import dataclasses
+
+    from solvers.session_loop import LoopSettings
+
+    hints = typing.get_type_hints(LoopSettings)
+    for field in dataclasses.fields(LoopSettings):
+        option = BY_PARAM.get(field.name)
+        assert option is not None, f"LoopSettings.{field.name} is no option's task parameter"
+        assert field.default == option.default and not option.many, field.name
+        if option.values and type(option.default) is not bool:
+            assert typing.get_origin(hints[field.name]) is typing.Literal, field.name
+            assert typing.get_args(hints[field.name]) == option.values, field.name
+        else:
+            assert hints[field.name] is type(option.default), field.name
+    assert LoopSettings(menu=False).menu == "off"  # spelled as the option spells it (-T menu=off)
+    with pytest.raises(OptionError, match=r"^terminal='x' is not valid"):
+        LoopSettings(terminal="x")  # type: ignore[arg-type]  # the check a bad -T value meets
 
 
 def test_one_check_one_message_for_config_and_task() -> None:

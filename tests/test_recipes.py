@@ -35,7 +35,6 @@ from physassist.ehr.tools.records import keep, subject_rows, text
 from physassist.ehr.tools.registry import read_tool
 from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
 from physassist.ehr.tools.strict_common import Window, bundle
-from physassist.results import call_raw
 from physassist.tracking.params import flatten_config
 from scorers import physassist_scorer
 from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
@@ -101,9 +100,9 @@ def test_recipe_add_a_terminal_strategy(monkeypatch, demo_store, tmp_path: Path)
     session = fe.build_session(demo_store, "strict")
     script = fe.Script([fe.calls(("finish", {"text": "Creatinine 2.9 mg/dL."}))])
     sample = fe.run_sample(session, script.model(), demo_store, tmp_path, terminal="finish")
-    turns: list[dict[str, Any]] = fe.turns_of(sample)
-    assert turns[0]["answer"] == "Creatinine 2.9 mg/dL." and turns[0]["end"] == "answered"
-    assert turns[0]["calls"] == []  # a control call is steering, not tool use
+    turns = fe.turns_of(sample)
+    assert turns[0].answer == "Creatinine 2.9 mg/dL." and turns[0].end == "answered"
+    assert turns[0].calls == ()  # a control call is steering, not tool use
     offered = script.requests[0][1]
     assert "finish" in offered and "submit" not in offered and "prepare_to_answer" not in offered
     finish_replies = [m for m in sample.messages if m.role == "tool" and m.function == "finish"]
@@ -178,10 +177,10 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     script = fe.Script([fe.calls(("Procedure.search", {"subject_id": sid})), fe.text("Seen in the ICU.")])
     sample = fe.run_sample(session, script.model(), demo_store, tmp_path, menu="scenario")  # a med_safety session
     assert "Procedure__search" in script.requests[0][1]
-    call = fe.turns_of(sample)[0]["calls"][0]
-    assert call["name"] == "Procedure.search" and call_raw(call)["resourceType"] == "Bundle"
-    units = [e["resource"]["code"]["text"] for e in call_raw(call)["entry"]]
-    assert units and all(u in call["text"] for u in units)  # rendered (full) for the model
+    call = fe.turns_of(sample)[0].calls[0]
+    assert call.name == "Procedure.search" and call.raw["resourceType"] == "Bundle"
+    units = [e["resource"]["code"]["text"] for e in call.raw["entry"]]
+    assert units and all(u in call.text for u in units)  # rendered (full) for the model
 
     ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
     raw = call_tool(ctx, "Procedure__search", {"subject_id": sid})

@@ -28,7 +28,8 @@ from physassist.agreement import compare, panel
 from physassist.experiment import JudgeSettings
 from physassist.faults import fault_summary
 from physassist.metrics import summarize
-from physassist.results import TURNS_KEY, item_table, turn_table
+from physassist.results import item_table, turn_table
+from physassist.turn_records import TURNS_KEY
 from scorers.rescoring import rescore_log
 
 USAGE = ModelUsage(input_tokens=50, output_tokens=20, total_tokens=70)

@@ -32,6 +32,7 @@ from physassist.experiment import (
     Rescore,
     TrackingSettings,
 )
+from physassist.options import lookup
 from physassist.staging import JobContext, identity_overrides
 from scorers import judges
 
@@ -145,15 +146,6 @@ def _yaml(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def lookup(config: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise ConfigError(f"{dotted} is missing from the config")
-        node = node[part]
-    return node
-
-
 def _is_hf(source: str) -> bool:
     return source.startswith("hf:")
 
@@ -174,10 +166,7 @@ def dataset_path(config: Mapping[str, Any]) -> Path | None:
 def task_args(config: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``tasks.physassistbench.physassistbench`` for this config
     (mapped and checked by the ``physassist.options`` table)."""
-    try:
-        return options.task_args(config)
-    except options.OptionError as exc:
-        raise ConfigError(str(exc)) from exc
+    return options.task_args(config)  # an OptionError is a ConfigError
 
 
 def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -74,6 +74,17 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         return run.run(task, assistant, roles, progress=reporting)
 
 
+def end_job(job: JobContext, message: str, code: int) -> None:
+    """End this composition with ``message`` and exit ``code`` (2 bad input, 1 a failed
+    evaluation, ``EXIT_FAULTS`` a system fault): a sweep job raises ``JobFailed`` (its launcher
+    reports it with the job's overrides), a single run prints one line and exits."""
+    if job.sweep_dir is not None:
+        from physassist.cli.hydra_errors import JobFailed
+
+        raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {message}", code=code)
+    (fault if code == EXIT_FAULTS else fail)(message, code)
+
+
 @hydra.main(config_path=str(conf_dir()), config_name="eval", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> Outcome | None:
     from physassist import signals
@@ -86,19 +97,11 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         outcome = run_experiment(cfg, job)
     except ConfigError as exc:
         signals.interrupt_instead(exc)  # a Ctrl-C a library wrapped (pydantic: a ValueError) is no bad input
-        if job.sweep_dir is not None:  # a sweep job: the launcher reports it with the job
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=2) from exc
-        fail(str(exc))
+        end_job(job, str(exc), 2)
         return None
     except (EndpointError, DiskFull) as exc:  # a system fault: no run made, or the run FAILED
         signals.interrupt_instead(exc)
-        if job.sweep_dir is not None:
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: {exc}", code=EXIT_FAULTS) from exc
-        fault(str(exc))
+        end_job(job, str(exc), EXIT_FAULTS)
     if job.sweep_dir is None:
         report(outcome)
     else:  # one line per job; the sweep ends with the table of all its jobs
@@ -106,11 +109,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         report(outcome, job=" ".join(overrides))
         sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
     if outcome.status == "FAILED":
-        if job.sweep_dir is not None:
-            from physassist.cli.hydra_errors import JobFailed
-
-            raise JobFailed(f"job {' '.join(identity_overrides(job.overrides))}: evaluation failed; see the Inspect log {outcome.log_path}")
-        fail(f"evaluation failed; see the Inspect log {outcome.log_path}", code=1)
+        end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow
         if job.sweep_dir is None:
             raise SystemExit(EXIT_FAULTS)

@@ -292,7 +292,8 @@ class Session(_OrderedModel):
         return match.group(1) if match else None
 
     @property
-    def n_turns(self) -> int:
+    def n_tasks(self) -> int:
+        """The physician questions the session asks (the turns the loop runs)."""
         return len(self.first_value("tasks_en", "tasks") or [])
 
     def has_language(self, language: str) -> bool:

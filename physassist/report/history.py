@@ -50,9 +50,8 @@ def turn_values(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
     groups = df.groupby(["session_id", "turn_label"])["score"]
     out = pd.DataFrame({"mrs": groups.mean() * RATE_SCALE})
     for tau in taus:
-        out[f"pass_turn_{tau_key(tau)}"] = (
-            groups.agg(lambda s, t=tau: float((s >= t - 1e-12).mean())) * RATE_SCALE
-        )
+        passed = df.assign(passed=(df["score"] >= tau - 1e-12).astype(float))
+        out[f"pass_turn_{tau_key(tau)}"] = passed.groupby(["session_id", "turn_label"])["passed"].mean() * RATE_SCALE
     return out
 
 

@@ -38,7 +38,8 @@ from datetime import datetime
 from typing import Any
 
 from physassist.data.models import Session
-from physassist.results import GROUNDING_SCORER, SCORER_NAME, TURNS_KEY, call_raw_json, turn_rows
+from physassist.results import GROUNDING_SCORER, SCORER_NAME, turn_rows
+from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER
 
 ITEM_NAME = re.compile(r"^T(\d+)\.(\d+)$")  # the assessment name of rubric item k of turn n
@@ -185,27 +186,15 @@ def _build_trace(
     md = sample.metadata or {}
     session = _session(sample)
     language = str(md.get("language", "en"))
-    records = {r.get("turn"): r for r in (sample.store or {}).get(TURNS_KEY) or []}
+    records = {r.turn: r for r in stored_turns(sample.store)}
     grounding_score = (sample.scores or {}).get(GROUNDING_SCORER)
     grounding = {g.get("turn"): g for g in ((grounding_score.metadata or {}).get("turns") or [] if grounding_score else [])}
     rows = turn_rows(sample.id, sample.epoch, md, score_md["turns"], list(records.values()))
+    turns = [records.get(int(row["turn"])) for row in rows]
+    windows = _windows(turns, start_ns)
     spans = _Spans(f"tr-{random.getrandbits(128):032x}")
-    root_children: list[tuple] = []
-    clock = start_ns
     verdicts = []
-    for row, st in zip(rows, score_md["turns"], strict=True):
-        turn = int(row["turn"])
-        rec = records.get(turn, {})
-        seconds = float(rec.get("seconds") or 0.0)
-        clock = _ns(rec.get("started"), clock)
-        rubric = session.rubric(turn, language) if session is not None else []
-        turn_start, calls = clock, []
-        for call in rec.get("calls") or []:
-            name = str(call.get("name"))
-            called = _ns(call.get("started"), clock)
-            calls.append((name, called, called + int(float(call.get("seconds") or 0.0) * 1e9), call))
-        clock += int(seconds * 1e9)
-        root_children.append((turn, row, st, rec, rubric, turn_start, clock, calls))
+    clock = windows[-1][1] if windows else start_ns
     root_id = spans.add(
         f"session {sample.id}",
         SpanType.AGENT,
@@ -215,7 +204,9 @@ def _build_trace(
         outputs={"turn_scores": [st.get("score") for st in score_md["turns"]]},
         attributes={"mlflow.experimentId": experiment_id},
     )
-    for turn, row, st, rec, rubric, turn_start, turn_end, calls in root_children:
+    for row, st, rec, (turn_start, turn_end) in zip(rows, score_md["turns"], turns, windows, strict=True):
+        turn = int(row["turn"])
+        rubric = session.rubric(turn, language) if session is not None else []
         span_id = spans.add(
             f"T{turn} {row['task_type'] or ''}".strip(),
             SpanType.CHAIN,
@@ -223,29 +214,30 @@ def _build_trace(
             turn_end,
             parent=root_id,
             inputs={"question": row["question"], "rubric": [f"{k + 1}. {text}" for k, text in enumerate(rubric)]},
-            outputs={"answer": rec.get("answer", "")},
+            outputs={"answer": rec.answer if rec else ""},
             attributes={
                 "end": str(row["end"]),
-                "tokens_in": int(rec.get("tokens_in") or 0),
-                "tokens_out": int(rec.get("tokens_out") or 0),
-                "seconds": float(rec.get("seconds") or 0.0),
+                "tokens_in": rec.tokens_in if rec else 0,
+                "tokens_out": rec.tokens_out if rec else 0,
+                "seconds": float(rec.seconds) if rec else 0.0,
                 "score": None if row["score"] != row["score"] else float(row["score"]),
                 "status": str(row["status"]),
                 "implicitness": str(row["subtype"]),
                 "tool_source": str(row["tool_source"]),
             },
         )
-        for name, called, ended, call in calls:
+        for call in rec.calls if rec else ():
+            called = _ns(call.started, turn_start)  # logs without it: an instant at the turn's start
             spans.add(
-                name,
+                call.name,
                 SpanType.TOOL,
                 called,
-                ended,
+                called + int(call.seconds * 1e9),
                 parent=span_id,
-                inputs=call.get("arguments"),
-                outputs=call.get("text"),
-                attributes={"fhir": _cap(call_raw_json(call), raw_chars)}
-                if name != PREPARE_TO_ANSWER  # the loop records no other control call
+                inputs=call.arguments,
+                outputs=call.text,
+                attributes={"fhir": _cap(call.raw_json, raw_chars)}
+                if call.name != PREPARE_TO_ANSWER  # the loop records no other control call
                 else None,
             )
         verdicts += _verdicts(turn, st, source, span_id)
@@ -274,6 +266,17 @@ def _build_trace(
     trace = Trace(info, TraceData(spans.spans))
     set_request_response_preview(info, trace.data)
     return trace
+
+
+def _windows(turns: list[TurnRecord | None], start_ns: int) -> list[tuple[int, int]]:
+    """Each turn's (start, end) in ns: as the loop recorded it, or (logs without ``started``, a
+    turn with no record) right after the turn before, from the sample's start."""
+    clock, out = start_ns, []
+    for rec in turns:
+        begin = _ns(rec.started if rec else None, clock)
+        clock = begin + int((rec.seconds if rec else 0.0) * 1e9)
+        out.append((begin, clock))
+    return out
 
 
 def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:

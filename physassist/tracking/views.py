@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from physassist.results import GROUNDING_SCORER, SCORER_NAME, TURNS_KEY
+from physassist.results import GROUNDING_SCORER, SCORER_NAME
+from physassist.turn_records import TURNS_KEY
 
 
 @dataclass(frozen=True)
