@@ -14,6 +14,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
+from physassist import redaction
 from physassist.cli.config import (
     ConfigError,
     check_passed_on,
@@ -58,12 +59,13 @@ def generation_of(config: dict[str, Any]) -> Generation:
     options["display"] = console.inspect_display(ins.get("display"))
     if ins.get("fail_on_error") is not None:
         options["fail_on_error"] = ins["fail_on_error"]
+    recorded = redaction.redact(config)  # what the run writes: no secret
     return Generation(
         task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles),
         eval_options=MappingProxyType(options), log_dir=str(ins.get("log_dir") or "logs/generate"),
         output_dir=Path(str(config["output_dir"])).expanduser(), overwrite=bool(config.get("overwrite")),
-        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(config)),
-        config=config,
+        tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(recorded)),
+        config=recorded,
     )
 
 
@@ -112,13 +114,13 @@ def _hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(3)
 
 
-def main() -> None:
+def main() -> int:
     """Console entry point (``physassist-generate``); a composition error is one line, exit 2."""
-    from physassist.cli import console
+    from physassist.cli import console, entry
 
     console.start()
-    reported(_hydra_main, "physassist-generate")
+    return entry.run("physassist-generate", lambda: reported(_hydra_main, "physassist-generate"))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,7 +11,6 @@ checked ``physassist.experiment.Generation`` the command composed.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -85,36 +84,26 @@ def collect(log: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: Path,
                  overwrite: bool) -> list[Path]:
-    """Validate (strict loader) in a staging dir, then move the files into ``out``."""
-    from physassist.data import load_sessions
+    """Validate the sessions (strict loader), then write them and the manifest as the folder
+    ``out``, whole, in one rename (``physassist.data.folder``: ``overwrite`` replaces it)."""
+    from physassist.data import folder, load_sessions
 
-    if out.is_dir() and any(out.glob("*.jsonl")) and not overwrite:
-        raise ConfigError(f"output_dir {out} already holds sessions; pass overwrite=true or another output_dir")
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".generate-", dir=out))
-    try:
-        by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for s in sessions:
-            by_scenario[s["clinical_scenario"]].append(s)
-        for scenario, rows in by_scenario.items():
-            with (staging / f"{scenario}.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
-                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        if by_scenario:  # strict: raises SessionFormatError naming session/turn/field
+    if folder.holds_sessions(out) and not overwrite:
+        raise ConfigError(f"output_dir {out} already holds sessions or other files; pass overwrite=true or another output_dir")
+    by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in sessions:
+        by_scenario[s["clinical_scenario"]].append(s)
+    texts = {f"{scenario}.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+             for scenario, rows in by_scenario.items()}
+    if texts:  # strict: raises SessionFormatError naming session/turn/field
+        with tempfile.TemporaryDirectory(prefix="physassist-generate-") as staging:
+            for name, text in texts.items():
+                (Path(staging) / name).write_text(text, encoding="utf-8", newline="\n")
             manifest["fingerprint"] = load_sessions(staging).fingerprint
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n",
-                                               encoding="utf-8")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)  # nothing of a failed run is left behind
-        raise
-    written = []
-    for f in sorted(staging.iterdir()):
-        f.replace(out / f.name)
-        written.append(out / f.name)
-    shutil.rmtree(staging, ignore_errors=True)
-    return written
+    try:
+        return folder.write(out, texts, json.loads(json.dumps(manifest, default=str)), force=overwrite)
+    except folder.FolderError as exc:  # another process made it meanwhile
+        raise ConfigError(str(exc)) from exc
 
 
 def metrics_of(stats: dict[str, Any]) -> dict[str, float]:

@@ -35,11 +35,16 @@ class ModelSpec:
     def build(self):  # -> inspect_ai.model.Model
         from inspect_ai.model import get_model
 
+        from physassist.redaction import redact
+
         kwargs: dict[str, Any] = dict(self.args)
         if self.api_key_env:
             kwargs["api_key"] = os.environ[self.api_key_env]
         name = inspect_model_name(self.name, self.provider)
-        return get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+        model = get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+        # The arguments Inspect's log records (its provider keeps its own copy, with the secrets).
+        model.model_args = redact(kwargs)
+        return model
 
 
 #: A model role: one model, or a list of them (``judge=panel``'s graders).

@@ -67,6 +67,7 @@ __all__ = [
     "SESSION_DIMENSIONS",
     "TURN_DIMENSIONS",
     "grounding_summary",
+    "is_headline",
     "metric_key",
     "pass_rates",
     "summarize",
@@ -85,6 +86,19 @@ TURN_DIMENSIONS = (
     "tool_source",
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: The headline: what a run's first screen shows (Inspect's results, MLflow's names without a
+#: section, the console's table). Breakdowns, tools, epochs and the other counts are computed
+#: from the turn table by the same ``summarize`` and live in MLflow, the turn table and the report.
+_HEADLINE = re.compile(
+    r"^(mrs|pass_(turn|session)_\d\.\d\d)(_ci_(low|high))?$"
+    r"|^(n_sessions|n_turns|scored_turns|unscored_turns|error_turns|cost_usd|judge_unparseable_rate)$"
+    r"|^agreement\."
+)
+
+
+def is_headline(name: str) -> bool:
+    """A headline metric (``_HEADLINE``): ``mrs``, ``pass_turn_0.60_ci_low``, ``n_turns``, ..."""
+    return bool(_HEADLINE.match(name))
 
 
 def tau_key(tau: float) -> str:

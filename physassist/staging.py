@@ -15,7 +15,9 @@ goes into it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -97,6 +99,15 @@ def identity_overrides(overrides: list[str]) -> list[str]:
             continue
         kept.append(override)
     return kept
+
+
+def view_tags(job: JobContext, sweep_id: str | None) -> list[str]:
+    """The Inspect log's tags: what the command set (a sweep job's swept values first), then
+    the sweep, then the group choices, so Inspect View's log list tells runs apart."""
+    overrides = identity_overrides(list(job.overrides))
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    choices = [f"{k}={v}" for k, v in sorted(job.choices.items()) if k not in given]
+    return [*overrides, *([f"sweep={sweep_id}"] if sweep_id else []), *choices]
 
 
 def shared_params(params: Mapping[str, str], sweep_arguments: list[str]) -> dict[str, str]:
@@ -234,6 +245,9 @@ def evaluate(task, assistant, roles, options: Mapping[str, Any], log_dir: Path, 
 
         signals.taken()
         raise KeyboardInterrupt
+    error = logs[0].error.message if logs[0].status == "error" and logs[0].error else ""
+    if os.strerror(errno.ENOSPC) in error:  # Inspect could not write its log: it says so in the log it could not write
+        raise OSError(errno.ENOSPC, error)
     return with_samples(logs[0], kept)  # not read back from the log when all are in memory
 
 
@@ -330,6 +344,7 @@ def log_run(tracker, request: RunLog, stream, draw: Draw) -> tuple[str | None, s
         )
         if sweep and sweep.parent_run_id and metrics:  # the parent shows its jobs side by side
             tracker.log_metrics(sweep.parent_run_id, parent_metrics(metrics, request.overrides, sweep.arguments))
+            tracker.describe_sweep(sweep.parent_run_id)
         return run_id, None
     except Exception as exc:  # noqa: BLE001 - tracking must never lose the evaluation
         return None, f"logging to {tracker.uri} failed: {error_line(exc)}"
@@ -444,6 +459,9 @@ class EvalRun:
                            sweep_pid=sweep.pid if sweep else None) if claim else nullcontext(),
             stopped(feed),  # Ctrl-C, an error: the stream stops before the run is ended
         ):
+            # Inspect View's name for the log, so a sweep's jobs read apart (the run name leads
+            # with the swept values); Task takes display_name only when built, task_with not at all
+            task._display_name = exp.run_name
             try:
                 log = evaluate(
                     task,
@@ -452,7 +470,7 @@ class EvalRun:
                     exp.eval_options,
                     log_dir,
                     resumable=bool(sweep),
-                    tags=[f"{k}={v}" for k, v in sorted(job.choices.items())],
+                    tags=view_tags(job, sweep.sweep_id if sweep else None),
                     progress=progress,
                     traces=feed,
                 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from physassist.lazy import exports
 
 _HOME = {
-    "physassist_breakdowns": "scorers.metrics",
     "physassist_metrics": "scorers.metrics",
     "session_epochs": "scorers.metrics",
     "physassist_scorer": "scorers.session_scorer",

@@ -1,8 +1,9 @@
-"""Inspect metrics and the epoch reducer for the session scorer.
+"""The Inspect metric and the epoch reducer for the session scorer.
 
-Both metrics rebuild the per-turn table from the sample scores and call
+The metric rebuilds the per-turn table from the sample scores and calls
 `physassist.metrics.summarize`, so the numbers in the Inspect log and in the tracking
-layer are computed by the same code. The thresholds come from the scores' metadata
+layer are computed by the same code; Inspect is shown the headline only (~18 rows, where the
+breakdowns made ~230). The thresholds come from the scores' metadata
 (`metadata["taus"]`, set by the scorer).
 
 Caveat: Inspect hands metrics only the samples whose value is not NaN, so a session with
@@ -10,8 +11,8 @@ no scored turn at all is missing here; Inspect counts it as `unscored_samples` i
 results, and `physassist.results.turn_table` + `summarize` see every turn.
 
 With `epochs` > 1, use `session_epochs()` as the task's epoch reducer: it keeps every
-epoch's per-turn metadata, so the metrics can compute pass^k and per-session variance
-(Inspect's default reducer keeps only the first epoch's metadata).
+epoch's per-turn metadata, so the turn table holds every trial and `summarize` computes pass^k
+and per-session variance from it (Inspect's default reducer keeps only the first epoch's metadata).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from inspect_ai.scorer import (
     score_reducer,
 )
 
-from physassist.metrics import summarize
+from physassist.metrics import is_headline, summarize
 from physassist.results import turn_rows
 
 DEFAULT_TAUS = (0.6, 0.75)
@@ -60,22 +61,6 @@ def _finite_or_nan(values: dict[str, float]) -> dict[str, float]:
     }
 
 
-HEADLINE_PREFIXES = ("mrs", "pass_turn_", "pass_session_", "pass_hat_")
-HEADLINE_COUNTS = (
-    "n_sessions",
-    "scored_turns",
-    "unscored_turns",
-    "error_turns",
-    "pass_session_excluded",
-    "session_score_sd",
-)
-
-
-def _is_headline(name: str) -> bool:
-    base = name.split(".", 1)[0]
-    return "." not in name and (base.startswith(HEADLINE_PREFIXES) or base in HEADLINE_COUNTS)
-
-
 def _summary_metric(keep: Callable[[str], bool], **options: Any) -> Metric:
     """`summarize(**options)` over the scores' turn table, reporting the names `keep` selects."""
 
@@ -91,14 +76,11 @@ def _summary_metric(keep: Callable[[str], bool], **options: Any) -> Metric:
 
 @metric
 def physassist_metrics() -> Metric:
-    """Headline numbers: mRS, Pass@Turn/Session per tau with 95% CIs, pass^k, unscored turns."""
-    return _summary_metric(_is_headline, breakdowns=False)
-
-
-@metric
-def physassist_breakdowns() -> Metric:
-    """Everything else: breakdowns, tool metrics, how turns ended, unscored by status."""
-    return _summary_metric(lambda k: not _is_headline(k) and "_ci_" not in k, n_boot=0)
+    """The headline (``physassist.metrics.is_headline``): mRS, Pass@Turn and Pass@Session per
+    tau with their 95% intervals, and the turn counts. Inspect shows these; the breakdowns,
+    tool metrics and epoch statistics are computed from the turn table by the same
+    ``summarize`` (``physassist.staging``, ``scorers.rescoring``) and live in MLflow and the report."""
+    return _summary_metric(is_headline, breakdowns=False)
 
 
 @score_reducer(name="session_epochs")

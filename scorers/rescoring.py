@@ -14,7 +14,6 @@ taus): running it again finds the FINISHED run and skips it. It takes the checke
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,15 +22,15 @@ from typing import Any
 
 from physassist.experiment import ConfigError, JudgeSettings, Rescore, Role, build_role
 from physassist.faults import FAULT_TAG, fault_summary
+from physassist.tracking import ids
 from physassist.tracking.tags import INSPECT_LOG_TAG
 from scorers import judges
 
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESCORE_OF_TAG = "physassist.rescore_of"
 RESCORE_KEY_TAG = "physassist.rescore_key"
 JOBS_DIR = "rescore_jobs"
 #: Source tags that describe the source run itself, not what it measured: never copied.
-_OWN_TAGS = ("mlflow.", "physassist.sweep_id", "physassist.job_key", "physassist.kind", INSPECT_LOG_TAG, "physassist.overrides", "physassist.rescore")
+_OWN_TAGS = ("mlflow.", "physassist.sweep_id", "physassist.job_key", "physassist.kind", "physassist.run_name", INSPECT_LOG_TAG, "physassist.overrides", "physassist.rescore")
 
 
 class RescoreError(ConfigError):
@@ -70,7 +69,10 @@ def _log_of(run, tracker) -> Path:
 
 
 def _from_run(run, tracker) -> Source:
-    return Source(_log_of(run, tracker), run.info.run_id, run.info.run_name, dict(run.data.params), dict(run.data.tags))
+    from physassist.tracking.runs import RUN_NAME_TAG  # the name without its headline
+
+    name = run.data.tags.get(RUN_NAME_TAG, run.info.run_name)
+    return Source(_log_of(run, tracker), run.info.run_id, name, dict(run.data.params), dict(run.data.tags))
 
 
 def find_sources(source: str, tracker) -> list[Source]:
@@ -86,17 +88,20 @@ def find_sources(source: str, tracker) -> list[Source]:
         return [_from_run(found[0], tracker) if found else Source(path)]
     if tracker is None:
         raise RescoreError(f"source={source}: not a log file, and tracking is off (a run or sweep id needs MLflow)")
-    if RUN_ID.match(source):
-        try:
-            run = tracker.client.get_run(source)
-        except Exception as exc:  # noqa: BLE001 - unknown id
-            raise RescoreError(f"source={source}: no such MLflow run in {tracker.uri}") from exc
+    if not ids.is_id(source):
+        raise RescoreError(f"source={source}: not a log file, run id or sweep id")
+    try:  # the whole id or a unique prefix, as a table printed it
+        match = ids.resolve(tracker.client, [tracker.experiment_id], source, where=f"tags.`{KIND_TAG}` != 'sweep'")
+    except ids.IdError as exc:
+        raise RescoreError(f"source={exc} (in {tracker.uri})") from exc
+    if match.kind == "run":
+        run = tracker.client.get_run(match.id)
         if run.info.status != "FINISHED":
             raise RescoreError(f"source={source}: run status is {run.info.status}, only FINISHED runs are rescored")
         return [_from_run(run, tracker)]
-    children = tracker.find_runs({SWEEP_TAG: source, KIND_TAG: "job"}, status="FINISHED")
+    children = tracker.find_runs({SWEEP_TAG: match.id, KIND_TAG: "job"}, status="FINISHED")
     if not children:
-        raise RescoreError(f"source={source}: not a log file, run id or sweep id with FINISHED runs in {tracker.uri}")
+        raise RescoreError(f"source={source}: sweep {match.id} has no FINISHED runs in {tracker.uri}")
     return [_from_run(run, tracker) for run in children]
 
 
@@ -155,6 +160,9 @@ def rescore_log(
     new.eval.task_args = {
         **(new.eval.task_args or {}), "judge": judge.mode, "judge_context": judge.context or "gold_answer", "grounding": grounding,
     }
+    label = judge_label(judge)  # Inspect View: a rescoring is no copy of its source
+    new.eval.task_display_name = f"{new.eval.task_display_name or new.eval.task} [rescored: judge={label}]"
+    new.eval.tags = [f"rescore judge={label}", *(new.eval.tags or [])]
     new.eval.metadata = {**(new.eval.metadata or {}), "physassist_rescore": {"source": log.location, "judge": judge_spec(judge)}}
     return new
 

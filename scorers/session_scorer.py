@@ -26,7 +26,7 @@ from physassist.vocab import PREPARE_TO_ANSWER
 from scorers.grader import Grader
 from scorers.judgement import Graders, TurnInput, TurnJudgement
 from scorers.judges import JUDGES
-from scorers.metrics import physassist_breakdowns, physassist_metrics
+from scorers.metrics import physassist_metrics
 from scorers.session_view import SessionView
 
 
@@ -100,15 +100,22 @@ def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
     }
 
 
-def _explanation(turns: list[dict[str, Any]]) -> str:
+_VERDICT = {True: "pass", False: "fail", None: "undecided"}
+
+
+def _explanation(inputs: Sequence[TurnInput], turns: list[dict[str, Any]]) -> str:
+    """Each turn's score, then each rubric item's verdict with the judge's reason: what a
+    reader of Inspect View wants from a sample (Markdown: a list per turn)."""
     lines = []
-    for t in turns:
+    for ti, t in zip(inputs, turns, strict=False):
         passed = sum(1 for i in t["items"] if i["passed"] is True)
         score = "unscored" if t["score"] is None else f"{t['score']:.2f}"
-        lines.append(
-            f"T{t['turn']}: {score} ({passed}/{len(t['items'])} items, {t['status']}, {t['end']})"
-        )
-    return "\n".join(lines)
+        lines.append(f"**T{t['turn']}** {score} ({passed}/{len(t['items'])} items, {t['status']}, {t['end']})\n")
+        for k, (text, item) in enumerate(zip(ti.items, t["items"], strict=False), start=1):
+            reason = f" ({item['reason']})" if item.get("reason") else ""
+            lines.append(f"- {k}. {_VERDICT.get(item['passed'], item['passed'])}: {text}{reason}")
+        lines.append("")
+    return "\n".join(lines).strip()
 
 
 def _grader_models(grader: Sequence[str | Model] | str | Model | None, name: str, graders: Graders) -> list[Model]:
@@ -130,7 +137,7 @@ def _grader_models(grader: Sequence[str | Model] | str | Model | None, name: str
     return list(models)
 
 
-@scorer(metrics=[physassist_metrics(), physassist_breakdowns()])
+@scorer(metrics=[physassist_metrics()])
 def physassist_scorer(
     judge: str = "rules",
     context: str = "gold_answer",
@@ -177,7 +184,8 @@ def physassist_scorer(
         statuses = {t["status"] for t in turns}
         return Score(
             value=value,
-            explanation=_explanation(turns),
+            answer="\n\n".join(f"T{ti.turn}: {ti.answer}" for ti in inputs),  # each turn's final answer
+            explanation=_explanation(inputs, turns),
             reason=None
             if scored
             else "system_fault"

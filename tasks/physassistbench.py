@@ -94,6 +94,7 @@ def session_sample(
     return Sample(
         id=session.id,
         input=opening_message(data, language),
+        target=[f"T{t}: {session.gold_answer(t, language)}" for t in range(n)],  # Inspect View's TARGET
         metadata={
             # One JSON string, not the dict: Inspect copies, dumps and walks every sample's
             # metadata node by node several times per sample (set-up copy, init event, log

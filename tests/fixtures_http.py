@@ -120,6 +120,7 @@ class Served:
     usage: tuple[int, int] = (0, 0)
     started: float = 0.0
     tools: tuple[str, ...] = ()  # the offered tool names
+    headers: dict[str, str] = field(default_factory=dict)  # the request's HTTP headers, names lower-case
 
 
 @dataclass
@@ -168,7 +169,7 @@ class ScriptedServer:
                     server.other_paths.append(self.path)
                     self._json(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                status, payload, headers = server.answer(body)
+                status, payload, headers = server.answer(body, dict(self.headers))
                 self._json(status, payload, headers)
 
             def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
@@ -209,7 +210,7 @@ class ScriptedServer:
             return self.faults(number, model)
         return self.faults.get(number)
 
-    def answer(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+    def answer(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
         started = time.perf_counter()
         with self._lock:
             self._count += 1
@@ -217,7 +218,8 @@ class ScriptedServer:
         model = str(body.get("model"))
         fault = self.fault_for(number, model)
         tools = tuple(t["function"]["name"] for t in body.get("tools") or [])
-        record = Served(number, model, fault, 200, started=started, tools=tools)
+        record = Served(number, model, fault, 200, started=started, tools=tools,
+                        headers={k.lower(): v for k, v in (headers or {}).items()})
         with self._lock:
             self.log.append(record)
         if self.latency:

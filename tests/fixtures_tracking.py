@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
+CONF = Path(os.environ.get("PHYSASSIST_CONF_DIR") or REPO / "conf")  # conf/ as shipped (tests/shipped_conf.py)
 VENV_BIN = Path(sys.executable).parent
 
 TASK_TYPES = ("IL", "DG", "CR", "WU")

@@ -7,7 +7,14 @@ would run from each:
 * untagged blocks of a console session: lines starting with ``$ ``, with the lines printed
   after them as the expected output (the test compares the first one);
 * ``yaml`` blocks whose leading comment names their file (``# conf/terminal/tight.yaml ...``):
-  the file, written before the commands after it run.
+  the file, written before the commands after it run;
+* a fenced block or a Markdown table right after ``<!-- output of: <command> -->``: what that
+  command (run earlier on the page) prints, or an excerpt of it, lines in order (``...`` or
+  ``…`` stands for anything). Its numbers are compared within the page's rounding (``31.1``
+  matches 31.14, ``0.66`` matches 0.657) and ids (8, 12 or 32 hexadecimal characters) stand for
+  any id: ``excerpt_problems``. So a number in the docs comes from its command, and
+  ``python tests/readme_commands.py --refresh [page ...]`` runs the pages' commands again and
+  rewrites those blocks with what they print now (after a change to the sample or the agents).
 
 A command is skipped, with the reason, when it cannot run offline on a fresh clone: ``SKIPS`` is
 the one place that says which and why (API keys, a model server, a cluster, ``/data`` paths, the
@@ -17,7 +24,13 @@ in, with the sweep id the page's last sweep printed.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,9 +61,11 @@ class Step:
     file: str | None = None
     text: str = ""
     skip: str | None = None  # why it is not run
+    output_of: str | None = None  # an ``<!-- output of: ... -->`` block: the command it shows
+    lines: tuple[int, int] = (0, 0)  # the block's lines in the page (0-based, end excluded)
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.command or self.file}"
+        return f"line {self.line}: {self.command or self.file or 'output of ' + str(self.output_of)}"
 
 
 def skip_reason(command: str) -> str | None:
@@ -141,9 +156,259 @@ def commands(path: Path) -> list[Step]:
                         expected.append(after)
                     command = b[2:].strip()
                     steps.append(Step(first + k, command=command, expected=expected, skip=skip_reason(command)))
+    steps += _outputs(path.read_text(encoding="utf-8").splitlines())
+    return sorted(steps, key=lambda step: step.line)
+
+
+OUTPUT_OF = re.compile(r"^\s*<!-- output of: (.+?) -->\s*$")
+
+
+def _outputs(lines: list[str]) -> list[Step]:
+    """The ``<!-- output of: ... -->`` blocks: the fenced block or table after each marker."""
+    steps = []
+    for j, line in enumerate(lines):
+        marker = OUTPUT_OF.match(line)
+        if not marker:
+            continue
+        start = j + 1
+        while start < len(lines) and not lines[start].strip():
+            start += 1
+        if start < len(lines) and FENCE.match(lines[start]):
+            end = start + 1
+            while end < len(lines) and not lines[end].strip().startswith("```"):
+                end += 1
+            span = (start + 1, end)
+        else:
+            end = start
+            while end < len(lines) and lines[end].lstrip().startswith("|"):
+                end += 1
+            span = (start, end)
+        body = [text.strip() for text in lines[span[0] : span[1]]]
+        steps.append(Step(j + 1, output_of=marker.group(1).strip(), expected=body, lines=span))
     return steps
+
+
+_ID = r"(?<![0-9A-Za-z])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{32}|[0-9a-f]{12}|[0-9a-f]{8})(?![0-9A-Za-z])"
+_NUMBER = r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)"
+_TOKEN = re.compile(f"(?P<wild>\\.\\.\\.|…)|(?P<rule>-{{3,}})|(?P<id>{_ID})|(?P<num>{_NUMBER})|(?P<space>\\s+)")
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """A shown line as a regex: numbers and ids captured, ``...`` any text, any run of spaces
+    for one; ``tokens`` are the shown values of the captured groups, in order."""
+
+    pattern: re.Pattern[str]
+    tokens: tuple[tuple[str, str], ...]  # (kind "num", "id" or "rule", shown text)
+
+    @classmethod
+    def of(cls, shown: str) -> _Shown:
+        parts, tokens, at = [], [], 0
+        for token in _TOKEN.finditer(shown):
+            parts.append(re.escape(shown[at : token.start()]))
+            kind = token.lastgroup
+            if kind == "wild":
+                parts.append(".*?")
+            elif kind == "id":
+                parts.append(f"([0-9a-f]{{{len(token.group())}}})")
+                tokens.append(("id", token.group()))
+            elif kind == "rule":  # a table's rule is as wide as its column
+                parts.append("(-{3,})")
+                tokens.append(("rule", token.group()))
+            elif kind == "num":
+                parts.append(r"(-?\d+(?:\.\d+)?)")
+                tokens.append(("num", token.group()))
+            else:
+                parts.append(r"\s+")
+            at = token.end()
+        parts.append(re.escape(shown[at:]))
+        return cls(re.compile("".join(parts)), tuple(tokens))
+
+    def printed(self, line: str) -> list[str] | None:
+        """The printed values of the captured numbers and ids, or None: another shape."""
+        found = self.pattern.fullmatch(line.strip())
+        return list(found.groups()) if found else None
+
+
+def _places(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def _same(shown: str, printed: str) -> bool:
+    """``printed`` rounds to ``shown`` (``0.66`` for 0.657; ``31.1`` for 31.1)."""
+    return abs(float(printed) - float(shown)) <= 0.5 * 10 ** -_places(shown) + 1e-9
+
+
+def _align(expected: list[str], printed: str) -> list[str | None]:
+    """For each shown line, the printed line of its shape, in order (None: none); a line that
+    is only ``...`` stands for any number of printed lines."""
+    out: list[str | None] = []
+    lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    at = 0
+    for shown in expected:
+        if shown.strip() in ("...", "…", ""):
+            out.append(shown)
+            continue
+        form = _Shown.of(shown)
+        for k in range(at, len(lines)):
+            if form.printed(lines[k]) is not None:
+                out.append(lines[k])
+                at = k + 1
+                break
+        else:
+            out.append(None)
+    return out
+
+
+def excerpt_problems(expected: list[str], printed: str) -> list[str]:
+    """Where a shown output differs from what its command printed: a line not printed (in
+    order), a number that differs beyond the shown rounding."""
+    problems = []
+    for shown, line in zip(expected, _align(expected, printed), strict=True):
+        if line is None:
+            problems.append(f"not printed: {shown!r}")
+        elif line is not shown:
+            form = _Shown.of(shown)
+            pairs = zip(form.tokens, form.printed(line) or [], strict=True)
+            differ = [f"{text} (prints {value})" for (kind, text), value in pairs if kind == "num" and not _same(text, value)]
+            if differ:
+                problems.append(f"{shown!r}: {', '.join(differ)}")
+    return problems
+
+
+def refreshed(expected: list[str], printed: str) -> list[str]:
+    """The shown lines with the numbers printed now, at the decimals shown; ids stay as shown
+    (any id matches). A line shown as printed is taken with the printed spacing, so a console
+    table's columns stay aligned. A line no longer printed is kept as it was."""
+    out = []
+    for shown, line in zip(expected, _align(expected, printed), strict=True):
+        if line is None or line is shown:
+            out.append(shown)
+            continue
+        form = _Shown.of(shown)
+        found = form.pattern.fullmatch(line)
+        text, at, group = [], 0, 0
+        spans = []  # printed spans of the ids, and the shown id that goes back in
+        for token in _TOKEN.finditer(shown):
+            text.append(shown[at : token.start()])
+            value = token.group()
+            if token.lastgroup in ("id", "num", "rule"):
+                group += 1
+                if token.lastgroup == "num":
+                    value = f"{float(found.group(group)):.{_places(value)}f}"
+                elif token.lastgroup == "rule":
+                    value = found.group(group)
+                else:
+                    spans.append((found.span(group), value))
+            text.append(value)
+            at = token.end()
+        rebuilt = "".join(text) + shown[at:]
+        as_printed = line
+        for (start, end), value in reversed(spans):
+            as_printed = as_printed[:start] + value + as_printed[end:]
+        same = re.sub(r"\s+", " ", rebuilt) == re.sub(r"\s+", " ", as_printed)
+        out.append(as_printed if same else rebuilt)
+    return out
 
 
 def pages(root: Path) -> list[Path]:
     """README.md and the topic pages under docs/."""
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+@dataclass
+class Ran:
+    """A step run by ``run_page``: what its command printed (for an output block: what the
+    command it shows printed last, None if the page did not run it)."""
+
+    step: Step
+    printed: str | None = None
+    code: int | None = None
+    seconds: float = 0.0
+
+
+SWEEP_ID = re.compile(r"^sweep ([0-9a-f]{12})\b", re.M)
+
+
+def run_page(root: Path, page: str, workdir: Path, bin_dir: Path, timeout: float = 1800) -> Iterator[Ran]:
+    """Run a page's steps in order in ``workdir``, as a user on a fresh clone would: with a copy
+    of the shipped ``conf/`` (``PHYSASSIST_CONF_DIR``) that the page's YAML files are written into, the
+    installed commands of ``bin_dir`` first on PATH, ``<id>`` the sweep id the page's last sweep
+    printed. Skipped steps are yielded unrun."""
+    from shipped_conf import copy_shipped, tracked
+
+    copy_shipped(root / "conf", workdir / "conf", tracked(root))  # a user's own files are not the page's
+    env = {**os.environ, "PHYSASSIST_CONF_DIR": str(workdir / "conf"), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    sweep_id, last = None, {}
+    for step in commands(root / page):
+        if step.skip:
+            yield Ran(step)
+        elif step.file:
+            target = workdir / step.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step.text)
+            yield Ran(step)
+        elif step.output_of:
+            yield Ran(step, printed=last.get(step.output_of))
+        else:
+            command = step.command.replace("<id>", sweep_id or "<id>")
+            started = time.monotonic()
+            proc = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+            printed = proc.stdout + proc.stderr
+            sweep_id = (SWEEP_ID.findall(printed) or [sweep_id])[-1]
+            last[step.command] = printed
+            yield Ran(step, printed, proc.returncode, round(time.monotonic() - started, 1))
+
+
+REFRESH = "python tests/readme_commands.py --refresh"
+
+
+def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
+    """Run ``page``'s commands and rewrite its output blocks with what they print now; returns
+    what changed and what could not be refreshed (a shown line no longer printed)."""
+    path = root / page
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    notes, changes = [], []
+    with tempfile.TemporaryDirectory(prefix="physassist-docs-") as scratch:
+        for ran in run_page(root, page, Path(scratch), bin_dir):
+            step = ran.step
+            if ran.code not in (None, 0) and not step.expected:
+                notes.append(f"{page} {step}: exit {ran.code}: {(ran.printed or '').strip()[-300:]}")
+            if not step.output_of:
+                continue
+            if ran.printed is None:
+                notes.append(f"{page} {step}: the page does not run {step.output_of!r} before it")
+                continue
+            new = refreshed(step.expected, ran.printed)
+            problems = excerpt_problems(new, ran.printed)
+            notes += [f"{page} {step}: {problem} (kept)" for problem in problems]
+            if problems:
+                notes.append(f"{page} {step}: {step.output_of!r} printed:\n{ran.printed.strip()[-3000:]}")
+            if new != step.expected:
+                changes.append((step.lines, new))
+                notes.append(f"{page} {step}: {sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) refreshed")
+    for (start, end), new in sorted(changes, reverse=True):  # each line keeps its indentation
+        lines[start:end] = [re.match(r"\s*", old).group().strip("\n") + text + "\n" for old, text in zip(lines[start:end], new, strict=True)]
+    if changes:
+        path.write_text("".join(lines), encoding="utf-8")
+    return notes
+
+
+def main(argv: list[str]) -> int:
+    """``--refresh [page ...]``: every page with an output block (or those named), from the
+    installed commands of this Python's environment."""
+    if not argv or argv[0] != "--refresh":
+        print(f"usage: {REFRESH} [README.md docs/x.md ...]", file=sys.stderr)
+        return 2
+    root = Path(__file__).resolve().parents[1]
+    chosen = argv[1:] or [p.relative_to(root).as_posix() for p in pages(root) if any(s.output_of for s in commands(p))]
+    for page in chosen:
+        print(f"{page}: running its commands ...", flush=True)
+        for note in refresh(root, page, Path(sys.executable).parent):
+            print(note, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

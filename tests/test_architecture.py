@@ -151,11 +151,12 @@ def test_no_import_circle(graph) -> None:
 
 
 def test_each_strategy_owns_its_control_tool_and_prompt() -> None:
+    from physassist.cli.config import conf_dir  # conf/ as shipped (tests/shipped_conf.py)
     from physassist.options import values
     from physassist.vocab import LANGUAGES, PREPARE_TO_ANSWER
     from solvers.terminal import CONTROL_TOOLS, STRATEGIES
 
-    assert set(STRATEGIES) == set(values("terminal")) == {p.stem for p in (ROOT / "conf" / "terminal").glob("*.yaml")}
+    assert set(STRATEGIES) == set(values("terminal")) == {p.stem for p in (conf_dir() / "terminal").glob("*.yaml")}
     for name, cls in STRATEGIES.items():
         strategy = cls()
         for language in LANGUAGES:

@@ -59,13 +59,21 @@ def test_joblib_sweep_parent_children_resume_and_report(tmp_path: Path) -> None:
     assert (children["metrics.n_sessions"] == 1.0).all() and (children["metrics.n_turns"] == 4.0).all()
     assert children["metrics.mrs"].between(0, 100).all()
     # names lead with the swept values; the headline is on top, breakdowns under their section
-    assert set(children["tags.mlflow.runName"]) == {f"{m} | query={q} | inspect.limit=1" for m in ("oracle", "baseline") for q in ("implicit", "explicit")}
+    made = {f"{m} | query={q} | inspect.limit=1" for m in ("oracle", "baseline") for q in ("implicit", "explicit")}
+    assert set(children["tags.physassist.run_name"]) == made
+    # once finished, MLflow's name also carries the headline: the run list shows names, no metric
+    for _, child in children.iterrows():
+        interval = f"[{child['metrics.mrs_ci_low']:.1f}, {child['metrics.mrs_ci_high']:.1f}]"
+        assert child["tags.mlflow.runName"] == f"{child['tags.physassist.run_name']} | mRS {child['metrics.mrs']:.1f} {interval}"
     assert children["metrics.tier/mrs.tier.1"].notna().all() and "metrics.mrs.tier.1" not in children
     # the parent carries each job's headline under the job's swept values
     for _, child in children.iterrows():
         label = f"model-{child['params.model'].split('/')[-1]} query-{child['params.query']}"
         assert parent[f"metrics.mrs/{label}"] == child["metrics.mrs"], label
         assert parent[f"metrics.mrs_ci_low/{label}"] == child["metrics.mrs_ci_low"], label
+        # and its description (the top of its run page) names each job's mRS
+        shown = f"**model={child['params.model'].split('/')[-1]} query={child['params.query']}** {child['metrics.mrs']:.1f} ["
+        assert shown in parent["tags.mlflow.note.content"], label
     assert (children["params.inspect.limit"] == "1").all()
     for log in children["tags.physassist.inspect_log"]:
         assert Path(log).is_file()

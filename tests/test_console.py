@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fixtures_http import ScriptedServer, grader_policy
-from fixtures_tracking import CONF, cli, search_runs, store_uri
+from fixtures_tracking import CONF, cli, compose, search_runs, store_uri
 
 from physassist import degenerate
 from physassist.cli import commands, console, sweep_summary
@@ -105,7 +105,10 @@ def test_an_eval_and_its_llm_rescore_print_at_most_20_lines_and_a_degenerate_eva
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = _printed(proc)
     assert len(lines) <= LINE_BUDGET, "\n".join(lines)
-    assert lines[0].split() == ["metric", "value", "95%", "CI"], "\n".join(lines)
+    # what was run, then the table (after the progress lines, if any)
+    at = next((k for k, line in enumerate(lines) if line.startswith("model ")), 0)
+    assert lines[at] == "model physassist/oracle | dataset sample: 2 sessions, en | ehr strict | judge rules", "\n".join(lines)
+    assert lines[at + 1].split() == ["metric", "value", "95%", "CI"], "\n".join(lines)
     assert any(line.startswith("MLflow run:") for line in lines)
     _quiet(lines)
     # physassist-rescore with an LLM grader on that eval's log is as quiet
@@ -171,3 +174,18 @@ def test_plots_of_a_run_with_nothing_scored_say_nothing(tmp_path: Path) -> None:
                           env={**__import__("os").environ, console.VERBOSE_ENV: "0"})
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr, proc.stderr
+
+
+def test_the_result_table_is_preceded_by_what_was_run() -> None:
+    """One line names the model, the dataset (sessions, language), the EHR semantics and the
+    judge with its graders: ``100.0 [100.0, 100.0]`` alone tells a newcomer nothing."""
+    from physassist.cli.config import resolve
+    from physassist.cli.printing import run_line
+    from physassist.tracking.params import flatten_config
+
+    params = flatten_config(resolve(compose(["judge=llm", "ehr=compat", "language=zh"])))
+    assert run_line(params, {"n_sessions": 36.0}) == (
+        "model physassist/oracle | dataset sample: 36 sessions, zh | ehr compat | judge llm (openai/gpt-5.4-mini)"
+    )
+    params = flatten_config(resolve(compose(["judge=panel"])))
+    assert run_line(params, {}).endswith("| judge panel (" + ", ".join(resolve(compose(["judge=panel"]))["judge"]["models"]) + ")")

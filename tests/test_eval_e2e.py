@@ -94,6 +94,9 @@ def test_task_file_and_sample_contents(tmp_path: Path, monkeypatch: pytest.Monke
 def test_oracle_scores_full_marks_on_the_sample(tmp_path: Path) -> None:
     log = run("physassist/physassistbench", "physassist/oracle", tmp_path)
     m = metrics(log)
+    assert {"mrs", "mrs_ci_low", "pass_turn_0.60_ci_high", "n_turns"} <= set(m) and len(m) < 30  # the headline
+    sample = log.samples[0]  # Inspect View's TARGET: each turn's gold answer
+    assert isinstance(sample.target, list) and len(sample.target) == 4 and sample.target[0].startswith("T0: ")
     assert m["mrs"] >= 95.0
     assert m["unscored_turns"] == 0
     assert m["n_sessions"] == len(log.samples)

@@ -13,7 +13,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import get_model
 from inspect_ai.solver import Generate, TaskState, solver
 
-from physassist.metrics import summarize
+from physassist.metrics import is_headline, summarize
 from physassist.results import TURN_COLUMNS, turn_table
 from scorers import physassist_scorer, session_epochs
 
@@ -99,12 +99,23 @@ def test_turn_table_reads_log_file_and_matches_inspect_metrics(rules_log):
     metrics = rules_log.results.scores[0].metrics
     assert metrics["mrs"].value == pytest.approx(summary["mrs"])
     assert metrics["pass_session_0.60"].value == pytest.approx(summary["pass_session_0.60"])
+    assert metrics["pass_turn_0.75_ci_low"].value == pytest.approx(summary["pass_turn_0.75_ci_low"])
     assert metrics["unscored_turns"].value == 3 and summary["unscored_turns"] == 3
-    assert metrics["mrs.scenario.med_safety"].value == pytest.approx(
-        summary["mrs.scenario.med_safety"]
-    )
-    assert metrics["end.budget"].value == 1
+    # Inspect is shown the headline; breakdowns and the other counts come from the turn table
+    assert {k for k in metrics if not is_headline(k)} == set()
+    assert "mrs.scenario.med_safety" in summary and summary["end.budget"] == 1
     assert summary["mrs"] < 100 and summary["pass_session_excluded"] == 1
+
+
+def test_inspect_view_shows_each_turns_answer_and_each_items_verdict(rules_log):
+    """What ``turns: Array(4)`` of the metadata hid: the answers and the per-item verdicts."""
+    score = next(s for s in rules_log.samples if s.id == "weak").scores["physassist_scorer"]
+    assert score.answer.startswith("T0: ") and "\n\nT3: " in score.answer
+    turns = score.metadata["turns"]
+    assert score.explanation.startswith(f"**T0** {turns[0]['score']:.2f} (")
+    verdicts = [line for line in score.explanation.splitlines() if line.startswith("- ")]
+    assert len(verdicts) == sum(len(t["items"]) for t in turns)
+    assert any(line.startswith("- 1. fail: ") for line in verdicts) and all(": " in line for line in verdicts)
 
 
 def test_sample_score_value_is_session_mean(rules_log):
@@ -146,7 +157,6 @@ def test_llm_judge_through_grader_role_with_epochs(tmp_path):
         100 * 2 / 3
     )  # good and undecided pass, weak fails T0
     metrics = log.results.scores[0].metrics
-    assert metrics["pass_hat_2_0.60"].value == pytest.approx(100 * 2 / 3)
     assert metrics["mrs"].value == pytest.approx(summary["mrs"])
 
 
@@ -172,10 +182,10 @@ def test_task_level_reducer_survives_eval_level_epoch_count(tmp_path):
     task = _task(physassist_scorer(judge="rules"), epochs=Epochs(1, session_epochs()))
     [log] = eval(task, model="mockllm/model", epochs=2, log_dir=str(tmp_path), display="none")
     assert log.status == "success", log.error
-    metrics = log.results.scores[0].metrics
+    summary = summarize(turn_table(log))  # the reducer kept both epochs' turns
     # identical epochs: pass^2 equals the single-trial pass rate over eligible sessions
-    assert metrics["pass_hat_2_0.60"].value == pytest.approx(metrics["pass_hat_1_0.60"].value)
-    assert metrics["session_score_sd"].value == 0.0
+    assert summary["pass_hat_2_0.60"] == pytest.approx(summary["pass_hat_1_0.60"])
+    assert summary["session_score_sd"] == 0.0
 
 
 def test_turn_rows_read_the_session_json_string_when_other_metadata_is_missing():

@@ -1,33 +1,33 @@
 """Every offline command of README.md and docs/*.md runs as written (``readme_commands``).
 
 One test per page, so ``pytest -n`` spreads the pages over its workers: a page's steps run in
-order in one scratch directory, with a copy of ``conf/`` (``PHYSASSIST_CONF_DIR``) that the
-page's YAML files are written into, so a later command sees them (the worked example's
-``conf/terminal/tight.yaml``); ``<id>`` is the sweep id the page's last sweep printed. A command
-must exit 0; a ``$`` line of a console block must print its first shown line (``...`` stands for
-anything). The default eval and the two-job sweep of "Is this difference real?" must also keep to
+order in one scratch directory (``readme_commands.run_page``), with a copy of ``conf/``
+(``PHYSASSIST_CONF_DIR``) that the page's YAML files are written into, so a later command sees
+them (the worked example's ``conf/terminal/tight.yaml``); ``<id>`` is the sweep id the page's
+last sweep printed. A block marked ``<!-- output of: <command> -->`` must hold what that command
+printed, numbers within the shown rounding (``readme_commands.excerpt_problems``); when the
+sample or the agents change, ``python tests/readme_commands.py --refresh <page>`` rewrites them. A command
+must exit 0 and print no Python warning; a ``$`` line of a console block must print its first
+shown line (``...`` stands for anything). The default eval and the two-job sweep of "Is this difference real?" must also keep to
 the console's line budget. Each command that is not run is one skipped test with its reason
 (``readme_commands.SKIPS``), so ``pytest -rs`` lists them.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import resource
 import shlex
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from fixtures_tracking import REPO, VENV_BIN
-from readme_commands import SKIPS, commands, pages
+from readme_commands import REFRESH, SKIPS, commands, excerpt_problems, pages, run_page
 
 LINE_BUDGET = 20  # what a default run may print (physassist/cli/console.py)
 BUDGETED = ("physassist-eval", "physassist-eval -m model=baseline query=implicit,explicit")
-SWEEP_ID = re.compile(r"^sweep ([0-9a-f]{12})\b", re.M)
+#: A Python warning as the warnings module prints it: ``<file>:<line>: <Category>: <message>``.
+PY_WARNING = re.compile(r"^\S+:\d+: \w*Warning: .*$", re.M)
 
 
 def _children_cpu() -> float:
@@ -48,33 +48,32 @@ NOT_RUN = [(page, step) for page in PAGES for step in commands(REPO / page) if s
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUN)
 def test_offline_commands_run_as_written(page: str, tmp_path: Path) -> None:
-    steps = commands(REPO / page)
-    shutil.copytree(REPO / "conf", tmp_path / "conf")
-    env = {**os.environ, "PHYSASSIST_CONF_DIR": str(tmp_path / "conf"), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("HYDRA_FULL_ERROR", None)
-    sweep_id, failures, seconds = None, [], {}  # seconds: (wall, CPU of the command's processes)
-    for step in steps:
-        if step.skip:
+    failures, seconds, drifted = [], {}, False  # seconds: (wall, CPU of the command's processes)
+    cpu = _children_cpu()
+    for ran in run_page(REPO, page, tmp_path, VENV_BIN):
+        step, printed = ran.step, ran.printed or ""
+        if step.output_of:  # a number in the docs is what its command prints
+            problems = excerpt_problems(step.expected, printed) if ran.printed is not None else [f"the page does not run {step.output_of!r} before it"]
+            failures += [f"{step}: {problem}" for problem in problems]
+            drifted = drifted or bool(problems)
             continue
-        if step.file:
-            target = tmp_path / step.file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.text)
+        if ran.code is None:
             continue
-        command = step.command.replace("<id>", sweep_id or "<id>")
-        started, cpu = time.monotonic(), _children_cpu()
-        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
-        seconds[command] = (round(time.monotonic() - started, 1), round(_children_cpu() - cpu, 1))
-        printed = proc.stdout + proc.stderr
-        sweep_id = (SWEEP_ID.findall(printed) or [sweep_id])[-1]
+        seconds[step.command] = (ran.seconds, round(_children_cpu() - cpu, 1))
+        cpu = _children_cpu()
         if step.expected:
             if not _matches(step.expected[0], printed):
                 failures.append(f"{step}: printed {printed.strip()[-500:]!r}, README shows {step.expected[0]!r}")
-        elif proc.returncode != 0:
-            failures.append(f"{step}: exit {proc.returncode}: {printed.strip()[-1500:]}")
-        if command in BUDGETED and len(printed.splitlines()) > LINE_BUDGET:
+        elif ran.code != 0:
+            failures.append(f"{step}: exit {ran.code}: {printed.strip()[-1500:]}")
+        warned = PY_WARNING.findall(printed)  # what a command prints by default holds no Python warning
+        if warned:
+            failures.append(f"{step}: {len(warned)} Python warning(s), the first: {warned[0]}")
+        if step.command in BUDGETED and len(printed.splitlines()) > LINE_BUDGET:
             failures.append(f"{step}: {len(printed.splitlines())} lines (budget {LINE_BUDGET}):\n{printed}")
     print("seconds per command (wall, CPU):", seconds)
+    if drifted:
+        failures.append(f"the page's numbers differ from what its commands print now: `{REFRESH} {page}` rewrites them")
     assert not failures, "\n\n".join(failures)
 
 
@@ -108,3 +107,25 @@ def test_the_readme_tour_shows_commands_the_pages_run_or_skip_for_a_reason() -> 
     shown = TOUR_COMMAND.findall(tour)
     on_pages = {s.command for page in PAGES[1:] for s in commands(REPO / page) if s.command}
     assert len(shown) >= 8 and not [c for c in shown if c not in on_pages], [c for c in shown if c not in on_pages]
+
+
+def test_an_output_block_is_compared_within_its_rounding_and_refreshed(tmp_path: Path) -> None:
+    """``<!-- output of: ... -->``: the block after it is what its command printed, numbers
+    within the decimals shown, any id for an id; ``refreshed`` rewrites only the numbers."""
+    from readme_commands import refreshed
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\nphysassist-eval -m model=a,b\n```\n\n<!-- output of: physassist-eval -m model=a,b -->\n"
+        "```\nmodel  mRS [95% CI]\n-----  -----------------\nb      31.1 [27.0, 35.0]  p 0.66  4d3ca79a\n```\n"
+    )
+    [run, shown] = commands(page)
+    assert run.command == shown.output_of == "physassist-eval -m model=a,b" and shown.lines == (6, 9)
+    printed = "job ...\nmodel  mRS [95% CI]\n-----  ------------------\nb      33.7 [29.7, 37.7]  p 0.657  e54eb91a\n"
+    assert excerpt_problems(shown.expected, printed) == [
+        "'b      31.1 [27.0, 35.0]  p 0.66  4d3ca79a': 31.1 (prints 33.7), 27.0 (prints 29.7), 35.0 (prints 37.7)"
+    ]
+    new = refreshed(shown.expected, printed)
+    assert new == ["model  mRS [95% CI]", "-----  ------------------", "b      33.7 [29.7, 37.7]  p 0.66  4d3ca79a"]
+    assert excerpt_problems(new, printed) == []  # 0.66 is 0.657 at the decimals shown; ids are any id
+    assert excerpt_problems(["b 33.7 [29.7, 37.7] p 0.66 4d3ca79a", "not printed"], printed) == ["not printed: 'not printed'"]

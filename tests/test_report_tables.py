@@ -110,6 +110,21 @@ def test_report_cli_writes_tables_figures_and_logs_a_report_run(logged, tmp_path
 def test_report_selection_errors_are_clear(logged, tmp_path: Path, capsys) -> None:
     uri, _ = logged
     assert report_cli.main(["--tracking-uri", uri, "--sweep", "nope", "--no-log"]) == 2
-    assert "no FINISHED runs" in capsys.readouterr().err
+    assert "nope: no sweep id is that" in capsys.readouterr().err
     assert report_cli.main(["--tracking-uri", uri, "--filter", "params.model = 'physassist/oracle'", "--no-log", "--out", str(tmp_path)]) == 0
     assert len(pd.read_csv(tmp_path / "runs.csv")) == 3
+
+
+def test_report_takes_run_ids_as_the_tables_print_them(logged, tmp_path: Path, capsys) -> None:
+    """``--runs a,b`` with 8 characters of each id (a sweep's table prints that many)."""
+    from fixtures_tracking import search_runs
+
+    uri, _ = logged
+    runs = search_runs(uri, filter_string="tags.`physassist.kind` = 'job'").set_index("run_id")
+    pair = [rid for rid, name in runs["tags.mlflow.runName"].items() if name.startswith("oracle en")]
+    printed = ",".join(rid[:8] for rid in pair)
+    assert report_cli.main(["--tracking-uri", uri, "--runs", printed, "--no-log", "--out", str(tmp_path)]) == 0
+    assert sorted(pd.read_csv(tmp_path / "runs.csv")["run_id"]) == sorted(pair)
+    assert report_cli.main(["--tracking-uri", uri, "--runs", "0123456789", "--no-log", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("physassist-report: error: 0123456789: no run id starts with it") and "\n" not in err

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures_tracking import REPO, cli, search_runs, store_uri
+from fixtures_tracking import CONF, REPO, cli, search_runs, store_uri
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import (
@@ -150,7 +150,7 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     [source_id] = search_runs(store_uri(tmp_path))["run_id"].tolist()
-    rescore = ["python", "-m", "physassist.cli.rescore", "-m", f"source={source_id}", *common]
+    rescore = ["python", "-m", "physassist.cli.rescore", "-m", f"source={source_id[:8]}", *common]  # as tables print it
     env = {"PYTHONPATH": str(REPO)}
     proc = cli([*rescore, "judge=rules", "judge.model=a,b", f"hydra.sweep.dir={tmp_path / 'multi'}"], cwd=tmp_path, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -170,6 +170,11 @@ def test_cli_rescores_a_run_under_it_and_skips_a_repeat(tmp_path):
         a, b = child[f"metrics.{name}"], source[f"metrics.{name}"]
         assert a == b or (math.isnan(a) and math.isnan(b)), name
     assert Path(child["tags.physassist.inspect_log"]).is_file()
+    from inspect_ai.log import read_eval_log  # Inspect View: a rescoring is no copy of its source
+
+    spec = read_eval_log(child["tags.physassist.inspect_log"], header_only=True).eval
+    assert spec.task_display_name.endswith(" [rescored: judge=rules]") and "rescore judge=rules" in spec.tags
+    assert child["tags.mlflow.runName"].startswith(f"{source['tags.physassist.run_name']} [judge=rules] | mRS ")
 
 
 def test_judgings_of_one_source_are_compared_together(source_log, tmp_path):
@@ -207,7 +212,7 @@ def test_human_verdicts_rescore_a_run(tmp_path):
     lines = (REPO / "data" / "sample" / "sessions" / "med_safety.jsonl").read_text().splitlines()[:2]
     (released / "med_safety.jsonl").write_text("\n".join(lines) + "\n")
     common = [f"tracking.uri={store_uri(tmp_path)}", f"inspect.log_dir={tmp_path / 'logs'}"]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("eval", [*common, "model=oracle", "dataset=physassistbench", f"dataset.source={released}", "dataset.ehr_source=sample", "inspect.display=none", "tracking.plots=false"])
         out = ev.run_experiment(cfg, ev.JobContext())
         rescore_cfg = compose("rescore", [*common, f"source={out.run_id}", "judge=human"])

@@ -111,7 +111,7 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     assert main(["build", "--store", "sample", "--out", str(tmp_path / "s"), "--per-slot", "2",
                  "--scenarios", "med_safety", "--tiers", "1", "3"]) == 0
     assert calls["build"] == ("sample", str(tmp_path / "s"), {
-        "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3]})
+        "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3], "force": False})
     assert main(["build-sample", "--root", str(tmp_path / "r")]) == 0
     assert calls["sample"] == (str(tmp_path / "r"), 0)
     with pytest.raises(SystemExit):

@@ -7,6 +7,7 @@ from fixtures_tracking import compose
 import physassist.cli.eval as ev
 from physassist import staging
 from physassist.cli import config
+from physassist.tracking import names
 from physassist.tracking.names import run_name, sweep_name, swept_factors
 
 DEFAULTS = config.default_choices()
@@ -83,3 +84,15 @@ def test_a_sweep_parent_gets_each_jobs_headline_under_its_swept_values() -> None
                "unscored_turns": 0.0, "mrs.tier.1": 3.0, "n_turns": 144.0}
     parent = staging.parent_metrics(metrics, ["menu=gold", "model=explorer", "inspect.log_dir=x"], ["menu=on,off,scenario,gold", "model=explorer"])
     assert list(parent.items()) == [("mrs/menu-gold", 36.7), ("mrs_ci_low/menu-gold", 31.0), ("mrs_ci_high/menu-gold", 43.0)]
+
+
+def test_a_finished_run_name_carries_its_headline_and_a_parent_its_jobs() -> None:
+    from physassist.tracking.metric_names import parent_description, parent_metrics
+
+    metrics = {"mrs": 49.46, "mrs_ci_low": 45.31, "mrs_ci_high": 54.0}
+    assert names.with_headline("menu=gold | explorer", metrics) == "menu=gold | explorer | mRS 49.5 [45.3, 54.0]"
+    assert names.with_headline("explorer", {"mrs": float("nan")}) == "explorer"  # nothing scored: no number
+    assert names.with_headline("oracle", {}) == "oracle"
+    parent = {**parent_metrics(metrics, "menu-gold"), **parent_metrics({"mrs": 0.0, "mrs_ci_low": 0.0, "mrs_ci_high": 0.0}, "menu-off")}
+    assert parent_description(parent) == "mRS [95% CI] of each job: **menu=gold** 49.5 [45.3, 54.0] · **menu=off** 0.0 [0.0, 0.0]"
+    assert parent_description({"jobs_total": 2.0}) == ""

@@ -110,6 +110,12 @@ def test_sweep_job_attaches_skips_and_resumes(tmp_path: Path, tiny) -> None:
     assert child.data.tags["mlflow.parentRunId"] == parent
     assert child.data.tags["physassist.sweep_id"] == "sweep1"
     assert "sweeps/sweep1/" in first.log_path
+    # Inspect View tells a sweep's jobs apart: the run name (its swept values first), its tags
+    from inspect_ai.log import read_eval_log
+
+    spec = read_eval_log(first.log_path, header_only=True).eval
+    assert spec.task_display_name == child.data.tags["physassist.run_name"]
+    assert spec.task_display_name.startswith("query=explicit") and {"query=explicit", "sweep=sweep1"} <= set(spec.tags)
 
     again = ev.run_experiment(cfg, job)  # finished: skipped, nothing logged
     assert again.status == "SKIPPED" and again.run_id == first.run_id

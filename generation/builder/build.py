@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from physassist.data.folder import FolderError, holds_sessions
+from physassist.data.folder import write as write_folder
+from physassist.data.loader import fingerprint
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
@@ -268,13 +271,21 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
 def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
                    sessions_per_slot: int = 3, seed: int = 0,
                    scenarios: Sequence[str] | None = None, tiers: Sequence[int] | None = None,
-                   cache_dir: str | Path | None = None) -> BuildReport:
-    """Build sessions from a store into ``<out_dir>/<scenario>.jsonl`` (see module docstring).
+                   cache_dir: str | Path | None = None, force: bool = False,
+                   store_record: Mapping[str, Any] | None = None) -> BuildReport:
+    """Build sessions from a store into the folder ``out_dir`` (``<scenario>.jsonl`` and
+    ``manifest.json``; see the module docstring).
 
     ``store_source`` is anything ``open_store`` accepts, or an open :class:`EHRStore`.
     Patient-interview turns are built only when the source has a ``phm/`` folder (a synthetic
-    cohort); ``cache_dir`` is passed to ``open_store``.
+    cohort); ``cache_dir`` is passed to ``open_store``. The folder is written whole, in one
+    rename (``physassist.data.folder``); one that holds anything is refused (``FolderError``)
+    unless ``force``, before anything is built. ``store_record``: how the manifest names the
+    store (default: its source and the EHR store's fingerprint).
     """
+    out = Path(out_dir)
+    if holds_sessions(out) and not force:
+        raise FolderError(f"{out} already exists and holds files; pass --force to replace it, or choose another folder")
     started = time.perf_counter()
     scen = tuple(scenarios) if scenarios else SCENARIOS
     tier_list = tuple(tiers) if tiers else TIERS
@@ -286,7 +297,6 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
     source = Path(store.source)
     env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None)
     report = BuildReport()
-    out = Path(out_dir)
     files: dict[str, list[dict[str, Any]]] = {}
     for scenario in scen:
         entries: list[dict[str, Any]] = []
@@ -299,19 +309,30 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
             report.built[scenario][tier] = built
             report.patients_used[scenario][tier] = used
         files[scenario] = entries
-    # Written only once every slot is built, so a failed build leaves no partial output.
-    out.mkdir(parents=True, exist_ok=True)
-    for scenario, entries in files.items():
-        path = out / f"{scenario}.jsonl"
-        tmp = path.with_name(f".{path.name}.tmp")
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for entry in entries:
-                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        tmp.replace(path)
-        report.files.append(path)
+    # Written only once every slot is built, as one new folder: a failed or killed build leaves
+    # the folder as it was.
+    texts = {f"{s}.jsonl": "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries) for s, entries in files.items()}
+    manifest = {
+        "code": f"physassist {_version()}",
+        "store": dict(store_record) if store_record is not None else {"source": str(store.source), "fingerprint": store.fingerprint},
+        "seed": seed, "per_slot": sessions_per_slot, "scenarios": list(scen), "tiers": list(tier_list),
+        "sessions": sum(len(e) for e in files.values()),
+        "fingerprint": fingerprint([e for entries in files.values() for e in entries]),
+    }
+    written = write_folder(out, texts, manifest, force=force)
+    report.files = [p for p in written if p.suffix == ".jsonl"]
     report.rejects = dict(sorted(env.rejects.items()))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("physassist")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _fill_slot(env: _Env, scenario: str, tier: int, pool: list[Candidate], wanted: int,

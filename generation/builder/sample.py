@@ -2,14 +2,13 @@
 
 The sample is the synthetic cohort (``cohort/``, from :func:`physassist.synth.generate_cohort`)
 plus sessions built from it (``sessions/<scenario>.jsonl``: 4 scenarios x 3 tiers x 3
-sessions). Both are byte-for-byte reproducible from the seed; sessions are written to a
-temporary folder first and swapped in only when the whole build succeeded.
+sessions, and their ``manifest.json``). Both are byte-for-byte reproducible from the seed; the
+sessions folder is replaced whole, in one rename, only when the whole build succeeded.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -36,16 +35,11 @@ def build_sample(root: str | Path = "data/sample", seed: int = 0) -> BuildReport
 
     root = Path(root)
     cohort = root / "cohort"
-    generate_cohort(cohort, sample_size(cohort), seed=seed)
-    final = root / "sessions"
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root, prefix=".sessions-") as tmp:
-        with tempfile.TemporaryDirectory(prefix="physassist-stores-") as cache:
-            report = build_sessions(cohort, Path(tmp) / "sessions",
-                                    sessions_per_slot=SESSIONS_PER_SLOT, seed=seed,
-                                    cache_dir=cache)
-        if final.exists():
-            shutil.rmtree(final)
-        shutil.move(str(Path(tmp) / "sessions"), final)
-    report.files = [final / p.name for p in report.files]
-    return report
+    subjects = sample_size(cohort)
+    generate_cohort(cohort, subjects, seed=seed)
+    # The manifest names the cohort by how it is made: the EHR store's fingerprint has the files'
+    # times in it, which every checkout changes.
+    store = {"source": "../cohort", "subjects": subjects, "seed": seed}
+    with tempfile.TemporaryDirectory(prefix="physassist-stores-") as cache:
+        return build_sessions(cohort, root / "sessions", sessions_per_slot=SESSIONS_PER_SLOT, seed=seed,
+                              cache_dir=cache, force=True, store_record=store)

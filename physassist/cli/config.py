@@ -21,7 +21,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from physassist import options
+from physassist import options, redaction
 from physassist.cli import schema
 from physassist.experiment import (
     ConfigError,
@@ -349,6 +349,7 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
     from physassist.tracking.params import flatten_config
 
     sweep = job.sweep  # after the checks: a config error is answered without the tracking layer
+    recorded = redaction.redact(config)  # what the run writes: no secret (physassist.redaction)
     return Experiment(
         task=MappingProxyType(args),
         model=assistant,
@@ -358,10 +359,10 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
         eval_options=MappingProxyType(eval_options(config)),
         tracking=tracking_settings(config.get("tracking")),
         prices=MappingProxyType(dict((config.get("prices") or {}).get("models") or {})),
-        run_name=run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ()),
+        run_name=redaction.scrub(run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ())),
         dataset_path=dataset_path(config),
-        params=MappingProxyType(flatten_config(config)),
-        resolved=OmegaConf.to_yaml(OmegaConf.create(config)),
+        params=MappingProxyType(flatten_config(recorded)),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(recorded)),
         taus=[float(t) for t in args["taus"]],
     )
 
@@ -389,7 +390,7 @@ def rescoring(cfg: DictConfig) -> Rescore:
         taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
         log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
         tracking=tracking_settings(config.get("tracking")),
-        params=MappingProxyType(flatten_config({"judge": config["judge"], "grounding": config["grounding"]})),
-        resolved=OmegaConf.to_yaml(OmegaConf.create(dict(config))),
+        params=MappingProxyType(flatten_config(redaction.redact({"judge": config["judge"], "grounding": config["grounding"]}))),
+        resolved=OmegaConf.to_yaml(OmegaConf.create(redaction.redact(dict(config)))),
         grounding=grounding,
     )

@@ -56,6 +56,7 @@ def setup() -> None:
     """Set up this process for a command's work: its collector (``command_start``, from the
     start, so the imports and the task build run with it) and, unless verbose, quiet libraries."""
     command_start()
+    _quiet_cancellations()
     if verbose():
         return
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # read when mlflow is imported
@@ -66,6 +67,41 @@ def setup() -> None:
     # are raised from our plotting code, so they are matched by their text).
     for text in _EMPTY_PLOT_WARNINGS:
         warnings.filterwarnings("ignore", message=text)
+
+
+def _cancelled(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is an interrupt or the cancellation it caused (in its chain, or the
+    members of an exception group)."""
+    import asyncio
+
+    for _ in range(10):  # bounded: a chain is a few links
+        if exc is None:
+            return False
+        if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
+            return True
+        if isinstance(exc, BaseExceptionGroup) and all(_cancelled(e) for e in exc.exceptions):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class _AfterASignal(logging.Filter):
+    """After Ctrl-C, SIGTERM or SIGHUP the command says so in one line; the tracebacks libraries
+    log while they are cancelled (asyncio's "unhandled exception during asyncio.run() shutdown",
+    Inspect's control server) are not shown (225 lines for a SIGTERM during a model call)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from physassist import signals
+
+        return not (record.exc_info and _cancelled(record.exc_info[1]) and signals.interrupted())
+
+
+def _quiet_cancellations() -> None:
+    """On every handler this process logs through (Hydra configures them per job), and on
+    logging's last resort."""
+    for handler in [*logging.getLogger().handlers, logging.lastResort]:
+        if handler is not None and not any(isinstance(f, _AfterASignal) for f in handler.filters):
+            handler.addFilter(_AfterASignal())
 
 
 def start() -> None:

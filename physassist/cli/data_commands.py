@@ -6,7 +6,7 @@ both run ``main``.
     physassist-data validate SOURCE [--language en|zh] [--lenient] [--scenarios ...]
     physassist-data stats SOURCE [--language en|zh] [--json]
     physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] [--compresslevel 0-9]
-    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [...]
+    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--force] [...]
     physassist-data build-sample [--root data/sample] [--seed S]
 
 `validate` and `stats` never write anything. Exit codes: 0 success; 1 invalid data (the
@@ -74,7 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from generation.builder import build_sessions
 
     report = build_sessions(args.store, args.out, sessions_per_slot=args.per_slot,
-                            seed=args.seed, scenarios=args.scenarios, tiers=args.tiers)
+                            seed=args.seed, scenarios=args.scenarios, tiers=args.tiers, force=args.force)
     print(report)
     return EXIT_OK
 
@@ -127,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build sessions deterministically from an EHR store")
     p.add_argument("--store", required=True,
                    help="EHR source: MIMIC-IV dir, synthetic cohort, .duckdb store or 'sample'")
-    p.add_argument("--out", required=True, help="output directory for <scenario>.jsonl")
+    p.add_argument("--out", required=True,
+                   help="output folder (<scenario>.jsonl and manifest.json), written whole in one rename")
+    p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.add_argument("--per-slot", type=int, default=3, help="sessions per scenario x tier")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=None)
@@ -142,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``physassist-data`` (and ``python -m physassist.synth``); returns the exit status."""
+    from physassist.cli import entry
+
+    return entry.run("physassist-data", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command_start()
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -117,6 +117,12 @@ def _call(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``physassist-ehr``; returns the process exit code."""
+    from physassist.cli import entry
+
+    return entry.run("physassist-ehr", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command_start()
     args = _parser().parse_args(argv)
     try:

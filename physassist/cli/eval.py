@@ -23,8 +23,9 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from physassist.cli import secrets
 from physassist.cli.config import ConfigError, conf_dir, experiment
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
@@ -39,7 +40,7 @@ def job_context() -> JobContext:
     multirun = hc.mode == RunMode.MULTIRUN
     choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/")}
     return JobContext(
-        overrides=list(hc.overrides.task),
+        overrides=secrets.overrides(OmegaConf.to_container(hc.overrides.task)),  # as written: unresolved, redacted
         choices=choices,
         sweep_dir=Path(hc.sweep.dir).resolve() if multirun else None,
         number=int(hc.job.num or 0) if multirun else 0,
@@ -131,17 +132,28 @@ _UNTRACKED = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--
               "--multirun", "-m", "tracking=none")
 
 
-def main() -> None:
-    """Console entry point (``physassist-eval``)."""
-    from physassist.cli import console, hydra_errors, sweep
+def main() -> int:
+    """Console entry point (``physassist-eval``); returns the exit status of an interrupt (Hydra
+    raises ``SystemExit`` for the others)."""
+    from physassist.cli import console, entry, hydra_errors, sweep
 
     console.start()
-    if not set(sys.argv[1:]) & set(_UNTRACKED):
-        from physassist.tracking.agent import Agent
+    from physassist.cli.inspect_habits import HabitError, model_arguments
 
-        Agent.prestart()  # MLflow is imported on the other core while Hydra composes
-    sweep.run(lambda: hydra_errors.reported(_hydra_main))
+    try:  # model=openai/gpt-4o, as Inspect names a model
+        sys.argv[1:] = model_arguments(sys.argv[1:], conf_dir())
+    except HabitError as exc:
+        fail(str(exc))
+
+    def work() -> None:
+        if not set(sys.argv[1:]) & set(_UNTRACKED):
+            from physassist.tracking.agent import Agent
+
+            Agent.prestart()  # MLflow is imported on the other core while Hydra composes
+        sweep.run(lambda: hydra_errors.reported(_hydra_main))
+
+    return entry.run("physassist-eval", work)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

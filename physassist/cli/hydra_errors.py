@@ -137,6 +137,38 @@ def _output_dir(exc: OSError) -> str:
     return f"Hydra's output dir {found}" if found else "Hydra's output dir"
 
 
+def _output_dir_error(exc: BaseException) -> OSError | None:
+    """The ``OSError`` (``exc`` or its cause) with which Hydra failed to make or write a job's
+    output dir, before any code of ours ran in the job; a full disk anywhere."""
+    from physassist.faults import no_space
+
+    failed = next((e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, OSError)), None)
+    if failed is None:
+        return None
+    if no_space(failed):
+        return failed
+    ours = str(Path(__file__).resolve().parents[2])
+    tb, in_hydra = exc.__traceback__, False
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name in ("run_job", "sweep") and f"{os.sep}hydra{os.sep}" in code.co_filename:
+            in_hydra = True
+        elif in_hydra and code.co_filename.startswith(ours) and ".venv" not in code.co_filename:
+            return None  # raised in the job, by our code: not Hydra's setup
+        tb = tb.tb_next
+    return failed if in_hydra else None
+
+
+def output_dir_line(exc: OSError) -> str:
+    """Hydra's output dir could not be written: one line naming it (or the file) and why."""
+    from physassist.faults import no_space
+
+    if no_space(exc):
+        return f"{_output_dir(exc)}: no space left on device (nothing ran)"
+    what = f"cannot write {exc.filename}" if exc.filename else "cannot write it"
+    return f"Hydra's output dir: {what}: {(exc.strerror or str(exc)).lower()} (nothing ran)"
+
+
 def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
     """Run a Hydra entry point; composition errors become one line and exit status 2."""
     from hydra.errors import (
@@ -145,6 +177,12 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
         OverrideParseException,
     )
 
+    from physassist.cli.inspect_habits import unknown_flag
+
+    flag = unknown_flag(sys.argv[1:], program)
+    if flag:  # argparse would print its usage block
+        print(f"{program}: error: {flag}", file=sys.stderr)
+        raise SystemExit(2)
     previous = os.environ.get("HYDRA_FULL_ERROR")
     user_full_error = previous == "1"  # as Hydra reads it
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing its own report
@@ -155,20 +193,18 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
             raise
         print(f"{program}: error: {one_line(exc, program)}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ValueError as exc:  # Hydra's own flags used together that it refuses
-        if user_full_error or not _from_hydra_flags(exc):
-            raise
-        print(f"{program}: error: {exc}{_flags_hint(program)}", file=sys.stderr)
-        raise SystemExit(2) from None
     except JobFailed as exc:
         print(f"{program}: error: {exc}", file=sys.stderr)
         raise SystemExit(exc.code) from None
-    except OSError as exc:  # Hydra's output dir (.hydra/*.yaml, the job log) on a full disk
-        from physassist.faults import no_space
-
-        if not no_space(exc):
-            raise
-        print(f"{program}: error: {_output_dir(exc)}: no space left on device (nothing ran)", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        # Hydra's output dir (.hydra/*.yaml, the job log) on a full disk, not writable or no
+        # directory at all (logging's own ValueError wraps the log file's OSError)
+        if not user_full_error and (failed := _output_dir_error(exc)) is not None:
+            print(f"{program}: error: {output_dir_line(failed)}", file=sys.stderr)
+            raise SystemExit(2) from None
+        if not isinstance(exc, ValueError) or user_full_error or not _from_hydra_flags(exc):
+            raise  # Hydra's own flags used together that it refuses: one line below
+        print(f"{program}: error: {exc}{_flags_hint(program)}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         if previous is None:

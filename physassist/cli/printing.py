@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,6 +39,26 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
     return "\n".join(lines)
 
 
+def run_line(params: Mapping[str, str], metrics: Mapping[str, float]) -> str:
+    """What was run, above the table: ``model physassist/oracle | dataset sample: 36 sessions,
+    en | ehr strict | judge rules`` (a judge with graders names them). ``params`` are the run's
+    MLflow params (``Experiment.params``)."""
+
+    def given(key: str) -> str | None:
+        value = params.get(key)
+        return None if value in (None, "null", "") else value
+
+    sessions = f"{metrics['n_sessions']:.0f} sessions, " if "n_sessions" in metrics else ""
+    graders = given("judge.models") or given("judge.model")
+    if graders and graders.startswith("["):  # judge.models, as flatten_config wrote it (JSON)
+        graders = ", ".join(str(g) for g in json.loads(graders))
+    judge = params.get("judge", "-") + (f" ({graders})" if graders else "")
+    return (
+        f"model {params.get('model', '-')} | dataset {params.get('dataset', '-')}: {sessions}{params.get('language', '-')}"
+        f" | ehr {params.get('ehr', '-')} | judge {judge}"
+    )
+
+
 def job_line(job: str, outcome: Outcome) -> str:
     """A sweep job's result in one line (the sweep ends with the table of all its jobs)."""
     from physassist.cli.sweep_summary import mrs_text, unscored_text
@@ -71,6 +92,8 @@ def report(outcome: Outcome, job: str | None = None) -> None:
 def _where(outcome: Outcome) -> None:
     exp = outcome.experiment
     if outcome.metrics:
+        if exp is not None:
+            print(run_line(exp.params, outcome.metrics))
         print(result_table(outcome.metrics, exp.taus if exp is not None else [0.6, 0.75]))
     print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
     if outcome.run_id and exp is not None:

@@ -24,8 +24,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow tracking URI (default {DEFAULT_URI})")
     p.add_argument("--experiment", action="append", help="MLflow experiment name (repeatable; default physassist)")
     p.add_argument("--filter", default="", help="MLflow filter string, e.g. \"params.model = 'physassist/oracle'\"")
-    p.add_argument("--sweep", default=None, help="only the runs of this sweep id (tag physassist.sweep_id)")
-    p.add_argument("--runs", default=None, help="comma-separated run ids: exactly these runs, any two of which may be paired")
+    p.add_argument("--sweep", default=None, help="only the runs of this sweep id (tag physassist.sweep_id; a unique prefix of >= 6 characters will do)")
+    p.add_argument("--runs", default=None, help="comma-separated run ids (unique prefixes of >= 6 characters, as tables print them): exactly these runs, any two of which may be paired")
     p.add_argument("--out", type=Path, default=None, help="output directory (default outputs/reports/<sweep|experiment>)")
     p.add_argument("--no-log", action="store_true", help="do not log the report to MLflow")
     return p
@@ -47,6 +47,13 @@ def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``physassist-report``; returns the exit status."""
+    from physassist.cli import entry
+
+    return entry.run("physassist-report", lambda: _report(argv))
+
+
+def _report(argv: list[str] | None) -> int:
     command_start()
     args = parser().parse_args(argv)  # before the imports: --help and usage errors answer at once
     from physassist.report.build import (
@@ -54,16 +61,18 @@ def main(argv: list[str] | None = None) -> int:
         artifact_turns,
         deduplicate,
         log_report,
+        resolve_ids,
         select_runs,
         write_report,
     )
 
     experiments = args.experiment or ["physassist"]
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
-    out = args.out or Path("outputs") / "reports" / (args.sweep or "-".join(experiments))
     _end_abandoned(args.tracking_uri, experiments)
     try:
-        runs = select_runs(args.tracking_uri, experiments, args.filter, args.sweep, run_ids)
+        sweep_id, run_ids = resolve_ids(args.tracking_uri, experiments, args.sweep, run_ids)
+        out = args.out or Path("outputs") / "reports" / (sweep_id or "-".join(experiments))
+        runs = select_runs(args.tracking_uri, experiments, args.filter, sweep_id, run_ids)
     except ReportError as exc:
         print(f"physassist-report: error: {exc}", file=sys.stderr)
         return 2
@@ -85,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(report.runs)} run(s); tables and figures in {out.resolve()}")
     if not args.no_log:
         try:
-            run_id = log_report(report, args.tracking_uri, experiments[0], args.sweep)
+            run_id = log_report(report, args.tracking_uri, experiments[0], sweep_id)
             print(f"MLflow report run: {run_id}")
         except Exception as exc:  # noqa: BLE001 - the files are written already
             print(f"physassist-report: logging the report failed: {exc}", file=sys.stderr)

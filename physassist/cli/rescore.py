@@ -156,13 +156,13 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
     return done
 
 
-def main() -> None:
+def main() -> int:
     """Console entry point (``physassist-rescore``); a composition error is one line, exit 2."""
-    from physassist.cli import console
+    from physassist.cli import console, entry
 
     console.start()
-    reported(_hydra_main, "physassist-rescore")
+    return entry.run("physassist-rescore", lambda: reported(_hydra_main, "physassist-rescore"))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

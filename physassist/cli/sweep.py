@@ -25,7 +25,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli import sweep_summary
+from physassist import redaction
+from physassist.cli import secrets, sweep_summary
 from physassist.cli.config import ConfigError, check_config, model_specs, resolve, tracking_settings
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.preflight import EndpointError, check_endpoints
@@ -60,12 +61,17 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    arguments = [str(o) for o in config.hydra.overrides.task]
-    params = config.hydra.sweeper.get("params") or {}
-    arguments += [f"{k}={v}" for k, v in params.items()]
-    parsed = OverridesParser.create().parse_overrides(arguments)
+    parsed = OverridesParser.create().parse_overrides(sweep_arguments(config))
     batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
     return [list(job) for batch in batches for job in batch]
+
+
+def sweep_arguments(config: DictConfig) -> list[str]:
+    """The sweep's arguments as written (unresolved): command line and ``hydra.sweeper.params``."""
+    arguments = [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task)]
+    params = config.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(params) if params else {}
+    return arguments + [f"{k}={v}" for k, v in params.items()]
 
 
 def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[float]]]:
@@ -83,9 +89,9 @@ def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[
             assistant, roles = model_specs(config)
             specs += [("model", assistant), *roles.items()]
         except ConfigError as exc:
-            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {exc}") from exc
+            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors, made one line
-            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(overrides))}): {one_line(exc)}") from exc
+            raise ConfigError(f"job #{number} ({' '.join(identity_overrides(secrets.overrides(overrides)))}): {one_line(exc)}") from exc
     return specs, taus
 
 
@@ -139,11 +145,16 @@ class SweepCallback(Callback):
         except EndpointError as exc:
             signals.interrupt_instead(exc)
             fault(str(exc))
-        arguments = [str(o) for o in config.hydra.overrides.task]
-        params = config.hydra.sweeper.get("params") or {}
-        arguments += [f"{k}={v}" for k, v in params.items()]
-        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(base)))
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        try:
+            sweep_dir.mkdir(parents=True, exist_ok=True)  # before the parent run (Hydra would only warn)
+        except OSError as exc:
+            from physassist.cli.hydra_errors import output_dir_line
+
+            fail(output_dir_line(exc))
+        arguments = secrets.overrides(sweep_arguments(config))  # as recorded: no secret
+        jobs = [secrets.overrides(job) for job in jobs]  # each job's key and line, as the job has them
+        sweep_id = runs.sweep_key(identity_overrides(arguments), experiment_params(flatten_config(redaction.redact(base))))
         for name in (TRACKING_ERRORS_FILE, FAULTS_FILE, sweep_summary.JOBS_FILE):
             (sweep_dir / name).unlink(missing_ok=True)
         parent = done = None
@@ -158,7 +169,7 @@ class SweepCallback(Callback):
                 ended = claims.end_abandoned(tracker)
                 if ended:
                     print(f"{len(ended)} run(s) whose process is gone (kill -9, a crash) marked KILLED")
-                tracker.log_params(parent, shared_params(flatten_config(base), arguments))
+                tracker.log_params(parent, shared_params(flatten_config(redaction.redact(base)), arguments))
                 stale = claims.mark_stale(tracker, sweep_id)
                 if stale:
                     print(f"sweep {sweep_id}: {len(stale)} run(s) left RUNNING by a stopped process marked KILLED; their jobs resume")
@@ -265,17 +276,15 @@ def run(entry: Callable[[], Any]) -> None:
     global _open
     from physassist import signals
 
-    signals.install()
     try:
         entry()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the command's one line follows (``cli.entry``)
         signals.taken()
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
             end_jobs(opened, signals.reason())
             close(opened, "KILLED")
-        print(f"physassist-eval: {signals.reason()}", file=sys.stderr)
-        raise SystemExit(signals.exit_code()) from None
+        raise
     except BaseException as exc:  # a failed job, or any error: the parent must not stay RUNNING
         opened, _open = _open, None
         ended_well = isinstance(exc, SystemExit) and exc.code in (0, None)

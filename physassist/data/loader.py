@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from physassist.data import folder
 from physassist.data.models import Problem, Session, SessionFormatError
 from physassist.data.records import RawRecord, read_jsonl
 from physassist.data.turns import flatten_sessions, resolved_scenario, rows_to_frame
@@ -116,6 +117,7 @@ def jsonl_files(source: str | os.PathLike[str], scenarios: Iterable[str] | None 
     if path.is_dir():
         if hf.is_dataset_dir(path):
             return None
+        folder.check(path)  # a folder with a manifest must hold what it lists (FolderError)
         files = _scenario_files(path, scenarios)
         if not files:
             raise FileNotFoundError(f"no .jsonl session files in {path} (expected "

@@ -32,7 +32,7 @@ from physassist.report.tables import Table, agreement_table, all_tables, taus_of
 from physassist.tracking.metric_names import with_summary_names
 from physassist.tracking.mlflow_store import http_quiet, resolve_tracking_uri, with_retries
 from physassist.tracking.params import experiment_params
-from physassist.tracking.runs import KIND_TAG, SWEEP_TAG, Tracker
+from physassist.tracking.runs import KIND_TAG, RUN_NAME_TAG, SWEEP_TAG, Tracker
 
 
 class ReportError(ValueError):
@@ -46,6 +46,36 @@ class Report:
     tables: list[Table]
     figures: list[Path] = field(default_factory=list)
     run_id: str | None = None
+
+
+def resolve_ids(
+    tracking_uri: str | None, experiments: Sequence[str], sweep_id: str | None, run_ids: Sequence[str] | None
+) -> tuple[str | None, list[str] | None]:
+    """The whole sweep id and run ids for what the user typed (``physassist.tracking.ids``: a
+    unique prefix of >= 6 characters, as the tables print them); ``ReportError`` otherwise."""
+    if not sweep_id and not run_ids:
+        return sweep_id, None
+    import mlflow
+
+    from physassist.tracking import ids
+
+    http_quiet()
+    uri = resolve_tracking_uri(tracking_uri)
+    client = mlflow.MlflowClient(uri)
+    try:
+        found = [with_retries(lambda name=name: client.get_experiment_by_name(name)) for name in experiments]
+    except Exception as exc:  # noqa: BLE001
+        raise ReportError(f"cannot read runs from {uri}: {str(exc).splitlines()[0]}") from exc
+    experiment_ids = [e.experiment_id for e in found if e is not None]
+    if not experiment_ids:
+        raise ReportError(f"no experiment {', '.join(experiments)} in {uri}")
+    try:
+        sweep = ids.resolve(client, experiment_ids, sweep_id, ("sweep",)).id if sweep_id else None
+        where = f"tags.`{KIND_TAG}` = 'job'"  # only experiment runs are reported: a report run is no rival
+        runs = [ids.resolve(client, experiment_ids, r, ("run",), where=where).id for r in run_ids or ()]
+    except ids.IdError as exc:
+        raise ReportError(f"{exc} (experiment(s) {', '.join(experiments)} of {uri})") from exc
+    return sweep, runs or None
 
 
 def select_runs(
@@ -87,7 +117,18 @@ def select_runs(
         what = f"experiment(s) {', '.join(experiments)}" + (f", sweep {sweep_id}" if sweep_id else "")
         what += f", filter {filter_string!r}" if filter_string else ""
         raise ReportError(f"no FINISHED runs in {what} of {uri}")
-    return with_summary_names(runs).reset_index(drop=True)
+    return with_summary_names(_plain_names(runs)).reset_index(drop=True)
+
+
+def _plain_names(runs: pd.DataFrame) -> pd.DataFrame:
+    """Run names as made (``RUN_NAME_TAG``), without the headline a finished run's MLflow name
+    carries, so the tables label runs by what they are."""
+    tag = f"tags.{RUN_NAME_TAG}"
+    if tag not in runs.columns:
+        return runs
+    out = runs.copy()
+    out["tags.mlflow.runName"] = out[tag].where(out[tag].notna(), out.get("tags.mlflow.runName"))
+    return out
 
 
 def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
@@ -227,5 +268,18 @@ def log_report(report: Report, tracking_uri: str | None, experiment: str, sweep_
         tags[SWEEP_TAG + "_reported"] = sweep_id
     files = [(path, "report") for path in sorted(report.out_dir.iterdir()) if path.is_file()]
     tracker = Tracker(tracking_uri, experiment)
-    report.run_id = tracker.log_run(run_name="report", params={}, tags=tags, metrics={}, files=files)
+    name = report_name(report.runs, sweep_id, tracker)
+    report.run_id = tracker.log_run(run_name=name, params={}, tags=tags, metrics={}, files=files)
     return report.run_id
+
+
+def report_name(runs: pd.DataFrame, sweep_id: str | None, tracker: Tracker) -> str:
+    """What a report compares, as its run's name: ``report on <the sweep parent's name>``
+    (``report on paper_explicit: model x query``), else the runs' names joined by ``vs``
+    (``report on oracle vs baseline | query=explicit``), else how many runs it holds."""
+    if sweep_id:
+        parents = tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "sweep"})
+        return f"report on {parents[0].info.run_name if parents else 'sweep ' + sweep_id}"
+    names = [str(n) for n in runs.get("tags.mlflow.runName", runs["run_id"]).tolist()]
+    joined = " vs ".join(names)
+    return f"report on {joined}" if len(names) <= 4 and len(joined) <= 200 else f"report on {len(names)} runs"

@@ -31,13 +31,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from physassist.metrics import SESSION_DIMENSIONS, TURN_DIMENSIONS
+from physassist.metrics import SESSION_DIMENSIONS, TURN_DIMENSIONS, is_headline
 
-_HEADLINE = re.compile(
-    r"^(mrs|pass_(turn|session)_\d\.\d\d)(_ci_(low|high))?$"
-    r"|^(n_sessions|n_turns|scored_turns|unscored_turns|error_turns|cost_usd|judge_unparseable_rate)$"
-    r"|^agreement\."
-)
 _DIMENSIONS = sorted((*SESSION_DIMENSIONS, *TURN_DIMENSIONS), key=len, reverse=True)  # longest first
 _BREAKDOWN = re.compile(
     r"^(?:mrs|pass_(?:turn|session)_\d\.\d\d|n_turns|unscored_turns)\.(" + "|".join(_DIMENSIONS) + r")\."
@@ -58,7 +53,7 @@ PARENT = ("mrs", "mrs_ci_low", "mrs_ci_high")
 
 def section(key: str) -> str | None:
     """The MLflow section of a summarize name, None for the headline."""
-    if _HEADLINE.match(key):
+    if is_headline(key):
         return None
     breakdown = _BREAKDOWN.match(key)
     if breakdown:
@@ -122,12 +117,12 @@ def with_summary_names(runs: pd.DataFrame) -> pd.DataFrame:
     """``mlflow.search_runs`` columns with summarize's metric names (``metrics.tier/mrs.tier.2``
     -> ``metrics.mrs.tier.2``, one column when old and new runs are mixed), so tables read
     both alike."""
-    out = runs.copy()
-    for column in [c for c in runs.columns if c.startswith("metrics.") and "/" in c]:
-        name = "metrics." + summary_name(column[len("metrics.") :])
-        out[name] = out[name].combine_first(out[column]) if name in out else out[column]
-        out = out.drop(columns=column)
-    return out
+    columns: dict[str, pd.Series] = {}  # built whole, then one frame: no column inserted one by one
+    for column in runs.columns:
+        name = "metrics." + summary_name(column[len("metrics.") :]) if column.startswith("metrics.") else column
+        seen = columns.get(name)
+        columns[name] = runs[column] if seen is None else seen.combine_first(runs[column])
+    return pd.DataFrame(columns, index=runs.index)
 
 
 def job_label(overrides: Sequence[str], swept: Sequence[str]) -> str:
@@ -140,3 +135,17 @@ def job_label(overrides: Sequence[str], swept: Sequence[str]) -> str:
 def parent_metrics(metrics: Mapping[str, float], label: str) -> dict[str, float]:
     """A job's headline for its sweep's parent run: ``<metric>/<label>``, rounded."""
     return {f"{k}/{label}": rounded(k, float(metrics[k])) for k in PARENT if k in metrics}
+
+
+def parent_description(metrics: Mapping[str, float]) -> str:
+    """A sweep parent's description (Markdown, at the top of its run page, which shows its first
+    lines): each job's mRS with its interval, from the parent's ``mrs/<label>`` metrics
+    (``parent_metrics``), in one paragraph so a 4-job sweep fits those lines."""
+    shown = []
+    for name in sorted(k for k in metrics if k.startswith("mrs/")):
+        label = name.split("/", 1)[1]
+        low, high = metrics.get(f"mrs_ci_low/{label}"), metrics.get(f"mrs_ci_high/{label}")
+        interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
+        job = " ".join(part.replace("-", "=", 1) for part in label.split(" "))
+        shown.append(f"**{job}** {metrics[name]:.1f}{interval}")
+    return f"mRS [95% CI] of each job: {' · '.join(shown)}" if shown else ""

@@ -6,7 +6,11 @@ when it is not the embedded sample. A sweep job's name *leads with its swept val
 sweep's order (a swept model as its bare name), even a default one: MLflow's run list shows a
 name's first ~20 characters, and four ``explorer | menu=...`` children looked alike
 (``menu=gold | explorer``). A sweep's parent is named after its experiment and its swept
-factors: ``paper_explicit: model x query``. Plain values in, strings out.
+factors: ``paper_explicit: model x query``. Once a run ends FINISHED its name also carries its
+headline (``explorer | mRS 49.5 [45.3, 54.0]``), so MLflow's run list, which shows no metric
+column until a user picks one, shows the result; the name as made here stays in the tag
+``physassist.run_name`` for whatever reads names (the report's tables, a rescoring's name).
+Plain values in, strings out.
 """
 
 from __future__ import annotations
@@ -83,3 +87,13 @@ def sweep_name(experiment: str | None, arguments: Sequence[str]) -> str:
     factors = swept_factors(arguments)
     head = experiment or "sweep"
     return f"{head}: {' x '.join(factors)}" if factors else head
+
+
+def with_headline(name: str, metrics: Mapping[str, float]) -> str:
+    """``<name> | mRS 49.5 [45.3, 54.0]``: a finished run's name (``name`` alone without mRS)."""
+    mrs = metrics.get("mrs")
+    if mrs is None or mrs != mrs:
+        return name
+    low, high = metrics.get("mrs_ci_low"), metrics.get("mrs_ci_high")
+    interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None and low == low and high == high else ""
+    return f"{name}{SEPARATOR}mRS {mrs:.1f}{interval}"

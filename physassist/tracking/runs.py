@@ -41,6 +41,7 @@ from physassist.tracking.mlflow_store import (
     store_lock,
     with_retries,
 )
+from physassist.tracking.names import with_headline
 from physassist.tracking.owner import Owner
 from physassist.tracking.traces import TraceRequest, write_traces
 
@@ -50,6 +51,8 @@ SWEEP_TAG = "physassist.sweep_id"
 JOB_TAG = "physassist.job_key"
 OVERRIDES_TAG = "physassist.overrides"
 PENDING_TAG = "physassist.sweep_pending"  # on a new parent until its creator kept it
+NOTE_TAG = "mlflow.note.content"  # a run's description, at the top of its page
+RUN_NAME_TAG = "physassist.run_name"  # the name as made (names.run_name): mlflow.runName adds the headline
 TRACES_TAG = "physassist.traces"  # sessions written as traces (+ _assessments, _seconds, _after_eval)
 
 log = logging.getLogger(__name__)
@@ -341,6 +344,17 @@ class Tracker:
         for chunk in _chunks(metric_list, 1000):
             self._write(lambda c=chunk: self.client.log_batch(run_id, metrics=c))
 
+    def describe_sweep(self, parent_run_id: str) -> None:
+        """The parent's description (``mlflow.note.content``) lists each job's mRS so far
+        (``metric_names.parent_description``); read and written under the store's lock, so
+        jobs ending together do not drop each other's rows."""
+        from physassist.tracking.metric_names import parent_description
+
+        with store_lock(self.uri):
+            text = parent_description(self._call(lambda: self.client.get_run(parent_run_id)).data.metrics)
+            if text:
+                self._call(lambda: self.client.set_tag(parent_run_id, NOTE_TAG, text))
+
     def end_sweep(self, parent_run_id: str, sweep_id: str, status: str | None = None) -> str:
         """Close the parent: ``status`` if given (KILLED, FAILED), else FINISHED when every
         child finished and FAILED otherwise; returns it."""
@@ -354,6 +368,7 @@ class Tracker:
                 metrics=[_metric(k, float(v)) for k, v in counts.items()],
             )
         )
+        self.describe_sweep(parent_run_id)  # every job's row, whatever the order they ended in
         self.terminate(parent_run_id, status)
         return status
 
@@ -392,7 +407,7 @@ class Tracker:
                  parent_run_id):
         from mlflow.entities import Param, RunTag
 
-        all_tags = {KIND_TAG: "job", **tags}
+        all_tags = {KIND_TAG: "job", RUN_NAME_TAG: run_name, **tags}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         if run_id is None:
@@ -444,10 +459,14 @@ class Tracker:
                 self._write(lambda: self.client.log_batch(run_id, tags=written))
             for path, artifact_dir in late_files():
                 self._call(lambda p=path, d=artifact_dir: self.client.log_artifact(run_id, str(p), d))
+            if status == "FINISHED":  # the run list shows names, not metrics: the name says the result
+                named = with_headline(run_name, clean_metrics(metrics))
+                self._write(lambda: self.client.update_run(run_id, name=named))
             self._write(lambda: self.client.set_terminated(run_id, status))
-        except Exception:
+        except BaseException as exc:  # an interrupt too: the run is never left RUNNING
+            ended = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
             with contextlib.suppress(Exception):
-                self._write(lambda: self.client.set_terminated(run_id, "FAILED"))
+                self._write(lambda: self.client.set_terminated(run_id, ended))
             raise
         return run_id
 
