@@ -90,13 +90,23 @@ def _drug_rows(con: duckdb.DuckDBPyConnection, hadm: int, word: str) -> list[str
 
 
 def _culture_rows(con: duckdb.DuckDBPyConnection, hadm: int, cutoff: str) -> list[str]:
+    """Each test of the stay's specimens (those without hadm_id drawn from edregtime on
+    included) drawn by the end of ``cutoff``, with its report time: a result reported after
+    that was not known to the session."""
     rows = con.execute(
-        "SELECT coalesce(charttime, chartdate) AS t, spec_type_desc, "
-        "string_agg(DISTINCT org_name, ', ') FROM microbiologyevents WHERE hadm_id = ? "
-        "AND coalesce(charttime, chartdate) < CAST(? AS DATE) + INTERVAL 1 DAY "
-        "GROUP BY micro_specimen_id, t, spec_type_desc ORDER BY t", [hadm, cutoff]).fetchall()
-    return ["microbiologyevents (every specimen of the admission):", "",
-            *_table(["time", "specimen", "organisms"], rows)]
+        "SELECT coalesce(m.charttime, m.chartdate) AS t, m.spec_type_desc, m.hadm_id IS NULL, "
+        "m.test_name, m.storetime, CASE WHEN m.storetime IS NULL OR m.storetime >= "
+        "CAST(? AS DATE) + INTERVAL 1 DAY THEN 'after the session' ELSE '' END, "
+        "string_agg(DISTINCT m.org_name, ', '), "
+        "string_agg(DISTINCT m.ab_name || ' ' || m.interpretation, ', ') "
+        "FROM microbiologyevents m JOIN admissions a ON a.subject_id = m.subject_id "
+        "WHERE a.hadm_id = ? AND (m.hadm_id = a.hadm_id OR (m.hadm_id IS NULL AND "
+        "coalesce(m.charttime, m.chartdate) BETWEEN coalesce(a.edregtime, a.admittime) "
+        "AND a.dischtime)) AND coalesce(m.charttime, m.chartdate) < CAST(? AS DATE) + INTERVAL 1 DAY "
+        "GROUP BY ALL ORDER BY t, m.test_name", [cutoff, hadm, cutoff]).fetchall()
+    return ["microbiologyevents (every test of the stay's specimens; no hadm_id: the ED's):", "",
+            *_table(["drawn", "specimen", "no hadm_id", "test", "reported", "known", "organisms",
+                     "antibiotics"], rows)]
 
 
 def _dx_rows(con: duckdb.DuckDBPyConnection, hadm: int) -> list[str]:

@@ -125,6 +125,7 @@ class JudgeSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     provider: str | None = None
+    repeats: int = 1  # times each turn is judged (its score is their mean)
 
 
 @dataclass(frozen=True)

@@ -89,9 +89,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 #: The headline: what a run's first screen shows (Inspect's results, MLflow's names without a
 #: section, the console's table). Breakdowns, tools, epochs and the other counts are computed
 #: from the turn table by the same ``summarize`` and live in MLflow, the turn table and the report.
+#: The noise (``physassist.noise``) and calibration (``physassist.calibration``) names are
+#: computed after the eval, never by ``summarize``: headline in MLflow and the console.
 _HEADLINE = re.compile(
-    r"^(mrs|pass_(turn|session)_\d\.\d\d)(_ci_(low|high))?$"
+    r"^(mrs|pass_(turn|session)_\d\.\d\d)(_calibrated)?(_ci_(low|high))?$"
     r"|^(n_sessions|n_turns|scored_turns|unscored_turns|error_turns|cost_usd|judge_unparseable_rate)$"
+    r"|^(noise|mde|share|var|repeats)\.|^judge_bias(_ci_(low|high))?$|^n_labelled$"
     r"|^agreement\."
 )
 

@@ -63,6 +63,10 @@ def _temperature(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
+def _seed(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
 def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
@@ -80,6 +84,7 @@ class Option:
     expects: str = ""  # what ``rule`` accepts, for the message
     many: bool = False  # a list of values (None = all)
     identity: bool = False  # what its group selects (the rule of ``mlflow``)
+    kind: type | None = None  # the value's type where a null default does not show it (the schema's)
 
     @property
     def mlflow(self) -> str | None:
@@ -146,8 +151,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, identity=True),
     Option("patient.literacy", "literacy", "high", "replayed patient's health-literacy variant", Literacy),
     Option("patient.miss", "patient_miss", "unknown", "replay of a question the gold has no reply for: a fixed unknown, or the same tool's reply", PatientMiss),
+    Option("patient.seed", "patient_seed", None, "live patient's sampling seed (null: the provider's); runs differing only in it measure the patient's noise", rule=_seed, expects="null or an integer >= 0", kind=int),
     Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, identity=True),
     Option("judge.context", "judge_context", "gold_answer", "what the llm judge verifies against: the gold answer or the EHR evidence", JudgeContext),
+    Option("judge.repeats", "judge_repeats", 1, "times each turn is judged; a turn's score is their mean, and their spread is the judge's noise", rule=_positive_int, expects="a positive integer"),
     Option("grounding.mode", "grounding", "on", "the judge-free grounding check: every fact an answer states matched against what the assistant received (scorer physassist_grounding)", GroundingMode, identity=True),
     Option("history.mode", "history", "free", "what turn t starts from: the model's own turns < t (free, the paper's) or the gold ones, gold tool calls executed (gold)", History, identity=True),
     Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),

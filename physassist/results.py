@@ -55,6 +55,7 @@ TURN_COLUMNS = [
     "score",
     "status",
     "judge",
+    "judge_scores",  # with judge.repeats > 1: each judging's score (the turn's score is their mean)
     "n_items",
     "n_passed",
     "n_undecided",
@@ -159,6 +160,7 @@ def turn_rows(
                 "score": float(score) if score is not None else math.nan,
                 "status": st.get("status"),
                 "judge": st.get("judge"),
+                "judge_scores": st.get("judge_scores"),
                 "n_items": len(items),
                 "n_passed": sum(1 for i in items if i.get("passed") is True),
                 "n_undecided": sum(1 for i in items if i.get("passed") is None),

@@ -144,8 +144,10 @@ def local_path(location: str | None) -> str | None:
 
 def results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
     """The per-turn table and every metric of the benchmark for an Inspect log (with token
-    usage and, given ``prices``, estimated cost per role: ``physassist.usage``)."""
+    usage and, given ``prices``, estimated cost per role: ``physassist.usage``; and its noise:
+    ``physassist.noise``)."""
     from physassist.metrics import summarize
+    from physassist.noise import run_metrics
     from physassist.results import turn_table
     from physassist.usage import usage_metrics
 
@@ -153,6 +155,8 @@ def results(log, taus: list[float], prices: Mapping[str, Any] | None = None):
     metrics = summarize(turns, taus=taus)
     for name, value in {**inspect_stats(log), **usage_metrics(log, prices)}.items():
         metrics.setdefault(name, value)
+    if len(turns) and (turns["status"] == "scored").any():
+        metrics.update(run_metrics(turns, taus, metrics))
     return turns, metrics
 
 

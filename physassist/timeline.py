@@ -38,6 +38,17 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
   count differs between the two); for every other drug both show the eMAR count.
 * **Course**: died (``hospital_expire_flag``, ``deathtime`` or a DIED disposition), hospice
   (a HOSPICE disposition) or discharged.
+* **Known at the cutoff** (``physassist.ehr.tools.reported``, the strict tools' rule): a lab
+  value or a culture result counts from its report time, not from its draw; a specimen drawn
+  by the cutoff and reported after it is pending. The stay's labs and specimens include those
+  without ``hadm_id`` drawn in its window (``edregtime`` else ``admittime`` to ``dischtime``):
+  the emergency department's.
+* **Microbiology** is read as the strict tools read it (``physassist.ehr.tools.microbiology``):
+  tests by kind (only cultures grow organisms), pending tests, commensal / contaminant /
+  rejected flags, each isolate's susceptibilities and the resistances named from them.
+* **The cutoff** is an instant: the end of the current date by default (the paper's sessions,
+  at the discharge date), or an instant inside the stay (``until``: a session's ``cutoff``, the
+  builder's in-stay timepoint); the tools apply the same instant (``ToolContext.cutoff``).
 """
 
 from __future__ import annotations
@@ -48,7 +59,10 @@ from functools import cached_property
 
 import duckdb
 
+from physassist.ehr.tools.microbiology import Isolate, MicroTest, Specimen, specimens
+from physassist.ehr.tools.reported import Expression, Stay, recorded_sql, reported_at, stays
 from physassist.ehr.tools.strict_medications import icu_status
+from physassist.ehr.tools.strict_observations import MICRO_COLUMNS
 
 #: An order stopped this long before the reference moment still counts as current (see above).
 ORDER_GRACE = dt.timedelta(hours=1)
@@ -161,11 +175,32 @@ class LabSeries:
 
 @dataclass(frozen=True)
 class Culture:
-    """One specimen's result: what grew (empty when nothing did)."""
+    """One microbiology specimen of the stay at the cutoff (``record``: its tests, pending or
+    reported, as the strict tools show them)."""
 
     specimen: str
     time: dt.datetime
-    organisms: tuple[str, ...]
+    record: Specimen
+
+    @property
+    def organisms(self) -> tuple[str, ...]:
+        """What its reported cultures grew, by name (sorted; results written as organisms,
+        such as "POSITIVE", left out)."""
+        return tuple(sorted({i.organism for i in self.record.isolates}))
+
+    @property
+    def significant(self) -> tuple[Isolate, ...]:
+        """The isolates of clinical weight: no commensal flora, no possible contaminant."""
+        return tuple(i for i in self.record.isolates if i.significant)
+
+    @property
+    def pending(self) -> tuple[MicroTest, ...]:
+        return tuple(t for t in self.record.tests if t.pending)
+
+    @property
+    def culture(self) -> bool:
+        """A culture was sent (not only a stain, antigen test, PCR or serology)."""
+        return bool(self.record.cultures)
 
 
 @dataclass(frozen=True)
@@ -217,12 +252,48 @@ class Timeline:
     subject_id: int
     hadm_id: int
     current_date: str
+    #: The session's cutoff instant, inclusive (the tools'); None: the end of ``current_date``.
+    until: dt.datetime | None = None
     _labs: dict[str, LabSeries | None] = field(default_factory=dict)
+    _recorded: dict[str, bool] = field(default_factory=dict)  # table -> has report times
 
     @property
     def cutoff(self) -> dt.datetime:
-        """What is recorded counts up to the end of the current date (the tools' cutoff)."""
+        """The first instant not yet known (every query here keeps what is before it): one
+        microsecond after ``until``, else the end of the current date."""
+        if self.until is not None:
+            return self.until + dt.timedelta(microseconds=1)
         return _day_end(self.current_date)
+
+    @cached_property
+    def stay(self) -> Stay | None:
+        """The admission's window for specimens without ``hadm_id`` (``reported.Stay``)."""
+        row = self.con.execute(
+            "SELECT hadm_id, admittime, dischtime, edregtime FROM admissions WHERE hadm_id = ?",
+            [self.hadm_id]).fetchone()
+        found = stays([dict(zip(("hadm_id", "admittime", "dischtime", "edregtime"), row,
+                                strict=True))]) if row else []
+        return found[0] if found else None
+
+    def _reported(self, table: str) -> Expression:
+        """``reported.reported_at`` for ``table`` in this store (asked once per timeline)."""
+        if table not in self._recorded:
+            row = self.con.execute(recorded_sql(table)).fetchone()
+            self._recorded[table] = bool(row and row[0])
+        return reported_at(table, self._recorded[table])
+
+    def lab_scope(self, alias: str = "l") -> tuple[str, list[object]]:
+        """SQL conditions (and their parameters) on ``labevents`` rows aliased ``alias``: the
+        subject's rows of the stay (its own and its window's without ``hadm_id``), drawn and
+        reported before :attr:`cutoff`. Unqualified report-time columns: join no other table
+        that has them."""
+        reported, _ = self._reported("labevents")
+        stay = self.stay
+        window = [stay.start, stay.end] if stay is not None else [self.cutoff, self.cutoff]
+        sql = (f"{alias}.subject_id = ? AND ({alias}.hadm_id = ? OR ({alias}.hadm_id IS NULL "
+               f"AND {alias}.charttime BETWEEN ? AND ?)) AND {alias}.charttime < ? "
+               f"AND {reported} < ?")
+        return sql, [self.subject_id, self.hadm_id, *window, self.cutoff, self.cutoff]
 
     @cached_property
     def _admission(self) -> tuple:
@@ -311,16 +382,17 @@ class Timeline:
         return self._labs[label]
 
     def _load_lab(self, label: str) -> LabSeries | None:
+        scope, params = self.lab_scope()
         rows = self.con.execute(
-            """
+            f"""
             SELECT l.itemid, lower(COALESCE(d.category, '')), l.charttime, l.valuenum,
                    l.valueuom, l.ref_range_lower, l.ref_range_upper
             FROM labevents l JOIN d_labitems d USING (itemid)
-            WHERE l.subject_id = ? AND l.hadm_id = ? AND l.charttime < ?
+            WHERE {scope}
               AND l.valuenum IS NOT NULL AND d.label = ?
               AND (d.fluid IS NULL OR lower(d.fluid) = 'blood')
             ORDER BY l.charttime, l.labevent_id
-            """, [self.subject_id, self.hadm_id, self.cutoff, label]).fetchall()
+            """, [*params, label]).fetchall()
         if any(cat != BLOOD_GAS for _, cat, *_ in rows):
             rows = [r for r in rows if r[1] != BLOOD_GAS]
         if not rows:
@@ -339,26 +411,40 @@ class Timeline:
         return LabSeries(label, tuple(sorted(counts)), points)
 
     @cached_property
+    def microbiology(self) -> tuple[Culture, ...]:
+        """Every microbiology specimen of the stay drawn by the cutoff, newest first, as known
+        at the cutoff (see the module rules)."""
+        stay = self.stay
+        window = [stay.start, stay.end, stay.start.date(), stay.end.date()] if stay else [None] * 4
+        columns = ", ".join(f'"{c}"' for c in MICRO_COLUMNS)
+        found = self.con.execute(
+            f"""
+            SELECT {columns} FROM microbiologyevents
+            WHERE subject_id = ? AND COALESCE(charttime, chartdate) < ?
+              AND (hadm_id = ? OR (hadm_id IS NULL AND (
+                   (charttime IS NOT NULL AND charttime BETWEEN ? AND ?)
+                   OR (charttime IS NULL AND CAST(chartdate AS DATE) BETWEEN ? AND ?))))
+            ORDER BY COALESCE(charttime, chartdate), micro_specimen_id, test_seq
+            """, [self.subject_id, self.cutoff, self.hadm_id, *window]).fetchall()
+        rows = [dict(zip(MICRO_COLUMNS, r, strict=True)) for r in found]
+        _, when = self._reported("microbiologyevents")
+        known = specimens(rows, self.cutoff - dt.timedelta(microseconds=1), when,
+                          [stay] if stay else [])
+        return tuple(Culture(s.specimen, s.drawn, s) for s in known)
+
+    @property
     def cultures(self) -> tuple[Culture, ...]:
-        """Each specimen of the admission up to the cutoff with its organisms, newest first."""
-        rows = self.con.execute(
-            """
-            SELECT micro_specimen_id, any_value(spec_type_desc),
-                   min(COALESCE(charttime, chartdate)),
-                   list(DISTINCT org_name ORDER BY org_name) FILTER (WHERE org_name IS NOT NULL)
-            FROM microbiologyevents
-            WHERE subject_id = ? AND hadm_id = ? AND COALESCE(charttime, chartdate) < ?
-            GROUP BY micro_specimen_id
-            """, [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
-        out = [Culture(str(spec or ""), t, tuple(orgs or ())) for _, spec, t, orgs in rows]
-        return tuple(sorted(out, key=lambda c: (c.time, c.specimen), reverse=True))
+        """The specimens a culture was sent from, newest first."""
+        return tuple(c for c in self.microbiology if c.culture)
 
     @property
     def positive_cultures(self) -> tuple[Culture, ...]:
+        """Cultures that grew an organism by the cutoff (commensals included)."""
         return tuple(c for c in self.cultures if c.organisms)
 
 
 def load_timeline(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
-                  current_date: str) -> Timeline:
-    """The timeline of one admission at ``current_date`` (queries run lazily, once each)."""
-    return Timeline(con, int(subject_id), int(hadm_id), str(current_date)[:10])
+                  current_date: str, until: dt.datetime | None = None) -> Timeline:
+    """The timeline of one admission at ``current_date``, or at the instant ``until`` of that
+    date (queries run lazily, once each)."""
+    return Timeline(con, int(subject_id), int(hadm_id), str(current_date)[:10], until)

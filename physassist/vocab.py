@@ -36,6 +36,9 @@ TIERS: tuple[int, ...] = (1, 2, 3)
 LANGUAGES: tuple[str, ...] = ("en", "zh")
 #: Health-literacy variants of a patient's replies, in the order the cohort generator draws them.
 LITERACY_LEVELS: tuple[str, ...] = ("low", "medium", "high")
+#: When a built session happens: at the end of the anchor admission's discharge date (the
+#: paper's design) or on the morning of a hospital day inside the stay (our extension).
+TIMEPOINTS: tuple[str, ...] = ("discharge", "in-stay")
 N_TURNS = 4
 
 # -- tools (docs/design.md#tools, FHIR-style dotted names) ----------------------------------------

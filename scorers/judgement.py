@@ -94,11 +94,15 @@ class TurnJudgement:
     status: Status
     error: str | None = None
     error_kind: ErrorKind | None = None
+    #: With ``judge.repeats`` > 1, each judging's score: the turn's score is their mean.
+    repeat_scores: tuple[float, ...] = ()
 
     @property
     def score(self) -> float | None:
         if self.status != "scored" or not self.items:
             return None
+        if self.repeat_scores:
+            return sum(self.repeat_scores) / len(self.repeat_scores)
         return sum(1 for i in self.items if i.passed) / len(self.items)
 
     @classmethod
@@ -130,6 +134,32 @@ class TurnJudgement:
             error=error,
             error_kind=kind,
         )
+
+
+#: Which unscored status a turn judged several times keeps: the gravest of its judgings'.
+_GRAVITY: dict[Status, int] = {"scored": 0, "undecided": 1, "failed": 2, "error": 3}
+
+
+def combined(judgements: Sequence[TurnJudgement]) -> TurnJudgement:
+    """One turn judged several times (``judge.repeats``) as one judgement.
+
+    Scored only when every judging is: one that failed, erred or left an item undecided leaves
+    the turn unscored with that status and its error (a repeat never turns a fault into a
+    score). A scored turn's score is the judgings' mean (``repeat_scores``); each item keeps
+    the majority verdict (a tie is undecided), for the traces and agreement."""
+    if len(judgements) == 1:
+        return judgements[0]
+    worst = max(judgements, key=lambda j: _GRAVITY[j.status])
+    if worst.status != "scored":
+        return worst
+    items = []
+    for verdicts in zip(*(j.items for j in judgements), strict=True):
+        passed = sum(1 for v in verdicts if v.passed)
+        failed = len(verdicts) - passed
+        verdict = None if passed == failed else passed > failed
+        items.append(ItemResult(verdict, f"{passed} of {len(verdicts)} judgings pass it; first: {verdicts[0].reason}"))
+    scores = tuple(float(j.score) for j in judgements if j.score is not None)
+    return TurnJudgement(items=items, judge=worst.judge, status="scored", repeat_scores=scores)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ taus): running it again finds the FINISHED run and skips it. It takes the checke
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,18 +53,12 @@ class Source:
 
 def _log_of(run, tracker) -> Path:
     """The Inspect log of a run: the path in its tag, else its logged ``inspect/`` artifact."""
-    tagged = run.data.tags.get(INSPECT_LOG_TAG)
-    if tagged and Path(tagged).is_file():
-        return Path(tagged)
-    run_id = run.info.run_id
+    from physassist.tracking.runs import inspect_log_of
+
     try:
-        files = [f.path for f in tracker.client.list_artifacts(run_id, "inspect") if f.path.endswith((".eval", ".json"))]
-    except Exception as exc:  # noqa: BLE001 - an unreadable artifact store
-        raise RescoreError(f"run {run_id}: cannot list its artifacts: {exc}") from exc
-    if not files:
-        raise RescoreError(f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged")
-    local = tracker.client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-rescore-"))
-    return Path(local)
+        return inspect_log_of(run, tracker.client)
+    except LookupError as exc:
+        raise RescoreError(str(exc)) from exc
 
 
 def _from_run(run, tracker) -> Source:
@@ -111,19 +104,21 @@ def judge_spec(judge: JudgeSettings) -> dict[str, Any]:
     mode alone."""
     mode = judge.mode
     graders = judges.graders(mode)
+    repeats = {"repeats": judge.repeats} if judge.repeats > 1 else {}  # one judging: the key as before
     if graders == "none":
-        return {"mode": mode}
+        return {"mode": mode, **repeats}
     if graders == "many":
-        return {"mode": mode, "models": list(judge.models or []), "context": judge.context}
-    return {"mode": mode, "model": judge.model, "context": judge.context}
+        return {"mode": mode, "models": list(judge.models or []), "context": judge.context, **repeats}
+    return {"mode": mode, "model": judge.model, "context": judge.context, **repeats}
 
 
 def judge_label(judge: JudgeSettings) -> str:
     spec = judge_spec(judge)
+    times = f"x{spec['repeats']}" if "repeats" in spec else ""
     if "context" not in spec:
-        return spec["mode"]
+        return spec["mode"] + times
     models = spec.get("models") or [spec.get("model")]
-    return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}"
+    return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}{times}"
 
 
 def grader_roles(spec: Role | None) -> dict[str, Any]:
@@ -154,11 +149,17 @@ def rescore_log(
         raise RescoreError(f"{log.location}: the source eval did not finish (status {log.status}); rescore a finished run")
     roles = dict(roles or {})
     log.eval.model_roles = None  # the source's roles are not rebuilt (its keys may be absent here)
-    scorers = [physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus))]
+    scorers = [
+        physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus), repeats=judge.repeats)
+    ]
     scorers += [physassist_grounding()] if grounding == "on" else []
     new = score(log, scorers, action="overwrite", model=get_model("none"), model_roles=roles or None, display="none", copy=False)
     new.eval.task_args = {
-        **(new.eval.task_args or {}), "judge": judge.mode, "judge_context": judge.context or "gold_answer", "grounding": grounding,
+        **(new.eval.task_args or {}),
+        "judge": judge.mode,
+        "judge_context": judge.context or "gold_answer",
+        "judge_repeats": judge.repeats,
+        "grounding": grounding,
     }
     label = judge_label(judge)  # Inspect View: a rescoring is no copy of its source
     new.eval.task_display_name = f"{new.eval.task_display_name or new.eval.task} [rescored: judge={label}]"

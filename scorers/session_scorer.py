@@ -24,15 +24,16 @@ from physassist.options import check
 from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER
 from scorers.grader import Grader
-from scorers.judgement import Graders, TurnInput, TurnJudgement
+from scorers.judgement import Graders, TurnInput, TurnJudgement, combined
 from scorers.judges import JUDGES
 from scorers.metrics import physassist_metrics
 from scorers.session_view import SessionView
 
 
-def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int) -> None:
+def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int, repeats: int = 1) -> None:
     """Fail early, naming the option, on a bad scorer configuration (``physassist.options``)."""
     check("judge", judge)
+    check("judge_repeats", repeats)
     check("judge_context", context)
     check("taus", list(taus))
     if max_attempts < 1:
@@ -85,6 +86,7 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[TurnRecord]) -> list
 
 def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
     called = [c.name for c in ti.calls if c.name != PREPARE_TO_ANSWER]
+    repeats = {"judge_scores": list(judgement.repeat_scores)} if judgement.repeat_scores else {}
     return {
         "turn": ti.turn,
         "score": judgement.score,
@@ -97,6 +99,7 @@ def turn_metadata(ti: TurnInput, judgement: TurnJudgement) -> dict[str, Any]:
         "n_calls": len(called),
         "tools": list(dict.fromkeys(called)),
         "gold_tools": ti.session.gold_tools(ti.turn),
+        **repeats,
     }
 
 
@@ -146,6 +149,7 @@ def physassist_scorer(
     max_attempts: int = 3,
     max_tokens: int = 2000,
     structured: bool = False,
+    repeats: int = 1,
 ):
     """Score a PhysAssistBench session turn by turn.
 
@@ -159,9 +163,12 @@ def physassist_scorer(
         max_attempts: grader calls per turn before the turn counts as failed.
         max_tokens: grader reply budget.
         structured: request the verdict through structured output (`ResponseSchema`).
+        repeats: judgings per turn (``judge.repeats``): the score is their mean, each one is
+            kept (``judge_scores``) for the judge's share of the variance
+            (``physassist.noise``); one that fails leaves the turn unscored.
     """
     taus = tuple(float(t) for t in taus)
-    validate_options(judge, context, taus, max_attempts)
+    validate_options(judge, context, taus, max_attempts, repeats)
 
     def judged(ti: TurnInput) -> TurnJudgement | None:
         """A turn a system fault ended is not judged: unscored with the fault as its reason."""
@@ -175,7 +182,10 @@ def physassist_scorer(
         graders = [Grader(m, max_attempts, max_tokens, structured) for m in _grader_models(grader, judge, spec.graders)]
 
         async def judge_one(ti: TurnInput) -> TurnJudgement:
-            return judged(ti) or await spec.judge_turn(ti, graders, context)
+            fault = judged(ti)
+            if fault is not None:
+                return fault
+            return combined(await asyncio.gather(*(spec.judge_turn(ti, graders, context) for _ in range(repeats))))
 
         judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
         turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]
@@ -193,7 +203,7 @@ def physassist_scorer(
             else "grader_failed"
             if "failed" in statuses
             else "undecided",
-            metadata={"turns": turns, "taus": list(taus), "judge": judge, "graders": spec.graders, "context": context},
+            metadata={"turns": turns, "taus": list(taus), "judge": judge, "graders": spec.graders, "context": context, "repeats": repeats},
         )
 
     return score

@@ -2,13 +2,12 @@
 
 The store is opened once per process (``cached_store``) and shared read-only by all
 samples; each sample gets its own ``ToolContext`` (subject scope, inclusive cutoff at the
-end of the session's current date, its own write sandbox; the loop sets its patient from
-``solvers.patient.responder``).
+end of the session's current date or at its ``cutoff`` instant, its own write sandbox; the
+loop sets its patient from ``solvers.patient.responder``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,13 +25,6 @@ def cached_store(source: str) -> EHRStore:
     return open_store(source if source == "sample" else str(Path(source).expanduser()))
 
 
-def end_of_day(current_date: str | None) -> dt.datetime | None:
-    """Inclusive strict cutoff: the last microsecond of the session's current date."""
-    if not current_date:
-        return None
-    return dt.datetime.combine(dt.date.fromisoformat(str(current_date)[:10]), dt.time.max)
-
-
 def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolContext:
     """A fresh ``ToolContext`` for one sample (own sandbox; patient set by the caller)."""
     current_date = session.effective_date
@@ -41,7 +33,7 @@ def tool_context(session: Session, store: EHRStore, *, semantics: str) -> ToolCo
         subject_id=session.subject_id,
         hadm_id=session.hadm_id,
         current_date=current_date,
-        cutoff=end_of_day(current_date),
+        cutoff=session.cutoff_time,  # the end of the current date, or the session's instant
         semantics=semantics,  # type: ignore[arg-type]
         session_id=session_key({"session_id": session.session_id, "id": session.id}),
         sandbox=WriteSandbox(),

@@ -95,6 +95,7 @@ class LoopSettings:
     patient: PatientMode = D["patient"]
     literacy: Literacy = D["literacy"]
     patient_miss: PatientMiss = D["patient_miss"]
+    patient_seed: int | None = D["patient_seed"]
     semantics: Semantics = D["semantics"]
     render: Render = D["render"]
     ehr_source: str = D["ehr_source"]
@@ -300,6 +301,7 @@ def physassist_session(**options: Any) -> Solver:
             language=language,
             literacy=settings.literacy,
             miss=settings.patient_miss,
+            seed=settings.patient_seed,
         )
         toolbox = SessionToolbox(
             functools.partial(call_tool, ctx),

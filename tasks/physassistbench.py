@@ -153,10 +153,12 @@ def physassistbench(
     patient: PatientMode = D["patient"],
     literacy: Literacy = D["literacy"],
     patient_miss: PatientMiss = D["patient_miss"],
+    patient_seed: int | None = D["patient_seed"],
     semantics: Semantics = D["semantics"],
     render: Render = D["render"],
     judge: Judge = D["judge"],
     judge_context: JudgeContext = D["judge_context"],
+    judge_repeats: int = D["judge_repeats"],
     grounding: GroundingMode = D["grounding"],
     history: History = D["history"],
     taus: Sequence[float] | str = tuple(D["taus"]),
@@ -173,7 +175,7 @@ def physassistbench(
     tier_list = as_list(tiers, "tiers", int)
     tau_list = as_list(taus, "taus", float) or list(D["taus"])
     scenario_list = as_list(scenarios, "scenarios")
-    for name, value in (("judge", judge), ("judge_context", judge_context), ("taus", tau_list),
+    for name, value in (("judge", judge), ("judge_context", judge_context), ("judge_repeats", judge_repeats), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
     grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
@@ -188,6 +190,7 @@ def physassistbench(
         patient=patient,
         literacy=literacy,
         patient_miss=patient_miss,
+        patient_seed=patient_seed,
         semantics=semantics,
         render=render,
         ehr_source=str(ehr_source),
@@ -198,6 +201,7 @@ def physassistbench(
         "dataset": str(dataset),
         "judge": judge,
         "judge_context": judge_context,
+        "judge_repeats": judge_repeats,
         "grounding": grounding,
         "taus": tau_list,
     }
@@ -216,7 +220,7 @@ def physassistbench(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
         scorer=[
-            physassist_scorer(judge=judge, context=judge_context, taus=tuple(tau_list)),
+            physassist_scorer(judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats),
             *([physassist_grounding()] if grounding == "on" else []),
         ],
         config=GenerateConfig(temperature=float(temperature)),

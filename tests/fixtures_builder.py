@@ -75,9 +75,10 @@ def gold_check_failures(entry: dict[str, Any]) -> list[str]:
 
 
 def timeline_of(rows: dict[str, list[dict[str, Any]]], subject_id: int = 1, hadm_id: int = 2,
-                current_date: str = "2150-03-06"):
+                current_date: str = "2150-03-06", until: Any = None):
     """A clinical timeline over a tiny in-memory store: the canonical (empty) tables of
-    ``physassist.ehr.tables`` plus ``rows`` per table (columns by name, others NULL)."""
+    ``physassist.ehr.tables`` plus ``rows`` per table (columns by name, others NULL); at the
+    end of ``current_date``, or at the instant ``until``."""
     import duckdb
 
     from physassist.ehr.tables import TABLES, create_table_sql
@@ -91,4 +92,4 @@ def timeline_of(rows: dict[str, list[dict[str, Any]]], subject_id: int = 1, hadm
             cols = ", ".join(f'"{c}"' for c in record)
             marks = ", ".join("?" for _ in record)
             con.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(record.values()))
-    return load_timeline(con, subject_id, hadm_id, current_date)
+    return load_timeline(con, subject_id, hadm_id, current_date, until)

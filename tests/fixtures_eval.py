@@ -33,7 +33,6 @@ from physassist.data import Session
 from physassist.ehr.store import EHRStore
 from physassist.ehr.tools import ToolContext, WriteSandbox, call_tool, to_api_name
 from physassist.turn_records import TurnRecord, stored_turns
-from solvers.context import end_of_day
 from solvers.session_loop import physassist_session
 from tasks.physassistbench import session_sample
 
@@ -142,8 +141,7 @@ def build_session(
         store=store,
         subject_id=sid,
         hadm_id=hadm,
-        current_date=adm["current_date"],
-        cutoff=end_of_day(adm["current_date"]),
+        current_date=adm["current_date"],  # the cutoff: the end of that date
         semantics=semantics,  # type: ignore[arg-type]
         session_id=session_id,
         sandbox=WriteSandbox(),

@@ -5,6 +5,14 @@ store, no tools): what each session's rubric may say about current orders, doses
 lab values, cultures, administrations and the patient's course. ``defects`` lists every
 disagreement by category; a clinically sound build has none.
 
+What a session may state is what was known at its cutoff (its ``cutoff``, else the end of its
+``current_date``): a lab value or a culture result counts from its report time (``storetime``,
+else the end of ``storedate``; a row without one was never reported), and the stay's
+specimens include those without ``hadm_id`` drawn between ``edregtime`` (else ``admittime``)
+and ``dischtime``. ``reported_after`` counts a stated lab value or organism that was drawn by
+the cutoff but reported after it; ``culture_kinds`` a culture answer's specimen from which no
+culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test.
+
 Administrations are counted from the eMAR and from ``icu/inputevents`` (the ICU charts most
 drugs given there only in MetaVision): an ICU row counts for a drug when its ``d_items.label``
 holds the drug word, and as given when it finished running (``FinishedRunning``, or a segment
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -28,8 +37,20 @@ GRACE = dt.timedelta(hours=1)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
-CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "administrations",
-              "end_of_life")
+CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "reported_after",
+              "culture_kinds", "administrations", "end_of_life")
+#: A culture, by its test name (a surveillance screen is one); an antigen test, a PCR, a
+#: serology or a stain is not, whatever its name holds.
+CULTURE_TEST = re.compile(r"CULTURE|SCREEN|^TISSUE$|R/O ", re.IGNORECASE)
+NOT_CULTURE = re.compile(r"ANTIGEN|PCR|ANTIBOD|SEROLOGY|REAGIN|STAIN|SMEAR|VIRAL LOAD|NUCLEIC|\bDNA\b"
+                         r"|\bIG[GM]\b|\(DFA\)", re.IGNORECASE)
+#: A specimen line of a culture answer: "- <specimen> (<YYYY-MM-DD HH:MM>...".
+SPECIMEN_LINE = re.compile(r"^- (.+?) \((\d{4}-\d{2}-\d{2} \d{2}:\d{2})")
+
+
+def is_culture(test_name: Any) -> bool:
+    name = str(test_name or "")
+    return bool(CULTURE_TEST.search(name)) and not NOT_CULTURE.search(name)
 
 
 def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str) -> None:
@@ -68,12 +89,18 @@ def _num(text: Any) -> float | None:
 class Record:
     """One admission's raw rows, read on demand."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, hadm_id: int, current_date: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, hadm_id: int, current_date: str,
+                 cutoff: str | None = None) -> None:
         self.con, self.hadm = con, str(hadm_id)
-        self.cutoff = dt.datetime.fromisoformat(current_date) + dt.timedelta(days=1)
-        adm = con.execute("SELECT dischtime, deathtime, discharge_location, hospital_expire_flag "
+        # the first instant not known: after the session's cutoff, else the end of its date
+        self.cutoff = (dt.datetime.fromisoformat(cutoff) + dt.timedelta(microseconds=1) if cutoff
+                       else dt.datetime.fromisoformat(current_date) + dt.timedelta(days=1))
+        adm = con.execute("SELECT dischtime, deathtime, discharge_location, hospital_expire_flag, "
+                          "subject_id, coalesce(edregtime, admittime), admittime "
                           "FROM admissions WHERE hadm_id = ?", [self.hadm]).fetchone()
-        self.disch, self.death, self.location, self.expired = adm
+        self.disch, self.death, self.location, self.expired, self.subject, start, admit = adm
+        self.start = min(_ts(start) or _ts(admit), _ts(admit))  # the stay's window, ED first
+        self.end = _ts(self.disch) or dt.datetime.max
 
     def rows(self, sql: str, *args: Any) -> list[tuple]:
         return self.con.execute(sql, [self.hadm, *args]).fetchall()
@@ -100,20 +127,56 @@ class Record:
             out.add(float(dose))
         return out
 
-    def lab_series(self, label: str) -> list[tuple[dt.datetime, float]]:
-        rows = self.rows(
-            "SELECT l.charttime, l.valuenum, lower(coalesce(d.category, '')) FROM labevents l "
-            "JOIN d_labitems d USING (itemid) WHERE l.hadm_id = ? AND d.label = ? "
-            "AND lower(coalesce(d.fluid, 'blood')) = 'blood' AND l.valuenum IS NOT NULL", label)
-        rows = [(_ts(t), float(v), c) for t, v, c in rows if _ts(t) < self.cutoff]
+    def _stays(self, hadm: Any, drawn: dt.datetime | None, day_only: bool = False) -> bool:
+        """A row of this stay: its own, or without ``hadm_id`` drawn in the stay's window."""
+        if hadm not in (None, ""):
+            return str(hadm) == self.hadm
+        if drawn is None:
+            return False
+        if day_only:
+            return self.start.date() <= drawn.date() <= self.end.date()
+        return self.start <= drawn <= self.end
+
+    def lab_series(self, label: str, reported: bool = True) -> list[tuple[dt.datetime, float]]:
+        """The label's values of the stay drawn before the cutoff and (``reported``) known by
+        then, oldest first."""
+        rows = self.con.execute(
+            "SELECT l.hadm_id, l.charttime, l.storetime, l.valuenum, "
+            "lower(coalesce(d.category, '')) FROM labevents l JOIN d_labitems d USING (itemid) "
+            "WHERE l.subject_id = ? AND d.label = ? AND lower(coalesce(d.fluid, 'blood')) = 'blood' "
+            "AND l.valuenum IS NOT NULL", [self.subject, label]).fetchall()
+        rows = [(_ts(t), float(v), c) for h, t, stored, v, c in rows
+                if self._stays(h, _ts(t)) and _ts(t) < self.cutoff
+                and (not reported or (stored not in (None, "") and _ts(stored) < self.cutoff))]
         if any(c != "blood gas" for *_, c in rows):
             rows = [r for r in rows if r[2] != "blood gas"]
         return sorted((t, v) for t, v, _ in rows)
 
+    @functools.cached_property
+    def micro(self) -> list[dict[str, Any]]:
+        """The stay's microbiology rows drawn before the cutoff, each with ``known``: its
+        result reported by then."""
+        rows = self.con.execute(
+            "SELECT hadm_id, spec_type_desc, coalesce(charttime, chartdate) AS drawn, "
+            "charttime IS NULL AS day_only, test_name, org_name, storetime, storedate "
+            "FROM microbiologyevents WHERE subject_id = ?", [self.subject]).fetchall()
+        out = []
+        for h, spec, drawn, day_only, test, org, stored, store_day in rows:
+            when = _ts(drawn)
+            if when is None or when >= self.cutoff or not self._stays(h, when, day_only):
+                continue
+            known = (_ts(stored) < self.cutoff if stored not in (None, "") else
+                     store_day not in (None, "") and _ts(store_day) + dt.timedelta(days=1)
+                     <= self.cutoff)
+            out.append({"specimen": " ".join(str(spec or "").split()), "drawn": when,
+                        "test": test, "organism": org, "known": known})
+        return out
+
     def organisms(self) -> set[str]:
-        return {o for (o, t) in self.rows(
-            "SELECT org_name, coalesce(charttime, chartdate) FROM microbiologyevents "
-            "WHERE hadm_id = ? AND org_name IS NOT NULL") if _ts(t) < self.cutoff}
+        """Organisms the stay's cultures grew, reported by the cutoff."""
+        return {r["organism"] for r in self.micro
+                if r["organism"] and r["known"] and is_culture(r["test"])
+                and r["organism"] not in ("CANCELLED", "POSITIVE")}
 
     def icu_counts(self, word: str) -> tuple[int, int]:
         """(ICU rows, of them given) of ``word`` before the cutoff."""
@@ -153,7 +216,7 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
     con = raw(source)
     out: dict[str, list[str]] = defaultdict(list)
     for e in entries:
-        rec = Record(con, e["hadm_id"], e["current_date"])
+        rec = Record(con, e["hadm_id"], e["current_date"], e.get("cutoff"))
         if rec.end_of_life:
             out["end_of_life"].append(f"{e['id']}: admission ended in death or hospice")
         for t, (turn, checks) in enumerate(zip(e["answer_list"], e["rubric_checks"], strict=True)):
@@ -180,7 +243,10 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 elif label in labs:
                     series = rec.lab_series(label)
                     values = [v for _, v in series]
-                    if not series:
+                    if value not in values and value in [v for _, v in rec.lab_series(label, False)]:
+                        out["reported_after"].append(
+                            f"{where}: {label} {value} was drawn by the cutoff, reported after it")
+                    elif not series:
                         out["latest_values"].append(f"{where}: no {label} in the record")
                     elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
                         out["latest_values"].append(
@@ -215,4 +281,39 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 if orgs and any("no organism" in w for c in checks if c["kind"] == "concept"
                                 for w in c["any"]["en"]):
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
+                for kind, problem in _culture_lines(rec, answer):
+                    out[kind].append(f"{where}: {problem}")
     return {k: out.get(k, []) for k in CATEGORIES}
+
+
+def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:
+    """What each specimen line of a culture answer gets wrong: a specimen the stay does not
+    have, one no culture was sent from, an organism named from another test, one reported after
+    the cutoff, one the specimen never grew."""
+    every = {r["organism"] for r in rec.micro if r["organism"]}
+    found = []
+    for line in answer.splitlines():
+        m = SPECIMEN_LINE.match(line)
+        if m is None:
+            continue
+        title, minute = m.group(1), m.group(2)
+        rows = [r for r in rec.micro if r["specimen"] == " ".join(title.split())
+                and str(r["drawn"])[:16] == minute]
+        if not rows:
+            found.append(("cultures", f"{title} {minute}: no such specimen of the stay"))
+            continue
+        if not any(is_culture(r["test"]) for r in rows):
+            found.append(("culture_kinds", f"{title} {minute}: no culture was sent "
+                          f"({sorted({r['test'] for r in rows})})"))
+        for org in sorted(o for o in every if o in line):
+            grew = [r for r in rows if r["organism"] == org]
+            cultured = [r for r in grew if is_culture(r["test"])]
+            if grew and not cultured:
+                found.append(("culture_kinds", f"{title} {minute}: {org} is a "
+                              f"{grew[0]['test']} result, not a culture's growth"))
+            elif cultured and not any(r["known"] for r in cultured):
+                found.append(("reported_after", f"{title} {minute}: {org} reported after the "
+                              "cutoff"))
+            elif not cultured and not any(org in o and org != o for o in every if o in line):
+                found.append(("cultures", f"{title} {minute}: {org} did not grow there"))
+    return found

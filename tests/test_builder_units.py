@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import re
 
@@ -277,22 +278,78 @@ def test_patient_turns_render_the_patient_model_in_both_languages() -> None:
     assert digest(Topic("symptom_pain"), [_patient_obs(""), _patient_obs("4/10")], prof) is None
 
 
-def test_culture_and_imaging_lookups_name_organism_specimen_and_finding() -> None:
-    def report(title: str, conclusion: str, when: str, micro: bool) -> dict:
+#: A stay's microbiology (issue 43): the ED's blood culture before admission (no hadm_id) grew
+#: an MRSA; a sputum grew yeast (commensal) and its Legionella culture is pending; an RPR
+#: serology is no culture; the last blood culture is pending at discharge.
+MICRO = [
+    {"hadm_id": hadm, "micro_specimen_id": spec, "spec_type_desc": kind, "test_seq": seq,
+     "test_itemid": seq, "test_name": test, "charttime": drawn, "chartdate": drawn[:10],
+     "storetime": stored, "storedate": stored[:10], "org_name": org, "isolate_num": 1 if org else None,
+     "ab_name": ab, "interpretation": sir, "dilution_text": None, "comments": comment}
+    for hadm, spec, kind, seq, test, drawn, stored, org, ab, sir, comment in (
+        (None, 1, "BLOOD CULTURE", 1, "Blood Culture, Routine", "2150-03-01 06:00:00",
+         "2150-03-03 12:00:00", "STAPH AUREUS COAG +", "OXACILLIN", "R", None),
+        (None, 1, "BLOOD CULTURE", 1, "Blood Culture, Routine", "2150-03-01 06:00:00",
+         "2150-03-03 12:00:00", "STAPH AUREUS COAG +", "VANCOMYCIN", "S", None),
+        (2, 2, "SEROLOGY/BLOOD", 1, "RAPID PLASMA REAGIN TEST", "2150-03-02 09:00:00",
+         "2150-03-02 18:00:00", None, None, None, "NONREACTIVE."),
+        (2, 3, "SPUTUM", 1, "RESPIRATORY CULTURE", "2150-03-03 10:00:00", "2150-03-05 10:00:00",
+         "YEAST", None, None, None),
+        (2, 3, "SPUTUM", 2, "LEGIONELLA CULTURE", "2150-03-03 10:00:00", "2150-03-11 10:00:00",
+         None, None, None, "NO LEGIONELLA ISOLATED."),
+        (2, 4, "BLOOD CULTURE", 1, "Blood Culture, Routine", "2150-03-05 10:00:00",
+         "2150-03-10 10:00:00", None, None, None, "NO GROWTH."),
+    )
+]
+
+
+def test_culture_answers_lead_with_the_significant_organism_and_its_resistance() -> None:
+    """The culture answer and rubric follow what was known at the cutoff, from the strict
+    report: the ED's MRSA (and what it is susceptible to) leads, the sputum's yeast is named as
+    commensal flora, pending cultures are pending (never their result), the RPR is left out."""
+    from physassist.ehr.tools.microbiology import specimens
+    from physassist.ehr.tools.reported import reported_at, stays
+    from physassist.ehr.tools.strict_notes import micro_report
+
+    admission = {**RECORD["admissions"][0], "edregtime": "2150-03-01 05:00:00"}
+    record = {**RECORD, "admissions": [admission],
+              "microbiologyevents": [{**r, "subject_id": 1, "microevent_id": i}
+                                     for i, r in enumerate(MICRO)]}
+    prof = Profile(1, 2, "2150-03-06", "F", 70, timeline=fb.timeline_of(record))
+    cutoff = prof.timeline.cutoff - dt.timedelta(microseconds=1)
+    rows = [{k: _time(v) for k, v in r.items()} for r in MICRO]
+    found = specimens(rows, cutoff, reported_at("microbiologyevents", True)[1],
+                      stays([{k: _time(v) for k, v in admission.items()}]))
+    d = digest(Topic("culture_latest"), [bundle(*(micro_report(s, 1) for s in found))], prof)
+    assert d is not None
+    assert [r.title for r in d.reports] == ["BLOOD CULTURE", "SPUTUM", "BLOOD CULTURE"]
+    en = answer(d, "en")
+    assert "STAPH AUREUS COAG + (MRSA" in en and "susceptible to VANCOMYCIN" in en
+    assert "drawn in the ED" in en and "YEAST (commensal flora)" in en
+    assert "LEGIONELLA CULTURE pending" in en and "Blood Culture, Routine pending" in en
+    assert "NO LEGIONELLA" not in en and "RAPID PLASMA" not in en and "NO GROWTH" not in en
+    items = rubric(d)
+    assert items[0].check["any"]["en"] == ["STAPH AUREUS COAG +", "S. AUREUS COAG +"]
+    assert "MRSA" in items[2].check["any"]["en"]
+    zh = answer(d, "zh")
+    assert "MRSA" in zh and "待回报" in zh and "共生菌" in zh
+
+
+def _time(value: object) -> object:
+    """A row value as the store gives it: MIMIC times as datetimes."""
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?", value):
+        return dt.datetime.fromisoformat(value)
+    return value
+
+
+def test_imaging_lookups_name_the_finding() -> None:
+    def report(title: str, conclusion: str, when: str) -> dict:
         return {"resourceType": "DiagnosticReport", "code": {"text": title},
-                "category": [{"coding": [{"display": "Microbiology" if micro else "Radiology"}]}],
+                "category": [{"coding": [{"display": "Radiology"}]}],
                 "conclusion": conclusion, "effectiveDateTime": when}
 
-    cultures = bundle(report("SPUTUM microbiology", "No organism reported", "2150-03-03T10:00:00", True),
-                      report("BLOOD CULTURE microbiology", "Organisms: ESCHERICHIA COLI",
-                             "2150-03-02T10:00:00", True))
-    d = digest(Topic("culture_latest"), [cultures], PROFILE)
-    assert d is not None
-    items = rubric(d)
-    assert items[0].check["any"]["en"] == ["ESCHERICHIA COLI", "E. COLI"]
-    assert items[2].check["any"]["en"] == ["2150-03-02"]  # the positive culture, not the newest
     imaging = bundle(report("EXAMINATION:  CHEST (PORTABLE AP)",
-                            "No new consolidation. Small left effusion.", "2150-03-04T09:00:00", False))
+                            "No new consolidation. Small left effusion.", "2150-03-04T09:00:00"))
     d = digest(Topic("imaging_latest"), [imaging], PROFILE)
     assert d is not None
     finding = rubric(d)[1].check["any"]["en"]

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("inspect_ai", "mlflow", "pandas", "duckdb", "matplotlib")
 #: The module of each console script (pyproject.toml [project.scripts]).
-ENTRY_MODULES = ("physassist.cli.eval", "physassist.cli.report", "physassist.cli.rescore",
+ENTRY_MODULES = ("physassist.cli.eval", "physassist.cli.report", "physassist.cli.rescore", "physassist.cli.label",
                  "physassist.cli.data", "physassist.cli.ehr", "generation.cli")
 
 _RUN = """
@@ -66,6 +66,7 @@ def test_importing_the_entry_modules_loads_neither_inspect_nor_mlflow():
         ("physassist.cli.rescore", ["--help"], "rescore"),
         ("generation.cli", ["--help"], "generate"),
         ("physassist.cli.report", ["--help"], "--tracking-uri"),
+        ("physassist.cli.label", ["--help"], "draw"),
     ],
 )
 def test_answers_without_an_evaluation_load_no_heavy_library(module, argv, says):

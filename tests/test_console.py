@@ -189,3 +189,27 @@ def test_the_result_table_is_preceded_by_what_was_run() -> None:
     )
     params = flatten_config(resolve(compose(["judge=panel"])))
     assert run_line(params, {}).endswith("| judge panel (" + ", ".join(resolve(compose(["judge=panel"]))["judge"]["models"]) + ")")
+
+
+def test_the_noise_line_under_the_result_table() -> None:
+    """One line, three cases: measured noise, none (repeats that agree), unmeasured (none)."""
+    from physassist.cli.printing import noise_line, result_table
+
+    measured = {"mrs": 43.8, "noise.mrs": 2.04, "mde.mrs": 2.91, "repeats.patient": 1, "repeats.agent": 3, "repeats.judge": 3}
+    assert noise_line(measured) == (
+        "noise: +-2.0 points between identical runs; detects >= 2.9 (mRS, 80% power; 3 epochs, 3 judgings; not repeated: patient)"
+    )
+    none = {"noise.mrs": 0.0, "mde.mrs": 0.0, "repeats.patient": 1, "repeats.agent": 2, "repeats.judge": 1}
+    assert noise_line(none).startswith("noise: none between identical runs (2 epochs agree; not repeated: patient, judge)")
+    assert noise_line({"mrs": 50.0}).startswith("noise: unmeasured (one epoch, one judging)")
+    assert result_table(measured, [0.6]).splitlines()[-1] == noise_line(measured)
+
+
+def test_the_sweep_table_shows_noise_only_when_a_job_measured_it(tmp_path: Path) -> None:
+    for num, seed in ((0, "0"), (1, "1")):
+        metrics = {"mrs": 43.8 + num, "mrs_ci_low": 40.3, "mrs_ci_high": 47.5, "noise.mrs": 2.0, "mde.mrs": 2.8, "n_turns": 432, "unscored_turns": 0}
+        sweep_summary.record(tmp_path, {"num": num, "overrides": [f"model.args.seed={seed}"], "status": "FINISHED", "run_id": f"{num}" * 32,
+                                        "metrics": sweep_summary.headline(metrics, [0.6]), "taus": [0.6], "note": ""})
+    lines = sweep_summary.table(sweep_summary.read(tmp_path)).splitlines()
+    assert lines[0].split()[:6] == ["model.args.seed", "mRS", "[95%", "CI]", "noise", "detects"]
+    assert lines[2].split()[4:6] == ["+-2.0", "2.8"]

@@ -122,7 +122,7 @@ def test_kill_9_at_any_moment_leaves_the_old_folder_or_the_new_one(tmp_path, mom
     scratch = tmp_path / f".sessions.partial-{proc.pid}"
     ready = {
         "building": lambda: any(
-            "duckdb" in str(p) for p in Path(f"/proc/{proc.pid}/fd").glob("*") if _link(p)
+            "duckdb" in _link(p) for p in Path(f"/proc/{proc.pid}/fd").glob("*")
         ),
         "new folder": scratch.exists,
         "manifest": (scratch / MANIFEST).exists,

@@ -83,7 +83,8 @@ def test_the_task_signature_is_the_table() -> None:
 
 def test_the_loop_settings_are_the_table() -> None:
     """``LoopSettings`` restates no option: each field is an option's task parameter, typed with
-    its Literal values (closed choices) or its value's type, defaulting to its default."""
+    its Literal values (closed choices) or its value's type (``kind | None`` for a null default),
+    defaulting to its default."""
     import dataclasses
 
     from solvers.session_loop import LoopSettings
@@ -96,6 +97,8 @@ def test_the_loop_settings_are_the_table() -> None:
         if option.values and type(option.default) is not bool:
             assert typing.get_origin(hints[field.name]) is typing.Literal, field.name
             assert typing.get_args(hints[field.name]) == option.values, field.name
+        elif option.default is None:  # a null default: its kind, or null (``patient.seed``)
+            assert option.kind is not None and hints[field.name] == option.kind | None, field.name
         else:
             assert hints[field.name] is type(option.default), field.name
     assert LoopSettings(menu=False).menu == "off"  # spelled as the option spells it (-T menu=off)
@@ -187,7 +190,7 @@ REFUSED = {
     ),
     "typo in a role key": (
         ["judge=llm", "judge.api_key=X"], {},
-        "judge.api_key (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
+        "judge.api_key (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
     ),
     "mistyped value on the command line": (
         ["terminal.budget=many"], {}, "terminal.budget (command line): Value 'many' of type 'str' could not be converted to Integer",
@@ -215,7 +218,7 @@ def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, 
 @pytest.mark.parametrize(
     ("name", "overrides", "line"),  # the first override makes the shipped config complete
     [
-        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
+        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
         ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, grounding, tracking, inspect, source, taus; did you mean source?"),
         ("generate", ["generator.name=x", "inspect.limit=2"], "inspect.limit (command line): no such key; inspect has log_dir, max_connections, max_samples, display, log_level, fail_on_error"),
         ("generate", ["generator.name=x", "seed=abc"], "seed (command line): Value 'abc' of type 'str' could not be converted to Integer"),

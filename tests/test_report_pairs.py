@@ -3,6 +3,7 @@ compared on shared sessions."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -91,15 +92,20 @@ def test_comparisons_on_shared_sessions():
     assert missing["note"].iloc[0] == "no per-turn table logged for exp"
 
 
-def test_identical_runs_give_no_sessions_needed_figure():
-    """Zero spread in the paired differences estimates no variance: the column is empty, not 2."""
+def test_identical_runs_give_no_detectable_difference_figure():
+    """Zero spread in the paired differences and no repeats estimate no variance: the MDE and
+    the designs are empty, not 0 or 2 sessions; with spread, a difference below the MDE says so."""
     turns = synthetic_turns(12, seed=1)
     runs = pd.DataFrame([run("a", "s1"), run("b", "s1", query="explicit")])
     frame = comparisons(run_pairs(runs), {"a": turns, "b": turns}.get, [0.6])
     assert len(frame) == 2 and (frame["diff"] == 0).all()
-    assert frame["sessions_for_5pt"].isna().all()
+    assert frame["mde"].isna().all() and frame["to_detect_2pt"].isna().all() and frame["note"].isna().all()
     spread = comparisons(run_pairs(runs), {"a": turns, "b": synthetic_turns(12, seed=2)}.get, [0.6])
-    assert (spread.loc[spread["metric"] == "mrs", "sessions_for_5pt"] >= 2).all()
+    row = spread[spread["metric"] == "mrs"].iloc[0]
+    sd = (session_values(turns, [0.6])["mrs"] - session_values(synthetic_turns(12, seed=2), [0.6])["mrs"]).std(ddof=1)
+    assert row["mde"] == pytest.approx(2.8016 * sd / math.sqrt(12), rel=1e-3)  # one pass each: no residual
+    assert row["to_detect_5pt"].startswith(f"{math.ceil(2.8016**2 * sd**2 / 25)} sessions x 1 epoch x 1 judging")
+    assert abs(row["diff"]) >= row["mde"] or row["note"] == f"within noise: this design detects >= {row['mde']:.1f} points"
 
 
 def test_a_rescoring_pairs_with_its_source_on_judge():

@@ -111,11 +111,37 @@ def test_synth_build_and_build_sample_delegate(monkeypatch, tmp_path: Path, caps
     assert main(["build", "--store", "sample", "--out", str(tmp_path / "s"), "--per-slot", "2",
                  "--scenarios", "med_safety", "--tiers", "1", "3"]) == 0
     assert calls["build"] == ("sample", str(tmp_path / "s"), {
-        "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3], "force": False})
+        "sessions_per_slot": 2, "seed": 0, "scenarios": ["med_safety"], "tiers": [1, 3],
+        "timepoint": "discharge", "force": False})
+    del calls["build"]
+    assert main(["build", "--store", "sample", "--out", "s", "--timepoint", "in-stay"]) == 0
+    assert calls["build"][2]["timepoint"] == "in-stay"
     assert main(["build-sample", "--root", str(tmp_path / "r")]) == 0
     assert calls["sample"] == (str(tmp_path / "r"), 0)
     with pytest.raises(SystemExit):
         main(["synth", "--out", str(tmp_path), "--subjects", "0"])
+
+
+def test_build_in_stay_through_the_cli(monkeypatch, tmp_path: Path, capsys) -> None:
+    """`--timepoint in-stay` builds sessions at 08:00 inside the stay, carrying that instant as
+    ``cutoff``; the default (discharge) builds them with no cutoff."""
+    monkeypatch.setenv("PHYSASSIST_CACHE", str(tmp_path / "stores"))
+    cohort = str(Path(__file__).resolve().parents[1] / "data" / "sample" / "cohort")
+    common = ["build", "--store", cohort, "--per-slot", "1", "--scenarios", "diagnostic_workup",
+              "--tiers", "1"]
+    assert main([*common, "--out", str(tmp_path / "in"), "--timepoint", "in-stay"]) == 0
+    assert main([*common, "--out", str(tmp_path / "dis")]) == 0
+    capsys.readouterr()
+    (in_stay,) = [json.loads(line) for line in (tmp_path / "in" / "diagnostic_workup.jsonl")
+                  .read_text(encoding="utf-8").splitlines()]
+    (discharge,) = [json.loads(line) for line in (tmp_path / "dis" / "diagnostic_workup.jsonl")
+                    .read_text(encoding="utf-8").splitlines()]
+    assert in_stay["cutoff"] == f"{in_stay['current_date']}T08:00:00"
+    assert "Current time: 08:00." in in_stay["env_info"]
+    assert discharge.get("cutoff") is None and "Current time" not in discharge["env_info"]
+    manifests = [json.loads((tmp_path / d / "manifest.json").read_text(encoding="utf-8"))
+                 for d in ("in", "dis")]
+    assert [m["timepoint"] for m in manifests] == ["in-stay", "discharge"]
 
 
 def test_synth_refuses_a_non_cohort_output_with_exit_1(tmp_path: Path, capsys) -> None:

@@ -3,6 +3,7 @@ builder's record check and trend rule built on it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 
@@ -145,14 +146,86 @@ def test_course_and_cultures() -> None:
     assert fb.timeline_of({"admissions": [hospice]}).end_of_life
     assert fb.timeline_of({"admissions": [ADMISSION]}).course == "discharged"
     micro = [{"microevent_id": i, "subject_id": 1, "hadm_id": 2, "micro_specimen_id": spec,
-              "spec_type_desc": kind, "charttime": t, "org_name": org}
-             for i, (spec, kind, t, org) in enumerate([
-                 (1, "URINE", "2150-03-02 10:00:00", "PSEUDOMONAS AERUGINOSA"),
-                 (1, "URINE", "2150-03-02 10:00:00", "YEAST"),
-                 (2, "BLOOD CULTURE", "2150-03-05 10:00:00", None)])]
+              "spec_type_desc": kind, "test_name": test, "charttime": t, "org_name": org}
+             for i, (spec, kind, test, t, org) in enumerate([
+                 (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "PSEUDOMONAS AERUGINOSA"),
+                 (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "YEAST"),
+                 (2, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-05 10:00:00", None)])]
     tl = fb.timeline_of(_record(microbiologyevents=micro))
     assert [c.specimen for c in tl.cultures] == ["BLOOD CULTURE", "URINE"]
     assert tl.positive_cultures[0].organisms == ("PSEUDOMONAS AERUGINOSA", "YEAST")
+
+
+#: The stay of ``ADMISSION`` seen from the emergency department, two hours before admission.
+ED_ADMISSION = {**ADMISSION, "edregtime": "2150-03-01 05:00:00"}
+
+
+def _micro(spec: int, hadm: int | None, kind: str, test: str, drawn: str, stored: str,
+           org: str | None = None, panel: tuple[tuple[str, str], ...] = (),
+           comment: str | None = None) -> list[dict]:
+    base = {"subject_id": 1, "hadm_id": hadm, "micro_specimen_id": spec, "spec_type_desc": kind,
+            "test_seq": 1, "test_name": test, "charttime": drawn, "chartdate": drawn[:10],
+            "storetime": stored, "storedate": stored[:10], "org_name": org, "comments": comment}
+    rows = [{**base, "ab_name": ab, "interpretation": sir} for ab, sir in panel] or [base]
+    return [{**r, "microevent_id": spec * 100 + i} for i, r in enumerate(rows)]
+
+
+def test_cultures_are_known_from_their_report_time_with_the_stays_ed_specimens() -> None:
+    """Issue 43: a culture result counts from its report, not its draw; the blood culture the
+    ED drew before admission (no hadm_id) is the stay's; an oxacillin-resistant S. aureus is
+    MRSA; a serology is no culture; a sputum's yeast is commensal flora."""
+    micro = [
+        *_micro(1, None, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-01 06:00:00",
+                "2150-03-03 12:00:00", "STAPH AUREUS COAG +",
+                (("OXACILLIN", "R"), ("VANCOMYCIN", "S"))),
+        *_micro(2, 2, "SPUTUM", "RESPIRATORY CULTURE", "2150-03-02 10:00:00",
+                "2150-03-04 09:00:00", "YEAST"),
+        *_micro(3, 2, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-05 10:00:00",
+                "2150-03-10 08:00:00", "ESCHERICHIA COLI", (("CEFTRIAXONE", "R"),)),
+        *_micro(4, 2, "SEROLOGY/BLOOD", "RAPID PLASMA REAGIN TEST", "2150-03-02 11:00:00",
+                "2150-03-03 09:00:00", comment="NONREACTIVE."),
+        *_micro(5, None, "URINE", "URINE CULTURE", "2150-02-20 10:00:00",
+                "2150-02-22 10:00:00", "ESCHERICHIA COLI"),  # a clinic visit: another stay
+    ]
+    record = {**_record(microbiologyevents=micro), "admissions": [ED_ADMISSION]}
+    tl = fb.timeline_of(record)  # at discharge
+    assert [c.record.specimen_id for c in tl.microbiology] == [3, 4, 2, 1]
+    assert [c.record.specimen_id for c in tl.cultures] == [3, 2, 1]  # the RPR is no culture
+    ed, sputum, pending = tl.cultures[2], tl.cultures[1], tl.cultures[0]
+    assert ed.record.origin == "emergency department" and ed.record.hadm_id == 2
+    (mrsa,) = ed.significant
+    assert mrsa.resistance == ("MRSA",)
+    assert [(s.antibiotic, s.interpretation) for s in mrsa.susceptibilities] == [
+        ("OXACILLIN", "R"), ("VANCOMYCIN", "S")]
+    assert sputum.organisms == ("YEAST",) and not sputum.significant  # commensal flora
+    assert pending.organisms == () and [t.name for t in pending.pending] == [
+        "Blood Culture, Routine"]  # reported four days after discharge: nothing of it known
+    assert [c.record.specimen_id for c in tl.positive_cultures] == [2, 1]
+    morning = fb.timeline_of(record, current_date="2150-03-03",
+                             until=dt.datetime(2150, 3, 3, 8, 0))
+    assert [c.record.specimen_id for c in morning.cultures] == [2, 1]
+    assert all(c.pending and not c.organisms for c in morning.cultures)
+
+
+def test_labs_are_known_from_their_report_time_with_the_stays_ed_draws() -> None:
+    """A creatinine drawn before midnight and reported after it belongs to the next day; the
+    ED's draw before admission (no hadm_id) opens the series; a session inside the stay sees
+    only what was reported by its instant."""
+    def lab(i: int, hadm: int | None, drawn: str, stored: str | None, value: float) -> dict:
+        return {"labevent_id": i, "subject_id": 1, "hadm_id": hadm, "itemid": 50912,
+                "charttime": drawn, "storetime": stored, "valuenum": value}
+    labs = [lab(1, None, "2150-03-01 05:30:00", "2150-03-01 06:10:00", 2.4),
+            lab(2, 2, "2150-03-03 04:00:00", "2150-03-03 07:30:00", 1.9),
+            lab(3, 2, "2150-03-05 23:00:00", "2150-03-06 01:00:00", 1.4),
+            lab(4, None, "2150-02-20 10:00:00", "2150-02-20 11:00:00", 1.0)]  # another visit
+    record = {**_record(labevents=labs), "admissions": [ED_ADMISSION],
+              "d_labitems": [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood",
+                              "category": "Chemistry"}]}
+    series = fb.timeline_of(record, current_date="2150-03-05").lab("Creatinine")
+    assert series is not None and [p.value for p in series.points] == [2.4, 1.9]
+    assert [p.value for p in fb.timeline_of(record).lab("Creatinine").points] == [2.4, 1.9, 1.4]
+    early = fb.timeline_of(record, current_date="2150-03-03", until=dt.datetime(2150, 3, 3, 7))
+    assert [p.value for p in early.lab("Creatinine").points] == [2.4]  # drawn, not reported
 
 
 def _points(*values: float) -> list[LabPoint]:

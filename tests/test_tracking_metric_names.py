@@ -33,3 +33,15 @@ def test_readers_see_summarize_names_for_old_and_new_runs() -> None:
     read = with_summary_names(runs)
     assert sorted(read.columns) == ["metrics.mrs", "metrics.mrs.tier.2"]
     assert read["metrics.mrs.tier.2"].tolist() == [52.0, 41.0]
+
+
+def test_noise_and_calibration_are_headline_and_plans_have_their_section() -> None:
+    metrics = {"mrs": 43.8, "noise.mrs": 2.04, "mde.mrs": 2.87, "share.mrs.agent": 31.0, "share.mrs.agent_ci_low": 16.8,
+               "var.mrs.agent": 54.4, "repeats.agent": 3.0, "mrs_calibrated": 24.3, "mrs_calibrated_ci_low": 10.6,
+               "judge_bias": 20.8, "n_labelled": 24.0, "plan.mrs.2pt.sessions": 36.0, "plan.mrs.2pt.cost_usd": 1.23456789,
+               "labels_unused": 0.0, "strata": 12.0}
+    logged = for_mlflow(metrics)
+    assert {"noise.mrs", "mde.mrs", "share.mrs.agent", "share.mrs.agent_ci_low", "var.mrs.agent", "repeats.agent", "mrs_calibrated",
+            "mrs_calibrated_ci_low", "judge_bias", "n_labelled"} <= set(logged)
+    assert {"noise/plan.mrs.2pt.sessions", "noise/labels_unused", "noise/strata"} <= set(logged)
+    assert logged["noise/plan.mrs.2pt.cost_usd"] == 1.234568 and logged["mde.mrs"] == 2.9

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from physassist.ehr.tools.microbiology import RESISTANCE_NAMES
+
 from . import facts as F
 from .patient_topics import (
     ADHERENCE_CLASS,
@@ -257,18 +259,13 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
             if d.trend == "falling" and last.status == "low":
                 d.verdict = "unclear"
-    elif k in ("culture_latest", "imaging_latest"):
-        want_micro = k == "culture_latest"
-        found = [r for r in F.reports(obs[0]) if r.micro == want_micro and r.conclusion and r.time]
-        if want_micro:
-            # Any positive culture of the admission leads (the newest positive), then the
-            # newest others; a page that misses a positive culture the record has is unusable.
-            positive = [r for r in found if organisms(r.conclusion)]
-            n_positive = len(prof.timeline.positive_cultures) if prof.timeline is not None else 0
-            if n_positive and not positive:
-                return None
-            found = positive[:1] + [r for r in found if r not in positive[:1]]
-        d.reports = found[:3 if want_micro else 1]
+    elif k == "culture_latest":
+        d.reports = _cultures(obs[0], prof)
+        if not d.reports:
+            return None
+    elif k == "imaging_latest":
+        found = [r for r in F.reports(obs[0]) if not r.micro and r.conclusion and r.time]
+        d.reports = found[:1]
         if not d.reports:
             return None
     elif k in PATIENT_KINDS:
@@ -282,6 +279,32 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
     else:
         raise ValueError(f"no digest for topic kind {k!r}")
     return d
+
+
+#: Specimens a culture answer states: the key one first (:func:`key_culture`).
+CULTURES_SAID = 3
+
+
+def _cultures(observation: Any, prof: Profile) -> list[F.Report]:
+    """The specimens a culture answer states, from the report page: only specimens a culture
+    was sent from (a serology or a PCR is no culture). Those that grew an organism of clinical
+    weight lead (clinical cultures before surveillance screens, then one with a resistance
+    first), then those that grew only commensal flora (named as such), then those with a
+    culture still pending, then the others; within each, newest first. A page that misses a significant culture
+    the record has at the cutoff is unusable (empty)."""
+    found = [r for r in F.reports(observation) if r.micro and r.time and r.cultured]
+
+    def rank(r: F.Report) -> tuple[int, bool, bool]:
+        group = 0 if r.significant else 1 if r.grown else 2 if r.pending else 3
+        resistant = any(t.resistance for t in r.significant)
+        screen = all(t.kind == "screen" for t in r.results if t.culture)
+        return group, screen, not resistant
+
+    ranked = sorted(found, key=rank)  # stable: newest first within a rank
+    record = prof.timeline.cultures if prof.timeline is not None else ()
+    if any(c.significant for c in record) and not (ranked and ranked[0].significant):
+        return []
+    return ranked[:CULTURES_SAID]
 
 
 def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
@@ -415,8 +438,7 @@ def answer(d: Digest, lang: str) -> str:
                    discharge=F.minute(d.stay.end),
                    destination=d.stay.discharge_location or say(lang, "answers.no_dest"))
     if k == "culture_latest":
-        return "\n".join(say(lang, "answers.report_bullet", title=r.title, time=F.minute(r.time),
-                             conclusion=r.conclusion) for r in d.reports)
+        return "\n".join(culture_line(r, lang) for r in d.reports)
     if k == "imaging_latest":
         r = d.reports[0]
         return say(lang, "answers.report_line", title=r.title, time=F.minute(r.time),
@@ -482,14 +504,43 @@ def _write_answer(d: Digest, lang: str) -> str:
 
 
 def key_culture(d: Digest) -> F.Report:
-    """The culture a rubric asks about: the newest positive one, else the newest."""
-    positive = [r for r in d.reports if organisms(r.conclusion)]
-    return positive[0] if positive else d.reports[0]
+    """The culture a rubric asks about: the first the answer states (:func:`_cultures`)."""
+    return d.reports[0]
 
 
-def organisms(conclusion: str) -> list[str]:
-    """Organism names of a microbiology conclusion ("Organisms: A, B" -> ["A", "B"])."""
-    if not conclusion.lower().startswith("organism"):
-        return []
-    names = conclusion.split(":", 1)[1] if ":" in conclusion else ""
-    return [n.strip() for n in names.split(",") if n.strip()]
+def culture_line(r: F.Report, lang: str) -> str:
+    """One specimen of a culture answer: each culture's organisms (resistances and
+    susceptibilities, commensal flags) or its result, its pending and its cancelled cultures
+    (a rejected specimen)."""
+    parts = []
+    for t in (x for x in r.results if x.culture):
+        if t.pending:
+            parts.append(say(lang, "answers.culture.pending", test=t.test))
+        elif t.grown:
+            parts.append(say(lang, "answers.culture.grew", test=t.test,
+                             organism=_isolate(t, lang)))
+        elif t.status == "cancelled":
+            parts.append(say(lang, "answers.culture.rejected", test=t.test))
+        elif not t.organism:
+            parts.append(say(lang, "answers.culture.result", test=t.test,
+                             result=t.value or say(lang, "answers.culture.no_growth")))
+    origin = say(lang, "answers.culture.from_ed") if r.origin == "emergency department" else ""
+    return say(lang, "answers.culture.bullet", specimen=r.title, time=F.minute(r.time),
+               origin=origin, results="; ".join(dict.fromkeys(parts)))
+
+
+def _isolate(t: F.MicroResult, lang: str) -> str:
+    """``STAPH AUREUS COAG + (MRSA ...; resistant to OXACILLIN; susceptible to VANCOMYCIN)``."""
+    said = [RESISTANCE_NAMES[r] for r in t.resistance]
+    said += [say(lang, f"answers.culture.flag.{f}") for f in t.flags if f != "result"]
+    for sir, key in (("R", "resistant"), ("S", "susceptible")):
+        drugs = [ab for ab, code in t.susceptibilities if code == sir]
+        if drugs:
+            said.append(say(lang, f"answers.culture.{key}", drugs=", ".join(drugs)))
+    sep = "; " if lang == "en" else "；"
+    return t.organism + (f" ({sep.join(said)})" if said else "")
+
+
+def organisms(r: F.Report) -> list[str]:
+    """The organisms a report's reported cultures grew (in report order, once each)."""
+    return list(dict.fromkeys(t.organism for t in r.grown))

@@ -2,13 +2,15 @@
 
 Per scenario x tier slot: pre-filter patients (SQL), then for each chosen patient pick an
 eligible arc, plan topics, execute the gold calls through ``call_tool`` (strict semantics,
-cutoff = the anchor admission's discharge date), render answers and rubrics from the
+cutoff = the end of the anchor admission's discharge date, or with ``timepoint="in-stay"`` a
+morning inside the stay: :mod:`.timepoint`), render answers and rubrics from the
 observations, and encode. A topic whose call returns nothing is banned and the session is
 replanned. All randomness comes from ``random.Random`` instances seeded from ``seed``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import time
@@ -23,7 +25,7 @@ from physassist.data.loader import fingerprint
 from physassist.ehr.store import EHRStore, open_store
 from physassist.ehr.tools import ToolContext, call_tool
 from physassist.synth import load_phm
-from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS
+from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS, TIMEPOINTS
 from solvers.patient.phm import PHMResponder
 
 from . import facts as F
@@ -43,6 +45,7 @@ from .questions import (
 )
 from .recheck import record_check
 from .rubrics import rubric
+from .timepoint import in_stay_cutoff
 from .topics import SCENARIO_FOCUS, Topic, calls, candidates
 
 MAX_REPLANS = 8
@@ -105,6 +108,7 @@ class _Env:
     store: EHRStore
     seed: int
     cohort: Path | None  # the synthetic cohort folder when the source has PHMs (``phm/``)
+    timepoint: str = "discharge"  # physassist.vocab.TIMEPOINTS
     rejects: dict[str, int] = field(default_factory=dict)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
@@ -179,9 +183,13 @@ def answer_list_items(planned: list[tuple[str, dict]], observations: list[Any], 
     return items
 
 
-def _situation(scenario: str, prof: Profile) -> str:
+def _situation(scenario: str, prof: Profile, until: dt.datetime | None) -> str:
     sex = "woman" if prof.gender.upper().startswith("F") else "man"
-    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} discharged {prof.current_date}; "
+    stay = prof.timeline.stay if prof.timeline is not None else None
+    when = (f"discharged {prof.current_date}" if until is None or stay is None else
+            f"on hospital day {(until.date() - stay.admitted.date()).days + 1} "
+            f"({until:%Y-%m-%d %H:%M})")
+    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} {when}; "
             f"{scenario.replace('_', ' ')} session over {len(prof.labs)} lab types, "
             f"{len(prof.drugs)} drugs, {prof.n_dx} coded diagnoses.")
 
@@ -189,7 +197,13 @@ def _situation(scenario: str, prof: Profile) -> str:
 def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
-    prof = load_profile(con, cand.subject_id, cand.hadm_id, cand.current_date)
+    until, current_date = None, cand.current_date
+    if env.timepoint == "in-stay":
+        until = in_stay_cutoff(con, cand.subject_id, cand.hadm_id, rng)
+        if until is None:
+            return None
+        current_date = until.date().isoformat()
+    prof = load_profile(con, cand.subject_id, cand.hadm_id, current_date, until)
     phm = load_phm(env.cohort, cand.subject_id) if env.cohort is not None else None
     persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])
@@ -207,7 +221,7 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
             return None
         responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt
         ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
-                          current_date=prof.current_date, semantics="strict",
+                          current_date=prof.current_date, cutoff=until, semantics="strict",
                           session_id=session_id, patient=responder_en)
         used_before = dict(env.subtype_use)
         try:
@@ -226,8 +240,8 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
         session = encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
                          hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
                          gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                         patient_model=phm, situation=_situation(scenario, prof), seed=env.seed,
-                         global_index=env.global_index)
+                         patient_model=phm, situation=_situation(scenario, prof, until),
+                         seed=env.seed, global_index=env.global_index, cutoff=until)
         if scenario == "discharge_planning":
             session["note_grounding"] = anchor_note_grounding(con, prof.subject_id, prof.hadm_id)
         return session
@@ -271,17 +285,20 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
 def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
                    sessions_per_slot: int = 3, seed: int = 0,
                    scenarios: Sequence[str] | None = None, tiers: Sequence[int] | None = None,
-                   cache_dir: str | Path | None = None, force: bool = False,
-                   store_record: Mapping[str, Any] | None = None) -> BuildReport:
+                   cache_dir: str | Path | None = None, timepoint: str = "discharge",
+                   force: bool = False, store_record: Mapping[str, Any] | None = None
+                   ) -> BuildReport:
     """Build sessions from a store into the folder ``out_dir`` (``<scenario>.jsonl`` and
     ``manifest.json``; see the module docstring).
 
     ``store_source`` is anything ``open_store`` accepts, or an open :class:`EHRStore`.
     Patient-interview turns are built only when the source has a ``phm/`` folder (a synthetic
-    cohort); ``cache_dir`` is passed to ``open_store``. The folder is written whole, in one
-    rename (``physassist.data.folder``); one that holds anything is refused (``FolderError``)
-    unless ``force``, before anything is built. ``store_record``: how the manifest names the
-    store (default: its source and the EHR store's fingerprint).
+    cohort); ``cache_dir`` is passed to ``open_store``. ``timepoint`` (``physassist.vocab.
+    TIMEPOINTS``): ``discharge`` (the end of the discharge date) or ``in-stay``
+    (:mod:`.timepoint`). The folder is written whole, in one rename
+    (``physassist.data.folder``); one that holds anything is refused (``FolderError``) unless
+    ``force``, before anything is built. ``store_record``: how the manifest names the store
+    (default: its source and the EHR store's fingerprint).
     """
     out = Path(out_dir)
     if holds_sessions(out) and not force:
@@ -291,11 +308,14 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
     tier_list = tuple(tiers) if tiers else TIERS
     if sessions_per_slot < 1:
         raise ValueError(f"sessions_per_slot must be >= 1, got {sessions_per_slot}")
+    if timepoint not in TIMEPOINTS:
+        raise ValueError(f"timepoint must be one of {', '.join(TIMEPOINTS)}, got {timepoint!r}")
     store = (store_source if isinstance(store_source, EHRStore)
              else open_store(store_source, cache_dir=cache_dir))
     qualified = qualify(store.cursor(), scen, tier_list)
     source = Path(store.source)
-    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None)
+    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None,
+               timepoint=timepoint)
     report = BuildReport()
     files: dict[str, list[dict[str, Any]]] = {}
     for scenario in scen:
@@ -316,6 +336,7 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
         "code": f"physassist {_version()}",
         "store": dict(store_record) if store_record is not None else {"source": str(store.source), "fingerprint": store.fingerprint},
         "seed": seed, "per_slot": sessions_per_slot, "scenarios": list(scen), "tiers": list(tier_list),
+        "timepoint": timepoint,
         "sessions": sum(len(e) for e in files.values()),
         "fingerprint": fingerprint([e for entries in files.values() for e in entries]),
     }

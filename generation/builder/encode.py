@@ -124,8 +124,10 @@ def generated_at(seed: int, index: int) -> str:
 def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: int,
            current_date: str, age: int, gender: str, arc_index: int, turns: list[BuiltTurn],
            persona: dict[str, Any], patient_model: dict[str, Any] | None, situation: str,
-           seed: int, global_index: int) -> dict[str, Any]:
-    """The session as one released-format JSON object (key order as in the released data)."""
+           seed: int, global_index: int, cutoff: dt.datetime | None = None) -> dict[str, Any]:
+    """The session as one released-format JSON object (key order as in the released data).
+    A session at an instant inside ``current_date`` (``cutoff``; the in-stay timepoint) says
+    its time in ``env_info`` and carries it as ``cutoff``, after ``current_date``."""
     domain = DOMAINS[scenario]
     session_id = f"physassistbench_{scenario}_{index}"
     has_write = any(t.task_type == WU for t in turns)
@@ -142,9 +144,10 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
         if pattern:
             row["workup_pattern"] = pattern
         plan_turns.append(row)
-    return {
+    time = f"Current time: {cutoff:%H:%M}. " if cutoff is not None else ""
+    entry = {
         "id": f"physassistbench_{domain}_{scenario}_{index}_L{tier}",
-        "env_info": (f"session_id: {session_id}\nCurrent date: {current_date}. "
+        "env_info": (f"session_id: {session_id}\nCurrent date: {current_date}. {time}"
                      f"Patient is a {age}-year-old {gender}"),
         "tools": tools,
         "tools_en": tools,
@@ -190,3 +193,8 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
         "patient_agent_annotations": [a for t in turns for a in t.annotations],
         "patient_model": patient_model,
     }
+    if cutoff is None:
+        return entry
+    keys = list(entry)
+    keys.insert(keys.index("current_date") + 1, "cutoff")
+    return {k: cutoff.isoformat(timespec="seconds") if k == "cutoff" else entry[k] for k in keys}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from physassist.ehr.tools.fhir import as_number
+from physassist.ehr.tools.microbiology import CULTURE_KINDS
 
 
 def resources(observation: Any, resource_type: str | None = None) -> list[dict[str, Any]]:
@@ -274,11 +275,92 @@ def write_result(observation: Any) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
+class MicroResult:
+    """One test (for one isolate) of a microbiology report: a contained Observation of the
+    strict report (``physassist.ehr.tools.microbiology``: its kind, flags and resistances are
+    extensions)."""
+
+    test: str
+    kind: str  # culture | screen | stain | antigen | molecular | serology | other
+    status: str  # final | registered (pending) | cancelled
+    organism: str  # the isolate's organism ("" for a test without one)
+    value: str  # the organism, or the test's result text
+    flags: tuple[str, ...]  # commensal | contaminant | result
+    resistance: tuple[str, ...]  # MRSA | VRE | CRE | carbapenem-resistant | ESBL | 3GC-R
+    susceptibilities: tuple[tuple[str, str], ...]  # (antibiotic, S/I/R)
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "registered"
+
+    @property
+    def culture(self) -> bool:
+        return self.kind in CULTURE_KINDS
+
+    @property
+    def grown(self) -> bool:
+        """An organism a reported culture grew (not a result written as one)."""
+        return self.culture and not self.pending and bool(self.organism) and "result" not in self.flags
+
+    @property
+    def significant(self) -> bool:
+        """A grown organism of clinical weight: no commensal, no possible contaminant."""
+        return self.grown and not self.flags
+
+
+def _extensions(resource: dict[str, Any], name: str) -> list[Any]:
+    return [next((v for k, v in e.items() if k.startswith("value")), None)
+            for e in resource.get("extension") or []
+            if isinstance(e, dict) and str(e.get("url", "")).endswith("/" + name)]
+
+
+def micro_results(report: dict[str, Any], specimen: str) -> tuple[MicroResult, ...]:
+    """The tests of a strict microbiology report of ``specimen``, in report order."""
+    out = []
+    for o in report.get("contained") or []:
+        if not isinstance(o, dict) or o.get("resourceType") != "Observation":
+            continue
+        test = _text(o.get("code")).removesuffix(f" ({specimen})")
+        kind = next(iter(_extensions(o, "microbiology-test-kind")), "") or ""
+        organism = next(iter(_extensions(o, "microbiology-organism")), "") or ""
+        panel = tuple((str((c.get("code") or {}).get("text") or ""), code)
+                      for c in o.get("component") or [] if isinstance(c, dict)
+                      for code in (_codes((c.get("interpretation") or [{}])[0]) or [""])[:1])
+        out.append(MicroResult(test, str(kind), str(o.get("status") or ""), str(organism),
+                               str(o.get("valueString") or ""),
+                               tuple(str(f) for f in _extensions(o, "microbiology-flag")),
+                               tuple(str(r) for r in _extensions(o, "microbiology-resistance")),
+                               panel))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Report:
     title: str  # exam line (radiology) or specimen (microbiology)
     conclusion: str
     time: str
     micro: bool
+    status: str = "final"  # final | partial | registered (microbiology: tests pending)
+    results: tuple[MicroResult, ...] = ()  # microbiology: its tests
+    origin: str = ""  # microbiology without hadm_id: where it came from ("emergency department")
+
+    @property
+    def cultured(self) -> bool:
+        """A culture was sent from the specimen (not only stains, antigen tests, PCR, serology)."""
+        return any(r.culture for r in self.results)
+
+    @property
+    def grown(self) -> tuple[MicroResult, ...]:
+        return tuple(r for r in self.results if r.grown)
+
+    @property
+    def significant(self) -> tuple[MicroResult, ...]:
+        return tuple(r for r in self.results if r.significant)
+
+    @property
+    def pending(self) -> tuple[MicroResult, ...]:
+        """Its cultures not reported yet."""
+        return tuple(r for r in self.results if r.culture and r.pending)
 
 
 def reports(observation: Any) -> list[Report]:
@@ -291,6 +373,10 @@ def reports(observation: Any) -> list[Report]:
         micro = "micro" in cats.lower()
         if micro:
             title = title.replace(" microbiology", "").strip()
+        results = micro_results(r, title) if micro else ()
+        origins = {str(v) for o in r.get("contained") or [] if isinstance(o, dict)
+                   for v in _extensions(o, "specimen-origin")}
         out.append(Report(" ".join(title.split()), str(r.get("conclusion") or "").strip(),
-                          str(r.get("effectiveDateTime") or ""), micro))
+                          str(r.get("effectiveDateTime") or ""), micro,
+                          str(r.get("status") or "final"), results, next(iter(origins), "")))
     return sorted(out, key=lambda x: x.time, reverse=True)

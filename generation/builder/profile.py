@@ -7,6 +7,7 @@ later taken from the gold tool observations, not from here.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 import duckdb
@@ -83,9 +84,10 @@ def _finite(x: object) -> float | None:
 
 
 def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
-                 current_date: str) -> Profile:
-    """Profile of the admission up to the end of `current_date` (the session cutoff)."""
-    cut = f"CAST('{current_date}' AS DATE) + INTERVAL 1 DAY"
+                 current_date: str, until: dt.datetime | None = None) -> Profile:
+    """Profile of the admission at the session cutoff: the end of `current_date`, or the
+    instant `until` of that date (the builder's in-stay timepoint)."""
+    tl = load_timeline(con, subject_id, hadm_id, current_date, until)
     row = con.execute(
         "SELECT gender, anchor_age, anchor_year FROM patients WHERE subject_id = ?", [subject_id]
     ).fetchone()
@@ -95,14 +97,14 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
     prof = Profile(subject_id, hadm_id, current_date, str(gender or "U"), age)
 
     labels = list(LABS)
+    scope, params = tl.lab_scope()  # known at the cutoff (physassist.timeline)
     lab_rows = con.execute(
         f"""
         WITH v AS (
             SELECT d.label, l.charttime, l.valuenum, l.ref_range_lower, l.ref_range_upper, l.flag,
                    row_number() OVER (PARTITION BY d.label ORDER BY l.charttime DESC) AS rn
             FROM labevents l JOIN d_labitems d USING (itemid)
-            WHERE l.subject_id = ? AND l.hadm_id = ? AND l.valuenum IS NOT NULL
-              AND l.charttime < {cut} AND d.label IN (SELECT unnest(?))
+            WHERE {scope} AND l.valuenum IS NOT NULL AND d.label IN (SELECT unnest(?))
               AND (d.fluid IS NULL OR lower(d.fluid) = 'blood')
         )
         SELECT label, count(DISTINCT charttime),
@@ -110,14 +112,13 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
                                    OR valuenum < ref_range_lower))
         FROM v GROUP BY label ORDER BY label
         """,
-        [subject_id, hadm_id, labels],
+        [*params, labels],
     ).fetchall()
     for label, n, abnormal in lab_rows:
         prof.labs[label] = LabSummary(label, int(n), bool(abnormal))
 
     # Only drugs with a current, scheduled order at the cutoff (physassist.timeline): a
     # stopped, sliding-scale, PRN or one-time order never answers a dose question.
-    tl = load_timeline(con, subject_id, hadm_id, current_date)
     prof.timeline = tl
     for o in tl.orders:
         word = o.word
@@ -135,10 +136,9 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
         return int(con.execute(sql, [subject_id, hadm_id]).fetchone()[0])
 
     prof.n_dx = count("SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?")
-    prof.n_micro = count(
-        f"SELECT count(*) FROM microbiologyevents WHERE subject_id = ? AND hadm_id = ? "
-        f"AND COALESCE(charttime, chartdate) < {cut}")
-    prof.n_radiology = count(
-        f"SELECT count(*) FROM radiology WHERE subject_id = ? AND hadm_id = ? AND charttime < {cut}")
+    prof.n_micro = len(tl.cultures)  # specimens a culture was sent from, drawn by the cutoff
+    prof.n_radiology = int(con.execute(
+        "SELECT count(*) FROM radiology WHERE subject_id = ? AND hadm_id = ? AND charttime < ?",
+        [subject_id, hadm_id, tl.cutoff]).fetchone()[0])
     prof.n_discharge = count("SELECT count(*) FROM discharge WHERE subject_id = ? AND hadm_id = ?")
     return prof

@@ -60,11 +60,23 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
             return "admin_count"
         if d.admin_total and d.admin_total - d.admin_count != admins.not_given:
             return "admin_count"
-    if d.topic.kind == "culture_latest":
-        said = {(r.time[:10], tuple(sorted(organisms(r.conclusion)))) for r in d.reports}
-        record = {(_stamp(c.time)[:10], tuple(sorted(c.organisms))) for c in tl.cultures}
-        if not said <= record:
-            return "culture"
-        if tl.positive_cultures and not any(orgs for _, orgs in said):
-            return "culture"
+    if d.topic.kind == "culture_latest" and _culture_unsupported(d, tl):
+        return "culture"
     return None
+
+
+def _culture_unsupported(d: Digest, tl: Timeline) -> bool:
+    """A culture answer states a specimen the timeline has no culture of at the cutoff, an
+    organism not grown (reported) by then, a culture pending that was reported (or the other
+    way round), or leads with anything but a significant organism the record has."""
+    record = {(_stamp(c.time)[:16], " ".join(c.specimen.split())): c for c in tl.cultures}
+    for r in d.reports:
+        culture = record.get((minute(r.time), r.title))
+        if culture is None:
+            return True
+        if set(organisms(r)) != set(culture.organisms):
+            return True
+        if {t.test for t in r.pending} != {t.name for t in culture.pending if t.culture}:
+            return True
+    significant = any(c.significant for c in tl.cultures)
+    return significant != bool(d.reports[0].significant)

@@ -13,11 +13,11 @@ from typing import Any
 
 from physassist.vocab import LANGUAGES
 
-from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning, organisms
+from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning
 from .facts import day as day_of
 from .patient_topics import onset_phrase
 from .topics import next_day
-from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, ROUTE_WORDS, SYNONYMS
+from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
 from .wording import say
 
 VALUE_TOLERANCE = 0.05
@@ -368,22 +368,38 @@ _SPECIMEN_ZH = {"BLOOD": "血培养", "SPUTUM": "痰", "URINE": "尿", "CSF": "�
 
 
 def _culture_items(d: Digest) -> list[Item]:
+    """Three items on the key specimen (:func:`.answers.key_culture`): what grew (or that
+    only commensals grew, or that its culture is pending, or that nothing grew), the
+    specimen, then the resistance a physician acts on, else what is still pending, else the
+    date it was drawn."""
     r = key_culture(d)
-    orgs = organisms(r.conclusion)
     day = r.time[:10]
     zh_spec = [z for k, z in _SPECIMEN_ZH.items() if k in r.title.upper()]
     spec_check = {"kind": "concept", "any": {"en": [r.title], "zh": [r.title, *zh_spec]}}
-    if orgs:
-        org = orgs[0]
+    grown = r.significant or r.grown
+    resistant = next((t for t in grown if t.resistance), None)
+    if r.significant:
+        org = r.significant[0].organism
         words = org.split()
         short = f"{words[0][0]}. {' '.join(words[1:])}" if len(words) > 1 else org
         first = _item("cult_org", literal(org, short), {"organism": org})
+    elif r.grown:
+        first = _item("cult_commensal", concept("commensal"), {"organism": r.grown[0].organism})
+    elif r.pending:
+        first = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
     else:
         first = _item("cult_none", {"kind": "concept", "any": {
             "en": ["no organism", "no growth", "negative", "no organisms"],
             "zh": ["无菌生长", "阴性", "未培养出", "未见"]}}, {})
-    return [first, _item("cult_specimen", spec_check, {"specimen": r.title}),
-            _item("cult_date", literal(day), {"day": day})]
+    if resistant is not None:
+        name = resistant.resistance[0]
+        last = _item("cult_resistance", {"kind": "concept", "any": RESISTANCE_WORDS[name]},
+                     {"resistance": name})
+    elif r.pending and grown:
+        last = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
+    else:
+        last = _item("cult_date", literal(day), {"day": day})
+    return [first, _item("cult_specimen", spec_check, {"specimen": r.title}), last]
 
 
 def _imaging_items(d: Digest) -> list[Item]:

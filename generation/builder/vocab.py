@@ -241,6 +241,32 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
     "find_why": {"en": ["find out why", "why", "reason", "clarify"], "zh": ["查明原因", "原因"]},
     "med_change": {"en": ["dose changed", "medication changed", "stopped the", "started a new"],
                    "zh": ["已改剂量", "已停用", "已换药"]},
+    # microbiology (issue 43): a culture not reported yet, flora of no clinical weight
+    "pending": {"en": ["pending", "awaiting", "not yet reported", "not reported yet",
+                       "not yet final", "in progress", "no result yet"],
+                "zh": ["待回报", "尚未回报", "未出结果", "等待结果"]},
+    "commensal": {"en": ["commensal", "normal flora", "coloniz", "colonis", "contaminant",
+                         "contamination", "not a pathogen", "no pathogen"],
+                  "zh": ["共生菌", "正常菌群", "定植", "污染"]},
+}
+
+#: Resistance (``physassist.ehr.tools.microbiology.RESISTANCE_NAMES``) -> words that name it.
+RESISTANCE_WORDS: dict[str, dict[str, list[str]]] = {
+    "MRSA": {"en": ["MRSA", "methicillin-resistant", "methicillin resistant", "oxacillin-resistant",
+                    "oxacillin resistant", "resistant to oxacillin"],
+             "zh": ["MRSA", "耐甲氧西林"]},
+    "VRE": {"en": ["VRE", "vancomycin-resistant", "vancomycin resistant", "resistant to vancomycin"],
+            "zh": ["VRE", "耐万古霉素"]},
+    "CRE": {"en": ["CRE", "carbapenem-resistant", "carbapenem resistant", "resistant to meropenem"],
+            "zh": ["CRE", "耐碳青霉烯"]},
+    "carbapenem-resistant": {"en": ["carbapenem-resistant", "carbapenem resistant",
+                                    "resistant to meropenem", "resistant to imipenem"],
+                             "zh": ["耐碳青霉烯", "carbapenem-resistant"]},
+    "ESBL": {"en": ["ESBL", "extended-spectrum", "extended spectrum"],
+             "zh": ["ESBL", "超广谱"]},
+    "3GC-R": {"en": ["third-generation cephalosporin", "resistant to ceftriaxone",
+                     "ceftriaxone-resistant", "ceftriaxone resistant", "AmpC"],
+              "zh": ["三代头孢", "头孢曲松耐药", "AmpC"]},
 }
 
 #: Routes as written in prescriptions -> words that name them (EN, ZH).

@@ -13,10 +13,19 @@ effect (the one-call baseline scores the same under every tool budget, menu and 
   after its first result, as chat models with no explicit "done" tool tend to;
 * a follow-up question with no keyword of its own reuses the previous question's specific
   calls (a crude resolution of an implicit reference).
+
+With ``randomness`` r > 0 (``-M randomness=0.5``, ``model=explorer_sampled``) it samples like a
+model at temperature, so epochs differ: each of its calls after the first is skipped with
+probability r / 2, the chart overview is read in a shuffled order with probability r, and its
+answer keeps 2, 3 or 4 lines of each result (3 with probability 1 - r). The draws are seeded
+by (``seed``, session, epoch, turn): a run repeated with the same seed repeats them. The
+default (r = 0) is deterministic and scores as before.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ModelOutput
@@ -28,6 +37,7 @@ from ._common import Conversation, control_tools, finish, offered, read_conversa
 from .baseline import candidate_calls, summarise
 
 MAX_CALLS = 6
+ANSWER_LINES = 3  # lines of each result the answer keeps (sampled: 2, 3 or 4)
 
 
 def context_calls(conv: Conversation, names: set[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -60,11 +70,40 @@ def calls_made(conv: Conversation) -> int:
     return sum(len(m.tool_calls or []) for m in conv.since_question if isinstance(m, ChatMessageAssistant))
 
 
+def epoch() -> int:
+    """The epoch of the sample being generated for: an agent sees only messages, and sampled
+    choices must differ between epochs (Inspect's active sample; 1 outside an eval)."""
+    from inspect_ai.log._samples import sample_active  # no public accessor in Inspect 0.3
+
+    active = sample_active()
+    return int(active.epoch) if active is not None else 1
+
+
+def draws(seed: int, conv: Conversation) -> random.Random:
+    """The random stream of one turn: the same (seed, session, epoch, turn), the same draws."""
+    key = f"{seed}:{conv.session_key}:{epoch()}:{conv.turn}".encode()
+    return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+
+
+def sampled_calls(calls: list[tuple[str, dict[str, Any]]], conv: Conversation, names: set[str], rng: random.Random, randomness: float) -> list[tuple[str, dict[str, Any]]]:
+    """``planned_calls`` as sampled: the overview maybe shuffled, later calls maybe skipped."""
+    overview = [c for c in context_calls(conv, names) if c in calls]
+    own = [c for c in calls if c not in overview]
+    if rng.random() < randomness:
+        rng.shuffle(overview)
+    kept = [c for c in own + overview if rng.random() >= randomness / 2]
+    return (calls[:1] + [c for c in kept if c != calls[0]])[:MAX_CALLS] if calls else []
+
+
 class ExplorerAgent:
     """Several keyword-chosen calls per turn, then every result's first lines as the answer."""
 
-    def __init__(self, model_name: str = "explorer", **_: Any) -> None:
+    def __init__(self, model_name: str = "explorer", randomness: float = 0.0, seed: int = 0, **_: Any) -> None:
+        if not 0.0 <= float(randomness) <= 1.0:
+            raise ValueError(f"physassist/explorer: randomness must be in [0, 1], got {randomness}")
         self.model_name = model_name
+        self.randomness = float(randomness)
+        self.seed = int(seed)
 
     async def act(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice) -> ModelOutput:
         conv = read_conversation(input, tool_choice)
@@ -72,9 +111,15 @@ class ExplorerAgent:
             return reply(self.model_name, "Ready.", [], input)
         names = offered(tools)
         made = calls_made(conv)
+        rng = draws(self.seed, conv) if self.randomness else None
         wants_more = bool(control_tools(tools)) or made == 0
         if not conv.nudged and wants_more:
             calls = planned_calls(conv, names)
+            if rng is not None:
+                calls = sampled_calls(calls, conv, names, rng, self.randomness)
             if made < len(calls):
                 return reply(self.model_name, "", [calls[made]], input)
-        return finish(self.model_name, summarise(conv.tool_results(), conv.language, per_result=3), tools, conv, input)
+        lines = ANSWER_LINES
+        if rng is not None and rng.random() < self.randomness:
+            lines = rng.choice((2, 4))
+        return finish(self.model_name, summarise(conv.tool_results(), conv.language, per_result=lines), tools, conv, input)

@@ -6,7 +6,7 @@ both run ``main``.
     physassist-data validate SOURCE [--language en|zh] [--lenient] [--scenarios ...]
     physassist-data stats SOURCE [--language en|zh] [--json]
     physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] [--compresslevel 0-9]
-    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--force] [...]
+    physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--timepoint T] [--force] [...]
     physassist-data build-sample [--root data/sample] [--seed S]
 
 `validate` and `stats` never write anything. Exit codes: 0 success; 1 invalid data (the
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from physassist.data.models import SessionFormatError
 from physassist.ehr.sources import EHRSourceError
 from physassist.gc_freeze import command_start
-from physassist.vocab import LANGUAGES, SCENARIOS
+from physassist.vocab import LANGUAGES, SCENARIOS, TIMEPOINTS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -74,7 +74,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from generation.builder import build_sessions
 
     report = build_sessions(args.store, args.out, sessions_per_slot=args.per_slot,
-                            seed=args.seed, scenarios=args.scenarios, tiers=args.tiers, force=args.force)
+                            seed=args.seed, scenarios=args.scenarios, tiers=args.tiers,
+                            timepoint=args.timepoint, force=args.force)
     print(report)
     return EXIT_OK
 
@@ -134,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=None)
     p.add_argument("--tiers", nargs="+", type=int, choices=(1, 2, 3), default=None)
+    p.add_argument("--timepoint", choices=TIMEPOINTS, default=TIMEPOINTS[0],
+                   help="when sessions happen: at the end of the discharge date (default, the "
+                        "paper's) or on a morning inside the stay (in-stay)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("build-sample", help="regenerate data/sample (cohort and sessions)")

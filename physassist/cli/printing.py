@@ -36,7 +36,22 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join([*lines, noise_line(metrics)])
+
+
+def noise_line(metrics: Mapping[str, float]) -> str:
+    """How far the mRS would move between identical runs, and the smallest difference the
+    design detects (``physassist.noise``), or why that is unknown."""
+    repeats = {axis: int(metrics.get(f"repeats.{axis}", 1)) for axis in ("patient", "agent", "judge")}
+    shown = {"patient": "patient seeds", "agent": "epochs", "judge": "judgings"}
+    some = ", ".join(f"{n} {shown[a]}" for a, n in repeats.items() if n > 1)
+    missing = [a for a, n in repeats.items() if n == 1]
+    unrepeated = f"; not repeated: {', '.join(missing)}" if missing else ""
+    if "mde.mrs" not in metrics:
+        return "noise: unmeasured (one epoch, one judging): inspect.epochs=2 or judge.repeats=2 measures it"
+    if metrics["mde.mrs"] < 0.05:
+        return f"noise: none between identical runs ({some} agree{unrepeated}): a difference on these sessions is no noise"
+    return f"noise: +-{metrics['noise.mrs']:.1f} points between identical runs; detects >= {metrics['mde.mrs']:.1f} (mRS, 80% power; {some}{unrepeated})"
 
 
 def run_line(params: Mapping[str, str], metrics: Mapping[str, float]) -> str:

@@ -67,7 +67,7 @@ def option_type(option: Option) -> Any:
     sample = option.values[0] if option.values else option.default
     if option.many and not option.values:
         sample = option.default[0]
-    kind: Any = type(sample)
+    kind: Any = option.kind or type(sample)
     if option.many:
         kind = list[kind]
     return kind | None if option.default is None else kind

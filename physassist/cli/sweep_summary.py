@@ -3,7 +3,9 @@
 Each job prints one line when it ends and appends its headline numbers to ``JOBS_FILE`` in the
 sweep directory (jobs may run in other processes: joblib, submitit, Ray); the sweep's callback
 reads them back after the last job and prints one table, a row per job, the swept values as
-columns, then mRS with its 95% interval, Pass@Turn at each threshold and the unscored turns.
+columns, then mRS with its 95% interval (and, when repeats measured it, the noise between
+identical runs and the smallest difference the job's design detects: ``physassist.noise``),
+Pass@Turn at each threshold and the unscored turns.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def headline(metrics: Mapping[str, float], taus: Sequence[float]) -> dict[str, A
     """What a job contributes to the sweep's table (rates in points, counts)."""
     from physassist.metrics import tau_key
 
-    keep = ["mrs", "mrs_ci_low", "mrs_ci_high", "n_turns", "unscored_turns", "error_turns"]
+    keep = ["mrs", "mrs_ci_low", "mrs_ci_high", "n_turns", "unscored_turns", "error_turns", "noise.mrs", "mde.mrs"]
     keep += [f"pass_turn_{tau_key(t)}" for t in taus]
     return {k: metrics[k] for k in keep if k in metrics}
 
@@ -92,7 +94,8 @@ def table(jobs: list[dict[str, Any]]) -> str:
         return ""
     keys = _swept(jobs)
     taus = [float(t) for t in jobs[0].get("taus") or (0.6, 0.75)]
-    header = [*keys, "mRS [95% CI]", *(f"Pass@Turn {tau_key(t)}" for t in taus), "unscored", "MLflow run", "note"]
+    noisy = any("mde.mrs" in (job.get("metrics") or {}) for job in jobs)  # repeats measured its noise
+    header = [*keys, "mRS [95% CI]", *(["noise", "detects >="] if noisy else []), *(f"Pass@Turn {tau_key(t)}" for t in taus), "unscored", "MLflow run", "note"]
     rows = [header]
     for job in jobs:
         given = dict(o.lstrip("+~").partition("=")[::2] for o in job.get("overrides") or [])
@@ -100,6 +103,7 @@ def table(jobs: list[dict[str, Any]]) -> str:
         rows.append([
             *(given.get(k, "") for k in keys),
             mrs_text(metrics),
+            *([f"+-{_points(metrics.get('noise.mrs'))}", _points(metrics.get("mde.mrs"))] if noisy else []),
             *(_points(metrics.get(f"pass_turn_{tau_key(t)}")) for t in taus),
             unscored_text(metrics),
             (job.get("run_id") or "-")[:8],

@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -166,6 +167,9 @@ class Session(_OrderedModel):
     hadm_id: StrictInt | None = None
     session_id: str | None = None
     current_date: str | None = None
+    #: The instant the session is at (``YYYY-MM-DDTHH:MM:SS``, on ``current_date``), when it is
+    #: not the end of that date: the builder's in-stay timepoint. Absent in the released data.
+    cutoff: str | None = None
     generated_at: str | None = None
     # tools offered
     tools: list[dict[str, Any]] | None = None
@@ -240,6 +244,21 @@ class Session(_OrderedModel):
             check_date(value)
         return value
 
+    @field_validator("cutoff")
+    @classmethod
+    def _cutoff_on_the_date(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """An instant (``YYYY-MM-DDTHH:MM:SS``) of the session's ``current_date``."""
+        if value is None:
+            return value
+        try:
+            when = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"must be a time YYYY-MM-DDTHH:MM:SS, got {value[:40]!r}") from None
+        day = info.data.get("current_date")
+        if day and when.date().isoformat() != str(day)[:10]:
+            raise ValueError(f"{value!r} is not on the session's current_date {day}")
+        return value
+
     @field_validator("env_info")
     @classmethod
     def _env_date(cls, value: str) -> str:
@@ -290,6 +309,15 @@ class Session(_OrderedModel):
             return self.current_date
         match = _ENV_DATE.search(self.env_info)
         return match.group(1) if match else None
+
+    @property
+    def cutoff_time(self) -> dt.datetime | None:
+        """The instant the tools' inclusive cutoff is at: ``cutoff``, else the last microsecond
+        of :attr:`effective_date`; None without a date."""
+        if self.cutoff:
+            return dt.datetime.fromisoformat(self.cutoff)
+        day = self.effective_date
+        return dt.datetime.combine(dt.date.fromisoformat(day[:10]), dt.time.max) if day else None
 
     @property
     def n_tasks(self) -> int:

@@ -101,8 +101,9 @@ TABLES: dict[str, TableSpec] = {
             ("subject_id", "admittime"),
             "admittime",
             keys=("subject_id", "hadm_id", "admittime"),
-            # descriptive, NULL on many rows anyway; MIMIC-IV v1.0 names race ``ethnicity``
-            optional=("insurance", "language", "marital_status", "race"),
+            # descriptive, NULL on many rows anyway; MIMIC-IV v1.0 names race ``ethnicity``;
+            # without edregtime a stay's window starts at admittime (tools/reported.py)
+            optional=("insurance", "language", "marital_status", "race", "edregtime"),
             scenarios=_ALL_SCENARIOS,
         ),
         TableSpec(
@@ -143,6 +144,8 @@ TABLES: dict[str, TableSpec] = {
             ("subject_id", "charttime"),
             "charttime",
             keys=("labevent_id", "subject_id", "itemid"),
+            # without report times a value is known from its draw (tools/reported.py)
+            optional=("storetime",),
             scenarios=_ALL_SCENARIOS,
         ),
         TableSpec(
@@ -228,6 +231,7 @@ TABLES: dict[str, TableSpec] = {
             ("subject_id", "chartdate", "charttime"),
             "chartdate",
             keys=("microevent_id", "subject_id", "micro_specimen_id"),
+            optional=("storedate", "storetime"),  # as labevents.storetime
         ),
         TableSpec(
             "omr",

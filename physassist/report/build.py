@@ -3,7 +3,8 @@
 The selection is: the FINISHED experiment runs (``physassist.kind=job``, never sweep parents or
 earlier reports) of one or more MLflow experiments, narrowed by an MLflow filter string and/or
 a sweep id. Output: ``<table>.md`` and ``<table>.csv`` per table, ``report.md`` with all of
-them, PNG figures, ``runs.csv`` (what was selected); optionally logged as a report run.
+them (ending with the "Noise and calibration" section: ``physassist.report.trust``), PNG
+figures, ``runs.csv`` (what was selected); optionally logged as a report run.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from physassist.report import figures
+from physassist.report import figures, trust
 from physassist.report.history import history_table
 from physassist.report.pairs import (
     RESCORE_OF,
@@ -215,16 +216,22 @@ def _write_files(
 ) -> tuple[list[Table], list[Path]]:
     tables = all_tables(runs, explicit=explicit)
     tables += comparison_tables(runs, turns_of, explicit)
+    trusted = trust.section(runs, turns_of)
     chunks = ["# PhysAssistBench report", "", f"{len(runs)} run(s).", ""]
-    for table in tables:
+    for table in [*tables, *trusted]:
         table.frame.to_csv(out_dir / f"{table.name}.csv", index=False)
         text = table.markdown()
         (out_dir / f"{table.name}.md").write_text(text)
+        chunks += [trust.TITLE, ""] if table is trusted[0] else []
         chunks.append(text)
+    tables += trusted
     (out_dir / "report.md").write_text("\n".join(chunks))
     keep = [c for c in runs.columns if c in ("run_id", "status", "start_time") or c.startswith(("params.", "tags.mlflow.runName", "tags.physassist."))]
     runs[keep].to_csv(out_dir / "runs.csv", index=False)
     made = [figures.mrs_bars(runs, out_dir / "fig_mrs.png"), figures.channel_bars(runs, out_dir / "fig4_ehr_vs_patient.png")]
+    variance = next((t for t in tables if t.name == "variance"), None)
+    if variance is not None:
+        made.append(figures.variance_shares(variance.frame, out_dir / "fig_variance_shares.png"))
     t3 = next((t for t in tables if t.name == "table3"), None)
     if t3 is not None:
         comps = next((t.frame for t in tables if t.name == "comparisons"), None)

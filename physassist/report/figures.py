@@ -4,7 +4,9 @@
   (``physassist/empty``, ``physassist/no_tools``) drawn as labelled reference lines;
 * ``channel_bars``: EHR-only vs patient-interview turns per run (paper Fig. 4);
 * ``delta_bars``: implicit - explicit per subtype for each query pair (Table 3), one panel per
-  subtype, the paired 95% interval on the overall delta when the comparisons have it.
+  subtype, the paired 95% interval on the overall delta when the comparisons have it;
+* ``variance_shares``: each axis' share of the mRS variance (session, patient, agent, judge,
+  residual) with its 95% interval, per replicate group; an unmeasured axis is marked, not 0.
 
 Readable at any number of runs: run names are wrapped and get the room they need, legends sit
 outside the axes, each series has its own colour, titles are wrapped to the figure width and
@@ -135,6 +137,42 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
     axes[0].invert_yaxis()
     fig.supxlabel("implicit - explicit (mRS points; < 0: implicit phrasing costs points)", fontsize=9)
     fig.suptitle("Cost of implicit phrasing by subtype", fontsize=11)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+AXIS_COLOURS = {"session": "#4c72b0", "patient": "#dd8452", "agent": "#55a868", "judge": "#c44e52", "residual": "#8172b3"}
+
+
+def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> Path:
+    """Grouped horizontal bars: each axis' share (percent) of ``metric``'s variance with its
+    bootstrap interval, one cluster per replicate group; an axis without repeats is an ``x``
+    at 0 labelled unmeasured."""
+    rows = variance[variance["metric"] == metric]
+    groups = list(dict.fromkeys(rows["group"]))
+    labels = [_wrap(g) for g in groups]
+    axes_order = list(AXIS_COLOURS)
+    fig = _figure(8, _rows_height(labels, 0.55) + 1.8)
+    ax = fig.add_subplot()
+    height = 0.8 / len(axes_order)
+    marked = False
+    for k, axis in enumerate(axes_order):
+        part = rows[rows["axis"] == axis].set_index("group").reindex(groups)
+        y = np.arange(len(groups)) + (k - (len(axes_order) - 1) / 2) * height
+        share = part["share %"].astype(float).to_numpy()
+        low, high = part["ci_low"].astype(float).to_numpy(), part["ci_high"].astype(float).to_numpy()
+        err = np.vstack([np.nan_to_num(share - low).clip(0), np.nan_to_num(high - share).clip(0)])
+        ax.barh(y, np.nan_to_num(share), height=height * 0.9, xerr=err, color=AXIS_COLOURS[axis], capsize=2, label=axis)
+        missing = np.isnan(share)
+        if missing.any():
+            ax.scatter(np.zeros(missing.sum()), y[missing], marker="x", color="#7f7f7f", label=None if marked else "unmeasured (no repeats)", zorder=3)
+            marked = True
+    ax.set_yticks(np.arange(len(groups)), labels=labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel(f"share of the variance of {metric} (%, 95% CI)")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8, frameon=False)
+    fig.suptitle("Where the variance comes from", fontsize=11)
     fig.savefig(path, dpi=120)
     return path
 

@@ -10,8 +10,12 @@ the part named; two runs that differ in one group but sit in different sweeps (o
 any) are listed as not paired, with that reason, so no comparison disappears without a word.
 
 Each pair is compared on the sessions both runs share (``physassist.paired``): mRS and
-Pass@Session at each tau, mean difference, paired bootstrap 95% interval, p-value, and the
-sessions a 5-point difference would need at the observed spread.
+Pass@Session at each tau, mean difference, paired bootstrap 95% interval, p-value, the
+smallest difference this pair's design detects (``mde``: 80% power, two-sided 5%, from the
+spread of its per-session differences and both runs' whole-pass residual, ``physassist.noise``)
+and the cheapest sessions x epochs x judgings that would detect 2 and 5 points. A difference
+below the MDE says so in ``note``: "within noise: this design detects >= 6.3 points" (its
+interval holds 0), or "underpowered" when its interval excludes 0 all the same.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
-from physassist import comparability
+from physassist import comparability, noise
 from physassist.metrics import tau_key
-from physassist.paired import paired, session_values, sessions_needed
+from physassist.paired import paired, session_values
 from physassist.tracking.params import experiment_params
 
 SWEEP = "tags.physassist.sweep_id"
@@ -43,7 +48,6 @@ BASES = {
     "history": "free",  # gold - free: the carry-over cost (report.history)
     "grounding": "off",
 }
-DETECT_POINTS = 5.0  # the difference the "sessions needed" column is computed for
 
 COLUMNS = [
     "factor",
@@ -58,7 +62,8 @@ COLUMNS = [
     "ci_high",
     "p_value",
     "test",
-    f"sessions_for_{DETECT_POINTS:.0f}pt",
+    "mde",
+    *(f"to_detect_{d:.0f}pt" for d in noise.TARGETS),
     "note",
     "a_run_id",
     "b_run_id",
@@ -169,15 +174,49 @@ def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
     return pairs
 
 
+def metrics_of(row: pd.Series) -> dict[str, float]:
+    """A selected run's logged metrics under summarize's names (``metrics.`` columns)."""
+    return {k[len("metrics.") :]: float(v) for k, v in row.items() if str(k).startswith("metrics.") and pd.notna(v)}
+
+
+def _noise_of(turns: pd.DataFrame, taus: list[float]) -> dict[str, noise.Split]:
+    """A run's variance split per compared metric (no intervals: only the components are used)."""
+    values = noise.replicates(turns, taus)
+    return {m: noise.split(values, m, n_boot=0) for m in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)] if values[m].notna().any()}
+
+
+def detectable(result: Any, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost) -> dict[str, object]:
+    """A comparison's MDE, the designs that would detect each of ``noise.TARGETS``, and the
+    note when its difference is within noise. Nothing when nothing was estimated (no spread
+    in the differences and no measured noise: e.g. identical runs of a deterministic agent);
+    no design when nothing varies (every session the same in both arms, at every repeat)."""
+    measured = any(s is not None and s.measured_noise for s in (a, b))
+    if not (result.sd_diff > 0 or measured):
+        return {}
+    found = noise.compared(result.sd_diff, result.n_shared, a, b)
+    out: dict[str, object] = {"mde": found.mde, "note": ""}
+    if a is not None and b is not None and found.mde > 0:
+        for delta in noise.TARGETS:
+            design = noise.plan(a, delta, cost, found.interaction, other=b, available=result.n_shared, unshared=found.unshared)
+            out[f"to_detect_{delta:.0f}pt"] = design.text(available=result.n_shared) if design else "out of reach"
+    if abs(result.diff) < found.mde:
+        # below the MDE: noise when its interval holds 0; else found, but by a design too small
+        # to find it reliably (such a difference tends to shrink when the runs are repeated)
+        within = result.ci_low <= 0 <= result.ci_high
+        what = "within noise" if within else "underpowered (significant here, but below the MDE)"
+        out["note"] = f"{what}: this design detects >= {found.mde:.1f} points"
+    return out
+
+
 def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> pd.DataFrame:
     """One row per compared pair and metric (mRS, Pass@Session per tau), paired on sessions."""
     rows = []
-    cache: dict[str, pd.DataFrame | None] = {}
+    cache: dict[str, tuple[pd.DataFrame, dict[str, noise.Split]] | None] = {}
 
-    def values(run_id: str) -> pd.DataFrame | None:
+    def values(run_id: str) -> tuple[pd.DataFrame, dict[str, noise.Split]] | None:
         if run_id not in cache:
             turns = turns_of(run_id)
-            cache[run_id] = session_values(turns, taus) if turns is not None and len(turns) else None
+            cache[run_id] = (session_values(turns, taus), _noise_of(turns, taus)) if turns is not None and len(turns) else None
         return cache[run_id]
 
     for pair in pairs:
@@ -189,10 +228,9 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
             missing = label(pair.a) if va is None else label(pair.b)
             rows.append({**head, "note": f"no per-turn table logged for {missing}"})
             continue
+        cost = noise.cost_of(metrics_of(pair.a))
         for metric in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)]:
-            result = paired(va[metric], vb[metric], metric)
-            # no spread in the differences (e.g. identical runs) estimates no variance: no figure
-            needed = sessions_needed(result.sd_diff, DETECT_POINTS) if result.sd_diff > 0 else None
+            result = paired(va[0][metric], vb[0][metric], metric)
             rows.append(
                 {
                     **head,
@@ -205,7 +243,7 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
                     "ci_high": result.ci_high,
                     "p_value": result.p_value,
                     "test": result.test,
-                    f"sessions_for_{DETECT_POINTS:.0f}pt": needed,
+                    **detectable(result, va[1].get(metric), vb[1].get(metric), cost),
                     "a_run_id": pair.a["run_id"],
                     "b_run_id": pair.b["run_id"],
                 }

@@ -416,10 +416,12 @@ def pneumonia_sepsis(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         "rr": (r.randint(26, 32), r.randint(16, 20), SHAPE_FAST, 1.0),
         "spo2": (r.randint(86, 90), r.randint(94, 97), SHAPE_FAST, 1.0),
     }
-    micro: list[tuple[float, str, str | None]] = [(0.8, "blood", "spneumo" if septic else None), (0.9, "blood", None),
+    # blood cultures drawn in the ED before admission (no hadm_id: the planner's rule for a
+    # negative offset); a tier-3 patient's MRSA screen grows an oxacillin-resistant S. aureus
+    micro: list[tuple[float, str, str | None]] = [(-1.0, "blood", "spneumo" if septic else None), (-0.9, "blood", None),
                                                   (2.0, "sputum", "spneumo" if sputum_pos else None)]
     if tier == 3:
-        micro += [(26.0, "blood", None), (3.0, "urine", None), (5.0, "mrsa", None)]
+        micro += [(26.0, "blood", None), (3.0, "urine", None), (5.0, "mrsa", "saureus")]
     abx_names = (["Vancomycin", "Piperacillin-Tazobactam", "Ceftriaxone", "Amoxicillin-Clavulanate"] if septic
                  else ["Ceftriaxone", "Azithromycin", "Amoxicillin-Clavulanate"])
     return ArchetypeCase(

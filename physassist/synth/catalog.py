@@ -310,12 +310,14 @@ ORGANISMS = {
     "spneumo": (80076, "STREPTOCOCCUS PNEUMONIAE"),
     "ecoli": (80002, "ESCHERICHIA COLI"),
     "kpneumo": (80004, "KLEBSIELLA PNEUMONIAE"),
+    "saureus": (80023, "STAPH AUREUS COAG +"),
 }
 ANTIBIOTICS = {
     "AMPICILLIN": 90004, "AMPICILLIN/SULBACTAM": 90022, "CEFAZOLIN": 90005, "CEFTRIAXONE": 90018,
     "CEFEPIME": 90028, "CIPROFLOXACIN": 90019, "LEVOFLOXACIN": 90025, "GENTAMICIN": 90012,
     "MEROPENEM": 90029, "PIPERACILLIN/TAZO": 90026, "TRIMETHOPRIM/SULFA": 90008,
     "PENICILLIN G": 90003, "ERYTHROMYCIN": 90006, "VANCOMYCIN": 90015, "NITROFURANTOIN": 90010,
+    "OXACILLIN": 90016, "CLINDAMYCIN": 90007, "TETRACYCLINE": 90011, "RIFAMPIN": 90027,
 }
 # organism -> [(antibiotic, dilution_text, comparison, value, interpretation)]
 SUSCEPTIBILITY = {
@@ -328,4 +330,10 @@ SUSCEPTIBILITY = {
               ("GENTAMICIN", "<=1", "<=", 1.0, "S"), ("MEROPENEM", "<=0.25", "<=", 0.25, "S"),
               ("PIPERACILLIN/TAZO", "<=4", "<=", 4.0, "S"), ("TRIMETHOPRIM/SULFA", "=>16", "=>", 16.0, "R"),
               ("NITROFURANTOIN", "<=16", "<=", 16.0, "S")],
+    # an MRSA (oxacillin R), as the MIMIC-IV demo's MRSA screens report it
+    "saureus": [("OXACILLIN", "=>4", "=>", 4.0, "R"), ("ERYTHROMYCIN", "=>8", "=>", 8.0, "R"),
+                ("LEVOFLOXACIN", "=>8", "=>", 8.0, "R"), ("CLINDAMYCIN", "<=0.25", "<=", 0.25, "S"),
+                ("GENTAMICIN", "<=0.5", "<=", 0.5, "S"), ("RIFAMPIN", "<=0.5", "<=", 0.5, "S"),
+                ("TETRACYCLINE", "<=1", "<=", 1.0, "S"), ("TRIMETHOPRIM/SULFA", "<=0.5", "<=", 0.5, "S"),
+                ("VANCOMYCIN", "1", "=", 1.0, "S")],
 }

@@ -384,7 +384,9 @@ def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str], la
             spec = {"blood": "BLOOD CULTURE", "urine": "URINE CULTURE", "sputum": "SPUTUM CULTURE",
                     "peritoneal": "PERITONEAL FLUID CULTURE", "mrsa": "MRSA SCREEN"}[m.specimen]
             res = {"spneumo": "STREPTOCOCCUS PNEUMONIAE (sensitive to penicillin, ceftriaxone, levofloxacin)",
-                   "ecoli": "ESCHERICHIA COLI"}.get(m.organism or "", "NO GROWTH" if m.specimen != "mrsa" else "Negative")
+                   "ecoli": "ESCHERICHIA COLI",
+                   "saureus": "STAPH AUREUS COAG + (MRSA: oxacillin resistant, vancomycin sensitive)",
+                   }.get(m.organism or "", "NO GROWTH" if m.specimen != "mrsa" else "Negative")
             rows.append(f"___ {spec}: {res}")
         micro_txt = "\nMICROBIOLOGY:\n" + "\n".join(rows) + "\n"
     exam_adm = ("VS: see flowsheet. GEN: " + ("uncomfortable, mildly tachypneic" if case.archetype in ("pneumonia_sepsis", "hf_discharge") else "no acute distress")

@@ -92,7 +92,7 @@ class Order:
 
 @dataclass(slots=True)
 class Micro:
-    hadm_id: int
+    hadm_id: int | None  # None: drawn in the ED before the admission (as MIMIC-IV records it)
     time: int
     specimen: str
     organism: str | None

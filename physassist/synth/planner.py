@@ -297,8 +297,8 @@ def build_plan(idx: int, seed: int) -> SubjectPlan:
             for m in case.home_meds[: 4 + tier]:
                 plan.orders.append(Order(m, adm.hadm_id, adm.admit + 4 * HOUR, adm.disch, status="Discontinued via patient discharge"))
             plan.orders.append(Order("ns_flush", adm.hadm_id, adm.admit + 3 * HOUR, adm.disch))
-    for off_h, spec, org in case.micro:
-        plan.micro.append(Micro(anchor.hadm_id, admit + int(off_h * HOUR), spec, org))
+    for off_h, spec, org in case.micro:  # drawn before admission: in the ED, without hadm_id
+        plan.micro.append(Micro(anchor.hadm_id if off_h >= 0 else None, admit + int(off_h * HOUR), spec, org))
 
     # Clinic rows (OMR): blood pressure, weight, BMI; one visit after discharge for tier >= 2.
     visits = out_times + ([disch - disch % DAY + r.randint(7, 14) * DAY] if tier >= 2 else [])

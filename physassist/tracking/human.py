@@ -8,6 +8,8 @@ writes the judge's verdicts under the same names). This module reads them back:
   passed, rationale, who, when); the newest verdict of a person on an item wins;
 * ``apply_human_verdicts(log, verdicts)``: the Inspect log judged by the humans instead
   (what ``physassist-rescore judge=human`` scores);
+* ``attach_verdicts(uri, run_id, verdicts)``: a filled reviewer's sheet's verdicts logged as such
+  HUMAN feedback (``physassist-label import``);
 * ``human_turns(verdicts, judge_items)``: per turn, the human score (items passed / items)
   when every rubric item of the turn has a human verdict, else status ``undecided``, shaped
   like the turn table (``score``, ``status``, ``judge = "human"``) so ``physassist.metrics``
@@ -185,3 +187,31 @@ def apply_human_verdicts(log, verdicts: pd.DataFrame):
         score.metadata = {**score.metadata, "turns": turns, "judge": "human"}
         score.value = sum(scored) / len(scored) if scored else math.nan
     return log
+
+
+def attach_verdicts(uri: str, run_id: str, verdicts: pd.DataFrame) -> int:
+    """Log each verdict (``session_id``, ``epoch``, ``turn``, ``item`` counted from 1,
+    ``passed``, ``rationale``, ``reviewer``: ``physassist.labels.read_sheet``) as HUMAN feedback
+    ``T<turn>.<item>`` on the run's trace of its session and epoch, as a clinician adding it in
+    the MLflow UI would; ``human_verdicts`` reads them back. Every verdict's trace is found
+    before any is logged (``LookupError`` naming the first without one). Returns the count."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    traces = {
+        (str(t.info.trace_metadata.get("physassist.session_id")), int(t.info.trace_metadata.get("physassist.epoch") or 1)): t.info.trace_id
+        for t in _traces(uri, run_id)
+    }
+    keys = list(zip(verdicts["session_id"].astype(str), verdicts["epoch"].astype(int), strict=True))
+    missing = next((k for k in keys if k not in traces), None)
+    if missing is not None:
+        raise LookupError(f"run {run_id} has no trace of session {missing[0]} epoch {missing[1]} (written with tracking.trace_limit?)")
+    for (sid, epoch), row in zip(keys, verdicts.itertuples(index=False), strict=True):
+        mlflow.log_feedback(
+            trace_id=traces[(sid, epoch)],
+            name=f"T{int(row.turn)}.{int(row.item)}",
+            value=bool(row.passed),
+            source=AssessmentSource("HUMAN", str(row.reviewer)),
+            rationale=row.rationale or None,
+        )
+    return len(keys)

@@ -8,11 +8,17 @@ section, alphabetically. So in MLflow:
 * the **headline** keeps its name and is logged first: ``mrs``, ``pass_turn_<tau>``,
   ``pass_session_<tau>`` with their ``_ci_low`` / ``_ci_high``, ``n_sessions``, ``n_turns``,
   ``scored_turns``, ``unscored_turns``, ``error_turns``, ``cost_usd``,
-  ``judge_unparseable_rate`` and a rescoring's ``agreement.*``;
+  ``judge_unparseable_rate``, a rescoring's ``agreement.*``, the run's noise
+  (``physassist.noise``: ``noise.*``, ``mde.*``, ``share.*`` and ``var.*`` per axis,
+  ``repeats.*``) and its calibration on physicians (``physassist.calibration``:
+  ``mrs_calibrated``, ``pass_turn_<tau>_calibrated`` with intervals, ``judge_bias``,
+  ``n_labelled``);
 * everything else goes under a section prefix, the summarize name kept whole after it:
   a breakdown under its dimension (``tier/mrs.tier.2``, ``task_type/pass_turn_0.60.task_type.CR``),
   token use and cost under ``tokens/``, tool metrics under ``tools/``, epoch statistics under
-  ``epochs/``, the grounding check under ``grounding/``, the remaining counts under ``counts/``
+  ``epochs/``, the grounding check under ``grounding/``, what detecting 2 and 5 points would
+  take and the labels' counts under ``noise/`` (``noise/plan.mrs.2pt.sessions``), the remaining
+  counts under ``counts/``
   (``counts/end.budget``).
 
 ``summary_name`` strips the section, so readers (``physassist-report``) see summarize's names
@@ -42,6 +48,7 @@ _SECTIONS = (
     ("tools", ("tool_",)),
     ("epochs", ("pass_hat_", "session_score_", "epochs")),
     ("grounding", ("grounding.",)),
+    ("noise", ("plan.", "labels_", "strata")),
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]+")
 _CI = re.compile(r"_ci_(low|high)$")
@@ -81,7 +88,7 @@ def rounded(key: str, value: float) -> float:
     last = key.rsplit(".", 1)[-1]
     if "kappa" in key or "alpha" in last or "corr" in last:
         places = 3
-    elif key.startswith("cost_usd"):
+    elif key.startswith("cost_usd") or key.endswith(".cost_usd"):
         places = 6
     elif key.endswith("_per_turn"):
         places = 2

@@ -502,6 +502,24 @@ def write_turn_tables(turns: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths
 
 
+def inspect_log_of(run: Any, client: Any) -> Path:
+    """A logged run's Inspect log: the path in its tag, else its ``inspect/`` artifact
+    (downloaded); ``LookupError`` naming the run when it has neither."""
+    from physassist.tracking.tags import INSPECT_LOG_TAG
+
+    tagged = run.data.tags.get(INSPECT_LOG_TAG)
+    if tagged and Path(tagged).is_file():
+        return Path(tagged)
+    run_id = run.info.run_id
+    try:
+        files = [f.path for f in client.list_artifacts(run_id, "inspect") if f.path.endswith((".eval", ".json"))]
+    except Exception as exc:  # noqa: BLE001 - an unreadable artifact store
+        raise LookupError(f"run {run_id}: cannot list its artifacts: {exc}") from exc
+    if not files:
+        raise LookupError(f"run {run_id}: its Inspect log {tagged!r} is gone and no inspect/ artifact was logged")
+    return Path(client.download_artifacts(run_id, files[0], tempfile.mkdtemp(prefix="physassist-log-")))
+
+
 def staging_dir() -> Path:
     """A fresh temporary directory for files about to be logged as artifacts."""
     return Path(tempfile.mkdtemp(prefix="physassist-run-"))

@@ -167,8 +167,11 @@ class LivePatient:
         persona: dict[str, Any] | None = None,
         language: str = "en",
         literacy: str | None = None,
+        seed: int | None = None,
     ) -> None:
         self.model = model
+        # the ``patient.seed`` option: runs that differ only in it measure the patient's noise
+        self.config = PATIENT_CONFIG.merge(GenerateConfig(seed=seed)) if seed is not None else PATIENT_CONFIG
         self.patient_model = patient_model
         self.persona = dict(persona or patient_model.get("persona") or {})
         self.language = language
@@ -231,7 +234,7 @@ class LivePatient:
         question = ChatMessageUser(content=self.question(tool, arguments))
         messages = [ChatMessageSystem(content=self.system_prompt()), *self.history, question]
         try:
-            output = await self.model.generate(messages, config=PATIENT_CONFIG)
+            output = await self.model.generate(messages, config=self.config)
         except Exception as exc:  # the patient's provider, after Inspect's retries
             raise SystemFault(f"patient model call failed: {describe(exc)}") from exc
         answer = output.completion.strip() or miss_answer(self.language)

@@ -45,6 +45,7 @@ def patient_responder(
     language: str,
     literacy: str,
     miss: str,
+    seed: int | None = None,
 ) -> PatientResponder:
     """The interview responder of one sample (``replay`` or ``live``)."""
     if mode == "replay":
@@ -60,4 +61,4 @@ def patient_responder(
         grounding = derived_patient_model(
             persona, session.gold_patient_answers(language), record_summary(ctx)
         )
-    return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy)
+    return LivePatient(model, grounding, persona=persona, language=language, literacy=literacy, seed=seed)

@@ -24,6 +24,8 @@ ICD9 = "http://hl7.org/fhir/sid/icd-9-cm"
 LOINC = "http://loinc.org"
 CAREPLAN_CATEGORY = "http://hl7.org/fhir/us/core/CodeSystem/careplan-category"
 ACT_CODE = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
+#: Where the project's own extensions are defined (``extension``).
+EXTENSION = "https://physassist.dev/fhir/StructureDefinition/"
 
 
 #: Longest diagnostics text. Outcomes echo what the model sent (ids, names, values), which
@@ -105,6 +107,11 @@ def category(system: str, code: str, display: str, text: str | None = None) -> l
 
 
 _OBS_CATEGORY_DISPLAY = {"laboratory": "Laboratory", "vital-signs": "Vital Signs"}
+
+
+def extension(name: str, **value: Any) -> dict[str, Any]:
+    """One of the project's extensions: ``extension("reported", valueDateTime=...)``."""
+    return {"url": EXTENSION + name, **value}
 
 
 def observation(

@@ -274,7 +274,8 @@ def _full_line(r: dict[str, Any]) -> str:
     if rt == "Observation":
         flags = [c for c in _interp_codes(r) if c]
         flag = f" {'/'.join(flags)}" if flags else ""
-        line = f"- {when} {_text_of(r.get('code'))}: {_value(r)}{flag}{_ref_range(r)}"
+        value = "pending" if r.get("status") == "registered" else _value(r)
+        line = f"- {when} {_text_of(r.get('code'))}: {value}{flag}{_ref_range(r)}"
         comps = [
             f"{_text_of(c.get('code'))} {(_value(c))}".strip() for c in r.get("component") or []
         ]

@@ -1,15 +1,19 @@
 """``strict`` semantics: the project's own tools, fixing official-implementation.md §8 items 1-7.
 
 * One inclusive cutoff (``ctx.effective_cutoff()``) on every time-bearing table; a caller's
-  ``date_to`` can narrow it but never extend it. Admissions still running at the cutoff show no
+  ``date_to`` can narrow it but never extend it. A lab value or a microbiology result is shown
+  from its report time, and a specimen drawn by the cutoff but not yet reported as pending; an
+  admission's specimens include those without ``hadm_id`` drawn in its window (``reported.py``). Admissions still running at the cutoff show no
   end, no discharge disposition and no diagnoses (those are coded at discharge); a death after
   the cutoff is not revealed.
 * Labels: exact -> synonyms -> conservative fuzzy over the patient's own labels; on a miss an
   empty searchset whose outcome entry lists the closest labels the patient has.
 * ``Bundle.total`` is the number of matches; entries are truncated by ``_count`` (<= 200;
   by default 20 observations, 200 medication orders), newest first.
-* Microbiology Observations from ``microbiologyevents``; working ``status`` (derived against the
-  cutoff) and ``clinical_status``; ICD codes with or without dots; deterministic ids from keys.
+* Microbiology Observations from ``microbiologyevents``, one per test and isolate with its
+  antibiotics' S/I/R, the test's kind, flags and resistances (``microbiology.py``); working
+  ``status`` (derived against the cutoff) and ``clinical_status``; ICD codes with or without
+  dots; deterministic ids from keys.
 * No user text ever reaches SQL or a regex: the subject's rows are filtered in Python
   (``records.py``), names and keywords matched as literal, case-insensitive substrings.
 

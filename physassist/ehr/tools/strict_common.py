@@ -4,6 +4,7 @@ searchset building and value helpers."""
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from .errors import ToolError
 from .labels import LabelMatch
 from .records import Row, by, order, stamp, subject_rows
 from .registry import COLUMNS
+from .reported import Expression, Stay, recorded_sql, reported_at, stays
 
 #: What ``admission_miss`` reads: every tool that calls it declares it among its reads.
 ADMISSIONS_CHECKED: dict[str, tuple[str, ...]] = {"admissions": ("hadm_id", "admittime")}
@@ -47,9 +49,6 @@ class Window:
         when = stamp(value)
         return when is not None and (self.cutoff is None or when <= self.cutoff)
 
-
-#: A value of a row that is not a bare column: (SQL expression, the same in Python).
-Expression = tuple[str, Callable[[Row], Any]]
 
 
 class Where:
@@ -90,6 +89,27 @@ class Where:
             return self
         wanted = set(values) - {None}
         return self.add(self.IN.format(f'"{column}"', typ), lambda r: r[column] in wanted, values)
+
+    def stay(self, hadm: int | None, found: Stay | None, drawn: Expression, timed: str) -> Where:
+        """The rows of admission ``hadm``: its own, and those without ``hadm_id`` drawn in its
+        window (``reported.Stay``; a row whose ``timed`` column is NULL by the days of its
+        ``drawn`` date). ``hadm`` None: no condition; ``found`` None (no such admission):
+        its own rows."""
+        if hadm is None or found is None:
+            return self.equal("hadm_id", hadm)
+        sql, get = drawn
+        term = (
+            f'("hadm_id" = ? OR ("hadm_id" IS NULL AND (("{timed}" IS NOT NULL AND {sql} BETWEEN ? '
+            f'AND ?) OR ("{timed}" IS NULL AND CAST({sql} AS DATE) BETWEEN ? AND ?))))'
+        )
+        window = (found.start, found.end, found.start.date(), found.end.date())
+        return self.add(
+            term,
+            lambda r: r["hadm_id"] == hadm
+            or (r["hadm_id"] is None and found.holds(get(r), r[timed] is None)),
+            hadm,
+            *window,
+        )
 
     def equal(self, column: str, value: Any) -> Where:
         """``column = value`` (``records.keep``; ``None``: no condition)."""
@@ -195,6 +215,35 @@ def _aggregate(ctx: ToolContext, table: str, sid: int, expression: str, where: W
     return ctx.store.remembered(
         sid, key, lambda: ctx.store.aggregate(table, sid, expression, where.sql, where.params)
     )
+
+
+#: Per store, whether each table with report times records any (``reported.reported_at``).
+_RECORDED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def report_time(ctx: ToolContext, table: str) -> Expression:
+    """When a row of ``table`` (labevents, microbiologyevents) was reported in this store
+    (``reported.reported_at``; whether the source records report times is asked once)."""
+    known_tables = _RECORDED.setdefault(ctx.store, {})
+    if table not in known_tables:
+        known_tables[table] = bool(ctx.store.rows(recorded_sql(table))[0]["recorded"])
+    return reported_at(table, known_tables[table])
+
+
+def subject_stays(ctx: ToolContext, sid: int) -> list[Stay]:
+    """The windows of the subject's admissions (``reported.stays``): a tool calling it reads
+    :data:`STAYS_READ`."""
+    return stays(subject_rows(ctx, "admissions", sid))
+
+
+def stay_of(found: list[Stay], hadm: int | None) -> Stay | None:
+    return next((s for s in found if s.hadm_id == hadm), None)
+
+
+#: What ``subject_stays`` reads.
+STAYS_READ: dict[str, tuple[str, ...]] = {
+    "admissions": ("hadm_id", "admittime", "dischtime", "edregtime")
+}
 
 
 def parse_day(tool: str, key: str, value: Any, end: bool) -> dt.datetime | None:

@@ -9,11 +9,23 @@ from typing import Any
 
 from . import fhir
 from .context import ToolContext
+from .microbiology import KIND_NAMES, Specimen, describe, specimens
 from .notes_text import discharge_sections, impression, radiology_title
 from .records import by, contains, keep, order, subject_rows, text
 from .registry import read_tool
-from .strict_common import ADMISSIONS_CHECKED, Window, admission_miss, bundle, newest_groups
-from .strict_observations import MICRO_COLUMNS, MICRO_TIME, micro_rows, micro_where, normalize_micro
+from .reported import MICRO_DRAWN, ORIGIN_NOTE
+from .strict_common import (
+    ADMISSIONS_CHECKED,
+    STAYS_READ,
+    Window,
+    admission_miss,
+    bundle,
+    newest_groups,
+    report_time,
+    rows,
+    subject_stays,
+)
+from .strict_observations import MICRO_COLUMNS, micro_observation, micro_where, normalize_micro
 
 #: The columns of a note (``discharge``, ``radiology``) the note tools read.
 NOTE_COLUMNS = ("note_id", "hadm_id", "note_type", "charttime", "text")
@@ -63,7 +75,11 @@ _MICRO_WORDS = (
 @read_tool(
     "strict",
     "DiagnosticReport.search",
-    reads={**ADMISSIONS_CHECKED, "radiology": NOTE_COLUMNS, "microbiologyevents": MICRO_COLUMNS},
+    reads={
+        "admissions": (*ADMISSIONS_CHECKED["admissions"], *STAYS_READ["admissions"]),
+        "radiology": NOTE_COLUMNS,
+        "microbiologyevents": MICRO_COLUMNS,
+    },
 )
 def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
@@ -96,16 +112,16 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     total = len(reports)
     if want_micro:  # of the specimens, only the REPORT_LIMIT newest can be shown
         specimen = normalize_micro(wanted) if wanted else None
-        where = micro_where(ctx, sid, hadm, window, specimen or None)
-        specimens, shown = newest_groups(
-            ctx, "microbiologyevents", sid, where, "micro_specimen_id", MICRO_TIME, REPORT_LIMIT
+        stays = subject_stays(ctx, sid)
+        where = micro_where(ctx, sid, hadm, window, stays, specimen or None)
+        n_specimens, shown = newest_groups(
+            ctx, "microbiologyevents", sid, where, "micro_specimen_id", MICRO_DRAWN, REPORT_LIMIT
         )
-        total += specimens
-        by_specimen: dict[Any, list[dict[str, Any]]] = {}
-        for r in micro_rows(ctx, sid, where.among("micro_specimen_id", shown)):
-            by_specimen.setdefault(r["micro_specimen_id"], []).append(r)
-        for spec_id, items in by_specimen.items():
-            reports.append((str(items[0]["t"]), partial(_micro_report, spec_id, items, sid)))
+        total += n_specimens
+        found = rows(ctx, "microbiologyevents", sid, where.among("micro_specimen_id", shown))
+        reported = report_time(ctx, "microbiologyevents")[1]
+        for s in specimens(found, window.cutoff, reported, stays):
+            reports.append((str(text(s.drawn)), partial(micro_report, s, sid)))
     reports.sort(key=lambda x: x[0], reverse=True)
     hint = None
     if not total and wanted:
@@ -132,23 +148,45 @@ def _radiology_report(n: dict[str, Any], sid: int) -> dict[str, Any]:
     }
 
 
-def _micro_report(spec_id: Any, items: list[dict[str, Any]], sid: int) -> dict[str, Any]:
-    first = items[0]
-    organisms = sorted({r["org_name"] for r in items if r["org_name"]})
+def micro_report(s: Specimen, sid: int) -> dict[str, Any]:
+    """One specimen as a report: its tests' results (pending ones named as pending), the
+    antibiotics tested on each isolate, the resistances and flags; the tests themselves are
+    ``contained`` Observations (as ``Observation.search`` gives them)."""
+    tests = [
+        micro_observation(s, t, i, sid) for t in s.tests for i in (t.isolates or (None,))
+    ]
     return {
         "resourceType": "DiagnosticReport",
-        "id": fhir.safe_id(f"micro-{spec_id}"),
-        "status": "final",
+        "id": fhir.safe_id(f"micro-{s.specimen_id}"),
+        "contained": tests,
+        "status": s.status,
         "category": fhir.category(fhir.LOINC, "LP7820-4", "Microbiology"),
-        "code": {"text": f"{first['spec_type_desc'] or 'Specimen'} microbiology"},
+        "code": {"text": f"{s.specimen} microbiology"},
         "subject": fhir.patient_ref(sid),
-        "encounter": fhir.encounter_ref(first["hadm_id"]),
-        "effectiveDateTime": fhir.fhir_datetime(first["t"]),
-        "conclusion": ("Organisms: " + ", ".join(organisms)) if organisms else "No organism reported",
+        "encounter": fhir.encounter_ref(s.hadm_id),
+        "effectiveDateTime": fhir.fhir_datetime(text(s.drawn)),
+        "result": [{"reference": f"#{o['id']}"} for o in tests],
+        "conclusion": micro_conclusion(s),
         "presentedForm": [
-            {"contentType": "text/plain", "data": fhir.b64("\n".join(_micro_lines(items)))}
+            {"contentType": "text/plain", "data": fhir.b64("\n".join(_micro_lines(s)))}
         ],
     }
+
+
+def micro_conclusion(s: Specimen) -> str:
+    """What the specimen's cultures grew (with resistances and flags), then what is pending
+    and what the other tests found: ``Organisms: A (MRSA ...); B. Pending: FUNGAL CULTURE.``"""
+    grown = [describe(i) for i in s.isolates]
+    parts = [("Organisms: " + "; ".join(grown)) if grown else ""]
+    if not grown and any(not t.pending for t in s.cultures):
+        parts.append("No organism grown")
+    pending = [t.name for t in s.tests if t.pending]
+    if pending:
+        parts.append("Pending: " + ", ".join(pending))
+    others = [f"{t.name} ({KIND_NAMES[t.kind]}): {t.result}" for t in s.tests
+              if not t.culture and not t.pending]  # fmt: skip
+    parts += others
+    return ". ".join(p for p in parts if p) or "No result reported"
 
 
 def _notes(
@@ -163,22 +201,22 @@ def _notes(
     )
 
 
-def _micro_lines(items: list[dict[str, Any]]) -> list[str]:
-    lines: list[str] = []
-    seen: dict[tuple[Any, Any], list[str]] = {}
-    for r in items:
-        key = (r["test_name"], r["org_name"])
-        if key not in seen:
-            seen[key] = []
-            comment = str(r["comments"] or "").strip()
-            result = r["org_name"] or (
-                comment if comment and comment != "___" else "no organism reported"
-            )
-            lines.append(f"{r['test_name'] or 'Test'}: {result}")
-        if r["ab_name"]:
-            lines.append(
-                f"  {r['ab_name']}: {' '.join(x for x in (r['interpretation'], r['dilution_text']) if x)}"
-            )
+def _micro_lines(s: Specimen) -> list[str]:
+    lines = [f"Specimen: {s.specimen}, drawn {text(s.drawn)}"]
+    if s.origin:
+        lines.append(f"  ({ORIGIN_NOTE[s.origin]})")
+    for t in s.tests:
+        kind = "" if t.kind == "culture" else f" [{KIND_NAMES[t.kind]}]"
+        if t.pending:
+            lines.append(f"{t.name}{kind}: pending (not reported yet)")
+            continue
+        reported = f" (reported {text(t.reported)})"
+        if not t.isolates:
+            rejected = " [test cancelled / specimen rejected]" if t.rejected else ""
+            lines.append(f"{t.name}{kind}: {t.comment or 'no organism reported'}{rejected}{reported}")
+        for i in t.isolates:
+            lines.append(f"{t.name}{kind}: {describe(i)}{reported}")
+            lines += [f"  {x.antibiotic}: {x.text}" for x in i.susceptibilities]
     return lines
 
 

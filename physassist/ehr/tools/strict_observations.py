@@ -1,20 +1,45 @@
 """strict ``Observation.search``: laboratory (exact -> synonym -> fuzzy labels, true totals),
 vital signs (ICU chartevents honouring admission and dates, OMR fallback) and microbiology
-Observations from ``microbiologyevents``; everything bounded by the session cutoff."""
+Observations from ``microbiologyevents``; everything bounded by the session cutoff.
+
+Labs and microbiology follow ``reported``: a result is shown once reported (a specimen drawn
+by the cutoff and reported after it is a ``registered`` Observation without a value: pending),
+and an admission's specimens include those without ``hadm_id`` drawn in its window, each
+saying where it came from. Microbiology is read as ``microbiology`` reads it: one Observation
+per test and isolate, its antibiotics with S/I/R, the test's kind, flags and resistances.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
 from . import fhir
 from .context import ToolContext
 from .labels import LabelMatch, match_label
+from .microbiology import (
+    FLAG_NOTES,
+    KIND_NAMES,
+    RESISTANCE_NAMES,
+    Isolate,
+    MicroTest,
+    Specimen,
+    specimens,
+)
 from .records import by, contains, joined, lookup, order, stamp, subject_rows, text
 from .registry import read_tool
+from .reported import (
+    LAB_DRAWN,
+    MICRO_DRAWN,
+    ORIGIN_NOTE,
+    Stay,
+    known,
+    owner,
+)
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
-    Expression,
+    STAYS_READ,
     Where,
     Window,
     admission_miss,
@@ -24,22 +49,27 @@ from .strict_common import (
     miss_hint,
     newest,
     quantity,
+    report_time,
     rows,
+    stay_of,
+    subject_stays,
 )
 
 #: The microbiology columns ``micro_rows``' callers read (here and ``DiagnosticReport.search``).
 MICRO_COLUMNS = ("hadm_id", "micro_specimen_id", "chartdate", "charttime", "spec_type_desc", "test_seq",
-                 "test_itemid", "test_name", "org_name", "isolate_num", "ab_name", "dilution_text",
-                 "interpretation", "comments")  # fmt: skip
+                 "storedate", "storetime", "test_itemid", "test_name", "org_name", "isolate_num", "ab_name",
+                 "dilution_text", "interpretation", "comments")  # fmt: skip
+#: What a pending result says.
+PENDING_NOTE = "result pending: not reported yet"
 
 
 @read_tool(
     "strict",
     "Observation.search",
     reads={
-        "admissions": ("hadm_id", "admittime", "dischtime"),
-        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum", "valueuom",
-                      "ref_range_lower", "ref_range_upper", "flag", "comments"),
+        "admissions": STAYS_READ["admissions"],
+        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "storetime", "value", "valuenum",
+                      "valueuom", "ref_range_lower", "ref_range_upper", "flag", "comments"),
         "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
         "icustays": ("hadm_id", "stay_id"),
         "omr": ("chartdate", "seq_num", "result_name", "result_value"),
@@ -80,26 +110,41 @@ def _labs(
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):  # "Creatinine" means serum
             itemids = [i for i in itemids if joined(items, i, "fluid") == "Blood"]
-    where = Where().within(window, "charttime").among("itemid", itemids).equal("hadm_id", hadm)
+    stays = subject_stays(ctx, sid)
+    reported = report_time(ctx, "labevents")[1]
+    where = (
+        Where()
+        .within(window, "charttime")
+        .among("itemid", itemids)
+        .stay(hadm, stay_of(stays, hadm), LAB_DRAWN, "charttime")
+    )
     total, rows = newest(ctx, "labevents", sid, where, "charttime", ("labevent_id",), count)
     found = [{**r, "label": joined(items, r["itemid"], "label")} for r in rows]
     out = []
     for r in found:
+        label = r["label"] or str(r["itemid"])
+        stay, origin = owner(stays, r["hadm_id"], stamp(r["charttime"]))
+        head = {
+            **fhir.observation(
+                f"lab-{r['labevent_id']}",
+                sid,
+                "laboratory",
+                fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
+            ),
+            "encounter": fhir.encounter_ref(stay),
+            "effectiveDateTime": fhir.fhir_datetime(text(r["charttime"])),
+        }
+        notes = [ORIGIN_NOTE[origin]] if origin else []
+        if not known(reported(r), window.cutoff):
+            out.append({**head, "status": "registered", "note": _notes(PENDING_NOTE, *notes)})
+            continue
         value = fhir.as_number(r["valuenum"])
         low, high = fhir.as_number(r["ref_range_lower"]), fhir.as_number(r["ref_range_upper"])
         unit = r["valueuom"]
-        label = r["label"] or str(r["itemid"])
         comment = str(r["comments"] or "").strip()
         out.append(
             {
-                **fhir.observation(
-                    f"lab-{r['labevent_id']}",
-                    sid,
-                    "laboratory",
-                    fhir.named_concept("mimic-iv/itemid", str(r["itemid"]), label),
-                ),
-                "encounter": fhir.encounter_ref(r["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(text(r["charttime"])),
+                **head,
                 "valueQuantity": quantity(value, unit),
                 "valueString": None
                 if value is not None
@@ -108,10 +153,15 @@ def _labs(
                 "referenceRange": [{"low": quantity(low, unit), "high": quantity(high, unit)}]
                 if low is not None or high is not None
                 else None,
-                "note": [{"text": comment}] if comment and comment != "___" else None,
+                "note": _notes(comment if comment != "___" else "", *notes),
             }
         )
     return bundle(out, total)
+
+
+def _notes(*texts: str) -> list[dict[str, str]] | None:
+    """An Observation's ``note``: one annotation per non-empty text, None without any."""
+    return [{"text": t} for t in texts if t] or None
 
 
 def _vitals(
@@ -217,51 +267,59 @@ def _omr(sid: int, omr: list[dict[str, Any]], window: Window, count: int) -> dic
     return bundle(out, len(omr))
 
 
-#: A microbiology row's time: its chart time, else its chart date.
-MICRO_TIME: Expression = (
-    'COALESCE("charttime", "chartdate")',
-    lambda r: r["charttime"] if r["charttime"] is not None else r["chartdate"],
-)
-#: The columns a microbiology ``code`` is looked for in.
-_MICRO_TEXT = ("spec_type_desc", "test_name", "org_name")
+#: The columns a microbiology ``code`` is looked for in (an organism only once reported).
+_MICRO_TEXT = ("spec_type_desc", "test_name")
 
 
 def micro_where(
-    ctx: ToolContext, sid: int, hadm: int | None, window: Window, code: str | None = None
+    ctx: ToolContext,
+    sid: int,
+    hadm: int | None,
+    window: Window,
+    stays: list[Stay],
+    code: str | None = None,
 ) -> Where:
-    """The subject's microbiology rows of the admission in the window; ``code`` matches
-    specimen, test or organism (on their distinct values, in Python: ``contains``)."""
-    where = Where().equal("hadm_id", hadm).within(window, MICRO_TIME)
+    """The subject's microbiology rows of the admission (with its specimens without
+    ``hadm_id``) drawn in the window; ``code`` matches specimen, test or a reported organism
+    (on their distinct values, in Python: ``contains``)."""
+    where = Where().stay(hadm, stay_of(stays, hadm), MICRO_DRAWN, "charttime")
+    where.within(window, MICRO_DRAWN)
     needle = normalize_micro(code) if code is not None else ""
     if needle:
         names = [
             [v for v in distinct(ctx, "microbiologyevents", sid, k, where) if contains(v, needle)]
             for k in _MICRO_TEXT
         ]
+        when_sql, when = report_time(ctx, "microbiologyevents")
+        reported = Where().add(
+            f"{when_sql} <= ?", lambda r: known(when(r), window.cutoff), window.cutoff or _NEVER
+        )
+        organisms = [
+            v
+            for v in distinct(ctx, "microbiologyevents", sid, "org_name", _and(where, reported))
+            if contains(v, needle)
+        ]
         where.add(
-            "(" + " OR ".join(Where.IN.format(k, "VARCHAR") for k in _MICRO_TEXT) + ")",
-            lambda r: any(contains(r[k], needle) for k in _MICRO_TEXT),
+            "("
+            + " OR ".join(Where.IN.format(k, "VARCHAR") for k in _MICRO_TEXT)
+            + f" OR ({Where.IN.format('org_name', 'VARCHAR')} AND {when_sql} <= ?))",
+            lambda r: any(contains(r[k], needle) for k in _MICRO_TEXT)
+            or (contains(r["org_name"], needle) and known(when(r), window.cutoff)),
             *names,
+            organisms,
+            window.cutoff or _NEVER,
         )
     return where
 
 
-def micro_rows(ctx: ToolContext, sid: int, where: Where) -> list[dict[str, Any]]:
-    """The microbiology rows ``where`` keeps, newest first, each with ``when`` (``MICRO_TIME``)
-    and ``t``, that time as text."""
-    found = [
-        {**r, "when": (when := MICRO_TIME[1](r)), "t": text(when)}
-        for r in rows(ctx, "microbiologyevents", sid, where)
-    ]
-    return order(
-        found,
-        by("when", desc=True),
-        by("micro_specimen_id"),
-        by("test_seq"),
-        by("isolate_num"),
-        by("ab_name"),
-        by("org_name"),  # two organisms of one isolate number: a stable, readable order
-    )
+#: A cutoff no report comes after (a session without a date).
+_NEVER = dt.datetime.max
+
+
+def _and(a: Where, b: Where) -> Where:
+    both = Where()
+    both.terms, both.params, both.tests = a.terms + b.terms, a.params + b.params, a.tests + b.tests
+    return both
 
 
 def normalize_micro(code: str) -> str:
@@ -277,45 +335,81 @@ def normalize_micro(code: str) -> str:
 def _micro_observations(
     ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in micro_rows(ctx, sid, micro_where(ctx, sid, hadm, window, code)):
-        key = (r["micro_specimen_id"], r["test_itemid"], r["org_name"], r["isolate_num"])
-        groups.setdefault(key, []).append(r)
-    out = []
-    for key, items in list(groups.items())[:count]:
-        first = items[0]
-        organism = first["org_name"]
-        comment = str(first["comments"] or "").strip()
-        value = organism or (comment if comment and comment != "___" else "No organism reported")
-        components = [
-            {
-                "code": {"text": r["ab_name"]},
-                "valueString": " ".join(x for x in (r["interpretation"], r["dilution_text"]) if x)
-                or "reported",
-            }
-            for r in items
-            if r["ab_name"]
-        ]
-        out.append(
-            {
-                **fhir.observation(
-                    fhir.safe_id(
-                        f"micro-{key[0]}-{key[1]}-{key[3] if key[3] is not None else 0}-{fhir.stable_id('o', key[2])[2:8]}"
-                    ),
-                    sid,
-                    "laboratory",
-                    {
-                        "text": f"{first['test_name'] or 'Culture'} ({first['spec_type_desc'] or 'specimen'})"
-                    },
-                    category_text="Microbiology",
-                ),
-                "encounter": fhir.encounter_ref(first["hadm_id"]),
-                "effectiveDateTime": fhir.fhir_datetime(first["t"]),
-                "valueString": value,
-                "component": components or None,
-            }
-        )
+    stays = subject_stays(ctx, sid)
+    where = micro_where(ctx, sid, hadm, window, stays, code)
+    reported = report_time(ctx, "microbiologyevents")[1]
+    found = specimens(rows(ctx, "microbiologyevents", sid, where), window.cutoff, reported, stays)
+    out = [
+        micro_observation(s, t, i, sid)
+        for s in found
+        for t in s.tests
+        for i in (t.isolates or (None,))
+    ]
     hint = None
     if not out and code is not None:
         hint = f"No microbiology specimen, test or organism matching '{code}' for this patient."
-    return bundle(out, len(groups), hint)
+    return bundle(out[:count], len(out), hint)
+
+
+def micro_observation(
+    specimen: Specimen, test: MicroTest, isolate: Isolate | None, sid: int
+) -> dict[str, Any]:
+    """One test of a specimen, for one of its isolates (``None``: a test without organism, or
+    pending): its result, the antibiotics tested with S/I/R, and what a reader must know
+    (pending, rejected, kind, flags, resistance, origin) as notes and as extensions."""
+    organism = isolate.organism if isolate is not None else None
+    number = isolate.number if isolate is not None and isolate.number is not None else 0
+    status = "registered" if test.pending else "cancelled" if test.rejected and not test.isolates else "final"
+    notes = [PENDING_NOTE] if test.pending else ["test cancelled / specimen rejected"] if test.rejected else []
+    if not test.culture:
+        notes.append(f"{KIND_NAMES[test.kind]}, not a culture")
+    codes = [fhir.extension("microbiology-test-kind", valueCode=test.kind)]
+    if isolate is not None:
+        codes.append(fhir.extension("microbiology-organism", valueString=isolate.organism))
+        notes += [RESISTANCE_NAMES[r] for r in isolate.resistance]
+        notes += [FLAG_NOTES[f] for f in isolate.flags if f in FLAG_NOTES]
+        codes += [fhir.extension("microbiology-resistance", valueCode=r) for r in isolate.resistance]
+        codes += [fhir.extension("microbiology-flag", valueCode=f) for f in isolate.flags]
+    if specimen.origin:
+        notes.append(ORIGIN_NOTE[specimen.origin])
+        codes.append(fhir.extension("specimen-origin", valueCode=specimen.origin))
+    if test.reported is not None:
+        codes.append(fhir.extension("reported", valueDateTime=fhir.fhir_datetime(text(test.reported))))
+    value = None if test.pending else organism or test.comment or "No organism reported"
+    return {
+        **fhir.observation(
+            fhir.safe_id(
+                f"micro-{specimen.specimen_id}-{test.itemid}-{number}-{fhir.stable_id('o', organism)[2:8]}"
+            ),
+            sid,
+            "laboratory",
+            {"text": f"{test.name} ({specimen.specimen})"},
+            category_text="Microbiology",
+        ),
+        "status": status,
+        "extension": codes,
+        "encounter": fhir.encounter_ref(specimen.hadm_id),
+        "effectiveDateTime": fhir.fhir_datetime(text(specimen.drawn)),
+        "valueString": value,
+        "note": _notes(*notes),
+        "component": [
+            {
+                "code": {"text": s.antibiotic},
+                "valueString": s.text,
+                "interpretation": interpretation_of(s.interpretation),
+            }
+            for s in isolate.susceptibilities
+        ]
+        if isolate is not None and isolate.susceptibilities
+        else None,
+    }
+
+
+#: A susceptibility's S/I/R as FHIR's interpretation codes.
+_SIR = {"S": "Susceptible", "I": "Intermediate", "R": "Resistant"}
+
+
+def interpretation_of(code: str) -> list[dict[str, Any]] | None:
+    if code not in _SIR:
+        return None
+    return [{"coding": [{"system": fhir.INTERPRETATION, "code": code, "display": _SIR[code]}]}]
