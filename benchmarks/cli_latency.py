@@ -27,7 +27,11 @@ COMMANDS = [
     ("physassist-eval --help", "physassist.cli.eval", ["--help"]),
     ("physassist-eval --cfg job", "physassist.cli.eval", ["--cfg", "job"]),
     ("physassist-eval modle=oracle (config error)", "physassist.cli.eval", ["modle=oracle"]),
-    ("physassist-eval inspect.max_samples=0 (config error)", "physassist.cli.eval", ["inspect.max_samples=0"]),
+    (
+        "physassist-eval inspect.max_samples=0 (config error)",
+        "physassist.cli.eval",
+        ["inspect.max_samples=0"],
+    ),
     ("physassist-rescore --help", "physassist.cli.rescore", ["--help"]),
     ("physassist-generate --help", "generation.cli", ["--help"]),
     ("physassist-report --help", "physassist.cli.report", ["--help"]),
@@ -35,7 +39,10 @@ COMMANDS = [
     ("physassist-data validate sample", "physassist.cli.data", ["validate", "sample"]),
     ("physassist-ehr --help", "physassist.cli.ehr", ["--help"]),
 ]
-RUN = "import sys; from importlib import import_module; m = sys.argv[1]; sys.argv = sys.argv[1:]; sys.exit(import_module(m).main())"
+RUN = (
+    "import sys; from importlib import import_module; m = sys.argv[1]; sys.argv = sys.argv[1:]; "
+    "sys.exit(import_module(m).main())"
+)
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
@@ -68,10 +75,16 @@ def main() -> None:
     print(f"source: {env_note}; {args.repeats} repeats; load {os.getloadavg()[0]:.1f}")
     print(f"{'command':<56}{'wall s':>8}{'x pass':>8}{'CPU s':>8}{'x pass':>8}")
     print(f"{'python -c pass':<56}{pass_wall:>8.3f}{1:>8.1f}{pass_cpu:>8.3f}{1:>8.1f}")
-    summary = {"python_pass": {"wall_s": pass_wall, "cpu_s": pass_cpu}, "load_average": os.getloadavg()}
+    summary = {
+        "python_pass": {"wall_s": pass_wall, "cpu_s": pass_cpu},
+        "load_average": os.getloadavg(),
+    }
     for label, values in rows.items():
         wall, cpu = statistics.median(values["wall"]), statistics.median(values["cpu"])
-        print(f"{label:<56}{wall:>8.2f}{wall / pass_wall:>8.1f}{cpu:>8.2f}{cpu / max(pass_cpu, 1e-3):>8.1f}")
+        print(
+            f"{label:<56}{wall:>8.2f}{wall / pass_wall:>8.1f}"
+            f"{cpu:>8.2f}{cpu / max(pass_cpu, 1e-3):>8.1f}"
+        )
         summary[label] = {"wall_s": wall, "cpu_s": cpu}
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")

@@ -31,10 +31,21 @@ from physassist.ehr.store import open_store  # noqa: E402
 from physassist.ehr.tools import ToolContext, call_tool  # noqa: E402
 
 VITALS = ("Heart Rate", "systolic", "Weight", "temp", "O2 saturation", "zzz")
-DRUGS = ("heparin", "INSULIN", "furo", "zz", "sodium chloride", "acetaminophen", "^a.*l$", "(Porcine)")
+DRUGS = (
+    "heparin",
+    "INSULIN",
+    "furo",
+    "zz",
+    "sodium chloride",
+    "acetaminophen",
+    "^a.*l$",
+    "(Porcine)",
+)
 
 
-def calls(rng: random.Random, sid: int, stays: list[tuple[int, str]]) -> list[tuple[str, dict[str, Any], str | None]]:
+def calls(
+    rng: random.Random, sid: int, stays: list[tuple[int, str]]
+) -> list[tuple[str, dict[str, Any], str | None]]:
     """(tool, arguments, session date) for one subject."""
     out = []
     for _ in range(6):
@@ -72,7 +83,9 @@ def calls(rng: random.Random, sid: int, stays: list[tuple[int, str]]) -> list[tu
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("store")
     ap.add_argument("--subjects", type=int, default=150)
     ap.add_argument("--largest", type=int, default=5)
@@ -83,21 +96,30 @@ def main(argv: list[str] | None = None) -> int:
         store_module.SMALL_CHART_ROWS = args.small
     rng = random.Random(args.seed)
     with open_store(args.store) as store:
-        every = [s for (s,) in store.cursor().execute("SELECT subject_id FROM patients ORDER BY 1").fetchall()]
+        every = [
+            s
+            for (s,) in store.cursor()
+            .execute("SELECT subject_id FROM patients ORDER BY 1")
+            .fetchall()
+        ]
         big = [
             s
-            for (s,) in store.cursor().execute(
+            for (s,) in store.cursor()
+            .execute(
                 "SELECT subject_id FROM (SELECT subject_id FROM labevents UNION ALL "
                 "SELECT subject_id FROM chartevents) GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?",
                 [args.largest],
-            ).fetchall()
+            )
+            .fetchall()
         ]
         pick = big + rng.sample(every, min(args.subjects, len(every)))
         facts = subject_facts(store, pick)
         n = 0
         for sid in pick:
             for tool, call, date in calls(rng, sid, facts[sid]):
-                ctx = ToolContext(store=store, subject_id=sid, current_date=date, semantics="compat")
+                ctx = ToolContext(
+                    store=store, subject_id=sid, current_date=date, semantics="compat"
+                )
                 try:
                     out: Any = call_tool(ctx, tool, dict(call))
                 except Exception as exc:  # a fault is an answer to compare too

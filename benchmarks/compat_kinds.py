@@ -5,7 +5,8 @@ Each run is a fresh process that opens the store and gets the kinds of every tab
 reads. The first run measures them and writes ``<store>.compat-kinds``; the later ones read
 that file.
 
-    python benchmarks/compat_kinds.py [SOURCE ...]   # default: the sample; e.g. "$PHYSASSIST_MIMIC_DEMO"
+    python benchmarks/compat_kinds.py [SOURCE ...]
+    # default: the sample; e.g. "$PHYSASSIST_MIMIC_DEMO"
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ for table, columns in COLUMNS.items():
     if store.has_rows(table):
         _TableKinds.of(store, table, columns)
         rows += store.row_counts()[table]
-print(json.dumps({"rows": rows, "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
+print(json.dumps({"rows": rows, "wall": time.perf_counter() - wall,
+                  "cpu": time.process_time() - cpu}))
 """
 
 
 def run(source: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", ONE, source], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", ONE, source], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -47,9 +51,11 @@ def main() -> None:
         started = time.perf_counter()
         first, *later = (run(source) for _ in range(3))
         reads = ", ".join(f"{r['cpu'] * 1000:.1f}" for r in later)
-        print(f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU ({first['wall']:.3f} s wall), "
-              f"read {reads} ms CPU; "
-              f"file {kept.stat().st_size:,d} bytes; {time.perf_counter() - started:.0f} s in all")
+        print(
+            f"{source}: {first['rows']:,d} rows; measured {first['cpu']:.3f} s CPU "
+            f"({first['wall']:.3f} s wall), read {reads} ms CPU; file {kept.stat().st_size:,d} "
+            f"bytes; {time.perf_counter() - started:.0f} s in all"
+        )
 
 
 if __name__ == "__main__":

@@ -140,7 +140,8 @@ def write_split(store: EHRStore, subjects: list[int], root: Path) -> Path:
         path = root / "mimiciv" / TABLES[table].module / f"{table}.csv.gz"
         path.parent.mkdir(parents=True, exist_ok=True)
         cur.execute(
-            f"COPY (SELECT * EXCLUDE (_row) FROM \"{table}\") TO '{path}' (HEADER, COMPRESSION gzip)"
+            f"COPY (SELECT * EXCLUDE (_row) FROM \"{table}\") TO '{path}' "
+            "(HEADER, COMPRESSION gzip)"
         )
     cur.close()
     return split
@@ -347,8 +348,9 @@ def bench_source(
     store = EHRStore(path)
     result["rows"] = store.row_counts()
     log(
-        f"[{label}] store built in {result['build_seconds']}s, {result['store_bytes'] / 2**20:.1f} MiB, "
-        f"{result['rows']['labevents']:,} lab rows; opening it from the cache: {result['open']}"
+        f"[{label}] store built in {result['build_seconds']}s, {result['store_bytes'] / 2**20:.1f} "
+        f"MiB, {result['rows']['labevents']:,} lab rows; opening it from the cache: "
+        f"{result['open']}"
     )
     subjects = [
         s
@@ -466,8 +468,8 @@ def bench_source(
             }
     result["per_tool"] = per_tool
     log(
-        f"[{label}] ours {result['same_calls_ours']} reference {result['same_calls_reference_pandas']} "
-        f"speedup x{result['speedup_median']}"
+        f"[{label}] ours {result['same_calls_ours']} reference "
+        f"{result['same_calls_reference_pandas']} speedup x{result['speedup_median']}"
     )
     store.close()
     return result
@@ -510,7 +512,8 @@ def render_table(results: list[dict[str, Any]]) -> str:
             f"{ours['median_ms']} ({ours['cpu_median_ms']})",
             f"{ref['median_ms']} ({ref['cpu_median_ms']})",
             f"x{r['speedup_median']} (x{r['speedup_cpu_median']})",
-            f"{r['cold_calls_ours']['median_ms']} / {r['cold_calls_reference_pandas']['median_ms']}",
+            f"{r['cold_calls_ours']['median_ms']} / "
+            f"{r['cold_calls_reference_pandas']['median_ms']}",
             f"x{r['cold_speedup_median']}",
         )
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
@@ -572,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
 
             for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
                 path, gen = cohort(size, seed=args.seed)  # kept between runs (cohorts.py)
-                log(f"[{size}] " + (f"generated in {gen}s" if gen is not None else f"reused {path}"))
+                log(
+                    f"[{size}] " + (f"generated in {gen}s" if gen is not None else f"reused {path}")
+                )
                 sources.append((str(size), path, gen))
         for label, source, gen in sources:
             res = bench_source(

@@ -58,8 +58,11 @@ def bare_policy(body: dict[str, Any]) -> dict[str, Any]:
             break
         done += m["role"] == "tool"
     if done < wanted:
-        return {"content": "", "tool_calls": [("Observation__search", {"subject_id": 1, "code": "Creatinine"})],
-                "usage": (1000, 20)}
+        return {
+            "content": "",
+            "tool_calls": [("Observation__search", {"subject_id": 1, "code": "Creatinine"})],
+            "usage": (1000, 20),
+        }
     return {"content": "The creatinine is stable.", "tool_calls": [], "usage": (1000, 20)}
 
 
@@ -91,7 +94,11 @@ def baseline_task(calls_per_turn: dict[tuple[str, int], int], result_chars: int)
     from physassist.ehr.tools.schemas import SCHEMAS
 
     text = "x" * result_chars
-    schemas = [s["function"] for s in tool_schemas() if SCHEMAS[s["function"]["name"]].group in ("read", "patient", "write")]
+    schemas = [
+        s["function"]
+        for s in tool_schemas()
+        if SCHEMAS[s["function"]["name"]].group in ("read", "patient", "write")
+    ]
 
     def make(fn: dict[str, Any]) -> ToolDef:
         async def run(**kwargs: Any) -> str:
@@ -99,13 +106,21 @@ def baseline_task(calls_per_turn: dict[tuple[str, int], int], result_chars: int)
 
         from inspect_ai.tool import ToolParams
 
-        return ToolDef(run, name=to_api_name(fn["name"]), description=fn["description"],
-                       parameters=ToolParams.model_validate(fn["parameters"]))
+        return ToolDef(
+            run,
+            name=to_api_name(fn["name"]),
+            description=fn["description"],
+            parameters=ToolParams.model_validate(fn["parameters"]),
+        )
 
     tools = [make(fn) for fn in schemas]
     ids = sorted({key for key, _ in calls_per_turn})
     samples = [
-        Sample(id=key, input="session", metadata={"calls": [calls_per_turn.get((key, t), 1) for t in range(4)]})
+        Sample(
+            id=key,
+            input="session",
+            metadata={"calls": [calls_per_turn.get((key, t), 1) for t in range(4)]},
+        )
         for key in ids
     ]
 
@@ -124,7 +139,9 @@ def baseline_task(calls_per_turn: dict[tuple[str, int], int], result_chars: int)
     return Task(dataset=MemoryDataset(samples), solver=turns(), name="baseline")
 
 
-def run(task, model_name: str, base_url: str, queue: Any, counts: Any, tracked: bool = False) -> dict[str, Any]:
+def run(
+    task, model_name: str, base_url: str, queue: Any, counts: Any, tracked: bool = False
+) -> dict[str, Any]:
     from inspect_ai import eval
     from inspect_ai.log import read_eval_log
     from inspect_ai.model import get_model
@@ -135,14 +152,24 @@ def run(task, model_name: str, base_url: str, queue: Any, counts: Any, tracked: 
 
     counts.put(1)
     before = queue.get(timeout=60)
-    model = get_model(f"openai-api/compatible/{model_name}", base_url=base_url, api_key="EMPTY", memoize=False)
+    model = get_model(
+        f"openai-api/compatible/{model_name}", base_url=base_url, api_key="EMPTY", memoize=False
+    )
     with tempfile.TemporaryDirectory() as logs:
         agent, feed, run_id = _tracking(logs) if tracked else (None, None, None)
         agent_cpu = _cpu(agent)
         cpu = time.process_time()
         with frozen_heap(), quiet_display({"display": "none"}) as shown, streaming(feed):
-            [log] = eval(task, model=model, log_dir=logs, display=shown["display"], max_connections=8,
-                         fail_on_error=True, score_display=False, log_realtime=False)
+            [log] = eval(
+                task,
+                model=model,
+                log_dir=logs,
+                display=shown["display"],
+                max_connections=8,
+                fail_on_error=True,
+                score_display=False,
+                log_realtime=False,
+            )
         cpu = time.process_time() - cpu
         agent_cpu = _cpu(agent) - agent_cpu
         if agent is not None:
@@ -152,8 +179,13 @@ def run(task, model_name: str, base_url: str, queue: Any, counts: Any, tracked: 
         log = read_eval_log(log.location)  # while the file is there (not measured)
     counts.put(1)
     calls = queue.get(timeout=60) - before
-    return {"cpu_s": cpu, "calls": calls, "cpu_ms_per_call": 1000 * cpu / calls, "log": log,
-            "agent_cpu_ms_per_call": 1000 * agent_cpu / calls}
+    return {
+        "cpu_s": cpu,
+        "calls": calls,
+        "cpu_ms_per_call": 1000 * cpu / calls,
+        "log": log,
+        "agent_cpu_ms_per_call": 1000 * agent_cpu / calls,
+    }
 
 
 def _tracking(logs: str):
@@ -163,7 +195,12 @@ def _tracking(logs: str):
     from physassist.tracking.trace_stream import Feed
 
     agent = Agent.start()
-    agent.call("open", TrackingSettings(enabled=True, uri=f"sqlite:///{logs}/mlflow.db", experiment="share", retries=8))
+    agent.call(
+        "open",
+        TrackingSettings(
+            enabled=True, uri=f"sqlite:///{logs}/mlflow.db", experiment="share", retries=8
+        ),
+    )
     run_id = agent.call("claim", "share", {}, None, None).run_id
     agent.post("stream_to", run_id, 2000)
     agent.call("hold", run_id)  # answered: the agent is ready, its warm-up imports started
@@ -186,7 +223,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--tracked", action="store_true", help="also physassistbench with its tracking agent")
+    parser.add_argument(
+        "--tracked", action="store_true", help="also physassistbench with its tracking agent"
+    )
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     queue, stop, counts = ctx.Queue(), ctx.Event(), ctx.Queue()
@@ -219,20 +258,40 @@ def main() -> None:
             r.pop("log")
             results[name].append(r)
             agent = f" (+ agent {r['agent_cpu_ms_per_call']:.1f} ms/call)" if tracked else ""
-            print(f"repeat {i + 1} {name:<16} {r['calls']:>4} calls {r['cpu_s']:6.2f} s CPU "
-                  f"{r['cpu_ms_per_call']:6.1f} ms/call{agent}; load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"repeat {i + 1} {name:<16} {r['calls']:>4} calls {r['cpu_s']:6.2f} s CPU "
+                f"{r['cpu_ms_per_call']:6.1f} ms/call{agent}; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     stop.set()
-    med = {name: statistics.median(r["cpu_ms_per_call"] for r in rs) for name, rs in results.items()}
-    print(f"mean tool result {result_chars} chars; medians: physassistbench {med['physassistbench']:.1f} ms/call, "
-          f"baseline {med['baseline']:.1f} ms/call, ratio {med['physassistbench'] / med['baseline']:.2f}")
+    med = {
+        name: statistics.median(r["cpu_ms_per_call"] for r in rs) for name, rs in results.items()
+    }
+    print(
+        f"mean tool result {result_chars} chars; medians: physassistbench "
+        f"{med['physassistbench']:.1f} ms/call, baseline {med['baseline']:.1f} ms/call, ratio "
+        f"{med['physassistbench'] / med['baseline']:.2f}"
+    )
     if args.tracked:
         agent_med = statistics.median(r["agent_cpu_ms_per_call"] for r in results["tracked"])
-        print(f"tracked: {med['tracked']:.1f} ms/call in the run's process, ratio {med['tracked'] / med['baseline']:.2f}; "
-              f"the agent {agent_med:.1f} ms/call on the other core (both: "
-              f"{(med['tracked'] + agent_med) / med['baseline']:.2f}x the baseline)")
+        print(
+            f"tracked: {med['tracked']:.1f} ms/call in the run's process, ratio "
+            f"{med['tracked'] / med['baseline']:.2f}; the agent {agent_med:.1f} ms/call on the "
+            f"other core (both: {(med['tracked'] + agent_med) / med['baseline']:.2f}x the baseline)"
+        )
     if args.out:
-        Path(args.out).write_text(json.dumps({"result_chars": result_chars, "runs": results, "median_ms_per_call": med,
-                                              "load_average": os.getloadavg()}, indent=1) + "\n")
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "result_chars": result_chars,
+                    "runs": results,
+                    "median_ms_per_call": med,
+                    "load_average": os.getloadavg(),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ in a scratch working directory, so the run is exactly the default: the oracle on
 the rules judge, MLflow to ``sqlite:///mlruns/mlflow.db`` in that directory, with traces,
 tables and plots. One unmeasured run first creates the store (a new SQLite store pays its
 schema migrations once) and, as a user's first run of the sessions does, their verdict
-(``physassist.data.verified``: later runs parse them, not validate them again). Inside the process the functions the run goes through are wrapped
-(exclusive time: a phase nested in another is taken out of it):
+(``physassist.data.verified``: later runs parse them, not validate them again). Inside the
+process the functions the run goes through are wrapped (exclusive time: a phase nested in
+another is taken out of it):
 
 * start-up: process start to the run (interpreter, the command's imports, Hydra's composition);
 * task: importing the task's module (Inspect with it), reading the sessions and building the
@@ -47,7 +48,8 @@ eval: the least not-eval share a run on this stack (Inspect, Hydra, pandas) can 
 tests, each response delayed ``S`` seconds (``eval_http.py``'s server, in its own process), as
 ``model=openai_compatible`` reaches a real model: the eval then mostly waits, as with one.
 
-    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [--no-floor] [--latency S] [override ...]
+    python benchmarks/eval_phases.py [--repeats 5] [--dump DIR] [--no-floor] [--latency S] \
+        [override ...]
 """
 
 from __future__ import annotations
@@ -80,8 +82,21 @@ PHASES = [
     ("physassist.staging", "EvalRun.close", "MLflow close"),
     ("physassist.cli.eval", "report", "report"),
 ]
-ORDER = ["start-up", "task", "store open", "eval", "metrics", "MLflow start", "MLflow open", "MLflow claim",
-         "MLflow logging", "MLflow close", "report", "other", "exit"]
+ORDER = [
+    "start-up",
+    "task",
+    "store open",
+    "eval",
+    "metrics",
+    "MLflow start",
+    "MLflow open",
+    "MLflow claim",
+    "MLflow logging",
+    "MLflow close",
+    "report",
+    "other",
+    "exit",
+]
 
 
 def check_phases() -> None:
@@ -182,11 +197,17 @@ def child(dump: str | None, reuse_log: str | None) -> None:
         turns, metrics = captured["results"]
         out = Path(dump)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True, default=str) + "\n")
+        (out / "metrics.json").write_text(
+            json.dumps(metrics, indent=1, sort_keys=True, default=str) + "\n"
+        )
         from physassist.tracking.runs import loggable_table
 
         loggable_table(turns).to_csv(out / "turns.csv", index=False)
-    print("PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}), file=sys.__stdout__, flush=True)
+    print(
+        "PHASES " + json.dumps({"spent": spent, "marks": marks, "code": code}),
+        file=sys.__stdout__,
+        flush=True,
+    )
 
 
 class _WrapOnImport:
@@ -201,7 +222,11 @@ class _WrapOnImport:
             return None
         self.pending.discard(name)
         for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target) if finder is not self and hasattr(finder, "find_spec") else None
+            spec = (
+                finder.find_spec(name, path, target)
+                if finder is not self and hasattr(finder, "find_spec")
+                else None
+            )
             if spec is not None and spec.loader is not None:
                 run = spec.loader.exec_module
 
@@ -223,17 +248,30 @@ def _spawn(cmd: list[str], cwd: Path | None, marker: str):
     ended = time.time()
     wall = time.perf_counter() - started
     after = os.times()
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
     line = next((x for x in proc.stdout.splitlines() if x.startswith(marker)), None)
     if line is None:
-        raise SystemExit(f"the run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"the run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return json.loads(line[len(marker) :]), proc, wall, cpu, spawned, ended
 
 
-def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | None = None) -> dict[str, Any]:
+def measure(
+    cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | None = None
+) -> dict[str, Any]:
     """One ``physassist-eval`` in a fresh process: wall, CPU and the phases."""
-    cmd = [sys.executable, __file__, "--child", *(["--dump", dump] if dump else []),
-           *(["--reuse-log", reuse_log] if reuse_log else []), "--", *overrides]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        *(["--dump", dump] if dump else []),
+        *(["--reuse-log", reuse_log] if reuse_log else []),
+        "--",
+        *overrides,
+    ]
     data, proc, wall, cpu, spawned, ended = _spawn(cmd, cwd, "PHASES ")
     if data["code"] not in (0, None):
         raise SystemExit(f"physassist-eval exited {data['code']}:\n{proc.stderr[-3000:]}")
@@ -246,8 +284,14 @@ def measure(cwd: Path, overrides: list[str], dump: str | None, reuse_log: str | 
     cpus["start-up"] = marks["run_cpu"]  # the process's CPU until the run began
     cpus["exit"] = cpu - marks["returned_cpu"]  # after the command returned (atexit, teardown)
     cpus["exit"] -= marks["agent_cpu"]  # the agent's CPU is on the other core: its own line
-    return {"wall_s": wall, "cpu_s": cpu, "phases": phases, "phase_cpu": cpus, "agent_cpu_s": marks["agent_cpu"],
-            "import_s": marks["imported"] - marks["entered"]}
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "phases": phases,
+        "phase_cpu": cpus,
+        "agent_cpu_s": marks["agent_cpu"],
+        "import_s": marks["imported"] - marks["entered"],
+    }
 
 
 def floor_child(spec_file: str) -> None:
@@ -274,7 +318,9 @@ def floor_child(spec_file: str) -> None:
 
     schemas = time.time()
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        for _ in range(2):  # as physassist-eval's Hydra does: once for the run's mode, once for the run
+        for _ in range(
+            2
+        ):  # as physassist-eval's Hydra does: once for the run's mode, once for the run
             compose("eval", return_hydra_config=True)
     stacked = time.time()
     sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
@@ -295,7 +341,9 @@ def floor_child(spec_file: str) -> None:
                 done += isinstance(m, ChatMessageTool)
             usage = ModelUsage(input_tokens=1000, output_tokens=20, total_tokens=1020)
             if done < wanted:
-                out = ModelOutput.for_tool_call("floor/bare", "Observation__search", {"subject_id": 1, "code": "Creatinine"})
+                out = ModelOutput.for_tool_call(
+                    "floor/bare", "Observation__search", {"subject_id": 1, "code": "Creatinine"}
+                )
             else:
                 out = ModelOutput.from_content("floor/bare", "The creatinine is stable.")
             out.usage = usage
@@ -309,15 +357,35 @@ def floor_child(spec_file: str) -> None:
     from physassist.gc_freeze import frozen_heap
 
     with tempfile.TemporaryDirectory() as logs, frozen_heap():
-        [log] = inspect_eval(task, model=get_model("floor/bare"), log_dir=logs, display="none",
-                             score_display=False, log_realtime=False, max_samples=spec["max_samples"])
+        [log] = inspect_eval(
+            task,
+            model=get_model("floor/bare"),
+            log_dir=logs,
+            display="none",
+            score_display=False,
+            log_realtime=False,
+            max_samples=spec["max_samples"],
+        )
     evaluated, evaluated_cpu = time.time(), time.process_time()
     assert log.status == "success", log.error
-    print("FLOOR " + json.dumps({"entered": entered, "imported": imported, "with_pandas": with_pandas,
-                                 "schemas": schemas, "stacked": stacked,
-                                 "built": built, "built_cpu": built_cpu,
-                                 "evaluated": evaluated, "evaluated_cpu": evaluated_cpu}),
-          file=sys.__stdout__, flush=True)
+    print(
+        "FLOOR "
+        + json.dumps(
+            {
+                "entered": entered,
+                "imported": imported,
+                "with_pandas": with_pandas,
+                "schemas": schemas,
+                "stacked": stacked,
+                "built": built,
+                "built_cpu": built_cpu,
+                "evaluated": evaluated,
+                "evaluated_cpu": evaluated_cpu,
+            }
+        ),
+        file=sys.__stdout__,
+        flush=True,
+    )
 
 
 def floor_spec(log_dir: Path, out: Path) -> Path:
@@ -335,23 +403,46 @@ def floor_spec(log_dir: Path, out: Path) -> Path:
             made = [c for c in record.get("calls") or [] if c.get("name") != PREPARE_TO_ANSWER]
             calls.append((str(sample.id), int(record["turn"]), len(made)))
             sizes += [len(str(c.get("text") or "")) for c in made]
-    out.write_text(json.dumps({"calls": calls, "result_chars": int(statistics.mean(sizes)) if sizes else 1000,
-                               "max_samples": log.eval.config.max_samples}))
+    out.write_text(
+        json.dumps(
+            {
+                "calls": calls,
+                "result_chars": int(statistics.mean(sizes)) if sizes else 1000,
+                "max_samples": log.eval.config.max_samples,
+            }
+        )
+    )
     return out
 
 
 def measure_floor(spec: Path) -> dict[str, Any]:
     """One floor run in a fresh process: wall, CPU and its phases."""
-    m, _, wall, cpu, spawned, ended = _spawn([sys.executable, __file__, "--floor-child", str(spec)], None, "FLOOR ")
-    phases = {"start-up": m["imported"] - spawned, "pandas": m["with_pandas"] - m["imported"],
-              "hydra": m["stacked"] - m["schemas"], "task": m["built"] - m["stacked"],
-              "eval": m["evaluated"] - m["built"], "exit": ended - m["evaluated"]}
-    cpus = {"start-up + task": m["built_cpu"], "eval": m["evaluated_cpu"] - m["built_cpu"],
-            "exit": cpu - m["evaluated_cpu"]}
+    m, _, wall, cpu, spawned, ended = _spawn(
+        [sys.executable, __file__, "--floor-child", str(spec)], None, "FLOOR "
+    )
+    phases = {
+        "start-up": m["imported"] - spawned,
+        "pandas": m["with_pandas"] - m["imported"],
+        "hydra": m["stacked"] - m["schemas"],
+        "task": m["built"] - m["stacked"],
+        "eval": m["evaluated"] - m["built"],
+        "exit": ended - m["evaluated"],
+    }
+    cpus = {
+        "start-up + task": m["built_cpu"],
+        "eval": m["evaluated_cpu"] - m["built_cpu"],
+        "exit": cpu - m["evaluated_cpu"],
+    }
     bare = wall - (m["stacked"] - m["imported"])  # without pandas, the schemas' import and Hydra
     stack = bare + phases["pandas"] + phases["hydra"]
-    return {"wall_s": bare, "cpu_s": cpu, "phases": phases, "phase_cpu": cpus,
-            "not_eval": 1 - phases["eval"] / bare, "stack_s": stack - phases["eval"]}
+    return {
+        "wall_s": bare,
+        "cpu_s": cpu,
+        "phases": phases,
+        "phase_cpu": cpus,
+        "not_eval": 1 - phases["eval"] / bare,
+        "stack_s": stack - phases["eval"],
+    }
 
 
 def stack_share(floor: dict[str, Any], run: dict[str, Any]) -> float:
@@ -372,17 +463,32 @@ def python_pass(repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dump", default=None, help="write metrics.json and turns.csv of the last repeat here")
+    parser.add_argument(
+        "--dump", default=None, help="write metrics.json and turns.csv of the last repeat here"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help="write the results as JSON here")
-    parser.add_argument("--reuse-log", default=None,
-                        help="skip the eval: read this finished .eval instead (measures everything else)")
-    parser.add_argument("--no-floor", action="store_true", help="skip the floor (a bare Inspect eval of the same sessions)")
+    parser.add_argument(
+        "--reuse-log",
+        default=None,
+        help="skip the eval: read this finished .eval instead (measures everything else)",
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the floor (a bare Inspect eval of the same sessions)",
+    )
     parser.add_argument("--floor-child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--latency", type=float, default=None,
-                        help="the oracle over HTTP, each response this many seconds late (no floor)")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=None,
+        help="the oracle over HTTP, each response this many seconds late (no floor)",
+    )
     parser.add_argument("overrides", nargs="*")
-    args, _ = parser.parse_known_args(sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else None)
+    args, _ = parser.parse_known_args(
+        sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else None
+    )
     if args.child:
         child(args.dump, args.reuse_log)
         return
@@ -404,64 +510,119 @@ def main() -> None:
         server = ctx.Process(target=serve, args=(args.latency, queue, stop), daemon=True)
         server.start()
         os.environ["OPENAI_COMPATIBLE_API_KEY"] = "EMPTY"
-        args.overrides += ["model=openai_compatible", "model.name=oracle", f"model.base_url={queue.get(timeout=300)}"]
+        args.overrides += [
+            "model=openai_compatible",
+            "model.name=oracle",
+            f"model.base_url={queue.get(timeout=300)}",
+        ]
         args.no_floor = True  # the floor's model is in-process
     with tempfile.TemporaryDirectory(prefix="physassist-phases-") as scratch:
         cwd = Path(scratch)
         reuse = str(Path(args.reuse_log).resolve()) if args.reuse_log else None
-        first = measure(cwd, args.overrides, None, reuse)  # creates mlruns/ (migrations): not counted
+        first = measure(
+            cwd, args.overrides, None, reuse
+        )  # creates mlruns/ (migrations): not counted
         print(f"store creation run: {first['wall_s']:.1f} s wall (not counted)", flush=True)
         spec = None if args.no_floor or reuse else floor_spec(cwd / "logs", cwd / "floor.json")
         runs = []
         for i in range(args.repeats):
-            runs.append(measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None, reuse))
+            runs.append(
+                measure(cwd, args.overrides, args.dump if i == args.repeats - 1 else None, reuse)
+            )
             r = runs[-1]
             share = 1 - r["phases"].get("eval", 0.0) / r["wall_s"]
-            print(f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "
-                  f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load {os.getloadavg()[0]:.1f}",
-                  flush=True)
+            print(
+                f"repeat {i + 1}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, eval "
+                f"{r['phases'].get('eval', 0.0):.1f} s, not eval {100 * share:.0f}%; load "
+                f"{os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
             if spec is not None:  # right after the run it is compared with
                 floors.append(measure_floor(spec))
                 f = floors[-1]
                 f["stack_share"] = stack_share(f, r)
-                print(f"  floor {i + 1}: {f['wall_s']:.1f} s wall, eval {f['phases']['eval']:.1f} s, not eval "
-                      f"{100 * f['not_eval']:.0f}%; with the stack (+ Hydra {f['phases']['hydra']:.2f} s, pandas "
-                      f"{f['phases']['pandas']:.2f} s) beside the run's eval: {100 * f['stack_share']:.0f}%", flush=True)
+                print(
+                    f"  floor {i + 1}: {f['wall_s']:.1f} s wall, eval {f['phases']['eval']:.1f} s, "
+                    f"not eval {100 * f['not_eval']:.0f}%; with the stack (+ Hydra "
+                    f"{f['phases']['hydra']:.2f} s, pandas {f['phases']['pandas']:.2f} s) beside "
+                    f"the run's eval: {100 * f['stack_share']:.0f}%",
+                    flush=True,
+                )
     if args.latency:
         stop.set()
     baseline = python_pass(args.repeats)
     med = {name: statistics.median(r["phases"].get(name, 0.0) for r in runs) for name in ORDER}
-    med_cpu = {name: statistics.median(r["phase_cpu"].get(name, 0.0) for r in runs) for name in ORDER}
+    med_cpu = {
+        name: statistics.median(r["phase_cpu"].get(name, 0.0) for r in runs) for name in ORDER
+    }
     wall = statistics.median(r["wall_s"] for r in runs)
     shares = [1 - r["phases"].get("eval", 0.0) / r["wall_s"] for r in runs]
     print(f"\n{'phase':<16}{'wall s':>9}{'share':>8}{'CPU s':>8}")
     for name in ORDER:
-        print(f"{name:<16}{med[name]:>9.2f}{100 * med[name] / wall:>7.1f}%{med_cpu.get(name, 0.0):>8.2f}")
-    print(f"{'run (median)':<16}{wall:>9.2f}   100.0%{statistics.median(r['cpu_s'] for r in runs):>8.2f}"
-          f"  (of it the tracking agent, on the other core: {statistics.median(r['agent_cpu_s'] for r in runs):.2f})")
-    print(f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time "
-          f"(range {100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; "
-          f"load {os.getloadavg()[0]:.1f}")
+        print(
+            f"{name:<16}{med[name]:>9.2f}{100 * med[name] / wall:>7.1f}%"
+            f"{med_cpu.get(name, 0.0):>8.2f}"
+        )
+    print(
+        f"{'run (median)':<16}{wall:>9.2f}   "
+        f"100.0%{statistics.median(r['cpu_s'] for r in runs):>8.2f}  (of it the tracking agent, on "
+        f"the other core: {statistics.median(r['agent_cpu_s'] for r in runs):.2f})"
+    )
+    print(
+        f"not eval: median {100 * statistics.median(shares):.1f}% of the wall time (range "
+        f"{100 * min(shares):.1f}-{100 * max(shares):.1f}%); python -c pass {baseline:.3f} s; load "
+        f"{os.getloadavg()[0]:.1f}"
+    )
     floor = None
     if floors:
-        floor = {"wall_s": statistics.median(f["wall_s"] for f in floors),
-                 "cpu_s": statistics.median(f["cpu_s"] for f in floors),
-                 "phases": {k: statistics.median(f["phases"][k] for f in floors) for k in floors[0]["phases"]},
-                 "phase_cpu": {k: statistics.median(f["phase_cpu"][k] for f in floors) for k in floors[0]["phase_cpu"]},
-                 "not_eval": [f["not_eval"] for f in floors], "stack_share": [f["stack_share"] for f in floors]}
-        print("floor (bare Inspect eval of the same sessions, no Hydra, MLflow or metrics), medians: " + ", ".join(
-            f"{k} {v:.2f} s" for k, v in floor["phases"].items()) + f"; run {floor['wall_s']:.2f} s wall without "
-              "Hydra and pandas, " f"{floor['cpu_s']:.2f} s CPU (" + ", ".join(
-              f"{k} {v:.2f}" for k, v in floor["phase_cpu"].items()) + ")")
-        print(f"floor not eval: median {100 * statistics.median(floor['not_eval']):.1f}% of the wall time "
-              f"(range {100 * min(floor['not_eval']):.1f}-{100 * max(floor['not_eval']):.1f}%)")
-        print(f"the stack's floor (+ Hydra's two compositions and pandas' import) beside the run's eval: median "
-              f"{100 * statistics.median(floor['stack_share']):.1f}% (range {100 * min(floor['stack_share']):.1f}-"
-              f"{100 * max(floor['stack_share']):.1f}%)")
+        floor = {
+            "wall_s": statistics.median(f["wall_s"] for f in floors),
+            "cpu_s": statistics.median(f["cpu_s"] for f in floors),
+            "phases": {
+                k: statistics.median(f["phases"][k] for f in floors) for k in floors[0]["phases"]
+            },
+            "phase_cpu": {
+                k: statistics.median(f["phase_cpu"][k] for f in floors)
+                for k in floors[0]["phase_cpu"]
+            },
+            "not_eval": [f["not_eval"] for f in floors],
+            "stack_share": [f["stack_share"] for f in floors],
+        }
+        print(
+            "floor (bare Inspect eval of the same sessions, no Hydra, MLflow or metrics), medians: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in floor["phases"].items())
+            + f"; run {floor['wall_s']:.2f} s wall without "
+            "Hydra and pandas, "
+            f"{floor['cpu_s']:.2f} s CPU ("
+            + ", ".join(f"{k} {v:.2f}" for k, v in floor["phase_cpu"].items())
+            + ")"
+        )
+        print(
+            f"floor not eval: median {100 * statistics.median(floor['not_eval']):.1f}% of the wall "
+            f"time (range {100 * min(floor['not_eval']):.1f}-{100 * max(floor['not_eval']):.1f}%)"
+        )
+        print(
+            "the stack's floor (+ Hydra's two compositions and pandas' import) beside the run's "
+            f"eval: median {100 * statistics.median(floor['stack_share']):.1f}% (range "
+            f"{100 * min(floor['stack_share']):.1f}-{100 * max(floor['stack_share']):.1f}%)"
+        )
     if args.out:
-        Path(args.out).write_text(json.dumps({"overrides": args.overrides, "runs": runs, "median": med,
-                                              "median_cpu": med_cpu, "python_pass_s": baseline, "floor": floor,
-                                              "floor_runs": floors, "load_average": os.getloadavg()}, indent=1) + "\n")
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "overrides": args.overrides,
+                    "runs": runs,
+                    "median": med,
+                    "median_cpu": med_cpu,
+                    "python_pass_s": baseline,
+                    "floor": floor,
+                    "floor_runs": floors,
+                    "load_average": os.getloadavg(),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

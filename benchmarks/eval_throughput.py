@@ -48,7 +48,9 @@ def _output(content: str, calls: list[ToolCall]) -> ModelOutput:
     message = ChatMessageAssistant(content=content, tool_calls=calls or None)
     return ModelOutput(
         model="mockllm/model",
-        choices=[ChatCompletionChoice(message=message, stop_reason="tool_calls" if calls else "stop")],
+        choices=[
+            ChatCompletionChoice(message=message, stop_reason="tool_calls" if calls else "stop")
+        ],
         usage=USAGE,
     )
 
@@ -57,7 +59,9 @@ def make_script(latency: float) -> Any:
     """One lab search per turn, then an answer; ``latency`` seconds per call."""
     counter = iter(range(10**9))
 
-    async def script(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> ModelOutput:
+    async def script(
+        input: list[Any], tools: list[Any], tool_choice: Any, config: Any
+    ) -> ModelOutput:
         if latency:
             await anyio.sleep(latency)
         if tool_choice == "none":
@@ -81,8 +85,15 @@ class ScriptedAPI(ModelAPI):
     """The same script as a bare provider: unlike ``mockllm`` it records no request
     payload (``ModelCall``) per call, so the numbers show the harness alone."""
 
-    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig | None = None, latency: float = 0.0, **_: Any) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        latency: float = 0.0,
+        **_: Any,
+    ) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         self.script = make_script(float(latency))
 
@@ -102,7 +113,11 @@ def scripted() -> type[ModelAPI]:
 
 
 def run(
-    dataset: str, ehr_source: str, latency: float, connections: int, provider: str = "mockllm",
+    dataset: str,
+    ehr_source: str,
+    latency: float,
+    connections: int,
+    provider: str = "mockllm",
     samples_in_flight: int | None = None,
 ) -> tuple[float, list[float], int, float]:
     """(wall seconds, per-turn seconds, samples, process CPU seconds) of one eval;
@@ -116,12 +131,17 @@ def run(
         started, cpu = time.perf_counter(), time.process_time()
         with frozen_heap():  # as physassist-eval runs it
             log = eval(
-                task, model=model, log_dir=logs, display="none",
-                max_connections=connections, max_samples=samples_in_flight or connections,
+                task,
+                model=model,
+                log_dir=logs,
+                display="none",
+                max_connections=connections,
+                max_samples=samples_in_flight or connections,
                 fail_on_error=True,
                 # nothing is displayed, so the running metrics (bootstrap CIs recomputed
                 # every ~0.9 s while samples complete) would be computed for no one
-                log_realtime=False, score_display=False,
+                log_realtime=False,
+                score_display=False,
             )[0]
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert log.status == "success", log.error
@@ -143,18 +163,23 @@ def main() -> None:
     for provider in ("mockllm", "scripted"):
         wall0, turns0, n, cpu0 = run(args.dataset, args.ehr_source, 0.0, 1, provider)
         p90 = sorted(turns0)[int(0.9 * (len(turns0) - 1))]
-        print(f"[{provider}] {n} sessions, {len(turns0)} turns; overhead per turn (zero latency): "
-              f"median {1000 * statistics.median(turns0):.1f} ms, p90 {1000 * p90:.1f} ms; "
-              f"whole eval {wall0:.2f} s wall, {1000 * cpu0 / len(turns0):.1f} ms CPU per turn")
+        print(
+            f"[{provider}] {n} sessions, {len(turns0)} turns; overhead per turn (zero latency): "
+            f"median {1000 * statistics.median(turns0):.1f} ms, p90 {1000 * p90:.1f} ms; "
+            f"whole eval {wall0:.2f} s wall, {1000 * cpu0 / len(turns0):.1f} ms CPU per turn"
+        )
         seq, _, _, _ = run(args.dataset, args.ehr_source, args.latency, 1, provider)
         par, _, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel, provider)
         # every sample in flight, model calls still capped at max_connections: samples in
         # set-up, scoring or log writing hold a sample slot but no connection
         full, _, _, _ = run(args.dataset, args.ehr_source, args.latency, args.parallel, provider, n)
-        print(f"[{provider}] {int(args.latency * 1000)} ms/call: sequential {seq:.2f} s, "
-              f"max_connections={args.parallel} (max_samples={args.parallel}) {par:.2f} s, "
-              f"speed-up {seq / par:.1f}x; max_samples={n} {full:.2f} s, "
-              f"speed-up {seq / full:.1f}x")
+        print(
+            f"[{provider}] {int(args.latency * 1000)} ms/call: sequential {seq:.2f} s, "
+            f"max_connections={args.parallel} (max_samples={args.parallel}) {par:.2f} s, "
+            f"speed-up {seq / par:.1f}x; max_samples={n} {full:.2f} s, "
+            f"speed-up {seq / full:.1f}x"
+        )
+
 
 if __name__ == "__main__":
     main()

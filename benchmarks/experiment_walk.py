@@ -20,7 +20,7 @@ call on an object that holds one of them as an attribute (a method whose ``self`
   climb is the flow coming back up to where it came from).
 
     python benchmarks/experiment_walk.py                  # tracking=none
-    python benchmarks/experiment_walk.py --tracking       # a local MLflow store (SQLite in a temp dir)
+    python benchmarks/experiment_walk.py --tracking  # a local MLflow store (SQLite in a temp dir)
     python benchmarks/experiment_walk.py --json walk.json # also write the steps
 """
 
@@ -81,10 +81,14 @@ class Walk:
 
             if isinstance(obj, DictConfig):
                 children = [obj._get_node(k) for k in obj.keys()]
-                children = [c if isinstance(c, (DictConfig, ListConfig)) else c._value() for c in children]
+                children = [
+                    c if isinstance(c, (DictConfig, ListConfig)) else c._value() for c in children
+                ]
             else:
                 children = [obj._get_node(i) for i in range(len(obj))]
-                children = [c if isinstance(c, (DictConfig, ListConfig)) else c._value() for c in children]
+                children = [
+                    c if isinstance(c, (DictConfig, ListConfig)) else c._value() for c in children
+                ]
         elif isinstance(obj, dict) or type(obj).__name__ == "mappingproxy":
             children = list(obj.values())
         elif isinstance(obj, (list, tuple)):
@@ -101,7 +105,11 @@ class Walk:
 
     def _carries(self, obj: Any) -> bool:
         """An object holding the experiment as an attribute (a method's ``self``) carries it."""
-        if isinstance(obj, (type, *SCALARS, str)) or not hasattr(obj, "__dict__") or type(obj).__name__ == "module":
+        if (
+            isinstance(obj, (type, *SCALARS, str))
+            or not hasattr(obj, "__dict__")
+            or type(obj).__name__ == "module"
+        ):
             return False
         try:
             return any(self._is_tracked(v) for v in vars(obj).values())
@@ -129,7 +137,9 @@ class Walk:
         values = [frame.f_locals.get(v) for v in names]
         out = []
         for name, value in zip(names, values, strict=True):
-            if (code.co_flags & 0x04 and name == names[code.co_argcount + code.co_kwonlyargcount]) and isinstance(value, tuple):
+            if (
+                code.co_flags & 0x04 and name == names[code.co_argcount + code.co_kwonlyargcount]
+            ) and isinstance(value, tuple):
                 out += list(value)
             elif code.co_flags & 0x08 and name == names[-1] and isinstance(value, dict):
                 out += list(value.values())
@@ -174,7 +184,11 @@ class Walk:
     # -- the figures -----------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         entered = Counter(room for room, _, _ in self.entries)
-        climbs = [(room, caller) for room, caller, _ in self.entries if caller and layer(room) > layer(caller)]
+        climbs = [
+            (room, caller)
+            for room, caller, _ in self.entries
+            if caller and layer(room) > layer(caller)
+        ]
         return {
             "rooms": len(entered),
             "returns": sum(entered.values()) - len(entered),
@@ -182,13 +196,19 @@ class Walk:
             "max_entries": max(entered.values()) if entered else 0,
             "entries": dict(entered.most_common()),
             "climbs_into": [f"{caller} -> {room}" for room, caller in climbs],
-            "walk": [f"{caller or '-'} -> {room}.{function}" for room, caller, function in self.entries],
+            "walk": [
+                f"{caller or '-'} -> {room}.{function}" for room, caller, function in self.entries
+            ],
         }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tracking", action="store_true", help="log to a local MLflow store (SQLite, temp dir)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tracking", action="store_true", help="log to a local MLflow store (SQLite, temp dir)"
+    )
     parser.add_argument("--json", type=Path, help="write the summary and the walk here")
     parser.add_argument("overrides", nargs="*", help="more physassist-eval overrides")
     options = parser.parse_args()
@@ -197,8 +217,17 @@ def main() -> int:
     from physassist.cli import eval as cli_eval
 
     tmp = Path(tempfile.mkdtemp(prefix="experiment-walk-"))
-    argv = ["physassist-eval", "inspect.limit=1", f"inspect.log_dir={tmp / 'logs'}", f"hydra.run.dir={tmp / 'hydra'}"]
-    argv += [f"tracking.uri=sqlite:///{tmp / 'mlruns' / 'mlflow.db'}"] if options.tracking else ["tracking=none"]
+    argv = [
+        "physassist-eval",
+        "inspect.limit=1",
+        f"inspect.log_dir={tmp / 'logs'}",
+        f"hydra.run.dir={tmp / 'hydra'}",
+    ]
+    argv += (
+        [f"tracking.uri=sqlite:///{tmp / 'mlruns' / 'mlflow.db'}"]
+        if options.tracking
+        else ["tracking=none"]
+    )
     argv += options.overrides
     walk = Walk("physassist.cli.eval", "run_experiment")
     walk._base = str(Path(physassist.__file__).resolve().parents[1]) + "/"
@@ -212,9 +241,14 @@ def main() -> int:
     finally:
         sys.setprofile(None)
     summary = walk.summary()
-    print(f"walk of cfg from run_experiment ({'MLflow store' if options.tracking else 'tracking=none'}; {walk._base}):")
-    print(f"  rooms {summary['rooms']}, returns {summary['returns']}, climbs {summary['climbs']}, "
-          f"most entries into one room {summary['max_entries']}")
+    print(
+        "walk of cfg from run_experiment "
+        f"({'MLflow store' if options.tracking else 'tracking=none'}; {walk._base}):"
+    )
+    print(
+        f"  rooms {summary['rooms']}, returns {summary['returns']}, climbs {summary['climbs']}, "
+        f"most entries into one room {summary['max_entries']}"
+    )
     for room, n in summary["entries"].items():
         print(f"  {n:>3}  {room}")
     if summary["climbs_into"]:

@@ -69,8 +69,14 @@ finally:
 
 
 def run(mode: str, cwd: Path, overrides: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _RUN, mode, *overrides], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT), "PHYSASSIST_CACHE": str(cwd / "cache")})
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, mode, *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PHYSASSIST_CACHE": str(cwd / "cache")},
+    )
     line = next(x for x in reversed(proc.stderr.splitlines()) if x.startswith("GC "))
     if proc.returncode != 0:
         raise SystemExit(f"{mode}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
@@ -89,10 +95,16 @@ def main() -> None:
         for _ in range(args.repeats):
             for mode in MODES:
                 results[mode].append(run(mode, cwd, args.overrides))
-    print(f"{'mode':<8} {'young':>6} {'middle':>6} {'full':>5} {'CPU s':>6}   (medians of {args.repeats})")
+    print(
+        f"{'mode':<8} {'young':>6} {'middle':>6} {'full':>5} {'CPU s':>6}   (medians of "
+        f"{args.repeats})"
+    )
     for mode, rows in results.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        print(f"{mode:<8} {med['young']:>6.0f} {med['middle']:>6.0f} {med['full']:>5.0f} {med['cpu_s']:>6.2f}")
+        print(
+            f"{mode:<8} {med['young']:>6.0f} {med['middle']:>6.0f} {med['full']:>5.0f} "
+            f"{med['cpu_s']:>6.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parents[1]
-os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line per download otherwise
+os.environ.setdefault(
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"
+)  # one line per download otherwise
 
 #: case -> the overrides of its ``physassist-eval`` command (``-m`` makes it a sweep).
 CASES: dict[str, list[str]] = {
@@ -108,7 +110,9 @@ def run_case(name: str, tree: Path, work: Path, python: Path) -> Path:
     case.mkdir(parents=True)
     script = python.parent / "physassist-eval"
     if not script.exists():
-        raise SystemExit(f"no physassist-eval beside {python}: install the tree (pip install -e {tree})")
+        raise SystemExit(
+            f"no physassist-eval beside {python}: install the tree (pip install -e {tree})"
+        )
     command = [
         str(script),
         *CASES[name],
@@ -118,12 +122,17 @@ def run_case(name: str, tree: Path, work: Path, python: Path) -> Path:
         f"hydra.run.dir={case}/hydra",
         f"hydra.sweep.dir={case}/hydra",
     ]
-    env = {**os.environ, "PHYSASSIST_CACHE": os.environ.get("PHYSASSIST_CACHE") or str(work / "cache")}
+    env = {
+        **os.environ,
+        "PHYSASSIST_CACHE": os.environ.get("PHYSASSIST_CACHE") or str(work / "cache"),
+    }
     started = time.perf_counter()
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
     (case / "output.txt").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
-        raise SystemExit(f"case {name}: physassist-eval exited {done.returncode}; see {case / 'output.txt'}")
+        raise SystemExit(
+            f"case {name}: physassist-eval exited {done.returncode}; see {case / 'output.txt'}"
+        )
     print(f"  {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return case
 
@@ -148,7 +157,11 @@ def _sha(text: str) -> str:
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
     raw = call.get("raw_json")
-    raw = raw if isinstance(raw, str) else json.dumps(call.get("raw"), ensure_ascii=False, default=str)
+    raw = (
+        raw
+        if isinstance(raw, str)
+        else json.dumps(call.get("raw"), ensure_ascii=False, default=str)
+    )
     return {
         "name": call.get("name"),
         "arguments": call.get("arguments"),
@@ -195,8 +208,12 @@ def _turn_table(client: Any, run_id: str, tmp: Path) -> list[dict[str, str]]:
         return []
     path = Path(client.download_artifacts(run_id, "tables/turns.csv", str(tmp)))
     with path.open(newline="") as f:
-        rows = [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(f)]
-    return sorted(rows, key=lambda r: (r.get("session_id", ""), r.get("epoch", ""), int(r.get("turn") or 0)))
+        rows = [
+            {k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(f)
+        ]
+    return sorted(
+        rows, key=lambda r: (r.get("session_id", ""), r.get("epoch", ""), int(r.get("turn") or 0))
+    )
 
 
 def _traces(uri: str, experiment_id: str, run_id: str) -> dict[str, Any]:
@@ -262,11 +279,16 @@ def mlflow_digest(case: Path, work: str) -> dict[str, Any]:
                 digest: dict[str, Any] = {
                     "status": run.info.status,
                     "metrics": dict(sorted(run.data.metrics.items())),
-                    "params": {k: v for k, v in sorted(run.data.params.items()) if not k.startswith(UNCOMPARED_PARAMS)},
+                    "params": {
+                        k: v
+                        for k, v in sorted(run.data.params.items())
+                        if not k.startswith(UNCOMPARED_PARAMS)
+                    },
                     "tags": {
                         k: v
                         for k, v in sorted(tags.items())
-                        if (k.startswith(RESULT_TAGS) or k in RESULT_TAG_NAMES) and k not in UNCOMPARED_TAGS
+                        if (k.startswith(RESULT_TAGS) or k in RESULT_TAG_NAMES)
+                        and k not in UNCOMPARED_TAGS
                     },
                     "turn_table": _turn_table(client, run.info.run_id, Path(tmp) / run.info.run_id),
                     "traces": _traces(uri, experiment.experiment_id, run.info.run_id),
@@ -284,9 +306,13 @@ def digest(names: list[str], tree: Path, work: Path, jobs: int) -> dict[str, Any
     python = Path(sys.executable)
     print(f"running {', '.join(names)} in {work} ({tree})", file=sys.stderr)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        cases = dict(zip(names, pool.map(lambda n: run_case(n, tree, work, python), names), strict=True))
+        cases = dict(
+            zip(names, pool.map(lambda n: run_case(n, tree, work, python), names), strict=True)
+        )
     return {
-        "cases": {name: _clean(mlflow_digest(path, str(work)), str(work)) for name, path in cases.items()},
+        "cases": {
+            name: _clean(mlflow_digest(path, str(work)), str(work)) for name, path in cases.items()
+        },
         "about": {  # not compared
             "tree": str(tree),
             "commit": _commit(tree),
@@ -297,7 +323,9 @@ def digest(names: list[str], tree: Path, work: Path, jobs: int) -> dict[str, Any
 
 
 def _commit(tree: Path) -> str | None:
-    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
     return done.stdout.strip() or None
 
 
@@ -316,12 +344,21 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
                 out += differences(a[key], b[key], where)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]")
+        ]
     if a != b:
         shown = [json.dumps(v, ensure_ascii=False, default=str) for v in (a, b)]
         start = next((i for i, (x, y) in enumerate(zip(*shown, strict=False)) if x != y), 0)
         start = max(0, min(start, *map(len, shown)) - 60)  # from just before the first difference
-        cut = [("..." if start else "") + t[start : start + 200] + ("..." if len(t) > start + 200 else "") for t in shown]
+        cut = [
+            ("..." if start else "")
+            + t[start : start + 200]
+            + ("..." if len(t) > start + 200 else "")
+            for t in shown
+        ]
         return [f"{path}: {cut[0]} -> {cut[1]}"]
     return []
 
@@ -332,7 +369,9 @@ def _comparable(cases: dict[str, Any]) -> dict[str, Any]:
     for runs in cases.values():
         for run in runs.values():
             run["tags"] = {k: v for k, v in run["tags"].items() if k not in UNCOMPARED_TAGS}
-            run["params"] = {k: v for k, v in run["params"].items() if not k.startswith(UNCOMPARED_PARAMS)}
+            run["params"] = {
+                k: v for k, v in run["params"].items() if not k.startswith(UNCOMPARED_PARAMS)
+            }
     return cases
 
 
@@ -344,20 +383,28 @@ def compare(first: Path, second: Path) -> int:
     if len(found) > 200:
         print(f"... and {len(found) - 200} more")
     n_runs = sum(len(runs) for runs in a.values())
-    print(f"{'identical' if not found else f'{len(found)} differences'}: {len(a)} cases, {n_runs} runs "
-          f"({first} vs {second})")
+    print(
+        f"{'identical' if not found else f'{len(found)} differences'}: {len(a)} cases, {n_runs} "
+        f"runs ({first} vs {second})"
+    )
     return 1 if found else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the digest here (JSON)")
-    parser.add_argument("--tree", type=Path, default=HERE, help="the checkout to run (default: this one)")
-    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    parser.add_argument(
+        "--tree", type=Path, default=HERE, help="the checkout to run (default: this one)"
+    )
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once")
     parser.add_argument("--work-dir", type=Path, help="default: a new temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    parser.add_argument("--compare", nargs=2, type=Path, metavar=("FIRST", "SECOND"), help="diff two digests")
+    parser.add_argument(
+        "--compare", nargs=2, type=Path, metavar=("FIRST", "SECOND"), help="diff two digests"
+    )
     args = parser.parse_args(argv)
     if args.compare:
         return compare(*args.compare)
@@ -375,8 +422,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    args.out.write_text(json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False, default=str) + "\n")
-    print(f"digest of {len(names)} cases -> {args.out} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    args.out.write_text(
+        json.dumps(result, indent=1, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    )
+    print(
+        f"digest of {len(names)} cases -> {args.out} ({time.perf_counter() - started:.0f} s)",
+        file=sys.stderr,
+    )
     return 0
 
 

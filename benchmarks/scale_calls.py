@@ -1,6 +1,7 @@
 """Cold tool calls and compat's first call per table on a big store (``mimic_scale.py``).
 
-    python benchmarks/scale_calls.py STORE.duckdb [--subjects 500] [--largest 20] [--out results.json]
+    python benchmarks/scale_calls.py STORE.duckdb [--subjects 500] [--largest 20] \
+        [--out results.json]
 
 * **cold calls**: for every read tool in both semantics, a fresh ``EHRStore`` (empty subject
   cache, no chart opened) and one call per subject: ``--subjects`` random subjects plus the
@@ -46,7 +47,8 @@ for table, columns in COLUMNS.items():
     if store.has_rows(table):
         wall, cpu = time.perf_counter(), time.process_time()
         _TableKinds.of(store, table, columns)
-        out[table] = {"rows": store.row_counts()[table], "wall_s": round(time.perf_counter() - wall, 3),
+        out[table] = {"rows": store.row_counts()[table],
+                      "wall_s": round(time.perf_counter() - wall, 3),
                       "cpu_s": round(time.process_time() - cpu, 3)}
 print(json.dumps(out))
 """
@@ -57,11 +59,13 @@ def pick_subjects(store: EHRStore, n: int, largest: int, seed: int) -> tuple[lis
     every = [s for (s,) in store.cursor().execute("SELECT subject_id FROM patients").fetchall()]
     big = [
         s
-        for (s,) in store.cursor().execute(
+        for (s,) in store.cursor()
+        .execute(
             "SELECT subject_id FROM (SELECT subject_id FROM labevents UNION ALL "
             "SELECT subject_id FROM chartevents) GROUP BY 1 ORDER BY count(*) DESC LIMIT ?",
             [largest],
-        ).fetchall()
+        )
+        .fetchall()
     ]
     rest = sorted(set(every) - set(big))
     return random.Random(seed).sample(rest, min(n + 1, len(rest))), big  # + 1 to warm up
@@ -90,7 +94,12 @@ def ms(values: list[float]) -> dict[str, float]:
 
 
 def cold_calls(
-    path: Path, semantics: str, random_subjects: list[int], big: list[int], seed: int, tools: list[str]
+    path: Path,
+    semantics: str,
+    random_subjects: list[int],
+    big: list[int],
+    seed: int,
+    tools: list[str],
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     *random_subjects, spare = random_subjects  # the spare warms each process up, unmeasured
@@ -102,7 +111,9 @@ def cold_calls(
         with EHRStore(path) as store:
             # once per process (dictionaries; compat's kinds), measured apart: a throwaway subject
             first = run_ours(store, make_call(rng, spare, facts[spare], tool), semantics)[0]
-            measured = {s: run_ours(store, make_call(rng, s, facts[s], tool), semantics) for s in subjects}
+            measured = {
+                s: run_ours(store, make_call(rng, s, facts[s], tool), semantics) for s in subjects
+            }
         times = {s: wall for s, (wall, _) in measured.items()}
         cpu = ms([c for _, c in measured.values()])
         out[tool] = {
@@ -125,14 +136,18 @@ def compat_first_calls(path: Path) -> dict[str, Any]:
     compat_kinds_file.path_for(path).unlink(missing_ok=True)
     out = {}
     for case in ("absent", "present"):
-        run = subprocess.run([sys.executable, "-c", KINDS, str(path)], capture_output=True, text=True, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", KINDS, str(path)], capture_output=True, text=True, check=True
+        )
         out[case] = json.loads(run.stdout.strip().splitlines()[-1])
         print(f"compat kinds file {case}: {json.dumps(out[case])}", flush=True)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("store", type=Path, help="a built .duckdb store")
     ap.add_argument("--subjects", type=int, default=500)
     ap.add_argument("--largest", type=int, default=20)
@@ -152,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_kinds:
         result["compat_first_call_per_table"] = compat_first_calls(args.store)
     result["cold_calls"] = {
-        s: cold_calls(args.store, s, random_subjects, big, args.seed, args.tools) for s in args.semantics
+        s: cold_calls(args.store, s, random_subjects, big, args.seed, args.tools)
+        for s in args.semantics
     }
     result["seconds"] = round(time.perf_counter() - started, 1)
     if args.out:

@@ -31,7 +31,12 @@ def tool_times(log_dir: Path) -> dict[str, Any]:
 
     (path,) = sorted(log_dir.glob("*.eval"))
     log = read_eval_log(str(path))
-    calls = [e.working_time or 0.0 for s in log.samples or [] for e in s.events if isinstance(e, ToolEvent)]
+    calls = [
+        e.working_time or 0.0
+        for s in log.samples or []
+        for e in s.events
+        if isinstance(e, ToolEvent)
+    ]
     turns = sum(len(s.metadata["task_types"]) for s in log.samples or [])  # one task per turn
     return {
         "samples": len(log.samples or []),
@@ -44,7 +49,9 @@ def tool_times(log_dir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sessions", type=Path, help="re-pointed sessions (default: the sample's)")
     ap.add_argument("--ehr", help="their EHR source or store")
     ap.add_argument("--model", default="oracle")
@@ -55,13 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     data = (
-        ["dataset=physassistbench", f"dataset.source={args.sessions}", f"dataset.ehr_source={args.ehr}"]
+        [
+            "dataset=physassistbench",
+            f"dataset.source={args.sessions}",
+            f"dataset.ehr_source={args.ehr}",
+        ]
         if args.sessions
         else ["dataset=sample"]
     )
     eval_cmd = str(Path(sys.executable).with_name("physassist-eval"))  # the one beside this Python
-    cmd = [eval_cmd, *data, f"model={args.model}", "tracking.enabled=false", f"inspect.log_dir={logs}",
-           *args.overrides]  # fmt: skip
+    cmd = [eval_cmd, *data, f"model={args.model}", "tracking.enabled=false",
+           f"inspect.log_dir={logs}", *args.overrides]  # fmt: skip
     result = measure(cmd, output=args.out / "eval.out")
     result.update(tool_times(logs))
     print(json.dumps(result), flush=True)

@@ -28,7 +28,9 @@ def tree_size(path: Path) -> int:
     for root, _, files in os.walk(path):
         for name in files:
             try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512  # space used, not length
+                total += (
+                    os.lstat(os.path.join(root, name)).st_blocks * 512
+                )  # space used, not length
             except FileNotFoundError:
                 pass
     return total
@@ -81,12 +83,16 @@ def measure(cmd: list[str], disk: Path | None = None, kill_after: float | None =
     }  # fmt: skip
     if disk:
         out["peak_disk_mib"] = round(peak_disk / 2**20)
-        out["disk_after"] = {p.name: p.stat().st_size for p in sorted(disk.iterdir())} if disk.is_dir() else {}
+        out["disk_after"] = (
+            {p.name: p.stat().st_size for p in sorted(disk.iterdir())} if disk.is_dir() else {}
+        )
     return out
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--disk", type=Path, help="directory whose growth to measure")
     ap.add_argument("--kill-after", type=float, help="SIGKILL the tree after this many seconds")
     ap.add_argument("--json", type=Path, help="append the result as a JSON line")

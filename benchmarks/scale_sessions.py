@@ -1,7 +1,8 @@
 """Re-point the sample's sessions at subjects of a big store, for an eval at scale.
 
     python benchmarks/scale_sessions.py STORE.duckdb OUT_DIR [--sessions data/sample/sessions]
-    physassist-eval dataset=physassistbench dataset.source=OUT_DIR dataset.ehr_source=SOURCE model=oracle
+    physassist-eval dataset=physassistbench dataset.source=OUT_DIR dataset.ehr_source=SOURCE \
+        model=oracle
 
 The mapping (written to ``OUT_DIR/mapping.json``): the store's subjects with an ICU stay are
 ranked by lab + chart rows, largest first; the i-th of the n sessions (files in name order,
@@ -33,7 +34,8 @@ def ranked_subjects(store: EHRStore) -> list[tuple[int, int, str]]:
     """(subject, last admission, its discharge date) of ICU subjects, largest chart first."""
     return [
         (s, h, d)
-        for s, h, d in store.cursor().execute(
+        for s, h, d in store.cursor()
+        .execute(
             """
             WITH sizes AS (SELECT subject_id, count(*) AS n FROM (SELECT subject_id FROM labevents
                            UNION ALL SELECT subject_id FROM chartevents) GROUP BY 1),
@@ -43,14 +45,19 @@ def ranked_subjects(store: EHRStore) -> list[tuple[int, int, str]]:
             SELECT subject_id, hadm_id, day FROM last JOIN sizes USING (subject_id)
             WHERE subject_id IN (SELECT subject_id FROM icustays) ORDER BY n DESC, subject_id
             """
-        ).fetchall()
+        )
+        .fetchall()
     ]
 
 
 def repoint(sessions: Path, store: EHRStore, sample: EHRStore, out: Path) -> list[dict]:
     """Write the re-pointed sessions and ``mapping.json`` into ``out``; ``sample`` is the store
     the sessions were made on (it names each subject's admission ids)."""
-    lines = [(f.name, line) for f in sorted(sessions.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    lines = [
+        (f.name, line)
+        for f in sorted(sessions.glob("*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
     ranked = ranked_subjects(store)
     out.mkdir(parents=True, exist_ok=True)
     mapping, written = [], {}
@@ -58,13 +65,19 @@ def repoint(sessions: Path, store: EHRStore, sample: EHRStore, out: Path) -> lis
         session = json.loads(line)
         subject, hadm, day = ranked[round(i * (len(ranked) - 1) / max(1, len(lines) - 1))]
         old_subject, old_day = str(session["subject_id"]), str(session["current_date"])
-        known = {str(r["hadm_id"]) for r in sample.subject_rows("admissions", int(old_subject), ("hadm_id",))}
+        known = {
+            str(r["hadm_id"])
+            for r in sample.subject_rows("admissions", int(old_subject), ("hadm_id",))
+        }
         old_hadms = {m for m in _IDS.findall(line) if m in known}
         swap = {old_subject: str(subject), **{h: str(hadm) for h in old_hadms}}
-        line = _IDS.sub(lambda m, swap=swap: swap.get(m.group(0), m.group(0)), line).replace(old_day, day)
+        line = _IDS.sub(lambda m, swap=swap: swap.get(m.group(0), m.group(0)), line).replace(
+            old_day, day
+        )
         written.setdefault(name, []).append(line)
         mapping.append({"session": session["id"], "subject_id": [int(old_subject), subject],
-                        "hadm_ids": sorted(old_hadms), "hadm_id": hadm, "current_date": [old_day, day]})  # fmt: skip
+                        "hadm_ids": sorted(old_hadms), "hadm_id": hadm,
+                        "current_date": [old_day, day]})  # fmt: skip
     for name, kept in written.items():
         (out / name).write_text("\n".join(kept) + "\n")
     (out / "mapping.json").write_text(json.dumps(mapping, indent=1))
@@ -72,7 +85,9 @@ def repoint(sessions: Path, store: EHRStore, sample: EHRStore, out: Path) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("store", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--sessions", type=Path, default=ROOT / "data/sample/sessions")

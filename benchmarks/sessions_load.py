@@ -22,8 +22,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "release
 def replicate(out: Path, copies: int) -> Path:
     for path in FIXTURES.glob("*.jsonl"):
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        lines = [json.dumps({**data, "id": f"copy{k}_{data['id']}"}, ensure_ascii=False)
-                 for k in range(copies) for data in records]
+        lines = [
+            json.dumps({**data, "id": f"copy{k}_{data['id']}"}, ensure_ascii=False)
+            for k in range(copies)
+            for data in records
+        ]
         (out / path.name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
@@ -36,6 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     t0 = time.perf_counter()
     from physassist.data import load_sessions
+
     imports = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         source = args.source or replicate(Path(tmp), args.copies)
@@ -44,8 +48,14 @@ def main() -> None:
             start = time.perf_counter()
             loaded = load_sessions(source)
             times.append(time.perf_counter() - start)
-    print(f"{len(loaded.sessions)} sessions / {len(loaded.turns)} turns from {args.source or 'fixtures x ' + str(args.copies)}")
-    print(f"imports {imports:.2f} s; first load {times[0]:.3f} s; median load {statistics.median(times):.3f} s")
+    print(
+        f"{len(loaded.sessions)} sessions / {len(loaded.turns)} turns from "
+        f"{args.source or 'fixtures x ' + str(args.copies)}"
+    )
+    print(
+        f"imports {imports:.2f} s; first load {times[0]:.3f} s; median load "
+        f"{statistics.median(times):.3f} s"
+    )
 
 
 if __name__ == "__main__":

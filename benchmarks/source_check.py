@@ -88,8 +88,13 @@ def measure(source: str, repeat: int, scratch: Path, failing: bool) -> dict[str,
     runs = [build_once(source, scratch / "cache") for _ in range(repeat)]
     med = {k: statistics.median(r.get(k, 0.0) for r in runs) for k in ("build", *PARTS)}
     check = sum(med[p] for p in PARTS)
-    result = {"source": source, "repeat": repeat, **{f"{k}_s": round(v, 3) for k, v in med.items()},
-              "check_s": round(check, 3), "check_share": round(check / med["build"], 4)}
+    result = {
+        "source": source,
+        "repeat": repeat,
+        **{f"{k}_s": round(v, 3) for k, v in med.items()},
+        "check_s": round(check, 3),
+        "check_share": round(check / med["build"], 4),
+    }
     if not failing:
         return result
     broken = failing_copy(source, scratch)
@@ -107,7 +112,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", action="append", default=[], help="an EHR source (repeatable)")
     parser.add_argument(
-        "--cohort", action="append", type=int, default=[], help="a synthetic cohort of N subjects, kept (cohorts.py)"
+        "--cohort",
+        action="append",
+        type=int,
+        default=[],
+        help="a synthetic cohort of N subjects, kept (cohorts.py)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="forced builds per source (median)")
     parser.add_argument("--work-dir", default=None, help="scratch directory (default: a temp dir)")
@@ -118,7 +127,10 @@ def main() -> None:
         parser.error("give at least one --source or --cohort")
     for size in args.cohort:
         path, seconds = cohort(size)
-        print(f"cohort of {size}: {path}" + (f" (generated in {seconds} s)" if seconds is not None else " (kept)"))
+        print(
+            f"cohort of {size}: {path}"
+            + (f" (generated in {seconds} s)" if seconds is not None else " (kept)")
+        )
         args.source.append(str(path))
     import physassist.ehr.tools  # noqa: F401  - the tools' declarations, imported once, outside the timing
 

@@ -1,7 +1,7 @@
 """A 4-job sweep (model x query, one session each) under each launcher, against running the four
 jobs one by one as separate commands: wall time and per-job overhead.
 
-    python benchmarks/sweep_launchers.py                     # one_by_one, basic, joblib, submitit_local, ray
+    python benchmarks/sweep_launchers.py  # one_by_one, basic, joblib, submitit_local, ray
     python benchmarks/sweep_launchers.py --launchers joblib,ray --limit 2
 
 Every variant logs to its own fresh SQLite store (a parent and four children, or four runs), in
@@ -21,14 +21,21 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-JOBS = [("oracle", "implicit"), ("oracle", "explicit"), ("baseline", "implicit"), ("baseline", "explicit")]
+JOBS = [
+    ("oracle", "implicit"),
+    ("oracle", "explicit"),
+    ("baseline", "implicit"),
+    ("baseline", "explicit"),
+]
 NEEDS = {"submitit_local": "hydra_plugins.hydra_submitit_launcher", "ray": "ray"}
 EXTRA = {"joblib": ["hydra.launcher.n_jobs=2"], "ray": ["+hydra.launcher.init.num_cpus=2"]}
 
 
 def _run(args: list[str], cwd: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([str(BIN / "physassist-eval"), *args], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(BIN / "physassist-eval"), *args], cwd=cwd, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"failed: physassist-eval {' '.join(args)}\n{proc.stderr[-2000:]}")
     return time.perf_counter() - start
@@ -37,12 +44,20 @@ def _run(args: list[str], cwd: Path) -> float:
 def measure(variant: str, limit: int, root: Path) -> float:
     work = root / variant
     work.mkdir()
-    common = [f"inspect.limit={limit}", "inspect.display=none", f"tracking.uri=sqlite:///{work / 'mlflow.db'}",
-              f"inspect.log_dir={work / 'logs'}", f"hydra.run.dir={work / 'out'}", f"hydra.sweep.dir={work / 'multirun'}"]
+    common = [
+        f"inspect.limit={limit}",
+        "inspect.display=none",
+        f"tracking.uri=sqlite:///{work / 'mlflow.db'}",
+        f"inspect.log_dir={work / 'logs'}",
+        f"hydra.run.dir={work / 'out'}",
+        f"hydra.sweep.dir={work / 'multirun'}",
+    ]
     if variant == "one_by_one":
         return sum(_run([f"model={m}", f"query={q}", *common], work) for m, q in JOBS)
     launcher = [] if variant == "basic" else [f"hydra/launcher={variant}", *EXTRA.get(variant, [])]
-    return _run(["-m", *launcher, "model=oracle,baseline", "query=implicit,explicit", *common], work)
+    return _run(
+        ["-m", *launcher, "model=oracle,baseline", "query=implicit,explicit", *common], work
+    )
 
 
 def main() -> None:
@@ -61,7 +76,10 @@ def main() -> None:
             results[variant] = measure(variant, args.limit, Path(tmp))
             print(f"{variant:15s} {results[variant]:7.1f} s", flush=True)
     base = results.get("one_by_one")
-    print(f"\n{'variant':15s} {'wall s':>8s} {'s/job':>7s} {'vs one by one':>14s} {'overhead s/job':>15s}")
+    print(
+        f"\n{'variant':15s} {'wall s':>8s} {'s/job':>7s} {'vs one by one':>14s} "
+        f"{'overhead s/job':>15s}"
+    )
     for variant, wall in results.items():
         if isinstance(wall, str):
             print(f"{variant:15s} {wall}")
@@ -69,7 +87,10 @@ def main() -> None:
         ratio = f"{wall / base:.2f}x" if isinstance(base, float) else "-"
         over = f"{(wall - base) / len(JOBS):+.1f}" if isinstance(base, float) else "-"
         print(f"{variant:15s} {wall:8.1f} {wall / len(JOBS):7.1f} {ratio:>14s} {over:>15s}")
-    print(f"\nreproduce: python benchmarks/sweep_launchers.py --launchers {args.launchers} --limit {args.limit}")
+    print(
+        f"\nreproduce: python benchmarks/sweep_launchers.py --launchers {args.launchers} --limit "
+        f"{args.limit}"
+    )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 

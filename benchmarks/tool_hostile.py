@@ -1,7 +1,7 @@
 """Time hostile tool calls: every tool, both semantics, arguments a model should never send.
 
 Target: every call (``call_tool`` + rendering in all three modes) under 50 ms whatever the
-input. The inputs are those of ``tests/test_faults_tools.py`` (which only guards at 0.5 s):
+input. The inputs are those of ``tests/ehr/test_faults_tools.py`` (which only guards at 0.5 s):
 megabyte strings (ids, names, filters, parameter names), 100k keys, 100k-deep objects and
 JSON text, 5,000-digit integers.
 

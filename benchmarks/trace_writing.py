@@ -1,7 +1,7 @@
 """What writing a run's sessions as MLflow traces costs: seconds per session, bytes per trace.
 
-    python benchmarks/trace_writing.py                      # evaluates the sample with the oracle first
-    python benchmarks/trace_writing.py --log logs/x.eval    # any Inspect log of the benchmark task
+    python benchmarks/trace_writing.py  # evaluates the sample with the oracle first
+    python benchmarks/trace_writing.py --log logs/x.eval  # any Inspect log of the benchmark task
     python benchmarks/trace_writing.py --repeats 5 --raw-chars 500
 
 Each repeat writes every session of the log as a trace (``physassist.tracking.traces``) into
@@ -26,9 +26,16 @@ from pathlib import Path
 def _sample_log(work: Path) -> Path:
     bin_dir = Path(sys.executable).parent
     subprocess.run(
-        [str(bin_dir / "physassist-eval"), "tracking=none", f"inspect.log_dir={work / 'logs'}",
-         "inspect.display=none", f"hydra.run.dir={work / 'out'}"],
-        check=True, timeout=1800, stdout=subprocess.DEVNULL,
+        [
+            str(bin_dir / "physassist-eval"),
+            "tracking=none",
+            f"inspect.log_dir={work / 'logs'}",
+            "inspect.display=none",
+            f"hydra.run.dir={work / 'out'}",
+        ],
+        check=True,
+        timeout=1800,
+        stdout=subprocess.DEVNULL,
     )
     return next((work / "logs").glob("*.eval"))
 
@@ -39,7 +46,9 @@ def _bytes(store: Path) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log", type=Path, default=None, help="an Inspect log (default: run the sample)")
+    parser.add_argument(
+        "--log", type=Path, default=None, help="an Inspect log (default: run the sample)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--raw-chars", type=int, default=2000, help="tracking.trace_raw_chars")
     args = parser.parse_args()
@@ -62,21 +71,33 @@ def main() -> None:
         run_id = client.create_run(eid).info.run_id
         before = _bytes(store)
         cpu = time.process_time()  # every thread of the process: MLflow's exporter threads too
-        summary = write_traces(log, uri=uri, experiment_id=eid, run_id=run_id, raw_chars=args.raw_chars)
+        summary = write_traces(
+            log, uri=uri, experiment_id=eid, run_id=run_id, raw_chars=args.raw_chars
+        )
         cpu_per_session.append((time.process_time() - cpu) / summary.traces)
         per_session.append(summary.seconds / summary.traces)
         sizes = {"store_bytes": _bytes(store) - before}
     assert summary is not None
     print(f"log: {log_path} ({log_path.stat().st_size / 1e6:.2f} MB, {summary.traces} sessions)")
-    print(f"trace writing: median {statistics.median(per_session) * 1000:.0f} ms per session "
-          f"over {args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms); "
-          f"CPU median {statistics.median(cpu_per_session) * 1000:.0f} ms per session; load {os.getloadavg()[0]:.1f}")
-    print(f"assessments: {summary.assessments} ({summary.assessments / summary.traces:.1f} per session)")
-    print(f"store growth (SQLite keeps the spans; WAL and artifacts included): "
-          f"{sizes['store_bytes'] / 1e6:.2f} MB, {sizes['store_bytes'] / summary.traces / 1024:.0f} KB per session "
-          f"(raw FHIR cut at {args.raw_chars} chars)")
-    print(f"reproduce: python benchmarks/trace_writing.py --log {log_path} --repeats {args.repeats} "
-          f"--raw-chars {args.raw_chars}")
+    print(
+        f"trace writing: median {statistics.median(per_session) * 1000:.0f} ms per session over "
+        f"{args.repeats} repeats (each: {', '.join(f'{s * 1000:.0f}' for s in per_session)} ms); "
+        f"CPU median {statistics.median(cpu_per_session) * 1000:.0f} ms per session; load "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"assessments: {summary.assessments} "
+        f"({summary.assessments / summary.traces:.1f} per session)"
+    )
+    print(
+        "store growth (SQLite keeps the spans; WAL and artifacts included): "
+        f"{sizes['store_bytes'] / 1e6:.2f} MB, {sizes['store_bytes'] / summary.traces / 1024:.0f} "
+        f"KB per session (raw FHIR cut at {args.raw_chars} chars)"
+    )
+    print(
+        f"reproduce: python benchmarks/trace_writing.py --log {log_path} --repeats {args.repeats} "
+        f"--raw-chars {args.raw_chars}"
+    )
 
 
 if __name__ == "__main__":

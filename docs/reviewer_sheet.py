@@ -1,11 +1,19 @@
-"""Make the reviewer's sheet: built demo turns with each rubric item beside the record rows.
+"""Make the reviewer's sheet: built turns beside their record, for a physician to judge.
 
-    python docs/reviewer_sheet.py [--demo DIR] [--turns 20] [--seed 29]   # --demo: default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
+    python docs/reviewer_sheet.py [--source DIR] [--build DIR] [--per-slot 3] [--build-seed 1]
+                                  [--turns 20] [--seed 29]
+    # --source (or --demo): default $PHYSASSIST_MIMIC_DEMO (docs/data.md)
 
-Builds sessions from the open MIMIC-IV demo as issue 29 does (3 per slot, seed 1), picks
-``--turns`` turns at random (seeded) and writes ``docs/reviewer-sheet.md``: per turn the
-question, the gold answer, each rubric item with its check, and the raw CSV rows (read here
-with DuckDB, not through the builder) that a physician needs to accept or reject it.
+Reads the sessions of ``--build`` (a folder of ``<scenario>.jsonl``), or builds them from
+``--source`` as ``physassist-data build --store SOURCE --per-slot N --seed S`` does, picks
+``--turns`` turns at random (``--seed``) and writes ``docs/reviewer-sheet.md``. Per session: the
+admission (dates, type, destination, outcome), its first coded diagnoses and what the session
+was built on (the chart's safety signal or measured treatment response, for the scenarios that
+need one). Per turn: the question, the gold answer, each rubric item with its check, and the raw
+CSV rows a physician needs to accept or reject it, read here with DuckDB from the source's
+tables, not through the builder: the lab series (a value that spikes and comes back within hours
+is marked), the orders and their eMAR events per order (``poe_id``), ICU inputs, cultures,
+diagnoses.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 import duckdb
 
 from generation.builder import build_sessions
+from physassist.lab_artifacts import spikes
 
 DOCS = Path(__file__).resolve().parent
 TABLES = (("hosp", "admissions"), ("hosp", "prescriptions"), ("hosp", "pharmacy"),
@@ -28,13 +37,17 @@ TABLES = (("hosp", "admissions"), ("hosp", "prescriptions"), ("hosp", "pharmacy"
           ("hosp", "microbiologyevents"), ("hosp", "diagnoses_icd"), ("hosp", "d_icd_diagnoses"),
           ("icu", "inputevents"), ("icu", "d_items"))
 SERIES_SHOWN = 6  # lab rows shown per series: the newest ones, plus the first, peak and nadir
+#: Turn kinds a session of these scenarios is built on (the chart's signal or response).
+SIGNAL_KINDS = ("drug_lab_safety", "duplicate_therapy", "duplicate_class", "interaction",
+                "anticoag_bridge", "abx_response", "treatment_effect")
 
 
-def _connect(demo: Path) -> duckdb.DuckDBPyConnection:
+def _connect(source: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for module, name in TABLES:
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM "
-                    f"read_csv('{demo / module / name}.csv.gz', header=true)")
+        path = source / module / f"{name}.csv.gz"
+        if path.is_file():
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{path}', header=true)")
     return con
 
 
@@ -43,6 +56,13 @@ def _table(header: list[str], rows: list[tuple]) -> list[str]:
     out += ["| " + " | ".join("" if v is None else str(v).replace("|", "/") for v in r) + " |"
             for r in rows]
     return out
+
+
+class _P:
+    """A lab row as lab_artifacts reads it."""
+
+    def __init__(self, row: tuple) -> None:
+        self.time, self.value = row[0], float(row[3])
 
 
 def _lab_rows(con: duckdb.DuckDBPyConnection, hadm: int, label: str, cutoff: str) -> list[str]:
@@ -55,33 +75,39 @@ def _lab_rows(con: duckdb.DuckDBPyConnection, hadm: int, label: str, cutoff: str
     if not rows:
         return [f"No {label} in labevents for this admission."]
     chem = [r for r in rows if str(r[2]).lower() != "blood gas"] or rows
+    spiked = {chem[i][0] for i, _ in spikes([_P(r) for r in chem])}
     keep = {0, len(rows) - 1, rows.index(max(chem, key=lambda r: r[3])),
             rows.index(min(chem, key=lambda r: r[3]))} | set(range(len(rows) - SERIES_SHOWN, len(rows)))
-    shown = [r for i, r in enumerate(rows) if i in keep]
+    keep |= {i for i, r in enumerate(rows) if r[0] in spiked}
+    shown = [(*r, "spike: back within hours" if r[0] in spiked else "")
+             for i, r in enumerate(rows) if i in keep]
     return [f"labevents, {label}: {len(rows)} values in the admission ({len(chem)} outside "
-            "blood gas); first, peak, nadir and newest shown:", "",
-            *_table(["charttime", "itemid", "category", "value", "unit", "low", "high"], shown)]
+            "blood gas); first, peak, nadir, spikes and newest shown:", "",
+            *_table(["charttime", "itemid", "category", "value", "unit", "low", "high", "note"],
+                    shown)]
 
 
 def _drug_rows(con: duckdb.DuckDBPyConnection, hadm: int, word: str) -> list[str]:
     rx = con.execute(
-        "SELECT p.starttime, p.stoptime, p.drug, p.dose_val_rx, p.dose_unit_rx, p.route, "
+        "SELECT p.poe_id, p.starttime, p.stoptime, p.drug, p.dose_val_rx, p.dose_unit_rx, p.route, "
         "ph.frequency, ph.sliding_scale, ph.status FROM prescriptions p "
         "LEFT JOIN pharmacy ph USING (pharmacy_id) WHERE p.hadm_id = ? "
         "AND contains(lower(p.drug), ?) ORDER BY p.starttime", [hadm, word.lower()]).fetchall()
     mar = con.execute(
-        "SELECT coalesce(event_txt, '(empty)'), count(*), min(charttime), max(charttime) "
-        "FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) GROUP BY 1 ORDER BY 2 DESC",
-        [hadm, word.lower()]).fetchall()
+        "SELECT poe_id, medication, coalesce(event_txt, '(empty)'), count(*), min(charttime), "
+        "max(charttime) FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) "
+        "GROUP BY ALL ORDER BY 5", [hadm, word.lower()]).fetchall()
     icu = con.execute(
         "SELECT d.label, i.ordercategorydescription, i.statusdescription, count(*), "
         "min(i.starttime), max(i.starttime) FROM inputevents i JOIN d_items d USING (itemid) "
         "WHERE i.hadm_id = ? AND contains(lower(d.label), ?) GROUP BY ALL ORDER BY 4 DESC",
         [hadm, word.lower()]).fetchall()
-    out = [f"prescriptions + pharmacy, '{word}':", "",
-           *_table(["start", "stop", "drug", "dose", "unit", "route", "frequency", "sliding",
-                    "pharmacy status"], rx), "", f"emar events, '{word}':", "",
-           *_table(["event", "count", "first", "last"], mar)]
+    out = [f"prescriptions + pharmacy, '{word}' (rows of one poe_id are one order):", "",
+           *_table(["poe_id", "start", "stop", "drug", "dose", "unit", "route", "frequency",
+                    "sliding", "pharmacy status"], rx), "",
+           f"emar events, '{word}', per order (a nurse counts Administered / Not Given / "
+           "Hold Dose):", "",
+           *_table(["poe_id", "medication", "event", "count", "first", "last"], mar)]
     if icu:
         out += ["", f"ICU administrations (icu/inputevents, d_items label containing '{word}'; "
                 "a drug with any has no dose-count item, physassist/timeline.py):", "",
@@ -109,23 +135,38 @@ def _culture_rows(con: duckdb.DuckDBPyConnection, hadm: int, cutoff: str) -> lis
                      "antibiotics"], rows)]
 
 
-def _dx_rows(con: duckdb.DuckDBPyConnection, hadm: int) -> list[str]:
-    rows = con.execute(
+def _dx_rows(con: duckdb.DuckDBPyConnection, hadm: int, n: int = 3) -> list[tuple]:
+    return con.execute(
         "SELECT d.seq_num, d.icd_code, d.icd_version, t.long_title FROM diagnoses_icd d "
         "LEFT JOIN d_icd_diagnoses t USING (icd_code, icd_version) WHERE d.hadm_id = ? "
-        "ORDER BY d.seq_num LIMIT 3", [hadm]).fetchall()
-    return ["diagnoses_icd (first three by seq_num):", "",
-            *_table(["seq_num", "icd_code", "version", "title"], rows)]
+        "ORDER BY d.seq_num LIMIT ?", [hadm, n]).fetchall()
+
+
+def _session(con: duckdb.DuckDBPyConnection, e: dict[str, Any]) -> list[str]:
+    """The session-level facts: admission and outcome, diagnoses, what it was built on."""
+    adm = con.execute("SELECT admittime, dischtime, admission_type, admission_location, "
+                      "discharge_location, deathtime, hospital_expire_flag FROM admissions "
+                      "WHERE hadm_id = ?", [e["hadm_id"]]).fetchone()
+    intents = e.get("session_plan", {}).get("turn_intents", [])
+    built_on = [i for i in intents if i.startswith(SIGNAL_KINDS)]
+    outcome = "died" if adm[5] or str(adm[6]) == "1" else f"discharged to {adm[4]}"
+    fit = ("built on " + "; ".join(built_on)) if built_on else (
+        "no signal required" if e["clinical_scenario"] in ("diagnostic_workup",
+                                                            "discharge_planning")
+        else "NO signal or response asked")
+    return [f"## {e['id']}", "",
+            f"Subject {e['subject_id']}, admission {e['hadm_id']} ({adm[2]}, from {adm[3]}): "
+            f"admitted {adm[0]}, {outcome} at {adm[1]}; the session's date is "
+            f"{e['current_date']}. Scenario {e['clinical_scenario']}, tier "
+            f"L{e['difficulty_level']}, {fit}.", "",
+            "Turns: " + " -> ".join(intents), "",
+            *_table(["seq_num", "icd_code", "version", "title"], _dx_rows(con, e["hadm_id"])), ""]
 
 
 def _turn(con: duckdb.DuckDBPyConnection, e: dict[str, Any], t: int) -> list[str]:
     hadm, cutoff = e["hadm_id"], e["current_date"]
-    adm = con.execute("SELECT admittime, dischtime, deathtime, discharge_location "
-                      "FROM admissions WHERE hadm_id = ?", [hadm]).fetchone()
     calls = [a["action"] for a in e["answer_list"][t] if a["action"]["name"] != "prepare_to_answer"]
     out = [f"### {e['id']}, turn {t + 1} ({e['task_types'][t]})", "",
-           f"Subject {e['subject_id']}, admission {hadm}: admitted {adm[0]}, discharged {adm[1]} "
-           f"to {adm[3]}{', died ' + str(adm[2]) if adm[2] else ''}; current date {cutoff}.", "",
            f"**Question:** {e['tasks_en'][t]}", "",
            "**Gold answer:**", "", *[f"> {line}" for line in e["answer_list"][t][-1]["observation"].splitlines()],
            "", "**Gold calls:** " + "; ".join(
@@ -144,38 +185,70 @@ def _turn(con: duckdb.DuckDBPyConnection, e: dict[str, Any], t: int) -> list[str
         elif c["name"] == "MedicationRequest.create":
             out += _drug_rows(con, hadm, str(args["medication"]).split()[0]) + [""]
         elif c["name"] == "Condition.search":
-            out += _dx_rows(con, hadm) + [""]
+            out += ["diagnoses_icd (first three by seq_num):", "",
+                    *_table(["seq_num", "icd_code", "version", "title"], _dx_rows(con, hadm)), ""]
         elif c["name"] == "DiagnosticReport.search" and args.get("report_type") == "culture":
             out += _culture_rows(con, hadm, cutoff) + [""]
+        elif (lab := _written_lab(c)) is not None:
+            out += _lab_rows(con, hadm, lab, cutoff) + [""]
     return out
 
 
+def _written_lab(call: dict[str, Any]) -> str | None:
+    """The lab a write is about: a repeat lab ordered ("Repeat X") or flagged ("Abnormal X")."""
+    args = call["arguments"]
+    for field, prefix in (("service_type", "Repeat "), ("code", "Abnormal ")):
+        text = str(args.get(field) or "")
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return None
+
+
+def _entries(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for p in sorted(folder.glob("*.jsonl"))
+            for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def main(argv: list[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     demo = os.environ.get("PHYSASSIST_MIMIC_DEMO")
-    ap.add_argument("--demo", type=Path, default=demo, required=demo is None, help="the MIMIC-IV demo (docs/data.md)")
+    ap.add_argument("--source", "--demo", type=Path, default=demo, required=demo is None,
+                    help="the EHR source the sessions were built from (MIMIC-IV layout; "
+                    "default $PHYSASSIST_MIMIC_DEMO, docs/data.md)")
+    ap.add_argument("--build", type=Path, default=None,
+                    help="a folder of built sessions (default: build them from --source)")
+    ap.add_argument("--per-slot", type=int, default=3)
+    ap.add_argument("--build-seed", type=int, default=1)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--out", type=Path, default=DOCS / "reviewer-sheet.md")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        report = build_sessions(args.demo, tmp, sessions_per_slot=3, seed=1)
-        entries = [json.loads(line) for p in sorted(Path(tmp).glob("*.jsonl"))
-                   for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-    turns = sorted(random.Random(args.seed).sample(
-        [(i, t) for i, e in enumerate(entries) for t in range(len(e["tasks_en"]))], args.turns))
-    con = _connect(args.demo)
-    lines = ["# Reviewer's sheet: built demo turns beside their record", "",
-             f"Made by `python docs/reviewer_sheet.py` (seed {args.seed}): {args.turns} turns "
-             f"picked at random from the {report.n_sessions} sessions that "
-             "`physassist-data build --store \"$PHYSASSIST_MIMIC_DEMO\" --per-slot 3 --seed 1` "
-             "builds from the open MIMIC-IV demo ([data you bring](data.md); rejected by the record check: "
-             f"{sum(report.rejects.values())}). Each turn shows the question, the gold answer, "
-             "every rubric item with its machine check, and the raw CSV rows that support it, "
-             "read directly from the demo tables. The session's current date is the "
-             "discharge day; an order counts as current when it was not stopped before "
-             "discharge, give or take an hour (physassist/timeline.py).", ""]
+    if args.build is not None:
+        entries, made = _entries(args.build), f"`{args.build}`"
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            build_sessions(args.source, tmp, sessions_per_slot=args.per_slot, seed=args.build_seed)
+            entries = _entries(Path(tmp))
+        store = '"$PHYSASSIST_MIMIC_DEMO"' if str(args.source) == demo else args.source
+        made = (f"`physassist-data build --store {store} --per-slot {args.per_slot} "
+                f"--seed {args.build_seed}`")
+    pool = [(i, t) for i, e in enumerate(entries) for t in range(len(e["tasks_en"]))]
+    turns = sorted(random.Random(args.seed).sample(pool, min(args.turns, len(pool))))
+    con = _connect(args.source)
+    lines = ["# Reviewer's sheet: built turns beside their record", "",
+             f"Made by `python docs/reviewer_sheet.py` (seed {args.seed}): {len(turns)} turns "
+             f"picked at random from the {len(entries)} sessions of {made}. Each session "
+             "shows its admission and outcome, its first coded diagnoses and what it was built "
+             "on; each turn the question, the gold answer, every rubric item with its machine "
+             "check, and the raw CSV rows that support it, read directly from the source's "
+             "tables. The session's current date is the discharge day; an order counts as "
+             "current when it was not stopped before discharge, give or take an hour "
+             "(physassist/timeline.py).", ""]
+    shown: set[int] = set()
     for i, t in turns:
+        if i not in shown:
+            lines += _session(con, entries[i])
+            shown.add(i)
         lines += _turn(con, entries[i], t) + [""]
     args.out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return args.out

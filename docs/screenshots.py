@@ -51,10 +51,21 @@ class NotShown(RuntimeError):
 
 
 def _eval(args: list[str], work: Path, uri: str) -> None:
-    common = [f"tracking.uri={uri}", f"inspect.log_dir={work / 'logs'}", "inspect.display=none",
-              f"hydra.run.dir={work / 'out'}", f"hydra.sweep.dir={work / 'multirun'}"]
-    subprocess.run([str(BIN / "physassist-eval"), *args, *common], cwd=work, check=True, timeout=3600,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    common = [
+        f"tracking.uri={uri}",
+        f"inspect.log_dir={work / 'logs'}",
+        "inspect.display=none",
+        f"hydra.run.dir={work / 'out'}",
+        f"hydra.sweep.dir={work / 'multirun'}",
+    ]
+    subprocess.run(
+        [str(BIN / "physassist-eval"), *args, *common],
+        cwd=work,
+        check=True,
+        timeout=3600,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _json(url: str, body: dict | None = None) -> dict:
@@ -83,7 +94,9 @@ def _require(page, texts: list[str], screen: str) -> None:
     body = page.inner_text("body")
     missing = [t for t in texts if t not in body]
     if missing:
-        raise NotShown(f"{screen}: does not show {missing} without choosing anything; not photographed")
+        raise NotShown(
+            f"{screen}: does not show {missing} without choosing anything; not photographed"
+        )
 
 
 def _shoot(page, out: Path) -> None:
@@ -106,19 +119,34 @@ def main() -> None:
         _eval(["-m", "menu=on,off,scenario,gold", "model=explorer", LIMIT], work, uri)
         _eval([LIMIT], work, uri)  # the default run
     with mlflow_server(uri, work / "artifacts") as base:
-        eid = _json(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name=physassist")["experiment"]["experiment_id"]
+        eid = _json(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name=physassist")[
+            "experiment"
+        ]["experiment_id"]
         runs = _json(f"{base}/api/2.0/mlflow/runs/search", {"experiment_ids": [eid]})["runs"]
 
         def tags(run: dict) -> dict[str, str]:
             return {t["key"]: t["value"] for t in run["data"]["tags"]}
 
         parent = next(r["info"] for r in runs if tags(r).get("physassist.kind") == "sweep")
-        jobs = [r for r in runs if tags(r).get("physassist.sweep_id") and tags(r).get("physassist.kind") == "job"]
+        jobs = [
+            r
+            for r in runs
+            if tags(r).get("physassist.sweep_id") and tags(r).get("physassist.kind") == "job"
+        ]
         gold = next(r["info"] for r in jobs if r["info"]["run_name"].startswith("menu=gold"))
-        scores = [f"{m['value']:g}" for r in runs for m in r["data"].get("metrics", []) if m["key"] == "mrs"]
+        scores = [
+            f"{m['value']:g}"
+            for r in runs
+            for m in r["data"].get("metrics", [])
+            if m["key"] == "mrs"
+        ]
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS[1:], timeout=WAIT_MS)
-            page = browser.new_context(viewport={"width": 1500, "height": 860}).new_page()  # a new, empty profile
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_FLAGS[1:], timeout=WAIT_MS
+            )
+            page = browser.new_context(
+                viewport={"width": 1500, "height": 860}
+            ).new_page()  # a new, empty profile
             page.goto(f"{base}/", timeout=WAIT_MS)  # MLflow's home, as `mlflow ui` opens it
             page.get_by_role("link", name="physassist", exact=True).first.click(timeout=WAIT_MS)
             _settle(page, "Evaluation runs")
@@ -128,7 +156,9 @@ def main() -> None:
             _shoot(page, DOCS / "mlflow_runs.png")
             page.goto(f"{base}/#/experiments/{eid}/runs/{parent['run_id']}", timeout=WAIT_MS)
             _settle(page, "mRS [95% CI] of each job")
-            _require(page, ["menu=gold", "menu=off", "menu=on", "menu=scenario"], "the sweep's parent")
+            _require(
+                page, ["menu=gold", "menu=off", "menu=on", "menu=scenario"], "the sweep's parent"
+            )
             _shoot(page, DOCS / "mlflow_sweep.png")
             page.goto(f"{base}/#/experiments/{eid}/runs/{gold['run_id']}", timeout=WAIT_MS)
             _settle(page, "mrs_ci_low")

@@ -7,6 +7,8 @@ This command composes and checks its config into a ``physassist.experiment.Gener
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager
+from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -24,7 +26,7 @@ from physassist.cli.config import (
     tracking_settings,
 )
 from physassist.cli.hydra_errors import reported
-from physassist.experiment import Generation, ModelSpec
+from physassist.experiment import Generation, InspectSettings, ModelSpec
 
 
 def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]:
@@ -39,7 +41,10 @@ def role_specs(config: dict[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec]]
         if role not in ROLES:
             raise ConfigError(f"roles.{role}: unknown role; valid: {', '.join(ROLES)}")
         if spec:
-            roles[role] = model_spec({"name": spec} if isinstance(spec, str) else spec)
+            node = {"name": spec} if isinstance(spec, str) else dict(spec)
+            if node.get("max_tokens") is None:  # a role's output budget is the generator's unless its own
+                node["max_tokens"] = gen.get("max_tokens")
+            roles[role] = model_spec(node)
     return generator, roles
 
 
@@ -54,15 +59,17 @@ def generation_of(config: dict[str, Any]) -> Generation:
             "sessions_per_slot": int(config["sessions_per_slot"]), "seed": int(config["seed"]),
             "attempts": int(config["attempts"]), "patient_limit": int(config["patient_limit"]),
             "cache_dir": config.get("cache_dir")}
-    ins = config.get("inspect") or {}
-    options = {k: ins[k] for k in ("max_connections", "max_samples", "log_level") if ins.get(k)}
-    options["display"] = console.inspect_display(ins.get("display"))
-    if ins.get("fail_on_error") is not None:
-        options["fail_on_error"] = ins["fail_on_error"]
+    ins = InspectSettings(**{f.name: (config.get("inspect") or {}).get(f.name) for f in fields(InspectSettings)})
+    if ins.epochs not in (None, 1):
+        raise ConfigError(f"inspect.epochs={ins.epochs!r}: a slot is made once (sessions_per_slot makes more)")
+    passed = ("max_connections", "max_samples", "limit", "fail_on_error", "retry_on_error", "log_level", "log_realtime")
+    options: dict[str, Any] = {k: getattr(ins, k) for k in passed if getattr(ins, k) is not None}
+    options["display"] = console.inspect_display(ins.display)
+    options["seed"] = task["seed"] if ins.seed is None else ins.seed
     recorded = redaction.redact(config)  # what the run writes: no secret
     return Generation(
-        task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles),
-        eval_options=MappingProxyType(options), log_dir=str(ins.get("log_dir") or "logs/generate"),
+        task=MappingProxyType(task), generator=generator, roles=MappingProxyType(roles), inspect=ins,
+        eval_options=MappingProxyType(options), log_dir=str(ins.log_dir or "logs/generate"),
         output_dir=Path(str(config["output_dir"])).expanduser(), overwrite=bool(config.get("overwrite")),
         tracking=tracking_settings(config.get("tracking")), params=MappingProxyType(flatten_config(recorded)),
         config=recorded,
@@ -70,10 +77,42 @@ def generation_of(config: dict[str, Any]) -> Generation:
 
 
 def run_generation(config: dict[str, Any]) -> dict[str, Any]:
-    """Check the composition, generate, write and track; returns the manifest."""
+    """Check the composition and the endpoints (``EndpointError``), generate, write and track;
+    returns the manifest."""
     from generation.run import generate_sessions
+    from physassist.cli.preflight import check_endpoints
 
-    return generate_sessions(generation_of(config))
+    run = generation_of(config)
+    check_endpoints([("generator", run.generator), *((f"roles.{r}", s) for r, s in run.roles.items())])
+
+    def progress(total: int) -> AbstractContextManager[None]:
+        # imported once the models exist: Inspect announces the hooks registered before its first model
+        from physassist.cli.progress import reporting
+
+        return reporting(total, every_s=run.inspect.progress_s, tally=SlotTally)
+
+    return generate_sessions(run, progress)
+
+
+class SlotTally:
+    """What ``physassist-generate``'s progress lines count: slots done, sessions made, rejections
+    so far by gate or stage (``gates.rejections``: also of the slots still running)."""
+
+    def __init__(self, total: int) -> None:
+        from generation.pipeline import gates
+
+        self.total, self.done, self.sessions, self.rejections = total, 0, 0, gates.rejections
+        self.rejections.clear()
+
+    def add(self, sample: Any) -> None:
+        score = next(iter((sample.scores or {}).values()), None)
+        self.done += 1
+        self.sessions += score is not None and (score.metadata or {}).get("session") is not None
+
+    def line(self, tail: str = "") -> None:
+        rejected = ", ".join(f"{k} {n}" for k, n in sorted(self.rejections.items())) or "none"
+        text = f"slots {self.done}/{self.total}  sessions {self.sessions}  rejected {rejected}"
+        print(text + (f"  {tail}" if tail else ""), flush=True)
 
 
 def summary(manifest: dict[str, Any]) -> str:
@@ -94,17 +133,30 @@ def summary(manifest: dict[str, Any]) -> str:
 
 @hydra.main(config_path=str(conf_dir()), config_name="generate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
-    from generation.run import GenerationFailed
+    from generation.run import GenerationFailed, Interrupted
+    from physassist import signals
+    from physassist.calls import EndpointDown
     from physassist.cli import console
+    from physassist.cli.preflight import EndpointError
     from physassist.data import SessionFormatError
+    from physassist.faults import EXIT_FAULTS
 
     console.setup()
 
     try:
         manifest = run_generation(resolve(cfg))
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the run is KILLED
+        signals.taken()
+        kept = f" (the Inspect log in {exc.log_dir} keeps the finished slots)" if isinstance(exc, Interrupted) else ""
+        print(f"physassist-generate: {signals.reason()}; nothing written{kept}", file=sys.stderr)
+        raise SystemExit(signals.exit_code()) from None
     except ConfigError as exc:
+        signals.interrupt_instead(exc)
         print(f"physassist-generate: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except (EndpointError, EndpointDown) as exc:  # a system fault: before any run, or the run FAILED
+        print(f"physassist-generate: fault: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_FAULTS) from None
     except (SessionFormatError, GenerationFailed) as exc:
         print(f"physassist-generate: error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -115,7 +167,8 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> int:
-    """Console entry point (``physassist-generate``); a composition error is one line, exit 2."""
+    """Console entry point (``physassist-generate``); a composition error is one line, exit 2;
+    a signal ends the run KILLED, exit 128 + its number (``physassist.signals``)."""
     from physassist.cli import console, entry
 
     console.start()

@@ -6,6 +6,12 @@ metadata; ``collect`` gathers them from the EvalLog, ``write_output`` validates 
 with the strict loader and writes ``<output_dir>/<scenario>.jsonl`` plus ``manifest.json`` only
 when everything validated (files are moved in at the end, so no partial output). It takes the
 checked ``physassist.experiment.Generation`` the command composed.
+
+As an evaluation's: every agent's model is built with the run's call bounds and watched
+(``physassist.calls``: an endpoint that fails every call ends the run, ``EndpointDown``), and the
+MLflow run is made RUNNING before the eval, so a signal ends it KILLED and an error FAILED, with
+the reason, never leaving it RUNNING or missing (measured before: a SIGTERM left no run at all).
+A signal writes nothing (``Interrupted``): the cancelled Inspect log keeps the finished slots.
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import defaultdict
+from contextlib import AbstractContextManager, ExitStack, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from physassist.experiment import ConfigError, Generation
 from physassist.providers import provider_error
-from physassist.staging import local_path
+from physassist.staging import Progress, local_path
 
 
 class GenerationFailed(RuntimeError):
@@ -88,8 +96,7 @@ def write_output(sessions: list[dict[str, Any]], manifest: dict[str, Any], out: 
     ``out``, whole, in one rename (``physassist.data.folder``: ``overwrite`` replaces it)."""
     from physassist.data import folder, load_sessions
 
-    if folder.holds_sessions(out) and not overwrite:
-        raise ConfigError(f"output_dir {out} already holds sessions or other files; pass overwrite=true or another output_dir")
+    refuse_existing(out, overwrite)  # again: another process may have made it meanwhile
     by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in sessions:
         by_scenario[s["clinical_scenario"]].append(s)
@@ -132,56 +139,124 @@ def metrics_of(stats: dict[str, Any]) -> dict[str, float]:
     return m
 
 
-def generate_sessions(run: Generation) -> dict[str, Any]:
-    """Generate, write and track; returns the manifest."""
+def refuse_existing(out: Path, overwrite: bool) -> None:
+    """An output directory that already holds sessions is refused (before anything runs)."""
+    from physassist.data import folder
+
+    if folder.holds_sessions(out) and not overwrite:
+        raise ConfigError(f"output_dir {out} already holds sessions or other files; pass overwrite=true or another output_dir")
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal ended the generation: nothing was written; Inspect's log in ``log_dir`` (status
+    cancelled) keeps the slots that finished, their sessions in its score metadata."""
+
+    def __init__(self, log_dir: str) -> None:
+        super().__init__(log_dir)
+        self.log_dir = log_dir
+
+
+def generate_sessions(run: Generation, progress: Progress = lambda total: nullcontext()) -> dict[str, Any]:
+    """Generate, write and track; returns the manifest. The MLflow run is made (RUNNING) before
+    the eval and ended KILLED by a signal, FAILED by an error (with the reason), FINISHED with
+    the sessions. ``progress``: what shows the run (given the number of slots)."""
     from inspect_ai import eval as inspect_eval
 
     from generation.pipeline.llm import ROLES
     from generation.task import generate
+    from physassist import calls
 
+    refuse_existing(run.output_dir, run.overwrite)
     try:
         task = generate(**run.task)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc)) from exc
+    bounds = run.inspect.bounds
     try:
-        model = run.generator.build()
-        role_models = {r: s.build() for r, s in run.roles.items()}
+        model = run.generator.build("generator", bounds)
+        role_models = {r: s.build(f"roles.{r}", bounds) for r, s in run.roles.items()}
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing key or package
         raise ConfigError(f"generator/roles: cannot create a model: {provider_error(exc)}") from exc
-    log = inspect_eval(task, model=model, model_roles=role_models or None, seed=run.task["seed"],
-                       log_dir=run.log_dir, **run.eval_options)[0]
-    if log.status != "success":
-        raise GenerationFailed(f"generation eval {log.status}: {log.error.message if log.error else ''}; "
-                           f"see {local_path(log.location)}")
-    sessions, stats = collect(log)
-    model_ids = {r: str(role_models[r]) if r in role_models else run.generator.name for r in ROLES}
-    manifest = {"config": run.config, "seed": run.config["seed"], **stats, "models": model_ids,
-                "store_fingerprint": (log.eval.metadata or {}).get("store_fingerprint"),
-                "inspect_log": local_path(log.location)}
-    out = run.output_dir
-    manifest["files"] = [str(p) for p in write_output(sessions, manifest, out, run.overwrite)]
-    manifest["tracking_error"] = _track(run, manifest, out)
+    tracked = _Tracked.claim(run)
+    with tracked.holding():
+        slots = min(len(task.dataset), run.inspect.limit or len(task.dataset))
+        with progress(slots):
+            logs = inspect_eval(task, model=model, model_roles=role_models or None,
+                                log_dir=run.log_dir, **run.eval_options)
+        if not logs or logs[0].status == "cancelled":  # a signal: Inspect kept what it had in log_dir
+            from physassist import signals
+
+            signals.taken()
+            raise Interrupted(run.log_dir)
+        log = logs[0]
+        if down := calls.down():
+            raise calls.EndpointDown(f"{down}; nothing written (Inspect log: {local_path(log.location)})")
+        if log.status != "success":
+            raise GenerationFailed(f"generation eval {log.status}: {log.error.message if log.error else ''}; "
+                                   f"see {local_path(log.location)}")
+        sessions, stats = collect(log)
+        model_ids = {r: str(role_models[r]) if r in role_models else run.generator.name for r in ROLES}
+        manifest = {"config": run.config, "seed": run.config["seed"], **stats, "models": model_ids,
+                    "store_fingerprint": (log.eval.metadata or {}).get("store_fingerprint"),
+                    "inspect_log": local_path(log.location)}
+        out = run.output_dir
+        manifest["files"] = [str(p) for p in write_output(sessions, manifest, out, run.overwrite)]
+        manifest["tracking_error"] = tracked.log(run, manifest, out)
     return manifest
 
 
-def _track(run: Generation, manifest: dict[str, Any], out: Path) -> str | None:
-    tracking = run.tracking
-    if not tracking.enabled:
-        return None
-    from physassist.tracking import runs
-    from physassist.tracking.tags import provenance_tags
+@dataclass
+class _Tracked:
+    """The generation's MLflow run, claimed before the eval (none: untracked or failed)."""
 
-    try:
-        tracker = runs.open_tracker(tracking, experiment="physassist-generate")
-        known = (manifest["fingerprint"], str(out)) if manifest.get("fingerprint") else None
-        tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
-        tags[runs.KIND_TAG] = "generate"
-        files = [(Path(f), "sessions") for f in manifest["files"]]
-        if tracking.log_eval and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
-            files.append((Path(manifest["inspect_log"]), "inspect"))
-        tracker.log_run(run_name=tracking.run_name or f"generate-{run.generator.name}",
-                        params=dict(run.params), tags=tags, metrics=metrics_of(manifest),
-                        files=files)
-    except Exception as exc:  # noqa: BLE001 - the sessions are written; tracking must not lose them
-        return f"MLflow logging failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
-    return None
+    tracker: Any = None
+    run_id: str | None = None
+    error: str | None = None  # tracking failed: the generation goes on, the command exits 3
+
+    @classmethod
+    def claim(cls, run: Generation) -> _Tracked:
+        if not run.tracking.enabled:
+            return cls()
+        from physassist.staging import end_abandoned
+        from physassist.tracking import claims, runs
+        from physassist.tracking.mlflow_store import error_line
+
+        try:
+            tracker = runs.open_tracker(run.tracking, experiment="physassist-generate")
+            end_abandoned(tracker)
+            name = run.tracking.run_name or f"generate-{run.generator.name}"
+            return cls(tracker, claims.claim(tracker, name, {runs.KIND_TAG: "generate"}, None, None).run_id)
+        except Exception as exc:  # noqa: BLE001 - tracking must not stop the generation
+            return cls(error=f"MLflow: cannot create the run: {error_line(exc)}")
+
+    def holding(self) -> AbstractContextManager[Any]:
+        """While the run is held: its heartbeat; KILLED on a signal, FAILED on an error."""
+        if self.run_id is None:
+            return nullcontext()
+        from physassist.tracking import claims
+
+        stack = ExitStack()
+        stack.enter_context(claims.holding(lambda status, reason: claims.end_run(self.tracker, self.run_id, status, reason)))
+        stack.enter_context(claims.heartbeat(self.tracker, self.run_id))
+        return stack
+
+    def log(self, run: Generation, manifest: dict[str, Any], out: Path) -> str | None:
+        """Log the params, metrics and files, and end the run FINISHED; the error, if any."""
+        if self.tracker is None:
+            return self.error
+        from physassist.tracking import runs
+        from physassist.tracking.tags import provenance_tags
+
+        try:
+            known = (manifest["fingerprint"], str(out)) if manifest.get("fingerprint") else None
+            tags = provenance_tags(dataset=known, ehr=None, inspect_log=manifest["inspect_log"])
+            tags[runs.KIND_TAG] = "generate"
+            files = [(Path(f), "sessions") for f in manifest["files"]]
+            if run.tracking.log_eval and manifest["inspect_log"] and Path(manifest["inspect_log"]).is_file():
+                files.append((Path(manifest["inspect_log"]), "inspect"))
+            self.tracker.log_run(run_name=run.tracking.run_name or f"generate-{run.generator.name}",
+                                 params=dict(run.params), tags=tags, metrics=metrics_of(manifest),
+                                 files=files, run_id=self.run_id)
+        except Exception as exc:  # noqa: BLE001 - the sessions are written; tracking must not lose them
+            return f"MLflow logging failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
+        return None

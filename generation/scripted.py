@@ -42,9 +42,16 @@ def _content(message: ChatMessage) -> str:
 class ScriptedGenerator(ModelAPI):
     """Every agent's reply, derived from its prompt's input; ``fail`` modes misbehave on purpose."""
 
-    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig | None = None, fail: str | list[str] | None = None,
-                 fail_times: int = 10**9, **_: Any) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        fail: str | list[str] | None = None,
+        fail_times: int = 10**9,
+        **_: Any,
+    ) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         listed = fail if isinstance(fail, list | tuple) else str(fail or "").split(",")
         modes = [str(m).strip() for m in listed if str(m).strip()]
@@ -57,8 +64,13 @@ class ScriptedGenerator(ModelAPI):
         self.fail_left[mode] -= 1
         return True
 
-    async def generate(self, input: list[ChatMessage], tools: list[ToolInfo],
-                       tool_choice: ToolChoice, config: GenerateConfig) -> ModelOutput:
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
         prompt = _content(input[-1])
         m = _KIND.match(prompt)
         if not m:
@@ -70,9 +82,15 @@ class ScriptedGenerator(ModelAPI):
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         return ModelOutput(
             model=self.model_name,
-            choices=[ChatCompletionChoice(message=ChatMessageAssistant(content=text), stop_reason="stop")],
-            usage=ModelUsage(input_tokens=len(prompt) // 4, output_tokens=len(text) // 4,
-                             total_tokens=len(prompt) // 4 + len(text) // 4))
+            choices=[
+                ChatCompletionChoice(message=ChatMessageAssistant(content=text), stop_reason="stop")
+            ],
+            usage=ModelUsage(
+                input_tokens=len(prompt) // 4,
+                output_tokens=len(text) // 4,
+                total_tokens=len(prompt) // 4 + len(text) // 4,
+            ),
+        )
 
     async def count_text_tokens(self, text: str) -> int:
         return len(text) // 4
@@ -86,8 +104,14 @@ class ScriptedGenerator(ModelAPI):
         for t, kind in enumerate(p["arc"]):
             a, b = labs[t % len(labs)], labs[(t + 1) % len(labs)]
             if kind == "Write/Update":
-                turns.append({"topic": f"repeat {a}", "tool_source": "write", "entities": [a],
-                              "tool_hint": f"ServiceRequest.create service_type=Repeat {a}"})
+                turns.append(
+                    {
+                        "topic": f"repeat {a}",
+                        "tool_source": "write",
+                        "entities": [a],
+                        "tool_hint": f"ServiceRequest.create service_type=Repeat {a}",
+                    }
+                )
                 continue
             source = "ehr"
             if patient_left and t >= 1 and kind != "Information Lookup":
@@ -101,18 +125,29 @@ class ScriptedGenerator(ModelAPI):
                 hint += "; patient.get_symptom_history query=current symptoms"
             if self._failing("gate2"):
                 hint = "Observation.search code=Unobtainium level"
-            turns.append({"topic": f"{kind} on {a}", "tool_source": source,
-                          "entities": entities, "tool_hint": hint})
+            turns.append(
+                {
+                    "topic": f"{kind} on {a}",
+                    "tool_source": source,
+                    "entities": entities,
+                    "tool_hint": hint,
+                }
+            )
         if self._failing("planner"):
             turns = turns[:3]
-        return {"clinical_situation": f"{p['snapshot']['age']}-year-old under review", "turns": turns}
+        return {
+            "clinical_situation": f"{p['snapshot']['age']}-year-old under review",
+            "turns": turns,
+        }
 
     def _question(self, p: dict[str, Any]) -> dict[str, Any]:
         e = p["entities"]
-        q = {"Information Lookup": f"What is the latest {e[0]}?",
-             "Data Gathering": f"Pull the latest {' and '.join(e)}.",
-             "Clinical Reasoning": f"Should we worry about the {e[0]}?",
-             "Write/Update": f"Order a repeat {e[0]}."}[p["task_type"]]
+        q = {
+            "Information Lookup": f"What is the latest {e[0]}?",
+            "Data Gathering": f"Pull the latest {' and '.join(e)}.",
+            "Clinical Reasoning": f"Should we worry about the {e[0]}?",
+            "Write/Update": f"Order a repeat {e[0]}.",
+        }[p["task_type"]]
         if p["tool_source"] == "mixed":
             q = q.rstrip(".?") + ", and ask about symptoms."
         return {"question": q}
@@ -163,7 +198,9 @@ class ScriptedGenerator(ModelAPI):
                 facts.append(f"Ordered {e['arguments'].get('service_type')} (routine)")
         kind = p["task_type"]
         if kind == "Clinical Reasoning":
-            return {"answer": f"Worth attention: {'; '.join(facts)}. This rests on the newest result."}
+            return {
+                "answer": f"Worth attention: {'; '.join(facts)}. This rests on the newest result."
+            }
         if kind == "Information Lookup":
             return {"answer": facts[0]}
         return {"answer": "\n".join(f"- {f}" for f in facts[:3])}
@@ -172,34 +209,69 @@ class ScriptedGenerator(ModelAPI):
         if self._failing("gate3_error"):
             return "sorry, cannot review"
         ok = not self._failing("gate3")
-        return {"verdict": "pass" if ok else "fail", "hallucination": not ok, "contradiction": False,
-                "safety": False, "incomplete": False, "reason": "scripted review"}
+        return {
+            "verdict": "pass" if ok else "fail",
+            "hallucination": not ok,
+            "contradiction": False,
+            "safety": False,
+            "incomplete": False,
+            "reason": "scripted review",
+        }
 
     def _rubric(self, p: dict[str, Any]) -> dict[str, Any]:
         low, high = p["item_count"]
         items: list[dict[str, Any]] = []
         for w in p["write_calls"]:
             st = w["arguments"]["service_type"]
-            items += [{"text": f"Places the {w['name']} order", "check": {"kind": "write_call", "tool": w["name"]}},
-                      {"text": f"Orders {st}", "check": {"kind": "write_arg", "tool": w["name"],
-                                                          "field": "service_type", "accepted": [st]}},
-                      {"text": "Says the order was placed", "check": _concept("Ordered")}]
+            items += [
+                {
+                    "text": f"Places the {w['name']} order",
+                    "check": {"kind": "write_call", "tool": w["name"]},
+                },
+                {
+                    "text": f"Orders {st}",
+                    "check": {
+                        "kind": "write_arg",
+                        "tool": w["name"],
+                        "field": "service_type",
+                        "accepted": [st],
+                    },
+                },
+                {"text": "Says the order was placed", "check": _concept("Ordered")},
+            ]
         for e in p["evidence"]:
             for v in e["values"][:1]:
                 value = "999.9" if self._failing("rubric") else v["value"]
-                items += [{"text": f"States {v['label']} {v['value']} {v['unit']}",
-                           "check": {"kind": "value", "label": v["label"], "value": float(value), "unit": v["unit"]}},
-                          {"text": f"Names {v['label']}", "check": _concept(v["label"])},
-                          {"text": f"Gives the number {v['value']}", "check": _concept(v["value"])}]
+                items += [
+                    {
+                        "text": f"States {v['label']} {v['value']} {v['unit']}",
+                        "check": {
+                            "kind": "value",
+                            "label": v["label"],
+                            "value": float(value),
+                            "unit": v["unit"],
+                        },
+                    },
+                    {"text": f"Names {v['label']}", "check": _concept(v["label"])},
+                    {"text": f"Gives the number {v['value']}", "check": _concept(v["value"])},
+                ]
             if e["tool"].startswith("patient."):
-                items.append({"text": "Reports what the patient said", "check": _concept("Patient reports")})
+                items.append(
+                    {"text": "Reports what the patient said", "check": _concept("Patient reports")}
+                )
         while len(items) < low:
-            items.append({"text": "Answers in the requested format", "check": _concept(p["answer"].split()[1].strip(":;-"))})
+            items.append(
+                {
+                    "text": "Answers in the requested format",
+                    "check": _concept(p["answer"].split()[1].strip(":;-")),
+                }
+            )
         return {"items": items[:high]}
 
     def _translate(self, p: dict[str, Any]) -> dict[str, Any]:
         def zh(v: Any) -> Any:
             return [zh(x) for x in v] if isinstance(v, list) else f"（译）{v}"
+
         return {k: zh(v) for k, v in p.items()}
 
 

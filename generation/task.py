@@ -19,7 +19,7 @@ from typing import Any
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
-from inspect_ai.scorer import Score, Target, mean, scorer
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.ehr.store import open_store
@@ -71,7 +71,7 @@ def slot_samples(store: Any, scenarios: Sequence[str], tiers: Sequence[int],
 
 
 @scorer(metrics=[mean()])
-def generation_result():
+def generation_result() -> Scorer:
     """1 when the slot produced a session; the session and the slot statistics go into the
     score metadata for ``physassist-generate`` to write out."""
     from generation.pipeline.solver import RESULT_KEY

@@ -27,7 +27,8 @@ from tasks.physassistbench import physassistbench as _tasks_physassistbench
 
 
 def _reexport(decorated: Callable[..., Task], name: str) -> Callable[..., Task]:
-    """Register the undecorated task function (``@task`` keeps it as ``__wrapped__``) as ``name``."""
+    """Register the undecorated task function (``@task`` keeps it as ``__wrapped__``) as
+    ``name``."""
     build = getattr(decorated, "__wrapped__", decorated)
 
     def forward(*args: Any, **kwargs: Any) -> Task:

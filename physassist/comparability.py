@@ -70,14 +70,21 @@ def code_versions() -> dict[str, str]:
     """The judge prompts' version and the scorer version (project version + scorer code),
     read from the ``scorers`` package's files (never imported here)."""
     spec = util.find_spec("scorers")
-    root = Path(next(iter(spec.submodule_search_locations))) if spec and spec.submodule_search_locations else None
+    root = (
+        Path(next(iter(spec.submodule_search_locations)))
+        if spec and spec.submodule_search_locations
+        else None
+    )
     try:
         project = metadata.version("physassist")
     except metadata.PackageNotFoundError:
         project = "unknown"
     if root is None:
         return {"judge_prompts": "unknown", "scorer": f"{project}:unknown"}
-    return {"judge_prompts": _tree_hash(root, ["prompts/*.txt"]), "scorer": f"{project}:{_tree_hash(root, ['*.py'])}"}
+    return {
+        "judge_prompts": _tree_hash(root, ["prompts/*.txt"]),
+        "scorer": f"{project}:{_tree_hash(root, ['*.py'])}",
+    }
 
 
 def parts(params: Mapping[str, str], tags: Mapping[str, str]) -> dict[str, str]:
@@ -110,4 +117,8 @@ def parts_of(tags: Mapping[str, str]) -> dict[str, str] | None:
 def differing(a: Mapping[str, str], b: Mapping[str, str], factor: str | None = None) -> list[str]:
     """The parts in which a and b differ that the compared ``factor`` (a config group) does
     not own: non-empty means the pair must be refused."""
-    return [p for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p) and (factor is None or factor not in OWNERS.get(p, ()))]
+    return [
+        p
+        for p in sorted(set(a) | set(b))
+        if a.get(p) != b.get(p) and (factor is None or factor not in OWNERS.get(p, ()))
+    ]

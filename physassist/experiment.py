@@ -31,39 +31,49 @@ class ModelSpec:
     api_key_env: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
     provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
+    max_tokens: int | None = None  # output tokens per call of this model (a generation role's budget)
 
-    def build(self):  # -> inspect_ai.model.Model
-        from inspect_ai.model import get_model
+    def where(self, role: str) -> str:
+        """How lines name this model's endpoint: ``model endpoint http://...`` (or the model)."""
+        return f"{role} endpoint {self.base_url}" if self.base_url else f"{role} {inspect_model_name(self.name, self.provider)}"
 
+    def build(self, role: str = "model", bounds: Mapping[str, Any] | None = None):  # -> inspect_ai.model.Model
+        """The Inspect model, each call bounded by ``bounds`` (``GenerateConfig`` fields: the
+        run's retries and time limits) and ``max_tokens``, and watched (``physassist.calls``)."""
+        from inspect_ai.model import GenerateConfig, get_model
+
+        from physassist import calls
         from physassist.redaction import redact
 
         kwargs: dict[str, Any] = dict(self.args)
         if self.api_key_env:
             kwargs["api_key"] = os.environ[self.api_key_env]
         name = inspect_model_name(self.name, self.provider)
-        model = get_model(name, base_url=self.base_url, memoize=False, **kwargs)
+        config = GenerateConfig(**{**(bounds or {}), **({"max_tokens": self.max_tokens} if self.max_tokens else {})})
+        model = get_model(name, base_url=self.base_url, memoize=False, config=config, **kwargs)
         # The arguments Inspect's log records (its provider keeps its own copy, with the secrets).
         model.model_args = redact(kwargs)
-        return model
+        return calls.watch(model, self.where(role), self.base_url or name)
 
 
 #: A model role: one model, or a list of them (``judge=panel``'s graders).
 Role = ModelSpec | list[ModelSpec]
 
 
-def build_role(spec: Role):  # -> Model | list[Model]
-    return [s.build() for s in spec] if isinstance(spec, list) else spec.build()
+def build_role(spec: Role, role: str = "model", bounds: Mapping[str, Any] | None = None):  # -> Model | list[Model]
+    return [s.build(role, bounds) for s in spec] if isinstance(spec, list) else spec.build(role, bounds)
 
 
-def build_models(model: ModelSpec, roles: Mapping[str, Role]):  # -> (Model, {role: Model | list[Model]})
-    """The assistant and every role's model(s); one that cannot be created (unknown provider,
-    missing package, bad args) is a ``ConfigError`` naming its role and model."""
+def build_models(model: ModelSpec, roles: Mapping[str, Role], bounds: Mapping[str, Any] | None = None):  # -> (Model, {role: Model | list[Model]})
+    """The assistant and every role's model(s), each call bounded by ``bounds`` (Inspect gives
+    an eval's per-attempt time limit to the assistant only); one that cannot be created (unknown
+    provider, missing package, bad args) is a ``ConfigError`` naming its role and model."""
     role, spec = "model", model
     try:
-        assistant = model.build()
+        assistant = model.build(role, bounds)
         built = {}
         for role, spec in roles.items():
-            built[role] = build_role(spec)
+            built[role] = build_role(spec, role, bounds)
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args
         name = spec.name if isinstance(spec, ModelSpec) else ", ".join(s.name for s in spec)
         raise ConfigError(f"{role}: cannot create {name}: {provider_error(exc)}") from exc
@@ -89,6 +99,13 @@ class InspectSettings:
     display: str | None = None
     log_level: str | None = None
     log_realtime: bool | None = None
+    progress_s: int | None = None  # the command's: a progress line at least this often (off a TTY)
+
+    @property
+    def bounds(self) -> dict[str, int]:
+        """What bounds every model call of a run, each role's too (``GenerateConfig`` fields)."""
+        keys = ("max_retries", "timeout", "attempt_timeout")
+        return {k: v for k in keys if (v := getattr(self, k)) is not None}
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,7 @@ class Generation:
     task: Mapping[str, Any]  # ``generation.task.generate``'s arguments (store, slots, seed, ...)
     generator: ModelSpec  # the model behind every agent without a role of its own
     roles: Mapping[str, ModelSpec]  # agent role -> its model
+    inspect: InspectSettings  # the eval's ``inspect`` group: the calls' bounds, the progress lines
     eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
     log_dir: str
     output_dir: Path

@@ -13,7 +13,8 @@ from typing import Any
 
 
 def exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: ``homes`` maps each re-exported name to its module."""
+    """A module ``__getattr__`` for ``package``: ``homes`` maps each re-exported name to its
+    module."""
 
     def __getattr__(name: str) -> Any:
         if name not in homes:

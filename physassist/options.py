@@ -12,7 +12,7 @@ group's name for the option that identifies its group (``menu.mode`` -> ``menu``
 else the key's last part, with its group where that alone is vague (``ehr_source``,
 ``patient_miss``, ``judge_context``, ``tool_budget``). MLflow names follow one rule
 (``Option.mlflow``): the identity option under its group's name, every other under its key. The YAML group files under
-``conf/`` hold the same defaults; ``tests/test_options.py`` composes them against this table.
+``conf/`` hold the same defaults; ``tests/cli/test_options.py`` composes them against this table.
 
 This module imports nothing but the vocabulary, so every layer may use it.
 """

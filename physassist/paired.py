@@ -100,7 +100,7 @@ def mcnemar_p(a: Sequence[bool], b: Sequence[bool]) -> float:
     n = only_a + only_b
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n
+    tail: float = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 

@@ -36,7 +36,9 @@ def provider_error(exc: BaseException) -> str:
     match = _PIP.search(text)
     if match and match.group(1) in EXTRAS:
         package = match.group(1)
-        text = text[: match.start()] + (
-            f'pip install -e ".[{EXTRAS[package]}]" (or pip install {package})'
-        ) + text[match.end() :]
+        text = (
+            text[: match.start()]
+            + (f'pip install -e ".[{EXTRAS[package]}]" (or pip install {package})')
+            + text[match.end() :]
+        )
     return text

@@ -38,6 +38,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 AGAIN_S = 5.0  # not taken by then: delivered again (a taken one ended in 0.3-3.9 s in 44 runs at load 10)
@@ -152,7 +153,7 @@ def _watch_ending(signum: int) -> None:
     """Deliver the signal again until it is taken; at ``EXIT_BOUND_S`` end the process."""
     deadline = time.monotonic() + EXIT_BOUND_S
     while time.monotonic() + AGAIN_S < deadline and not _taken.wait(AGAIN_S):
-        signal.pthread_kill(threading.main_thread().ident, signum)
+        signal.pthread_kill(_main_ident(), signum)
     time.sleep(max(0.0, deadline - time.monotonic()))
     _end_now(signum)
 
@@ -177,19 +178,27 @@ def _end_now(signum: int) -> None:
 
 def _again(signum: int) -> None:
     time.sleep(0.05)
-    signal.pthread_kill(threading.main_thread().ident, signum)
+    signal.pthread_kill(_main_ident(), signum)
 
 
-def _unraisable(hook):
+def _main_ident() -> int:
+    ident = threading.main_thread().ident
+    assert ident is not None  # the main thread runs from the start
+    return ident
+
+
+class _Unraisable:
     """``sys.unraisablehook`` that delivers again an interrupt a finalizer swallowed."""
 
-    def unraisable(info) -> None:
-        hook(info)
+    physassist = True  # this hook is installed (``install`` adds it once)
+
+    def __init__(self, hook: Callable[[sys.UnraisableHookArgs], object]) -> None:
+        self._hook = hook
+
+    def __call__(self, info: sys.UnraisableHookArgs) -> None:
+        self._hook(info)
         if isinstance(info.exc_value, KeyboardInterrupt):  # sent again once out of the finalizer
             threading.Thread(target=_again, args=(_received or signal.SIGINT,), daemon=True).start()
-
-    unraisable.physassist = True
-    return unraisable
 
 
 def install() -> None:
@@ -202,7 +211,7 @@ def install() -> None:
             signal.signal(signum, _handle)
     _listen()
     if not getattr(sys.unraisablehook, "physassist", False):
-        sys.unraisablehook = _unraisable(sys.unraisablehook)
+        sys.unraisablehook = _Unraisable(sys.unraisablehook)
 
 
 def received() -> int:

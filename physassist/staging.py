@@ -523,6 +523,10 @@ class EvalRun:
 
             outcome.faults = fault_summary(turns)
             outcome.degenerate = degenerate.summary(turns)
+        from physassist import calls
+
+        if down := calls.down():  # the run gave up on an endpoint: that is its fault, first
+            outcome.faults = "; ".join(filter(None, (down, outcome.faults)))
         return outcome, turns
 
     def _log(self, run_id: str, log, outcome: Outcome, turns, tags: dict[str, str]) -> None:

@@ -20,8 +20,19 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
 * **Lab concept**: a label in blood; when the label has chemistry/hematology items and blood
   gas items (Glucose 50931/50809, Hemoglobin 51222/50811), the blood gas items are left out;
   values charted at one time are merged (the concept's most-charted item wins).
-* **Administration**: an eMAR event is given, not given (not given / held / not started) or
-  unknown (no event text): an empty event is not a missed dose. MIMIC-IV charts most drugs
+* **One order**: the prescription rows of one ``poe_id`` with the same drug, start, route,
+  unit and frequency are one order (MIMIC-IV writes a dose made of two tablets, 25 mg + 50 mg
+  of metoprolol XL, as two rows; a tablet and a liquid of the same dose are two rows too). Its
+  dose is the eMAR's ``dose_due`` of its newest charted administration when that is one row's
+  dose or their sum, else the rows' dose when they agree, else their sum. Flushes and
+  line-maintenance products (:data:`LINE_CARE`) are never a current order: nobody asks about
+  the heparin in a line flush.
+* **Administration**, as a nurse counts doses: only an eMAR event that gives a dose
+  (Administered, Applied, with their Delayed / Partial / in Other Location forms) or withholds
+  one (Not Given, Hold Dose, Not Applied) counts; Started, Confirmed, Assessed, Flushed, Stopped
+  and Removed events are infusion and line care, and an empty event says nothing. An order's
+  administrations are the events of its ``poe_id``; a dose held or not given in the
+  :data:`DISCHARGE_WINDOW` before discharge (or after it) is expected, not missed. MIMIC-IV charts most drugs
   given in an ICU in ``icu/inputevents`` instead (MetaVision), one row per dose or per
   segment of an infusion, with no key to the pharmacy order: a row belongs to a drug when its
   ``d_items.label`` contains the drug's search word (the order's first word, case-insensitive:
@@ -30,12 +41,14 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
   the strict tool's (:func:`~physassist.ehr.tools.strict_medications.icu_status`): completed
   or running -> given, paused -> not given, stopped / rewritten -> unknown. (On the MIMIC-IV
   demo, 95% of the doses so matched start inside a prescription of that word, give or take an
-  hour; ``tests/test_timeline.py`` holds it.)
+  hour; ``tests/ehr/test_timeline.py`` holds it.)
 * **Dose counts** (the one rule for every dose-count item, :attr:`Administrations.countable`):
   the count a rubric states must be what the read tools show in either semantics. ``strict``
   shows eMAR and ICU administrations; ``compat`` reproduces the reference, which reads the eMAR
-  only. So a drug with any ICU administration up to the cutoff gets no dose-count item (its
-  count differs between the two); for every other drug both show the eMAR count.
+  only, and neither links an administration to its order. So a drug with any ICU
+  administration up to the cutoff gets no dose-count item (its count differs between the two),
+  and an order's count is asked only when its events are exactly the events of its drug name
+  charted since its start (:data:`START_SKEW` before it), which both show.
 * **Course**: died (``hospital_expire_flag``, ``deathtime`` or a DIED disposition), hospice
   (a HOSPICE disposition) or discharged.
 * **Known at the cutoff** (``physassist.ehr.tools.reported``, the strict tools' rule): a lab
@@ -54,23 +67,43 @@ Rules (each is a place where reading the raw tables naively gives a wrong fact):
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import duckdb
 
 from physassist.ehr.tools.microbiology import Isolate, MicroTest, Specimen, specimens
 from physassist.ehr.tools.reported import Expression, Stay, recorded_sql, reported_at, stays
-from physassist.ehr.tools.strict_medications import icu_status
+from physassist.ehr.tools.strict_medications import ORDER_GRACE, icu_status
 from physassist.ehr.tools.strict_observations import MICRO_COLUMNS
+from physassist.lab_artifacts import (
+    INTERVENTIONS,
+    PANEL_LABS,
+    PANEL_SPIKES,
+    spikes,
+    stands_apart,
+)
 
-#: An order stopped this long before the reference moment still counts as current (see above).
-ORDER_GRACE = dt.timedelta(hours=1)
+#: A dose held or not given this close to discharge (or after it) is expected, not missed: the
+#: patient is leaving (discharge paperwork, the next dose due at home).
+DISCHARGE_WINDOW = dt.timedelta(hours=4)
+#: How long before its order's start an administration may be charted (an order's start is
+#: its scheduled hour: the first metoprolol XL of an order starting at 17:00 went in at 16:45).
+START_SKEW = dt.timedelta(hours=1)
+#: Words of a drug name (or routes) that make it line care, not a treatment: flushes, locks,
+#: catheter clearance, dialysis and pump priming (MIMIC-IV: "Heparin Flush (10 units/ml)",
+#: "Sodium Chloride 0.9%  Flush", "Alteplase (Catheter Clearance)", "Heparin Dwell").
+LINE_CARE = re.compile(r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|"
+                       r"iabp|picc|midline", re.IGNORECASE)
+LINE_CARE_ROUTES = frozenset({"DWELL", "DIALYS", "IJ"})
 #: Pharmacy frequencies of a one-time order (MIMIC-IV ``pharmacy.frequency``).
 ONE_TIME = frozenset({"ONCE", "1X", "X1", "NOW", "ONCE/PRN", "ASDIR ONCE", "STAT"})
 #: Frequencies with no fixed dose schedule: "as directed" (sliding scales) and rate-titrated
 #: infusions, whose prescribed dose is not what is running.
 AS_DIRECTED = frozenset({"ASDIR", "AS DIRECTED", "INFUSION"})
+#: Dose units that say nothing of the amount ("Warfarin 1 dose": the dose is set daily by INR).
+NOT_A_UNIT = frozenset({"dose", "doses"})
 #: d_labitems categories left out of a label that also has another category.
 BLOOD_GAS = "blood gas"
 
@@ -87,6 +120,21 @@ def _num(x: object) -> float | None:
     return v if v == v and abs(v) != float("inf") else None
 
 
+def order_dose(doses: list[str], due: str | None = None) -> str:
+    """The dose of an order from its rows' doses (see the module rules): the charted
+    ``dose_due`` when it is one row's dose or their sum, else the rows' dose when they agree,
+    else their sum; a row without a numeric dose leaves the first row's text."""
+    nums = [_num(d) for d in doses]
+    if len(doses) == 1 or any(n is None for n in nums):
+        return doses[0]
+    values = [n for n in nums if n is not None]
+    total = round(sum(values), 6)
+    due_value = _num(due)
+    if due_value is not None and any(abs(due_value - c) < 1e-6 for c in [*values, total]):
+        return f"{due_value:g}"
+    return f"{values[0]:g}" if len(set(values)) == 1 else f"{total:g}"
+
+
 def order_word(drug: str) -> str:
     """The searchable word of a prescription: its first word, lower-cased ("vancomycin")."""
     word = drug.strip().split()[0] if drug.strip() else drug
@@ -95,7 +143,8 @@ def order_word(drug: str) -> str:
 
 @dataclass(frozen=True)
 class Order:
-    """One prescription with the pharmacy fields that say how it is given."""
+    """One order (its prescription rows merged, see the module rules) with the pharmacy fields
+    that say how it is given."""
 
     drug: str
     dose_text: str
@@ -106,10 +155,18 @@ class Order:
     frequency: str
     sliding_scale: bool
     per_day: float | None
+    poe_id: str | None = None
+    #: Each prescription row's dose, when the order has several rows (25 mg + 50 mg tablets).
+    components: tuple[str, ...] = ()
 
     @property
     def word(self) -> str:
         return order_word(self.drug)
+
+    @property
+    def line_care(self) -> bool:
+        """A flush, lock or catheter-clearance product (:data:`LINE_CARE`), not a treatment."""
+        return bool(LINE_CARE.search(self.drug)) or self.route.upper().strip() in LINE_CARE_ROUTES
 
     @property
     def dose(self) -> float | None:
@@ -127,7 +184,8 @@ class Order:
     def scheduled(self) -> bool:
         """A fixed numeric dose on a schedule (see the module rules)."""
         dose = self.dose
-        return (dose is not None and dose > 0 and bool(self.unit) and not self.sliding_scale
+        return (dose is not None and dose > 0 and bool(self.unit)
+                and self.unit.strip().lower() not in NOT_A_UNIT and not self.sliding_scale
                 and not self.prn and not self.one_time
                 and self.frequency.upper().strip() not in AS_DIRECTED)
 
@@ -148,11 +206,13 @@ class LabPoint:
 
 @dataclass(frozen=True)
 class LabSeries:
-    """One lab concept over the admission up to the cutoff, oldest first."""
+    """One lab concept over the admission up to the cutoff, oldest first; ``suspect`` holds the
+    chart times of its likely artifacts (:mod:`physassist.lab_artifacts`)."""
 
     label: str
     itemids: tuple[int, ...]
     points: tuple[LabPoint, ...]
+    suspect: frozenset[dt.datetime] = frozenset()
 
     @property
     def latest(self) -> LabPoint:
@@ -163,14 +223,19 @@ class LabSeries:
         return self.points[0]
 
     @property
+    def confirmed(self) -> tuple[LabPoint, ...]:
+        """The values that are not suspect (every one can be cited)."""
+        return tuple(p for p in self.points if p.time not in self.suspect)
+
+    @property
     def peak(self) -> LabPoint:
-        """The highest value (the earliest of equal highs)."""
-        return max(self.points, key=lambda p: (p.value, -p.time.timestamp()))
+        """The highest value not suspect (the earliest of equal highs)."""
+        return max(self.confirmed, key=lambda p: (p.value, -p.time.timestamp()))
 
     @property
     def nadir(self) -> LabPoint:
-        """The lowest value (the earliest of equal lows)."""
-        return min(self.points, key=lambda p: (p.value, p.time.timestamp()))
+        """The lowest value not suspect (the earliest of equal lows)."""
+        return min(self.confirmed, key=lambda p: (p.value, p.time.timestamp()))
 
 
 @dataclass(frozen=True)
@@ -205,43 +270,46 @@ class Culture:
 
 @dataclass(frozen=True)
 class Administrations:
-    """Charted administrations of one drug word in the admission up to the cutoff: eMAR events
-    and ICU (``inputevents``) rows (see the module rules)."""
+    """Doses charted up to the cutoff (see the module rules): of one order (its ``poe_id``), or
+    of a drug word (eMAR and ICU ``inputevents`` rows)."""
 
-    given: tuple[dt.datetime, ...]  # oldest first, eMAR and ICU
-    not_given: int
-    unknown: int
-    icu: int  # of all the above, rows from icu/inputevents
+    given: tuple[dt.datetime, ...]  # oldest first
+    not_given: tuple[dt.datetime, ...]  # held or not given, before the discharge window
+    at_discharge: int  # held or not given in the discharge window: expected
+    icu: int  # rows of the drug word in icu/inputevents (of a word: counted above)
+    by_name: bool = True  # the order's events are the events of its drug name since its start
 
     @property
     def charted(self) -> int:
-        return len(self.given) + self.not_given + self.unknown
+        return len(self.given) + len(self.not_given) + self.at_discharge
 
     @property
     def countable(self) -> bool:
-        """Whether a dose-count item may be asked: both semantics show the same count (no ICU
-        administration, which only ``strict`` shows)."""
-        return self.icu == 0
+        """Whether a dose-count item may be asked: both semantics show the same events (no ICU
+        administration, which only ``strict`` shows, and the order's events named as it)."""
+        return self.icu == 0 and self.by_name
 
 
-#: eMAR event text (lower case) of a dose that was given.
-GIVEN_WORDS = ("administered", "given", "applied", "started", "confirmed", "flushed",
-               "assessed", "removed", "read", "rate change", "reconciliation")
+#: eMAR event text (lower case, "delayed " / "partial " removed) that gives or withholds a dose.
+GIVES = ("administered", "applied", "removed existing / applied new")
+WITHHOLDS = ("not given", "hold dose", "held", "not applied")
 
 
 #: An ICU administration's status (the strict tool's) -> how it counts.
 ICU_KIND = {"completed": "given", "in-progress": "given", "on-hold": "not_given"}
 
 
-def admin_kind(event: str | None) -> str:
-    """'given', 'not_given' or 'unknown' for one eMAR event text ("Not Given per Sliding
-    Scale" and "Held" are not given; "Stopped", "Delayed" and an empty event say nothing)."""
-    text = str(event or "").strip().lower()
-    if (text.startswith("not ") and "stopped" not in text) or "held" in text or "hold" in text:
+def dose_event(event: str | None) -> str | None:
+    """'given', 'not_given' or None (no dose event) for one eMAR event text, as a nurse counts
+    doses: "Delayed Administered" and "Administered in Other Location" gave a dose, "Not Given
+    per Sliding Scale" and "Hold Dose" withheld one; "Started", "Confirmed", "Flushed",
+    "Stopped", "Removed" and an empty event are not doses."""
+    text = " ".join(str(event or "").lower().split())
+    for prefix in ("delayed ", "partial "):
+        text = text.removeprefix(prefix)
+    if text.startswith(WITHHOLDS):
         return "not_given"
-    if not text or text.startswith(("stopped", "delayed")):
-        return "unknown"
-    return "given" if any(w in text for w in GIVEN_WORDS) else "unknown"
+    return "given" if text.startswith(GIVES) else None
 
 
 @dataclass
@@ -255,6 +323,7 @@ class Timeline:
     #: The session's cutoff instant, inclusive (the tools'); None: the end of ``current_date``.
     until: dt.datetime | None = None
     _labs: dict[str, LabSeries | None] = field(default_factory=dict)
+    _doses: dict[str, Administrations] = field(default_factory=dict)
     _recorded: dict[str, bool] = field(default_factory=dict)  # table -> has report times
 
     @property
@@ -309,6 +378,12 @@ class Timeline:
         return min(disch, self.cutoff) if disch is not None else self.cutoff
 
     @property
+    def discharged_at(self) -> dt.datetime | None:
+        """The discharge time when it is by the cutoff (the session is at discharge)."""
+        disch = self._admission[1]
+        return disch if disch is not None and disch <= self.cutoff else None
+
+    @property
     def course(self) -> str:
         """'died', 'hospice' or 'discharged'."""
         _, _, death, location, expired = self._admission
@@ -324,12 +399,13 @@ class Timeline:
 
     @cached_property
     def orders(self) -> tuple[Order, ...]:
-        """Every prescription of the admission started by the cutoff, newest start first."""
+        """Every order of the admission started by the cutoff (rows merged, see the module
+        rules), newest start first."""
         rows = self.con.execute(
             """
             SELECT p.drug, p.dose_val_rx, p.dose_unit_rx, p.route, p.starttime, p.stoptime,
                    COALESCE(ph.frequency, ''), upper(COALESCE(ph.sliding_scale, '')) = 'Y',
-                   p.doses_per_24_hrs
+                   p.doses_per_24_hrs, p.poe_id
             FROM prescriptions p
             LEFT JOIN (SELECT pharmacy_id, any_value(frequency) AS frequency,
                               any_value(sliding_scale) AS sliding_scale
@@ -339,25 +415,79 @@ class Timeline:
               AND (p.starttime IS NULL OR p.starttime < ?)
             ORDER BY p.starttime DESC NULLS LAST, p.drug
             """, [self.subject_id, self.subject_id, self.hadm_id, self.cutoff]).fetchall()
-        return tuple(Order(str(d), str(dose or "").strip(), str(unit or ""), str(route or ""),
-                           s, e, str(freq or ""), bool(ss), _num(per_day))
-                     for d, dose, unit, route, s, e, freq, ss, per_day in rows)
+        groups: dict[tuple, list[tuple]] = {}
+        for i, (d, dose, unit, route, s, e, freq, ss, per_day, poe) in enumerate(rows):
+            key = ((poe, d, s, route, unit, freq, ss) if poe else (i,))
+            groups.setdefault(key, []).append(
+                (str(d), str(dose or "").strip(), str(unit or ""), str(route or ""), s, e,
+                 str(freq or ""), bool(ss), _num(per_day), str(poe) if poe else None))
+        return tuple(self._merged(g) for g in groups.values())
+
+    def _merged(self, rows: list[tuple]) -> Order:
+        """One order from its prescription rows (their dose: :func:`order_dose`)."""
+        drug, _, unit, route, start, _, freq, sliding, per_day, poe = rows[0]
+        stops = [r[5] for r in rows]
+        stop = None if any(t is None for t in stops) else max(stops)
+        doses = [r[1] for r in rows]
+        dose = order_dose(doses, self._dose_due.get(poe) if poe else None)
+        return Order(drug, dose, unit, route, start, stop, freq, sliding, per_day, poe,
+                     tuple(doses) if len(rows) > 1 else ())
+
+    @cached_property
+    def _dose_due(self) -> dict[str, str]:
+        """``poe_id`` -> the ``dose_due`` of its newest charted administration (eMAR detail)."""
+        rows = self.con.execute(
+            "SELECT e.poe_id, d.dose_due FROM emar e JOIN emar_detail d "
+            "ON d.subject_id = e.subject_id AND d.emar_id = e.emar_id "
+            "WHERE e.subject_id = ? AND e.hadm_id = ? AND e.charttime < ? "
+            "AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT NULL "
+            "AND e.poe_id IS NOT NULL ORDER BY e.charttime",
+            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        return {str(poe): str(due) for poe, due in rows}
 
     def orders_for(self, word: str) -> list[Order]:
         """Orders whose drug name contains ``word`` (as the order tools search), newest first."""
         w = word.lower()
         return [o for o in self.orders if w in o.drug.lower()]
 
+    def current_orders(self, word: str) -> list[Order]:
+        """The current orders of ``word`` (line care left out), newest first."""
+        return [o for o in self.orders_for(word) if o.current_at(self.ref) and not o.line_care]
+
     def current_order(self, word: str) -> Order | None:
-        """The newest current, scheduled order of ``word``; None when no such order exists or
-        when a current order of it is sliding-scale, PRN or one-time (the dose is ambiguous)."""
-        current = [o for o in self.orders_for(word) if o.current_at(self.ref)]
+        """The current, scheduled order of ``word``; None when there is none, when a current
+        order of it is sliding-scale, PRN or one-time (the dose is ambiguous), or when two
+        current orders of it differ (which one a question means is ambiguous)."""
+        current = self.current_orders(word)
         if not current or not all(o.scheduled for o in current):
+            return None
+        if len({(o.drug, o.dose_text, o.unit) for o in current}) > 1:
             return None
         return current[0]
 
+    @cached_property
+    def medications_given(self) -> frozenset[str]:
+        """Lower-case names of what was given up to the cutoff: eMAR medications with a dose
+        given, and ICU item labels with an administration."""
+        emar = self.con.execute(
+            "SELECT DISTINCT lower(medication), event_txt FROM emar WHERE subject_id = ? "
+            "AND hadm_id = ? AND charttime < ? AND medication IS NOT NULL",
+            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        icu = self.con.execute(
+            "SELECT DISTINCT lower(d.label) FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime < ?",
+            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+        return frozenset({m for m, ev in emar if dose_event(ev) == "given"}
+                         | {label for (label,) in icu if label})
+
     def administrations(self, word: str) -> Administrations:
+        """Doses of a drug word: eMAR dose events and ICU rows (see the module rules)."""
         w = word.lower()
+        if w not in self._doses:
+            self._doses[w] = self._word_doses(w)
+        return self._doses[w]
+
+    def _word_doses(self, w: str) -> Administrations:
         emar = self.con.execute(
             "SELECT charttime, event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
             "AND charttime < ? AND contains(lower(medication), ?)",
@@ -367,19 +497,98 @@ class Timeline:
             "JOIN d_items d USING (itemid) WHERE i.subject_id = ? AND i.hadm_id = ? "
             "AND i.starttime < ? AND contains(lower(d.label), ?)",
             [self.subject_id, self.hadm_id, self.cutoff, w]).fetchall()
-        kinds = [(t, admin_kind(event)) for t, event in emar]
-        kinds += [(t, ICU_KIND.get(icu_status(status, end is None or end >= self.cutoff),
-                                   "unknown")) for t, end, status in icu]
+        kinds = [(t, dose_event(event)) for t, event in emar]
+        kinds += [(t, ICU_KIND.get(icu_status(status, end is None or end >= self.cutoff)))
+                  for t, end, status in icu]
+        return self._counted(kinds, len(icu))
+
+    def order_administrations(self, order: Order) -> Administrations:
+        """Doses of one order: the eMAR dose events of its ``poe_id``; ``by_name`` says whether
+        they are exactly its drug name's dose events since its start (see the module rules)."""
+        rows = self.con.execute(
+            "SELECT emar_id, charttime, medication, event_txt, poe_id FROM emar "
+            "WHERE subject_id = ? AND hadm_id = ? AND charttime < ? "
+            "AND (poe_id = ? OR lower(medication) = lower(?))",
+            [self.subject_id, self.hadm_id, self.cutoff, order.poe_id, order.drug]).fetchall()
+        doses = [(i, t, med, kind, poe) for i, t, med, ev, poe in rows
+                 if (kind := dose_event(ev)) is not None]
+        mine = [(t, kind) for i, t, _, kind, poe in doses if poe is not None and poe == order.poe_id]
+        since = order.start - START_SKEW if order.start is not None else None
+        named = {i for i, t, med, _, _ in doses
+                 if str(med).lower() == order.drug.lower() and (since is None or t >= since)}
+        ours = {i for i, *_, poe in doses if poe is not None and poe == order.poe_id}
+        icu = self.administrations(order.word).icu
+        return self._counted(mine, icu, by_name=bool(ours) and ours == named)
+
+    def _counted(self, kinds: list[tuple[dt.datetime, str | None]], icu: int,
+                 by_name: bool = True) -> Administrations:
+        disch = self._admission[1]
+        window = disch - DISCHARGE_WINDOW if disch is not None else None
         given = sorted(t for t, kind in kinds if kind == "given")
-        not_given = sum(kind == "not_given" for _, kind in kinds)
-        return Administrations(tuple(given), not_given, len(kinds) - len(given) - not_given,
-                               len(icu))
+        withheld = sorted(t for t, kind in kinds if kind == "not_given")
+        expected = [t for t in withheld if window is not None and t >= window]
+        return Administrations(tuple(given), tuple(t for t in withheld if t not in expected),
+                               len(expected), icu, by_name)
 
     def lab(self, label: str) -> LabSeries | None:
-        """The lab concept ``label`` over the admission (see the module rules); None if absent."""
+        """The lab concept ``label`` over the admission (see the module rules) with its
+        suspect values; None if absent."""
+        series = self._raw_lab(label)
+        return series if series is None else replace(series, suspect=self._suspect(label))
+
+    def _raw_lab(self, label: str) -> LabSeries | None:
         if label not in self._labs:
             self._labs[label] = self._load_lab(label)
         return self._labs[label]
+
+    @cached_property
+    def _spikes(self) -> dict[dt.datetime, dict[str, bool]]:
+        """Chart time -> the panel analytes that spiked then -> whether a treatment given
+        between the draws around the spike explains it (:mod:`physassist.lab_artifacts`)."""
+        out: dict[dt.datetime, dict[str, bool]] = {}
+        for label in PANEL_LABS:
+            series = self._raw_lab(label)
+            points = series.points if series is not None else ()
+            for i, d in spikes(points):
+                out.setdefault(points[i].time, {})[label] = self._treated(label, d, points, i)
+        return out
+
+    def _treated(self, label: str, direction: str, points: tuple[LabPoint, ...], i: int) -> bool:
+        """Whether a treatment for ``label``'s spike at ``i`` was given between the draws
+        around it."""
+        words = INTERVENTIONS.get((label, direction), ())
+        return self._given_between(words, points[i - 1].time, points[i + 1].time)
+
+    def _suspect(self, label: str) -> frozenset[dt.datetime]:
+        """Chart times of ``label``'s own untreated spikes, and of its values that stand apart
+        in a draw where several analytes spiked, one at least with no treatment to explain it
+        (the panel rule)."""
+        series = self._raw_lab(label)
+        points = series.points if series is not None else ()
+        own = {points[i].time for i, d in spikes(points) if not self._treated(label, d, points, i)}
+        panel = {t for t, labels in self._spikes.items()
+                 if len(labels) >= PANEL_SPIKES and not all(labels.values())
+                 and stands_apart(points, t)}
+        return frozenset(own | panel)
+
+    def _given_between(self, words: tuple[str, ...], start: dt.datetime,
+                       end: dt.datetime) -> bool:
+        """Whether a drug named by one of ``words`` was given in [start, end]: an eMAR dose
+        event or an ICU input."""
+        if not words:
+            return False
+        pattern = "|".join(re.escape(w) for w in words)
+        emar = self.con.execute(
+            "SELECT event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
+            "AND charttime BETWEEN ? AND ? AND regexp_matches(lower(medication), ?)",
+            [self.subject_id, self.hadm_id, start, end, pattern]).fetchall()
+        if any(dose_event(e) == "given" for (e,) in emar):
+            return True
+        return self.con.execute(
+            "SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime <= ? "
+            "AND COALESCE(i.endtime, i.starttime) >= ? AND regexp_matches(lower(d.label), ?)",
+            [self.subject_id, self.hadm_id, end, start, pattern]).fetchone()[0] > 0
 
     def _load_lab(self, label: str) -> LabSeries | None:
         scope, params = self.lab_scope()

@@ -137,14 +137,13 @@ def read_turns(records: Iterable[Any] | None) -> list[TurnRecord]:
     none). Entries that are no turn record (not a mapping, or without ``turn``) are skipped,
     as every reader did before the records were typed."""
     return [
-        TurnRecord.from_stored(r)
-        for r in records or ()
-        if isinstance(r, Mapping) and "turn" in r
+        TurnRecord.from_stored(r) for r in records or () if isinstance(r, Mapping) and "turn" in r
     ]
 
 
 class Keyed(Protocol):
-    """What a sample's store is to a reader: a log's ``sample.store`` (a dict) or Inspect's ``Store``."""
+    """What a sample's store is to a reader: a log's ``sample.store`` (a dict) or Inspect's
+    ``Store``."""
 
     def get(self, key: str, /) -> Any: ...
 

@@ -89,6 +89,11 @@ _UNIT_ALIASES: dict[str, str] = {
     "iu/l": "U/L",
     "u/l": "U/L",
     "ng/ml": "ng/mL",
+    "ug/ml": "mcg/mL",
+    "µg/ml": "mcg/mL",
+    "μg/ml": "mcg/mL",
+    "mcg/ml": "mcg/mL",
+    "微克/毫升": "mcg/mL",
     "pg/ml": "pg/mL",
     "ml/min": "mL/min",
     "ml/min/1.73m2": "mL/min/1.73m2",
@@ -116,6 +121,7 @@ _GENERIC: dict[tuple[str, str], float] = {
     ("mg", "mcg"): 1000.0,
     ("g", "mcg"): 1e6,
     ("L", "mL"): 1000.0,
+    ("mcg/mL", "mg/L"): 1.0,  # drug levels: a vancomycin of 21.5 ug/mL is 21.5 mg/L
 }
 
 # Molar masses (g/mol) for mg/dL <-> mmol/L (and umol/L). Keys: lower-case analyte words.

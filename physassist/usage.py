@@ -47,9 +47,10 @@ def _role_models(log: EvalLog) -> dict[str, str]:
     return roles
 
 
-def _split(model_usage: Mapping[str, Any], role_usage: Mapping[str, Any], roles: Mapping[str, str]):
+def _split(model_usage: Mapping[str, Any], role_usage: Mapping[str, Any], roles: Mapping[str, str],
+           ) -> list[tuple[str, str, int, int]]:
     """(role, model, input, output) rows: roles from ``role_usage``, the assistant the rest."""
-    rows = []
+    rows: list[tuple[str, str, int, int]] = []
     shared = {role: _tokens(u) for role, u in role_usage.items()}
     for role, (tin, tout) in shared.items():
         rows.append((role, roles.get(role, "?"), tin, tout))

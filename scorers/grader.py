@@ -17,6 +17,7 @@ from importlib import resources
 from string import Template
 from typing import TYPE_CHECKING
 
+from physassist.calls import EndpointDown
 from physassist.faults import describe
 from scorers.judgement import ErrorKind, ItemResult, TurnInput, TurnJudgement
 
@@ -134,6 +135,8 @@ class Grader:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 output = await self.model.generate(messages, config=config)
+            except EndpointDown:  # the run gave up on the grader's endpoint: it ends
+                raise
             except Exception as exc:  # provider failure after Inspect's own retries: count, go on
                 error, kind = f"grader call failed: {describe(exc)}", "provider"
                 continue

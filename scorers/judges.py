@@ -4,8 +4,8 @@ Every ``scorers/*_judge.py`` module that defines ``JUDGE`` (a ``scorers.judgemen
 one judge, registered under its name: the scorer dispatches through ``JUDGES`` and the CLI binds
 the role ``grader`` from ``Judge.graders``, so adding a judge is its module, its value in
 ``physassist.options.Judge`` and ``conf/judge/<name>.yaml``. ``markdown_table()`` is the
-judges table of docs/config.md and part of ``physassist-eval --help`` (``tests/test_options.py`` checks
-both).
+judges table of docs/config.md and part of ``physassist-eval --help``
+(``tests/cli/test_options.py`` checks both).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ for _module in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if isinstance(_judge, Judge):
             JUDGES[_judge.name] = _judge
 
+
 def graders(mode: str) -> Graders:
     """The models judge ``mode`` grades with (``Judge.graders``); ``none`` for a mode that is no
     registered judge (``physassist-rescore``'s ``judge=human``)."""
@@ -31,11 +32,19 @@ def graders(mode: str) -> Graders:
 
 
 #: What the role ``grader`` is bound to, as the table says it.
-GRADERS = {"none": "-", "one": "one model (`judge.model`)", "many": "a list of models (`judge.models`, at least two)"}
+GRADERS = {
+    "none": "-",
+    "one": "one model (`judge.model`)",
+    "many": "a list of models (`judge.models`, at least two)",
+}
 
 
 def markdown_table() -> str:
-    """The judges table of docs/config.md: ``judge=<name>``, the role ``grader`` it needs, what it does."""
+    """The judges table of docs/config.md: ``judge=<name>``, the role ``grader`` it needs, what
+    it does."""
     rows = ["| `judge=` | role `grader` | what it does |", "|---|---|---|"]
-    rows += [f"| `{j.name}` | {GRADERS[j.graders]} | {j.summary} |" for j in (JUDGES[n] for n in values("judge"))]
+    rows += [
+        f"| `{j.name}` | {GRADERS[j.graders]} | {j.summary} |"
+        for j in (JUDGES[n] for n in values("judge"))
+    ]
     return "\n".join(rows)

@@ -67,9 +67,9 @@ def evidence_block(ti: TurnInput) -> str:
         parts.append("(none)")
     parts.append("### Observations the assistant retrieved")
     mine = ti.calls  # everything the assistant saw, including OperationOutcomes
-    for c in mine:
-        line = _call_line(c.name, c.arguments)
-        text = render_observation(c.raw)
+    for call in mine:
+        line = _call_line(call.name, call.arguments)
+        text = render_observation(call.raw)
         if text in gold_texts:
             parts.append(f"- {line}\n(same result as a reference observation above)")
         else:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from physassist.faults import ERROR_STATUS
 from scorers.grader import Grader
-from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
+from scorers.judgement import ErrorKind, ItemResult, Judge, TurnInput, TurnJudgement
 from scorers.llm_judge import grade_turn
 
 NAME = "panel"
@@ -31,11 +31,11 @@ def combine(judgements: Sequence[TurnJudgement], n_items: int) -> TurnJudgement:
     if not voting:
         errors = "; ".join(dict.fromkeys(j.error or "no verdict" for j in judgements))
         kinds = {j.error_kind for j in judgements}
-        kind = "unparseable" if kinds == {"unparseable"} else "provider" if kinds == {"provider"} else None
+        kind: ErrorKind | None = "unparseable" if kinds == {"unparseable"} else "provider" if kinds == {"provider"} else None
         return TurnJudgement.failed(n_items, NAME, f"every panel grader failed: {errors}", kind)
     items = []
     for index in range(n_items):
-        votes = [j.items[index].passed for j in voting if j.items[index].passed is not None]
+        votes = [p for p in (j.items[index].passed for j in voting) if p is not None]
         yes, no = sum(votes), len(votes) - sum(votes)
         passed = True if yes > no else False if no > yes else None
         tally = f"panel {yes} pass / {no} fail of {len(judgements)} graders"

@@ -127,8 +127,8 @@ def _clause_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     left = 0
     for m in _CLAUSE_END.finditer(text, 0, start):
         left = m.end()
-    m = _CLAUSE_END.search(text, end)
-    right = m.start() if m else len(text)
+    after = _CLAUSE_END.search(text, end)
+    right = after.start() if after else len(text)
     return left, right
 
 

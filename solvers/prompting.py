@@ -26,7 +26,8 @@ def prompt_text(name: str, language: str, folder: Path = PROMPTS_DIR) -> str:
 def prompt_json(name: str, language: str, folder: Path = PROMPTS_DIR) -> dict[str, Any]:
     """The parsed ``<folder>/<name>_<language>.json``."""
     path = folder / f"{name}_{language}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def system_prompt(language: str, terminal_rule: str) -> str:

@@ -41,6 +41,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 from inspect_ai.util import LimitExceededError, span
 
+from physassist.calls import EndpointDown
 from physassist.data import Session
 from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
@@ -80,7 +81,7 @@ class LoopSettings:
     """Every knob of the loop: the ``physassist.options`` entries of these task parameters.
 
     Each field is typed with its option's ``Literal`` alias (closed choices) and defaults to its
-    ``DEFAULTS``; ``tests/test_options.py`` fails if a field's name, values or default drifts
+    ``DEFAULTS``; ``tests/cli/test_options.py`` fails if a field's name, values or default drifts
     from the table. Each value is checked (and spelled: YAML's ``off`` -> ``"off"``) by its
     option on construction, so bad values fail before any sample.
     """
@@ -346,7 +347,7 @@ def physassist_session(**options: Any) -> Solver:
                     if broken is not None:
                         raise SystemFault(f"the gold history could not be built: {broken}")
                     await run.run_turn(messages, result)
-                except LimitExceededError:
+                except (LimitExceededError, EndpointDown):  # a limit; an endpoint the run gave up on
                     raise
                 except Exception as ex:  # a system fault: the turn is unscored, the session goes on
                     del messages[start_len + 1 :]

@@ -33,6 +33,7 @@ from .terminal import CONTROL_TOOLS, ControlTool
 Executor = Callable[[str, dict[str, Any]], dict[str, Any]]
 Renderer = Callable[[dict[str, Any]], str]
 
+
 class SharedToolParams(ToolParams):
     """Tool parameters that are read, never mutated, after construction.
 
@@ -100,7 +101,9 @@ class SessionToolbox:
             parallel=False,
         )
 
-    def control_tool(self, control: ControlTool, session_schema: dict[str, Any] | None = None) -> ToolDef:
+    def control_tool(
+        self, control: ControlTool, session_schema: dict[str, Any] | None = None
+    ) -> ToolDef:
         """The strategy's control tool (the session's own schema for it when present); it
         answers with the strategy's reply and is never recorded as a data call."""
         fn = (session_schema or {}).get("function", session_schema) or control.schema
@@ -141,7 +144,12 @@ class SessionToolbox:
         return self._record(dotted, args, raw, started, time.perf_counter() - clock)
 
     def _record(
-        self, dotted: str, args: dict[str, Any], raw: dict[str, Any], started: float, seconds: float = 0.0
+        self,
+        dotted: str,
+        args: dict[str, Any],
+        raw: dict[str, Any],
+        started: float,
+        seconds: float = 0.0,
     ) -> CallRecord:
         text = seen_text(self._observations, self._renderer(raw), self._language)
         # the raw result as text: ``CallRecord`` says why
@@ -152,7 +160,9 @@ class SessionToolbox:
         """Answer a call Inspect refused (unknown tool, bad JSON, schema violation)."""
         dotted = from_api_name(call.function)
         if call.parse_error:
-            raw = operation_outcome(f"Could not parse the arguments of {dotted}: {call.parse_error}", code="invalid")
+            raw = operation_outcome(
+                f"Could not parse the arguments of {dotted}: {call.parse_error}", code="invalid"
+            )
             return self._record(dotted, {}, raw, time.time())
         return await self.call(dotted, dict(call.arguments or {}))
 

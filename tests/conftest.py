@@ -34,7 +34,11 @@ _slow: set[str] = set()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--save-durations", action="store_true", help=f"write the long tests' seconds to {REFERENCE.name}")
+    parser.addoption(
+        "--save-durations",
+        action="store_true",
+        help=f"write the long tests' seconds to {REFERENCE.name}",
+    )
 
 
 def _seconds(config: pytest.Config) -> dict[str, float]:
@@ -49,11 +53,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def seconds(item: pytest.Item) -> float:
         return last.get(item.nodeid, UNMEASURED if item.get_closest_marker("slow") else 0.0)
 
-    long = sorted((item for item in items if item.get_closest_marker("slow") or seconds(item) >= LONG), key=lambda item: -seconds(item))
+    long = sorted(
+        (item for item in items if item.get_closest_marker("slow") or seconds(item) >= LONG),
+        key=lambda item: -seconds(item),
+    )
     dealt_first = set(long)
     fast = iter([item for item in items if item not in dealt_first])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    first_batch = max(2, len(items) // workers // 4)  # xdist --dist load: the first batch per worker
+    first_batch = max(
+        2, len(items) // workers // 4
+    )  # xdist --dist load: the first batch per worker
     shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
     dealt = [0.0] * workers
     for item in long:
@@ -77,7 +86,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     cache = getattr(session.config, "cache", None)
     if cache is not None:
-        cache.set(DURATIONS, {**cache.get(DURATIONS, {}), **{k: round(v, 2) for k, v in _measured.items()}})
+        cache.set(
+            DURATIONS,
+            {**cache.get(DURATIONS, {}), **{k: round(v, 2) for k, v in _measured.items()}},
+        )
     if session.config.getoption("save_durations"):
-        long = {k: round(v, 1) for k, v in sorted(_measured.items(), key=lambda kv: -kv[1]) if v >= LONG or k in _slow}
+        long = {
+            k: round(v, 1)
+            for k, v in sorted(_measured.items(), key=lambda kv: -kv[1])
+            if v >= LONG or k in _slow
+        }
         REFERENCE.write_text(json.dumps(long, indent=0) + "\n")

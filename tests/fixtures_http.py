@@ -16,14 +16,18 @@ Faults (``faults``: request number -> kind, numbered from 1 over chat requests):
 (with ``Retry-After``), ``500``, ``slow`` (answers after ``slow_seconds``), ``malformed_args``
 (an ``Observation__search`` call whose arguments are not JSON, instead of the reply's calls), ``unknown_tool`` (a tool that was not offered),
 ``empty_choices``. ``latency`` delays every response (benchmarks). ``broken=True``: HTTP 500 to
-every request, ``GET /v1/models`` included (a server that is up but failing).
+every request, ``GET /v1/models`` included (a server that is up but failing). ``dies_after=n``:
+the server is killed once it answered n chat requests (nothing listens any more).
 ``silent_server()``: an address that accepts connections and never answers.
+``generator_policy`` serves ``physassist-generate``'s agents (the offline generator's replies),
+``malformed_policy()`` a model whose replies are never the JSON asked for (``MALFORMED``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 import socket
@@ -82,6 +86,42 @@ def grader_policy(body: dict[str, Any]) -> Reply:
     return {"content": json.dumps({"items": items}), "tool_calls": [], "usage": (len(prompt) // 4, 20 * n)}
 
 
+def generator_policy(body: dict[str, Any]) -> Reply:
+    """``physassist-generate``'s offline generator (``generation/scripted.py``) over HTTP: each
+    agent answered from its prompt, as ``generator=scripted`` answers it in process."""
+    from generation.scripted import ScriptedGenerator
+
+    async def act() -> Reply:
+        messages: list[ChatMessage] = await messages_from_openai(body["messages"])
+        output = await ScriptedGenerator("scripted").generate(messages, [], "none", None)
+        usage = output.usage
+        return {"content": output.completion, "tool_calls": [], "usage": (usage.input_tokens, usage.output_tokens)}
+
+    return asyncio.run(act())
+
+
+#: What a model replies where JSON is asked, misbehaving (``malformed_policy``), with the finish
+#: reason the server reports: prose, a refusal, nothing, a reply cut at its output budget.
+MALFORMED = (
+    ("Sure! Here is the plan you asked for: first, check the creatinine.", "stop"),
+    ("I'm sorry, but I can't help with that request.", "content_filter"),
+    ("", "stop"),
+    ('{"clinical_situation": "78-year-old under review", "turns": [{"topic": "Creat', "length"),
+)
+
+
+def malformed_policy() -> Policy:
+    """A model that never replies with the JSON object asked for: its requests get the replies
+    of ``MALFORMED`` in turn."""
+    numbers = itertools.count()
+
+    def reply(body: dict[str, Any]) -> Reply:
+        content, finish = MALFORMED[next(numbers) % len(MALFORMED)]
+        return {"content": content, "tool_calls": [], "usage": (100, 1024 if finish == "length" else 12), "finish": finish}
+
+    return reply
+
+
 PATIENT_ANSWER = "I have felt more tired this week."
 
 
@@ -135,11 +175,13 @@ class ScriptedServer:
     log: list[Served] = field(default_factory=list)
     other_paths: list[str] = field(default_factory=list)
     broken: bool = False
+    dies_after: int | None = None  # the server is killed once it answered this many chat requests
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._count = 0
         self._httpd: ThreadingHTTPServer | None = None
+        self.dead = False
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> ScriptedServer:
@@ -165,12 +207,17 @@ class ScriptedServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if server.dead:  # a kept-alive connection to a killed server: closed, no answer
+                    self.close_connection = True
+                    return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     server.other_paths.append(self.path)
                     self._json(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 status, payload, headers = server.answer(body, dict(self.headers))
                 self._json(status, payload, headers)
+                if server.dies_after is not None and len(server.served(status=200)) >= server.dies_after:
+                    server.kill()
 
             def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
@@ -194,15 +241,23 @@ class ScriptedServer:
         self.stop()
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        httpd, self._httpd = self._httpd, None  # once (``kill`` stops it from another thread)
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+
+    def kill(self) -> None:
+        """As ``kill -9`` of the server process would: nothing listens any more, and open
+        connections close without an answer."""
+        self.dead = True
+        threading.Thread(target=self.stop, daemon=True).start()
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        if self._httpd is not None:
+            self._url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        assert getattr(self, "_url", None), "server not started"
+        return self._url
 
     # -- answering -----------------------------------------------------------------------
     def fault_for(self, number: int, model: str) -> str | None:
@@ -257,7 +312,7 @@ class ScriptedServer:
                 }
                 for name, args in calls
             ]
-        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        choice = {"index": 0, "message": message, "finish_reason": reply.get("finish") or ("tool_calls" if calls else "stop")}
         return 200, self._completion(model, [choice], record.usage), {}
 
     @staticmethod

@@ -2,8 +2,11 @@
 
 A reviewer's reading of MIMIC-IV, written from the tables alone with DuckDB (no builder, no
 store, no tools): what each session's rubric may say about current orders, doses, latest
-lab values, cultures, administrations and the patient's course. ``defects`` lists every
-disagreement by category; a clinically sound build has none.
+lab values, cultures, administrations and the patient's course; that no spurious lab value
+(a spike reversed within hours, physassist/lab_artifacts.py) is cited; that the trend words a
+rubric accepts are the documented table's (``generation/builder/vocab.py`` TRENDS, judged here
+on the raw values); and that a build uses an admission once per scenario, asks no question
+twice and looks no lab up right after the turn that gave it. ``defects`` lists every disagreement by category; a clinically sound build has none.
 
 What a session may state is what was known at its cutoff (its ``cutoff``, else the end of its
 ``current_date``): a lab value or a culture result counts from its report time (``storetime``,
@@ -13,11 +16,14 @@ and ``dischtime``. ``reported_after`` counts a stated lab value or organism that
 the cutoff but reported after it; ``culture_kinds`` a culture answer's specimen from which no
 culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test.
 
-Administrations are counted from the eMAR and from ``icu/inputevents`` (the ICU charts most
-drugs given there only in MetaVision): an ICU row counts for a drug when its ``d_items.label``
-holds the drug word, and as given when it finished running (``FinishedRunning``, or a segment
-ended by a dose/rate change). A turn that states a dose count or the last dose of a drug with
-any ICU administration is a defect: the compat tools (the reference's) show the eMAR only.
+Administrations are counted per order, as a nurse counts them: the eMAR events of the current
+order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
+dose withheld in the hours before discharge is expected, not missed. The ICU charts most drugs
+given there only in ``icu/inputevents`` (MetaVision): an ICU row counts for a drug when its
+``d_items.label`` holds the drug word, and as given when it finished running
+(``FinishedRunning``, or a segment ended by a dose/rate change). A turn that states a dose
+count or the last dose of a drug with any ICU administration is a defect: the compat tools
+(the reference's) show the eMAR only.
 """
 
 from __future__ import annotations
@@ -31,14 +37,20 @@ from typing import Any
 
 import duckdb
 
+from generation.builder.vocab import TRENDS
+from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
+
 #: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
+#: Line care, never a drug of a session: flushes, locks, catheter clearance, dialysis priming.
+LINE_CARE = re.compile(r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|iabp|picc|"
+                       r"midline", re.IGNORECASE)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
 CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "reported_after",
-              "culture_kinds", "administrations", "end_of_life")
+              "culture_kinds", "administrations", "end_of_life", "artifacts", "trends", "repeats")
 #: A culture, by its test name (a surveillance screen is one); an antigen test, a PCR, a
 #: serology or a stain is not, whatever its name holds.
 CULTURE_TEST = re.compile(r"CULTURE|SCREEN|^TISSUE$|R/O ", re.IGNORECASE)
@@ -68,7 +80,7 @@ def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str)
 def raw(source: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for module, names in (("hosp", ("admissions", "prescriptions", "pharmacy", "labevents",
-                                    "d_labitems", "emar", "microbiologyevents")),
+                                    "d_labitems", "emar", "emar_detail", "microbiologyevents")),
                           ("icu", ("icustays", "inputevents", "d_items"))):
         for name in names:
             _table(con, source, module, name)
@@ -110,21 +122,81 @@ class Record:
         loc = str(self.location or "").upper()
         return self.expired == "1" or bool(self.death) or "DIED" in loc or "HOSPICE" in loc
 
-    def current_doses(self, word: str) -> set[float] | None:
-        """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
+    def current_orders(self, word: str) -> list[dict[str, Any]] | None:
+        """The current orders of ``word`` as a pharmacist reads them: the prescription rows of
+        one ``poe_id`` (same drug, start, unit, frequency) are one order, line care (flushes,
+        catheter clearance) is none; its dose is the eMAR's ``dose_due`` when that is a row's
+        dose or their sum, else the rows' common dose, else their sum. None when one of them has
+        no fixed dose."""
         ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
-        out: set[float] = set()
-        for start, stop, dose, freq, sliding in self.rows(
-                "SELECT p.starttime, p.stoptime, p.dose_val_rx, ph.frequency, ph.sliding_scale "
-                "FROM prescriptions p LEFT JOIN pharmacy ph USING (pharmacy_id) "
-                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower()):
+        groups: dict[tuple, list[tuple]] = defaultdict(list)
+        for i, (drug, start, stop, dose, unit, route, freq, sliding, poe) in enumerate(self.rows(
+                "SELECT p.drug, p.starttime, p.stoptime, p.dose_val_rx, p.dose_unit_rx, p.route, "
+                "ph.frequency, ph.sliding_scale, p.poe_id FROM prescriptions p "
+                "LEFT JOIN pharmacy ph USING (pharmacy_id) "
+                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower())):
             s, e = _ts(start), _ts(stop)
             if (s is not None and s > ref) or (e is not None and e < ref - GRACE):
+                continue
+            if LINE_CARE.search(drug) or str(route).upper() in ("DWELL", "DIALYS", "IJ"):
                 continue
             f = str(freq or "").upper()
             if sliding == "Y" or any(w in f for w in NO_FIXED_DOSE) or not _num(dose):
                 return None
-            out.add(float(dose))
+            groups[(poe, drug, start, unit, f) if poe else (i,)].append((drug, start, float(dose), poe))
+        return [self._order(rows) for rows in groups.values()]
+
+    def _order(self, rows: list[tuple]) -> dict[str, Any]:
+        drug, start, _, poe = rows[0]
+        doses = [d for _, _, d, _ in rows]
+        due = [_num(d) for (d,) in self.rows(
+            "SELECT d.dose_due FROM emar e JOIN emar_detail d USING (emar_id) WHERE e.hadm_id = ? "
+            "AND e.poe_id = ? AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT NULL "
+            "AND e.charttime < ? ORDER BY e.charttime DESC LIMIT 1", poe, str(self.cutoff))] if poe else []
+        total = round(sum(doses), 6)
+        if due and due[0] is not None and (due[0] in doses or abs(due[0] - total) < 1e-6):
+            dose = due[0]
+        else:
+            dose = doses[0] if len(set(doses)) == 1 else total
+        return {"drug": drug, "start": _ts(start), "dose": dose, "poe": poe}
+
+    def warfarin_dose(self) -> set[float]:
+        """The dose of the newest warfarin order, when it ran within 36 h of discharge:
+        MIMIC-IV orders warfarin a dose a day ("ONCE"), by the INR."""
+        ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
+        rows = sorted(((_ts(s), _ts(e), _num(d)) for s, e, d in self.rows(
+            "SELECT starttime, stoptime, dose_val_rx FROM prescriptions WHERE hadm_id = ? "
+            "AND contains(lower(drug), 'warfarin')")), key=lambda r: r[0] or ref)
+        rows = [r for r in rows if r[2] and (r[0] is None or r[0] <= ref)]
+        recent = rows and (rows[-1][1] is None or rows[-1][1] >= ref - dt.timedelta(hours=36))
+        return {rows[-1][2]} if recent else set()
+
+    def current_doses(self, word: str) -> set[float] | None:
+        """Doses of the current orders of ``word``; None when one of them has no fixed dose."""
+        orders = self.current_orders(word)
+        return None if orders is None else {o["dose"] for o in orders}
+
+    def order_counts(self, word: str) -> list[tuple[int, int]]:
+        """(given, missed) eMAR doses of each current order of ``word``, as a nurse counts them:
+        only Administered / Applied events give a dose and only Not Given / Hold Dose / Not
+        Applied events withhold one (Started, Confirmed, Flushed... are infusion and line care);
+        a dose withheld in the 4 h before discharge is expected, not missed."""
+        disch = _ts(self.disch)
+        out = []
+        for order in self.current_orders(word) or []:
+            given = missed = 0
+            for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
+                                      "AND poe_id = ?", order["poe"]):
+                text = " ".join(str(event or "").lower().replace("delayed ", "")
+                                .replace("partial ", "").split())
+                when = _ts(t)
+                if when >= self.cutoff:
+                    continue
+                if text.startswith(("administered", "applied", "removed existing / applied new")):
+                    given += 1
+                elif text.startswith(("not given", "hold dose", "held", "not applied")):
+                    missed += disch is None or when < disch - dt.timedelta(hours=4)
+            out.append((given, missed))
         return out
 
     def _stays(self, hadm: Any, drawn: dt.datetime | None, day_only: bool = False) -> bool:
@@ -137,6 +209,7 @@ class Record:
             return self.start.date() <= drawn.date() <= self.end.date()
         return self.start <= drawn <= self.end
 
+    @functools.cache  # noqa: B019 (one Record per session)
     def lab_series(self, label: str, reported: bool = True) -> list[tuple[dt.datetime, float]]:
         """The label's values of the stay drawn before the cutoff and (``reported``) known by
         then, oldest first."""
@@ -151,6 +224,79 @@ class Record:
         if any(c != "blood gas" for *_, c in rows):
             rows = [r for r in rows if r[2] != "blood gas"]
         return sorted((t, v) for t, v, _ in rows)
+
+    def before_treatment(self, label: str, words: list[str]) -> float | None:
+        """The value of ``label`` last drawn before the first dose of a drug (eMAR Administered
+        or ICU input), within two days of it: a treatment's baseline."""
+        if not words:
+            return None
+        given = [_ts(t) for (t,) in self.rows(
+            "SELECT charttime FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) "
+            "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'", words[0])]
+        given += [_ts(t) for (t,) in self.rows(
+            "SELECT i.starttime FROM inputevents i JOIN d_items d USING (itemid) "
+            "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)", words[0])]
+        given = [t for t in given if t is not None and t < self.cutoff]
+        if not given:
+            return None
+        first, suspect = min(given), self.suspect(label)
+        before = [v for t, v in self.lab_series(label)
+                  if first - dt.timedelta(days=2) <= t <= first and t not in suspect]
+        return before[-1] if before else None
+
+    def latest_range(self, label: str) -> tuple[float | None, float | None]:
+        """The reference range charted with the newest value of ``label``."""
+        rows = self.rows(
+            "SELECT l.ref_range_lower, l.ref_range_upper FROM labevents l JOIN d_labitems d "
+            "USING (itemid) WHERE l.hadm_id = ? AND d.label = ? AND l.valuenum IS NOT NULL "
+            "AND lower(coalesce(d.fluid, 'blood')) = 'blood' AND l.charttime < ? "
+            "AND lower(coalesce(d.category, '')) <> 'blood gas' "
+            "ORDER BY l.charttime DESC LIMIT 1", label, str(self.cutoff))
+        return (_num(rows[0][0]), _num(rows[0][1])) if rows else (None, None)
+
+    def suspect(self, label: str) -> set[dt.datetime]:
+        """Chart times of ``label``'s spurious values: a spike 40% away from both neighbours,
+        back within 12 h, with no treatment given around it; and, in a draw where two panel
+        analytes spiked (one at least untreated), a value 15% apart from both neighbours
+        (physassist/lab_artifacts.py)."""
+        own = {t for t, treated in self._spikes(label).items() if not treated}
+        panel = defaultdict(list)
+        for other in PANEL_LABS:
+            for t, treated in self._spikes(other).items():
+                panel[t].append(treated)
+        series = self.lab_series(label)
+        apart = {t for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
+                 if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15}
+        return own | {t for t, treated in panel.items()
+                      if len(treated) >= 2 and not all(treated) and t in apart}
+
+    @functools.cache  # noqa: B019 (one Record per session, a few labels each)
+    def _spikes(self, label: str) -> dict[dt.datetime, bool]:
+        """Chart time of each spike of ``label`` -> whether a treatment given around it
+        explains it."""
+        series = self.lab_series(label)
+        out = {}
+        for (ta, a), (t, v), (tb, b) in zip(series, series[1:], series[2:], strict=False):
+            up, down = v > max(a, b), v < min(a, b)
+            if not (up or down) or tb - t > dt.timedelta(hours=12):
+                continue
+            if min(_away(v, a), _away(v, b)) >= 0.4 and abs(b - a) <= abs(v - a) / 2:
+                words = INTERVENTIONS.get((label, "high" if up else "low"), ())
+                out[t] = self.treated(words, ta, tb)
+        return out
+
+    def treated(self, words: tuple[str, ...], start: dt.datetime, end: dt.datetime) -> bool:
+        """A drug named by one of ``words`` given (eMAR or ICU) between ``start`` and ``end``."""
+        if not words:
+            return False
+        given = self.rows(
+            "SELECT medication FROM emar WHERE hadm_id = ? AND charttime BETWEEN ? AND ? "
+            "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'",
+            str(start), str(end))
+        given += self.rows(
+            "SELECT d.label FROM inputevents i JOIN d_items d USING (itemid) WHERE i.hadm_id = ? "
+            "AND i.starttime <= ? AND coalesce(i.endtime, i.starttime) >= ?", str(end), str(start))
+        return any(w in str(m).lower() for (m,) in given for w in words)
 
     @functools.cached_property
     def micro(self) -> list[dict[str, Any]]:
@@ -188,22 +334,10 @@ class Record:
                     (_ts(e) or self.cutoff) >= self.cutoff for s, e in rows)
         return len(rows), given
 
-    def emar_counts(self, word: str) -> tuple[int, int]:
-        """(given, not given) eMAR events; an event with no text is neither."""
-        given = missed = 0
-        for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
-                                  "AND contains(lower(medication), ?)", word.lower()):
-            text = str(event or "").lower()
-            if not text or _ts(t) >= self.cutoff:
-                continue
-            if text.startswith("not ") or "held" in text or "hold" in text:
-                missed += "stopped" not in text
-            elif not text.startswith(("stopped", "delayed")) and any(
-                    w in text for w in ("administered", "given", "applied", "started", "confirmed",
-                                        "flushed", "assessed", "removed", "read", "rate change",
-                                        "reconciliation")):
-                given += 1
-        return given, missed
+
+def _away(value: float, other: float) -> float:
+    scale = max(abs(value), abs(other))
+    return abs(value - other) / scale if scale else 0.0
 
 
 def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -228,7 +362,11 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
             for a in writes:
                 if not rec.current_doses(str(a["medication"]).split()[0].lower()):
                     out["current_orders"].append(f"{where}: renews {a['medication']}, not current")
+            intents = e.get("session_plan", {}).get("turn_intents", [])
+            intent = intents[t] if t < len(intents) else ""
             labs = {a["code"] for n, a in calls if n == "Observation.search" and a.get("code")}
+            drugs_given = [a["medication"].lower() for n, a in calls
+                           if n == "MedicationAdministration.search" and a.get("medication")]
             for c in checks:
                 if c["kind"] != "value":
                     continue
@@ -236,14 +374,20 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 if label in drugs:
                     if value == 0:
                         out["zero_doses"].append(f"{where}: {label} dose 0")
-                    doses = rec.current_doses(label)
+                    doses = (rec.current_doses(label) if not intent.startswith("anticoag_bridge(")
+                             or label != "warfarin" else rec.warfarin_dose())
                     if not doses or value not in doses:
                         out["current_orders"].append(
                             f"{where}: {label} {value} not a current scheduled dose ({doses})")
                 elif label in labs:
                     series = rec.lab_series(label)
-                    values = [v for _, v in series]
-                    if value not in values and value in [v for _, v in rec.lab_series(label, False)]:
+                    suspect = rec.suspect(label)
+                    values = [v for t, v in series if t not in suspect]
+                    if any(v == value and t in suspect for t, v in series) and value not in values:
+                        out["artifacts"].append(f"{where}: {label} {value} cited, a spurious "
+                                                "value reversed within hours")
+                    elif value not in [v for _, v in series] and value in [
+                            v for _, v in rec.lab_series(label, False)]:
                         out["reported_after"].append(
                             f"{where}: {label} {value} was drawn by the cutoff, reported after it")
                     elif not series:
@@ -251,19 +395,18 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
                         out["latest_values"].append(
                             f"{where}: {label} {value}, latest is {values[-1]}")
-                    elif value not in (values[0], values[-1], max(values), min(values)):
-                        out["latest_values"].append(
-                            f"{where}: {label} {value} is not first, last, peak or nadir")
+                    elif value not in (values[0], values[-1], max(values), min(values),
+                                       rec.before_treatment(label, drugs_given)):
+                        out["latest_values"].append(f"{where}: {label} {value} is not first, "
+                                                    "last, peak, nadir or before the treatment")
                 elif label in ("given", "not given") and drugs:
                     word = next(iter(drugs))
-                    given, missed = rec.emar_counts(word)
-                    given += rec.icu_counts(word)[1]
-                    if value != (given if label == "given" else missed):
+                    counts = rec.order_counts(word)
+                    said = [c[0 if label == "given" else 1] for c in counts]
+                    if value not in said:
                         out["administrations"].append(
-                            f"{where}: {label} {value}, the record says {given} given, "
-                            f"{missed} not")
-            intents = e.get("session_plan", {}).get("turn_intents", [])
-            intent = intents[t] if t < len(intents) else ""
+                            f"{where}: {label} {value}, the record's current orders say "
+                            f"(given, not given) {counts}")
             if intent.startswith(DOSE_COUNT_KINDS):
                 word = intent.split("(", 1)[1].rstrip(")")
                 icu_rows, icu_given = rec.icu_counts(word)
@@ -271,6 +414,9 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     out["administrations"].append(
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
                         f"({icu_given} given) that compat cannot show")
+            if intent.startswith("lab_trend(") and len(labs) == 1:
+                out["trends"] += _trend_defects(rec, where, next(iter(labs)), e["rubrics"][t],
+                                                checks)
             if any(a.get("report_type") == "culture" for n, a in calls
                    if n == "DiagnosticReport.search"):
                 orgs = rec.organisms()
@@ -283,7 +429,83 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
                 for kind, problem in _culture_lines(rec, answer):
                     out[kind].append(f"{where}: {problem}")
+    out["repeats"] = _repeats(entries)
     return {k: out.get(k, []) for k in CATEGORIES}
+
+
+#: Turn intents that look a lab up (a value the turn before already gave is asked again).
+LOOKUPS = ("lab_latest(", "lab_pair(", "lab_and_med(")
+
+
+def _repeats(entries: list[dict[str, Any]]) -> list[str]:
+    """Within one build: an admission used twice in a scenario, a question asked twice, a lab
+    looked up right after the turn that gave it."""
+    found = []
+    seen: dict[tuple[str, int], str] = {}
+    asked: dict[str, str] = {}
+    for e in entries:
+        key = (e.get("clinical_scenario", ""), e["hadm_id"])
+        if key in seen:
+            found.append(f"{e['id']}: admission {e['hadm_id']} already used by {seen[key]}")
+        seen.setdefault(key, e["id"])
+        intents = e.get("session_plan", {}).get("turn_intents", [])
+        labs = [{a["code"] for n, a in _calls(turn) if n == "Observation.search" and a.get("code")}
+                for turn in e["answer_list"]]
+        for t, text in enumerate(e.get("tasks_en", [])):
+            if text in asked:
+                found.append(f"{e['id']} turn {t}: {text!r} already asked in {asked[text]}")
+            asked.setdefault(text, f"{e['id']} turn {t}")
+            if t and t < len(intents) and intents[t].startswith(LOOKUPS) and labs[t] & labs[t - 1]:
+                found.append(f"{e['id']} turn {t}: asks {sorted(labs[t] & labs[t - 1])} again")
+    return found
+
+
+def _trend_defects(rec: Record, where: str, label: str, items: list[str],
+                   checks: list[dict[str, Any]]) -> list[str]:
+    """The trend words a turn accepts, against the documented table (``vocab.TRENDS``, read
+    here on the record's values without its spurious ones)."""
+    rule = TRENDS.get(label)
+    suspect = rec.suspect(label)
+    points = [(t, v) for t, v in rec.lab_series(label) if t not in suspect]
+    said = [c for i, c in zip(items, checks, strict=True) if i.startswith("The answer describes")]
+    if rule is None or len(points) < 2 or not said:
+        return [f"{where}: a {label} trend the table cannot judge"]
+    direction, size = _reviewer_trend([v for _, v in points], rule, rec.latest_range(label))
+    words = {w.lower() for w in said[0]["any"]["en"]}
+    fair = {direction} | ({"stable"} if size == "slight" else set())
+    unfair = {"rising", "falling", "stable"} - fair
+    if not fair <= words or unfair & words:
+        return [f"{where}: {label} {[v for _, v in points]} is {size} {direction} by the table; "
+                f"the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"]
+    return []
+
+
+def _size(a: float, b: float, rule: Any, limits: tuple[float | None, ...] = ()) -> str:
+    diff, small = abs(b - a), min(abs(a), abs(b))
+    rel = diff / small if small else float("inf")
+    if diff >= rule.delta or (rel >= rule.rel and diff >= rule.delta / 2):
+        return "clear"
+    crossed = any(x is not None and min(a, b) < x < max(a, b) for x in limits)
+    return "none" if diff < rule.delta / 2 and rel < rule.rel and not crossed else "slight"
+
+
+def _reviewer_trend(values: list[float], rule: Any,
+                    limits: tuple[float | None, float | None]) -> tuple[str, str]:
+    """Direction and size: since the later of a clear interior peak or nadir, else last vs
+    first, a move across the reference range at least slight (the documented rule)."""
+    first, last = values[0], values[-1]
+    top, bottom = values.index(max(values)), values.index(min(values))
+    turns = []
+    if max(values) > max(first, last) and _size(max(values), last, rule) == "clear" and _size(
+            first, max(values), rule) != "none":
+        turns.append((top, "falling"))
+    if min(values) < min(first, last) and _size(min(values), last, rule) == "clear" and _size(
+            first, min(values), rule) != "none":
+        turns.append((bottom, "rising"))
+    if turns:
+        return max(turns)[1], "clear"
+    size = _size(first, last, rule, limits)
+    return ("stable" if size == "none" else "rising" if last > first else "falling"), size
 
 
 def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:

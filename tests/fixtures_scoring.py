@@ -315,7 +315,10 @@ def turn_input(
 ) -> TurnInput:
     view = SessionView(session)
     record = TurnRecord(
-        turn, session["tasks_en"][turn], answer, calls=tuple(CallRecord.from_stored(c) for c in calls or ())
+        turn,
+        session["tasks_en"][turn],
+        answer,
+        calls=tuple(CallRecord.from_stored(c) for c in calls or ()),
     )
     return TurnInput(
         session=view,

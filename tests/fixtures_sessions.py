@@ -28,7 +28,9 @@ Mutation = Callable[[dict[str, Any]], None]
 
 def fixture_lines() -> dict[str, list[str]]:
     """file name -> the JSONL lines of that fixture file."""
-    return {p.name: p.read_text(encoding="utf-8").splitlines() for p in sorted(FIXTURES.glob("*.jsonl"))}
+    return {
+        p.name: p.read_text(encoding="utf-8").splitlines() for p in sorted(FIXTURES.glob("*.jsonl"))
+    }
 
 
 def fixture_dicts() -> dict[str, list[dict[str, Any]]]:
@@ -44,7 +46,9 @@ def session_dict(session_id: str) -> dict[str, Any]:
 
 
 def write_fixture_dir(
-    directory: Path, mutations: dict[str, Mutation] | None = None, *,
+    directory: Path,
+    mutations: dict[str, Mutation] | None = None,
+    *,
     extra_lines: dict[str, list[str]] | None = None,
 ) -> Path:
     """Copy the fixtures to `directory`, applying `mutations[session_id]` to those sessions
@@ -65,5 +69,8 @@ def write_fixture_dir(
 
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file under `directory` with its bytes (to prove a command wrote nothing)."""
-    return {str(p.relative_to(directory)): p.read_bytes()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }

@@ -91,10 +91,16 @@ def demo_store(store_cache: Path) -> Iterator[EHRStore]:
     store.close()
 
 
-# --------------------------------------------------------------------------- a tiny hand-written source
+# ------------------------------------------------------------------ a tiny hand-written source
 
-TINY_PATIENTS = "subject_id,gender,anchor_age,anchor_year,anchor_year_group,dod\n1,F,70,2150,2011 - 2013,\n2,M,55,2160,2014 - 2016,2165-03-01\n"
-TINY_LABITEMS = "itemid,label,fluid,category\n50912,Creatinine,Blood,Chemistry\n50971,Potassium,Blood,Chemistry\n"
+TINY_PATIENTS = (
+    "subject_id,gender,anchor_age,anchor_year,anchor_year_group,dod\n1,F,70,2150,2011 - 2013,\n"
+    "2,M,55,2160,2014 - 2016,2165-03-01\n"
+)
+TINY_LABITEMS = (
+    "itemid,label,fluid,category\n50912,Creatinine,Blood,Chemistry\n"
+    "50971,Potassium,Blood,Chemistry\n"
+)
 TINY_LABEVENTS = (
     "labevent_id,subject_id,hadm_id,specimen_id,itemid,order_provider_id,charttime,storetime,"
     "value,valuenum,valueuom,ref_range_lower,ref_range_upper,flag,priority,comments\n"

@@ -21,9 +21,14 @@ def cohort_connection(root: Path) -> duckdb.DuckDBPyConnection:
     for name, (_module, cols) in SCHEMAS.items():
         path = table_path(root, name)
         text_cols = ", ".join(f"'{c}': 'VARCHAR'" for c, t in cols if pa.types.is_string(t))
-        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', header=true, sample_size=-1, "
-                    f"types={{{text_cols}}})")
-    con.execute(f"CREATE TABLE subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', header=true)")
+        con.execute(
+            f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', header=true, sample_size=-1, "
+            f"types={{{text_cols}}})"
+        )
+    con.execute(
+        f"CREATE TABLE subjects AS SELECT * FROM read_csv('{root / 'meta' / 'subjects.csv'}', "
+        "header=true)"
+    )
     return con
 
 

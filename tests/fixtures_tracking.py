@@ -22,15 +22,24 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-CONF = Path(os.environ.get("PHYSASSIST_CONF_DIR") or REPO / "conf")  # conf/ as shipped (tests/shipped_conf.py)
+CONF = Path(
+    os.environ.get("PHYSASSIST_CONF_DIR") or REPO / "conf"
+)  # conf/ as shipped (tests/shipped_conf.py)
 VENV_BIN = Path(sys.executable).parent
 
 TASK_TYPES = ("IL", "DG", "CR", "WU")
 SUBTYPES = ("none", "NA", "PE", "AE")
 
 
-def compose(overrides: Sequence[str] = (), *, config_dir: Path = CONF, hydra: bool = False, name: str = "eval"):
-    """Compose ``eval`` (or ``name``) with overrides (Hydra's compose API); ``hydra=True`` keeps hydra.*."""
+def compose(
+    overrides: Sequence[str] = (),
+    *,
+    config_dir: Path = CONF,
+    hydra: bool = False,
+    name: str = "eval",
+):
+    """Compose ``eval`` (or ``name``) with overrides (Hydra's compose API); ``hydra=True`` keeps
+    hydra.*."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
@@ -115,7 +124,11 @@ def tiny_task(
             if executions is not None:
                 with open(executions, "a") as handle:
                     handle.write(f"{state.sample_id}\n")
-            if fail or (fail_flag is not None and fail_flag.exists() and state.sample_id == f"s{n_samples - 1}"):
+            if fail or (
+                fail_flag is not None
+                and fail_flag.exists()
+                and state.sample_id == f"s{n_samples - 1}"
+            ):
                 raise RuntimeError("tiny task failure")
             turns = [
                 {
@@ -202,7 +215,6 @@ def search_runs(uri: str, experiment: str = "physassist", filter_string: str = "
     return mlflow.search_runs(
         experiment_names=[experiment], filter_string=filter_string, output_format="pandas"
     )
-
 
 
 @contextlib.contextmanager

@@ -38,9 +38,15 @@ INSTALL = "installs the project"
 #: (pattern, reason): a command matching the pattern is not run by the README test.
 SKIPS: tuple[tuple[str, str], ...] = (
     (r"OPENAI_API_KEY|ANTHROPIC_API_KEY|OPENAI_COMPATIBLE_API_KEY", "needs an API key"),
-    (r"model=(openai|anthropic)\b|model=openai_compatible|judge=(llm|panel)\b|patient=live", "needs a model provider (key or server)"),
+    (
+        r"model=(openai|anthropic)\b|model=openai_compatible|judge=(llm|panel)\b|patient=live",
+        "needs a model provider (key or server)",
+    ),
     (r"^(vllm|llama-server|mlflow (ui|server)|ray start)\b", "starts an external server"),
-    (r"hydra/launcher=(ray|submitit_\w+)", "needs the cluster extras (tests/test_sweeps_launchers.py runs them)"),
+    (
+        r"hydra/launcher=(ray|submitit_\w+)",
+        "needs the cluster extras (tests/cli/test_sweeps_launchers.py runs them)",
+    ),
     (r"(^|[\s=])/data/", "needs /data paths (MIMIC-IV, the released sessions)"),
     (r"PHYSASSIST_MIMIC_DEMO|physionet\.org", "needs the MIMIC-IV demo, a download (docs/data.md)"),
     (r"generated/mimic-", "reads the sessions generated from MIMIC-IV (needs /data and a key)"),
@@ -65,7 +71,9 @@ class Step:
     lines: tuple[int, int] = (0, 0)  # the block's lines in the page (0-based, end excluded)
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.command or self.file or 'output of ' + str(self.output_of)}"
+        return (
+            f"line {self.line}: {self.command or self.file or 'output of ' + str(self.output_of)}"
+        )
 
 
 def skip_reason(command: str) -> str | None:
@@ -89,7 +97,9 @@ def _blocks(text: str) -> list[tuple[int, str, list[str]]]:
         body = []
         i += 1
         while i < len(lines) and not lines[i].strip().startswith("```"):
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].strip())
+            body.append(
+                lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].strip()
+            )
             i += 1
         blocks.append((i - len(body), lang, body))
         i += 1
@@ -150,12 +160,16 @@ def commands(path: Path) -> list[Step]:
             for k, b in enumerate(body):
                 if b.startswith("$ "):
                     expected = []
-                    for after in body[k + 1:]:
+                    for after in body[k + 1 :]:
                         if after.startswith("$ "):
                             break
                         expected.append(after)
                     command = b[2:].strip()
-                    steps.append(Step(first + k, command=command, expected=expected, skip=skip_reason(command)))
+                    steps.append(
+                        Step(
+                            first + k, command=command, expected=expected, skip=skip_reason(command)
+                        )
+                    )
     steps += _outputs(path.read_text(encoding="utf-8").splitlines())
     return sorted(steps, key=lambda step: step.line)
 
@@ -190,7 +204,9 @@ def _outputs(lines: list[str]) -> list[Step]:
 
 _ID = r"(?<![0-9A-Za-z])(?=[0-9a-f]*[a-f])(?:[0-9a-f]{32}|[0-9a-f]{12}|[0-9a-f]{8})(?![0-9A-Za-z])"
 _NUMBER = r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)"
-_TOKEN = re.compile(f"(?P<wild>\\.\\.\\.|…)|(?P<rule>-{{3,}})|(?P<id>{_ID})|(?P<num>{_NUMBER})|(?P<space>\\s+)")
+_TOKEN = re.compile(
+    f"(?P<wild>\\.\\.\\.|…)|(?P<rule>-{{3,}})|(?P<id>{_ID})|(?P<num>{_NUMBER})|(?P<space>\\s+)"
+)
 
 
 @dataclass(frozen=True)
@@ -270,7 +286,11 @@ def excerpt_problems(expected: list[str], printed: str) -> list[str]:
         elif line is not shown:
             form = _Shown.of(shown)
             pairs = zip(form.tokens, form.printed(line) or [], strict=True)
-            differ = [f"{text} (prints {value})" for (kind, text), value in pairs if kind == "num" and not _same(text, value)]
+            differ = [
+                f"{text} (prints {value})"
+                for (kind, text), value in pairs
+                if kind == "num" and not _same(text, value)
+            ]
             if differ:
                 problems.append(f"{shown!r}: {', '.join(differ)}")
     return problems
@@ -330,15 +350,23 @@ class Ran:
 SWEEP_ID = re.compile(r"^sweep ([0-9a-f]{12})\b", re.M)
 
 
-def run_page(root: Path, page: str, workdir: Path, bin_dir: Path, timeout: float = 1800) -> Iterator[Ran]:
+def run_page(
+    root: Path, page: str, workdir: Path, bin_dir: Path, timeout: float = 1800
+) -> Iterator[Ran]:
     """Run a page's steps in order in ``workdir``, as a user on a fresh clone would: with a copy
-    of the shipped ``conf/`` (``PHYSASSIST_CONF_DIR``) that the page's YAML files are written into, the
-    installed commands of ``bin_dir`` first on PATH, ``<id>`` the sweep id the page's last sweep
-    printed. Skipped steps are yielded unrun."""
+    of the shipped ``conf/`` (``PHYSASSIST_CONF_DIR``) that the page's YAML files are written
+    into, the installed commands of ``bin_dir`` first on PATH, ``<id>`` the sweep id the page's
+    last sweep printed. Skipped steps are yielded unrun."""
     from shipped_conf import copy_shipped, tracked
 
-    copy_shipped(root / "conf", workdir / "conf", tracked(root))  # a user's own files are not the page's
-    env = {**os.environ, "PHYSASSIST_CONF_DIR": str(workdir / "conf"), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    copy_shipped(
+        root / "conf", workdir / "conf", tracked(root)
+    )  # a user's own files are not the page's
+    env = {
+        **os.environ,
+        "PHYSASSIST_CONF_DIR": str(workdir / "conf"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
     env.pop("HYDRA_FULL_ERROR", None)
     sweep_id, last = None, {}
     for step in commands(root / page):
@@ -354,7 +382,14 @@ def run_page(root: Path, page: str, workdir: Path, bin_dir: Path, timeout: float
         else:
             command = step.command.replace("<id>", sweep_id or "<id>")
             started = time.monotonic()
-            proc = subprocess.run(["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                ["bash", "-c", command],
+                cwd=workdir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             printed = proc.stdout + proc.stderr
             sweep_id = (SWEEP_ID.findall(printed) or [sweep_id])[-1]
             last[step.command] = printed
@@ -374,7 +409,9 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
         for ran in run_page(root, page, Path(scratch), bin_dir):
             step = ran.step
             if ran.code not in (None, 0) and not step.expected:
-                notes.append(f"{page} {step}: exit {ran.code}: {(ran.printed or '').strip()[-300:]}")
+                notes.append(
+                    f"{page} {step}: exit {ran.code}: {(ran.printed or '').strip()[-300:]}"
+                )
             if not step.output_of:
                 continue
             if ran.printed is None:
@@ -384,12 +421,21 @@ def refresh(root: Path, page: str, bin_dir: Path) -> list[str]:
             problems = excerpt_problems(new, ran.printed)
             notes += [f"{page} {step}: {problem} (kept)" for problem in problems]
             if problems:
-                notes.append(f"{page} {step}: {step.output_of!r} printed:\n{ran.printed.strip()[-3000:]}")
+                notes.append(
+                    f"{page} {step}: {step.output_of!r} printed:\n{ran.printed.strip()[-3000:]}"
+                )
             if new != step.expected:
                 changes.append((step.lines, new))
-                notes.append(f"{page} {step}: {sum(a != b for a, b in zip(new, step.expected, strict=True))} line(s) refreshed")
+                notes.append(
+                    f"{page} {step}: "
+                    f"{sum(a != b for a, b in zip(new, step.expected, strict=True))} "
+                    "line(s) refreshed"
+                )
     for (start, end), new in sorted(changes, reverse=True):  # each line keeps its indentation
-        lines[start:end] = [re.match(r"\s*", old).group().strip("\n") + text + "\n" for old, text in zip(lines[start:end], new, strict=True)]
+        lines[start:end] = [
+            re.match(r"\s*", old).group().strip("\n") + text + "\n"
+            for old, text in zip(lines[start:end], new, strict=True)
+        ]
     if changes:
         path.write_text("".join(lines), encoding="utf-8")
     return notes
@@ -402,7 +448,9 @@ def main(argv: list[str]) -> int:
         print(f"usage: {REFRESH} [README.md docs/x.md ...]", file=sys.stderr)
         return 2
     root = Path(__file__).resolve().parents[1]
-    chosen = argv[1:] or [p.relative_to(root).as_posix() for p in pages(root) if any(s.output_of for s in commands(p))]
+    chosen = argv[1:] or [
+        p.relative_to(root).as_posix() for p in pages(root) if any(s.output_of for s in commands(p))
+    ]
     for page in chosen:
         print(f"{page}: running its commands ...", flush=True)
         for note in refresh(root, page, Path(sys.executable).parent):

@@ -8,7 +8,7 @@ tracks, and those the options table declares (a developer's new option before it
 Outside a git checkout ``conf/`` is taken whole. ``tests/conftest.py`` points
 ``PHYSASSIST_CONF_DIR`` at the copy for the whole session (in-process compositions and the
 commands the tests start); ``$PHYSASSIST_TEST_CONF`` names another ``conf/`` to copy from (a test
-plants user files in one: ``tests/test_user_ablations.py``).
+plants user files in one: ``tests/docs/test_user_ablations.py``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def tracked(repo: Path = REPO) -> set[str] | None:
 
 
 def declared() -> set[str]:
-    """The group files the options table declares: ``<group>/<value>.yaml`` for each group option."""
+    """The group files the options table declares: ``<group>/<value>.yaml`` for each group
+    option."""
     from physassist.options import OPTIONS
 
     return {
@@ -53,7 +54,8 @@ def declared() -> set[str]:
 
 
 def shipped(conf: Path, known: set[str] | None) -> list[Path]:
-    """The files of ``conf`` (relative) that ship: ``known`` (tracked) or declared; all if unknown."""
+    """The files of ``conf`` (relative) that ship: ``known`` (tracked) or declared; all if
+    unknown."""
     files = sorted(p.relative_to(conf) for p in conf.rglob("*") if p.is_file())
     if known is None:
         return files

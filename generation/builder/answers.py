@@ -9,13 +9,19 @@ so every rubric value is one the gold answer states.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from physassist.ehr.tools.microbiology import RESISTANCE_NAMES
+from physassist.lab_artifacts import REVERT, SPIKE
+from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Order, dose_event
 
 from . import facts as F
+from .interpret import AT_GOAL, OFF_TARGET, Context, actionable
+from .interpret import label as label_in_context
+from .interpret import meaning as condition
 from .patient_topics import (
     ADHERENCE_CLASS,
     PATIENT_KINDS,
@@ -26,7 +32,8 @@ from .patient_topics import (
 )
 from .profile import Profile
 from .topics import Topic
-from .vocab import LABS, MEANINGS, TREND_DELTAS, unsafe
+from .trends import Trend, judge_trend
+from .vocab import LABS, TRENDS, Meaning
 from .wording import say
 
 
@@ -58,13 +65,23 @@ class LabFact:
     label: str
     value: float
     unit: str
-    status: str
+    status: str  # against the reference range: high | low | normal | abnormal
     time: str
     day: str
+    word: str = ""  # the label in context (interpret.label): "subtherapeutic" for an INR on warfarin
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def said(self) -> str:
+        """How the answer names the value's state: its label in context, else its status."""
+        return self.word or self.status
 
 
-def _lab_fact(p: F.LabPoint) -> LabFact:
-    return LabFact(p.label, p.value, p.unit, p.status, F.minute(p.time), F.day(p.time))
+def _lab_fact(p: F.LabPoint, ctx: Context | None = None) -> LabFact:
+    word = label_in_context(p.label, p.value, p.status, ctx or Context())
+    return LabFact(p.label, p.value, p.unit, p.status, F.minute(p.time), F.day(p.time), word,
+                   p.low, p.high)
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class MedFact:
     unit: str
     route: str
     start: str
+    parts: tuple[str, ...] = ()  # the order's rows' doses when it has several (25 + 50 mg)
 
 
 @dataclass
@@ -85,15 +103,24 @@ class Digest:
     labs: list[LabFact] = field(default_factory=list)  # latest value per lab, in topic order
     series: list[LabFact] = field(default_factory=list)  # trend: reference point and last value
     anchor: str = "first"  # what series[0] is: first | peak | nadir (of the admission)
+    trend_size: str = ""  # clear | slight | none (trends.change)
+    artifact: LabFact | None = None  # a suspect extreme left out of the trend (lab_artifacts)
+    context: Context = field(default_factory=Context)  # what changes a value's meaning
+    meds: list[MedFact] = field(default_factory=list)  # the orders a safety signal involves
+    rule: Any = None  # the vocab rule behind a safety signal (an Interaction, a DuplicateClass)
+    at_discharge: bool = True  # the session is at the discharge date (its forward words)
     med: MedFact | None = None
-    admin_count: int = 0
-    admin_total: int = 0  # charted administrations given or not given (unknown left out)
+    admin_count: int = 0  # doses of the order charted given
+    admin_total: int = 0  # dose events of the order: given, missed and held at discharge
+    admin_missed: int = 0  # held or not given before the discharge window
+    admin_expected: int = 0  # held or not given at discharge (expected)
+    admin_since: str = ""  # the order's start (its doses are counted from it)
     admin_first: str = ""
     admin_last: str = ""
     dx: F.Diagnosis | None = None
     stay: F.Stay | None = None
     trend: str = ""  # rising | falling | stable
-    course: str = ""  # worsening | improving | normal | abnormal_stable
+    course: str = ""  # worsening | improving | normal | off_target | minor | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
     reports: list[F.Report] = field(default_factory=list)  # newest first
     adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
@@ -107,71 +134,111 @@ class Digest:
     write_result: dict[str, Any] = field(default_factory=dict)
 
 
-def judge_trend(points: list[F.LabPoint], delta: float) -> tuple[str, F.LabPoint, str]:
-    """(rising | falling | stable, reference point, first | peak | nadir) of an admission
-    series, oldest first, judged on the analyte's meaningful absolute change ``delta``.
+#: Safety-signal kinds whose digest, answer and rubric live in :mod:`.safety`, and the
+#: treatment-response kinds whose live in :mod:`.response` (:mod:`.gold` dispatches them).
+SIGNAL_KINDS = frozenset({"duplicate_therapy", "duplicate_class", "interaction",
+                          "anticoag_bridge"})
+RESPONSE_KINDS = frozenset({"abx_response", "treatment_effect"})
 
-    When the series turned (an interior peak or nadir at least ``delta`` beyond both ends),
-    the direction is the one since that turn and the turn is the reference; the later turn
-    wins when there are two. Otherwise the direction is last versus first.
-    """
-    first, last = points[0], points[-1]
-    peak = max(points, key=lambda p: p.value)
-    nadir = min(points, key=lambda p: p.value)
-    turns = []
-    if peak.value - max(first.value, last.value) >= delta:
-        turns.append(("falling", peak, "peak"))
-    if min(first.value, last.value) - nadir.value >= delta:
-        turns.append(("rising", nadir, "nadir"))
-    if turns:
-        return max(turns, key=lambda t: t[1].time)
-    change = last.value - first.value
-    if abs(change) < delta:
-        return "stable", first, "first"
-    return ("rising" if change > 0 else "falling"), first, "first"
+#: Context labels that lie above / below the patient's target (interpret.label).
+_HIGH_SIDE = frozenset({"high", "supratherapeutic", "prediabetes", "diabetes_range"})
+_LOW_SIDE = frozenset({"low", "subtherapeutic"})
 
 
-def _course(last: LabFact, trend: str) -> str:
-    """normal | improving | worsening | abnormal_stable. A stable value just past the lab's
-    range but short of its clinical threshold (vocab.MEANINGS: an INR of 1.2, a glucose of
-    120) needs no action, so it is "normal"; a moving one is judged by its trend."""
-    status = last.status
-    m = MEANINGS.get((last.label, status))
-    if status == "normal" or (trend == "stable" and m is not None
-                              and not m.limit.passed(last.value, status)):
+def course(last: LabFact, trend: Trend, ctx: Context) -> str:
+    """normal | off_target | minor | improving | worsening | abnormal_stable. A value at goal
+    is normal, one off a drug's target (an INR on warfarin) calls for dosing; a clear move away
+    from goal is worsening (a KDIGO-sized creatinine rise counts before the
+    value names a condition); otherwise a deviation that calls for nothing
+    (interpret.actionable: a low BUN of 4) is minor, a clear move toward goal is improving, and
+    a slight or no move needs a recheck."""
+    if last.said in AT_GOAL:
         return "normal"
-    if trend == "stable" or status == "abnormal":
-        return "abnormal_stable"
-    worse = (status == "high" and trend == "rising") or (status == "low" and trend == "falling")
-    return "worsening" if worse else "improving"
+    if last.said in OFF_TARGET:
+        return "off_target"
+    clear = trend.size == "clear" and last.status != "abnormal"
+    worse = ((last.said in _HIGH_SIDE and trend.direction == "rising")
+             or (last.said in _LOW_SIDE and trend.direction == "falling"))
+    if clear and worse:
+        return "worsening"
+    if not actionable(last.label, last.value, last.status, last.said, (last.low, last.high), ctx):
+        return "minor"
+    return "improving" if clear else "abnormal_stable"
+
+
+def trend_points(pts: list[F.LabPoint], prof: Profile) -> tuple[list[F.LabPoint], F.LabPoint | None]:
+    """The series a trend is judged on: the timeline's suspect values left out; and the
+    suspect value that would otherwise have been its peak or nadir (an answer calls it
+    spurious), if any."""
+    series = prof.timeline.lab(pts[0].label) if prof.timeline is not None and pts else None
+    suspect = {t.strftime("%Y-%m-%d %H:%M") for t in series.suspect} if series else set()
+    kept = [p for p in pts if F.minute(p.time) not in suspect]
+    extremes = (max(pts, key=lambda p: p.value), min(pts, key=lambda p: p.value)) if pts else ()
+    artifact = next((p for p in extremes if F.minute(p.time) in suspect), None)
+    return kept, artifact
+
+
+def confirmed_end(pts: list[F.LabPoint]) -> bool:
+    """The latest value may end a trend: it is not a jump within hours of the draw before
+    (lab_artifacts.SPIKE within REVERT) that no later draw confirms yet."""
+    before, last = pts[-2], pts[-1]
+    scale = max(abs(before.value), abs(last.value))
+    hours = _at(last.time) - _at(before.time)
+    return scale == 0 or abs(last.value - before.value) / scale < SPIKE or hours > REVERT
+
+
+def _at(time: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(time[:19])
 
 
 def _med(observation: Any, word: str, prof: Profile) -> MedFact | None:
-    """The order of ``word`` that is current and scheduled at the cutoff (the timeline's),
-    as the order tool returned it; None when there is none (stopped, sliding-scale, PRN or
-    one-time orders never answer a dose question)."""
+    """The order of ``word`` that is current and scheduled at the cutoff (the timeline's, its
+    rows merged), as the order tool returned it: the rows of its drug and start, whose doses
+    give its dose (one of them, or their sum); None when there is none (stopped,
+    sliding-scale, PRN or one-time orders never answer a dose question)."""
     current = prof.timeline.current_order(word) if prof.timeline is not None else None
-    if current is None or current.start is None or current.dose is None:
+    return order_fact(observation, current, word) if current is not None else None
+
+
+def order_fact(observation: Any, order: Order, word: str) -> MedFact | None:
+    """One order as the order tool returned it: the rows of its drug and start, whose doses
+    give its dose (one of them, or their sum); None when the tool does not show it so."""
+    if order.start is None or order.dose is None:
         return None
-    start = current.start.strftime("%Y-%m-%d %H:%M")
-    for order in F.med_orders(observation, word):
-        if (order.dose == current.dose and order.unit and F.minute(order.start) == start
-                and order.drug == current.drug):
-            return MedFact(word, order.drug, order.dose, order.unit, order.route or "",
-                           F.day(order.start))
-    return None
+    start = order.start.strftime("%Y-%m-%d %H:%M")
+    rows = [o for o in F.med_orders(observation, word) if o.drug == order.drug
+            and F.minute(o.start) == start and o.unit == order.unit and o.dose is not None]
+    doses = [o.dose for o in rows if o.dose is not None]
+    if not doses or not any(abs(order.dose - v) < 1e-6 for v in [*doses, sum(doses)]):
+        return None
+    parts = order.components if len(set(order.components)) > 1 else ()
+    return MedFact(word, order.drug, order.dose, order.unit, rows[0].route or "",
+                   F.day(rows[0].start), parts)
 
 
-def _given_admins(d: Digest, observation: Any) -> bool:
-    """Record count, first day and last minute of the topic drug's given doses; False when
-    none, or when the tool's page does not hold every charted event."""
-    if _truncated(observation):
+def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
+    """The dose events of the topic's current order as the tool returned them (its drug name,
+    charted since its start: the timeline's countable rule): given, missed and held at
+    discharge; False when there is no given dose, or the tool's page does not hold them all."""
+    tl = prof.timeline
+    order = tl.current_order(d.topic.drug or "") if tl is not None else None
+    if order is None or order.start is None or _truncated(observation):
         return False
-    events = F.given(F.admin_events(observation, d.topic.drug))
-    if not events:
+    since = order.start - START_SKEW
+    events = [(e, dose_event(e.event)) for e in F.admin_events(observation)
+              if e.drug.lower() == order.drug.lower() and e.time and _at(e.time) >= since]
+    given = [e for e, kind in events if kind == "given"]
+    withheld = [e for e, kind in events if kind == "not_given"]
+    disch = tl.discharged_at if tl is not None else None
+    window = disch - DISCHARGE_WINDOW if disch is not None else None
+    expected = [e for e in withheld if window is not None and _at(e.time) >= window]
+    if not given:
         return False
     d.admin_count, d.admin_first, d.admin_last = (
-        len(events), F.day(events[0].time), F.minute(events[-1].time))
+        len(given), F.day(given[0].time), F.minute(given[-1].time))
+    d.admin_missed, d.admin_expected = len(withheld) - len(expected), len(expected)
+    d.admin_total = d.admin_count + len(withheld)
+    d.admin_since = order.start.strftime("%Y-%m-%d %H:%M")
     return True
 
 
@@ -181,10 +248,16 @@ def _truncated(observation: Any) -> bool:
     return isinstance(total, int) and total > len(F.resources(observation))
 
 
+def new_digest(topic: Topic, prof: Profile) -> Digest:
+    """An empty digest of ``topic`` in the patient's context."""
+    return Digest(topic, context=prof.context, at_discharge=prof.at_discharge)
+
+
 def digest(topic: Topic, observations: list[Any], prof: Profile,
            arguments: list[dict[str, Any]] | None = None) -> Digest | None:
-    """Read the gold observations of one topic; None when they cannot support an answer."""
-    d = Digest(topic)
+    """Read the gold observations of one topic of the common kinds (:mod:`.gold` reads every
+    kind); None when they cannot support an answer."""
+    d = new_digest(topic, prof)
     k = topic.kind
     obs = observations
 
@@ -194,7 +267,7 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
 
     def latest(o: Any, label: str) -> LabFact | None:
         pts = points(o, label)
-        return _lab_fact(pts[-1]) if pts else None
+        return _lab_fact(pts[-1], prof.context) if pts else None
 
     if k == "lab_latest":
         fact = latest(obs[0], topic.lab or "")
@@ -217,21 +290,10 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
             if fact is None:
                 return None
             d.labs = [fact]
-        if k == "admin_reliability":
-            if _truncated(obs[1]):
+        if k in ("admin_reliability", "med_and_admin"):
+            if not _order_doses(d, obs[1], prof):
                 return None
-            charted = F.admin_events(obs[1], topic.drug)
-            events, missed = F.given(charted), F.not_given(charted)
-            if not events:
-                return None
-            d.admin_count, d.admin_total, d.admin_last = (
-                len(events), len(events) + len(missed), F.minute(events[-1].time))
-            d.verdict = "ok" if not missed else "missed"
-        if k == "med_and_admin" and not _given_admins(d, obs[1]):
-            return None
-        if k == "drug_lab_safety":
-            lab = d.labs[0]
-            d.verdict = "hold" if unsafe(topic.drug or "", lab.label, lab.value) else "ok"
+            d.verdict = "ok" if not d.admin_missed else "missed"
     elif k == "dx_primary":
         dxs = [x for x in F.diagnoses(obs[0]) if x.title and x.code]
         if not dxs:
@@ -242,23 +304,9 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if not stays:
             return None
         d.stay = stays[0]
-    elif k in ("lab_trend", "abx_response"):
-        lab_obs = obs[0] if k == "lab_trend" else obs[1]
-        pts = points(lab_obs, topic.lab or "")
-        delta = TREND_DELTAS.get(topic.lab or "")
-        if len(pts) < 2 or pts[0].time == pts[-1].time or delta is None:
+    elif k == "lab_trend":
+        if not _trend_digest(d, points(obs[0], topic.lab or ""), prof):
             return None
-        d.trend, ref, d.anchor = judge_trend(pts, delta)
-        last = _lab_fact(pts[-1])
-        d.series = [_lab_fact(ref), last]
-        d.labs = [last]
-        d.course = _course(last, d.trend)
-        if k == "abx_response":
-            if not _given_admins(d, obs[0]):
-                return None
-            d.verdict = {"falling": "responding", "rising": "not_responding"}.get(d.trend, "unclear")
-            if d.trend == "falling" and last.status == "low":
-                d.verdict = "unclear"
     elif k == "culture_latest":
         d.reports = _cultures(obs[0], prof)
         if not d.reports:
@@ -279,6 +327,22 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
     else:
         raise ValueError(f"no digest for topic kind {k!r}")
     return d
+
+
+def _trend_digest(d: Digest, pts: list[F.LabPoint], prof: Profile) -> bool:
+    """Fill a trend digest: the series without suspect values, judged by the trend table;
+    False when it cannot support a trend (fewer than two days, an unconfirmed last value)."""
+    rule = TRENDS.get(d.topic.lab or "")
+    pts, artifact = trend_points(pts, prof)
+    if rule is None or len(pts) < 2 or pts[0].time == pts[-1].time or not confirmed_end(pts):
+        return False
+    trend = judge_trend(pts, rule)
+    d.trend, d.trend_size, d.anchor = trend.direction, trend.size, trend.anchor
+    last = _lab_fact(pts[-1], prof.context)
+    d.series, d.labs = [_lab_fact(trend.ref, prof.context), last], [last]
+    d.artifact = _lab_fact(artifact, prof.context) if artifact is not None else None
+    d.course = course(last, trend, prof.context)
+    return True
 
 
 #: Specimens a culture answer states: the key one first (:func:`key_culture`).
@@ -386,25 +450,25 @@ def _status(lang: str, status: str) -> str:
 
 def _lab_vars(f: LabFact, lang: str) -> dict[str, Any]:
     return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
-            "status": _status(lang, f.status), "time": f.time}
+            "status": _status(lang, f.said), "time": f.time}
 
 
 def _med_vars(m: MedFact) -> dict[str, Any]:
+    parts = f" ({' + '.join(f'{p} {m.unit}' for p in m.parts)})" if m.parts else ""
     return {"drug": m.drug, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "",
-            "start": m.start or "?", "drug_word": m.word}
+            "start": m.start or "?", "drug_word": m.word, "parts": parts}
 
 
-def meaning(d: Digest) -> Any:
-    """What the latest value suggests (vocab.MEANINGS), only past its clinical threshold."""
+def meaning(d: Digest) -> Meaning | None:
+    """What the latest value suggests (interpret.meaning), only past its clinical threshold."""
     if not d.labs:
         return None
     lab = d.labs[-1]
-    m = MEANINGS.get((lab.label, lab.status))
-    return m if m is not None and m.limit.passed(lab.value, lab.status) else None
+    return condition(lab.label, lab.value, lab.status, d.context)
 
 
 def answer(d: Digest, lang: str) -> str:
-    """The gold answer text of a digested topic in one language."""
+    """The gold answer text of a digested topic of the common kinds in one language."""
     k = d.topic.kind
     if k == "lab_latest":
         return say(lang, "answers.lab_line", **_lab_vars(d.labs[0], lang))
@@ -421,11 +485,14 @@ def answer(d: Digest, lang: str) -> str:
         assert d.med is not None
         return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
                           say(lang, "answers.admin_bullet", time=d.admin_last,
-                              count=d.admin_count)])
+                              count=d.admin_count, since=d.admin_since)])
     if k == "admin_reliability":
         assert d.med is not None
+        expected = (say(lang, "answers.reliability_expected", n=d.admin_expected)
+                    if d.admin_expected else "")
         first = say(lang, "answers.reliability", **_med_vars(d.med), total=d.admin_total,
-                    given=d.admin_count, missed=d.admin_total - d.admin_count, last=d.admin_last)
+                    given=d.admin_count, missed=d.admin_missed, last=d.admin_last,
+                    since=d.admin_since, expected=expected)
         second = say(lang, f"answers.reliability_{d.verdict}")
         return f"{first} {second}" if lang == "en" else f"{first}{second}"
     if k == "dx_primary":
@@ -445,27 +512,22 @@ def answer(d: Digest, lang: str) -> str:
                    conclusion=r.conclusion)
     if k == "lab_trend":
         return _trend_answer(d, lang)
-    if k == "drug_lab_safety":
-        assert d.med is not None
-        lab = d.labs[0]
-        values = {**_med_vars(d.med), "label": lab_name(lab.label, lang), "value": fmt(lab.value),
-                  "lab_unit": lab.unit, "status": _status(lang, lab.status),
-                  "lab": lab_spoken(lab.label, lang)}
-        first = say(lang, f"answers.safety.{d.verdict}", **values)
-        return f"{first} {say(lang, f'answers.safety.{d.verdict}_rec', **values)}".strip()
-    if k == "abx_response":
-        first, last = d.series
-        values = {"drug_word": d.topic.drug, "count": d.admin_count, "since": d.admin_first,
-                  "label": lab_name(last.label, lang), "first": fmt(first.value),
-                  "last": fmt(last.value), "unit": last.unit,
-                  "trend_word": say(lang, f"answers.trend_word.{d.trend}")}
-        return (f"{say(lang, 'answers.response.first', **values)} "
-                f"{say(lang, f'answers.response.{d.verdict}', **values)}")
     if d.topic.source == "write":
         return _write_answer(d, lang)
     if k in PATIENT_KINDS:
         return _patient_answer(d, lang)
     raise ValueError(f"no answer template for topic kind {k!r}")
+
+
+def trend_word(d: Digest, lang: str) -> str:
+    """The answer's word for the trend: "slightly falling" for a slight move."""
+    key = f"slight_{d.trend}" if d.trend_size == "slight" else d.trend
+    return say(lang, f"answers.trend_word.{key}")
+
+
+def next_check(d: Digest, lang: str) -> str:
+    """When a recheck happens: tomorrow during a stay, at follow-up at the discharge date."""
+    return say(lang, f"answers.next_check.{'discharge' if d.at_discharge else 'stay'}")
 
 
 def _trend_answer(d: Digest, lang: str) -> str:
@@ -477,15 +539,16 @@ def _trend_answer(d: Digest, lang: str) -> str:
         extra = f", consistent with {m.en}"
     else:
         extra = f"，提示{m.zh}"
-    action = ""
     template = "answers.trend" if d.anchor == "first" else "answers.trend_turn"
     text = say(lang, template, label=lab_name(last.label, lang), first=fmt(first.value),
                last=fmt(last.value), unit=last.unit, first_time=first.day, last_time=last.day,
-               trend_word=say(lang, f"answers.trend_word.{d.trend}"),
-               status=_status(lang, last.status), meaning=extra,
+               trend_word=trend_word(d, lang), status=_status(lang, last.said), meaning=extra,
                anchor_word=say(lang, f"answers.anchor_word.{d.anchor}")
                if d.anchor != "first" else "")
-    rec = say(lang, f"answers.rec.{d.course}", action=action)
+    if d.artifact is not None:
+        a = d.artifact
+        text += say(lang, "answers.artifact", value=fmt(a.value), unit=a.unit, time=a.time)
+    rec = say(lang, f"answers.rec.{d.course}", next_check=next_check(d, lang))
     return f"{text} {rec}" if lang == "en" else f"{text}{rec}"
 
 

@@ -18,7 +18,8 @@ from physassist.vocab import WRITE_UPDATE as WU
 POSITION_TYPES: tuple[tuple[str, ...], ...] = ((IL,), (IL, DG, CR), (IL, DG, CR), (DG, CR, WU))
 
 ARCS: tuple[tuple[str, str, str, str], ...] = tuple(
-    (IL, t1, t2, t3) for t1, t2, t3 in product(POSITION_TYPES[1], POSITION_TYPES[2], POSITION_TYPES[3])
+    (IL, t1, t2, t3)
+    for t1, t2, t3 in product(POSITION_TYPES[1], POSITION_TYPES[2], POSITION_TYPES[3])
 )
 
 

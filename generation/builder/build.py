@@ -29,29 +29,21 @@ from physassist.vocab import LITERACY_LEVELS, SCENARIOS, TIERS, TIMEPOINTS
 from solvers.patient.phm import PHMResponder
 
 from . import facts as F
-from .answers import answer, digest
 from .arcs import ARCS, eligible_arcs
 from .encode import BuiltTurn, encode
+from .gold import answer, digest, rubric
 from .grounding import anchor_note_grounding
 from .plan import choose_topics
 from .prefilter import Candidate, qualify
 from .profile import Profile, load_profile
-from .questions import (
-    antecedents,
-    choose_subtype,
-    count_subtype,
-    feasible_subtypes,
-    make_question,
-)
+from .questions import antecedents, builds_on, count_subtype, new_question
 from .recheck import record_check
-from .rubrics import rubric
 from .timepoint import in_stay_cutoff
-from .topics import SCENARIO_FOCUS, Topic, calls, candidates
+from .topics import SCENARIO_FOCUS, Topic, calls, candidates, fits, required
 
 MAX_REPLANS = 8
 PATIENT_SHARE = 0.5  # share of sessions (with a PHM) that try to include a patient turn
-ARCS_PER_PATIENT = 4
-N_VARIANTS = 3
+ARCS_PER_PATIENT = 6
 
 
 @dataclass
@@ -63,6 +55,7 @@ class BuildReport:
     patients_used: dict[str, dict[int, int]] = field(default_factory=dict)
     failed_patients: int = 0
     rejects: dict[str, int] = field(default_factory=dict)  # sessions the record check rejected
+    unfit: dict[str, int] = field(default_factory=dict)  # charts without what a scenario asks
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -84,6 +77,9 @@ class BuildReport:
         rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(self.rejects.items()))
         lines.append(f"rejected by the record check: {sum(self.rejects.values())}"
                      + (f" ({rejected})" if rejected else ""))
+        unfit = ", ".join(f"{scenario} {n}" for scenario, n in sorted(self.unfit.items()))
+        lines.append(f"charts without a safety signal or a measured treatment response: "
+                     f"{sum(self.unfit.values())}" + (f" ({unfit})" if unfit else ""))
         return "\n".join(lines)
 
 
@@ -112,6 +108,19 @@ class _Env:
     rejects: dict[str, int] = field(default_factory=dict)
     subtype_use: dict[str, int] = field(default_factory=dict)
     global_index: int = 0
+    profiles: dict[tuple[int, int, str, dt.datetime | None], Profile] = field(default_factory=dict)
+    asked: set[str] = field(default_factory=set)  # every question the build asked (English)
+    used: dict[str, set[int]] = field(default_factory=dict)  # scenario -> admissions used
+    unfit: dict[str, int] = field(default_factory=dict)  # scenario -> charts that lack it
+
+    def profile(self, cand: Candidate, until: dt.datetime | None = None) -> Profile:
+        """The candidate's profile at its discharge date, or at the in-stay instant ``until``,
+        read once per build (each arc tried reuses it)."""
+        day = until.date().isoformat() if until is not None else cand.current_date
+        key = (cand.subject_id, cand.hadm_id, day, until)
+        if key not in self.profiles:
+            self.profiles[key] = load_profile(self.store.cursor(), *key)
+        return self.profiles[key]
 
 
 def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str, Any]:
@@ -197,13 +206,14 @@ def _situation(scenario: str, prof: Profile, until: dt.datetime | None) -> str:
 def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
                  rng: random.Random, index: int) -> dict[str, Any] | None:
     con = env.store.cursor()
-    until, current_date = None, cand.current_date
+    until = None
     if env.timepoint == "in-stay":
         until = in_stay_cutoff(con, cand.subject_id, cand.hadm_id, rng)
         if until is None:
             return None
-        current_date = until.date().isoformat()
-    prof = load_profile(con, cand.subject_id, cand.hadm_id, current_date, until)
+    prof = env.profile(cand, until)
+    if until is not None and not fits(scenario, prof):
+        return None  # the chart supports the scenario at discharge, not at this instant
     phm = load_phm(env.cohort, cand.subject_id) if env.cohort is not None else None
     persona = session_persona(phm, rng)
     literacy = str(persona["health_literacy"])
@@ -211,12 +221,15 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
     prefer_patient = prof.phm is not None and rng.random() < PATIENT_SHARE
     arc = ARCS[arc_index]
     pools = [candidates(scenario, arc[t], prof) for t in range(4)]
+    musts = required(scenario, prof)
     banned: set[Topic] = set()
     session_id = f"physassistbench_{scenario}_{index}"
     for _ in range(MAX_REPLANS):
         topics = choose_topics(arc_index, [[p for p in pool if p not in banned] for pool in pools],
                                rng, prefer_patient=prefer_patient,
-                               focus=SCENARIO_FOCUS[scenario])
+                               focus=SCENARIO_FOCUS[scenario],
+                               require=frozenset(t for t in musts if t not in banned)
+                               if musts else None)
         if topics is None:
             return None
         responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt
@@ -252,6 +265,7 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
                  rng: random.Random, zh_patient: Any) -> list[BuiltTurn]:
     turns: list[BuiltTurn] = []
     held: set[str] = set()  # drugs an earlier turn advised holding: never renewed later
+    asked: set[str] = set()  # this session's questions (the build's are in env.asked)
     for t, topic in enumerate(topics):
         if topic.kind == "continue_med" and topic.drug in held:
             raise _Replan(topic)
@@ -263,10 +277,13 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             raise _Rejected(reason)
         if d.verdict == "hold" and topic.drug:
             held.add(topic.drug)
-        referents = antecedents(topics[t - 1] if t else None)
-        subtype = choose_subtype(feasible_subtypes(topic, t, referents), env.subtype_use, rng, t)
-        question = make_question(topic, subtype, rng.randrange(N_VARIANTS), prof.gender,
-                                 referents)
+        previous = topics[t - 1] if t else None
+        referents = antecedents(previous)
+        question = new_question(topic, t, referents, builds_on(previous, topic), prof.gender,
+                                env.subtype_use, rng, env.asked | asked, prof.at_discharge)
+        if question is None:
+            raise _Replan(topic)
+        asked.add(question.implicit_en)
         if question.subtype:
             count_subtype(env.subtype_use, question.subtype, t)
         en, zh = answer(d, "en"), answer(d, "zh")
@@ -322,13 +339,17 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
         entries: list[dict[str, Any]] = []
         report.qualifying[scenario], report.built[scenario] = {}, {}
         report.patients_used[scenario] = {}
-        for tier in tier_list:
+        # The slot with the fewest qualified charts picks first: an admission serves a
+        # scenario once, and the higher tiers' charts qualify for the lower tiers too.
+        for tier in sorted(tier_list, key=lambda t: (len(qualified[(scenario, t)]), -t)):
             pool = qualified[(scenario, tier)]
             report.qualifying[scenario][tier] = len(pool)
             built, used = _fill_slot(env, scenario, tier, pool, sessions_per_slot, entries, report)
             report.built[scenario][tier] = built
             report.patients_used[scenario][tier] = used
-        files[scenario] = entries
+        report.qualifying[scenario] = dict(sorted(report.qualifying[scenario].items()))
+        report.built[scenario] = dict(sorted(report.built[scenario].items()))
+        files[scenario] = sorted(entries, key=lambda e: e["difficulty_level"])
     # Written only once every slot is built, as one new folder: a failed or killed build leaves
     # the folder as it was.
     texts = {f"{s}.jsonl": "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries) for s, entries in files.items()}
@@ -343,8 +364,19 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
     written = write_folder(out, texts, manifest, force=force)
     report.files = [p for p in written if p.suffix == ".jsonl"]
     report.rejects = dict(sorted(env.rejects.items()))
+    report.unfit = dict(sorted(env.unfit.items()))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def viable_arcs(arcs: list[int], scenario: str, prof: Profile) -> list[int]:
+    """The arcs whose every turn has a candidate topic of its task type, and (when the scenario
+    requires one of its chart's topics) a turn of that topic's type."""
+    types = {tt for arc in arcs for tt in ARCS[arc]}
+    offered = {tt for tt in types if candidates(scenario, tt, prof)}
+    needed = {t.task_type for t in required(scenario, prof)}
+    return [a for a in arcs if set(ARCS[a]) <= offered
+            and (not needed or needed & set(ARCS[a][1:]))]
 
 
 def _version() -> str:
@@ -358,35 +390,36 @@ def _version() -> str:
 
 def _fill_slot(env: _Env, scenario: str, tier: int, pool: list[Candidate], wanted: int,
                entries: list[dict[str, Any]], report: BuildReport) -> tuple[int, int]:
-    """Build up to ``wanted`` sessions for one slot; patients are reused (other arcs) only
-    when the slot has fewer qualified patients than sessions wanted."""
+    """Build up to ``wanted`` sessions for one slot from charts that fit the scenario
+    (:func:`.topics.fits`); an admission serves a scenario once per build, so a slot with too
+    few qualified charts left builds fewer sessions."""
     rng = random.Random(f"{env.seed}:{scenario}:L{tier}")
     order = list(pool)
     rng.shuffle(order)
     arcs = eligible_arcs(tier)
+    used = env.used.setdefault(scenario, set())
     built = 0
-    used: set[int] = set()
-    tried_arcs: dict[int, set[int]] = {}
-    for _pass in range(3):
-        for cand in order:
-            if built >= wanted:
-                break
-            if _pass == 0 and cand.subject_id in used:
-                continue
-            options = [a for a in arcs if a not in tried_arcs.setdefault(cand.subject_id, set())]
-            rng.shuffle(options)
-            entry = None
-            for arc_index in options[:ARCS_PER_PATIENT]:
-                tried_arcs[cand.subject_id].add(arc_index)
-                entry = _try_session(env, scenario, tier, cand, arc_index, rng, len(entries))
-                if entry is not None:
-                    break
-            if entry is None:
-                report.failed_patients += 1
-                continue
-            entries.append(entry)
-            used.add(cand.subject_id)
-            built += 1
-        if built >= wanted or not order:
+    for cand in order:
+        if built >= wanted:
             break
-    return built, len(used)
+        if cand.hadm_id in used:
+            continue
+        if not fits(scenario, env.profile(cand)):
+            env.unfit[scenario] = env.unfit.get(scenario, 0) + 1
+            used.add(cand.hadm_id)  # never fits this scenario: not tried again
+            continue
+        options = viable_arcs(arcs, scenario, env.profile(cand))
+        rng.shuffle(options)
+        entry = None
+        for arc_index in options[:ARCS_PER_PATIENT]:
+            entry = _try_session(env, scenario, tier, cand, arc_index, rng, len(entries))
+            if entry is not None:
+                break
+        if entry is None:
+            report.failed_patients += 1
+            continue
+        entries.append(entry)
+        used.add(cand.hadm_id)
+        env.asked.update(entry["tasks_en"])
+        built += 1
+    return built, built

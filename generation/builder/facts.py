@@ -212,17 +212,6 @@ def admin_events(observation: Any, word: str | None = None) -> list[AdminEvent]:
     return sorted(out, key=lambda a: a.time)
 
 
-def given(events: list[AdminEvent]) -> list[AdminEvent]:
-    """Administrations charted as given (status completed). An event with no text is
-    ``unknown``: neither given nor missed."""
-    return [e for e in events if e.status in ("completed", "in-progress")]
-
-
-def not_given(events: list[AdminEvent]) -> list[AdminEvent]:
-    """Administrations charted as not given or held."""
-    return [e for e in events if e.status in ("not-done", "on-hold")]
-
-
 @dataclass(frozen=True)
 class Diagnosis:
     code: str

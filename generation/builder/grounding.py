@@ -14,5 +14,7 @@ def anchor_note_grounding(con: Any, subject_id: int, hadm_id: int) -> dict[str, 
     """The grounding of the admission's last discharge summary, or None without one."""
     row = con.execute(
         "SELECT text FROM discharge WHERE subject_id = ? AND hadm_id = ? "
-        "ORDER BY charttime DESC, note_seq DESC LIMIT 1", [subject_id, hadm_id]).fetchone()
+        "ORDER BY charttime DESC, note_seq DESC LIMIT 1",
+        [subject_id, hadm_id],
+    ).fetchone()
     return None if row is None or row[0] is None else note_grounding(str(row[0]))

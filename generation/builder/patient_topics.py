@@ -33,7 +33,8 @@ def phm_medication(phm: dict[str, Any] | None, word: str) -> dict[str, Any] | No
     """The PHM medication entry whose name matches a prescription word."""
     if not phm:
         return None
-    for med in phm.get("medications") or []:
+    medications: list[dict[str, Any]] = phm.get("medications") or []
+    for med in medications:
         names = [str(n).lower() for n in med.get("names") or []] + [str(med.get("drug", "")).lower()]
         if any(word == drug_word(n) or word in n.split() for n in names if n):
             return med
@@ -68,7 +69,7 @@ def has_symptoms(prof: Profile) -> bool:
 
 
 def primary_symptom(phm: dict[str, Any]) -> dict[str, Any]:
-    symptoms = phm.get("symptoms") or []
+    symptoms: list[dict[str, Any]] = phm.get("symptoms") or []
     for s in symptoms:
         if s.get("primary"):
             return s

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from .arcs import ARCS, arc_allowed, check_positions
 from .profile import Profile
-from .topics import Topic
+from .topics import Topic, follows
 
 MAX_TURNS_PER_RESOURCE = 2
 MIN_RESOURCE_TYPES = 2
@@ -60,8 +60,10 @@ def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence
 
 def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
            prefer_patient: bool = False, focus: frozenset[str] = frozenset(),
-           ahead: frozenset[str] = frozenset()) -> list[Topic]:
-    """Seeded order of one turn's candidates: shuffled, then continuity/variety preferences."""
+           ahead: frozenset[str] = frozenset(),
+           require: frozenset[Topic] = frozenset()) -> list[Topic]:
+    """Seeded order of one turn's candidates: shuffled, then a required topic not asked yet,
+    then continuity/variety preferences."""
     items = list(pool)
     rng.shuffle(items)
     prior = {e for t in chosen for e in t.entities}
@@ -69,13 +71,16 @@ def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
     prefer_link = rng.random() < LINK_SHARE
     prefer_focus = rng.random() < FOCUS_SHARE
 
-    def key(t: Topic) -> tuple[int, int, int, int]:
+    needed = bool(require) and not require & set(chosen)
+
+    def key(t: Topic) -> tuple[int, int, int, int, int]:
         # "Linked": about an earlier turn's entity, or (first turn) one the next turn can
         # pick up again.
         linked = bool(set(t.entities) & (prior or ahead))
+        required_first = 0 if (needed and t in require) else 1
         patient_first = 0 if (prefer_patient and t.source in ("patient", "mixed")) else 1
         focus_first = 0 if (prefer_focus and t.kind in focus) else 1
-        return (patient_first, 0 if linked == prefer_link else 1, focus_first,
+        return (required_first, patient_first, 0 if linked == prefer_link else 1, focus_first,
                 1 if t.kind in kinds else 0)
 
     return sorted(items, key=key)
@@ -83,12 +88,17 @@ def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
 
 def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
                   patient_ok: bool = True, prefer_patient: bool = False,
-                  focus: frozenset[str] = frozenset()) -> list[Topic] | None:
+                  focus: frozenset[str] = frozenset(),
+                  require: frozenset[Topic] | None = None) -> list[Topic] | None:
     """Topics for the four turns of an arc satisfying the diversity rules, or None.
 
     ``prefer_patient`` tries patient-interview topics first (the session then has one
     patient/mixed turn whenever the arc and the data allow it); ``focus`` names the
-    scenario's signature kinds, tried first at most turns."""
+    scenario's signature kinds, tried first at most turns; ``require`` (when given) holds
+    topics one of which the plan must ask (the chart's safety signal). Each turn follows the
+    one before it (:func:`.topics.follows`: no lab asked again, no flag of an unnamed lab)."""
+    if require is not None and not require:
+        return None
     arc = ARCS[arc_index]
     budget = [SEARCH_BUDGET]
 
@@ -102,6 +112,10 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
         n_patient = sum(t.source in ("patient", "mixed") for t in chosen)
         if n_patient > (MAX_PATIENT_TURNS if patient_ok else 0):
             return False
+        if not follows(chosen[-2] if len(chosen) > 1 else None, chosen[-1]):
+            return False
+        if require is not None and len(chosen) == 4 and not require & set(chosen):
+            return False
         return len(set(chosen)) == len(chosen)
 
     def search(chosen: list[Topic]) -> Iterator[list[Topic]]:
@@ -114,7 +128,7 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
         ahead = frozenset(e for p in (pools[t + 1] if t + 1 < len(pools) else [])
                           if p.task_type == arc[t + 1] for e in p.entities) if t == 0 else frozenset()
         for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng,
-                            prefer_patient, focus, ahead):
+                            prefer_patient, focus, ahead, require or frozenset()):
             budget[0] -= 1
             if budget[0] < 0:
                 return

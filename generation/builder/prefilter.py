@@ -20,6 +20,7 @@ from .vocab import (
     ANTIBIOTIC_CLASSES,
     CIRRHOSIS_ICD_PREFIXES,
     DRUG_CLASSES,
+    DRUG_LEVEL_SYSTEM,
     INFECTION_MARKERS,
     LABS,
     MONITORING_LABS,
@@ -75,7 +76,7 @@ lab AS (
 ),
 labf AS (
     SELECT subject_id,
-           count(DISTINCT system) AS n_systems,
+           count(DISTINCT system) FILTER (WHERE system <> '{DRUG_LEVEL_SYSTEM}') AS n_systems,
            count(DISTINCT label) FILTER (WHERE label IN ({monitor})) AS n_monitor,
            count(*) FILTER (WHERE label IN ({markers})) AS n_marker,
            count(DISTINCT charttime) FILTER (WHERE label = 'White Blood Cells') AS n_wbc,

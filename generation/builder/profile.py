@@ -15,6 +15,7 @@ import duckdb
 from physassist.ehr.tools.fhir import as_number
 from physassist.timeline import Timeline, load_timeline
 
+from .interpret import Context, load_context
 from .vocab import LABS
 
 #: First words of prescriptions that name a fluid, salt or vaccine rather than a drug a
@@ -41,7 +42,7 @@ class DrugSummary:
     unit: str  # dose_unit_rx
     route: str
     per_day: float | None  # doses_per_24_hrs
-    n_admin: int  # administrations charted given for the word in the admission (eMAR + ICU)
+    n_admin: int  # doses of the current order charted given (physassist.timeline)
     #: A dose-count item may be asked (the timeline's rule: no ICU administration, which only
     #: the strict tools show)
     admin_countable: bool = True
@@ -71,6 +72,12 @@ class Profile:
     n_discharge: int = 0
     phm: dict | None = None  # the cohort's patient health model, when the source has one
     timeline: Timeline | None = None  # what is true at the cutoff (physassist.timeline)
+    context: Context = field(default_factory=Context)  # what changes a value's meaning
+
+    @property
+    def at_discharge(self) -> bool:
+        """The session is at the discharge date: forward-looking items speak of follow-up."""
+        return self.timeline is None or self.timeline.discharged_at is not None
 
     @property
     def pronoun(self) -> str:
@@ -120,6 +127,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
     # Only drugs with a current, scheduled order at the cutoff (physassist.timeline): a
     # stopped, sliding-scale, PRN or one-time order never answers a dose question.
     prof.timeline = tl
+    prof.context = load_context(con, tl)
     for o in tl.orders:
         word = o.word
         if len(word) < 4 or word in prof.drugs or word in NOT_A_DRUG_WORD or not word.isalpha():
@@ -127,7 +135,7 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
         current = tl.current_order(word)
         if current is None or current.word != word:
             continue
-        admins = tl.administrations(word)
+        admins = tl.order_administrations(current)
         prof.drugs[word] = DrugSummary(word, current.drug, current.dose_text, current.unit,
                                        current.route, _finite(current.per_day),
                                        len(admins.given), admins.countable)

@@ -23,6 +23,7 @@ from physassist.vocab import LANGUAGES
 from .answers import lab_spoken
 from .arcs import IL, WU
 from .topics import Topic
+from .vocab import drug_class_of
 from .wording import fill, lookup, variants
 
 #: For NA: which entity each anaphoric form points back to. Topics naming a lab and a drug
@@ -38,6 +39,10 @@ _NA_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "adherence_check": (("na", "drug"),),
     "admin_reliability": (("na", "drug"),),
 }
+
+
+#: The most question variants a kind has in one form (a variant index wraps around).
+MAX_VARIANTS = 12
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,11 @@ def _values(topic: Topic, lang: str, gender: str) -> dict[str, str]:
         vals["Lab"] = _cap(vals["lab"])
     if topic.lab2:
         vals["lab2"] = lab_spoken(topic.lab2, lang)
-    if topic.drug:
-        # Chinese text sets a Latin drug name off with spaces ("她的 insulin 医嘱").
-        vals["drug"] = topic.drug if lang == "en" else f" {topic.drug} "
-        vals["Drug"] = _cap(topic.drug)
+    for key, drug in (("drug", topic.name or topic.drug), ("drug2", topic.name2 or topic.drug2)):
+        if drug:
+            # Chinese text sets a Latin drug name off with spaces ("她的 insulin 医嘱").
+            vals[key] = drug if lang == "en" else f" {drug} "
+            vals[key.capitalize()] = _cap(drug)
     return vals
 
 
@@ -85,8 +91,22 @@ def na_form(topic: Topic, prior_entities: set[str]) -> tuple[str, str] | None:
     return None
 
 
-def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str]) -> list[str]:
-    """Subtypes whose rewrite is possible here, in SUBTYPES order."""
+def builds_on(previous: Topic | None, topic: Topic) -> bool:
+    """Whether ``topic`` builds on the previous turn: it is about one of its entities, or a
+    drug and the lab that monitors it ("In light of that" then links something)."""
+    if previous is None:
+        return False
+    if set(previous.entities) & set(topic.entities):
+        return True
+    labs = {x for t in (previous, topic) for x in (t.lab, t.lab2) if x}
+    drugs = [x for t in (previous, topic) for x in (t.drug, t.drug2) if x]
+    return any(cls is not None and labs & set(cls.labs) for cls in map(drug_class_of, drugs))
+
+
+def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str],
+                      linked: bool = True) -> list[str]:
+    """Subtypes whose rewrite is possible here, in SUBTYPES order; AE's connector ("Given all
+    this, ...") only where the turn builds on the previous one (``linked``)."""
     if turn == 0 or topic.task_type == WU:
         return []
     out: list[str] = []
@@ -94,7 +114,7 @@ def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str]) -> list
         out.append("NA")
     if variants("en", topic.kind, "pe"):
         out.append("PE")
-    if turn >= 2 and topic.task_type != IL and variants("en", topic.kind, "ae"):
+    if turn >= 2 and linked and topic.task_type != IL and variants("en", topic.kind, "ae"):
         out.append("AE")
     return out
 
@@ -121,8 +141,9 @@ def count_subtype(used: dict[str, int], subtype: str, turn: int) -> None:
 
 
 def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
-                  prior_entities: set[str]) -> Question:
-    """The explicit and implicit question of a turn in both languages."""
+                  prior_entities: set[str], at_discharge: bool = False) -> Question:
+    """The explicit and implicit question of a turn in both languages; at the discharge date
+    a kind's ``explicit_discharge`` variants, where it has them, speak of discharge."""
     texts: dict[tuple[str, str], str] = {}
     antecedent = None
     form = {"PE": "pe", "AE": "ae", None: "explicit"}.get(subtype, "explicit")
@@ -131,10 +152,12 @@ def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
         if found is None:
             raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
         form, antecedent = found
+    timed = "explicit_discharge" if at_discharge and variants("en", topic.kind,
+                                                               "explicit_discharge") else "explicit"
     for lang in LANGUAGES:
         vals = _values(topic, lang, gender)
-        explicit = variants(lang, topic.kind, "explicit")
-        implicit = variants(lang, topic.kind, form)
+        explicit = variants(lang, topic.kind, timed)
+        implicit = explicit if form == "explicit" else variants(lang, topic.kind, form)
         if not explicit or not implicit:
             raise ValueError(f"templates/{lang}.yaml: questions.{topic.kind}.{form} is empty")
         texts[(lang, "explicit")] = fill(explicit[variant % len(explicit)],
@@ -146,3 +169,20 @@ def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
                     texts[("en", "implicit")], texts[("zh", "implicit")],
                     subtype if (subtype and changed) else None,
                     antecedent if (subtype == "NA" and changed) else None)
+
+
+def new_question(topic: Topic, turn: int, prior_entities: set[str], linked: bool, gender: str,
+                 used: dict[str, int], rng: random.Random, asked: set[str],
+                 at_discharge: bool = False) -> Question | None:
+    """A question for the turn that was not asked before in the build (``asked`` holds the
+    physician's English texts): the least-used feasible subtype first, then the others, then
+    the explicit form; each from a seeded variant on. None when every one was asked."""
+    feasible = feasible_subtypes(topic, turn, prior_entities, linked)
+    first = choose_subtype(feasible, used, rng, turn)
+    start = rng.randrange(MAX_VARIANTS)
+    for subtype in dict.fromkeys([first, *feasible, None]):
+        for offset in range(MAX_VARIANTS):
+            q = make_question(topic, subtype, start + offset, gender, prior_entities, at_discharge)
+            if q.implicit_en not in asked:
+                return q
+    return None

@@ -9,19 +9,46 @@ paper's pipeline filters cases the record does not support.
 
 from __future__ import annotations
 
-from physassist.timeline import Timeline
+from physassist.timeline import LabSeries, Timeline
 
-from .answers import Digest, judge_trend, organisms
+from .answers import Digest, organisms
 from .facts import day, minute
-from .vocab import TREND_DELTAS
+from .response import baseline_and_last
+from .trends import judge_trend
+from .vocab import TRENDS
+
+_NONE = LabSeries("", (), ())
 
 #: Reasons a session is rejected, in the order they are checked.
-REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "trend",
-           "admin_icu", "admin_count", "culture")
+REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "artifact",
+           "response", "trend", "admin_uncountable", "admin_count", "culture")
 
 
 def _stamp(t: object) -> str:
     return str(t)[:16].replace("T", " ")
+
+
+def _trend_agrees(d: Digest, tl: Timeline) -> bool:
+    """The digest's trend is the trend table's on the timeline's values that are not suspect."""
+    series, rule = tl.lab(d.series[-1].label), TRENDS.get(d.series[-1].label)
+    if series is None or rule is None or len(series.confirmed) < 2:
+        return False
+    t = judge_trend(series.confirmed, rule)
+    return (t.direction, t.size, t.anchor, t.ref.value, _stamp(t.ref.time)[:10]) == (
+        d.trend, d.trend_size, d.anchor, d.series[0].value, d.series[0].day)
+
+
+def _response_agrees(d: Digest, tl: Timeline) -> bool:
+    """The response's baseline and latest value are the timeline's: the last value not suspect
+    before the first dose (eMAR or ICU), and the latest one."""
+    given = tl.administrations(d.topic.drug or "").given
+    series = tl.lab(d.series[-1].label)
+    found = baseline_and_last(list(series.confirmed), given[0]) if given and series else None
+    if found is None:
+        return False
+    base, last = found
+    return (base.value, _stamp(base.time), last.value, _stamp(last.time)) == (
+        d.series[0].value, d.series[0].time, d.series[1].value, d.series[1].time)
 
 
 def record_check(d: Digest, tl: Timeline) -> str | None:
@@ -43,22 +70,21 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
         if series is None or (series.latest.value, _stamp(series.latest.time)) != (
                 fact.value, fact.time):
             return "lab_latest"
-    if d.series:
-        series = tl.lab(d.series[-1].label)
-        delta = TREND_DELTAS.get(d.series[-1].label)
-        if series is None or delta is None:
-            return "trend"
-        trend, ref, anchor = judge_trend(list(series.points), delta)
-        if (trend, anchor, ref.value, _stamp(ref.time)[:10]) != (
-                d.trend, d.anchor, d.series[0].value, d.series[0].day):
-            return "trend"
+    if any(fact.time in {_stamp(t) for t in (tl.lab(fact.label) or _NONE).suspect}
+           for fact in [*d.labs, *d.series]):
+        return "artifact"
+    if d.series and d.anchor == "baseline" and not _response_agrees(d, tl):
+        return "response"
+    if d.series and d.anchor != "baseline" and not _trend_agrees(d, tl):
+        return "trend"
     if d.admin_count:
-        admins = tl.administrations(word)
-        if not admins.countable:
-            return "admin_icu"
+        order = tl.current_order(word)
+        admins = tl.order_administrations(order) if order is not None else None
+        if admins is None or not admins.countable:
+            return "admin_uncountable"
         if len(admins.given) != d.admin_count or minute(str(admins.given[-1])) != d.admin_last:
             return "admin_count"
-        if d.admin_total and d.admin_total - d.admin_count != admins.not_given:
+        if (d.admin_missed, d.admin_expected) != (len(admins.not_given), admins.at_discharge):
             return "admin_count"
     if d.topic.kind == "culture_latest" and _culture_unsupported(d, tl):
         return "culture"

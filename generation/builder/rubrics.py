@@ -13,8 +13,17 @@ from typing import Any
 
 from physassist.vocab import LANGUAGES
 
-from .answers import Digest, LabFact, fmt, key_culture, lab_name, meaning
+from .answers import (
+    Digest,
+    LabFact,
+    fmt,
+    key_culture,
+    lab_name,
+    meaning,
+    trend_word,
+)
 from .facts import day as day_of
+from .interpret import AT_GOAL
 from .patient_topics import onset_phrase
 from .topics import next_day
 from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
@@ -59,7 +68,7 @@ def value(label: str, number: float, unit: str) -> dict[str, Any]:
 
 
 def _lab_values(f: LabFact, lang: str) -> dict[str, Any]:
-    status = say(lang, f"answers.status.{f.status}")
+    status = say(lang, f"answers.status.{f.said}")
     return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
             "status": status, "day": f.day}
 
@@ -68,7 +77,7 @@ def _lab_items(f: LabFact, with_time: bool) -> list[Item]:
     en, zh = _lab_values(f, "en"), _lab_values(f, "zh")
     items = [
         _item("lab_value", value(f.label, f.value, f.unit), en, zh),
-        _item("lab_status", concept(f.status), en, zh),
+        _item("lab_status", concept(f.said), en, zh),
     ]
     if with_time:
         items.append(_item("lab_time", literal(f.day), en, zh))
@@ -101,7 +110,8 @@ def _med_items(d: Digest, n: int) -> list[Item]:
 
 
 def rubric(d: Digest) -> list[Item]:
-    """The rubric of a digested topic (sizes per task type as in the paper)."""
+    """The rubric of a digested topic of the common kinds (sizes per task type as in the
+    paper)."""
     k = d.topic.kind
     if k == "lab_latest":
         return _lab_items(d.labs[0], with_time=True)
@@ -148,10 +158,6 @@ def rubric(d: Digest) -> list[Item]:
         return _reliability_items(d)
     if k == "lab_trend":
         return _trend_items(d)
-    if k == "drug_lab_safety":
-        return _safety_items(d)
-    if k == "abx_response":
-        return _response_items(d)
     if d.topic.source == "write":
         return _write_items(d)
     if k == "adherence_check":
@@ -228,6 +234,42 @@ def _symptom_items(d: Digest) -> list[Item]:
     return items
 
 
+def trend_terms(d: Digest) -> dict[str, list[str]]:
+    """Words that describe the digest's trend fairly: the direction's, the stable ones too for
+    a slight move, and "improving" / "normalised" or "worsening" by where the value went."""
+    first, last = d.series
+    names = ["stable"] if d.trend == "stable" else [d.trend]
+    if d.trend_size == "slight":
+        names.append("stable")
+    if d.trend != "stable" and d.trend_size == "clear":
+        toward = _toward_normal(first, last)
+        if toward is not None:
+            names.append("improving" if toward else "worsening")
+        if first.said not in AT_GOAL and last.said in AT_GOAL:
+            names.append("normalised")
+    return {lang: list(dict.fromkeys(w for n in names for w in SYNONYMS[n][lang]))
+            for lang in LANGUAGES}
+
+
+def _toward_normal(first: LabFact, last: LabFact) -> bool | None:
+    """Whether the value moved toward its reference range (None when it started in range)."""
+    low, high = last.low, last.high
+    if high is not None and first.value > high:
+        return last.value < first.value
+    if low is not None and first.value < low:
+        return last.value > first.value
+    return None
+
+
+def _not_said(name: str, accepted: list[dict[str, Any]]) -> dict[str, Any]:
+    """A forbidden check of concept ``name`` without any word another item accepts ("increased"
+    is "high" as well as "rising")."""
+    allowed = {w.lower() for c in accepted for words in c["any"].values() for w in words}
+    return {"kind": "forbidden", "any": {lang: [w for w in SYNONYMS[name][lang]
+                                                if w.lower() not in allowed]
+                                         for lang in LANGUAGES}}
+
+
 def _trend_items(d: Digest) -> list[Item]:
     first, last = d.series
     lab = last.label
@@ -236,69 +278,38 @@ def _trend_items(d: Digest) -> list[Item]:
         return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
 
     opposite = {"rising": "falling", "falling": "rising", "stable": "rising"}[d.trend]
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
+    tw = {lang: trend_word(d, lang) for lang in LANGUAGES}
     ww = {lang: say(lang, f"answers.trend_word.{opposite}") for lang in LANGUAGES}
+    direction = {"kind": "concept", "any": trend_terms(d)}
+    status = concept(last.said)
     items = [
         _item(f"trend_{d.anchor}", value(lab, first.value, first.unit), vals(first, "en"),
               vals(first, "zh")),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
+        _item("trend_dir", direction, {"label": lab, "trend_word": tw["en"]},
               {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
-        _item("lab_status", concept(last.status), _lab_values(last, "en"), _lab_values(last, "zh")),
+        _item("lab_status", status, _lab_values(last, "en"), _lab_values(last, "zh")),
     ]
-    rec_key, rec = ("rec_no_change", "no_change") if d.course == "normal" else ("rec_recheck", "recheck")
-    items.append(_item(rec_key, concept(rec), {"label": lab}, {"label": lab_name(lab, "zh")}))
+    if d.course in ("normal", "minor"):
+        items.append(_item("rec_no_change", concept("no_change"), {"label": lab},
+                           {"label": lab_name(lab, "zh")}))
+    else:
+        items.append(_item("rec_recheck", concept("recheck"), {"label": lab},
+                           {"label": lab_name(lab, "zh")}))
     m = meaning(d) if d.course in ("worsening", "abnormal_stable") else None
-    if m is not None:
+    if d.artifact is not None:
+        a = d.artifact
+        items.append(_item("trend_artifact", concept("spurious"),
+                           {"label": lab, "value": fmt(a.value), "unit": a.unit},
+                           {"label": lab_name(lab, "zh"), "value": fmt(a.value), "unit": a.unit}))
+    elif m is not None:
         items.append(_item("rec_meaning",
                            {"kind": "concept", "any": {"en": list(m.en_syn), "zh": list(m.zh_syn)}},
                            {"meaning": m.en}, {"meaning": m.zh}))
     elif d.trend != "stable":
-        items.append(_item("trend_not", forbidden(opposite),
+        items.append(_item("trend_not", _not_said(opposite, [direction, status]),
                            {"label": lab, "wrong_word": ww["en"]},
                            {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]}))
-    return items
-
-
-def _safety_items(d: Digest) -> list[Item]:
-    m, lab = d.med, d.labs[0]
-    assert m is not None
-    vals = {"drug_word": m.word, "dose": fmt(m.dose), "unit": m.unit}
-    items = [_item("safety_drug", value(m.word, m.dose, m.unit), vals)]
-    items += _lab_items(lab, with_time=False)
-    if d.verdict == "hold":
-        items.append(_item("safety_verdict_hold", concept("hold"), vals))
-        items.append(_item("safety_not_ok", forbidden("unsafe_continue"), vals))
-        items.append(_item("rec_recheck", concept("recheck"), {"label": lab.label},
-                           {"label": lab_name(lab.label, "zh")}))
-    else:
-        items.append(_item("safety_verdict_ok", concept("continue"), vals))
-        items.append(_item("safety_not_hold", forbidden("stop_words"), vals))
-    return items
-
-
-def _response_items(d: Digest) -> list[Item]:
-    first, last = d.series
-    lab = last.label
-    word = d.topic.drug or ""
-
-    def vals(f: LabFact, lang: str) -> dict[str, Any]:
-        return {"label": lab_name(lab, lang), "value": fmt(f.value), "unit": f.unit}
-
-    tw = {lang: say(lang, f"answers.trend_word.{d.trend}") for lang in LANGUAGES}
-    items = [
-        _item("resp_drug", literal(word), {"drug_word": word}),
-        _item("trend_first", value(lab, first.value, first.unit), vals(first, "en"), vals(first, "zh")),
-        _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", concept(d.trend), {"label": lab, "trend_word": tw["en"]},
-              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
-    ]
-    verdict_key = {"responding": "resp_verdict_yes", "not_responding": "resp_verdict_no",
-                   "unclear": "resp_verdict_unclear"}[d.verdict]
-    items.append(_item(verdict_key, concept(d.verdict), {}))
-    plan = "escalate" if d.verdict == "not_responding" else "continue"
-    items.append(_item("resp_plan_escalate" if plan == "escalate" else "resp_plan_continue",
-                       concept(plan), {}))
     return items
 
 
@@ -319,14 +330,15 @@ def _write_items(d: Digest) -> list[Item]:
 
     confirm = _item("write_confirm", concept("confirm"), {})
     if tool == "ServiceRequest.create":
+        target = args["target_date"]
         if d.topic.kind == "followup_visit":
             service = ["Primary care follow-up", "PCP follow-up", "primary care", "follow-up",
                        "PCP", "follow up"]
-            target = args["target_date"]
-            dates = [next_day(target, delta) for delta in (-2, -1, 0, 1, 2)]
         else:
             service = _accept_lab(d.topic.lab or "")
-            dates = [args["target_date"]]
+        # A follow-up a week out may fall on any day around it; a repeat lab tomorrow may not.
+        spread = (-2, -1, 0, 1, 2) if d.topic.kind == "followup_visit" or d.at_discharge else (0,)
+        dates = [next_day(target, delta) for delta in spread]
         return [
             _item("write_call_service", call, {}),
             _item("write_service_type", arg("service_type", service), {"service": args["service_type"]}),
@@ -387,10 +399,12 @@ def _culture_items(d: Digest) -> list[Item]:
         first = _item("cult_commensal", concept("commensal"), {"organism": r.grown[0].organism})
     elif r.pending:
         first = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
-    else:
+    else:  # nothing grew: in a physician's words, or the laboratory's ("No MRSA isolated.")
+        said = list(dict.fromkeys(t.value.rstrip(". ") for t in r.results
+                                  if t.culture and not t.organism and t.value))
         first = _item("cult_none", {"kind": "concept", "any": {
-            "en": ["no organism", "no growth", "negative", "no organisms"],
-            "zh": ["无菌生长", "阴性", "未培养出", "未见"]}}, {})
+            "en": ["no organism", "no growth", "negative", "no organisms", *said],
+            "zh": ["无菌生长", "阴性", "未培养出", "未见", *said]}}, {})
     if resistant is not None:
         name = resistant.resistance[0]
         last = _item("cult_resistance", {"kind": "concept", "any": RESISTANCE_WORDS[name]},
@@ -433,7 +447,7 @@ def _affirmed(text: str, term: str) -> bool:
 
 def _reliability_items(d: Digest) -> list[Item]:
     word = d.topic.drug or ""
-    missed = d.admin_total - d.admin_count
+    missed = d.admin_missed
     vals = {"drug_word": word, "given": d.admin_count, "missed": missed}
     items = _med_items(d, 1)
     items.append(_item("rel_given", value("given", d.admin_count, ""), vals))

@@ -41,5 +41,12 @@ def build_sample(root: str | Path = "data/sample", seed: int = 0) -> BuildReport
     # times in it, which every checkout changes.
     store = {"source": "../cohort", "subjects": subjects, "seed": seed}
     with tempfile.TemporaryDirectory(prefix="physassist-stores-") as cache:
-        return build_sessions(cohort, root / "sessions", sessions_per_slot=SESSIONS_PER_SLOT, seed=seed,
-                              cache_dir=cache, force=True, store_record=store)
+        return build_sessions(
+            cohort,
+            root / "sessions",
+            sessions_per_slot=SESSIONS_PER_SLOT,
+            seed=seed,
+            cache_dir=cache,
+            force=True,
+            store_record=store,
+        )

@@ -8,46 +8,22 @@ entities are available comes from the patient's :class:`~.profile.Profile`.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .arcs import CR, DG, IL, WU
+from .kinds import KINDS, Topic
 from .patient_topics import adherence_drugs, has_home_function, has_symptoms
 from .profile import Profile
+from .signals import response_topics, safety_topics
 from .vocab import (
     DRUG_CLASSES,
     FREQUENCIES,
-    INFECTION_MARKERS,
     LABS,
-    TREND_DELTAS,
-    antibiotic_class_of,
+    TRENDS,
     drug_class_of,
+    drug_spoken,
 )
-
-#: kind -> (task type, tool source, gold tools in call order)
-KINDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "lab_latest": (IL, "ehr", ("Observation.search",)),
-    "med_current": (IL, "ehr", ("MedicationRequest.search",)),
-    "dx_primary": (IL, "ehr", ("Condition.search",)),
-    "encounter_info": (IL, "ehr", ("Encounter.search",)),
-    "culture_latest": (IL, "ehr", ("DiagnosticReport.search",)),
-    "imaging_latest": (IL, "ehr", ("DiagnosticReport.search",)),
-    "lab_pair": (DG, "ehr", ("Observation.search", "Observation.search")),
-    "lab_and_med": (DG, "ehr", ("Observation.search", "MedicationRequest.search")),
-    "med_and_admin": (DG, "ehr", ("MedicationRequest.search", "MedicationAdministration.search")),
-    "lab_trend": (CR, "ehr", ("Observation.search",)),
-    "drug_lab_safety": (CR, "ehr", ("MedicationRequest.search", "Observation.search")),
-    "abx_response": (CR, "ehr", ("MedicationAdministration.search", "Observation.search")),
-    "admin_reliability": (CR, "ehr", ("MedicationRequest.search",
-                                      "MedicationAdministration.search")),
-    "order_lab_recheck": (WU, "write", ("ServiceRequest.create",)),
-    "continue_med": (WU, "write", ("MedicationRequest.create",)),
-    "flag_abnormal": (WU, "write", ("Flag.create",)),
-    "followup_visit": (WU, "write", ("ServiceRequest.create",)),
-    "adherence_check": (DG, "mixed", ("MedicationRequest.search", "patient.get_medication_adherence")),
-    "home_function": (DG, "patient", ("patient.get_social_history", "patient.get_functional_status")),
-    "symptom_pain": (DG, "patient", ("patient.get_symptom_history", "patient.get_pain_assessment")),
-}
 
 #: Which kinds each scenario draws from (its clinical focus).
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
@@ -55,12 +31,14 @@ SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
                           "order_lab_recheck", "flag_abnormal", "symptom_pain"),
     "med_safety": ("lab_latest", "med_current", "lab_pair", "lab_and_med", "med_and_admin",
                    "admin_reliability",
-                   "drug_lab_safety", "lab_trend", "continue_med", "flag_abnormal",
+                   "drug_lab_safety", "duplicate_therapy", "duplicate_class", "interaction",
+                   "anticoag_bridge",
+                   "lab_trend", "continue_med", "flag_abnormal",
                    "order_lab_recheck", "adherence_check"),
     "treatment_response": ("lab_latest", "med_current", "culture_latest", "lab_pair", "med_and_admin",
                            "admin_reliability",
-                           "abx_response", "lab_trend", "order_lab_recheck", "continue_med",
-                           "symptom_pain"),
+                           "abx_response", "treatment_effect", "lab_trend", "order_lab_recheck",
+                           "continue_med", "symptom_pain"),
     "discharge_planning": ("encounter_info", "lab_latest", "med_current", "dx_primary",
                            "med_and_admin", "admin_reliability", "lab_and_med", "lab_trend",
                            "drug_lab_safety",
@@ -72,14 +50,19 @@ SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
 SCENARIO_FOCUS: dict[str, frozenset[str]] = {
     "diagnostic_workup": frozenset({"lab_pair", "imaging_latest", "culture_latest", "dx_primary",
                                     "flag_abnormal", "symptom_pain"}),
-    "med_safety": frozenset({"drug_lab_safety", "adherence_check", "med_and_admin", "lab_and_med",
+    "med_safety": frozenset({"drug_lab_safety", "duplicate_therapy", "duplicate_class",
+                             "interaction",
+                             "anticoag_bridge", "adherence_check", "med_and_admin", "lab_and_med",
                              "admin_reliability", "continue_med", "med_current"}),
-    "treatment_response": frozenset({"abx_response", "culture_latest", "med_and_admin",
-                                     "admin_reliability",
+    "treatment_response": frozenset({"abx_response", "treatment_effect", "culture_latest",
+                                     "med_and_admin", "admin_reliability",
                                      "lab_pair", "continue_med"}),
     "discharge_planning": frozenset({"encounter_info", "home_function", "followup_visit",
                                      "continue_med", "adherence_check", "med_and_admin"}),
 }
+
+#: Scenarios built only where the chart has what they ask about (:func:`fits`).
+SIGNAL_SCENARIOS = frozenset({"med_safety", "treatment_response"})
 
 #: Labs each scenario prefers to ask about (others in the profile are used after these).
 SCENARIO_LABS: dict[str, tuple[str, ...]] = {
@@ -96,42 +79,44 @@ SCENARIO_LABS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Kinds whose answer states a lab's latest value, and kinds that only look one up: a lookup
+#: right after a turn that stated that lab asks the same thing again.
+STATES_LAB = frozenset({"lab_latest", "lab_pair", "lab_and_med", "lab_trend", "drug_lab_safety",
+                        "abx_response", "treatment_effect", "anticoag_bridge"})
+LAB_LOOKUPS = frozenset({"lab_latest", "lab_pair", "lab_and_med"})
+#: Kinds whose answer states a drug's current order; ``med_current`` only looks one up.
+STATES_ORDER = frozenset({"med_current", "lab_and_med", "med_and_admin", "admin_reliability",
+                          "drug_lab_safety", "adherence_check"})
+
+
+def labs_of(topic: Topic) -> set[str]:
+    return {lab for lab in (topic.lab, topic.lab2) if lab}
+
+
+def follows(previous: Topic | None, topic: Topic) -> bool:
+    """Whether ``topic`` may come right after ``previous``: it never asks again what the
+    previous turn stated (its lab's latest value, its drug's order), and flagging an abnormal
+    lab ("flag the abnormal INR") refers to one the previous turn stated."""
+    if topic.kind == "flag_abnormal":
+        return (previous is not None and previous.kind in STATES_LAB
+                and topic.lab in labs_of(previous))
+    if previous is None:
+        return True
+    if topic.kind in LAB_LOOKUPS and previous.kind in STATES_LAB and labs_of(topic) & labs_of(previous):
+        return False
+    return not (topic.kind == "med_current" and previous.kind in STATES_ORDER
+                and topic.drug == previous.drug)
+
+
+#: Labs that have no place in an outpatient follow-up (they guide acute care only).
+INPATIENT_ONLY = frozenset({"Lactate", "Troponin T", "Creatine Kinase (CK)"})
+
+#: Days from discharge to the follow-up visit a discharge-date order is dated for (a repeat
+#: lab "at follow-up" and the primary-care visit both fall a week out).
+FOLLOW_UP_DAYS = 7
+
 #: Lab values a gold lab call asks for: the tool's maximum page, the admission's series.
 LAB_COUNT = 200
-
-
-@dataclass(frozen=True)
-class Topic:
-    """One turn's subject: a kind bound to entities (lab labels are MIMIC-IV labels)."""
-
-    kind: str
-    lab: str | None = None
-    lab2: str | None = None
-    drug: str | None = None  # searchable drug word, lower-case
-
-    @property
-    def task_type(self) -> str:
-        return KINDS[self.kind][0]
-
-    @property
-    def source(self) -> str:
-        return KINDS[self.kind][1]
-
-    @property
-    def tools(self) -> tuple[str, ...]:
-        return KINDS[self.kind][2]
-
-    @property
-    def resource_types(self) -> frozenset[str]:
-        return frozenset(t.split(".")[0] for t in self.tools if not t.startswith("patient."))
-
-    @property
-    def entities(self) -> tuple[str, ...]:
-        return tuple(e for e in (self.lab, self.lab2, self.drug) if e)
-
-    def label(self) -> str:
-        ents = ", ".join(self.entities)
-        return f"{self.kind}({ents})" if ents else self.kind
 
 
 def _lab_order(scenario: str, prof: Profile) -> list[str]:
@@ -145,77 +130,147 @@ def _dosable(prof: Profile, word: str) -> bool:
     return d.numeric_dose and bool(d.unit)
 
 
-def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
-    """Every topic of this task type the scenario uses and the patient's data supports."""
+@dataclass(frozen=True)
+class Pools:
+    """What one patient's chart offers a scenario's topics (see :func:`pools`)."""
+
+    labs: list[str]  # the scenario's labs first
+    trend_labs: list[str]
+    abnormal: list[str]
+    drugs: list[str]  # current scheduled orders, the scenario's drugs first
+    monitored: list[str]  # of them, drugs of a monitored class
+    given: list[str]  # of them, doses charted and countable in both semantics
+    signals: list[Topic]  # the scenario's required topics (signals.py): one must be asked
+
+
+def pools(scenario: str, prof: Profile) -> Pools:
+    """The entities a scenario draws its topics from: medication-safety sessions ask about
+    the drugs of the chart's safety signals, treatment-response sessions about its treatments."""
     labs = _lab_order(scenario, prof)
-    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TREND_DELTAS]
-    abnormal = [lab for lab in labs if prof.labs[lab].abnormal]
+    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TRENDS
+                  and not _follows_known_disease(lab, prof)]
     drugs = [w for w in sorted(prof.drugs) if _dosable(prof, w)]
-    monitored = [w for w in drugs if drug_class_of(w) is not None]
+    signals = (safety_topics(prof) if scenario == "med_safety" else
+               response_topics(prof) if scenario == "treatment_response" else [])
+    focus = [w for t in signals for w in (t.drug, t.drug2) if w in drugs]
+    if scenario == "med_safety":
+        monitored = [w for w in drugs if drug_class_of(w) is not None]
+        drugs = list(dict.fromkeys(focus + monitored + drugs))[:max(len(focus) + 2, 4)]
+    elif scenario == "treatment_response":
+        drugs = list(dict.fromkeys(focus))
     # Dose counts only where both semantics show the same count (physassist.timeline's rule).
     given = [w for w in drugs if prof.drugs[w].n_admin > 0 and prof.drugs[w].admin_countable]
-    antibiotics = [w for w in given if antibiotic_class_of(w)]
-    # Keep medication topics on the scenario's focus when the patient has such drugs.
-    if scenario == "med_safety" and monitored:
-        drugs = monitored + [w for w in drugs if w not in monitored][:2]
-        given = [w for w in monitored if w in given] + [w for w in given if w not in monitored]
-    if scenario == "treatment_response" and antibiotics:
-        drugs = antibiotics
-        given = antibiotics
-    out: list[Topic] = []
-    for kind in SCENARIO_KINDS[scenario]:
-        if KINDS[kind][0] != task_type:
-            continue
-        if kind == "lab_latest":
-            out += [Topic(kind, lab=lab) for lab in labs[:6]]
-        elif kind == "med_current":
-            out += [Topic(kind, drug=w) for w in drugs[:6]]
-        elif kind == "dx_primary":
-            if prof.n_dx > 0:
-                out.append(Topic(kind))
-        elif kind == "encounter_info":
-            out.append(Topic(kind))
-        elif kind == "culture_latest" and prof.n_micro > 0:
-            out.append(Topic(kind))
-        elif kind == "imaging_latest" and prof.n_radiology > 0:
-            out.append(Topic(kind))
-        elif kind == "lab_pair":
-            top = labs[:5]
-            out += [Topic(kind, lab=a, lab2=b) for i, a in enumerate(top) for b in top[i + 1:]]
-        elif kind == "lab_and_med":
-            for w in drugs[:4]:
-                cls = drug_class_of(w)
-                pair_labs = [lab for lab in (cls.labs if cls else ()) if lab in prof.labs]
-                for lab in (pair_labs or labs[:2])[:2]:
-                    out.append(Topic(kind, lab=lab, drug=w))
-        elif kind in ("med_and_admin", "admin_reliability"):
-            out += [Topic(kind, drug=w) for w in given[:5]]
-        elif kind == "lab_trend":
-            out += [Topic(kind, lab=lab) for lab in trend_labs[:6]]
-        elif kind == "drug_lab_safety":
-            for w in monitored[:4]:
-                cls = drug_class_of(w)
-                assert cls is not None
-                out += [Topic(kind, lab=lab, drug=w) for lab in cls.labs if lab in prof.labs][:1]
-        elif kind == "abx_response":
-            wbc = [lab for lab in INFECTION_MARKERS if lab in trend_labs][:1]
-            out += [Topic(kind, lab=wbc[0], drug=w) for w in antibiotics[:4]] if wbc else []
-        elif kind == "order_lab_recheck":
-            out += [Topic(kind, lab=lab) for lab in labs[:6]]
-        elif kind == "continue_med":
-            out += [Topic(kind, drug=w) for w in drugs[:6]
-                    if _frequency(prof, w) is not None and _route(prof.drugs[w].route)]
-        elif kind == "flag_abnormal":
-            out += [Topic(kind, lab=lab) for lab in abnormal[:4]]
-        elif kind == "followup_visit":
-            out.append(Topic(kind))
-        elif kind == "adherence_check":
-            out += [Topic(kind, drug=w) for w in adherence_drugs(prof)[:3]]
-        elif kind == "home_function" and has_home_function(prof):
-            out.append(Topic(kind))
-        elif kind == "symptom_pain" and has_symptoms(prof):
-            out.append(Topic(kind))
+    return Pools(labs, trend_labs, [lab for lab in labs if prof.labs[lab].abnormal], drugs,
+                 [w for w in drugs if drug_class_of(w) is not None], given,
+                 list(dict.fromkeys(signals)))
+
+
+def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
+    """Every topic of this task type the scenario uses and the patient's data supports."""
+    pool = pools(scenario, prof)
+    out = [t for kind in SCENARIO_KINDS[scenario] if KINDS[kind][0] == task_type
+           for t in _CANDIDATES[kind](pool, prof)]
+    return [named(t, prof) for t in out]
+
+
+def named(topic: Topic, prof: Profile) -> Topic:
+    """The topic with its drugs as a physician says them (the current order's own name)."""
+    def say(word: str | None, name: str | None) -> str | None:
+        return drug_spoken(prof.drugs[word].drug) if word in prof.drugs else name or word
+    return replace(topic, name=say(topic.drug, topic.name), name2=say(topic.drug2, topic.name2))
+
+
+def _lab_and_med(p: Pools, prof: Profile) -> list[Topic]:
+    """A drug with a lab that monitors it (its class's labs): never an unrelated pair."""
+    out = []
+    for w in p.drugs[:4]:
+        cls = drug_class_of(w)
+        pair_labs = [lab for lab in (cls.labs if cls else ()) if lab in prof.labs]
+        out += [Topic("lab_and_med", lab=lab, drug=w) for lab in pair_labs[:2]]
     return out
+
+
+def _drug_lab_safety(p: Pools, prof: Profile) -> list[Topic]:
+    """The chart's safety signals on a lab; elsewhere a monitored drug and its first lab."""
+    signals = [t for t in p.signals if t.kind == "drug_lab_safety"]
+    if signals or p.signals:
+        return signals
+    out = []
+    for w in p.monitored[:4]:
+        cls = drug_class_of(w)
+        assert cls is not None
+        out += [Topic("drug_lab_safety", lab=lab, drug=w) for lab in cls.labs if lab in prof.labs][:1]
+    return out
+
+
+def _signals(kind: str) -> Callable[[Pools, Profile], list[Topic]]:
+    return lambda p, prof: [t for t in p.signals if t.kind == kind]
+
+
+def _one(kind: str, present: Callable[[Profile], bool]) -> Callable[[Pools, Profile], list[Topic]]:
+    return lambda p, prof: [Topic(kind)] if present(prof) else []
+
+
+#: kind -> its candidate topics from a patient's pools.
+_CANDIDATES: dict[str, Callable[[Pools, Profile], list[Topic]]] = {
+    "lab_latest": lambda p, prof: [Topic("lab_latest", lab=lab) for lab in p.labs[:6]],
+    "med_current": lambda p, prof: [Topic("med_current", drug=w) for w in p.drugs[:6]],
+    "dx_primary": _one("dx_primary", lambda prof: prof.n_dx > 0),
+    "encounter_info": _one("encounter_info", lambda prof: True),
+    "culture_latest": _one("culture_latest", lambda prof: prof.n_micro > 0),
+    "imaging_latest": _one("imaging_latest", lambda prof: prof.n_radiology > 0),
+    "lab_pair": lambda p, prof: [Topic("lab_pair", lab=a, lab2=b) for i, a in enumerate(p.labs[:5])
+                                 for b in p.labs[:5][i + 1:]],
+    "lab_and_med": _lab_and_med,
+    "med_and_admin": lambda p, prof: [Topic("med_and_admin", drug=w) for w in p.given[:5]],
+    "admin_reliability": lambda p, prof: [Topic("admin_reliability", drug=w) for w in p.given[:5]],
+    "lab_trend": lambda p, prof: [Topic("lab_trend", lab=lab) for lab in p.trend_labs[:6]],
+    "drug_lab_safety": _drug_lab_safety,
+    "duplicate_therapy": _signals("duplicate_therapy"),
+    "duplicate_class": _signals("duplicate_class"),
+    "interaction": _signals("interaction"),
+    "anticoag_bridge": _signals("anticoag_bridge"),
+    "abx_response": _signals("abx_response"),
+    "treatment_effect": _signals("treatment_effect"),
+    # A repeat is ordered for a value that is off, not for a normal one; after discharge not
+    # for an acute-care test.
+    "order_lab_recheck": lambda p, prof: [Topic("order_lab_recheck", lab=lab)
+                                          for lab in p.abnormal[:6]
+                                          if not (prof.at_discharge and lab in INPATIENT_ONLY)],
+    "continue_med": lambda p, prof: [Topic("continue_med", drug=w) for w in p.drugs[:6]
+                                     if _frequency(prof, w) is not None
+                                     and _route(prof.drugs[w].route)],
+    "flag_abnormal": lambda p, prof: [Topic("flag_abnormal", lab=lab) for lab in p.abnormal[:4]],
+    "followup_visit": _one("followup_visit", lambda prof: True),
+    "adherence_check": lambda p, prof: [Topic("adherence_check", drug=w)
+                                        for w in adherence_drugs(prof)[:3]],
+    "home_function": _one("home_function", has_home_function),
+    "symptom_pain": _one("symptom_pain", has_symptoms),
+}
+
+
+def required(scenario: str, prof: Profile) -> list[Topic]:
+    """Topics one of which a session of ``scenario`` must ask (its chart's safety signals or
+    measured responses; empty for scenarios without such a requirement)."""
+    return [named(t, prof) for t in pools(scenario, prof).signals]
+
+
+def fits(scenario: str, prof: Profile) -> bool:
+    """Whether the chart supports the scenario: a medication-safety session needs a safety
+    signal, a treatment-response session a treatment with a measured response."""
+    return scenario not in SIGNAL_SCENARIOS or bool(pools(scenario, prof).signals)
+
+
+#: Labs that follow a coded disease more than an acute course: creatinine and BUN follow
+#: dialysis in end-stage renal disease, the white count a leukaemia or myeloid neoplasm (and
+#: says nothing of an antibiotic's effect there).
+RENAL_MARKERS = ("Creatinine", "Urea Nitrogen")
+HEME_MARKERS = ("White Blood Cells", "Neutrophils")
+
+
+def _follows_known_disease(lab: str, prof: Profile) -> bool:
+    """No trend question where the value follows a coded disease (see above)."""
+    return prof.context.esrd and lab in RENAL_MARKERS
 
 
 def _frequency(prof: Profile, word: str) -> str | None:
@@ -251,8 +306,17 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
         return [lab_call(topic.lab or "")]
     if k == "lab_pair":
         return [lab_call(topic.lab or ""), lab_call(topic.lab2 or "")]
+    def orders(word: str | None) -> tuple[str, dict[str, Any]]:
+        return "MedicationRequest.search", {**adm, "medication": word}
+
     if k in ("med_current",):
-        return [("MedicationRequest.search", {**adm, "medication": topic.drug})]
+        return [orders(topic.drug)]
+    if k == "duplicate_therapy":
+        return [orders(topic.drug)]
+    if k in ("duplicate_class", "interaction"):
+        return [orders(topic.drug), orders(topic.drug2)]
+    if k == "anticoag_bridge":
+        return [orders(topic.drug), orders(topic.drug2), lab_call(topic.lab or "")]
     if k == "dx_primary":
         return [("Condition.search", dict(adm))]
     if k == "encounter_info":
@@ -270,21 +334,23 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
     if k == "drug_lab_safety":
         return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
                 lab_call(topic.lab or "")]
-    if k == "abx_response":
+    if k in ("abx_response", "treatment_effect"):
         return [("MedicationAdministration.search", {**adm, "medication": topic.drug}),
                 lab_call(topic.lab or "")]
     if k == "order_lab_recheck":
         lab = LABS[topic.lab or ""] if topic.lab in LABS else None
         name = topic.lab or ""
+        when, days = (("at the follow-up visit after discharge", FOLLOW_UP_DAYS)
+                      if prof.at_discharge else ("in the morning", 1))
         return [("ServiceRequest.create", {
             **base, "service_type": f"Repeat {name}", "priority": "routine",
-            "target_date": next_day(prof.current_date),
-            "note": f"Recheck {lab.en if lab else name} in the morning.",
+            "target_date": next_day(prof.current_date, days),
+            "note": f"Recheck {lab.en if lab else name} {when}.",
         })]
     if k == "followup_visit":
         return [("ServiceRequest.create", {
             **base, "service_type": "Primary care follow-up", "priority": "routine",
-            "target_date": next_day(prof.current_date, 7),
+            "target_date": next_day(prof.current_date, FOLLOW_UP_DAYS),
             "note": "Post-discharge visit with the primary care physician.",
         })]
     if k == "continue_med":

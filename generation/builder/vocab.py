@@ -6,6 +6,7 @@ spelling. Lab keys are MIMIC-IV ``d_labitems.label`` values (blood/serum items).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from physassist.timeline import order_word
@@ -19,6 +20,10 @@ class Lab:
     en: str  # spoken English name ("BUN")
     zh: str  # Chinese name
     system: str  # organ system (prefilter's diagnostic-workup breadth rule)
+
+
+#: The "system" of a drug level: no organ system, so the breadth rule leaves it out.
+DRUG_LEVEL_SYSTEM = "drug level"
 
 
 LABS: dict[str, Lab] = {
@@ -56,30 +61,65 @@ LABS: dict[str, Lab] = {
         Lab("Creatine Kinase (CK)", "CK", "肌酸激酶", "cardiac"),
         Lab("NTproBNP", "BNP", "N末端B型利钠肽原", "cardiac"),
         Lab("Lipase", "lipase", "脂肪酶", "hepatic"),
+        Lab("Vancomycin", "vancomycin level", "万古霉素血药浓度", DRUG_LEVEL_SYSTEM),
+        Lab("Digoxin", "digoxin level", "地高辛血药浓度", DRUG_LEVEL_SYSTEM),
+        Lab("Phenytoin", "phenytoin level", "苯妥英血药浓度", DRUG_LEVEL_SYSTEM),
+        Lab("tacroFK", "tacrolimus level", "他克莫司血药浓度", DRUG_LEVEL_SYSTEM),
     )
 }
 
-#: The smallest absolute change of a lab over an admission that counts as a real trend
-#: (smaller moves are "stable"). Clinical thresholds where a guideline defines one, else
-#: chosen at or above the reference change value (analytical + within-person biological
-#: variation) so that noise between two draws is not called a trend:
-#: creatinine 0.3 mg/dL is the KDIGO 2012 AKI criterion; hemoglobin 1 g/dL is the rise from
-#: one red-cell unit (AABB); lactate 1 mmol/L follows the Surviving Sepsis Campaign 2021
-#: re-measurement advice (>2 abnormal); INR 0.5 is half the width of the warfarin target
-#: range (2-3, ACCP); potassium 0.5, sodium 4, chloride 4, bicarbonate 3 mEq/L, glucose
-#: 40 mg/dL, BUN 10 mg/dL, platelets 50 K/uL (the HIT 4T score counts falls of 30-50%),
-#: WBC 2 K/uL, bilirubin 1 mg/dL, albumin 0.5 g/dL, magnesium 0.3 and calcium 0.5 mg/dL,
-#: phosphate 1 mg/dL are clinical judgement above the biological-variation RCVs (Westgard
-#: desirable-specifications database; Fraser, Biological Variation, AACC 2001). A lab not in
-#: this table gets no trend question.
-TREND_DELTAS: dict[str, float] = {
-    "Creatinine": 0.3, "Urea Nitrogen": 10.0, "Potassium": 0.5, "Sodium": 4.0,
-    "Chloride": 4.0, "Bicarbonate": 3.0, "Glucose": 40.0, "Hemoglobin": 1.0,
-    "Hematocrit": 3.0, "Platelet Count": 50.0, "White Blood Cells": 2.0,
-    "Bilirubin, Total": 1.0, "Albumin": 0.5, "Magnesium": 0.3, "Calcium, Total": 0.5,
-    "Phosphate": 1.0, "INR(PT)": 0.5, "Lactate": 1.0,
-    "Alanine Aminotransferase (ALT)": 40.0, "Asparate Aminotransferase (AST)": 40.0,
-    "C-Reactive Protein": 20.0, "Neutrophils": 10.0,
+@dataclass(frozen=True)
+class TrendRule:
+    """When a lab's change between two values is a trend (:mod:`.trends`): a *clear* move is
+    at least ``delta`` (absolute), or at least ``rel`` of the smaller value while also at least
+    half of ``delta``; *no* move is under half of ``delta`` and under ``rel``, without crossing
+    the reference range; anything between is a *slight* move, where "stable" and the direction
+    are both fair words. ``delta`` is a clinical threshold where a guideline defines one, else
+    clinical judgement above the analyte's reference change value; ``rel`` is at least its
+    reference change value (RCV: the smallest difference between two results that analytical
+    and within-person biological variation do not explain, 2.77 x sqrt(CVa^2 + CVi^2), from
+    the CVi of the Westgard / EFLM biological variation database)."""
+
+    delta: float
+    rel: float
+    source: str
+
+
+_RCV = "RCV from the EFLM / Westgard biological variation database"
+#: The one table of trend thresholds (a lab not in it gets no trend question).
+TRENDS: dict[str, TrendRule] = {
+    "Creatinine": TrendRule(0.3, 0.5, "KDIGO 2012 AKI: a rise of 0.3 mg/dL or 1.5x baseline"),
+    "Urea Nitrogen": TrendRule(8.0, 0.35, f"clinical judgement; {_RCV} (CVi 12%) ~35%"),
+    "Potassium": TrendRule(0.5, 0.14, f"clinical judgement; {_RCV} (CVi 4.6%) ~14%"),
+    "Sodium": TrendRule(5.0, 0.04, "clinical judgement (hyponatraemia correction is counted "
+                                   f"in steps of 4-8 mmol/L, Spasovski 2014); {_RCV} ~3%"),
+    "Chloride": TrendRule(5.0, 0.05, f"clinical judgement; {_RCV} (CVi 1.2%) ~5%"),
+    "Bicarbonate": TrendRule(4.0, 0.15, f"clinical judgement; {_RCV} (CVi 4.8%) ~15%"),
+    "Glucose": TrendRule(40.0, 0.5, "ADA 2024 inpatient targets span 140-180 mg/dL; inpatient "
+                                    "glucose follows meals and dextrose, so half again of "
+                                    f"its {_RCV} (~17%) x3"),
+    "Hemoglobin": TrendRule(1.0, 0.1, "one red-cell unit raises it ~1 g/dL (AABB); "
+                                      f"{_RCV} (CVi 2.8%) ~9%"),
+    "Hematocrit": TrendRule(3.0, 0.1, "one red-cell unit raises it ~3% (AABB); "
+                                      f"{_RCV} ~9%"),
+    "Platelet Count": TrendRule(50.0, 0.3, "the HIT 4T score counts falls of 30-50%; "
+                                           f"{_RCV} (CVi 9%) ~27%"),
+    "White Blood Cells": TrendRule(2.0, 0.3, f"clinical judgement; {_RCV} (CVi 11%) ~31%"),
+    "Bilirubin, Total": TrendRule(1.0, 0.7, f"clinical judgement; {_RCV} (CVi 24%) ~68%"),
+    "Albumin": TrendRule(0.5, 0.1, f"clinical judgement; {_RCV} (CVi 3%) ~10%"),
+    "Magnesium": TrendRule(0.3, 0.12, f"clinical judgement; {_RCV} (CVi 3.6%) ~12%"),
+    "Calcium, Total": TrendRule(0.5, 0.07, f"clinical judgement; {_RCV} (CVi 1.9%) ~7%"),
+    "Phosphate": TrendRule(1.0, 0.25, f"clinical judgement; {_RCV} (CVi 8.5%) ~25%"),
+    "INR(PT)": TrendRule(0.5, 0.3, "half the width of the warfarin target range 2-3 (CHEST "
+                                   "2012); 30% is above the PT's RCV (~13%)"),
+    "Lactate": TrendRule(1.0, 0.3, "Surviving Sepsis Campaign 2021: re-measure when > 2 "
+                                   "mmol/L and guide resuscitation by its fall"),
+    "Alanine Aminotransferase (ALT)": TrendRule(40.0, 0.55, f"clinical judgement; {_RCV} "
+                                                            "(CVi 19%) ~55%"),
+    "Asparate Aminotransferase (AST)": TrendRule(40.0, 0.4, f"clinical judgement; {_RCV} "
+                                                            "(CVi 12%) ~35%"),
+    "C-Reactive Protein": TrendRule(20.0, 1.2, f"clinical judgement; {_RCV} (CVi 42%) ~120%"),
+    "Neutrophils": TrendRule(10.0, 0.2, "clinical judgement (percentage points)"),
 }
 
 #: Labs a prescriber monitors (med_safety's base criterion).
@@ -156,6 +196,22 @@ def antibiotic_class_of(drug: str) -> str | None:
 
 drug_word = order_word  # one definition: physassist.timeline
 
+#: Words of a drug name that stay upper case when it is spoken (formulations, salts).
+_KEEP_CASE = re.compile(r"^(XL|XR|ER|SR|CR|DR|EC|ODT|HCl|HCL|IR|LA|DS)$")
+_STRENGTH = re.compile(r"^[\d.,/%]+[a-zA-Z%/]*$|^(mg|mcg|g|ml|units?)$", re.IGNORECASE)
+MAX_NAME_WORDS = 4
+
+
+def drug_spoken(drug: str) -> str:
+    """A prescription's name as a physician says it: its own words, without parenthetical
+    notes or strengths, cut at a word boundary ("Docusate Sodium (Liquid)" -> "docusate
+    sodium", "LeVETiracetam" -> "levetiracetam", "Metoprolol Succinate XL" -> "metoprolol
+    succinate XL"); never shortened to a bare first word ("Milk of Magnesia", not "Milk")."""
+    text = re.sub(r"\([^)]*\)?", " ", drug)
+    words = [w.strip(",;:") for w in text.split()]
+    words = [w for w in words if w and not _STRENGTH.match(w)][:MAX_NAME_WORDS]
+    return " ".join(w if _KEEP_CASE.match(w) else w.lower() for w in words) or drug.lower()
+
 
 #: Concept synonyms per language for rubric checks. Every word the gold answers use for a
 #: concept is among its synonyms (tests check the gold answers pass their own checks).
@@ -177,10 +233,35 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
                 "zh": ["下降", "降低", "减少", "回落"]},
     "stable": {"en": ["stable", "unchanged", "flat", "steady", "no significant change"],
                "zh": ["稳定", "无明显变化", "变化不大", "平稳"]},
+    "improving": {"en": ["improving", "improved", "better", "resolving"],
+                  "zh": ["好转", "改善"]},
+    "worsening": {"en": ["worsening", "worsened", "worse", "deteriorating"],
+                  "zh": ["恶化", "加重"]},
+    "normalised": {"en": ["normalised", "normalized", "normalizing", "normalising",
+                          "back to normal", "back in range", "now normal"],
+                   "zh": ["恢复正常", "正常化", "回到正常"]},
+    "spurious": {"en": ["spurious", "artifact", "artefact", "erroneous", "contaminated",
+                        "contamination", "lab error", "repeat the draw", "redraw", "not real"],
+                 "zh": ["虚假", "污染", "假性", "误差", "重抽", "重新采血"]},
+    "subtherapeutic": {"en": ["subtherapeutic", "sub-therapeutic", "below target",
+                              "below the target", "below goal", "below the therapeutic"],
+                       "zh": ["低于目标", "未达标", "低于治疗范围"]},
+    "therapeutic": {"en": ["therapeutic", "in range", "within the target", "within target",
+                           "at goal", "on target"],
+                    "zh": ["达标", "治疗范围内", "目标范围内"]},
+    "supratherapeutic": {"en": ["supratherapeutic", "supra-therapeutic", "above target",
+                                "above the target", "above goal", "above the therapeutic"],
+                         "zh": ["高于目标", "超出治疗范围", "超标"]},
+    "prediabetes": {"en": ["prediabetes", "prediabetic", "pre-diabetes", "pre-diabetic"],
+                    "zh": ["糖尿病前期"]},
+    "diabetes_range": {"en": ["diabetes range", "diabetic range", "consistent with diabetes",
+                              "diagnostic of diabetes"],
+                       "zh": ["糖尿病范围", "达到糖尿病"]},
     "recheck": {"en": ["recheck", "re-check", "repeat", "monitor", "monitoring", "trend", "follow"],
                 "zh": ["复查", "监测", "随访"]},
-    "no_change": {"en": ["no change", "routine", "no action", "continue current", "monitoring"],
-                  "zh": ["无需调整", "常规", "维持"]},
+    "no_change": {"en": ["no change", "routine", "no action", "continue current", "monitoring",
+                         "not clinically significant", "minor"],
+                  "zh": ["无需调整", "常规", "维持", "无需处理"]},
     "hold": {"en": ["hold", "holding", "reduce", "reducing", "lower the dose", "dose reduction",
                     "stop", "pause", "discontinue"],
              "zh": ["暂停", "停用", "减量", "停药", "停掉"]},
@@ -241,6 +322,24 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
     "find_why": {"en": ["find out why", "why", "reason", "clarify"], "zh": ["查明原因", "原因"]},
     "med_change": {"en": ["dose changed", "medication changed", "stopped the", "started a new"],
                    "zh": ["已改剂量", "已停用", "已换药"]},
+    "duplicate": {"en": ["duplicate", "duplication", "duplicated", "two orders", "double",
+                         "overlapping", "both"], "zh": ["重复", "两个", "重叠"]},
+    "stop_one": {"en": ["stop the other", "stop one", "discontinue one", "discontinue the other",
+                        "which one is intended", "clarify", "confirm which", "stop"],
+                 "zh": ["停用另一个", "停用其一", "确认", "停用"]},
+    "no_duplicate": {"en": ["no duplication", "not a duplicate", "no duplicate"],
+                     "zh": ["没有重复", "不存在重复"]},
+    "no_interaction": {"en": ["no interaction", "no significant interaction", "safe together"],
+                       "zh": ["没有相互作用", "无相互作用"]},
+    "bridge_continue": {"en": ["continue the", "keep the", "until the INR", "not yet"],
+                        "zh": ["继续", "直到"]},
+    "bridge_stop": {"en": ["stop the", "discontinue the", "can stop", "can come off", "24 hours"],
+                    "zh": ["停用", "可以停", "24 小时"]},
+    "adjust": {"en": ["adjust", "renal dosing", "renally", "dose-adjust", "dose adjustment",
+                      "reduce the dose", "creatinine clearance", "CrCl", "kidney function"],
+               "zh": ["调整", "肾功能", "肌酐清除率", "减量"]},
+    "raise": {"en": ["raise", "increase", "higher dose", "up-titrate", "shorten the interval",
+                     "below target", "subtherapeutic"], "zh": ["增加", "加量", "缩短", "低于目标"]},
     # microbiology (issue 43): a culture not reported yet, flora of no clinical weight
     "pending": {"en": ["pending", "awaiting", "not yet reported", "not reported yet",
                        "not yet final", "in progress", "no result yet"],
@@ -415,6 +514,211 @@ def unsafe(drug: str, label: str, value: float) -> bool:
     low = drug.lower()
     return any(label == lab and any(p in low for p in pats) and limit.passed(value, direction)
                for pats, lab, direction, limit in UNSAFE_WHEN)
+
+
+#: Context that changes what a value means (:mod:`.interpret`). ICD codes are prefixes of
+#: ``diagnoses_icd.icd_code`` (ICD-9 and ICD-10, no dots).
+INR_TARGET = Limit(2.0, "target INR 2.0-3.0 on warfarin for most indications (CHEST 2012, "
+                        "Ageno et al.; Holbrook et al.)")
+INR_TARGET_HIGH = Limit(3.0, "the upper end of the warfarin target range 2.0-3.0 (CHEST 2012)")
+A1C_PREDIABETES = Limit(5.7, "ADA Standards of Care 2024, 2: prediabetes A1c 5.7-6.4%")
+A1C_DIABETES = Limit(6.5, "ADA Standards of Care 2024, 2: diabetes A1c >= 6.5%")
+ESRD_ICD_PREFIXES: tuple[str, ...] = ("N186", "5856", "Z992", "V4511", "Z4931", "Z4901",
+                                      "V560")  # ESRD; dependence on or encounter for dialysis
+#: Leukaemias, myelodysplastic and myeloproliferative neoplasms: the white count follows the
+#: disease (and its cytoreduction) as much as any infection.
+HEME_MALIGNANCY_ICD_PREFIXES: tuple[str, ...] = ("C91", "C92", "C93", "C94", "C95", "D45",
+                                                 "D46", "D471", "D473", "D474", "D475",
+                                                 "204", "205", "206", "207", "208", "2384",
+                                                 "2387")
+#: Drug words of anticoagulants (the INR's meaning on warfarin: :data:`INR_TARGET`).
+WARFARIN = "warfarin"
+
+
+# ----------------------------------------------------------------------------- safety signals
+# What makes a medication-safety question worth asking (signals.py): each table keeps its source.
+
+#: Drugs cleared by the kidney whose dose follows kidney function (a creatinine past the CKD
+#: threshold, or ESRD, makes the dose a question). Source: each drug's FDA labelling (dosage
+#: in renal impairment); KDIGO 2012 CKD guideline 4.4 (drug dosing by GFR).
+RENAL_DRUGS: tuple[str, ...] = (
+    "allopurinol", "gabapentin", "pregabalin", "enoxaparin", "vancomycin", "levetiracetam",
+    "famotidine", "ranitidine", "digoxin", "acyclovir", "valacyclovir", "metformin", "cefepime",
+    "meropenem", "piperacillin", "ciprofloxacin", "levofloxacin", "sulfamethoxazole",
+    "dabigatran", "rivaroxaban", "baclofen", "tramadol", "fondaparinux", "lithium")
+RENAL_SOURCE = ("FDA labelling, dosage in renal impairment; KDIGO 2012 CKD guideline 4.4: "
+                "dose renally cleared drugs by GFR")
+
+
+@dataclass(frozen=True)
+class DrugLevel:
+    """A drug monitored by its blood level: the lab label and the range a dose aims at."""
+
+    lab: str  # d_labitems.label
+    low: float
+    high: float
+    source: str
+
+
+DRUG_LEVELS: dict[str, DrugLevel] = {
+    "vancomycin": DrugLevel("Vancomycin", 10.0, 20.0, "ASHP/IDSA/SIDP 2009 vancomycin "
+                            "monitoring: trough >= 10 mg/L, 15-20 for serious infections; "
+                            "troughs > 20 add nephrotoxicity"),
+    "digoxin": DrugLevel("Digoxin", 0.5, 2.0, "digoxin FDA labelling: 0.5-2.0 ng/mL; toxicity "
+                         "is common above 2.0"),
+    "phenytoin": DrugLevel("Phenytoin", 10.0, 20.0, "phenytoin FDA labelling: total level "
+                           "10-20 mcg/mL"),
+    "tacrolimus": DrugLevel("tacroFK", 5.0, 15.0, "tacrolimus FDA labelling (kidney "
+                            "transplant): whole-blood trough 5-15 ng/mL"),
+}
+
+
+@dataclass(frozen=True)
+class DuplicateClass:
+    """Drugs of one class that are rarely meant to run together: two current orders of the
+    class are a question."""
+
+    name: str
+    en: str
+    zh: str
+    words: tuple[str, ...]
+    source: str
+
+
+DUPLICATE_CLASSES: tuple[DuplicateClass, ...] = (
+    DuplicateClass("ppi", "proton pump inhibitor", "质子泵抑制剂",
+                   ("omeprazole", "pantoprazole", "esomeprazole", "lansoprazole"),
+                   "Beers / STOPP-START: no duplicate drug class"),
+    DuplicateClass("beta_blocker", "beta-blocker", "β受体阻滞剂",
+                   ("metoprolol", "carvedilol", "atenolol", "labetalol", "propranolol",
+                    "bisoprolol"), "STOPP/START v2 (O'Mahony 2015): no duplicate drug class"),
+    DuplicateClass("ras", "ACE inhibitor or ARB", "ACEI/ARB",
+                   ("lisinopril", "enalapril", "captopril", "ramipril", "benazepril",
+                    "losartan", "valsartan", "irbesartan"),
+                   "ONTARGET 2008 and KDIGO 2021: no dual RAS blockade"),
+    DuplicateClass("statin", "statin", "他汀",
+                   ("atorvastatin", "simvastatin", "rosuvastatin", "pravastatin"),
+                   "STOPP/START v2: no duplicate drug class"),
+    DuplicateClass("calcium_blocker", "calcium channel blocker", "钙通道阻滞剂",
+                   ("diltiazem", "verapamil", "amlodipine", "nifedipine"),
+                   "STOPP/START v2: no duplicate drug class"),
+)
+#: Parenteral anticoagulants that bridge warfarin until its INR is therapeutic (both current is
+#: intended then), with the smallest daily dose that treats rather than prevents: enoxaparin
+#: 1 mg/kg twice daily or 1.5 mg/kg daily (prophylaxis 40 mg daily or 30 mg twice daily),
+#: fondaparinux 5-10 mg daily (prophylaxis 2.5 mg). Subcutaneous heparin 5000 units is
+#: prophylaxis, never a bridge (a therapeutic heparin runs as an infusion).
+BRIDGES: dict[str, float] = {"enoxaparin": 80.0, "fondaparinux": 5.0}
+BRIDGE_SOURCE = ("CHEST 2012 (Ageno et al.; Douketis et al.): overlap parenteral "
+                 "anticoagulation with warfarin for >= 5 days and until the INR is >= 2 for 24 h")
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """Two drugs whose combination calls for an action, and which lab shows it."""
+
+    first: tuple[str, ...]
+    second: tuple[str, ...]
+    en: str  # the effect
+    zh: str
+    action_en: str
+    action_zh: str
+    en_syn: tuple[str, ...]  # words that name the effect
+    zh_syn: tuple[str, ...]
+    source: str
+    act_en: tuple[str, ...] = ("check", "monitor", "recheck", "reduce", "lower", "avoid")
+    act_zh: tuple[str, ...] = ("复查", "监测", "减少", "减量", "避免")
+
+
+_AZOLES_ETC = ("amiodarone", "fluconazole", "metronidazole", "sulfamethoxazole",
+               "ciprofloxacin", "levofloxacin")
+_RAS = ("lisinopril", "enalapril", "captopril", "ramipril", "benazepril", "losartan",
+        "valsartan", "irbesartan")
+INTERACTIONS: tuple[Interaction, ...] = (
+    Interaction(("warfarin",), _AZOLES_ETC, "a higher INR and bleeding risk", "INR 升高和出血风险",
+                "check the INR within a few days and lower the warfarin dose if it rises",
+                "几天内复查 INR，升高则减少华法林剂量",
+                ("INR", "bleed", "potentiat", "anticoagulant effect"), ("INR", "出血"),
+                "warfarin FDA labelling (CYP2C9 / CYP3A4 inhibitors raise the INR); "
+                "Holbrook et al., Arch Intern Med 2005"),
+    Interaction(("warfarin",), ("ibuprofen", "naproxen", "ketorolac"),
+                "bleeding risk (NSAID with an anticoagulant)", "出血风险（NSAID 合用抗凝药）",
+                "avoid the NSAID or add gastric protection and watch for bleeding",
+                "避免使用 NSAID，或加用胃黏膜保护并监测出血",
+                ("bleed", "hemorrhage", "haemorrhage"), ("出血",),
+                "warfarin FDA labelling; ACCP 2012"),
+    Interaction(_RAS, ("spironolactone", "potassium chloride", "eplerenone", "sulfamethoxazole"),
+                "hyperkalaemia", "高钾血症", "check the potassium and creatinine",
+                "复查血钾和肌酐", ("hyperkal", "potassium"), ("高钾", "血钾"),
+                "KDIGO 2020 potassium controversies; RALES 1999 follow-up (Juurlink NEJM 2004)"),
+    Interaction(("simvastatin",), ("amiodarone", "diltiazem", "verapamil", "clarithromycin"),
+                "statin myopathy", "他汀相关肌病",
+                "keep simvastatin within the labelled limit (20 mg with amiodarone, 10 mg with "
+                "diltiazem or verapamil) or switch statin", "将辛伐他汀控制在说明书限量内或换用其他他汀",
+                ("myopathy", "rhabdomyolysis", "muscle"), ("肌病", "横纹肌溶解"),
+                "FDA Drug Safety Communication 2011 (simvastatin dose limits)",
+                ("limit", "switch", "reduce", "lower", "avoid"), ("限量", "换用", "减量", "避免")),
+    Interaction(("clopidogrel",), ("omeprazole", "esomeprazole"),
+                "less clopidogrel effect (CYP2C19 inhibition)", "氯吡格雷疗效下降（CYP2C19 抑制）",
+                "use pantoprazole instead", "改用泮托拉唑", ("CYP2C19", "less effective",
+                                                         "reduced", "antiplatelet effect"),
+                ("CYP2C19", "疗效下降"), "FDA Drug Safety Communication 2009 / 2010",
+                ("pantoprazole", "switch", "avoid", "instead"), ("泮托拉唑", "改用", "避免")),
+    Interaction(("linezolid",), ("sertraline", "citalopram", "escitalopram", "fluoxetine",
+                                 "paroxetine", "venlafaxine", "duloxetine"),
+                "serotonin syndrome", "5-羟色胺综合征", "avoid the combination or watch for serotonin "
+                "toxicity", "避免合用或监测 5-羟色胺毒性", ("serotonin",), ("5-羟色胺",),
+                "FDA Drug Safety Communication 2011 (linezolid with serotonergic drugs)"),
+    Interaction(("digoxin",), ("amiodarone",), "a doubled digoxin level", "地高辛血药浓度翻倍",
+                "halve the digoxin dose and check its level", "地高辛减半并复查血药浓度",
+                ("digoxin level", "toxicity", "doubl"), ("地高辛", "中毒"),
+                "amiodarone FDA labelling (digoxin concentrations rise ~70-100%)"),
+)
+
+
+# ----------------------------------------------------------------------------- treatments
+
+
+@dataclass(frozen=True)
+class Treatment:
+    """A treatment and the lab that measures its effect: the value should move ``expect``
+    (falling or rising) once it is given. A response is only asked where the value before the
+    first dose was off in the direction the treatment corrects (a low potassium before
+    potassium chloride; repletion of a normal value is maintenance, not a response)."""
+
+    name: str
+    words: tuple[str, ...]  # eMAR medication / ICU item label substrings
+    lab: str
+    expect: str
+    source: str
+    treated: float | None = None  # the value it treats past, when not the reference range
+
+    @property
+    def corrects(self) -> str:
+        """The baseline status the treatment corrects: low for a rise, high for a fall."""
+        return "low" if self.expect == "rising" else "high"
+
+
+TREATMENTS: tuple[Treatment, ...] = (
+    Treatment("insulin", ("insulin",), "Glucose", "falling", "ADA 2024, 16: insulin for "
+              "persistent hyperglycemia > 180 mg/dL", 180.0),
+    Treatment("potassium", ("potassium chloride", "kcl"), "Potassium", "rising",
+              "potassium repletion raises serum K ~0.1 mmol/L per 10 mEq (Kruse & Carlson 1990)"),
+    Treatment("magnesium", ("magnesium sulfate",), "Magnesium", "rising",
+              "magnesium sulfate repletion (ICU electrolyte protocols)"),
+    Treatment("red cells", ("packed red blood cells", "red blood cells"), "Hemoglobin",
+              "rising", "AABB 2023: transfuse below 7 g/dL; one unit raises haemoglobin "
+              "~1 g/dL", 7.0),
+    Treatment("vasopressor", ("norepinephrine", "vasopressin", "phenylephrine", "epinephrine"),
+              "Lactate", "falling", "Surviving Sepsis Campaign 2021: guide resuscitation by "
+              "lactate clearance"),
+    Treatment("bicarbonate", ("sodium bicarbonate",), "Bicarbonate", "rising",
+              "sodium bicarbonate raises serum bicarbonate (metabolic acidosis therapy)"),
+    Treatment("calcium", ("calcium gluconate", "calcium chloride"), "Calcium, Total", "rising",
+              "calcium repletion"),
+    Treatment("vitamin K", ("phytonadione",), "INR(PT)", "falling",
+              "CHEST 2012: vitamin K lowers a supratherapeutic INR within 24-48 h"),
+)
 
 
 #: Imaging findings a report impression may name: EN term -> (EN synonyms, ZH synonyms).

@@ -5,10 +5,11 @@ Evidence is the rendered tool result plus the exact lab values as strings (decim
 and what the record says at the cutoff (``physassist.timeline``, the same facts the template
 builder uses): a lab's values are the lab concept's only (no blood-gas twin beside the
 chemistry value), with its latest, first, peak and nadir over the admission; a drug's current
-scheduled order or none (stopped, sliding-scale, PRN, one-time); given / not given / unknown
-administrations (eMAR and ICU) and whether a dose count may be asked (the timeline's rule:
-only when no dose was given in an ICU, which the compat tools cannot show); the admission's
-positive cultures.
+scheduled order or none (stopped, sliding-scale, PRN, one-time); the doses of that order
+(given, not given, held at discharge: only dose events, as a nurse counts them), else of the
+drug (eMAR and ICU), and whether a dose count may be asked (the timeline's rule: no dose given
+in an ICU, which the compat tools cannot show, and the order's doses named as it); the
+admission's positive cultures.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def record_facts(name: str, arguments: dict[str, Any], tl: Timeline) -> dict[str
                                        "unit": order.unit, "route": order.route,
                                        "frequency": order.frequency, "start": str(order.start)}}
         if name == "MedicationAdministration.search":
-            a = tl.administrations(word)
-            facts.update(given=len(a.given), not_given=a.not_given, unknown=a.unknown,
-                         icu_administrations=a.icu, dose_count_askable=a.countable)
+            a = tl.order_administrations(order) if order is not None else tl.administrations(word)
+            facts.update(doses_of="the current order" if order is not None else "the drug",
+                         given=len(a.given), not_given=len(a.not_given),
+                         held_at_discharge=a.at_discharge, icu_administrations=a.icu,
+                         dose_count_askable=a.countable)
         return facts
     if name == "DiagnosticReport.search":
         return {"positive_cultures": [{"specimen": c.specimen, "time": str(c.time),

@@ -9,10 +9,12 @@ checker that errors or replies off-format fails the turn (the reference counted 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from generation.builder import facts as F
 from generation.builder.arcs import CR, DG, IL, WU
+from physassist.calls import EndpointDown
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 
 from .llm import AgentOutputError, Caller
@@ -103,11 +105,18 @@ async def _verdict(caller: Caller, kind: str, payload: dict[str, Any], passes, k
     """(passed, reason); an exception or a reply without ``key`` is a FAIL."""
     try:
         reply = await caller.ask("checker", kind, payload)
+    except EndpointDown:  # the run gave up on the checker's endpoint: it ends
+        raise
     except Exception as exc:  # noqa: BLE001 - any checker failure rejects the attempt
         return False, f"checker error: {exc}"
     if key not in reply:
         return False, f"checker reply lacks {key!r}"
     return passes(reply), str(reply.get("reason") or reply)[:300]
+
+
+#: Rejections by gate or stage (a malformed reply: its stage) as they happen, in this process:
+#: ``physassist-generate``'s progress lines (which clear it when a run starts).
+rejections: Counter[str] = Counter()
 
 
 class GateStats:
@@ -124,6 +133,7 @@ class GateStats:
 
     def stage_failed(self, stage: str) -> None:
         self.stage_failures[stage] = self.stage_failures.get(stage, 0) + 1
+        rejections[stage] += 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"checked": dict(self.checked), "failed": dict(self.failed),

@@ -93,4 +93,11 @@ class Caller:
         self.usage.add(role, str(model), u.input_tokens if u else 0, u.output_tokens if u else 0)
         if out.error:
             raise AgentOutputError(f"{kind}: model error: {out.error}")
+        if out.stop_reason == "max_tokens":  # a runaway reply: its JSON would be cut short anyway
+            budget = f"{model.config.max_tokens} tokens" if model.config.max_tokens else "the provider's"
+            raise AgentOutputError(f"{kind}: reply cut at the output budget ({budget})")
+        if out.stop_reason == "content_filter":
+            raise AgentOutputError(f"{kind}: the model refused: {out.completion[:120]!r}")
+        if not out.completion.strip():
+            raise AgentOutputError(f"{kind}: empty reply")
         return parse_object(out.completion, kind)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generation.builder.arcs import ARCS, WU
+from generation.builder.arcs import ARCS
 from generation.builder.profile import Profile
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import AgentOutputError, Caller, need_str
 

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from generation.builder.arcs import IL, WU
+from physassist.vocab import INFORMATION_LOOKUP as IL
 from physassist.vocab import SUBTYPES
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import Caller, need_str
 from .planner import PlanTurn
@@ -62,7 +63,7 @@ def pe_fragment(explicit: str, plan: PlanTurn) -> str | None:
     return " and ".join(named[:2]).capitalize() + "?"
 
 
-def settle(explicit: str, rewritten: str, subtype: str, plan: PlanTurn) -> Rewrite:
+def settle(explicit: str, rewritten: str, subtype: str | None, plan: PlanTurn) -> Rewrite:
     """Apply the drift fallback and record the subtype only for a real rewrite."""
     rewritten = rewritten.strip()
     fallback = None

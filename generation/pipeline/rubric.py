@@ -8,8 +8,11 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from generation.builder.arcs import CR, DG, IL, WU
 from generation.builder.rubrics import Item
+from physassist.vocab import CLINICAL_REASONING as CR
+from physassist.vocab import DATA_GATHERING as DG
+from physassist.vocab import INFORMATION_LOOKUP as IL
+from physassist.vocab import WRITE_UPDATE as WU
 
 from .llm import AgentOutputError, Caller, need_str
 from .planner import PlanTurn

@@ -50,10 +50,16 @@ class SlotStats:
     reasons: list[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self, caller: Caller) -> dict[str, Any]:
-        return {"patients_tried": self.patients_tried, "turn_attempts": self.turn_attempts,
-                "attempts_total": self.attempts_total, "fallbacks": self.fallbacks,
-                **self.gates.to_dict(), "tokens": caller.usage.tokens,
-                "models": caller.usage.models, "reasons": self.reasons[-20:]}
+        return {
+            "patients_tried": self.patients_tried,
+            "turn_attempts": self.turn_attempts,
+            "attempts_total": self.attempts_total,
+            "fallbacks": self.fallbacks,
+            **self.gates.to_dict(),
+            "tokens": caller.usage.tokens,
+            "models": caller.usage.models,
+            "reasons": self.reasons[-20:],
+        }
 
 
 class _PatientFailed(Exception):
@@ -77,9 +83,15 @@ class _Slot:
 async def _execute(slot: _Slot, actions: list[Action], allowed: frozenset[str]) -> list[Any]:
     """Record calls against the store (strict, off the event loop: other slots keep their
     model calls going); patient calls are left for the patient agent."""
-    ctx = ToolContext(store=slot.store, subject_id=slot.prof.subject_id, hadm_id=slot.prof.hadm_id,
-                      current_date=slot.prof.current_date, semantics="strict",
-                      session_id=slot.session_id, allowed=allowed)
+    ctx = ToolContext(
+        store=slot.store,
+        subject_id=slot.prof.subject_id,
+        hadm_id=slot.prof.hadm_id,
+        current_date=slot.prof.current_date,
+        semantics="strict",
+        session_id=slot.session_id,
+        allowed=allowed,
+    )
     out: list[Any] = []
     for a in actions:
         if a.name in PATIENT_TOOLS:
@@ -89,8 +101,14 @@ async def _execute(slot: _Slot, actions: list[Action], allowed: frozenset[str]) 
     return out
 
 
-async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str]],
-                prior_entities: set[str], rejected: list[str]) -> BuiltTurn:
+async def _turn(
+    slot: _Slot,
+    t: int,
+    plan: PlanTurn,
+    history: list[dict[str, str]],
+    prior_entities: set[str],
+    rejected: list[str],
+) -> BuiltTurn:
     """One attempt at turn ``t``; raises GateFailure naming the stage that rejected it."""
     caller, stats, prof = slot.caller, slot.stats, slot.prof
     stage, explicit = "question", ""
@@ -102,8 +120,16 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
         if rw.fallback:
             stats.fallbacks[rw.fallback] = stats.fallbacks.get(rw.fallback, 0) + 1
         stage = "tool_planner"
-        actions = await plan_tools(caller, plan, explicit, prof.subject_id, prof.hadm_id,
-                                   slot.session_id, prof.current_date, len(rejected))
+        actions = await plan_tools(
+            caller,
+            plan,
+            explicit,
+            prof.subject_id,
+            prof.hadm_id,
+            slot.session_id,
+            prof.current_date,
+            len(rejected),
+        )
         await gate1(caller, plan, explicit, actions, prof.subject_id, stats.gates)
         allowed = frozenset(a.name for a in actions)
         observations = await _execute(slot, actions, allowed)
@@ -114,7 +140,9 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
             if a.name in PATIENT_TOOLS:
                 if slot.phm is None:
                     raise GateFailure("patient", "no patient model for a patient tool")
-                observations[i] = await patient_reply(caller, slot.phm, slot.literacy, a.name, a.arguments)
+                observations[i] = await patient_reply(
+                    caller, slot.phm, slot.literacy, a.name, a.arguments
+                )
         stage = "answer"
         ev = evidence(actions, observations, prof.timeline)
         answer = await write_answer(caller, plan, explicit, actions, ev, history)
@@ -125,10 +153,16 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
         items = await write_rubric(caller, plan, explicit, answer, ev, writes)
         stage = "translate"
         patient_idx = [i for i, a in enumerate(actions) if a.name in PATIENT_TOOLS]
-        zh = await translate_turn(caller, {
-            "question": rw.implicit, "explicit_question": explicit, "answer": answer,
-            "rubric": [it.en for it in items],
-            "patient_responses": [observations[i]["patient_response"] for i in patient_idx]})
+        zh = await translate_turn(
+            caller,
+            {
+                "question": rw.implicit,
+                "explicit_question": explicit,
+                "answer": answer,
+                "rubric": [it.en for it in items],
+                "patient_responses": [observations[i]["patient_response"] for i in patient_idx],
+            },
+        )
     except AgentOutputError as exc:
         raise GateFailure(stage, str(exc), explicit) from exc
     except GateFailure as fail:
@@ -140,19 +174,27 @@ async def _turn(slot: _Slot, t: int, plan: PlanTurn, history: list[dict[str, str
     for i, text in zip(patient_idx, zh["patient_responses"], strict=True):
         observations_zh[i] = {**observations[i], "patient_response": text}
     planned = [(a.name, a.arguments) for a in actions]
-    question = Question(explicit_en=explicit, explicit_zh=zh["explicit_question"],
-                        implicit_en=rw.implicit,
-                        implicit_zh=zh["question"] if rw.subtype else zh["explicit_question"],
-                        subtype=rw.subtype)
+    question = Question(
+        explicit_en=explicit,
+        explicit_zh=zh["explicit_question"],
+        implicit_en=rw.implicit,
+        implicit_zh=zh["question"] if rw.subtype else zh["explicit_question"],
+        subtype=rw.subtype,
+    )
     return BuiltTurn(
-        task_type=plan.task_type, source=plan.source, topic=plan.topic,
-        entities=list(plan.entities), question=question,
+        task_type=plan.task_type,
+        source=plan.source,
+        topic=plan.topic,
+        entities=list(plan.entities),
+        question=question,
         actions_en=answer_list_items(planned, observations, answer),
         actions_zh=answer_list_items(planned, observations_zh, zh["answer"]),
-        answer_en=answer, answer_zh=zh["answer"],
+        answer_en=answer,
+        answer_zh=zh["answer"],
         items=[dataclasses.replace(it, zh=z) for it, z in zip(items, zh["rubric"], strict=True)],
         tool_hint=plan.tool_hint or ", ".join(a.name for a in actions),
-        annotations=patient_annotations(t, planned, observations))
+        annotations=patient_annotations(t, planned, observations),
+    )
 
 
 async def _turns(slot: _Slot, plan: SessionPlan) -> list[BuiltTurn]:
@@ -175,46 +217,82 @@ async def _turns(slot: _Slot, plan: SessionPlan) -> list[BuiltTurn]:
         else:
             raise _PatientFailed(f"turn {t} failed {slot.attempts} attempts")
         turns.append(turn)
-        history += [{"role": "physician", "content": turn.question.implicit_en},
-                    {"role": "assistant", "content": turn.answer_en}]
+        history += [
+            {"role": "physician", "content": turn.question.implicit_en},
+            {"role": "assistant", "content": turn.answer_en},
+        ]
         prior |= set(pt.entities)
     return turns
 
 
-async def generate_slot(*, store: EHRStore, cohort: Path | None, meta: dict[str, Any],
-                        caller: Caller, stats: SlotStats, attempts: int, patient_limit: int
-                        ) -> dict[str, Any] | None:
+async def generate_slot(
+    *,
+    store: EHRStore,
+    cohort: Path | None,
+    meta: dict[str, Any],
+    caller: Caller,
+    stats: SlotStats,
+    attempts: int,
+    patient_limit: int,
+) -> dict[str, Any] | None:
     """The session for one slot (or None when every candidate failed)."""
     scenario, tier, arc_index = meta["scenario"], int(meta["tier"]), int(meta["arc_index"])
     index, seed = int(meta["index"]), int(meta["seed"])
     for cand in meta["candidates"][:patient_limit]:
         stats.patients_tried += 1
         rng = random.Random(f"{seed}:{cand['subject_id']}")
-        prof = await asyncio.to_thread(load_profile, store.cursor(), int(cand["subject_id"]),
-                                       int(cand["hadm_id"]), str(cand["current_date"]))
+        prof = await asyncio.to_thread(
+            load_profile,
+            store.cursor(),
+            int(cand["subject_id"]),
+            int(cand["hadm_id"]),
+            str(cand["current_date"]),
+        )
         phm = load_phm(cohort, prof.subject_id) if cohort is not None else None
         persona = session_persona(phm, rng)
-        slot = _Slot(caller, stats, store, prof, phm, str(persona["health_literacy"]),
-                     f"physassistbench_{scenario}_{index}", attempts, rng)
+        slot = _Slot(
+            caller,
+            stats,
+            store,
+            prof,
+            phm,
+            str(persona["health_literacy"]),
+            f"physassistbench_{scenario}_{index}",
+            attempts,
+            rng,
+        )
         try:
             plan = await _plan(slot, scenario, tier, arc_index)
             turns = await _turns(slot, plan)
         except _PatientFailed as exc:
             stats.reasons.append(f"patient {prof.subject_id}: {exc}")
             continue
-        return encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
-                      hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
-                      gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                      patient_model=phm, situation=plan.situation, seed=seed,
-                      global_index=int(meta.get("global_index", index)))
+        return encode(
+            scenario=scenario,
+            tier=tier,
+            index=index,
+            subject_id=prof.subject_id,
+            hadm_id=prof.hadm_id,
+            current_date=prof.current_date,
+            age=prof.age,
+            gender=prof.gender,
+            arc_index=arc_index,
+            turns=turns,
+            persona=persona,
+            patient_model=phm,
+            situation=plan.situation,
+            seed=seed,
+            global_index=int(meta.get("global_index", index)),
+        )
     return None
 
 
 async def _plan(slot: _Slot, scenario: str, tier: int, arc_index: int) -> SessionPlan:
     for attempt in range(slot.attempts):
         try:
-            return await plan_session(slot.caller, slot.prof, scenario, tier, arc_index,
-                                      slot.phm is not None)
+            return await plan_session(
+                slot.caller, slot.prof, scenario, tier, arc_index, slot.phm is not None
+            )
         except AgentOutputError as exc:
             slot.stats.gates.stage_failed("planner")
             slot.stats.reasons.append(f"{slot.session_id} plan try {attempt + 1}: {exc}")
@@ -222,20 +300,30 @@ async def _plan(slot: _Slot, scenario: str, tier: int, arc_index: int) -> Sessio
 
 
 @solver
-def generation_pipeline(store: EHRStore, cohort: str | None = None, attempts: int = 3,
-                        patient_limit: int = 5) -> Solver:
+def generation_pipeline(
+    store: EHRStore, cohort: str | None = None, attempts: int = 3, patient_limit: int = 5
+) -> Solver:
     """Generate one session for the sample's slot; see the module docstring. ``cohort``: a
     synthetic cohort directory whose ``phm/`` grounds the patient agent (None: no PHM)."""
     if attempts < 1 or patient_limit < 1:
-        raise ValueError(f"attempts and patient_limit must be >= 1, got {attempts}, {patient_limit}")
+        raise ValueError(
+            f"attempts and patient_limit must be >= 1, got {attempts}, {patient_limit}"
+        )
     cohort_path = Path(cohort) if cohort else None
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
         caller = Caller(seed=int(meta["seed"]))
         stats = SlotStats()
-        session = await generate_slot(store=store, cohort=cohort_path, meta=meta, caller=caller,
-                                      stats=stats, attempts=attempts, patient_limit=patient_limit)
+        session = await generate_slot(
+            store=store,
+            cohort=cohort_path,
+            meta=meta,
+            caller=caller,
+            stats=stats,
+            attempts=attempts,
+            patient_limit=patient_limit,
+        )
         state.store.set(RESULT_KEY, {"session": session, "stats": stats.to_dict(caller)})
         state.completed = True
         return state

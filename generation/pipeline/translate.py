@@ -15,7 +15,9 @@ def _same_shape(src: Any, out: Any, path: str) -> Any:
     if isinstance(src, list):
         if not isinstance(out, list) or len(out) != len(src):
             raise AgentOutputError(f"translate: {path} must be a list of {len(src)} strings")
-        return [_same_shape(s, o, f"{path}[{i}]") for i, (s, o) in enumerate(zip(src, out, strict=True))]
+        return [
+            _same_shape(s, o, f"{path}[{i}]") for i, (s, o) in enumerate(zip(src, out, strict=True))
+        ]
     raise TypeError(f"translate: unsupported value at {path}")
 
 

@@ -72,29 +72,47 @@ class RayLauncher(Launcher):
         self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
 
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
         self.config = config
         self.hydra_context = hydra_context
         self.task_function = task_function
 
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
         import ray
 
-        assert self.config is not None and self.task_function is not None and self.hydra_context is not None
+        assert (
+            self.config is not None
+            and self.task_function is not None
+            and self.hydra_context is not None
+        )
         setup_globals()
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         if not ray.is_initialized():
             init = OmegaConf.to_container(OmegaConf.create(self.init), resolve=True)
             ray.init(address=self.address, **init)  # type: ignore[arg-type]
-        log.info("Ray is launching %d jobs on %s", len(job_overrides), ray.get_runtime_context().gcs_address)
+        log.info(
+            "Ray is launching %d jobs on %s",
+            len(job_overrides),
+            ray.get_runtime_context().gcs_address,
+        )
         for idx, overrides in enumerate(job_overrides):
             log.info("\t#%d : %s", initial_job_idx + idx, " ".join(filter_overrides(overrides)))
         task = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus, max_retries=0)(_run)
         state = Singleton.get_state()
         refs = [
             task.remote(
-                initial_job_idx + idx, list(overrides), self.hydra_context, self.config, self.task_function, state, os.getcwd()
+                initial_job_idx + idx,
+                list(overrides),
+                self.hydra_context,
+                self.config,
+                self.task_function,
+                state,
+                os.getcwd(),
             )
             for idx, overrides in enumerate(job_overrides)
         ]

@@ -60,10 +60,11 @@ def _has(text: str, words: tuple[str, ...]) -> bool:
 
 
 def _drug_word(question: str) -> str | None:
-    for word in _WORD.findall(question):
+    words: list[str] = _WORD.findall(question)  # the pattern has no groups: the matches
+    for word in words:
         if word.lower() not in _STOP and word[0].islower() is False:
             return word
-    for word in _WORD.findall(question):
+    for word in words:
         if word.lower() not in _STOP:
             return word
     return None

@@ -31,7 +31,9 @@ class EmptyAgent:
     def __init__(self, model_name: str = "empty", **_: Any) -> None:
         self.model_name = model_name
 
-    async def act(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice) -> ModelOutput:
+    async def act(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
+    ) -> ModelOutput:
         conv = read_conversation(input, tool_choice)
         if conv.turn < 0:
             return reply(self.model_name, "", [], input)
@@ -44,7 +46,9 @@ class NoToolsAgent:
     def __init__(self, model_name: str = "no_tools", **_: Any) -> None:
         self.model_name = model_name
 
-    async def act(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice) -> ModelOutput:
+    async def act(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice
+    ) -> ModelOutput:
         conv = read_conversation(input, tool_choice)
         if conv.turn < 0:
             return reply(self.model_name, "Ready.", [], input)

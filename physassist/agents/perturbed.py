@@ -5,7 +5,7 @@ each number changed (``x -> 1.37 x + 7`` in the last place written: ``1.8 mg/dL 
 ``given: 8 -> 18``, ``0 -> 7``) and each date moved three days on. Its answers read like the
 oracle's and pass the same concept items; the grounding check finds every changed value,
 dose count and date the record holds otherwise (contradicted) and the rules judge's value
-items fail. The sanity anchor of ``physassist.grounding`` (tests/test_grounding_*.py).
+items fail. The sanity anchor of ``physassist.grounding`` (tests/scorers/test_grounding_*.py).
 """
 
 from __future__ import annotations

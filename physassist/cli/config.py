@@ -74,7 +74,7 @@ _PACKAGE = re.compile(r"\A(?:#.*\n)*#\s*@package\b")  # Hydra's header, in the l
 LEAST = {
     "inspect.limit": 1, "inspect.epochs": 1, "inspect.max_connections": 1, "inspect.max_samples": 1,
     "inspect.timeout": 1, "inspect.attempt_timeout": 1, "inspect.max_retries": 0,
-    "inspect.retry_on_error": 0, "model.max_tokens": 1,
+    "inspect.retry_on_error": 0, "inspect.progress_s": 1, "model.max_tokens": 1, "generator.max_tokens": 1,
     "tracking.retries": 0, "tracking.trace_limit": 0, "tracking.trace_raw_chars": 1,
 }
 
@@ -201,10 +201,11 @@ def eval_options(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def model_spec(node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
     """The spec a config node describes (``model``, ``generator``: ``name``; ``judge``,
-    ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``."""
+    ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``,
+    ``max_tokens``."""
     return ModelSpec(
         node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
-        node.get("provider"),
+        node.get("provider"), node.get("max_tokens"),
     )
 
 

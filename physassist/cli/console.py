@@ -23,7 +23,17 @@ from physassist.gc_freeze import command_start
 VERBOSE_ENV = "PHYSASSIST_VERBOSE"
 VERBOSE_FLAGS = ("-v", "--verbose")
 #: Loggers that speak at INFO per request or at exit; their warnings and errors still show.
-CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic", "urllib3", "mlflow", "alembic")
+CHATTY_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "openai",
+    "anthropic",
+    "urllib3",
+    "mlflow",
+    "alembic",
+)
 _EMPTY_PLOT_WARNINGS = (
     r"Attempting to set identical (low and high|left == right|bottom == top)",
     r"Mean of empty slice",

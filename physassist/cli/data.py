@@ -2,7 +2,8 @@
 
     physassist-data validate SOURCE [--language en|zh] [--lenient] [--scenarios ...]
     physassist-data stats SOURCE [--language en|zh] [--json]
-    physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] [--compresslevel 0-9]
+    physassist-data synth --out DIR --subjects N [--seed S] [--chunk-size N] [--workers N] \
+        [--compresslevel 0-9]
     physassist-data build --store SOURCE --out DIR [--per-slot N] [--seed S] [--force] [...]
     physassist-data build-sample [--root data/sample] [--seed S]
 

@@ -86,7 +86,9 @@ def _prune(args: argparse.Namespace) -> None:
     removed, cached = prune_stores(args.cache_dir)
     for store in removed:
         print(f"removed: {store}")
-    print(f"{len(removed)} of {cached} stores removed, {sum(removed.values()) / 2**20:,.1f} MiB freed")
+    print(
+        f"{len(removed)} of {cached} stores removed, {sum(removed.values()) / 2**20:,.1f} MiB freed"
+    )
 
 
 def _call(args: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ Inspect log. Sweep jobs attach to the sweep's parent run and resume (see
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,11 +69,11 @@ def run_experiment(cfg: DictConfig, job: JobContext) -> Outcome:
         if (done := run.finished()) is not None:  # a finished sweep job: before anything expensive
             return done
         task = build_task(exp.task)  # validates the session files: bad data stops here, before any run
-        assistant, roles = build_models(exp.model, exp.roles)
+        assistant, roles = build_models(exp.model, exp.roles, exp.inspect.bounds)
         check_endpoints([("model", exp.model), *exp.roles.items()])  # EndpointError: before any run
         from physassist.cli.progress import reporting
 
-        return run.run(task, assistant, roles, progress=reporting)
+        return run.run(task, assistant, roles, progress=functools.partial(reporting, every_s=exp.inspect.progress_s))
 
 
 def end_job(job: JobContext, message: str, code: int) -> None:
@@ -109,7 +110,7 @@ def _hydra_main(cfg: DictConfig) -> Outcome | None:
         overrides = identity_overrides(job.overrides)
         report(outcome, job=" ".join(overrides))
         sweep_summary.record_outcome(job.sweep_dir, job.number, overrides, outcome, outcome.experiment.taus)
-    if outcome.status == "FAILED":
+    if outcome.status == "FAILED" and not outcome.faults:  # an endpoint given up on: a fault (4), below
         end_job(job, f"evaluation failed; see the Inspect log {outcome.log_path}", 1)
     if outcome.faults:  # the run is marked FAILED in MLflow
         if job.sweep_dir is None:

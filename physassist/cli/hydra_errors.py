@@ -31,7 +31,8 @@ class JobFailed(RuntimeError):
         super().__init__(message)
         self.code = code
 
-    def __reduce__(self):  # keeps the code when a launcher sends it back from another process
+    # keeps the code when a launcher sends it back from another process
+    def __reduce__(self) -> tuple[type[JobFailed], tuple[str, int]]:
         return (JobFailed, (str(self), self.code))
 
 

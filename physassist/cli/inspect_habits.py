@@ -28,9 +28,9 @@ def _one_model(value: str, conf: Path) -> tuple[str, str | None]:
         return provider, value
     presets = ", ".join(sorted(p.stem for p in (conf / "model").glob("*.yaml")))
     raise HabitError(
-        f"model={value}: no preset for provider {provider} (model presets: {presets}); any Inspect model "
-        f"string goes in model.name: write model=openai model.name={value} model.api_key_env=null "
-        f"(the provider then reads its own key variable)"
+        f"model={value}: no preset for provider {provider} (model presets: {presets}); any Inspect "
+        f"model string goes in model.name: write model=openai model.name={value} "
+        "model.api_key_env=null (the provider then reads its own key variable)"
     )
 
 
@@ -59,7 +59,8 @@ def model_arguments(arguments: Sequence[str], conf: Path) -> list[str]:
         names = [name for _, name in chosen if name is not None]
         if names and (len(options) > 1 or len(names) < len(values)):
             raise HabitError(
-                f"model={value}: models of several presets in one list: sweep model.name within one preset"
+                f"model={value}: models of several presets in one list: "
+                "sweep model.name within one preset"
             )
         out.append(f"model={','.join(options)}")
         if names:
@@ -82,4 +83,7 @@ def unknown_flag(arguments: Sequence[str], program: str) -> str | None:
         after[0] if after and "=" not in after[0] and not after[0].startswith("-") else ""
     )
     example = f"{name}={value}" if value else "key=value"
-    return f"{flag}: no such option; {program} takes Hydra overrides: write {example} ({program} --help lists them)"
+    return (
+        f"{flag}: no such option; {program} takes Hydra overrides: write {example} ({program} "
+        "--help lists them)"
+    )

@@ -17,7 +17,7 @@ from physassist.experiment import ModelSpec
 PREFLIGHT_S = 10.0  # connect + answer; a server that needs longer to list its models is down for us
 
 #: The config key that names each role's model (for "does not serve <key>=<name>").
-NAME_KEY = {"model": "model.name", "grader": "judge.model", "patient": "patient.model"}
+NAME_KEY = {"model": "model.name", "grader": "judge.model", "patient": "patient.model", "generator": "generator.name"}
 
 
 class EndpointError(RuntimeError):

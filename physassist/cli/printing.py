@@ -119,10 +119,11 @@ def _where(outcome: Outcome) -> None:
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
 
 
-def progress_line(done: int, total: int, mrs: float, unscored: int) -> None:
-    """One short line per finished session (``physassist.cli.progress``, stdout not a TTY)."""
+def progress_line(done: int, total: int, mrs: float, unscored: int, tail: str = "") -> None:
+    """One short line per finished session, or ``tail`` added: the calls in flight
+    (``physassist.cli.progress``, stdout not a TTY)."""
     shown = "-" if mrs != mrs else f"{mrs:.1f}"
-    print(f"sessions {done}/{total}  mRS so far {shown}  unscored turns {unscored}", flush=True)
+    print(f"sessions {done}/{total}  mRS so far {shown}  unscored turns {unscored}" + (f"  {tail}" if tail else ""), flush=True)
 
 
 def fault(message: str, code: int | None = None) -> None:

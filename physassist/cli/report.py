@@ -21,12 +21,37 @@ from physassist.tracking.mlflow_store import DEFAULT_URI
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="physassist-report", description=__doc__.split("\n\n")[0])
-    p.add_argument("--tracking-uri", default=DEFAULT_URI, help=f"MLflow tracking URI (default {DEFAULT_URI})")
-    p.add_argument("--experiment", action="append", help="MLflow experiment name (repeatable; default physassist)")
-    p.add_argument("--filter", default="", help="MLflow filter string, e.g. \"params.model = 'physassist/oracle'\"")
-    p.add_argument("--sweep", default=None, help="only the runs of this sweep id (tag physassist.sweep_id; a unique prefix of >= 6 characters will do)")
-    p.add_argument("--runs", default=None, help="comma-separated run ids (unique prefixes of >= 6 characters, as tables print them): exactly these runs, any two of which may be paired")
-    p.add_argument("--out", type=Path, default=None, help="output directory (default outputs/reports/<sweep|experiment>)")
+    p.add_argument(
+        "--tracking-uri", default=DEFAULT_URI, help=f"MLflow tracking URI (default {DEFAULT_URI})"
+    )
+    p.add_argument(
+        "--experiment",
+        action="append",
+        help="MLflow experiment name (repeatable; default physassist)",
+    )
+    p.add_argument(
+        "--filter",
+        default="",
+        help="MLflow filter string, e.g. \"params.model = 'physassist/oracle'\"",
+    )
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help="only the runs of this sweep id (tag physassist.sweep_id; a unique prefix of >= 6 "
+        "characters will do)",
+    )
+    p.add_argument(
+        "--runs",
+        default=None,
+        help="comma-separated run ids (unique prefixes of >= 6 characters, as tables print them): "
+        "exactly these runs, any two of which may be paired",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default outputs/reports/<sweep|experiment>)",
+    )
     p.add_argument("--no-log", action="store_true", help="do not log the report to MLflow")
     return p
 
@@ -39,7 +64,10 @@ def _end_abandoned(uri: str | None, experiments: list[str]) -> None:
 
     for experiment in experiments:
         try:
-            if open_client(resolve_tracking_uri(uri), retries=0).get_experiment_by_name(experiment) is None:
+            if (
+                open_client(resolve_tracking_uri(uri), retries=0).get_experiment_by_name(experiment)
+                is None
+            ):
                 continue  # never create one here: select_runs says it does not exist
             end_abandoned(Tracker(uri, experiment))
         except Exception:  # noqa: BLE001 - select_runs names the store's problem
@@ -80,14 +108,18 @@ def _report(argv: list[str] | None) -> int:
     if dropped:
         repeats = ", ".join(f"{old} (repeats {newer})" for old, newer in dropped)
         print(
-            f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a newer run "
-            f"of their own sweep (or, outside sweeps, of a newer single run) and are left out: {repeats}",
+            f"physassist-report: warning: {len(dropped)} run(s) repeat the configuration of a "
+            "newer run of their own sweep (or, outside sweeps, of a newer single run) and are left "
+            f"out: {repeats}",
             file=sys.stderr,
         )
     try:
         report = write_report(runs, out, artifact_turns(args.tracking_uri), explicit=bool(run_ids))
     except Exception as exc:  # noqa: BLE001 - nothing half-written is left behind
-        print(f"physassist-report: error: writing the report failed, nothing written to {out}: {exc}", file=sys.stderr)
+        print(
+            f"physassist-report: error: writing the report failed, nothing written to {out}: {exc}",
+            file=sys.stderr,
+        )
         return 1
     for table in report.tables:
         print(table.markdown())

@@ -50,13 +50,12 @@ KEYS: dict[str, dict[str, Any]] = {
     "prices": {"models": (dict[str, Any], dict)},  # open: one entry per Inspect model string
 }
 #: ``conf/generate.yaml``'s own keys (``generation/cli.py`` reads them); its ``scenarios`` and
-#: ``tiers`` are the options', its ``inspect`` the keys of ``KEYS["inspect"]`` it passes on.
+#: ``tiers`` are the options', its ``inspect`` the eval's group.
 GENERATE: dict[str, Any] = {
     "store": (str, MISSING), "cache_dir": str | None, "sessions_per_slot": (int, MISSING), "seed": (int, MISSING),
     "attempts": (int, MISSING), "patient_limit": (int, MISSING), "output_dir": (str, MISSING),
     "overwrite": (bool, MISSING), "roles": (dict[str, Any], dict),  # role -> null, a model name or a node
 }
-GENERATE_INSPECT = ("log_dir", "max_connections", "max_samples", "display", "log_level", "fail_on_error")
 #: The groups of ``conf/eval.yaml``.
 EVAL_GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
 
@@ -112,15 +111,15 @@ def rescore_schema() -> type:
 
 def generate_schema() -> type:
     """The schema of ``conf/generate.yaml`` (``physassist-generate``): its own keys, the role
-    node ``generator`` (the model behind every agent), the tracking group, Inspect's keys."""
+    node ``generator`` (the model behind every agent), the tracking and inspect groups."""
     options_ = [(key, option_type(options.BY_KEY[key]), MISSING) for key in ("scenarios", "tiers")]
     generator = make_dataclass("generator", [
-        ("name", str, MISSING), *(_field(k, v) for k, v in ROLE.items()), _field("args", (dict[str, Any], dict)),
+        ("name", str, MISSING), *(_field(k, v) for k, v in ROLE.items()), _field("max_tokens", int | None),
+        _field("args", (dict[str, Any], dict)),
     ])
-    inspect = make_dataclass("inspect", [_field(k, KEYS["inspect"][k]) for k in GENERATE_INSPECT])
     return make_dataclass("generate", [
         *(_field(k, v) for k, v in GENERATE.items()), *options_, _node("generator", generator),
-        _node("tracking", group_schema("tracking")), _node("inspect", inspect),
+        _node("tracking", group_schema("tracking")), _node("inspect", group_schema("inspect")),
     ])
 
 

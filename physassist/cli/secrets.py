@@ -65,8 +65,8 @@ def problem(key: str, value: Any) -> str | None:
     """Why ``key=value`` may not be in a config (never quoting the secret), or None."""
     if isinstance(value, str) and USERINFO.search(value):
         return (
-            f"{key}: a password in a URL would be written to Hydra's output dir, Inspect's log and MLflow; "
-            f"drop the user:password@ part and put the credential in {_instead(key)}"
+            f"{key}: a password in a URL would be written to Hydra's output dir, Inspect's log and "
+            f"MLflow; drop the user:password@ part and put the credential in {_instead(key)}"
         )
     return None
 
@@ -105,7 +105,10 @@ def unresolved(config: DictConfig) -> str | None:
     for path, value in _leaves(_task(config)):
         for name in _ENV_REQUIRED.findall(value) if isinstance(value, str) else ():
             if name not in os.environ:
-                return f"{'.'.join(path)}: the environment variable {name} is not set (read by ${{oc.env:{name}}})"
+                return (
+                    f"{'.'.join(path)}: the environment variable {name} is not set (read by "
+                    f"${{oc.env:{name}}})"
+                )
     return None
 
 

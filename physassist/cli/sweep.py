@@ -20,23 +20,30 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from physassist import redaction
 from physassist.cli import secrets, sweep_summary
-from physassist.cli.config import ConfigError, check_config, model_specs, resolve, tracking_settings
+from physassist.cli.config import check_config, model_specs, resolve, tracking_settings
 from physassist.cli.hydra_errors import one_line
 from physassist.cli.preflight import EndpointError, check_endpoints
 from physassist.cli.printing import fail, fault, report
 from physassist.experiment import TrackingSettings
 from physassist.faults import EXIT_FAULTS
+from physassist.options import ConfigError
 from physassist.staging import Outcome, identity_overrides, shared_params
 from physassist.tracking.mlflow_store import error_line
 from physassist.tracking.owner import Owner
 from physassist.tracking.params import experiment_params, flatten_config
+
+if TYPE_CHECKING:
+    import psutil
+    from mlflow.entities import Run
+
+    from physassist.tracking.runs import Tracker
 
 TRACKING_ERRORS_FILE = "physassist_tracking_errors.txt"
 FAULTS_FILE = "physassist_faults.txt"  # jobs whose turns system faults left unscored
@@ -68,10 +75,11 @@ def job_overrides(config: DictConfig) -> list[list[str]]:
 
 def sweep_arguments(config: DictConfig) -> list[str]:
     """The sweep's arguments as written (unresolved): command line and ``hydra.sweeper.params``."""
-    arguments = [str(o) for o in OmegaConf.to_container(config.hydra.overrides.task)]
-    params = config.hydra.sweeper.get("params")
-    params = OmegaConf.to_container(params) if params else {}
-    return arguments + [f"{k}={v}" for k, v in params.items()]
+    task = OmegaConf.to_container(config.hydra.overrides.task)
+    node = config.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(node) if node else {}
+    assert isinstance(task, list) and isinstance(params, dict)  # a ListConfig and a DictConfig
+    return [str(o) for o in task] + [f"{k!s}={v}" for k, v in params.items()]
 
 
 def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[float]]]:
@@ -95,7 +103,7 @@ def check_jobs(jobs: list[list[str]]) -> tuple[list[tuple[str, Any]], list[list[
     return specs, taus
 
 
-def finished_before(tracker, sweep_id: str, jobs: list[list[str]]) -> list | None:
+def finished_before(tracker: Tracker, sweep_id: str, jobs: list[list[str]]) -> list[Run] | None:
     """Every job's FINISHED child run, in job order, when all of them finished before; else None."""
     from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, job_key
 
@@ -193,12 +201,12 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _open
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
+        tracking = tracking_settings(_plain(config.tracking) if "tracking" in config else None)
         opened, _open = _open, None
         if jobs := sweep_summary.read(sweep_dir):  # the jobs side by side
             print(sweep_summary.table(jobs))
         if opened is not None and opened.parent_run_id and tracking.enabled:
-            close(opened, None)
+            close(opened, opened.parent_run_id, None)
         errors = sweep_dir / TRACKING_ERRORS_FILE
         if lines := _noted(errors):
             print(f"tracking failed for {len(lines)} part(s) of the sweep ({errors}): {lines[0]}", file=sys.stderr)
@@ -208,9 +216,16 @@ class SweepCallback(Callback):
             raise SystemExit(EXIT_FAULTS)
 
 
-def close(opened: _Open, status: str | None) -> None:
-    """Close the parent run (``status``: KILLED/FAILED, or None to judge by the children),
-    unless another process still holds one of its jobs."""
+def _plain(node: DictConfig) -> dict[str, Any]:
+    """A config node as a plain dict, interpolations resolved."""
+    data = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(data, dict)  # a DictConfig's container
+    return {str(k): v for k, v in data.items()}
+
+
+def close(opened: _Open, parent_run_id: str, status: str | None) -> None:
+    """Close the parent run ``parent_run_id`` of ``opened`` (``status``: KILLED/FAILED, or None
+    to judge by the children), unless another process still holds one of its jobs."""
     from physassist.tracking import claims, runs
 
     try:
@@ -220,8 +235,8 @@ def close(opened: _Open, status: str | None) -> None:
             owners = ", ".join(sorted({str(r.data.tags.get(claims.OWNER_TAG)) for r in live}))
             print(f"sweep {opened.sweep_id}: {len(live)} job(s) still running in {owners}; the parent stays RUNNING until they end")
             return
-        final = tracker.end_sweep(opened.parent_run_id, opened.sweep_id, status)
-        print(f"sweep {opened.sweep_id}: parent MLflow run {opened.parent_run_id} {final}")
+        final = tracker.end_sweep(parent_run_id, opened.sweep_id, status)
+        print(f"sweep {opened.sweep_id}: parent MLflow run {parent_run_id} {final}")
     except Exception as exc:  # noqa: BLE001
         print(f"tracking failed when closing sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
         record_tracking_error(opened.sweep_dir, f"closing the sweep: {error_line(exc)}")
@@ -253,16 +268,17 @@ def end_jobs(opened: _Open, reason: str) -> None:
         print(f"tracking failed when ending the jobs of sweep {opened.sweep_id}: {error_line(exc)}", file=sys.stderr)
 
 
-def _children() -> list:
+def _children() -> list[psutil.Process]:
     import psutil
 
     try:
-        return psutil.Process().children(recursive=True)
+        children: list[psutil.Process] = psutil.Process().children(recursive=True)
+        return children
     except psutil.Error:
         return []
 
 
-def _owner_pid(run) -> int | None:
+def _owner_pid(run: Run) -> int | None:
     from physassist.tracking.claims import OWNER_TAG
     from physassist.tracking.owner import Owner
 
@@ -283,11 +299,11 @@ def run(entry: Callable[[], Any]) -> None:
         opened, _open = _open, None
         if opened is not None and opened.parent_run_id:
             end_jobs(opened, signals.reason())
-            close(opened, "KILLED")
+            close(opened, opened.parent_run_id, "KILLED")
         raise
     except BaseException as exc:  # a failed job, or any error: the parent must not stay RUNNING
         opened, _open = _open, None
         ended_well = isinstance(exc, SystemExit) and exc.code in (0, None)
         if not ended_well and opened is not None and opened.parent_run_id:
-            close(opened, "FAILED")
+            close(opened, opened.parent_run_id, "FAILED")
         raise

@@ -13,11 +13,24 @@ from physassist.lazy import exports
 
 _HOME = {
     **dict.fromkeys(
-        ["Check", "ConceptCheck", "ForbiddenCheck", "ValueCheck", "WriteArgCheck", "WriteCallCheck", "parse_check"],
+        [
+            "Check",
+            "ConceptCheck",
+            "ForbiddenCheck",
+            "ValueCheck",
+            "WriteArgCheck",
+            "WriteCallCheck",
+            "parse_check",
+        ],
         "physassist.data.checks",
     ),
-    **dict.fromkeys(["SessionSet", "fingerprint", "load_sessions", "save_sessions"], "physassist.data.loader"),
-    **dict.fromkeys(["SEPARATOR", "GoldAction", "Problem", "Session", "SessionFormatError"], "physassist.data.models"),
+    **dict.fromkeys(
+        ["SessionSet", "fingerprint", "load_sessions", "save_sessions"], "physassist.data.loader"
+    ),
+    **dict.fromkeys(
+        ["SEPARATOR", "GoldAction", "Problem", "Session", "SessionFormatError"],
+        "physassist.data.models",
+    ),
     **dict.fromkeys(["TurnTable", "validate_turns"], "physassist.data.schema"),
     **dict.fromkeys(["format_stats", "session_stats"], "physassist.data.stats"),
     "turns_frame": "physassist.data.turns",

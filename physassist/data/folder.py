@@ -73,9 +73,9 @@ def check(directory: Path) -> None:
     ]
     if problems:
         raise FolderError(
-            f"{directory}: its session files do not match its {MANIFEST} ({'; '.join(problems)}): a build was cut "
-            f"short, or files were changed or added by hand; build it again with --force, or delete {MANIFEST} "
-            "to read the files as they are"
+            f"{directory}: its session files do not match its {MANIFEST} ({'; '.join(problems)}): "
+            "a build was cut short, or files were changed or added by hand; build it again with "
+            f"--force, or delete {MANIFEST} to read the files as they are"
         )
 
 
@@ -92,7 +92,8 @@ def write(
     out = Path(out)
     if holds_sessions(out) and not force:
         raise FolderError(
-            f"{out} already exists and holds files; pass --force to replace it, or choose another folder"
+            f"{out} already exists and holds files; pass --force to replace it, "
+            "or choose another folder"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(out)

@@ -44,17 +44,29 @@ def jsonl_records(path: Path, text: str) -> list[RawRecord]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as err:
-            records.append(RawRecord(str(path), number, None, f"invalid JSON ({err.msg} at "
-                                                              f"column {err.colno})"))
+            records.append(
+                RawRecord(
+                    str(path), number, None, f"invalid JSON ({err.msg} at column {err.colno})"
+                )
+            )
             continue
         except RecursionError:
-            records.append(RawRecord(str(path), number, None,
-                                     "JSON nested too deeply to read (beyond Python's recursion "
-                                     f"limit of {sys.getrecursionlimit()} levels)"))
+            records.append(
+                RawRecord(
+                    str(path),
+                    number,
+                    None,
+                    "JSON nested too deeply to read (beyond Python's recursion "
+                    f"limit of {sys.getrecursionlimit()} levels)",
+                )
+            )
             continue
         if not isinstance(data, dict):
-            records.append(RawRecord(str(path), number, None,
-                                     f"expected a JSON object, got {type(data).__name__}"))
+            records.append(
+                RawRecord(
+                    str(path), number, None, f"expected a JSON object, got {type(data).__name__}"
+                )
+            )
             continue
         records.append(RawRecord(str(path), number, data, text=line))
     return records

@@ -75,7 +75,7 @@ def verified_sessions(
         return [_dumped(s) for s in load_sessions(source, language=language, scenarios=scenarios)]
     key = _key(texts, language, scenarios)
     records = [r for f, text in texts for r in jsonl_records(f, text)]
-    read = {(r.file, r.line): r for r in records}
+    read: dict[tuple[str | None, int | None], RawRecord] = {(r.file, r.line): r for r in records}
     verdict = _read(cache_dir / f"{key}.json")
     if verdict is not None:
         sessions, problems = parse_records(records)
@@ -127,7 +127,7 @@ def _key(texts: list[tuple[Path, str]], language: str, scenarios: list[str] | No
 def _read(path: Path) -> dict[str, Any] | None:
     """A verdict, or None (none, unreadable, or not one)."""
     try:
-        verdict = json.loads(path.read_text(encoding="utf-8"))
+        verdict: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         ids, dumps = verdict["ids"], verdict["dumps"]
         if not (isinstance(ids, list) and isinstance(dumps, list) and len(ids) == len(dumps)
                 and all(isinstance(d, bool) for d in dumps)):

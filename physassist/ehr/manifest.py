@@ -1,4 +1,5 @@
-"""The integrity manifest of a built store: proof that a cached ``.duckdb`` is the file that was built.
+"""The integrity manifest of a built store: proof that a cached ``.duckdb`` is the file that
+was built.
 
 A store is written once and never changes, so ``build_store`` records next to it
 (``<fingerprint>.json``, the sidecar that also names the source) the file's size and

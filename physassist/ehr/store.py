@@ -555,7 +555,7 @@ def _load(
             groups = checked.groups.get(name, {})
             if groups:
                 _load_table(con, spec, groups)
-            n_rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+            n_rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
             width = len(next(iter(groups))) if groups else len(spec.columns)
             counts[name] = (n_rows, len(src.files.get(name, ())), width)
         lacking = gaps(src, checked, {name: c[0] for name, c in counts.items()})

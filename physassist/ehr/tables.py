@@ -46,7 +46,7 @@ class TableSpec:
     lookups: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     #: The scenarios whose sessions the builder cannot make without this table's rows
-    #: (``generation/builder/prefilter.RULES``; ``tests/test_source_check.py`` holds it to them).
+    #: (``generation/builder/prefilter.RULES``; ``tests/ehr/test_source_check.py`` holds it to them).
     scenarios: tuple[str, ...] = ()
 
     @property

@@ -3,7 +3,7 @@
 
 A dose count is grounded by the medication-administration results the assistant retrieved
 (how many it charted, how many were given, how many not: ``derive``, from the raw results, with
-``physassist.timeline.admin_kind`` reading each event) and contradicted when such results
+``physassist.timeline.dose_event`` reading each event) and contradicted when such results
 were retrieved and none of their counts is the stated one. Any other count (days, weeks,
 blocks, packs) is grounded by the same number of the same thing in a text received (the
 patient's "about two weeks ago" grounds "2 weeks"), else unsupported.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from physassist.timeline import admin_kind
+from physassist.timeline import dose_event
 
 __all__ = ["DRUG_TYPES", "NAMED_TYPES", "administrations", "concept_text", "named", "resources"]
 
@@ -76,13 +76,15 @@ def _event(resource: dict[str, Any]) -> str:
 
 def administrations(raw: Any) -> tuple[int, int, int] | None:
     """(charted, given, not given) of a medication-administration result; None for any other.
-    An event is read as the session builder reads it (``physassist.timeline.admin_kind``), a
+    An event is read as the session builder reads it (``physassist.timeline.dose_event``), a
     resource without event text by its status."""
     found = [r for r in resources(raw) if r.get("resourceType") == "MedicationAdministration"]
     if not found:
         return None
     kinds = [
-        admin_kind(_event(r)) if _event(r) else _GIVEN_STATUS.get(str(r.get("status")), "unknown")
+        (dose_event(_event(r)) or "unknown")
+        if _event(r)
+        else _GIVEN_STATUS.get(str(r.get("status")), "unknown")
         for r in found
     ]
     total = (

@@ -4,7 +4,7 @@ The record names a lab by its MIMIC-IV label ("Urea Nitrogen", "INR(PT)"); an an
 "BUN", "INR" or "尿素氮". ``CONCEPTS`` maps each record name (lower case, the key) to the other
 names people use for it, in English and Chinese; the names the record itself prints are learnt
 from the tool results (``physassist.grounding.labels``), so a drug or a lab missing here is
-still recognised by its own name. ``tests/test_grounding.py`` checks that every lab the session
+still recognised by its own name. ``tests/scorers/test_grounding.py`` checks that every lab the session
 builder asks about resolves here under the names its questions and answers use.
 
 Organisms: ``GENERA`` (a genus written out starts an organism name) and ``ORGANISM_ALIASES``

@@ -1,4 +1,5 @@
-"""``python -m physassist.synth ...`` is ``physassist-data synth ...`` (one CLI, one set of options)."""
+"""``python -m physassist.synth ...`` is ``physassist-data synth ...`` (one CLI, one set of
+options)."""
 
 from __future__ import annotations
 

@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from physassist.synth import labs, meds, quirks, records
+from physassist.synth import chart_quirks, labs, meds, quirks, records
 from physassist.synth.planner import build_plan
-from physassist.synth.writer import SCHEMAS, CsvGzWriter, conform, table_path
+from physassist.synth.writer import SCHEMAS, Columns, CsvGzWriter, Tables, conform, table_path
 
 GENERATOR_VERSION = 1
 DEFAULT_CHUNK = 1000
@@ -62,14 +62,14 @@ class _Chunk:
     csv: dict[str, bytes]
     rows: dict[str, int]
     phm: list[tuple[int, bytes]]
-    subjects: list[dict]
+    subjects: list[dict[str, object]]
     facts: list[bytes]
 
 
 TEXT_TABLES = frozenset({"discharge", "radiology", "microbiologyevents", "pharmacy", "d_icd_diagnoses"})
 
 
-def _csv_bytes(table: str, data) -> tuple[bytes, int]:
+def _csv_bytes(table: str, data: pa.Table | Columns) -> tuple[bytes, int]:
     """CSV text without header. Like MIMIC-IV's files, values are unquoted unless a string
     column of this chunk holds a comma, quote or newline (then strings are quoted)."""
     tbl = conform(table, data)
@@ -89,7 +89,7 @@ def _csv_bytes(table: str, data) -> tuple[bytes, int]:
 def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
     plans = [build_plan(i, seed) for i in range(start, stop)]
     rng = np.random.default_rng([seed, chunk_no, 7])
-    tables: dict[str, object] = {
+    tables: Tables = {
         "patients": records.patients(plans), "admissions": records.admissions(plans),
         "transfers": records.transfers(plans), "diagnoses_icd": records.diagnoses(plans),
         "labevents": labs.lab_table(plans, rng), "microbiologyevents": records.microbiology(plans),
@@ -97,9 +97,11 @@ def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
         "discharge": records.notes_table(plans, "discharge"), "radiology": records.notes_table(plans, "radiology"),
     }
     tables.update(meds.med_tables(plans, rng))
-    quirks.end_of_life(plans, tables["admissions"], tables["patients"])  # type: ignore[arg-type]
-    tables["labevents"] = quirks.blood_gas_twins(tables["labevents"])  # type: ignore[arg-type]
+    quirks.end_of_life(plans, tables["admissions"], tables["patients"])
+    tables["labevents"] = quirks.blood_gas_twins(tables["labevents"])
     quirks.icu_doses(tables, plans)
+    chart_quirks.split_orders(tables)
+    tables["labevents"] = chart_quirks.contaminated_draws(tables["labevents"], plans)
     out, rows = {}, {}
     for name in PER_CHUNK_TABLES:
         data = tables.get(name)
@@ -145,7 +147,7 @@ def _check_replaceable(out: Path) -> None:
                               f"(no {meta} from physassist.synth); choose an empty or new directory")
 
 
-def generate_cohort(out_dir: str | os.PathLike, n_subjects: int, seed: int = 0, *, chunk_size: int = DEFAULT_CHUNK,
+def generate_cohort(out_dir: str | os.PathLike[str], n_subjects: int, seed: int = 0, *, chunk_size: int = DEFAULT_CHUNK,
                     workers: int | None = None, compresslevel: int | None = None) -> CohortReport:
     """Write a synthetic cohort of ``n_subjects`` patients (MIMIC-IV layout) into ``out_dir``.
 

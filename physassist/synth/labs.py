@@ -36,7 +36,9 @@ _PROVIDERS = pa.array(PROVIDERS, pa.string())
 _FAST_NORM = 1.0 - np.exp(-3.0)
 
 
-def _expand(first, stride, n, start, end, shape, noise, rng: np.random.Generator):
+def _expand(first: np.ndarray, stride: np.ndarray, n: np.ndarray, start: np.ndarray, end: np.ndarray,
+            shape: np.ndarray, noise: np.ndarray, rng: np.random.Generator,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows of all series: (series index, position k, draw index, value before rounding)."""
     total = int(n.sum())
     sid = np.repeat(np.arange(len(n)), n)
@@ -54,7 +56,8 @@ def _expand(first, stride, n, start, end, shape, noise, rng: np.random.Generator
     return sid, k, draw, val
 
 
-def _expand_series(specs: list[tuple[int, Series]], rng: np.random.Generator):
+def _expand_series(specs: list[tuple[int, Series]], rng: np.random.Generator,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`_expand` over (offset of the plan's first draw, series) pairs gathered from many plans."""
     return _expand(np.asarray([base + s.first for base, s in specs]), np.asarray([s.stride for _, s in specs]),
                    np.asarray([s.n for _, s in specs], dtype=np.int64), np.asarray([s.start for _, s in specs], float),
@@ -87,12 +90,16 @@ def _cumcount(sorted_keys: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     first = np.r_[0, np.nonzero(np.diff(sorted_keys))[0] + 1]
-    return np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    position: np.ndarray = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+    return position
 
 
 def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     """labevents rows for a chunk of subjects, sorted by (subject_id, charttime, itemid)."""
-    draw_time, draw_prio, draw_local, draw_subj = [], [], [], []
+    draw_time: list[int] = []
+    draw_prio: list[int] = []
+    draw_local: list[int] = []
+    draw_subj: list[int] = []
     specs: list[tuple[int, Series]] = []
     s_code, s_hadm, s_subj = [], [], []
     subj_ids, subj_female, subj_age = [], [], []

@@ -8,6 +8,8 @@ charted 'Hold Dose' (no dose given), a few random doses 'Not Given' (patient ref
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,6 +18,9 @@ from physassist.synth.catalog import DRUG_CODES, DRUG_INDEX, DRUGS, SCHEDULE_HOU
 from physassist.synth.plan import DAY, HOUR, SubjectPlan
 from physassist.synth.planner import PROVIDERS
 from physassist.synth.quirks import blank_events
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns
 
 _D = [DRUGS[c] for c in DRUG_CODES]
 
@@ -45,9 +50,11 @@ _ADMIN_TYPE = pa.array(["IV Flush" if c == "ns_flush" else "Insulin SC Sliding S
                         "IV Infusion" if DRUGS[c].route == "IV" and DRUGS[c].form_unit in ("BAG", "mL") else
                         "Standard Maintenance Medication" for c in DRUG_CODES], pa.string())
 _PROVIDERS = pa.array(PROVIDERS, pa.string())
+#: A null cell for ``np.where`` (what numpy makes of a bare ``None``; its stubs take no ``None``).
+_NULL = np.array(None, dtype=object)
 
 
-def _orders_arrays(plans: list[SubjectPlan]):
+def _orders_arrays(plans: list[SubjectPlan]) -> Columns | None:
     rows = []
     for si, plan in enumerate(plans):
         for j, o in enumerate(plan.orders):
@@ -74,7 +81,7 @@ def _poe_id(subject_id: np.ndarray, seq: np.ndarray) -> pa.Array:
                                        pc.cast(pa.array(seq), pa.string()), "-")
 
 
-def med_tables(plans: list[SubjectPlan], rng: np.random.Generator) -> dict[str, pa.Table | dict]:
+def med_tables(plans: list[SubjectPlan], rng: np.random.Generator) -> dict[str, Columns]:
     o = _orders_arrays(plans)
     if o is None:
         return {}
@@ -102,7 +109,7 @@ def med_tables(plans: list[SubjectPlan], rng: np.random.Generator) -> dict[str, 
         "entertime": pa.array(enter.astype("datetime64[s]")),
         "verifiedtime": pa.array((enter + rng.integers(2, 40, n) * 60).astype("datetime64[s]")),
         "route": pc.take(_ROUTE, drug), "frequency": pc.take(_FREQ, drug), "disp_sched": pc.take(_SCHED, drug),
-        "infusion_type": pa.nulls(n, pa.string()), "sliding_scale": pa.array(np.where(o["drug"] == DRUG_INDEX["insulin_ss"], "Y", None), pa.string()),
+        "infusion_type": pa.nulls(n, pa.string()), "sliding_scale": pa.array(np.where(o["drug"] == DRUG_INDEX["insulin_ss"], "Y", _NULL), pa.string()),
         "lockout_interval": pa.nulls(n, pa.string()), "basal_rate": pa.nulls(n, pa.float64()),
         "one_hr_max": pa.nulls(n, pa.string()), "doses_per_24_hrs": pa.array(_PER_DAY[o["drug"]]),
         "duration": pa.array(np.round(los_h, 0)), "duration_interval": pa.array(["Hours"] * n),
@@ -114,7 +121,7 @@ def med_tables(plans: list[SubjectPlan], rng: np.random.Generator) -> dict[str, 
     return {"prescriptions": prescriptions, "pharmacy": pharmacy, "emar": emar, "emar_detail": detail}
 
 
-def _emar(o: dict, rng: np.random.Generator) -> tuple[dict, dict]:
+def _emar(o: Columns, rng: np.random.Generator) -> tuple[Columns, Columns]:
     d = o["drug"]
     start, stop = o["start"], o["stop"]
     nh = _NHOURS[d]
@@ -160,7 +167,7 @@ def _emar(o: dict, rng: np.random.Generator) -> tuple[dict, dict]:
     is_ss = o["drug"][oi] == DRUG_INDEX["insulin_ss"]
     dose_given = pc.if_else(pa.array(is_ss), pc.cast(pa.array(rng.integers(2, 9, m)), pa.string()), dose)
     parent = _detail_rows(m, subject_id, emar_id, seq, None, pc.take(_ADMIN_TYPE, drug), None,
-                          pa.array(np.where(given, "No", None), pa.string()), dose, pc.take(_UNIT, drug), None, None,
+                          pa.array(np.where(given, "No", _NULL), pa.string()), dose, pc.take(_UNIT, drug), None, None,
                           pc.take(_ROUTE, drug))
     gi = np.nonzero(given)[0]
     gdrug = pa.array(o["drug"][oi][gi])
@@ -177,7 +184,7 @@ def _emar(o: dict, rng: np.random.Generator) -> tuple[dict, dict]:
     return emar, {k: v.take(idx) for k, v in both.items()}
 
 
-def _as_arr(v, n: int) -> pa.Array:
+def _as_arr(v: object, n: int) -> pa.Array:
     if isinstance(v, pa.ChunkedArray):
         return v.combine_chunks()
     if isinstance(v, pa.Array):
@@ -185,9 +192,12 @@ def _as_arr(v, n: int) -> pa.Array:
     return pa.array(v)
 
 
-def _detail_rows(n, subject_id, emar_id, seq, ordinal, admin_type, pharmacy_id, not_given, dose_due, due_unit,
-                 dose_given, given_unit, route, product=None) -> dict:
-    def s(v):
+def _detail_rows(n: int, subject_id: np.ndarray, emar_id: pa.Array, seq: np.ndarray, ordinal: str | None,
+                 admin_type: pa.Array | None, pharmacy_id: np.ndarray | None, not_given: pa.Array | None,
+                 dose_due: pa.Array | None, due_unit: pa.Array | None, dose_given: pa.Array | None,
+                 given_unit: pa.Array | None, route: pa.Array | None,
+                 product: tuple[pa.Array, pa.Array, pa.Array, pa.Array] | None = None) -> Columns:
+    def s(v: pa.Array | str | None) -> pa.Array:
         if v is None:
             return pa.nulls(n, pa.string())
         if isinstance(v, str):

@@ -13,9 +13,17 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from physassist.synth.catalog import DRUGS, ICD10
 from physassist.vocab import LITERACY_LEVELS
+
+if TYPE_CHECKING:
+    from physassist.synth.archetypes import ArchetypeCase
+    from physassist.synth.plan import SubjectPlan
+
+#: A JSON object as ``json`` reads it (the PHM and its parts are nested JSON).
+JsonObject = dict[str, Any]
 
 ADHERENCE = ("good", "uncertain", "poor")
 ANXIETY = ("low", "medium", "high")
@@ -34,7 +42,7 @@ def _t(en: str, zh: str) -> dict[str, str]:
     return {"en": en, "zh": zh}
 
 
-SYMPTOMS: dict[str, dict] = {
+SYMPTOMS: dict[str, JsonObject] = {
     "palpitations": dict(
         term=_t("palpitations", "心悸"), plain=_t("my heart racing and fluttering", "心跳很快、心里发慌"),
         keywords=["palpitation", "heart", "racing", "flutter", "pulse", "心悸", "心跳", "心慌"],
@@ -112,7 +120,7 @@ SYMPTOMS: dict[str, dict] = {
         timing=_t("comes and goes, worse in the evening", "时好时坏，晚上更重"), associated=_t("my hands shake a bit", "手有点抖")),
 }
 
-PAIN: dict[str, dict] = {
+PAIN: dict[str, JsonObject] = {
     "none": dict(present=False),
     "headache": dict(present=True, location=_t("back of the head", "后脑勺"), quality=_t("pounding, pressure-like", "搏动性胀痛"),
                      score=7, radiation=_t("down into my neck", "往脖子放射"), timing=_t("constant since this morning", "从早上起一直痛"),
@@ -146,7 +154,7 @@ NONADHERENCE_REASON = {
 }
 
 
-def social_for(plan, case, r: random.Random) -> dict:
+def social_for(plan: SubjectPlan, case: ArchetypeCase, r: random.Random) -> JsonObject:
     """Social history facts; the discharge note and the PHM share them."""
     arche = case.archetype
     smoking = ("current" if r.random() < 0.4 else "former") if arche == "pneumonia_sepsis" else r.choice(("never", "never", "former"))
@@ -180,7 +188,7 @@ def social_for(plan, case, r: random.Random) -> dict:
             "lives_alone": lives_alone, "note": note}
 
 
-def functional_for(plan, case, r: random.Random) -> dict:
+def functional_for(plan: SubjectPlan, case: ArchetypeCase, r: random.Random) -> JsonObject:
     frail = plan.age >= 80 or case.archetype in ("hf_discharge", "cirrhosis_ascites") and case.tier >= 2
     device = r.choice(("cane", "walker")) if frail else None
     blocks = r.choice((1, 2)) if frail else r.choice((4, 6, 10))
@@ -212,7 +220,8 @@ def drug_names(code: str) -> list[str]:
     return list(_names(code))
 
 
-def _medications(plan, case, persona: dict, r: random.Random) -> list[dict]:
+def _medications(plan: SubjectPlan, case: ArchetypeCase, persona: JsonObject, r: random.Random,
+                 ) -> list[JsonObject]:
     meds = []
     key = case.key_drug
     adherence = persona["adherence"]
@@ -239,7 +248,7 @@ def _medications(plan, case, persona: dict, r: random.Random) -> list[dict]:
     return meds
 
 
-def build_phm(plan, case, r: random.Random, social: dict) -> dict:
+def build_phm(plan: SubjectPlan, case: ArchetypeCase, r: random.Random, social: JsonObject) -> JsonObject:
     persona = persona_for(plan.idx)
     persona["self_diagnosis_tendency"] = "high" if persona["anxiety_level"] == "high" and r.random() < 0.5 else "low"
     symptoms = []
@@ -259,7 +268,7 @@ def build_phm(plan, case, r: random.Random, social: dict) -> dict:
     }
 
 
-def load_phm(cohort_dir: str | Path, subject_id: int | str) -> dict | None:
+def load_phm(cohort_dir: str | Path, subject_id: int | str) -> JsonObject | None:
     """The PHM of one subject, or None when the cohort has no PHM for it; a PHM file that is
     not a JSON object fails naming the file."""
     try:

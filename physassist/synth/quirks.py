@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from physassist.synth.plan import SubjectPlan
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns, Tables
 
 MINUTE_S = 60
 
@@ -49,7 +53,7 @@ def course(plan: SubjectPlan) -> str:
     return {0: "died", 3: "hospice"}.get(plan.idx % 6, "discharged")
 
 
-def end_of_life(plans: list[SubjectPlan], admissions: dict, patients: dict) -> None:
+def end_of_life(plans: list[SubjectPlan], admissions: Columns, patients: Columns) -> None:
     """Mark the latest admission of the subjects :func:`course` picks (in place)."""
     ends = {p.subject_id: (course(p), max(p.admissions, key=lambda a: a.admit).hadm_id)
             for p in plans if p.admissions}
@@ -138,7 +142,7 @@ ICU_MEDS: dict[str, IcuMed] = {
 }
 
 
-def icu_doses(tables: dict, plans: list[SubjectPlan]) -> None:
+def icu_doses(tables: Tables, plans: list[SubjectPlan]) -> None:
     """Move the ICU_MEDS doses charted inside an ICU stay from ``emar`` (and ``emar_detail``)
     to a new ``inputevents`` table (in place; module docstring)."""
     emar, rx, stays = tables.get("emar"), tables.get("prescriptions"), tables["icustays"]
@@ -154,7 +158,7 @@ def icu_doses(tables: dict, plans: list[SubjectPlan]) -> None:
     chart = pa.array(emar["charttime"]).to_pylist()
     event = pa.array(emar["event_txt"]).to_pylist()
     move = np.zeros(len(chart), dtype=bool)
-    rows: list[tuple] = []
+    rows: list[tuple[int, IcuMed, int, dt.datetime]] = []
     for i, (pid, hadm, t) in enumerate(zip(np.asarray(emar["pharmacy_id"]).tolist(),
                                           np.asarray(emar["hadm_id"]).tolist(), chart,
                                           strict=True)):
@@ -175,8 +179,8 @@ def icu_doses(tables: dict, plans: list[SubjectPlan]) -> None:
     tables["emar_detail"] = {k: v.filter(pc.invert(gone)) for k, v in detail.items()}
 
 
-def _inputevents(rows: list[tuple], subject: np.ndarray, hadm: np.ndarray,
-                 weight: dict[int, float]) -> dict:
+def _inputevents(rows: list[tuple[int, IcuMed, int, dt.datetime]], subject: np.ndarray, hadm: np.ndarray,
+                 weight: dict[int, float]) -> Columns:
     delta = dt.timedelta(seconds=MINUTE_S)
     sid = [int(subject[i]) for i, *_ in rows]
     # one ICU order per dose, numbered within its subject (inputevents.orderid)

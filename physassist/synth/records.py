@@ -3,7 +3,10 @@ dictionary tables (`d_icd_diagnoses`, `d_labitems`, `d_items`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import pyarrow as pa
 
 from physassist.synth.catalog import (
     ANTIBIOTICS,
@@ -14,26 +17,27 @@ from physassist.synth.catalog import (
     SPECIMENS,
     SUSCEPTIBILITY,
 )
-from physassist.synth.plan import DAY, HOUR, SubjectPlan
+from physassist.synth.plan import DAY, HOUR, Admission, SubjectPlan
 from physassist.synth.quirks import BLOOD_GAS_ITEM, ICU_MEDS
+
+if TYPE_CHECKING:
+    from physassist.synth.writer import Columns
 
 _DT = "datetime64[s]"
 
 
-def _times(v: list[int | None]):
-    import pyarrow as pa
-
+def _times(v: list[int | None]) -> pa.Array:
     arr = np.array([0 if x is None else x for x in v], dtype=np.int64).astype(_DT)
     return pa.array(arr, mask=np.array([x is None for x in v], dtype=bool))
 
 
-def patients(plans: list[SubjectPlan]) -> dict:
+def patients(plans: list[SubjectPlan]) -> Columns:
     return {"subject_id": [p.subject_id for p in plans], "gender": [p.sex for p in plans],
             "anchor_age": [p.age for p in plans], "anchor_year": [p.anchor_year for p in plans],
             "anchor_year_group": [p.anchor_year_group for p in plans], "dod": [None] * len(plans)}
 
 
-def admissions(plans: list[SubjectPlan]) -> dict:
+def admissions(plans: list[SubjectPlan]) -> Columns:
     rows = [(p, a) for p in plans for a in p.admissions]
     return {
         "subject_id": [p.subject_id for p, _ in rows], "hadm_id": [a.hadm_id for _, a in rows],
@@ -48,10 +52,11 @@ def admissions(plans: list[SubjectPlan]) -> dict:
     }
 
 
-def transfers(plans: list[SubjectPlan]) -> dict:
-    out: dict[str, list] = {k: [] for k in ("subject_id", "hadm_id", "transfer_id", "eventtype", "careunit", "intime", "outtime")}
+def transfers(plans: list[SubjectPlan]) -> Columns:
+    out: dict[str, list[Any]] = {k: [] for k in ("subject_id", "hadm_id", "transfer_id", "eventtype", "careunit", "intime", "outtime")}
 
-    def add(p, a, k, ev, unit, tin, tout):
+    def add(p: SubjectPlan, a: Admission, k: int, ev: str, unit: str | None, tin: int,
+            tout: int | None) -> None:
         out["subject_id"].append(p.subject_id)
         out["hadm_id"].append(a.hadm_id)
         out["transfer_id"].append(70_000_000 + p.idx * 20 + k)
@@ -80,19 +85,19 @@ def transfers(plans: list[SubjectPlan]) -> dict:
     return out
 
 
-def diagnoses(plans: list[SubjectPlan]) -> dict:
+def diagnoses(plans: list[SubjectPlan]) -> Columns:
     rows = [(p.subject_id, a.hadm_id, i + 1, c) for p in plans for a in p.admissions for i, c in enumerate(a.diagnoses)]
     return {"subject_id": [r[0] for r in rows], "hadm_id": [r[1] for r in rows], "seq_num": [r[2] for r in rows],
             "icd_code": [r[3] for r in rows], "icd_version": [10] * len(rows)}
 
 
-def icustays(plans: list[SubjectPlan]) -> dict:
-    rows = [(p, a) for p in plans for a in p.admissions if a.icu]
-    return {"subject_id": [p.subject_id for p, _ in rows], "hadm_id": [a.hadm_id for _, a in rows],
-            "stay_id": [a.icu.stay_id for _, a in rows], "first_careunit": [a.icu.careunit for _, a in rows],
-            "last_careunit": [a.icu.careunit for _, a in rows], "intime": _times([a.icu.intime for _, a in rows]),
-            "outtime": _times([a.icu.outtime for _, a in rows]),
-            "los": [round((a.icu.outtime - a.icu.intime) / DAY, 4) for _, a in rows]}
+def icustays(plans: list[SubjectPlan]) -> Columns:
+    rows = [(p, a, a.icu) for p in plans for a in p.admissions if a.icu]
+    return {"subject_id": [p.subject_id for p, _, _ in rows], "hadm_id": [a.hadm_id for _, a, _ in rows],
+            "stay_id": [icu.stay_id for *_, icu in rows], "first_careunit": [icu.careunit for *_, icu in rows],
+            "last_careunit": [icu.careunit for *_, icu in rows], "intime": _times([icu.intime for *_, icu in rows]),
+            "outtime": _times([icu.outtime for *_, icu in rows]),
+            "los": [round((icu.outtime - icu.intime) / DAY, 4) for *_, icu in rows]}
 
 
 NO_GROWTH = {"blood": "NO GROWTH.", "urine": "NO GROWTH.", "sputum": "SPARSE GROWTH OF COMMENSAL RESPIRATORY FLORA.",
@@ -100,22 +105,23 @@ NO_GROWTH = {"blood": "NO GROWTH.", "urine": "NO GROWTH.", "sputum": "SPARSE GRO
 RESULT_DELAY_DAYS = {"blood": 5, "urine": 2, "sputum": 2, "peritoneal": 3, "mrsa": 1}
 
 
-def microbiology(plans: list[SubjectPlan]) -> dict:
+def microbiology(plans: list[SubjectPlan]) -> Columns:
     cols = ("microevent_id", "subject_id", "hadm_id", "micro_specimen_id", "order_provider_id", "chartdate", "charttime",
             "spec_itemid", "spec_type_desc", "test_seq", "storedate", "storetime", "test_itemid", "test_name", "org_itemid",
             "org_name", "isolate_num", "quantity", "ab_itemid", "ab_name", "dilution_text", "dilution_comparison",
             "dilution_value", "interpretation", "comments")
-    out: dict[str, list] = {c: [] for c in cols}
+    out: dict[str, list[Any]] = {c: [] for c in cols}
     for p in plans:
         start = len(out["microevent_id"])
         for k, m in enumerate(sorted(p.micro, key=lambda x: x.time)):
             spec_id, spec_desc, test_id, test_name = SPECIMENS[m.specimen]
             delay = RESULT_DELAY_DAYS[m.specimen] - (2 if m.organism and m.specimen == "blood" else 0)
             store = m.time - m.time % DAY + delay * DAY + 10 * HOUR + (p.idx % 50) * 60
-            base = dict(subject_id=p.subject_id, hadm_id=m.hadm_id, micro_specimen_id=20_000_000 + p.idx * 50 + k,
+            base: dict[str, object] = dict(subject_id=p.subject_id, hadm_id=m.hadm_id, micro_specimen_id=20_000_000 + p.idx * 50 + k,
                         order_provider_id=None, chartdate=m.time - m.time % DAY, charttime=m.time, spec_itemid=spec_id,
                         spec_type_desc=spec_desc, test_seq=1, storedate=store - store % DAY, storetime=store,
                         test_itemid=test_id, test_name=test_name)
+            rows: list[dict[str, object]]
             if m.organism is None:
                 rows = [dict(org_itemid=None, org_name=None, isolate_num=None, quantity=None, ab_itemid=None, ab_name=None,
                              dilution_text=None, dilution_comparison=None, dilution_value=None, interpretation=None,
@@ -136,15 +142,15 @@ def microbiology(plans: list[SubjectPlan]) -> dict:
     return out
 
 
-def omr(plans: list[SubjectPlan]) -> dict:
+def omr(plans: list[SubjectPlan]) -> Columns:
     rows = [(p.subject_id, d, s, name, v) for p in plans for d, s, name, v in p.omr]
     return {"subject_id": [r[0] for r in rows], "chartdate": np.array([r[1] // DAY for r in rows], dtype="datetime64[D]"),
             "seq_num": [r[2] for r in rows], "result_name": [r[3] for r in rows], "result_value": [r[4] for r in rows]}
 
 
-def notes_table(plans: list[SubjectPlan], kind: str) -> dict:
+def notes_table(plans: list[SubjectPlan], kind: str) -> Columns:
     code = "DS" if kind == "discharge" else "RR"
-    out: dict[str, list] = {c: [] for c in ("note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text")}
+    out: dict[str, list[Any]] = {c: [] for c in ("note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text")}
     for p in plans:
         notes = p.discharge if kind == "discharge" else p.radiology
         for i, (hadm, t, text) in enumerate(notes, 1):
@@ -162,7 +168,7 @@ def notes_table(plans: list[SubjectPlan], kind: str) -> dict:
     return out
 
 
-def dictionaries() -> dict[str, dict]:
+def dictionaries() -> dict[str, Columns]:
     """Dictionary tables restricted to the codes/items the generator uses (real MIMIC entries)."""
     icd = sorted(ICD10)
     labs = sorted(LABS.values(), key=lambda x: x.itemid)

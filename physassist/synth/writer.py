@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from physassist.ehr.tables import TABLES
+
+#: One table as columns, name -> values: a list of Python cells, a numpy array or an Arrow
+#: array, whichever the generator builds cheapest (:func:`conform` casts them all).
+Columns = dict[str, Any]
+#: A chunk's tables by name: :data:`Columns`, an Arrow table, or None (a table with no rows).
+Tables = dict[str, Any]
 
 #: DuckDB type in the store's table declarations -> the Arrow type the generator writes.
 _ARROW_TYPES: dict[str, pa.DataType] = {
@@ -44,7 +51,7 @@ def empty_table(table: str) -> pa.Table:
     return schema(table).empty_table()
 
 
-def conform(table: str, data: pa.Table | dict) -> pa.Table:
+def conform(table: str, data: pa.Table | Columns) -> pa.Table:
     """Cast to the table's schema in MIMIC column order; a missing or extra column is a bug."""
     sch = schema(table)
     if isinstance(data, dict):

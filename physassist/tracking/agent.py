@@ -37,14 +37,21 @@ import subprocess
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from physassist.tracking.mlflow_store import TrackingError
 
+if TYPE_CHECKING:  # the command's process never imports MLflow: these are for the checker only
+    import pandas as pd
 
-def _proxy(mapping: dict) -> types.MappingProxyType:
+    from physassist.experiment import Experiment, TrackingSettings
+    from physassist.tracking.claims import Claim
+    from physassist.tracking.runs import JobRun, SweepInfo
+
+
+def _proxy(mapping: dict[str, Any]) -> types.MappingProxyType[str, Any]:
     return types.MappingProxyType(mapping)
 
 
@@ -67,14 +74,26 @@ WARM_FOR_LOGGING = ("physassist.tracking.inputs", "mlflow.data.pandas_dataset", 
 WARM_FOR_PLOTS = ("physassist.tracking.plots", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin")
 _spare: Agent | None = None  # started by ``prestart``, for the command's first run
 
+#: How a run's figures are drawn: (turns, out_dir, taus, title) -> the wait for their files.
+Draw = Callable[["pd.DataFrame", Path, Sequence[float], str], Callable[[], list[Path]]]
 
-def _write(stream, message: Any) -> None:
+
+class RunRequest(Protocol):
+    """What ``Session.log`` is handed (``staging.RunLog``, which imports this module)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    def write(self, tracker: Any, stream: Any, draw: Draw) -> tuple[str | None, str | None]: ...
+
+
+def _write(stream: IO[bytes], message: Any) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(data)) + data)
     stream.flush()
 
 
-def _read(stream) -> Any:
+def _read(stream: IO[bytes]) -> Any:
     """The next frame, or ``_GONE`` at the end of the stream."""
     head = stream.read(_HEADER.size)
     if len(head) < _HEADER.size:
@@ -86,8 +105,9 @@ def _read(stream) -> Any:
 class Agent:
     """The command's side: starts the agent process and calls its ``Session``'s operations."""
 
-    def __init__(self, proc: subprocess.Popen, replies) -> None:
-        self._proc, self._replies = proc, replies
+    def __init__(self, proc: subprocess.Popen[bytes], replies: IO[bytes]) -> None:
+        assert proc.stdin is not None, "the agent process is started with stdin=PIPE"
+        self._proc, self._requests, self._replies = proc, proc.stdin, replies
         self._lock = threading.Lock()  # one frame at a time on the pipe
         self._answers: dict[int, tuple[bool, Any]] = {}
         self._answered = threading.Condition()
@@ -146,10 +166,10 @@ class Agent:
             self._gone = True
             self._answered.notify_all()
 
-    def _send(self, operation: str, args: tuple, number: int = -1) -> None:
+    def _send(self, operation: str, args: tuple[Any, ...], number: int = -1) -> None:
         try:
             with self._lock:
-                _write(self._proc.stdin, (number, operation, args))
+                _write(self._requests, (number, operation, args))
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise TrackingError(f"the tracking process ended (exit {self._proc.poll()})") from exc
 
@@ -189,7 +209,7 @@ class Agent:
     def close(self) -> None:
         """End the agent: it ends what it still holds (nothing, after a logged run) and exits."""
         with contextlib.suppress(OSError, ValueError), self._lock:
-            self._proc.stdin.close()
+            self._requests.close()
         try:
             self._proc.wait(CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
@@ -207,7 +227,7 @@ class Session:
         self.held: dict[str, contextlib.ExitStack] = {}  # run id -> its heartbeat
         self.plotter: Agent | None = None  # the ``plots`` process of the run held, once its eval runs
 
-    def open(self, tracking) -> int:
+    def open(self, tracking: TrackingSettings) -> int:
         """Open the store (``TrackingSettings``); end the runs dead processes left RUNNING (how
         many)."""
         from physassist.tracking import claims
@@ -216,18 +236,18 @@ class Session:
         self.tracker = open_tracker(tracking)
         return len(claims.end_abandoned(self.tracker))
 
-    def find_job(self, sweep_id: str, key: str):  # -> runs.JobRun | None
+    def find_job(self, sweep_id: str, key: str) -> JobRun | None:
         from physassist.tracking.runs import JobRun
 
         run = self.tracker.find_job(sweep_id, key)
         return JobRun.of(run) if run is not None else None
 
-    def claim(self, run_name: str, tags: dict[str, str], sweep, key: str | None):
+    def claim(self, run_name: str, tags: dict[str, str], sweep: SweepInfo | None, key: str | None) -> Claim:
         from physassist.tracking import claims
 
         return claims.claim(self.tracker, run_name, tags, sweep, key)
 
-    def hold(self, run_id: str, experiment=None) -> None:
+    def hold(self, run_id: str, experiment: Experiment | None = None) -> None:
         """Hold the run while the command evaluates (its heartbeat); meanwhile import what
         logging it will need, read what the eval does not change (``_read_ahead``) and,
         for an ``experiment`` with plots, start the process that will draw them (one that does
@@ -256,24 +276,25 @@ class Session:
 
         self.stream = TraceStream(self.tracker.uri, self.tracker.experiment_id, run_id, raw_chars)
 
-    def started(self, spec) -> None:
+    def started(self, spec: Any) -> None:
         self.stream.started(spec)
 
-    def add(self, sample) -> None:
+    def add(self, sample: Any) -> None:
         self.stream.add(sample)
 
     def stop_stream(self) -> None:
         if self.stream is not None:
             self.stream.stop()
 
-    def log(self, request) -> tuple[str | None, str | None]:
+    def log(self, request: RunRequest) -> tuple[str | None, str | None]:
         """Log the run and end it (``staging.RunLog``); (its id, the tracking error)."""
         try:
             return request.write(self.tracker, self.stream, self._draw)
         finally:
             self._release(request.run_id)
 
-    def _draw(self, turns, out_dir: Path, taus, title: str) -> Callable[[], list[Path]]:
+    def _draw(self, turns: pd.DataFrame, out_dir: Path, taus: Sequence[float], title: str,
+              ) -> Callable[[], list[Path]]:
         """Start drawing the run's figures in the plotter; returns the wait for their files. With
         no plotter, or one that is gone, they are drawn here (its own failure is the run's)."""
 
@@ -290,7 +311,8 @@ class Session:
 
         def collect() -> list[Path]:
             try:
-                return answer(CLOSE_WAIT_S)
+                paths: list[Path] = answer(CLOSE_WAIT_S)  # the plotter's ``Drawing.draw``
+                return paths
             except TrackingError:
                 if plotter.alive:
                     raise
@@ -319,7 +341,7 @@ class Session:
 class Drawing:
     """The ``plots`` role: a run's figures, drawn while its agent writes the rest of the run."""
 
-    def draw(self, turns, out_dir: Path, taus, title: str) -> list[Path]:
+    def draw(self, turns: pd.DataFrame, out_dir: Path, taus: Sequence[float], title: str) -> list[Path]:
         from physassist.tracking.plots import run_plots  # here: matplotlib only where it draws
 
         return run_plots(turns, out_dir, taus=taus, title=title)
@@ -382,7 +404,7 @@ def serve(reply_fd: int, role: str = "tracking") -> None:
     os._exit(0)  # now: a warm-up import may still run (a spare the command did not take)
 
 
-def _warm(modules: tuple[str, ...], then=None) -> None:
+def _warm(modules: tuple[str, ...], then: Experiment | None = None) -> None:
     """Import ``modules`` in a daemon thread (one that fails is imported, and fails, where used),
     then read ahead what logging ``then`` (an ``Experiment``) will need (read again, and failing,
     where used if this fails)."""
@@ -398,7 +420,7 @@ def _warm(modules: tuple[str, ...], then=None) -> None:
     threading.Thread(target=run, name="physassist-agent-warm", daemon=True).start()
 
 
-def _read_ahead(experiment) -> None:
+def _read_ahead(experiment: Experiment) -> None:
     """Read what ``staging.log_run`` logs that the eval does not change (the EHR store's input,
     the provenance tags, the code versions), each kept where it is read (``inputs.ehr_input``,
     ``tags``, ``comparability``), so that it is there before the eval ends."""

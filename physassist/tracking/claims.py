@@ -27,9 +27,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from physassist.tracking.owner import Owner
 from physassist.tracking.runs import JOB_TAG, KIND_TAG, SWEEP_TAG, SweepInfo, Tracker
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +76,17 @@ def _log_param_once(tracker: Tracker, run_id: str, key: str, value: str) -> str:
     return tracker._call(lambda: tracker.client.get_run(run_id)).data.params[key]
 
 
-def _heartbeat(run) -> float | None:
+def _heartbeat(run: Run) -> float | None:
+    beat = run.data.tags.get(HEARTBEAT_TAG)
+    if beat is None:
+        return None
     try:
-        return float(run.data.tags.get(HEARTBEAT_TAG))
-    except (TypeError, ValueError):
+        return float(beat)
+    except ValueError:
         return None
 
 
-def holder(run, claimed: str | None) -> Owner | None:
+def holder(run: Run, claimed: str | None) -> Owner | None:
     """The live process holding ``run`` (``claimed``: the owner of its latest claim), or None
     when the run is free to take over.
 
@@ -192,7 +199,7 @@ def end_abandoned(tracker: Tracker) -> list[str]:
     return ended
 
 
-def live_children(tracker: Tracker, sweep_id: str) -> list:
+def live_children(tracker: Tracker, sweep_id: str) -> list[Run]:
     """The sweep's child runs still held by a live process (possibly another sweep's)."""
     running = tracker.find_runs({SWEEP_TAG: sweep_id, KIND_TAG: "job"}, status="RUNNING")
     return [r for r in running if holder(r, None) is not None]

@@ -17,11 +17,16 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from physassist.data.loader import fingerprint as sessions_fingerprint
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+    from mlflow.data.dataset_source import DatasetSource
+    from mlflow.entities import DatasetInput
 
 # MLflow's input tag mlflow.data.context per kind of input (the tags' physassist.<kind>_*)
 CONTEXTS = {"dataset": "eval", "ehr": "ehr"}
@@ -38,10 +43,10 @@ class RunInput:
     rows: pd.DataFrame
     kind: str
 
-    def dataset_input(self):  # -> mlflow.entities.DatasetInput
-        from mlflow.data import from_pandas
+    def dataset_input(self) -> DatasetInput:
         from mlflow.data.dataset_source_registry import resolve_dataset_source
         from mlflow.data.huggingface_dataset_source import HuggingFaceDatasetSource
+        from mlflow.data.pandas_dataset import from_pandas  # what mlflow.data re-exports
         from mlflow.entities import DatasetInput, InputTag
         from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
@@ -49,6 +54,7 @@ class RunInput:
             # MLflow registers its local source twice, and hints that int columns cannot hold NaN
             warnings.filterwarnings("ignore", "The specified dataset source can be interpreted")
             warnings.filterwarnings("ignore", "Hint: Inferred schema contains integer")
+            source: DatasetSource
             if self.source.startswith("hf:"):
                 source = HuggingFaceDatasetSource(self.source[len("hf:") :])
             else:
@@ -58,7 +64,7 @@ class RunInput:
         return DatasetInput(entity, [InputTag(MLFLOW_DATASET_CONTEXT, CONTEXTS[self.kind])])
 
 
-def sessions_input(log, dataset: str, path: Path | None) -> RunInput | None:
+def sessions_input(log: EvalLog, dataset: str, path: Path | None) -> RunInput | None:
     """The sessions a run evaluated, one row each (None when the log's samples carry none)."""
     from physassist.gc_freeze import frozen_heap
 
@@ -108,7 +114,7 @@ def _built_input(name: str, path: Path, mtime_ns: int) -> RunInput:
         return RunInput(name, store.fingerprint, str(store.source), rows, "ehr")
 
 
-def run_inputs(log, dataset: str, dataset_path: Path | None, ehr_source: str) -> list[RunInput]:
+def run_inputs(log: EvalLog, dataset: str, dataset_path: Path | None, ehr_source: str) -> list[RunInput]:
     """The session set (when the log carries sessions) and the EHR store of a run."""
     sessions = sessions_input(log, dataset, dataset_path)
     return [*([sessions] if sessions else []), ehr_input(ehr_source)]

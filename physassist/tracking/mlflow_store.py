@@ -21,7 +21,10 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
 
@@ -97,10 +100,10 @@ def resolve_artifact_root(tracking_uri: str, artifact_root: str | None) -> str |
     ``artifact_root`` is relative to the current directory. Servers choose their own (None).
     """
     db = sqlite_path(tracking_uri)
-    if db is None and not artifact_root:
-        return None
     if artifact_root:
         return Path(artifact_root).resolve().as_uri()
+    if db is None:
+        return None
     return (db.parent / "artifacts").resolve().as_uri()
 
 
@@ -219,7 +222,7 @@ def _create_database(db: Path) -> None:
     partial.replace(db)
 
 
-def open_client(tracking_uri: str, *, retries: int = 8):  # -> mlflow.MlflowClient
+def open_client(tracking_uri: str, *, retries: int = 8) -> MlflowClient:
     """An MlflowClient on an initialised store.
 
     A new SQLite database is created under the store lock (MLflow's migrations are not safe to
@@ -244,7 +247,7 @@ def open_client(tracking_uri: str, *, retries: int = 8):  # -> mlflow.MlflowClie
 
 
 def get_or_create_experiment(
-    client, name: str, artifact_location: str | None, *, retries: int = 8
+    client: MlflowClient, name: str, artifact_location: str | None, *, retries: int = 8
 ) -> str:
     """The id of experiment ``name``, created (race-safely) with the given artifact location."""
     from mlflow.exceptions import MlflowException

@@ -61,7 +61,11 @@ def run_name(
         if not _unnamed(key):
             shown[key] = value
     model_name = model.rstrip("/").split("/")[-1]
-    parts = [model_name if key == "model" else f"{key}={shown.pop(key)}" for key in swept if key == "model" or key in shown]
+    parts = [
+        model_name if key == "model" else f"{key}={shown.pop(key)}"
+        for key in swept
+        if key == "model" or key in shown
+    ]
     if "model" not in swept:
         parts.append(model_name)
     parts += [f"{k}={v}" for k, v in shown.items()]
@@ -77,7 +81,11 @@ def swept_factors(arguments: Sequence[str]) -> list[str]:
         key, value = _key(argument)
         if key.startswith("hydra"):
             continue
-        if "," in value.strip("[]{}") and not value.startswith(("[", "{")) or value.startswith(_SWEEP_SYNTAX):
+        if (
+            "," in value.strip("[]{}")
+            and not value.startswith(("[", "{"))
+            or value.startswith(_SWEEP_SYNTAX)
+        ):
             factors.setdefault(key, None)
     return list(factors)
 
@@ -95,5 +103,9 @@ def with_headline(name: str, metrics: Mapping[str, float]) -> str:
     if mrs is None or mrs != mrs:
         return name
     low, high = metrics.get("mrs_ci_low"), metrics.get("mrs_ci_high")
-    interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None and low == low and high == high else ""
+    interval = (
+        f" [{low:.1f}, {high:.1f}]"
+        if low is not None and high is not None and low == low and high == high
+        else ""
+    )
     return f"{name}{SEPARATOR}mRS {mrs:.1f}{interval}"

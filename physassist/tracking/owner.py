@@ -51,7 +51,10 @@ class Owner:
         if self.host == socket.gethostname():
             try:
                 proc = psutil.Process(self.pid)
-                return proc.status() != psutil.STATUS_ZOMBIE and proc.create_time() <= self.since + 1
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    return False
+                started: float = proc.create_time()
+                return started <= self.since + 1
             except psutil.Error:
                 return False
         last = max(self.since, heartbeat or 0.0)

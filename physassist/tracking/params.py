@@ -50,7 +50,9 @@ def format_value(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 
-def flatten_config(config: Mapping[str, Any], *, skip: Iterable[str] = ("hydra",)) -> dict[str, str]:
+def flatten_config(
+    config: Mapping[str, Any], *, skip: Iterable[str] = ("hydra",)
+) -> dict[str, str]:
     """``{short key: value string}`` for every leaf of a resolved config (a plain dict)."""
     skipped = set(skip)
     names = mlflow_names()

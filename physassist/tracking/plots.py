@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import logging
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from physassist.metrics import pass_rates
@@ -70,7 +71,7 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _title(fig: Figure, ax, text: str) -> None:
+def _title(fig: Figure, ax: Axes, text: str) -> None:
     """The title wrapped to the figure's width (~7 pt per character at the default 12 pt)."""
     ax.set_title(textwrap.fill(text, max(20, int(fig.get_figwidth() * 72 / 7))))
 
@@ -129,7 +130,7 @@ def pass_curves(
     The rates come from ``physassist.metrics.pass_rates``, so the curve agrees with the
     logged ``pass_turn_<tau>`` / ``pass_session_<tau>`` metrics.
     """
-    rates = pass_rates(turns, np.round(np.linspace(0.0, 1.0, 41), 4))
+    rates = pass_rates(turns, list(np.round(np.linspace(0.0, 1.0, 41), 4)))
     fig = _figure(6, 4)
     ax = fig.add_subplot()
     ax.plot(rates["tau"], rates["pass_turn"], label="Pass@Turn", marker=".")
@@ -179,7 +180,7 @@ def run_plots(turns: pd.DataFrame, out_dir: Path, *, taus: Sequence[float], titl
 
     out_dir.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
-    makers = (
+    makers: tuple[tuple[str, Callable[[Path], Path]], ...] = (
         ("task_implicitness_heatmap.png", lambda p: task_implicitness_heatmap(turns, p, title)),
         ("pass_vs_tau.png", lambda p: pass_curves(turns, p, taus, title)),
         ("ehr_vs_patient.png", lambda p: source_bars(turns, p, title)),

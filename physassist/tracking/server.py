@@ -26,7 +26,8 @@ from physassist.tracking.mlflow_store import TrackingError, open_client
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) for an AF_INET socket
+        return port
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from physassist.tracking.mlflow_store import store_lock
 from physassist.tracking.traces import (
@@ -120,13 +120,19 @@ class TraceStream:
         self._thread.join(STOP_WAIT_S)
 
 
+class Poster(Protocol):
+    """The side of ``agent.Agent`` a ``Feed`` uses (the agent imports this module)."""
+
+    def post(self, operation: str, *args: Any) -> None: ...
+
+
 class Feed:
     """The command's side of the stream: the eval's spec and each finished session, handed to
     the tracking agent as views. A failure to hand one over must not fail the eval: a session
     not handed over is written after the eval (``write_traces`` writes what the stream did not),
     and an agent that is gone fails the run's logging, which is reported (exit 3)."""
 
-    def __init__(self, agent) -> None:  # agent.Agent
+    def __init__(self, agent: Poster) -> None:
         self.agent = agent
 
     def started(self, spec: Any) -> None:

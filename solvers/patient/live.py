@@ -30,6 +30,7 @@ from inspect_ai.model import (
     Model,
 )
 
+from physassist.calls import EndpointDown
 from physassist.faults import SystemFault, describe
 
 from ..prompting import prompt_json, prompt_text
@@ -235,6 +236,8 @@ class LivePatient:
         messages = [ChatMessageSystem(content=self.system_prompt()), *self.history, question]
         try:
             output = await self.model.generate(messages, config=self.config)
+        except EndpointDown:  # the run gave up on the patient's endpoint: it ends
+            raise
         except Exception as exc:  # the patient's provider, after Inspect's retries
             raise SystemFault(f"patient model call failed: {describe(exc)}") from exc
         answer = output.completion.strip() or miss_answer(self.language)

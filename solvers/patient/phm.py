@@ -71,7 +71,7 @@ class PHMResponder:
         self.revealed: set[str] = set()
 
     # -- public -------------------------------------------------------------------------
-    def respond(self, tool: str, arguments: dict | None = None) -> dict[str, Any]:
+    def respond(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         name = canonical_tool(tool)
         args = arguments if isinstance(arguments, dict) else {}
         if name == "patient.get_medication_adherence":
@@ -87,7 +87,7 @@ class PHMResponder:
         return {"patient_response": variants[self.literacy], "patient_responses_all_literacy": variants}
 
     # -- helpers ------------------------------------------------------------------------
-    def _tx(self, d: dict | None) -> str:
+    def _tx(self, d: dict[str, Any] | None) -> str:
         if not isinstance(d, dict):
             return ""
         return str(d.get(self.language) or d.get("en") or "")
@@ -103,12 +103,13 @@ class PHMResponder:
             return "我有点担心。" if self._zh() else " It worries me a bit."
         return ""
 
-    def _find_med(self, drug: Any) -> dict | None:
+    def _find_med(self, drug: Any) -> dict[str, Any] | None:
         if not isinstance(drug, str) or not drug.strip():
             return None
         q = drug.strip().lower()
         q_words = set(re.findall(r"[a-z]+|[\u4e00-\u9fff]+", q))
-        for med in self.phm.get("medications") or []:
+        medications: list[dict[str, Any]] = self.phm.get("medications") or []
+        for med in medications:
             names = [str(n).lower() for n in med.get("names") or []] + [str(med.get("drug", "")).lower()]
             names += [str((med.get("patient_term") or {}).get("zh", ""))]
             for n in names:
@@ -124,18 +125,18 @@ class PHMResponder:
         if med is not None and med.get("withheld"):
             self.revealed.add(str(med.get("code") or med.get("drug")))
 
-    def _hidden(self, med: dict) -> bool:
+    def _hidden(self, med: dict[str, Any]) -> bool:
         return bool(self.withholding and med.get("withheld") and str(med.get("code") or med.get("drug")) not in self.revealed)
 
     # -- symptom history ----------------------------------------------------------------
-    def _match_symptoms(self, query: Any) -> list[dict]:
+    def _match_symptoms(self, query: Any) -> list[dict[str, Any]]:
         symptoms = self.phm.get("symptoms") or []
         if not isinstance(query, str) or not query.strip():
             return []
         q = query.lower()
         return [s for s in symptoms if any(k.lower() in q for k in s.get("keywords") or [])]
 
-    def _symptom_text(self, s: dict, lit: str, detail: bool) -> str:
+    def _symptom_text(self, s: dict[str, Any], lit: str, detail: bool) -> str:
         zh = self._zh()
         term, plain = self._tx(s.get("term")), self._tx(s.get("plain"))
         onset, prov, qual = self._tx(s.get("onset")), self._tx(s.get("provocation")), self._tx(s.get("quality"))
@@ -191,11 +192,11 @@ class PHMResponder:
         return text + self._worry(lit)
 
     # -- medication adherence -----------------------------------------------------------
-    def _freq(self, med: dict) -> str:
+    def _freq(self, med: dict[str, Any]) -> str:
         en, zh = FREQ_WORDS.get(str(med.get("frequency")), ("as prescribed", "按医嘱"))
         return zh if self._zh() else en
 
-    def _one_med(self, med: dict, lit: str, asked: bool) -> str:
+    def _one_med(self, med: dict[str, Any], lit: str, asked: bool) -> str:
         zh = self._zh()
         name = self._tx(med.get("patient_term")) if lit != "high" else str(med.get("drug"))
         dose = str(med.get("dose") or "")

@@ -1,8 +1,9 @@
 """Deterministic patient interview replayed from the gold trajectory (``patient=replay``).
 
 Every patient-tool reply of the session's gold trajectory (all turns;
-``Session.gold_patient_answers``, from ``answer_list_zh`` for ZH) is indexed by ``(tool, normalised drug/query argument)``. A call is answered with
-the recorded reply whose key matches:
+``Session.gold_patient_answers``, from ``answer_list_zh`` for ZH) is indexed by ``(tool,
+normalised drug/query argument)``. A call is answered with the recorded reply whose key
+matches:
 
 1. the same tool and the same normalised argument, else
 2. the same tool and an argument that contains the other's words (``"apixaban"`` vs
@@ -35,7 +36,10 @@ from .texts import miss_answer
 
 ARGUMENT_KEYS = ("drug", "query")
 _STOPWORDS = frozenset(
-    "a an and any are about do does for have how in is it of on or the to what when with your you".split()
+    (
+        "a an and any are about do does for have how in is it of on or the to what when with "
+        "your you"
+    ).split()
 )
 
 

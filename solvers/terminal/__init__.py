@@ -36,4 +36,11 @@ def terminal_strategy(name: str) -> TerminalStrategy:
     return STRATEGIES[check("terminal", name)]()
 
 
-__all__ = ["CONTROL_TOOLS", "ControlTool", "Decision", "STRATEGIES", "TerminalStrategy", "terminal_strategy"]
+__all__ = [
+    "CONTROL_TOOLS",
+    "ControlTool",
+    "Decision",
+    "STRATEGIES",
+    "TerminalStrategy",
+    "terminal_strategy",
+]

@@ -50,7 +50,8 @@ class TerminalStrategy:
     control: ControlTool | None = None  # the control tool offered, if any
 
     def rule(self, language: str) -> str:
-        """The system prompt's rule for finishing a turn (``prompts/terminal_<name>_<lang>.txt``)."""
+        """The system prompt's rule for finishing a turn
+        (``prompts/terminal_<name>_<lang>.txt``)."""
         return prompt_text(f"terminal_{self.name}", language)
 
     def decide(self, message: ChatMessageAssistant) -> Decision:

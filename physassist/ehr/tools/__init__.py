@@ -65,7 +65,7 @@ def _outcome(err: ToolError, semantics: Semantics) -> dict[str, Any]:
     return operation_outcome(err.diagnostics, code=err.code)
 
 
-def call_tool(ctx: ToolContext, name: str, arguments: dict | str | None) -> dict[str, Any]:
+def call_tool(ctx: ToolContext, name: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     """Run one tool call in the session ``ctx``. Raises only ``SystemFault`` (module docstring)."""
     tool = from_api_name(str(name))
     try:

@@ -3,7 +3,8 @@
 ``compat`` mirrors the reference: aliases renamed, unknown keys silently dropped, blank strings
 and integer 0 treated as "not given", and no type coercion at all (type problems surface later,
 where the reference's pandas code would have failed). ``strict`` validates every argument
-against the tool's schema entry (:data:`~physassist.ehr.tools.schemas.SCHEMAS`) and says exactly what to fix.
+against the tool's schema entry (:data:`~physassist.ehr.tools.schemas.SCHEMAS`) and says
+exactly what to fix.
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ class BigChart:
 
     def positions(self, ids: Sequence[int] | np.ndarray) -> list[int]:
         """The rows' positions in the subject's file (compat's ``rowidx``)."""
-        return np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64)).tolist()
+        found: list[int] = np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64)).tolist()
+        return found
 
     def _fetched(self, where: Where) -> list[Row]:
         """The typed rows ``where`` keeps, in file order, with ``rowidx``: typed by column
@@ -282,11 +283,14 @@ def within(kept: tuple[np.ndarray, np.ndarray, np.ndarray], op: str, bound: str)
     else:
         first = bisect.bisect_left(distinct, True, key=lambda t: _text(t) > bound)
     passes = times >= distinct[first] if first < len(distinct) else np.zeros(len(times), bool)
-    return ~missing & (passes if op == ">=" else ~passes)
+    kept_rows: np.ndarray = ~missing & (passes if op == ">=" else ~passes)
+    return kept_rows
 
 
-def _text(t: np.datetime64) -> str | None:
-    return text(t.astype("datetime64[us]").item())
+def _text(t: np.datetime64) -> str:
+    out = text(t.astype("datetime64[us]").item())
+    assert out is not None  # a time that is present has a text
+    return out
 
 
 def newest_order(times: np.ndarray, missing: np.ndarray, keep: np.ndarray) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
-from re import _constants, _parser  # type: ignore[attr-defined]  # the parse re.compile made
+from re import _constants, _parser  # type: ignore[attr-defined]  # private parser: no stubs
 from typing import Any
 
 import regex

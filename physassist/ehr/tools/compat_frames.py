@@ -127,16 +127,17 @@ class _TableKinds:
     def of(cls, store: EHRStore, table: str, columns: Sequence[str]) -> _TableKinds:
         """Read from beside the store if measured there for these columns, else measured (one
         aggregate query over the whole table) and kept there."""
+        width = store.widths[table]
         key = {
             "columns": list(columns),
-            "width": store.widths[table],
+            "width": width,
             "rows": store.row_counts()[table],
         }
         entry = kinds_file.load(store.path, store.fingerprint, table, key)
         if entry is not None:
             try:
                 kinds = cls(
-                    key["width"],
+                    width,
                     dict(entry["merged"]),
                     kinds_file.blocks_from_json(entry["blocks"]),
                 )
@@ -341,7 +342,7 @@ def sort_rows(rows: Sequence[Row], column: str, ascending: bool = True) -> list[
 
 
 def quicksort_order(
-    array: np.ndarray, present: Sequence[int], missing: Sequence[int], ascending: bool
+    array: np.ndarray, present: Sequence[int] | np.ndarray, missing: Sequence[int], ascending: bool
 ) -> list[int]:
     """``sort_values``' order of positions: ``present`` (ascending positions of the values
     ``array`` holds) by numpy's quicksort over ``array``, then ``missing``."""

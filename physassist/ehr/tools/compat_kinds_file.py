@@ -44,7 +44,8 @@ def _read(path: Path, fingerprint: str) -> dict[str, Any]:
         or not isinstance(data.get("tables"), dict)
     ):
         return {}
-    return data["tables"]
+    tables: dict[str, Any] = data["tables"]
+    return tables
 
 
 def load(

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import fhir
-from .compat_chart import BigChart, chart
+from .compat_chart import BigChart, Where, chart
 from .compat_common import (
     empty,
     encounter,
@@ -151,10 +151,11 @@ def _matching(
         return list(frame(ctx.store, table, sid))
     rows = chart(ctx.store, table, sid, time)
     if isinstance(rows, BigChart):
-        where = [] if hadm is None else [rows.equal("hadm_id", hadm)]
+        by_hadm: list[Where] = [] if hadm is None else [rows.equal("hadm_id", hadm)]
+        where: list[Where] | None = by_hadm
         if matches is not None:
-            text = rows.matches(column, where, matches)
-            where = None if text is None else [*where, text]
+            text = rows.matches(column, by_hadm, matches)
+            where = None if text is None else [*by_hadm, text]
         if where is not None:
             return rows.matching(where)
         rows = frame(ctx.store, table, sid)

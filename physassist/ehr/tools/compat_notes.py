@@ -54,7 +54,8 @@ def report_title(text: str) -> str:
     "DiagnosticReport.search",
     reads={
         "radiology": ("note_id", "hadm_id", "note_type", "charttime", "text"),
-        "microbiologyevents": ("hadm_id", "charttime", "spec_type_desc", "org_name", "ab_name", "interpretation"),
+        "microbiologyevents": ("hadm_id", "charttime", "spec_type_desc", "org_name", "ab_name",
+                               "interpretation"),
     },
 )  # fmt: skip
 def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

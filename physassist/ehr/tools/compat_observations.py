@@ -61,9 +61,10 @@ def _with_itemids(rows: list[Row], itemids: frozenset[Any] | None) -> list[Row]:
     "compat",
     "Observation.search",
     reads={
-        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum", "valueuom",
-                      "ref_range_lower", "ref_range_upper", "flag"),
-        "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum", "valueuom"),
+        "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum",
+                      "valueuom", "ref_range_lower", "ref_range_upper", "flag"),
+        "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum",
+                        "valueuom"),
         "omr": ("chartdate", "result_name", "result_value"),
     },
 )  # fmt: skip

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the store module is built separately; tools only need `.cur
 class PatientResponder(Protocol):
     """Answers the ``patient.*`` interview tools for one session."""
 
-    def respond(self, tool: str, arguments: dict) -> dict:  # {"patient_response": str, ...}
+    def respond(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:  # {"patient_response": str, ...}
         ...
 
 

@@ -7,6 +7,7 @@ The benchmark names tools the FHIR way (``Observation.search``); provider APIs o
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import overload
 
 from .schemas import SCHEMAS, ToolGroup
 
@@ -28,7 +29,13 @@ class ToolNames(Sequence[str]):
         schema = SCHEMAS.get(name) if isinstance(name, str) else None
         return schema is not None and self.group in (None, schema.group)
 
-    def __getitem__(self, index):  # type: ignore[override]  # int or slice, as a tuple's
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:  # as a tuple's
         return self._names()[index]
 
     def __iter__(self) -> Iterator[str]:

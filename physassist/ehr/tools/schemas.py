@@ -121,7 +121,8 @@ _BUILT_IN: tuple[ToolSchema, ...] = (
             "date_to": Param("string", "Latest chart date to include (YYYY-MM-DD)."),
             "_count": Param(
                 "integer",
-                "Maximum number of results, newest first. Defaults to 20 whether or not a code is given.",
+                "Maximum number of results, newest first. "
+                "Defaults to 20 whether or not a code is given.",
                 default=DEFAULT_COUNT,
             ),
         },
@@ -169,8 +170,8 @@ _BUILT_IN: tuple[ToolSchema, ...] = (
             "hadm_id": _hadm("for reports from that stay"),
             "report_type": Param(
                 "string",
-                "Kind of report, e.g. 'CT', 'MRI', 'chest x-ray', 'ultrasound', 'echo', or 'culture' "
-                "/ 'blood' / 'urine' for microbiology.",
+                "Kind of report, e.g. 'CT', 'MRI', 'chest x-ray', 'ultrasound', 'echo', or "
+                "'culture' / 'blood' / 'urine' for microbiology.",
             ),
         },
         scenarios=("diagnostic_workup", "treatment_response"),
@@ -192,7 +193,8 @@ _BUILT_IN: tuple[ToolSchema, ...] = (
     ToolSchema(
         "CarePlan.search",
         "read",
-        "Get the care plan written at discharge: instructions, discharge condition, follow-up, treatment plan.",
+        "Get the care plan written at discharge: instructions, discharge condition, follow-up, "
+        "treatment plan.",
         {
             "subject_id": _subject(),
             "hadm_id": _hadm("for the plan written at that discharge"),

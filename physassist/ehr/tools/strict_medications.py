@@ -5,11 +5,23 @@ an ICU and not in the eMAR), shaped as MIMIC-on-FHIR's MedicationAdministrationI
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from . import fhir
 from .context import ToolContext
-from .records import Row, by, contains, first_non_null, joined, lookup, order, stamp, text
+from .records import (
+    Row,
+    by,
+    contains,
+    first_non_null,
+    joined,
+    lookup,
+    order,
+    stamp,
+    subject_rows,
+    text,
+)
 from .registry import read_tool
 from .schemas import ORDERS_COUNT
 from .strict_common import (
@@ -27,11 +39,31 @@ from .strict_common import (
 MAR_LIMIT = 100
 
 _STOPPED = ("discontinued", "inactive")
+#: An order stopped this long before the session's discharge still ran at discharge: pharmacy
+#: closes the orders running at discharge with a stop time after it (median 4 h on the MIMIC-IV
+#: demo); the hour absorbs charting skew. ``physassist.timeline`` calls such orders current.
+ORDER_GRACE = dt.timedelta(hours=1)
 
 
-def _running(stop: Any, window: Window) -> bool:
-    """An order without a stop time, or stopping after the cutoff, is still running."""
-    return stop is None or (window.cutoff is not None and stamp(stop) > window.cutoff)
+def _running(stop: Any, window: Window, at: dt.datetime | None = None) -> bool:
+    """An order without a stop time, or stopping after the cutoff, is still running; so is an
+    order of the session's admission that ran at its discharge (``at``, the discharge time
+    when it is before the cutoff): on the discharge date the session is at discharge."""
+    if stop is None:
+        return True
+    if at is not None and stamp(stop) >= at - ORDER_GRACE:
+        return True
+    return window.cutoff is not None and stamp(stop) > window.cutoff
+
+
+def _discharged_at(ctx: ToolContext, sid: int, window: Window) -> dict[Any, dt.datetime]:
+    """The session's admission -> its discharge time, when the cutoff is after it."""
+    for a in subject_rows(ctx, "admissions", sid):
+        disch = stamp(a["dischtime"])
+        if (a["hadm_id"] == ctx.hadm_id and disch is not None and window.cutoff is not None
+                and disch <= window.cutoff):
+            return {a["hadm_id"]: disch}
+    return {}
 
 
 def _halted(pharmacy_status: Any) -> bool:
@@ -40,8 +72,9 @@ def _halted(pharmacy_status: Any) -> bool:
     return status.startswith(_STOPPED) and "discharge" not in status
 
 
-def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
-    if _running(stop, window):
+def _rx_status(stop: Any, pharmacy_status: Any, window: Window,
+               at: dt.datetime | None = None) -> str:
+    if _running(stop, window, at):
         return "active"
     return "stopped" if _halted(pharmacy_status) else "completed"
 
@@ -50,7 +83,7 @@ def _rx_status(stop: Any, pharmacy_status: Any, window: Window) -> str:
     "strict",
     "MedicationRequest.search",
     reads={
-        **ADMISSIONS_CHECKED,
+        "admissions": ("hadm_id", "admittime", "dischtime"),
         "prescriptions": ("hadm_id", "pharmacy_id", "poe_id", "poe_seq", "starttime", "stoptime", "drug",
                           "dose_val_rx", "dose_unit_rx", "route"),
         "pharmacy": ("pharmacy_id", "status", "frequency"),
@@ -66,8 +99,9 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
         names = distinct(ctx, "prescriptions", sid, "drug", where)
         where.among("drug", [d for d in names if contains(d, medication)], "VARCHAR")
+    discharged = _discharged_at(ctx, sid, window)
     if args.get("status"):
-        _with_status(ctx, sid, where, args["status"], window)
+        _with_status(ctx, sid, where, args["status"], window, discharged)
     count = args.get("_count", ORDERS_COUNT)
     total, orders = newest(
         ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), count
@@ -91,7 +125,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         )
     out = []
     for r in found:
-        status = _rx_status(r["stoptime"], r["ph_status"], window)
+        status = _rx_status(r["stoptime"], r["ph_status"], window, discharged.get(r["hadm_id"]))
         dose, unit, route = r["dose_val_rx"], r["dose_unit_rx"], r["route"]
         instruction = " ".join(str(x) for x in (dose, unit, route, r["frequency"]) if x)
         out.append(
@@ -137,18 +171,28 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
     return bundle(out, total, hint)
 
 
-def _with_status(ctx: ToolContext, sid: int, where: Where, status: str, window: Window) -> None:
+def _with_status(ctx: ToolContext, sid: int, where: Where, status: str, window: Window,
+                 discharged: dict[Any, dt.datetime]) -> None:
     """Keep in ``where`` the orders ``_rx_status`` gives ``status`` (the total counts all of
-    them): active by the stop time alone; stopped or completed also by the order's first
-    pharmacy status (``first_non_null``), read from the pharmacy rows that have one."""
-    if window.cutoff is None:
-        sql, params = '"stoptime" IS NULL', []
-    else:
-        sql, params = '("stoptime" IS NULL OR "stoptime" > ?)', [window.cutoff]
+    them): active by the stop time alone (and the session's discharge time); stopped or
+    completed also by the order's first pharmacy status (``first_non_null``), read from the
+    pharmacy rows that have one."""
+    terms, params = ['"stoptime" IS NULL'], []
+    if window.cutoff is not None:
+        terms.append('"stoptime" > ?')
+        params.append(window.cutoff)
+    for hadm, at in discharged.items():
+        terms.append('("hadm_id" = ? AND "stoptime" >= ?)')
+        params += [hadm, at - ORDER_GRACE]
+    sql = f"({' OR '.join(terms)})"
+
+    def running(r: Row) -> bool:
+        return _running(r["stoptime"], window, discharged.get(r["hadm_id"]))
+
     if status == "active":
-        where.add(sql, lambda r: _running(r["stoptime"], window), *params)
+        where.add(sql, running, *params)
         return
-    where.add(f"NOT {sql}", lambda r: not _running(r["stoptime"], window), *params)
+    where.add(f"NOT {sql}", lambda r: not running(r), *params)
     first: dict[Any, Any] = {}
     known = Where().add('"status" IS NOT NULL', lambda ph: ph["status"] is not None)
     for ph in rows(ctx, "pharmacy", sid, known):
@@ -208,18 +252,29 @@ def mar_status(event: Any) -> str:
     return "unknown"
 
 
-def _first_dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """Dose, unit and route of the first charted field (lowest ``parent_field_ordinal``) that
-    records each of them; all None when the administration has no dose given."""
-    out: dict[str, Any] = {"dose_given": None, "dose_given_unit": None, "route": None}
-    for column in out:
-        present = [
-            d
-            for d in details or ()
-            if d[column] is not None and d["parent_field_ordinal"] is not None
-        ]
-        if present:
-            out[column] = min(present, key=lambda d: d["parent_field_ordinal"])[column]
+def _dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The dose given: every charted component (the fields with a ``parent_field_ordinal``:
+    a 25 mg and a 50 mg tablet of one 75 mg dose) summed over the first component's unit, each
+    listed in ``components``; the route of the first component that records one. All None when
+    the administration has no dose given."""
+    parts = sorted((d for d in details or () if d["dose_given"] is not None
+                    and d["parent_field_ordinal"] is not None),
+                   key=lambda d: d["parent_field_ordinal"])
+    out: dict[str, Any] = {"dose_given": None, "dose_given_unit": None, "route": None,
+                           "components": []}
+    routed = [d["route"] for d in parts if d["route"] is not None]
+    out["route"] = routed[0] if routed else None
+    if not parts:
+        return out
+    unit = parts[0]["dose_given_unit"]
+    out["dose_given_unit"] = unit
+    out["components"] = [" ".join(str(x) for x in (d["dose_given"], d["dose_given_unit"]) if x)
+                         for d in parts]
+    values = [fhir.as_number(d["dose_given"]) for d in parts if d["dose_given_unit"] == unit]
+    if len(parts) == 1 or any(v is None for v in values):
+        out["dose_given"] = parts[0]["dose_given"]
+    else:
+        out["dose_given"] = f"{round(sum(v for v in values if v is not None), 6):g}"
     return out
 
 
@@ -320,7 +375,7 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
         details.setdefault(d["emar_id"], []).append(d)
     out = [
         _icu_administration(r, sid, window) if r["icu"]
-        else _emar_administration({**r, **_first_dose(details.get(r["emar_id"]))}, sid)
+        else _emar_administration({**r, **_dose(details.get(r["emar_id"]))}, sid)
         for r in found
     ]
     return bundle(out, emar_total + icu_total)
@@ -331,10 +386,11 @@ def _emar_administration(r: dict[str, Any], sid: int) -> dict[str, Any]:
     dose_value = fhir.as_number(r["dose_given"])
     dosage = None
     if r["dose_given"] is not None or r["route"]:
+        parts = r["components"] if len(r["components"]) > 1 else []
+        given = " + ".join(parts) + " = " if parts else ""
         dosage = {
-            "text": " ".join(
-                str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x
-            )
+            "text": given
+            + " ".join(str(x) for x in (r["dose_given"], r["dose_given_unit"], r["route"]) if x)
             or None,
             "route": {"text": r["route"]} if r["route"] else None,
             "dose": quantity(dose_value, r["dose_given_unit"]),

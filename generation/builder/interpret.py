@@ -1,0 +1,113 @@
+"""What a lab value means for this patient, from the documented tables of :mod:`.vocab`.
+
+* **Label in context**: an INR on warfarin is judged against its target range
+  (subtherapeutic / therapeutic / supratherapeutic), an A1c by the ADA bands (normal /
+  prediabetes / diabetes range); any other value by its reference range (high / low / normal).
+* **Action**: a deviation calls for a recheck only when it matters: past the condition's
+  clinical threshold where :data:`~.vocab.MEANINGS` names one, else beyond the reference limit
+  by at least the analyte's meaningful change (:data:`~.vocab.TRENDS`); a high creatinine or
+  BUN in end-stage renal disease is expected. A low BUN of 4 needs nothing.
+* **Meaning**: the condition a value suggests, said only past its threshold (none for an INR on
+  warfarin: it is the drug's effect, and off target the dosing is adjusted); in end-stage renal
+  disease a high creatinine is the known disease, and with a coded leukaemia or myeloid
+  neoplasm a high white count is the known disease before it is an infection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from physassist.timeline import Timeline
+
+from .vocab import (
+    A1C_DIABETES,
+    A1C_PREDIABETES,
+    ESRD_ICD_PREFIXES,
+    HEME_MALIGNANCY_ICD_PREFIXES,
+    INR_TARGET,
+    INR_TARGET_HIGH,
+    MEANINGS,
+    TRENDS,
+    WARFARIN,
+    Meaning,
+)
+
+INR, A1C = "INR(PT)", "% Hemoglobin A1c"
+#: Labels that are the value's normal for the patient (no action, no condition named).
+AT_GOAL = frozenset({"normal", "therapeutic"})
+#: Labels off a drug's target: the dose is the question, not a condition.
+OFF_TARGET = frozenset({"subtherapeutic", "supratherapeutic"})
+_ESRD = Meaning("known end-stage renal disease", "已知终末期肾病", ("end-stage", "ESRD", "dialysis"),
+                ("终末期肾病", "透析"), MEANINGS[("Creatinine", "high")].limit)
+_HEME = Meaning("the known haematological malignancy (infection still possible)",
+                "已知的血液系统恶性肿瘤（仍需排除感染）",
+                ("leukemia", "leukaemia", "myelodysplastic", "MDS", "myeloproliferative",
+                 "malignancy", "blast"), ("白血病", "骨髓增生", "恶性"),
+                MEANINGS[("White Blood Cells", "high")].limit)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the chart says about the patient that changes a value's meaning."""
+
+    on_warfarin: bool = False
+    esrd: bool = False
+    heme_malignancy: bool = False
+
+
+def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
+    """The context of one admission: warfarin ordered in it, and its coded diagnoses."""
+    codes = [str(c).replace(".", "").upper() for (c,) in con.execute(
+        "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?",
+        [tl.subject_id, tl.hadm_id]).fetchall() if c is not None]
+    return Context(on_warfarin=bool(tl.orders_for(WARFARIN)),
+                   esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
+                   heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes))
+
+
+def label(lab: str, value: float, status: str, ctx: Context) -> str:
+    """The word a physician uses for the value (see the module rules)."""
+    if lab == INR and ctx.on_warfarin:
+        if value < INR_TARGET.value:
+            return "subtherapeutic"
+        return "supratherapeutic" if value > INR_TARGET_HIGH.value else "therapeutic"
+    if lab == A1C:
+        if value >= A1C_DIABETES.value:
+            return "diabetes_range"
+        return "prediabetes" if value >= A1C_PREDIABETES.value else "normal"
+    return status
+
+
+def actionable(lab: str, value: float, status: str, word: str, limits: tuple[float | None, float | None],
+               ctx: Context) -> bool:
+    """Whether the value calls for a recheck (see the module rules); ``word`` is its
+    :func:`label`, ``limits`` its reference range."""
+    if word in AT_GOAL:
+        return False
+    if word != status or status == "abnormal":  # a context label off target, or a bare flag
+        return True
+    if ctx.esrd and lab in ("Creatinine", "Urea Nitrogen") and status == "high":
+        return False
+    m = MEANINGS.get((lab, status))
+    if m is not None:
+        return m.limit.passed(value, status)
+    rule, (low, high) = TRENDS.get(lab), limits
+    limit = high if status == "high" else low
+    if rule is None or limit is None:
+        return True
+    return abs(value - limit) >= rule.delta
+
+
+def meaning(lab: str, value: float, status: str, ctx: Context) -> Meaning | None:
+    """The condition the value suggests, past its clinical threshold (see the module rules);
+    an INR on warfarin suggests none: it is the drug's effect, judged against its target."""
+    if lab == INR and ctx.on_warfarin:
+        return None
+    if ctx.esrd and lab == "Creatinine" and status == "high":
+        return _ESRD
+    if ctx.heme_malignancy and lab == "White Blood Cells" and status == "high":
+        return _HEME
+    m = MEANINGS.get((lab, status))
+    return m if m is not None and m.limit.passed(value, status) else None

@@ -1,0 +1,231 @@
+"""What in a chart makes a session worth asking: medication-safety signals and measured
+treatment responses, read from the timeline with the tables of :mod:`.vocab`.
+
+A **safety signal** is a renally cleared drug with impaired kidney function, a drug level out
+of its range, an anticoagulant with its monitoring lab, a monitored drug made unsafe by its lab
+(``UNSAFE_WHEN``), two current orders of one drug or class, a warfarin bridge, or a known
+interaction between two current drugs. A **treatment response** is a treatment given (eMAR or
+ICU ``inputevents``) with its marker measured before the first dose and again after it.
+A medication-safety session is built only where the chart has a signal, and asks about one; a
+treatment-response session only where a response can be measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from itertools import combinations
+from typing import Any
+
+from physassist.timeline import Order, Timeline
+
+from .kinds import Topic
+from .profile import Profile
+from .vocab import (
+    ANTIBIOTIC_CLASSES,
+    BRIDGES,
+    DRUG_LEVELS,
+    DUPLICATE_CLASSES,
+    INFECTION_MARKERS,
+    INTERACTIONS,
+    MEANINGS,
+    RENAL_DRUGS,
+    TREATMENTS,
+    TRENDS,
+    WARFARIN,
+    Treatment,
+    drug_spoken,
+    unsafe,
+)
+
+#: A warfarin dose given this long before discharge means the patient goes home on it.
+ON_WARFARIN = dt.timedelta(hours=36)
+#: A marker value this long after the first dose shows the treatment's effect.
+EFFECT_AFTER = dt.timedelta(hours=4)
+#: The value before the first dose is its baseline when drawn at most this long before it.
+BASELINE_WITHIN = dt.timedelta(days=2)
+INR = "INR(PT)"
+
+
+def _latest(tl: Timeline, label: str) -> float | None:
+    series = tl.lab(label)
+    return series.latest.value if series is not None else None
+
+
+def kidney_impaired(prof: Profile) -> bool:
+    """ESRD, or a latest creatinine past the CKD threshold (vocab.MEANINGS)."""
+    value = _latest(prof.timeline, "Creatinine") if prof.timeline is not None else None
+    limit = MEANINGS[("Creatinine", "high")].limit
+    return prof.context.esrd or (value is not None and limit.passed(value, "high"))
+
+
+def lab_signals(prof: Profile) -> list[Topic]:
+    """drug_lab_safety topics with a real signal: renal dosing, a level out of range, warfarin
+    and its INR, a monitored drug made unsafe by its latest lab."""
+    tl = prof.timeline
+    if tl is None:
+        return []
+    out: list[Topic] = []
+    for word in sorted(prof.drugs):
+        level = next((lv for w, lv in DRUG_LEVELS.items() if w in word), None)
+        value = _latest(tl, level.lab) if level is not None else None
+        if level is not None and value is not None and not level.low <= value <= level.high:
+            out.append(Topic("drug_lab_safety", lab=level.lab, drug=word))
+        elif any(r in word for r in RENAL_DRUGS) and kidney_impaired(prof):
+            out.append(Topic("drug_lab_safety", lab="Creatinine", drug=word))
+        elif WARFARIN in word and _latest(tl, INR) is not None:
+            out.append(Topic("drug_lab_safety", lab=INR, drug=word))
+        else:
+            out += [Topic("drug_lab_safety", lab=lab, drug=word) for lab in prof.labs
+                    if (v := _latest(tl, lab)) is not None and unsafe(word, lab, v)][:1]
+    return out
+
+
+def duplicate_signals(prof: Profile) -> list[Topic]:
+    """Two current orders of one drug (an IR and an ER diltiazem) or of one class."""
+    tl = prof.timeline
+    if tl is None:
+        return []
+    words = sorted({o.word for o in tl.orders if o.current_at(tl.ref) and not o.line_care
+                    and o.scheduled and len(o.word) >= 4 and o.word.isalpha()}
+                   - NOT_ONE_DRUG)
+    out = [Topic("duplicate_therapy", drug=w) for w in words if _twice(tl, w)]
+    for cls in DUPLICATE_CLASSES:
+        mine = [w for w in sorted(prof.drugs) if any(c in w for c in cls.words)]
+        out += [Topic("duplicate_class", drug=a, drug2=b) for a, b in combinations(mine, 2)]
+    return out
+
+
+#: First words that name no single drug: "Vitamin D" and "Vitamin B12" are two drugs, and
+#: insulin glargine with insulin lispro is one basal-bolus regimen.
+NOT_ONE_DRUG = frozenset({"vitamin", "insulin", "sodium", "potassium", "calcium",
+                          "magnesium", "multivitamins", "multivitamin"})
+
+
+def _twice(tl: Timeline, word: str) -> bool:
+    """Two current scheduled orders of the drug ``word`` (same first word) that differ and
+    were not written together: one prescription's rows (``poe_id``), or orders of one drug
+    started at the same minute (2 mg mornings and nights, 1 mg at noon), are one regimen."""
+    orders = [o for o in tl.current_orders(word) if o.word == word]
+    if len(orders) < 2 or not all(o.scheduled for o in orders):
+        return False
+    written = {(o.poe_id,) if o.poe_id else (o.drug, o.start) for o in orders}
+    together = len({(o.drug, o.start) for o in orders}) == 1
+    return (len(written) > 1 and not together
+            and len({(o.drug, o.dose_text) for o in orders}) > 1)
+
+
+def bridge_signals(prof: Profile) -> list[Topic]:
+    """Warfarin with a parenteral anticoagulant bridging it, and an INR to judge it by."""
+    tl = prof.timeline
+    if tl is None or _latest(tl, INR) is None:
+        return []
+    bridges = [w for w in sorted(prof.drugs) if _treatment_dose(prof, w)]
+    if not bridges or warfarin_order(tl) is None:
+        return []
+    return [Topic("anticoag_bridge", lab=INR, drug=WARFARIN, drug2=b) for b in bridges]
+
+
+def warfarin_order(tl: Timeline) -> Order | None:
+    """The warfarin order of a patient on warfarin at discharge: MIMIC-IV orders warfarin as a
+    dose a day ("ONCE", dosed by the INR), so the newest order counts when it ran or a dose was
+    given within :data:`ON_WARFARIN` of discharge."""
+    given = tl.administrations(WARFARIN).given
+    orders = [o for o in tl.orders_for(WARFARIN) if o.dose is not None and o.dose > 0
+              and (o.start is None or o.start <= tl.ref)]
+    since = tl.ref - ON_WARFARIN
+    recent = (bool(given) and given[-1] >= since) or any(
+        o.stop is None or o.stop >= since for o in orders)
+    return orders[0] if orders and recent else None
+
+
+def _treatment_dose(prof: Profile, word: str) -> bool:
+    """A bridging anticoagulant at a treatment dose (vocab.BRIDGES: its daily minimum)."""
+    d = prof.drugs[word]
+    least = next((v for b, v in BRIDGES.items() if b in word), None)
+    try:
+        daily = float(d.dose) * (d.per_day or 1.0)
+    except ValueError:
+        return False
+    return least is not None and daily >= least
+
+
+def interaction_signals(prof: Profile) -> list[Topic]:
+    """Two current drugs of a known interaction (vocab.INTERACTIONS)."""
+    out = []
+    for rule in INTERACTIONS:
+        for a in sorted(prof.drugs):
+            if not any(x in a for x in rule.first):
+                continue
+            out += [Topic("interaction", drug=a, drug2=b) for b in sorted(prof.drugs)
+                    if b != a and any(x in b for x in rule.second)]
+    return out
+
+
+def safety_topics(prof: Profile) -> list[Topic]:
+    """Every medication-safety signal of the chart, as the topics that ask about it."""
+    return (lab_signals(prof) + duplicate_signals(prof) + bridge_signals(prof)
+            + interaction_signals(prof))
+
+
+def treatment_of(word: str) -> Treatment | None:
+    """The treatment (vocab.TREATMENTS) a drug word gives, antibiotics included."""
+    found = next((t for t in TREATMENTS if any(w in word or word in w for w in t.words)), None)
+    if found is None and any(n in word for names in ANTIBIOTIC_CLASSES.values() for n in names):
+        return Treatment("antibiotic", (word,), INFECTION_MARKERS[0], "falling",
+                         "clinical response of the white count (Surviving Sepsis Campaign 2021)")
+    return found
+
+
+def measurable(tl: Timeline, word: str, lab: str, corrects: str,
+               treated: float | None = None) -> bool:
+    """The drug was given, its marker was off (``corrects``: low or high; past ``treated``
+    where the treatment has its own threshold) just before the first dose, and was measured
+    again after it."""
+    given = tl.administrations(word).given
+    series = tl.lab(lab)
+    if not given or series is None or lab not in TRENDS:
+        return False
+    first = given[0]
+    before = [p for p in series.confirmed if first - BASELINE_WITHIN <= p.time <= first]
+    after = [p for p in series.confirmed if p.time >= first + EFFECT_AFTER]
+    return bool(before) and bool(after) and _off(before[-1], corrects, treated)
+
+
+def _off(p: Any, corrects: str, treated: float | None) -> bool:
+    """Whether a value is beyond ``treated`` (else its reference range) on the side named."""
+    limit = treated if treated is not None else p.high if corrects == "high" else p.low
+    if limit is None:
+        return False
+    return p.value > limit if corrects == "high" else p.value < limit
+
+
+def treatment_words(tl: Timeline) -> list[tuple[str, str]]:
+    """(search word, the name it was given as) of each treatment given in the admission
+    (vocab.TREATMENTS in their order, then antibiotics): an eMAR medication or ICU item."""
+    given = sorted(tl.medications_given)
+    words = [w for t in TREATMENTS for w in t.words]
+    words += [n for names in ANTIBIOTIC_CLASSES.values() for n in names]
+    found = [(w, next((name for name in given if w in name), "")) for w in words]
+    return [(w, name) for w, name in found if name]
+
+
+def response_topics(prof: Profile) -> list[Topic]:
+    """abx_response / treatment_effect topics whose response the chart measured; a white count
+    of a coded leukaemia measures no antibiotic."""
+    tl = prof.timeline
+    if tl is None:
+        return []
+    out, seen = [], set()
+    for word, given_as in treatment_words(tl):
+        t = treatment_of(word)
+        if t is None or ((t.name, t.lab) in seen and t.name != "antibiotic"):
+            continue
+        kind = "abx_response" if t.name == "antibiotic" else "treatment_effect"
+        labs = ([m for m in INFECTION_MARKERS if not (prof.context.heme_malignancy
+                                                       and m in ("White Blood Cells", "Neutrophils"))]
+                if kind == "abx_response" else [t.lab])
+        lab = next((m for m in labs if measurable(tl, word, m, t.corrects, t.treated)), None)
+        if lab is not None:
+            out.append(Topic(kind, lab=lab, drug=word, name=drug_spoken(given_as)))
+            seen.add((t.name, t.lab))
+    return out

@@ -1,0 +1,144 @@
+"""Sessions worth asking (issue 40): safety signals and measured responses from the chart,
+the plan's turn-to-turn rules, drug names as a physician says them, questions never repeated
+within a build; the issue's charts on the MIMIC-IV demo."""
+
+from __future__ import annotations
+
+import random
+
+import fixtures_builder as fb
+import fixtures_store as fx
+
+from generation.builder.profile import DrugSummary, LabSummary, Profile, load_profile
+from generation.builder.questions import builds_on, feasible_subtypes, new_question
+from generation.builder.signals import response_topics, safety_topics
+from generation.builder.topics import Topic, fits, follows
+from generation.builder.vocab import drug_spoken
+
+store_cache = fx.store_cache
+demo_store = fx.demo_store
+
+ADMISSION = {"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
+             "dischtime": "2150-03-06 12:00:00", "discharge_location": "HOME"}
+ITEMS = [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"},
+         {"itemid": 51237, "label": "INR(PT)", "fluid": "Blood", "category": "Hematology"},
+         {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"},
+         {"itemid": 51009, "label": "Vancomycin", "fluid": "Blood", "category": "Chemistry"}]
+
+
+def _rx(pid: int, drug: str, dose: str, freq: str, start: str = "2150-03-02 09:00:00",
+        poe: str | None = None, per_day: float = 1) -> tuple[dict, dict]:
+    return ({"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "poe_id": poe or f"p{pid}",
+             "drug": drug, "dose_val_rx": dose, "dose_unit_rx": "mg", "route": "PO",
+             "starttime": start, "stoptime": "2150-03-06 16:00:00", "doses_per_24_hrs": per_day},
+            {"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "frequency": freq})
+
+
+def _labs(*rows: tuple[int, str, float, float, float]) -> list[dict]:
+    return [{"labevent_id": i, "subject_id": 1, "hadm_id": 2, "itemid": item, "charttime": t,
+             "valuenum": v, "ref_range_lower": lo, "ref_range_upper": hi}
+            for i, (item, t, v, lo, hi) in enumerate(rows)]
+
+
+def _profile(orders: list[tuple[dict, dict]], labs: list[dict], **extra: list[dict]) -> Profile:
+    record = {"admissions": [ADMISSION], "prescriptions": [o for o, _ in orders],
+              "pharmacy": [p for _, p in orders], "d_labitems": ITEMS, "labevents": labs, **extra}
+    tl = fb.timeline_of(record)
+    drugs = {}
+    for o, _ in orders:
+        current = tl.current_order(o["drug"].split()[0].lower())
+        if current is not None:
+            drugs[current.word] = DrugSummary(current.word, current.drug, current.dose_text,
+                                              current.unit, current.route, current.per_day, 0)
+    return Profile(1, 2, "2150-03-06", "F", 70, drugs=drugs, timeline=tl,
+                   labs={i["label"]: LabSummary(i["label"], 2, True) for i in ITEMS})
+
+
+def test_safety_signals_from_the_chart() -> None:
+    """The issue's signals: allopurinol with a creatinine of 2.3, a vancomycin trough of 21.5,
+    two diltiazem orders, warfarin bridged by enoxaparin 80 mg twice daily, warfarin with
+    amiodarone; none where the chart has no risk."""
+    labs = _labs((50912, "2150-03-05 06:00:00", 2.3, 0.5, 1.1),
+                 (51009, "2150-03-05 06:00:00", 21.5, 10, 20),
+                 (51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
+    orders = [_rx(1, "Allopurinol", "300", "DAILY"), _rx(2, "Vancomycin", "1250", "Q12H"),
+              _rx(3, "Diltiazem", "30", "QID"), _rx(4, "Diltiazem Extended-Release", "120", "DAILY"),
+              _rx(5, "Warfarin", "5", "DAILY"), _rx(6, "Enoxaparin Sodium", "80", "BID", per_day=2),
+              _rx(7, "Amiodarone", "200", "DAILY")]
+    found = {t.label() for t in safety_topics(_profile(orders, labs))}
+    assert {"drug_lab_safety(Creatinine, allopurinol)", "drug_lab_safety(Vancomycin, vancomycin)",
+            "duplicate_therapy(diltiazem)", "anticoag_bridge(INR(PT), warfarin, enoxaparin)",
+            "interaction(warfarin, amiodarone)"} <= found
+    quiet = _profile([_rx(1, "Allopurinol", "300", "DAILY")],
+                     _labs((50912, "2150-03-05 06:00:00", 0.8, 0.5, 1.1)))
+    assert safety_topics(quiet) == [] and not fits("med_safety", quiet)
+
+
+def test_one_prescription_and_prophylaxis_are_no_signal() -> None:
+    """Rows of one poe_id at different doses are one regimen, not duplicate therapy; heparin
+    5000 units SC (or enoxaparin 40 mg daily) is prophylaxis, not a bridge."""
+    labs = _labs((51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
+    orders = [_rx(1, "ALPRAZolam", "2", "BID", poe="p9"), _rx(2, "ALPRAZolam", "1", "DAILY", poe="p9"),
+              _rx(5, "Warfarin", "5", "DAILY"), _rx(6, "Enoxaparin Sodium", "40", "DAILY")]
+    found = {t.label() for t in safety_topics(_profile(orders, labs))}
+    assert found == {"drug_lab_safety(INR(PT), warfarin)"}  # the INR on warfarin, nothing else
+
+
+def test_a_response_needs_a_treated_value_before_and_after() -> None:
+    """Potassium chloride after a low potassium, measured again: a response to ask about; the
+    same repletion of a normal potassium is maintenance."""
+    emar = [{"subject_id": 1, "hadm_id": 2, "emar_id": "e1", "medication": "Potassium Chloride",
+             "charttime": "2150-03-03 10:00:00", "event_txt": "Administered"}]
+    low = _labs((50971, "2150-03-03 06:00:00", 3.1, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.0, 3.5, 5.1))
+    normal = _labs((50971, "2150-03-03 06:00:00", 3.9, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.2, 3.5, 5.1))
+    topics = response_topics(_profile([], low, emar=emar))
+    assert [t.label() for t in topics] == ["treatment_effect(Potassium, potassium chloride)"]
+    assert topics[0].name == "potassium chloride"
+    assert response_topics(_profile([], normal, emar=emar)) == []
+
+
+def test_turns_follow_each_other() -> None:
+    trend = Topic("lab_trend", lab="INR(PT)")
+    assert not follows(trend, Topic("lab_pair", lab="Potassium", lab2="INR(PT)"))  # asked again
+    assert follows(trend, Topic("flag_abnormal", lab="INR(PT)"))  # "flag that INR": it was named
+    assert not follows(Topic("med_current", drug="aspirin"), Topic("flag_abnormal", lab="INR(PT)"))
+    assert not follows(Topic("med_and_admin", drug="aspirin"), Topic("med_current", drug="aspirin"))
+    assert follows(Topic("lab_latest", lab="Creatinine"), Topic("lab_trend", lab="Creatinine"))
+    # "Given all this, ..." only where the turn builds on the one before
+    laxative, labs = Topic("med_current", drug="senna"), Topic("lab_pair", lab="Creatinine", lab2="Glucose")
+    assert not builds_on(laxative, labs) and "AE" not in feasible_subtypes(labs, 2, set(), False)
+    assert builds_on(Topic("med_current", drug="lisinopril"), Topic("lab_latest", lab="Potassium"))
+
+
+def test_drug_names_as_a_physician_says_them() -> None:
+    assert drug_spoken("Milk of Magnesia") == "milk of magnesia"  # was "Milk"
+    assert drug_spoken("Ferrous Sulfate") == "ferrous sulfate"  # was "Ferrous"
+    assert drug_spoken("Metoprolol Succinate XL") == "metoprolol succinate XL"
+    assert drug_spoken("Docusate Sodium (Liquid)") == "docusate sodium"
+    assert drug_spoken("LeVETiracetam") == "levetiracetam"
+    assert drug_spoken("Fluticasone Propionate 110mcg") == "fluticasone propionate"
+
+
+def test_no_question_is_asked_twice_in_a_build() -> None:
+    topic = Topic("dx_primary")
+    asked: set[str] = set()
+    rng = random.Random(0)
+    texts = []
+    while (q := new_question(topic, 1, set(), True, "F", {}, rng, asked)) is not None:
+        assert q.implicit_en not in asked
+        asked.add(q.implicit_en)
+        texts.append(q.implicit_en)
+    assert len(texts) == len(set(texts)) >= 12  # explicit and fragment variants, then none
+
+
+def test_the_issues_medication_safety_charts_on_the_demo(demo_store) -> None:
+    """The signals the issue found asked nowhere: the vancomycin trough of 21.5 (10014729), the
+    duplicate diltiazem (10022880), the warfarin-enoxaparin bridge (10039831)."""
+    con = demo_store.cursor()
+    expected = {(10014729, 23300884, "2125-03-28"): "drug_lab_safety(Vancomycin, vancomycin)",
+                (10022880, 27708593, "2177-03-19"): "duplicate_therapy(diltiazem)",
+                (10039831, 26924951, "2116-01-02"): "anticoag_bridge(INR(PT), warfarin, enoxaparin)"}
+    for (sid, hadm, day), signal in expected.items():
+        prof = load_profile(con, sid, hadm, day)
+        assert signal in {t.label() for t in safety_topics(prof)}, (sid, signal)
+        assert fits("med_safety", prof)
