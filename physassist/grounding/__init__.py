@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from physassist.grounding import registry
+from physassist.grounding.criteria import criteria, outside
 from physassist.grounding.evidence import Evidence
 from physassist.grounding.facts import (
     Fact,
@@ -85,8 +86,12 @@ class Grounding:
 
 
 def answer_facts(answer: str, evidence: Evidence) -> list[Fact]:
-    """The facts an answer states, read with the names the evidence taught."""
-    return read_facts(Reading.of(answer, evidence.names))
+    """The facts an answer states, read with the names the evidence taught; a number stated
+    as a criterion (a target, a threshold, a guideline band: ``criteria``) is none."""
+    spans = criteria(answer)
+    return [
+        f for f in read_facts(Reading.of(answer, evidence.names)) if outside(spans, f.start, f.end)
+    ]
 
 
 def ground(answer: str, evidence: Evidence | Sequence[Source]) -> Grounding:

@@ -64,7 +64,7 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
     """Grounded by the same day (and minute) anywhere; contradicted when the record's dates of
     the same thing all say another day (or minute); else unsupported. A date after the
     session's current date is a plan (an order "for tomorrow"): the record, which ends that
-    day, cannot contradict it."""
+    day, cannot contradict it; nor can a listing that shows only some of its entries."""
     record = evidence.facts(NAME)
     for other in record:
         if _holds(other, fact):
@@ -73,7 +73,7 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
     related = [o for o in record if relation(fact.label, o.label) != "none"]
     if current is not None and _parts(fact.value)[0] > current:
         related = []
-    if related and not any(_agrees(o, fact) for o in related):
+    if related and not any(_agrees(o, fact) or o.partial for o in related):
         seen = tuple(dict.fromkeys(str(o.value) for o in related))
         return Verdict(fact, "contradicted", related[0], seen[:8])
     return Verdict(fact, "unsupported")

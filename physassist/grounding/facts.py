@@ -10,6 +10,7 @@ holds a different value for the same thing: ``seen``) or ``unsupported`` (nowher
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,6 +20,10 @@ from physassist.grounding.labels import Label, Mentions, Names, attribute
 from physassist.grounding.text import Clauses, lowered
 
 T = TypeVar("T")
+
+#: The line a rendering that lists only some of its results ends with (``ehr.render=compat``:
+#: 15 entries, then ``... (27 more)``).
+_MORE = re.compile(r"^\s*\.\.\. \(\d+ more\)\s*$", re.MULTILINE)
 
 __all__ = [
     "Evidence",
@@ -62,6 +67,12 @@ class Source:
             except ValueError:
                 return None
         return self.raw
+
+    @cached_property
+    def partial(self) -> bool:
+        """The text lists only some of the result's entries: what it hides may hold a stated
+        value, so its lines ground but never contradict one."""
+        return bool(_MORE.search(self.text))
 
     def where(self) -> str:
         """``T1 call 2 MedicationAdministration.search``, ``T0 gold call 1 Observation.search``,
@@ -149,6 +160,11 @@ class Fact:
         fact: Fact = object.__new__(Fact)
         fact.__dict__.update(self.__dict__, line=line)
         return fact
+
+    @property
+    def partial(self) -> bool:
+        """Read from a listing that shows only some of its entries (``Source.partial``)."""
+        return self.line is not None and self.line.source.partial
 
     def shown(self) -> str:
         """The value as a person reads it ("1.8 mg/dL", "2157-07-02 05:36")."""

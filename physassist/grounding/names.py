@@ -4,8 +4,8 @@ The record names a lab by its MIMIC-IV label ("Urea Nitrogen", "INR(PT)"); an an
 "BUN", "INR" or "尿素氮". ``CONCEPTS`` maps each record name (lower case, the key) to the other
 names people use for it, in English and Chinese; the names the record itself prints are learnt
 from the tool results (``physassist.grounding.labels``), so a drug or a lab missing here is
-still recognised by its own name. ``tests/scorers/test_grounding.py`` checks that every lab the session
-builder asks about resolves here under the names its questions and answers use.
+still recognised by its own name. ``tests/scorers/test_grounding.py`` checks that every lab the
+session builder asks about resolves here under the names its questions and answers use.
 
 Organisms: ``GENERA`` (a genus written out starts an organism name) and ``ORGANISM_ALIASES``
 (abbreviations and Chinese names -> ``genus species``).
@@ -74,6 +74,11 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "creatine kinase (ck)": ("ck", "cpk", "creatine kinase", "肌酸激酶"),
     "ntprobnp": ("bnp", "nt-probnp", "nt probnp", "n末端b型利钠肽原", "脑钠肽"),
     "lipase": ("脂肪酶",),
+    # drug levels: the record's label is the drug's name (a dose of it has no convertible unit)
+    "vancomycin": ("vancomycin level", "vancomycin trough", "vanco level", "万古霉素血药浓度"),
+    "digoxin": ("digoxin level", "地高辛血药浓度"),
+    "phenytoin": ("phenytoin level", "苯妥英血药浓度"),
+    "tacrofk": ("tacrolimus level", "tacrolimus trough", "fk506 level", "他克莫司血药浓度"),
     "heart rate": ("hr", "pulse", "心率", "脉搏"),
     "respiratory rate": ("rr", "resp rate", "呼吸频率"),
     "blood pressure": ("bp", "血压"),

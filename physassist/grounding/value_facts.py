@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 
 from physassist.grounding.facts import Evidence, Fact, FactType, Reading, Verdict
-from physassist.grounding.labels import relation
+from physassist.grounding.labels import Label, relation
 from physassist.grounding.text import decimals
 from physassist.units import convert, find_quantities
 
 NAME = "value"
-_SCORE = re.compile(r"(?<![\d.])(?P<n>\d{1,2}(?:\.\d)?)\s*/\s*10(?![\d.])")
+_SCORE = re.compile(r"(?<![\d.])(?P<n>\d{1,2}(?:\.\d)?)\s*(?:/|out of)\s*10(?!\d|\.\d)")
 _RANGE = re.compile(r"\s*(?:to|-|–|—|→|->|and|至|到|变为|变成|升至|降至)\s*")
 _APPROX = re.compile(
     r"(?:about|approximately|approx\.?|around|roughly|~|≈|约|大约|左右)\s*$", re.IGNORECASE
@@ -39,6 +39,15 @@ def _as_written(text: str) -> str:
     return m.group(0).replace(",", "") if m else text
 
 
+def _score_label(reading: Reading, start: int, end: int) -> Label:
+    """A score out of 10 is about every name before it in its clause ("Pain in the right side
+    of the chest: sharp, stabbing, 6/10" scores the pain, not only the chest), else as any
+    value."""
+    first, _ = reading.clauses.bounds(start, end)
+    keys = [m.keys for m in reading.mentions if first <= m.start and m.end <= start]
+    return frozenset().union(*keys) if keys else reading.label(start, end)
+
+
 def extract(reading: Reading) -> list[Fact]:
     text = reading.text
     facts: list[Fact] = []
@@ -46,7 +55,7 @@ def extract(reading: Reading) -> list[Fact]:
         return facts
     for m in _SCORE.finditer(text):
         if reading.free(m.start(), m.end()):
-            label = reading.label(m.start(), m.end())
+            label = _score_label(reading, m.start(), m.end())
             facts.append(
                 Fact(
                     NAME,
@@ -147,7 +156,7 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
             how == "strong" or (fact.unit is not None and other.unit is not None)
         ):
             decisive.append((other, value))
-    if decisive:
+    if decisive and not any(o.partial for o, _ in decisive):  # what a listing hides may hold it
         seen = tuple(dict.fromkeys(o.text for o, _ in decisive))
         return Verdict(fact, "contradicted", decisive[0][0], seen[:8])
     if fact.unit is not None:

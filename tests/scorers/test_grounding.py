@@ -290,6 +290,69 @@ def test_chinese_answers() -> None:
     ]  # by the Chinese name alone
 
 
+A1C = _bundle(_obs("% Hemoglobin A1c", 8.4, "%", "2157-07-01T05:08:00+00:00", 4, 6))
+
+
+@pytest.mark.parametrize(
+    ("answer", "judged"),
+    [
+        (  # a target, a threshold, a condition still to be met: the record values only
+            "The latest INR(PT) is 1.2 (2157-07-01 05:08, subtherapeutic on warfarin, below the "
+            "2-3 target), still below 2, so I'd continue the heparin until the INR has been 2 "
+            "or more for 24 hours.",
+            [("value", "1.2", "grounded"), ("date", "2157-07-01 05:08", "grounded")],
+        ),
+        (
+            "% Hemoglobin A1c: 8.4 % (in the diabetes range, 6.5% or more), goal < 7%.",
+            [("value", "8.4 %", "grounded")],
+        ),
+        (
+            "Keep simvastatin within the labelled limit (20 mg with amiodarone, 10 mg with "
+            "diltiazem); creatinine 1.8 mg/dL, at least 1.5 mg/dL.",
+            [("value", "1.8 mg/dL", "grounded")],
+        ),
+        (
+            "国际标准化比值（INR(PT)）为 1.2（服用华法林时低于 2-3 的目标范围（未达标）），仍低于 2，"
+            "直到 INR 连续 24 小时 ≥ 2。糖化血红蛋白 8.4 %（达到糖尿病范围（6.5% 及以上））。",
+            [("value", "1.2", "grounded"), ("value", "8.4 %", "grounded")],
+        ),
+        (  # a record value beside a criterion is still judged, and a wrong one contradicted
+            "INR 1.9, below the 2-3 target; creatinine 1.3 -> 2.4 mg/dL.",
+            [
+                ("value", "1.9", "contradicted"),
+                ("value", "1.3", "grounded"),
+                ("value", "2.4 mg/dL", "contradicted"),
+            ],
+        ),
+    ],
+)
+def test_a_number_stated_as_a_criterion_is_not_judged(answer: str, judged: list) -> None:
+    assert statuses(answer, evidence(INR, A1C, CREATININE)) == judged
+
+
+def test_a_score_out_of_ten_is_about_its_clause_and_written_either_way() -> None:
+    said = "Pain in the right side of the chest: sharp, stabbing, about a 6 out of 10."
+    ev = Evidence([Source("tool", said, turn=0, call=1, tool="patient.get_pain_assessment")])
+    assert statuses("- Pain: 6/10, right side of the chest", ev) == [("value", "6/10", "grounded")]
+    assert statuses("- Pain: 7/10", ev) == [("value", "7/10", "contradicted")]
+
+
+def test_a_listing_cut_short_grounds_but_never_contradicts() -> None:
+    """``ehr.render=compat`` lists 15 entries then ``... (N more)``: a date or value of a hidden
+    entry is unsupported, not contradicted by the entries shown."""
+    doses = [
+        _mar("Insulin", f"2157-07-{d:02d}T0{h}:00:00+00:00", "Administered", "completed", 4)
+        for d in range(9, 0, -1)  # the latest first, as the tools list them
+        for h in (8, 6)
+    ]
+    full, compat = evidence(_bundle(*doses)), evidence(_bundle(*doses), mode="compat")
+    assert compat.sources[-1].partial and not full.sources[-1].partial
+    answer = "Insulin was first given 2157-07-01 06:00."
+    assert statuses(answer, full) == [("date", "2157-07-01 06:00", "grounded")]
+    assert statuses(answer, compat) == [("date", "2157-07-01 06:00", "unsupported")]
+    assert statuses("Insulin was first given 2157-07-01 07:00.", full)[0][2] == "contradicted"
+
+
 def test_a_fact_from_the_question_or_the_opening_message() -> None:
     ev = evidence(CREATININE, questions=("Her lactate was 4.2 mmol/L this morning; what now?",))
     (verdict,) = ground("With a lactate of 4.2 mmol/L, as of 2157-07-02", ev).verdicts[:1]
@@ -356,4 +419,6 @@ def test_the_reports_page_shows_the_fact_type_table() -> None:
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "reports.md").read_text(encoding="utf-8")
-    assert markdown_table() in page, "docs/reports.md fact-type table is stale: paste `python -m physassist.grounding`"
+    assert markdown_table() in page, (
+        "docs/reports.md fact-type table is stale: paste `python -m physassist.grounding`"
+    )

@@ -75,15 +75,16 @@ def test_gold_answers_on_the_sample_are_grounded(sample_store, language, mode) -
 def test_gold_answers_rendered_compat_miss_only_the_times_compat_does_not_print(
     sample_store,
 ) -> None:
-    """``ehr.render=compat`` prints days, not minutes, and a simulated order without its date:
-    an answer's "2157-07-02 05:36" or "ordered for 2157-07-03" is then unsupported, never
-    contradicted; everything else is grounded as in full."""
+    """``ehr.render=compat`` prints days, not minutes, a simulated order without its content
+    (its date, its dose) and 15 entries of a listing: an answer's "2157-07-02 05:36" or the
+    "81 mg" of the order it wrote is then unsupported, never contradicted (a listing cut short
+    contradicts nothing: what it hides may hold the value); everything else is grounded as in
+    full."""
 
     def compat_hides(turn: Turn, v: Verdict) -> bool:
-        unprinted = " " in str(v.fact.value) or any(c.name.endswith(".create") for c in turn.calls)
-        return builder_admin_count(turn, v) or (
-            v.fact.kind == "date" and v.status == "unsupported" and unprinted
-        )
+        writes = any(c.name.endswith(".create") for c in turn.calls)
+        minute = v.fact.kind == "date" and " " in str(v.fact.value)
+        return builder_admin_count(turn, v) or (v.status == "unsupported" and (minute or writes))
 
     sessions = load_sessions("sample").sessions
     facts, explained, other = misses(
