@@ -434,7 +434,8 @@ def summarize(
     out.update(_tool_metrics(df))
     out.update(_epochs(df, taus))
     if set(GROUNDING_COLUMNS) <= set(df.columns):
-        out.update(grounding_summary(df[list(GROUNDING_COLUMNS)].to_dict("records")))
+        records = df[list(GROUNDING_COLUMNS)].to_dict("records")
+        out.update(grounding_summary({str(k): v for k, v in r.items()} for r in records))
     if breakdowns:
         out.update(_breakdowns(df, taus))
     return out
