@@ -1,5 +1,5 @@
 """The grounding check's sanity anchors, over the sessions the builder makes (not fixed numbers):
-gold answers replayed through the gold tool calls are grounded (>= 99 %, every miss explained),
+gold answers replayed through the gold tool calls are grounded (all of them; >= 99 % is the bar),
 on the sample (EN, ZH; full and JSON renderings) and on sessions built from the MIMIC-IV demo;
 an agent that changes the numbers of those answers (``physassist/perturbed``) scores low with
 its contradictions listed."""
@@ -29,28 +29,13 @@ def sample_store(store_cache) -> EHRStore:
     return open_store("sample", cache_dir=store_cache)
 
 
-def builder_admin_count(turn: Turn, verdict: Verdict) -> bool:
-    """The builder's known defect: "(N administrations charted)" / "（共记录 N 次给药）" under a
-    medication's last dose says the number *given* while the record charted more (events
-    neither given nor not given: "unknown"). The grounding check is right to flag it."""
-    seen = verdict.evidence.text if verdict.evidence is not None else ""
-    return (
-        verdict.fact.kind == "count"
-        and verdict.fact.unit == "charted"
-        and seen == "charted"
-        and bool(
-            verdict.evidence
-            and verdict.evidence.line
-            and f"{verdict.fact.value:g} given" in verdict.evidence.line.text
-        )
-    )
-
-
 def misses(
     results: list[tuple[Session, Turn, Grounding]],
-    excused: Callable[[Turn, Verdict], bool] = builder_admin_count,
+    excused: Callable[[Turn, Verdict], bool] = lambda turn, verdict: False,
 ) -> tuple[int, list[str], list[str]]:
-    """Facts stated, the misses ``excused`` explains and the others (each with where)."""
+    """Facts stated, the misses ``excused`` explains and the others (each with where): a gold
+    answer has none to excuse in the full and JSON renderings (the criteria it states, targets
+    and guideline bands, are not judged: ``physassist.grounding.criteria``)."""
     facts, explained, other = 0, [], []
     for session, turn, g in results:
         facts += g.facts
@@ -68,8 +53,7 @@ def test_gold_answers_on_the_sample_are_grounded(sample_store, language, mode) -
     sessions = load_sessions("sample", language=language).sessions
     facts, explained, other = misses(fg.grounded(sessions, sample_store, language, mode=mode))
     assert facts >= 300
-    assert other == [], "\n".join(other)
-    assert (facts - len(explained)) / facts >= 0.99, "\n".join(explained)
+    assert other == [] and explained == [], "\n".join(other)
 
 
 def test_gold_answers_rendered_compat_miss_only_the_times_compat_does_not_print(
@@ -84,7 +68,7 @@ def test_gold_answers_rendered_compat_miss_only_the_times_compat_does_not_print(
     def compat_hides(turn: Turn, v: Verdict) -> bool:
         writes = any(c.name.endswith(".create") for c in turn.calls)
         minute = v.fact.kind == "date" and " " in str(v.fact.value)
-        return builder_admin_count(turn, v) or (v.status == "unsupported" and (minute or writes))
+        return v.status == "unsupported" and (minute or writes)
 
     sessions = load_sessions("sample").sessions
     facts, explained, other = misses(
@@ -119,5 +103,4 @@ def test_gold_answers_on_demo_built_sessions_are_grounded(demo_store, tmp_path) 
         assert len(sessions) >= 20
         facts, explained, other = misses(fg.grounded(sessions, demo_store, language))
         assert facts >= 200
-        assert other == [], "\n".join(other)
-        assert (facts - len(explained)) / facts >= 0.99
+        assert other == [] and explained == [], "\n".join(other)
