@@ -1,8 +1,10 @@
 """What a lab value means for this patient, from the documented tables of :mod:`.vocab`.
 
-* **Label in context**: an INR on warfarin is judged against its target range
-  (subtherapeutic / therapeutic / supratherapeutic), an A1c by the ADA bands (normal /
-  prediabetes / diabetes range); any other value by its reference range (high / low / normal).
+* **Label in context**: an INR on warfarin (going home on it: :func:`warfarin_order`) is
+  judged against its target range (subtherapeutic / therapeutic / supratherapeutic); after
+  warfarin was stopped, by its reference range, suggesting nothing (a residual effect); an
+  A1c by the ADA bands (normal / prediabetes / diabetes range); any other value by its
+  reference range (high / low / normal).
 * **Action**: a deviation calls for a recheck only when it matters: past the condition's
   clinical threshold where :data:`~.vocab.MEANINGS` names one, else beyond the reference limit
   by at least the analyte's meaningful change (:data:`~.vocab.TRENDS`); a high creatinine or
@@ -15,11 +17,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
 
-from physassist.timeline import Timeline
+from physassist.timeline import Order, Timeline
 
 from .vocab import (
     A1C_DIABETES,
@@ -48,21 +51,41 @@ _HEME = Meaning("the known haematological malignancy (infection still possible)"
                 MEANINGS[("White Blood Cells", "high")].limit)
 
 
+#: A warfarin dose given this long before discharge means the patient goes home on it.
+ON_WARFARIN = dt.timedelta(hours=36)
+
+
+def warfarin_order(tl: Timeline) -> Order | None:
+    """The warfarin order of a patient on warfarin at discharge: MIMIC-IV orders warfarin as a
+    dose a day ("ONCE", dosed by the INR), so the newest order counts when it ran or a dose was
+    given within :data:`ON_WARFARIN` of discharge."""
+    given = tl.administrations(WARFARIN).given
+    orders = [o for o in tl.orders_for(WARFARIN) if o.dose is not None and o.dose > 0
+              and (o.start is None or o.start <= tl.ref)]
+    since = tl.ref - ON_WARFARIN
+    recent = (bool(given) and given[-1] >= since) or any(
+        o.stop is None or o.stop >= since for o in orders)
+    return orders[0] if orders and recent else None
+
+
 @dataclass(frozen=True)
 class Context:
     """What the chart says about the patient that changes a value's meaning."""
 
     on_warfarin: bool = False
+    off_warfarin: bool = False  # warfarin ordered in the admission, stopped before discharge
     esrd: bool = False
     heme_malignancy: bool = False
 
 
 def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
-    """The context of one admission: warfarin ordered in it, and its coded diagnoses."""
+    """The context of one admission: warfarin at discharge or stopped in it, and its coded
+    diagnoses."""
     codes = [str(c).replace(".", "").upper() for (c,) in con.execute(
         "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?",
         [tl.subject_id, tl.hadm_id]).fetchall() if c is not None]
-    return Context(on_warfarin=bool(tl.orders_for(WARFARIN)),
+    on = warfarin_order(tl) is not None
+    return Context(on_warfarin=on, off_warfarin=not on and bool(tl.orders_for(WARFARIN)),
                    esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
                    heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes))
 
@@ -103,7 +126,7 @@ def actionable(lab: str, value: float, status: str, word: str, limits: tuple[flo
 def meaning(lab: str, value: float, status: str, ctx: Context) -> Meaning | None:
     """The condition the value suggests, past its clinical threshold (see the module rules);
     an INR on warfarin suggests none: it is the drug's effect, judged against its target."""
-    if lab == INR and ctx.on_warfarin:
+    if lab == INR and (ctx.on_warfarin or ctx.off_warfarin):
         return None
     if ctx.esrd and lab == "Creatinine" and status == "high":
         return _ESRD

@@ -18,8 +18,10 @@ from typing import Any
 
 from physassist.timeline import Order, Timeline
 
+from .interpret import ON_WARFARIN, warfarin_order
 from .kinds import Topic
 from .profile import Profile
+from .trends import turned_back
 from .vocab import (
     ANTIBIOTIC_CLASSES,
     BRIDGES,
@@ -37,13 +39,28 @@ from .vocab import (
     unsafe,
 )
 
-#: A warfarin dose given this long before discharge means the patient goes home on it.
-ON_WARFARIN = dt.timedelta(hours=36)
 #: A marker value this long after the first dose shows the treatment's effect.
 EFFECT_AFTER = dt.timedelta(hours=4)
 #: The value before the first dose is its baseline when drawn at most this long before it.
 BASELINE_WITHIN = dt.timedelta(days=2)
+#: The latest value measures a treatment when drawn at most this long after its last dose: a
+#: value weeks after a stopped drug measures something else.
+RESPONSE_WITHIN = dt.timedelta(hours=72)
+#: A stopped antibiotic course shorter than this is prophylaxis or a stopped empiric course.
+BRIEF_COURSE = dt.timedelta(hours=48)
+#: A course is at least this many doses (one dose, or a first dose and nothing to judge, is not).
+COURSE_DOSES = 2
 INR = "INR(PT)"
+#: Warfarin started this recently is still being loaded; an INR above INR_OVERSHOOT this
+#: recently is an overshoot a dose rise would repeat (CHEST 2012: the INR takes days to follow
+#: a dose change).
+WARFARIN_INITIATION = dt.timedelta(days=7)
+INR_OVERSHOOT = 3.0
+WARFARIN_TARGET_LOW = 2.0
+#: Drugs that cause hypoglycaemia (sulfonylureas, insulin), not metformin alone.
+HYPOGLYCAEMICS = ("insulin", "glipizide", "glyburide", "glimepiride")
+#: The antibiotic that, by mouth, is not absorbed (:func:`gut_only`).
+GUT_ONLY = "vancomycin"
 
 
 def _latest(tl: Timeline, label: str) -> float | None:
@@ -69,15 +86,69 @@ def lab_signals(prof: Profile) -> list[Topic]:
         level = next((lv for w, lv in DRUG_LEVELS.items() if w in word), None)
         value = _latest(tl, level.lab) if level is not None else None
         if level is not None and value is not None and not level.low <= value <= level.high:
-            out.append(Topic("drug_lab_safety", lab=level.lab, drug=word))
+            if not _changed_since_level(tl, word, level.lab):
+                out.append(Topic("drug_lab_safety", lab=level.lab, drug=word))
         elif any(r in word for r in RENAL_DRUGS) and kidney_impaired(prof):
-            out.append(Topic("drug_lab_safety", lab="Creatinine", drug=word))
+            if not renally_dosed(tl, word, prof.context.esrd):
+                out.append(Topic("drug_lab_safety", lab="Creatinine", drug=word))
         elif WARFARIN in word and _latest(tl, INR) is not None:
-            out.append(Topic("drug_lab_safety", lab=INR, drug=word))
+            if not inr_settling(tl):
+                out.append(Topic("drug_lab_safety", lab=INR, drug=word))
         else:
             out += [Topic("drug_lab_safety", lab=lab, drug=word) for lab in prof.labs
-                    if (v := _latest(tl, lab)) is not None and unsafe(word, lab, v)][:1]
+                    if (v := _latest(tl, lab)) is not None and unsafe(word, lab, v)
+                    and not _other_cause(tl, word, lab)][:1]
     return out
+
+
+def _daily(o: Order) -> float | None:
+    return o.dose * (o.per_day or 1.0) if o.dose is not None else None
+
+
+def renally_dosed(tl: Timeline, word: str, esrd: bool) -> bool:
+    """The current order is already a renal dose: given less often than daily in end-stage
+    renal disease (allopurinol 100 mg every other day on dialysis), or lower than an earlier
+    order of the drug (the team already reduced it)."""
+    current = tl.current_orders(word)
+    doses = [d for o in current if (d := _daily(o)) is not None]
+    if not doses:
+        return False
+    if esrd and all(o.per_day is not None and o.per_day < 1 for o in current):
+        return True
+    earlier = [d for o in tl.orders_for(word) if o not in current and (d := _daily(o)) is not None]
+    return bool(earlier) and max(doses) < max(earlier)
+
+
+def _changed_since_level(tl: Timeline, word: str, lab: str) -> bool:
+    """A current order of the drug started after its latest level: the level was drawn on a
+    dose already changed (vancomycin 1500 mg reduced to 1250 mg after a trough of 21.5)."""
+    series = tl.lab(lab)
+    drawn = series.latest.time if series is not None else None
+    return drawn is not None and any(o.start is not None and o.start > drawn
+                                     for o in tl.current_orders(word))
+
+
+def inr_settling(tl: Timeline) -> bool:
+    """An INR below the warfarin target that is no reason to raise the dose: warfarin started
+    within :data:`WARFARIN_INITIATION` (the INR is still climbing), an INR above
+    :data:`INR_OVERSHOOT` within that time (a recent overshoot), or the INR rising on its last
+    two values. Continue and recheck is the answer then, which no signal asks."""
+    series = tl.lab(INR)
+    given = tl.administrations(WARFARIN).given
+    if series is None or series.latest.value >= WARFARIN_TARGET_LOW:
+        return False
+    since = tl.ref - WARFARIN_INITIATION
+    values = series.confirmed
+    return ((bool(given) and given[0] >= since)
+            or any(p.value > INR_OVERSHOOT for p in values if p.time >= since)
+            or (len(values) >= 2 and values[-1].value > values[-2].value))
+
+
+def _other_cause(tl: Timeline, word: str, lab: str) -> bool:
+    """Metformin with a low glucose when a sulfonylurea or insulin was given: metformin alone
+    does not cause hypoglycaemia (ADA 2024, 9), so the signal would blame the wrong drug."""
+    return (lab == "Glucose" and "metformin" in word
+            and any(c in m for m in tl.medications_given for c in HYPOGLYCAEMICS))
 
 
 def duplicate_signals(prof: Profile) -> list[Topic]:
@@ -125,19 +196,6 @@ def bridge_signals(prof: Profile) -> list[Topic]:
     return [Topic("anticoag_bridge", lab=INR, drug=WARFARIN, drug2=b) for b in bridges]
 
 
-def warfarin_order(tl: Timeline) -> Order | None:
-    """The warfarin order of a patient on warfarin at discharge: MIMIC-IV orders warfarin as a
-    dose a day ("ONCE", dosed by the INR), so the newest order counts when it ran or a dose was
-    given within :data:`ON_WARFARIN` of discharge."""
-    given = tl.administrations(WARFARIN).given
-    orders = [o for o in tl.orders_for(WARFARIN) if o.dose is not None and o.dose > 0
-              and (o.start is None or o.start <= tl.ref)]
-    since = tl.ref - ON_WARFARIN
-    recent = (bool(given) and given[-1] >= since) or any(
-        o.stop is None or o.stop >= since for o in orders)
-    return orders[0] if orders and recent else None
-
-
 def _treatment_dose(prof: Profile, word: str) -> bool:
     """A bridging anticoagulant at a treatment dose (vocab.BRIDGES: its daily minimum)."""
     d = prof.drugs[word]
@@ -178,9 +236,11 @@ def treatment_of(word: str) -> Treatment | None:
 
 def measurable(tl: Timeline, word: str, lab: str, corrects: str,
                treated: float | None = None) -> bool:
-    """The drug was given, its marker was off (``corrects``: low or high; past ``treated``
-    where the treatment has its own threshold) just before the first dose, and was measured
-    again after it."""
+    """A course of the drug (:data:`COURSE_DOSES`) was given, its marker was off
+    (``corrects``: low or high; past ``treated`` where the treatment has its own threshold)
+    just before the first dose, measured again after it, last within :data:`RESPONSE_WITHIN`
+    of the last dose, and the last values do not turn back against the move since the first
+    dose (:func:`.trends.turned_back`)."""
     given = tl.administrations(word).given
     series = tl.lab(lab)
     if not given or series is None or lab not in TRENDS:
@@ -188,7 +248,38 @@ def measurable(tl: Timeline, word: str, lab: str, corrects: str,
     first = given[0]
     before = [p for p in series.confirmed if first - BASELINE_WITHIN <= p.time <= first]
     after = [p for p in series.confirmed if p.time >= first + EFFECT_AFTER]
-    return bool(before) and bool(after) and _off(before[-1], corrects, treated)
+    if not before or not after or not _off(before[-1], corrects, treated):
+        return False
+    course = [t for t in given if t <= after[-1].time]  # the doses the latest value can show
+    return (len(course) >= COURSE_DOSES and after[-1].time <= course[-1] + RESPONSE_WITHIN
+            and not turned_back(before[-1], after, TRENDS[lab]))
+
+
+def active(tl: Timeline, word: str) -> bool:
+    """The drug runs at the session date ("continue X" is advice only then): a current order
+    of it; without any order (ICU doses only), a dose given within :data:`ON_WARFARIN` of the
+    reference moment. A stopped order's recent dose (cefepime stepped down to cefpodoxime)
+    is not."""
+    if tl.orders_for(word):
+        return bool(tl.current_orders(word))
+    given = tl.administrations(word).given
+    return bool(given) and given[-1] >= tl.ref - ON_WARFARIN
+
+
+def brief_course(tl: Timeline, word: str) -> bool:
+    """A course of less than :data:`BRIEF_COURSE` from first to last dose, stopped by the
+    session date: surgical prophylaxis (cefazolin and vancomycin around a CABG) or an empiric
+    course stopped (metronidazole, 2 doses), not a treatment whose response can be judged."""
+    given = tl.administrations(word).given
+    return bool(given) and not active(tl, word) and given[-1] - given[0] < BRIEF_COURSE
+
+
+def gut_only(tl: Timeline, word: str) -> bool:
+    """An order of the antibiotic by mouth that acts only in the gut (oral vancomycin for
+    C. difficile): the word's doses then mix it with any IV course, and it moves no systemic
+    marker."""
+    return any(GUT_ONLY in o.drug.lower() and str(o.route or "").upper().startswith("PO")
+               for o in tl.orders_for(word))
 
 
 def _off(p: Any, corrects: str, treated: float | None) -> bool:
@@ -224,6 +315,8 @@ def response_topics(prof: Profile) -> list[Topic]:
         labs = ([m for m in INFECTION_MARKERS if not (prof.context.heme_malignancy
                                                        and m in ("White Blood Cells", "Neutrophils"))]
                 if kind == "abx_response" else [t.lab])
+        if kind == "abx_response" and (gut_only(tl, word) or brief_course(tl, word)):
+            continue
         lab = next((m for m in labs if measurable(tl, word, m, t.corrects, t.treated)), None)
         if lab is not None:
             out.append(Topic(kind, lab=lab, drug=word, name=drug_spoken(given_as)))

@@ -49,6 +49,21 @@ def change(a: float, b: float, rule: TrendRule, low: float | None = None,
     return "slight"
 
 
+def turned_back(base: Point, after: Sequence[Point], rule: TrendRule, recent: int = 3) -> bool:
+    """Whether the last value moved back against the direction from ``base`` to it: beyond
+    "none" (:func:`change`) from the extreme of the ``recent`` values before it (glucose 324
+    before insulin, 78 a week later, then 148, 195, 239: "falling" end to end, rising now)."""
+    if len(after) < 2:
+        return False
+    last, window = after[-1], after[-1 - recent:-1]
+    if last.value == base.value:
+        return False
+    falling = last.value < base.value
+    extreme = min(window, key=lambda p: p.value) if falling else max(window, key=lambda p: p.value)
+    against = last.value > extreme.value if falling else last.value < extreme.value
+    return against and change(extreme.value, last.value, rule, last.low, last.high) == "clear"
+
+
 @dataclass(frozen=True)
 class Trend:
     """A series' direction (rising | falling | stable), how big the move is (clear | slight |

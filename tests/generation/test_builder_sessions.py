@@ -87,8 +87,9 @@ def test_one_prescription_and_prophylaxis_are_no_signal() -> None:
 def test_a_response_needs_a_treated_value_before_and_after() -> None:
     """Potassium chloride after a low potassium, measured again: a response to ask about; the
     same repletion of a normal potassium is maintenance."""
-    emar = [{"subject_id": 1, "hadm_id": 2, "emar_id": "e1", "medication": "Potassium Chloride",
-             "charttime": "2150-03-03 10:00:00", "event_txt": "Administered"}]
+    emar = [{"subject_id": 1, "hadm_id": 2, "emar_id": f"e{i}", "medication": "Potassium Chloride",
+             "charttime": t, "event_txt": "Administered"}
+            for i, t in enumerate(("2150-03-03 10:00:00", "2150-03-03 14:00:00"))]
     low = _labs((50971, "2150-03-03 06:00:00", 3.1, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.0, 3.5, 5.1))
     normal = _labs((50971, "2150-03-03 06:00:00", 3.9, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.2, 3.5, 5.1))
     topics = response_topics(_profile([], low, emar=emar))
@@ -132,13 +133,76 @@ def test_no_question_is_asked_twice_in_a_build() -> None:
 
 
 def test_the_issues_medication_safety_charts_on_the_demo(demo_store) -> None:
-    """The signals the issue found asked nowhere: the vancomycin trough of 21.5 (10014729), the
-    duplicate diltiazem (10022880), the warfarin-enoxaparin bridge (10039831)."""
+    """The signals the issue found asked nowhere: the duplicate diltiazem (10022880), the
+    warfarin-enoxaparin bridge (10039831). (Its vancomycin trough of 21.5, 10014729, was drawn
+    on a dose the team then reduced: see the test below.)"""
     con = demo_store.cursor()
-    expected = {(10014729, 23300884, "2125-03-28"): "drug_lab_safety(Vancomycin, vancomycin)",
-                (10022880, 27708593, "2177-03-19"): "duplicate_therapy(diltiazem)",
+    expected = {(10022880, 27708593, "2177-03-19"): "duplicate_therapy(diltiazem)",
                 (10039831, 26924951, "2116-01-02"): "anticoag_bridge(INR(PT), warfarin, enoxaparin)"}
     for (sid, hadm, day), signal in expected.items():
         prof = load_profile(con, sid, hadm, day)
         assert signal in {t.label() for t in safety_topics(prof)}, (sid, signal)
         assert fits("med_safety", prof)
+
+
+def _topics(con, sid: int, hadm: int, day: str, which) -> set[str]:
+    return {t.label() for t in which(load_profile(con, sid, hadm, day))}
+
+
+def test_a_response_is_a_running_course_measured_after_it_on_the_demo(demo_store) -> None:
+    """A physician's rejects of a seed-77 build: antibiotic prophylaxis after CABG, under 48 h
+    and stopped days before discharge (22580999, 22342963, 29366372), metronidazole stopped after 2 doses
+    (20973395), calcium gluconate 3 weeks before the value (20364112), cefepime stopped 2 weeks
+    before (23052851), oral cefpodoxime with one dose before the white count (23488445),
+    glucose "falling" on insulin while it rose over the last 5 days (22205327). MRSA pneumonia
+    on vancomycin at discharge (28829452) still measures a response."""
+    con = demo_store.cursor()
+    none_of = {(10035185, 22580999, "2120-05-17"): ("cefazolin", "vancomycin"),
+               (10022017, 22342963, "2189-09-16"): ("cefazolin",),
+               (10018423, 29366372, "2167-05-11"): ("cefazolin", "vancomycin"),
+               (10016810, 20973395, "2185-06-21"): ("metronidazole",),
+               (10005866, 20364112, "2149-10-25"): ("calcium gluconate",),
+               (10020306, 23052851, "2135-02-07"): ("cefepime", "vancomycin"),
+               (10020786, 23488445, "2189-06-13"): ("cefpodoxime",),
+               (10029291, 22205327, "2123-03-10"): ("insulin", "vancomycin")}
+    for (sid, hadm, day), drugs in none_of.items():
+        found = _topics(con, sid, hadm, day, response_topics)
+        assert not [t for t in found for d in drugs if f", {d})" in t], (hadm, found)
+    assert "abx_response(White Blood Cells, vancomycin)" in _topics(
+        con, 10021312, 28829452, "2113-09-20", response_topics)
+
+
+def test_a_trend_turned_back_is_not_a_response_on_the_demo(demo_store) -> None:
+    """Glucose 324 before insulin, 78-106 a week later, then 148, 177, 195, 189, 239 at
+    discharge (22205327): end to end "falling", but the last value turned back."""
+    from generation.builder.trends import turned_back
+    from generation.builder.vocab import TRENDS
+    from physassist.timeline import load_timeline
+
+    tl = load_timeline(demo_store.cursor(), 10029291, 22205327, "2123-03-10")
+    first = tl.administrations("insulin").given[0]
+    pts = tl.lab("Glucose").confirmed
+    base = [p for p in pts if p.time <= first][-1]
+    after = [p for p in pts if p.time > first]
+    assert base.value > after[-1].value  # falling, end to end
+    assert turned_back(base, after, TRENDS["Glucose"])
+    assert not turned_back(base, after[:3], TRENDS["Glucose"])  # while it fell
+
+
+def test_med_safety_skips_what_the_team_already_handled_on_the_demo(demo_store) -> None:
+    """A physician's rejects of a seed-77 build: allopurinol 100 mg every other day on dialysis
+    (29488258), a vancomycin trough drawn on a dose reduced afterwards (23300884), "raise the
+    warfarin" during initiation or after a recent INR above 3 (29374560, 27708593, 22205327),
+    metformin blamed for hypoglycaemia on glipizide and insulin (25926192); an INR after
+    warfarin was stopped (21255400) is not judged against the warfarin target."""
+    con = demo_store.cursor()
+    none_of = {(10039708, 29488258, "2144-01-21"): "drug_lab_safety(Creatinine, allopurinol)",
+               (10014729, 23300884, "2125-03-28"): "drug_lab_safety(Vancomycin, vancomycin)",
+               (10016150, 29374560, "2142-05-15"): "drug_lab_safety(INR(PT), warfarin)",
+               (10022880, 27708593, "2177-03-19"): "drug_lab_safety(INR(PT), warfarin)",
+               (10029291, 22205327, "2123-03-10"): "drug_lab_safety(INR(PT), warfarin)",
+               (10009628, 25926192, "2153-09-25"): "drug_lab_safety(Glucose, metformin)"}
+    for (sid, hadm, day), signal in none_of.items():
+        assert signal not in _topics(con, sid, hadm, day, safety_topics), hadm
+    ctx = load_profile(con, 10004422, 21255400, "2111-01-25").context
+    assert ctx.off_warfarin and not ctx.on_warfarin
