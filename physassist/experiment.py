@@ -155,8 +155,9 @@ class Rescore:
     taus: tuple[float, ...] | None  # None: the source's
     log_dir: Path  # ``<inspect.log_dir>``: the new logs go to ``rescore/`` in it
     tracking: TrackingSettings
-    params: Mapping[str, str]  # the judge as MLflow params
+    params: Mapping[str, str]  # the judge (and the grounding check) as MLflow params
     resolved: str  # the resolved config as YAML (the run's ``config/rescore.yaml``)
+    grounding: str = "on"  # the grounding check of the stored answers (``grounding.mode``)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,12 @@ numbers unchanged, so a filter such as ``metrics.pass_turn_0.60 > 20`` means 20 
   (`pass_hat_excluded`); `session_score_var` (mean over sessions of the population variance
   of the trial mean score, in points^2) and `session_score_sd` (its square root, in points).
 
+* Grounding (with the grounding check on; columns `facts`, `grounded`, `contradicted`,
+  `unsupported`): `grounding.facts` (facts stated over all turns), `grounding.grounded_pct`,
+  `grounding.contradicted_pct`, `grounding.unsupported_pct` (points of the facts stated),
+  `grounding.contradicted`, `grounding.unsupported` (counts), `grounding.turns_contradicted`
+  (turns with at least one contradicted fact). Turns the check did not see are left out.
+
 Names are flat and MLflow-safe: letters, digits, `_ - .`, tau written with two decimals.
 """
 
@@ -49,7 +55,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,6 +66,7 @@ __all__ = [
     "RATE_SCALE",
     "SESSION_DIMENSIONS",
     "TURN_DIMENSIONS",
+    "grounding_summary",
     "is_headline",
     "metric_key",
     "pass_rates",
@@ -347,6 +354,38 @@ def _epochs(df: pd.DataFrame, taus: Sequence[float]) -> dict[str, float]:
     return out
 
 
+GROUNDING_COLUMNS = ("facts", "grounded", "contradicted", "unsupported")
+
+
+def _count(value: object) -> float | None:
+    """A per-turn count as a number; None when the turn has none (NaN, missing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def grounding_summary(turns: Iterable[Mapping[str, object]]) -> dict[str, float]:
+    """The grounding metrics (module docstring) of per-turn counts (``GROUNDING_COLUMNS``);
+    {} when no turn carries them."""
+    rows = [[_count(t.get(c)) or 0.0 for c in GROUNDING_COLUMNS] for t in turns if _count(t.get("facts")) is not None]
+    if not rows:
+        return {}
+    facts, grounded, contradicted, unsupported = (float(sum(column)) for column in zip(*rows, strict=True))
+
+    def pct(count: float) -> float:
+        return count / facts * RATE_SCALE if facts else math.nan
+
+    return {
+        "grounding.facts": facts,
+        "grounding.grounded_pct": pct(grounded),
+        "grounding.contradicted_pct": pct(contradicted),
+        "grounding.unsupported_pct": pct(unsupported),
+        "grounding.contradicted": contradicted,
+        "grounding.unsupported": unsupported,
+        "grounding.turns_contradicted": float(sum(1 for row in rows if row[2] > 0)),
+    }
+
+
 def _checked_taus(taus: Sequence[float], caller: str) -> tuple[float, ...]:
     taus = tuple(float(t) for t in taus)
     if any(not 0 <= t <= 1 for t in taus):
@@ -394,6 +433,9 @@ def summarize(
     out.update(_counts(df, agg))
     out.update(_tool_metrics(df))
     out.update(_epochs(df, taus))
+    if set(GROUNDING_COLUMNS) <= set(df.columns):
+        records = df[list(GROUNDING_COLUMNS)].to_dict("records")
+        out.update(grounding_summary({str(k): v for k, v in r.items()} for r in records))
     if breakdowns:
         out.update(_breakdowns(df, taus))
     return out

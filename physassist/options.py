@@ -39,6 +39,8 @@ Semantics = Literal["compat", "strict"]
 Render = Literal["compat", "full", "json"]
 Judge = Literal["rules", "llm", "panel"]
 JudgeContext = Literal["gold_answer", "evidence"]
+GroundingMode = Literal["on", "off"]
+History = Literal["free", "gold"]
 
 
 class ConfigError(ValueError):
@@ -153,6 +155,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, identity=True),
     Option("judge.context", "judge_context", "gold_answer", "what the llm judge verifies against: the gold answer or the EHR evidence", JudgeContext),
     Option("judge.repeats", "judge_repeats", 1, "times each turn is judged; a turn's score is their mean, and their spread is the judge's noise", rule=_positive_int, expects="a positive integer"),
+    Option("grounding.mode", "grounding", "on", "the judge-free grounding check: every fact an answer states matched against what the assistant received (scorer physassist_grounding)", GroundingMode, identity=True),
+    Option("history.mode", "history", "free", "what turn t starts from: the model's own turns < t (free, the paper's) or the gold ones, gold tool calls executed (gold)", History, identity=True),
     Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),
     Option("scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True),
     Option("tiers", "tiers", None, "data-richness tiers to evaluate (null = all)", TIERS, many=True),

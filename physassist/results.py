@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 __all__ = [
+    "GROUNDING_SCORER",
     "SCORER_NAME",
     "ITEM_COLUMNS",
     "TURN_COLUMNS",
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 SCORER_NAME = "physassist_scorer"
+#: The grounding check's scorer (``scorers/grounding.py``, ``grounding=on``).
+GROUNDING_SCORER = "physassist_grounding"
 
 
 TURN_COLUMNS = [
@@ -66,6 +69,11 @@ TURN_COLUMNS = [
     "tokens_in",
     "tokens_out",
     "seconds",
+    "history",  # what the turn started from: the model's own turns (free) or the gold ones
+    "facts",  # the grounding check (None: it did not run): facts the answer stated,
+    "grounded",  # ... those the tool results it had received hold,
+    "contradicted",  # ... those they hold another value for,
+    "unsupported",  # ... and those found nowhere
 ]
 
 
@@ -111,11 +119,14 @@ def turn_rows(
     sample_metadata: Mapping[str, Any] | None,
     score_turns: Sequence[Mapping[str, Any]],
     store_turns: Sequence[TurnRecord] = (),
+    grounding_turns: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of one scored sample. `score_turns` is the scorer's `metadata["turns"]`; a turn
-    without a loop record (`store_turns`) takes what the scorer recorded of it."""
+    without a loop record (`store_turns`) takes what the scorer recorded of it;
+    `grounding_turns` is the grounding scorer's `metadata["turns"]`."""
     md = dict(sample_metadata or {})
     records = {r.turn: r for r in store_turns}
+    grounding = {g.get("turn"): g for g in (grounding_turns or []) if isinstance(g, Mapping)}
     session = _SessionJson(md.get("session"))  # read only for what the metadata lacks
     tier = md["tier"] if "tier" in md else session.get("difficulty_level")
     rows = []
@@ -165,6 +176,8 @@ def turn_rows(
                 "tokens_in": rec.tokens_in if rec else None,
                 "tokens_out": rec.tokens_out if rec else None,
                 "seconds": rec.seconds if rec else None,
+                "history": rec.history if rec else None,
+                **{k: grounding.get(t, {}).get(k) for k in ("facts", "grounded", "contradicted", "unsupported")},
             }
         )
     return rows
@@ -189,7 +202,9 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
             raise ValueError(
                 f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no metadata['turns']"
             )
-        rows.extend(turn_rows(sample.id, sample.epoch, sample.metadata, turns, stored_turns(sample.store)))
+        grounding = (sample.scores or {}).get(GROUNDING_SCORER)
+        grounded = (grounding.metadata or {}).get("turns") if grounding is not None else None
+        rows.extend(turn_rows(sample.id, sample.epoch, sample.metadata, turns, stored_turns(sample.store), grounded))
     return pd.DataFrame(rows, columns=TURN_COLUMNS)
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
+from physassist.options import History
+
 __all__ = ["TURNS_KEY", "CallRecord", "End", "History", "TurnRecord", "read_turns", "stored_turns"]
 
 #: Where the session loop keeps a sample's turn records (``state.store``; the log's
@@ -40,11 +42,6 @@ TURNS_KEY = "physassist:turns"
 #: (``physassist.faults.ERROR_STATUS``, the fault in ``error``); ``missing``: the loop never
 #: recorded the turn (the scorer's view of a turn absent from the store).
 End = Literal["answered", "nudged", "budget", "error", "missing"]
-
-#: The conversation a turn started from. ``free``: the model's own earlier turns (the only
-#: mode the loop runs today, and what every earlier log meant); ``gold``: the gold
-#: conversation up to the turn (planned: the ``history`` option).
-History = Literal["free", "gold"]
 
 
 @dataclass(frozen=True)
@@ -109,12 +106,19 @@ class TurnRecord:
     started: float | None = None  # epoch seconds (None: logs before the traces used it)
     seconds: float = 0.0  # the turn's wall time
     error: str | None = None  # the system fault that ended the turn (``end == "error"``)
-    history: History = "free"  # the conversation the turn started from (``History``)
+    #: the conversation the turn started from (the ``history`` option's ``History``): ``free``,
+    #: the model's own earlier turns (what every earlier log meant); ``gold``, the gold
+    #: conversation of the turns before it, their gold tool calls executed
+    history: History = "free"
+    #: ``history=gold``, every turn but the last: this turn's gold tool calls as executed after
+    #: it, for the gold history the turns after it start from (what they received of it)
+    gold_calls: tuple[CallRecord, ...] = ()
 
     def stored(self) -> dict[str, Any]:
         """The turn as the store holds it (plain JSON values; the calls' results shared)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["calls"] = [c.stored() for c in self.calls]
+        out["gold_calls"] = [c.stored() for c in self.gold_calls]
         return out
 
     @classmethod
@@ -124,6 +128,7 @@ class TurnRecord:
         known = {f.name: value[f.name] for f in fields(cls) if f.name in value}
         known["turn"] = int(value["turn"])
         known["calls"] = tuple(CallRecord.from_stored(c) for c in value.get("calls") or ())
+        known["gold_calls"] = tuple(CallRecord.from_stored(c) for c in value.get("gold_calls") or ())
         return cls(**known)
 
 

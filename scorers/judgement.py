@@ -33,7 +33,7 @@ class TurnInput:
     record: TurnRecord
     items: list[str]
     checks: list[dict[str, Any] | None]
-    history: list[dict[str, str]] = field(default_factory=list)  # the model's own earlier turns
+    history: list[dict[str, str]] = field(default_factory=list)  # the earlier turns it was given (own, or gold)
 
     @property
     def turn(self) -> int:

@@ -131,8 +131,11 @@ def grader_roles(spec: Role | None) -> dict[str, Any]:
     return {"grader": build_role(spec)}
 
 
-def rescore_log(log, judge: JudgeSettings, taus: list[float], roles: Mapping[str, Any] | None = None):
-    """The log scored again by ``judge`` (Inspect's post-hoc scoring; no model generates).
+def rescore_log(
+    log, judge: JudgeSettings, taus: list[float], roles: Mapping[str, Any] | None = None, grounding: str = "on"
+):
+    """The log scored again by ``judge`` and, with ``grounding`` on, grounded again (Inspect's
+    post-hoc scoring; no model generates: a log written before the grounding check gets one).
 
     ``roles``: the grader role (``grader_roles``; tests pass scripted models). The log is
     changed in place: read it again for the source judging.
@@ -140,15 +143,24 @@ def rescore_log(log, judge: JudgeSettings, taus: list[float], roles: Mapping[str
     from inspect_ai import score
     from inspect_ai.model import get_model
 
-    from scorers import physassist_scorer
+    from scorers import physassist_grounding, physassist_scorer
 
     if log.status != "success":
         raise RescoreError(f"{log.location}: the source eval did not finish (status {log.status}); rescore a finished run")
     roles = dict(roles or {})
     log.eval.model_roles = None  # the source's roles are not rebuilt (its keys may be absent here)
-    scorer = physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus), repeats=judge.repeats)
-    new = score(log, scorer, action="overwrite", model=get_model("none"), model_roles=roles or None, display="none", copy=False)
-    new.eval.task_args = {**(new.eval.task_args or {}), "judge": judge.mode, "judge_context": judge.context or "gold_answer", "judge_repeats": judge.repeats}
+    scorers = [
+        physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus), repeats=judge.repeats)
+    ]
+    scorers += [physassist_grounding()] if grounding == "on" else []
+    new = score(log, scorers, action="overwrite", model=get_model("none"), model_roles=roles or None, display="none", copy=False)
+    new.eval.task_args = {
+        **(new.eval.task_args or {}),
+        "judge": judge.mode,
+        "judge_context": judge.context or "gold_answer",
+        "judge_repeats": judge.repeats,
+        "grounding": grounding,
+    }
     label = judge_label(judge)  # Inspect View: a rescoring is no copy of its source
     new.eval.task_display_name = f"{new.eval.task_display_name or new.eval.task} [rescored: judge={label}]"
     new.eval.tags = [f"rescore judge={label}", *(new.eval.tags or [])]
@@ -225,7 +237,7 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
     taus = source_taus(log, rescore.taus)
     verdicts = _human_verdicts(source, tracker) if judge.mode == "human" else None
     digest = None if verdicts is None else [len(verdicts), int(verdicts["time_ms"].max())]
-    key = runs.stable_hash(source.key, judge_spec(judge), taus, *([digest] if digest else []))
+    key = runs.stable_hash(source.key, judge_spec(judge), taus, {"grounding": rescore.grounding}, *([digest] if digest else []))
     if tracker is not None:
         done = tracker.find_runs({RESCORE_KEY_TAG: key}, status="FINISHED")
         if done:
@@ -240,7 +252,7 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
         new = apply_human_verdicts(log, verdicts)
         recompute_metrics(new)
     else:
-        new = rescore_log(log, judge, taus, grader_roles(rescore.graders))
+        new = rescore_log(log, judge, taus, grader_roles(rescore.graders), rescore.grounding)
     out_dir = rescore.log_dir / "rescore"
     out_dir.mkdir(parents=True, exist_ok=True)
     out_path = out_dir / f"{source.log_path.stem}-{key}.eval"

@@ -78,7 +78,9 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[TurnRecord]) -> list
                 history=list(history),
             )
         )
-        history += [{"role": "user", "content": rec.question}, {"role": "assistant", "content": rec.answer}]
+        # what the next turn was given: its own answer, or the gold one (history=gold)
+        given = session.gold_answer(turn, language) if rec.history == "gold" else rec.answer
+        history += [{"role": "user", "content": rec.question}, {"role": "assistant", "content": given}]
     return out
 
 

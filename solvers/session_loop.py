@@ -11,6 +11,10 @@ tool or the live patient, a bug) ends the turn with ``end="error"`` and the mess
 ``error``; the scorer leaves such a turn unscored (``physassist.faults``). The session goes on
 with its next turn.
 
+With ``history=gold`` each turn starts from the gold conversation of the turns before it
+(``solvers/gold_history.py``) instead of the model's own; the transcript says so at the turn's
+start and its span is named ``turn <t> (gold history)``.
+
 Per turn the loop records a ``physassist.turn_records.TurnRecord`` (ARCHITECTURE.md §5),
 writes a readable summary of it to the transcript, and at the sample's end stores the records
 under ``physassist.turn_records.TURNS_KEY``.
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from inspect_ai.log import transcript
@@ -44,6 +48,7 @@ from physassist.ehr.tools import call_tool, render
 from physassist.faults import ERROR_STATUS, SystemFault, describe
 from physassist.options import DEFAULTS as D
 from physassist.options import (
+    History,
     Language,
     Literacy,
     Menu,
@@ -59,6 +64,7 @@ from physassist.options import (
 from physassist.turn_records import TURNS_KEY, CallRecord, End, TurnRecord
 
 from .context import cached_store, tool_context
+from .gold_history import GoldHistory
 from .menu import control_schema, menu_schemas, schema_name
 from .observations import drop_tool_traffic
 from .patient.responder import patient_responder
@@ -94,6 +100,7 @@ class LoopSettings:
     semantics: Semantics = D["semantics"]
     render: Render = D["render"]
     ehr_source: str = D["ehr_source"]
+    history: History = D["history"]
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -312,22 +319,33 @@ def physassist_session(**options: Any) -> Solver:
         strategy = terminal_strategy(settings.terminal)
         run = SessionRun(model, session, settings, toolbox, strategy, set_allowed)
         opening = state.messages[0] if state.messages else ChatMessageUser(content=state.input_text)
-        messages: list[ChatMessage] = [
+        start: list[ChatMessage] = [
             ChatMessageSystem(content=system_prompt(language, strategy.rule(language))),
             opening,
         ]
+        messages = list(start)
+        explicit = settings.query == "explicit"
+        gold = GoldHistory(session, language, explicit, toolbox, set_allowed) if settings.history == "gold" else None
+        broken: str | None = None  # why the gold history could not be built (a system fault)
         turns: list[TurnRecord] = []
         errors: list[dict[str, Any]] = []
         for turn in range(session.n_tasks):
+            if gold is not None:
+                messages = [*start, *gold.messages]  # the gold turns < t, never the model's own
             if settings.observations == "history_removed" and turn > 0:
                 messages = drop_tool_traffic(messages)
-            question = session.question(turn, language, explicit=settings.query == "explicit")
+            question = session.question(turn, language, explicit=explicit)
             start_len = len(messages)
             messages.append(ChatMessageUser(content=question))
             started = time.perf_counter()
             result = TurnDraft(turn=turn, question=question, started=round(time.time(), 6))
-            async with span(f"turn {turn}"):
+            notice = gold.notice(turn) if gold is not None and turn else None
+            async with span(f"turn {turn}{' (gold history)' if notice else ''}"):
+                if notice:
+                    transcript().info(notice, source="physassist")
                 try:
+                    if broken is not None:
+                        raise SystemFault(f"the gold history could not be built: {broken}")
                     await run.run_turn(messages, result)
                 except (LimitExceededError, EndpointDown):  # a limit; an endpoint the run gave up on
                     raise
@@ -337,8 +355,15 @@ def physassist_session(**options: Any) -> Solver:
                     result.answer, result.end, result.error = "", ERROR_STATUS, message
                     errors.append({"turn": turn, "error": message})
                     transcript().info(f"Turn {turn} ended by a system fault: {message}")
-                record = result.record(seconds=round(time.perf_counter() - started, 4))
+                record = replace(result.record(seconds=round(time.perf_counter() - started, 4)), history=settings.history)
                 transcript().info(_summary(record), source="physassist")
+            if gold is not None and broken is None and turn < session.n_tasks - 1:
+                try:
+                    record = replace(record, gold_calls=tuple(await gold.add(turn)))
+                except LimitExceededError:
+                    raise
+                except Exception as ex:  # the next turns have no history to start from
+                    broken = describe(ex)
             turns.append(record)
         # written once per sample: every store write is logged as a diff of the whole value
         state.store.set(TURNS_KEY, [r.stored() for r in turns])

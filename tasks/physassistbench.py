@@ -24,6 +24,8 @@ from physassist.options import (
     DEFAULTS as D,
 )
 from physassist.options import (
+    GroundingMode,
+    History,
     Judge,
     JudgeContext,
     Language,
@@ -39,7 +41,7 @@ from physassist.options import (
     check,
 )
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
-from scorers import physassist_scorer
+from scorers import physassist_grounding, physassist_scorer
 from solvers.context import cached_store
 from solvers.prompting import opening_message
 from solvers.session_loop import LoopSettings, physassist_session
@@ -157,6 +159,8 @@ def physassistbench(
     judge: Judge = D["judge"],
     judge_context: JudgeContext = D["judge_context"],
     judge_repeats: int = D["judge_repeats"],
+    grounding: GroundingMode = D["grounding"],
+    history: History = D["history"],
     taus: Sequence[float] | str = tuple(D["taus"]),
     scenarios: Sequence[str] | str | None = D["scenarios"],
     tiers: Sequence[int] | str | None = D["tiers"],
@@ -174,6 +178,7 @@ def physassistbench(
     for name, value in (("judge", judge), ("judge_context", judge_context), ("judge_repeats", judge_repeats), ("taus", tau_list),
                         ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
         check(name, value)
+    grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
     settings = LoopSettings(  # each value checked (and spelled) by its option
         language=language,
         query=query,
@@ -189,6 +194,7 @@ def physassistbench(
         semantics=semantics,
         render=render,
         ehr_source=str(ehr_source),
+        history=history,
     )
     options = {
         **settings.as_dict(),
@@ -196,6 +202,7 @@ def physassistbench(
         "judge": judge,
         "judge_context": judge_context,
         "judge_repeats": judge_repeats,
+        "grounding": grounding,
         "taus": tau_list,
     }
     samples = build_dataset(
@@ -212,9 +219,10 @@ def physassistbench(
     return Task(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
-        scorer=physassist_scorer(
-            judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats
-        ),
+        scorer=[
+            physassist_scorer(judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats),
+            *([physassist_grounding()] if grounding == "on" else []),
+        ],
         config=GenerateConfig(temperature=float(temperature)),
         metadata={"physassist": options},
     )

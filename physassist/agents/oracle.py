@@ -15,6 +15,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ModelOutput
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from physassist.data import Session
 from physassist.ehr.tools import to_api_name
 
 from ._common import finish, offered, read_conversation, reply, sessions_by_key
@@ -54,4 +55,8 @@ class OracleAgent:
                     calls.append((name, dict(action.get("arguments") or {})))
             if calls:
                 return reply(self.model_name, "", calls, input)
-        return finish(self.model_name, session.gold_answer(turn, language), tools, conv, input)
+        return finish(self.model_name, self.answer(session, turn, language), tools, conv, input)
+
+    def answer(self, session: Session, turn: int, language: str) -> str:
+        """The turn's final answer: the gold one."""
+        return str(session.gold_answer(turn, language))

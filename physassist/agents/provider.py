@@ -1,5 +1,5 @@
-"""The ``physassist`` model API: ``physassist/oracle``, ``baseline``, ``explorer``, ``empty``,
-``no_tools``.
+"""The ``physassist`` model API: ``physassist/oracle``, ``perturbed``, ``baseline``,
+``explorer``, ``empty``, ``no_tools``.
 
 Inspect resolves ``<api>/<model>`` by the API's unqualified registry name, so one API
 named ``physassist`` serves both agents, chosen by the model name. Token counts use a local
@@ -18,13 +18,15 @@ from .baseline import BaselineAgent
 from .explorer import ExplorerAgent
 from .floors import EmptyAgent, NoToolsAgent
 from .oracle import OracleAgent
+from .perturbed import PerturbedAgent
 
-AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent]] = {
+AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent | PerturbedAgent]] = {
     "oracle": OracleAgent,
     "baseline": BaselineAgent,
     "explorer": ExplorerAgent,
     "empty": EmptyAgent,
     "no_tools": NoToolsAgent,
+    "perturbed": PerturbedAgent,
 }
 
 

@@ -380,6 +380,10 @@ def rescoring(cfg: DictConfig) -> Rescore:
         raise ConfigError(f"judge.mode={judge.mode!r} is not one of {', '.join(known)}")
     from physassist.tracking.params import flatten_config
 
+    try:
+        grounding = options.BY_KEY["grounding.mode"].check(config["grounding"]["mode"], "grounding.mode")
+    except options.OptionError as exc:
+        raise ConfigError(str(exc)) from exc
     return Rescore(
         source=str(config["source"]),
         judge=judge,
@@ -387,6 +391,7 @@ def rescoring(cfg: DictConfig) -> Rescore:
         taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
         log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
         tracking=tracking_settings(config.get("tracking")),
-        params=MappingProxyType(flatten_config(redaction.redact({"judge": config["judge"]}))),
+        params=MappingProxyType(flatten_config(redaction.redact({"judge": config["judge"], "grounding": config["grounding"]}))),
         resolved=OmegaConf.to_yaml(OmegaConf.create(redaction.redact(dict(config)))),
+        grounding=grounding,
     )

@@ -13,7 +13,8 @@ HEADLINE = ("mrs", "pass_turn", "pass_session")
 
 
 def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
-    """The headline metrics (with 95% intervals) and the per-tier mRS, as a text table."""
+    """The headline metrics (with 95% intervals), the per-tier mRS and the grounding check, as
+    a text table."""
     from physassist.metrics import tau_key
 
     def pct(value: float | None) -> str:  # rates are already points (metrics.RATE_SCALE)
@@ -29,6 +30,9 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
     for key in ("n_sessions", "n_turns", "unscored_turns", "error_turns"):
         if key in metrics:
             rows.append((key, f"{metrics[key]:.0f}", ""))
+    if "grounding.facts" in metrics:  # the grounding check (grounding=on): one line, the budget's
+        counts = ", ".join(f"{metrics['grounding.' + k]:.0f} {k}" for k in ("facts", "contradicted", "unsupported"))
+        rows.append(("grounded_pct", pct(metrics.get("grounding.grounded_pct")), f"of {counts}"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -58,7 +58,7 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
 def print_results(done: list[Rescored], taus: list[float] | None = None) -> None:
     from physassist.agreement import kappa_text
 
-    rows = [("source", "judge", "mRS", "kappa vs source", "items agree", "unparseable", "run")]
+    rows = [("source", "judge", "mRS", "kappa vs source", "items agree", "unparseable", "grounded", "run")]
     for r in done:
         m = r.metrics
         rows.append(
@@ -69,6 +69,7 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
                 kappa_text(m),
                 f"{m.get('agreement.vs_source.items', float('nan')):.1f}",
                 f"{m.get('judge_unparseable_rate', float('nan')):.1f}",
+                f"{m['grounding.grounded_pct']:.1f}" if "grounding.grounded_pct" in m else "-",
                 (r.run_id or "-") + (" (already done)" if r.skipped else ""),
             )
         )

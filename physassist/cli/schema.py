@@ -57,7 +57,7 @@ GENERATE: dict[str, Any] = {
     "overwrite": (bool, MISSING), "roles": (dict[str, Any], dict),  # role -> null, a model name or a node
 }
 #: The groups of ``conf/eval.yaml``.
-EVAL_GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
+EVAL_GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
 
 
 def option_type(option: Option) -> Any:
@@ -99,11 +99,12 @@ def eval_schema() -> type:
 
 
 def rescore_schema() -> type:
-    """The schema of ``conf/rescore.yaml``: the eval's judge and tracking groups, the source
-    to judge again, its thresholds (null = the source's) and where the logs go."""
+    """The schema of ``conf/rescore.yaml``: the eval's judge, grounding and tracking groups, the
+    source to judge again, its thresholds (null = the source's) and where the logs go."""
     inspect = make_dataclass("inspect", [("log_dir", str, MISSING)])
     return make_dataclass("rescore", [
-        _node("judge", group_schema("judge")), _node("tracking", group_schema("tracking")),
+        _node("judge", group_schema("judge")), _node("grounding", group_schema("grounding")),
+        _node("tracking", group_schema("tracking")),
         _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(options.BY_KEY["taus"]) | None, None),
     ])
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from physassist.report import figures, trust
+from physassist.report.history import history_table
 from physassist.report.pairs import (
     RESCORE_OF,
     TurnsLoader,
@@ -239,13 +240,18 @@ def _write_files(
 
 
 def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit: bool) -> list[Table]:
-    """Paired comparisons, refused pairs and judge agreement, for the runs that have them."""
+    """Paired comparisons (and free vs gold history per turn), refused pairs and judge
+    agreement, for the runs that have them."""
     pairs = run_pairs(runs, explicit)
     out = []
     if turns_of is not None and any(not p.refused for p in pairs):
-        frame = comparisons(pairs, turns_of, [float(t) for t in taus_of(runs)] or [0.6, 0.75])
+        taus = [float(t) for t in taus_of(runs)] or [0.6, 0.75]
+        frame = comparisons(pairs, turns_of, taus)
         title = "Paired comparisons on the sessions both runs share (diff = a - b, points; 95% paired bootstrap CI)"
         out.append(Table("comparisons", title, frame, column_decimals={"p_value": 3}))
+        history = history_table(pairs, turns_of, taus)
+        if history is not None:
+            out.append(history)
     refused = refusals(pairs)
     if len(refused):
         out.append(Table("refused_pairs", "Pairs not compared, and why", refused))

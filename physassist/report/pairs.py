@@ -45,6 +45,8 @@ BASES = {
     "ehr": "strict",
     "language": "en",
     "judge": "rules",
+    "history": "free",  # gold - free: the carry-over cost (report.history)
+    "grounding": "off",
 }
 
 COLUMNS = [

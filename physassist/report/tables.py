@@ -4,6 +4,7 @@
 * Table 3: implicit vs explicit per implicitness subtype, pairing runs that differ only in
   ``query``; ``delta = implicit - explicit`` (negative = implicit phrasing costs points).
 * Table I1: mRS per scenario. Table I2: mRS, Pass@Turn and Pass@Session per tier.
+* Grounding: each run's grounding check (facts stated, grounded / contradicted / unsupported).
 
 Every number is copied from a run's logged metrics (pass rates scaled to percent); nothing is
 recomputed here, so a table always agrees with the runs it cites.
@@ -202,6 +203,19 @@ def agreement_table(runs: pd.DataFrame) -> Table:
     return Table("judge_agreement", title, out, decimals=3, column_decimals=points)
 
 
+def grounding_table(runs: pd.DataFrame) -> Table:
+    """The grounding check of every run that has it (copied metrics): facts its answers
+    stated, the share grounded, contradicted and unsupported (points), and their counts."""
+    sel = runs[_metric(runs, "grounding.facts").notna()]
+    out = _base(sel)
+    out["history"] = _param(sel, "history").values
+    for name in ("facts", "grounded_pct", "contradicted_pct", "unsupported_pct", "contradicted", "unsupported", "turns_contradicted"):
+        out[name] = _metric(sel, f"grounding.{name}").values
+    counts = {c: 0 for c in ("facts", "contradicted", "unsupported", "turns_contradicted")}
+    title = "Grounding: the facts each run's answers stated, against the tool results they had received (pct in points)"
+    return Table("grounding", title, out, column_decimals=counts)
+
+
 def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None, explicit: bool = False) -> list[Table]:
     """Every table the selected runs support (Table 2 once per language present)."""
     langs = languages or sorted(str(v) for v in _param(runs, "language").dropna().unique())
@@ -212,4 +226,7 @@ def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None, expli
     tables = [*tables, table_i1(runs), table_i2(runs)]
     if _param(runs, "model").isin(FLOORS[:2]).any():
         tables.append(floors_table(runs))
+    grounding = grounding_table(runs)
+    if len(grounding.frame):
+        tables.append(grounding)
     return tables

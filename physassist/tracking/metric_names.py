@@ -16,8 +16,9 @@ section, alphabetically. So in MLflow:
 * everything else goes under a section prefix, the summarize name kept whole after it:
   a breakdown under its dimension (``tier/mrs.tier.2``, ``task_type/pass_turn_0.60.task_type.CR``),
   token use and cost under ``tokens/``, tool metrics under ``tools/``, epoch statistics under
-  ``epochs/``, what detecting 2 and 5 points would take and the labels' counts under
-  ``noise/`` (``noise/plan.mrs.2pt.sessions``), the remaining counts under ``counts/``
+  ``epochs/``, the grounding check under ``grounding/``, what detecting 2 and 5 points would
+  take and the labels' counts under ``noise/`` (``noise/plan.mrs.2pt.sessions``), the remaining
+  counts under ``counts/``
   (``counts/end.budget``).
 
 ``summary_name`` strips the section, so readers (``physassist-report``) see summarize's names
@@ -42,7 +43,13 @@ _DIMENSIONS = sorted((*SESSION_DIMENSIONS, *TURN_DIMENSIONS), key=len, reverse=T
 _BREAKDOWN = re.compile(
     r"^(?:mrs|pass_(?:turn|session)_\d\.\d\d|n_turns|unscored_turns)\.(" + "|".join(_DIMENSIONS) + r")\."
 )
-_SECTIONS = (("tokens", ("tokens", "cost_usd")), ("tools", ("tool_",)), ("epochs", ("pass_hat_", "session_score_", "epochs")), ("noise", ("plan.", "labels_", "strata")))
+_SECTIONS = (
+    ("tokens", ("tokens", "cost_usd")),
+    ("tools", ("tool_",)),
+    ("epochs", ("pass_hat_", "session_score_", "epochs")),
+    ("grounding", ("grounding.",)),
+    ("noise", ("plan.", "labels_", "strata")),
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]+")
 _CI = re.compile(r"_ci_(low|high)$")
 #: A job's headline on its sweep's parent: mRS with its interval, three rows per job, so the

@@ -15,7 +15,10 @@ One trace per evaluated session (and epoch), linked to the run (``mlflow.sourceR
   fail, the judge's reason as rationale; an undecided item carries an error instead of a
   value) and ``T<n> score`` (the turn score, 0-1). Their source is the judge: ``LLM_JUDGE``
   with the grader model as id, or ``CODE`` (``physassist rules judge``). A human who adds or
-  overrides ``T<n>.<k>`` in the UI is read back by ``physassist.tracking.human``.
+  overrides ``T<n>.<k>`` in the UI is read back by ``physassist.tracking.human``. With the
+  grounding check on, ``T<n> grounding`` too (source ``CODE``, ``physassist grounding check``):
+  the share of the answer's facts grounded (0-1; none when it states none), its counts as
+  metadata, every fact not grounded in the rationale.
 
 Written in batches as the sessions end, while the eval runs (``trace_stream``; with a
 ``tracking.trace_limit``, after it: ``write_traces``), and linked to their run, so the run
@@ -35,12 +38,13 @@ from datetime import datetime
 from typing import Any
 
 from physassist.data.models import Session
-from physassist.results import SCORER_NAME, turn_rows
+from physassist.results import GROUNDING_SCORER, SCORER_NAME, turn_rows
 from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER
 
 ITEM_NAME = re.compile(r"^T(\d+)\.(\d+)$")  # the assessment name of rubric item k of turn n
 RULES_SOURCE_ID = "physassist rules judge"
+GROUNDING_SOURCE_ID = "physassist grounding check"
 
 
 def item_name(turn: int, item: int) -> str:
@@ -50,6 +54,10 @@ def item_name(turn: int, item: int) -> str:
 
 def score_name(turn: int) -> str:
     return f"T{turn} score"
+
+
+def grounding_name(turn: int) -> str:
+    return f"T{turn} grounding"
 
 
 @dataclass
@@ -179,6 +187,8 @@ def _build_trace(
     session = _session(sample)
     language = str(md.get("language", "en"))
     records = {r.turn: r for r in stored_turns(sample.store)}
+    grounding_score = (sample.scores or {}).get(GROUNDING_SCORER)
+    grounding = {g.get("turn"): g for g in ((grounding_score.metadata or {}).get("turns") or [] if grounding_score else [])}
     rows = turn_rows(sample.id, sample.epoch, md, score_md["turns"], list(records.values()))
     turns = [records.get(int(row["turn"])) for row in rows]
     windows = _windows(turns, start_ns)
@@ -231,6 +241,8 @@ def _build_trace(
                 else None,
             )
         verdicts += _verdicts(turn, st, source, span_id)
+        if turn in grounding:
+            verdicts.append(_grounding(turn, grounding[turn], span_id))
     info = TraceInfo(
         trace_id=spans.trace_id,
         trace_location=TraceLocation.from_experiment_id(experiment_id),
@@ -296,6 +308,32 @@ def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:
         )
     )
     return out
+
+
+def _grounding(turn: int, g: Mapping[str, Any], span_id: str):  # -> mlflow.entities.Feedback
+    """The grounding check of one turn as one ``Feedback`` (see the module docstring)."""
+    from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback
+
+    facts = int(g.get("facts") or 0)
+    counts = {k: str(int(g.get(k) or 0)) for k in ("facts", "grounded", "contradicted", "unsupported")}
+    missed = [v for v in g.get("verdicts") or [] if v.get("status") != "grounded"]
+    lines = [
+        f"{counts['facts']} facts: {counts['grounded']} grounded, {counts['contradicted']} contradicted, {counts['unsupported']} unsupported"
+        if facts
+        else "no facts stated"
+    ]
+    for v in missed:
+        held = f"; the record holds {', '.join(v.get('seen') or [])}" if v.get("seen") else ""
+        where = f" ({v['where']}: {v.get('line')!r})" if v.get("where") else ""
+        lines.append(f"{v.get('status')}: {v.get('kind')} {v.get('fact')!r}{held}{where}")
+    return Feedback(
+        name=grounding_name(turn),
+        value=int(counts["grounded"]) / facts if facts else None,
+        rationale=_cap("\n".join(lines), 4000),
+        metadata=counts,
+        source=AssessmentSource(AssessmentSourceType.CODE, GROUNDING_SOURCE_ID),
+        span_id=span_id,
+    )
 
 
 def _run_trace_ids(experiment_id: str, run_id: str) -> list[str]:

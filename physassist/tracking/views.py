@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from physassist.results import SCORER_NAME
+from physassist.results import GROUNDING_SCORER, SCORER_NAME
 from physassist.turn_records import TURNS_KEY
 
 
@@ -27,7 +27,7 @@ class SampleView:
     epoch: int
     metadata: dict[str, Any] | None
     store: dict[str, Any]  # TURNS_KEY only: the loop's turn records
-    scores: dict[str, ScoreView]  # SCORER_NAME only
+    scores: dict[str, ScoreView]  # SCORER_NAME and GROUNDING_SCORER only
     started_at: Any = None
 
 
@@ -51,13 +51,13 @@ class LogView:
 
 def sample_view(sample) -> SampleView:
     """The parts of an ``EvalSample`` tracking reads."""
-    score = (sample.scores or {}).get(SCORER_NAME)
+    scores = sample.scores or {}
     return SampleView(
         id=sample.id,
         epoch=sample.epoch,
         metadata=dict(sample.metadata or {}),
         store={TURNS_KEY: (sample.store or {}).get(TURNS_KEY)},
-        scores={SCORER_NAME: ScoreView(dict(score.metadata or {}))} if score is not None else {},
+        scores={name: ScoreView(dict(scores[name].metadata or {})) for name in (SCORER_NAME, GROUNDING_SCORER) if name in scores},
         started_at=getattr(sample, "started_at", None),
     )
 

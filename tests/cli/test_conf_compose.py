@@ -21,8 +21,8 @@ from physassist.cli.config import (
 )
 from physassist.options import BY_KEY
 
-GROUPS = ("model", "judge", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "language", "tracking", "inspect", "prices")
-EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "compat_vs_strict", "validity_floors")
+GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
+EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "ablation_history", "compat_vs_strict", "validity_floors")
 KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
 
 

@@ -64,7 +64,7 @@ def test_each_command_names_only_what_it_takes() -> None:
     assert {"judge", "tracking", "source", "taus"} <= set(commands.names("physassist-rescore", CONF))
     assert commands.groups("generate", CONF) == ["tracking", "inspect", "generator"]  # inspect: its calls' bounds
     assert "experiment" in commands.groups("eval", CONF) and "generator" not in commands.groups("eval", CONF)
-    assert commands.groups_help("rescore", CONF).splitlines() == ["judge: human, llm, panel, rules", "tracking: mlflow, none"]
+    assert commands.groups_help("rescore", CONF).splitlines() == ["judge: human, llm, panel, rules", "grounding: off, on", "tracking: mlflow, none"]
 
 
 def test_errors_and_help_are_the_commands_own(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_errors_and_help_are_the_commands_own(tmp_path: Path) -> None:
     proc = cli(["physassist-rescore", "source=X", "model=baseline"], cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "physassist-rescore: error: model: no such config group or key (groups and keys: inspect, judge, source, taus, tracking)"
+        "physassist-rescore: error: model: no such config group or key (groups and keys: grounding, inspect, judge, source, taus, tracking)"
     )
     for program, takes, what in (("physassist-rescore", "judge: ", "source (required)"), ("physassist-generate", "generator: scripted", "store:")):
         shown = cli([program, "--help"], cwd=tmp_path, timeout=120).stdout

@@ -219,7 +219,7 @@ def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, 
     ("name", "overrides", "line"),  # the first override makes the shipped config complete
     [
         ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
-        ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, tracking, inspect, source, taus; did you mean source?"),
+        ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, grounding, tracking, inspect, source, taus; did you mean source?"),
         ("generate", ["generator.name=x", "inspect.limt=2"], "inspect.limt (command line): no such key; inspect has log_dir, max_connections, max_samples, limit, epochs, fail_on_error, retry_on_error, seed, max_retries, timeout, attempt_timeout, display, log_level, log_realtime, progress_s; did you mean inspect.limit?"),
         ("generate", ["generator.name=x", "seed=abc"], "seed (command line): Value 'abc' of type 'str' could not be converted to Integer"),
     ],

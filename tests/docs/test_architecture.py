@@ -179,10 +179,12 @@ def test_the_library_and_scorers_never_name_a_strategy() -> None:
 
 
 def test_the_builder_and_the_pure_library_never_load_inspect() -> None:
-    """Sessions, the EHR tools, the cohort, the template builder and the PHM patient run
-    without Inspect (``physassist-data build-sample`` never pays for importing it)."""
+    """Sessions, the EHR tools, the cohort, the template builder, the PHM patient and the
+    grounding check run without Inspect (``physassist-data build-sample`` never pays for
+    importing it; a stored log is grounded by plain functions)."""
     pure = ("physassist.data", "physassist.ehr.tools", "physassist.synth", "generation.builder.build",
-            "generation.builder.sample", "solvers.patient.phm", "solvers.patient.replay")
+            "generation.builder.sample", "solvers.patient.phm", "solvers.patient.replay",
+            "physassist.grounding.session")
     code = (f"import importlib, sys\nfor m in {pure!r}: importlib.import_module(m)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'inspect_ai'))")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

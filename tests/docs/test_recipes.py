@@ -219,3 +219,35 @@ def test_recipe_add_a_judge(monkeypatch, demo_store, tmp_path: Path) -> None:
     turns = next(iter(sample.scores.values())).metadata["turns"]
     assert [t["judge"] for t in turns] == ["second"] * len(turns) and all(t["score"] == 1.0 for t in turns)
     assert turns[0]["items"][0]["reason"] == "grader: yes"
+
+
+def _pressure_extract(reading):  # what physassist/grounding/pressure_facts.py would declare
+    import re
+
+    from physassist.grounding.facts import Fact
+
+    return [Fact("pressure", m.group(0), m.start(), m.end(), m.group(0).replace(" ", ""))
+            for m in re.finditer(r"\b\d{2,3}\s*/\s*\d{2,3}\b", reading.text)]
+
+
+def _pressure_match(fact, evidence):
+    from physassist.grounding.facts import Verdict
+
+    found = [other for other in evidence.facts("pressure") if other.value == fact.value]
+    return Verdict(fact, "grounded", found[0]) if found else Verdict(fact, "unsupported")
+
+
+def test_recipe_add_a_fact_type_to_the_grounding_check(monkeypatch) -> None:
+    """docs/extending.md: one module ``physassist/grounding/<name>_facts.py`` declaring
+    ``FACT_TYPE``; registered by being in the package (here: added to the registry, as
+    discovery does), read from answers and evidence alike before the types after it in
+    ``order``, counted, and listed in the fact-type table."""
+    from physassist.grounding import Evidence, FactType, Source, ground, registry
+
+    pressure = FactType("pressure", 25, "a blood pressure, systolic/diastolic (`120/80`)", _pressure_extract, _pressure_match)
+    monkeypatch.setattr(registry, "FACT_TYPES", tuple(sorted((*registry.FACT_TYPES, pressure), key=lambda t: t.order)))
+    record = Evidence([Source("tool", "- 2157-07-02 06:00 Blood Pressure: 120/80 mmHg", turn=0, call=1, tool="Observation.search")])
+    g = ground("BP 120/80 this morning; 130/85 yesterday.", record)
+    assert [(v.fact.kind, v.fact.text, v.status) for v in g.verdicts] == [
+        ("pressure", "120/80", "grounded"), ("pressure", "130/85", "unsupported")]
+    assert "| `pressure` | a blood pressure" in registry.markdown_table()
