@@ -8,7 +8,7 @@ and kept: ``cohorts.py``), build its store, and time
   subjects, and within sessions as the evaluation runs them (the chart opened at the start,
   ``--model-turn-ms`` before the first call): a subject's first call, its other first-time
   calls, and repeats of calls already made in the session;
-* the same calls answered the reference way (official-implementation.md §2.4): every call
+* the same calls answered the reference way (docs/compat.md#per-tool): every call
   reads that subject's per-patient ``<module>_<table>.csv.csv.gz`` with pandas and filters
   it. The per-subject split is written for a random subset of subjects only, since the cost
   of a per-call read depends on the subject's file, not on the cohort size. Compared twice:
@@ -148,7 +148,7 @@ def write_split(store: EHRStore, subjects: list[int], root: Path) -> Path:
 
 
 class ReferenceWay:
-    """Answers the read tools like §2.4: pandas reads the subject's CSVs on every call.
+    """Answers the read tools as docs/compat.md#per-tool describes: pandas reads the subject's CSVs on every call.
 
     Dictionaries are loaded once (the reference caches its label maps); everything else is
     re-read per call. Outputs are plain record dicts, roughly the work of building FHIR.

@@ -5,7 +5,7 @@ An item without a check, or with a kind this judge does not know, is undecided (
 guessed), which leaves the turn unscored.
 
 On Write/Update turns the order parameters are judged by `write_arg`/`write_call` on the
-executed write calls only (§5.3); the text checks read the reply and the write arguments.
+executed write calls only (docs/reference.md#writeupdate-judge); the text checks read the reply and the write arguments.
 
 Negation for `forbidden` (kept deliberately small, so a mention is only excused when the
 answer plainly says not to do it): an occurrence is excused when its own clause has an odd

@@ -1,6 +1,6 @@
 """Write/Update turns: the order the assistant actually executed, judged against the rubric.
 
-Follows the reference's design (official-implementation.md §5.3) with its bugs fixed: the
+Follows the reference's design (docs/reference.md#writeupdate-judge) with its bugs fixed: the
 configured grader is used (not a generation model), verdicts are parsed strictly (a "0"
 string is not a pass; no padding), and when no write call was executed, every item that
 carries a `write_arg`/`write_call` check fails without asking the grader. When all items

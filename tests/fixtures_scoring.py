@@ -1,6 +1,6 @@
 """Hand-made session and turn records for the scorer and metric tests.
 
-The session follows the released JSONL shape (official-implementation.md §1) plus the
+The session follows the released JSONL shape (docs/data.md#the-released-session-format) plus the
 project's `rubric_checks`; values are invented, not MIMIC-IV data.
 """
 

@@ -1,6 +1,6 @@
 """Assembling a built session into the released PhysAssistBench JSONL shape.
 
-Every key of official-implementation.md §1.1 is written, plus the project's additions
+Every key of docs/data.md#keys-of-a-session is written, plus the project's additions
 (``rubric_checks``, ``patient_model``). Values that the reference derived with defects are
 derived properly here: ``turn_subtypes`` only where a rewrite happened, ``dep_graph`` facts
 split without breaking decimals and with real edges, ``generated_at`` from the seed.

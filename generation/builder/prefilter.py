@@ -1,9 +1,9 @@
-"""Patient pre-filtering per scenario x tier (official-implementation.md §6.1), in DuckDB.
+"""Patient pre-filtering per scenario x tier (docs/generation.md#pre-filter), in DuckDB.
 
 One feature query over the whole store computes, for every subject's primary (latest)
 admission, the counts the paper's content rules need; each scenario x tier is then a SQL
 predicate over those features. Tiers are evaluated independently, so an L3 slot only ever
-receives L3-qualified patients (the reference merged pools; §8 item 17). The reference's
+receives L3-qualified patients (the reference merged pools; docs/generation.md#pre-filter). The reference's
 stage-1 byte thresholds on per-subject files have no equivalent in a database, so row-count
 thresholds of the same order stand in for them.
 """

@@ -10,7 +10,7 @@ turn is a rewrite of the same variant:
   on Information Lookup.
 
 T0 and Write/Update turns stay explicit. A subtype is recorded only when the rewrite
-changed the question (official-implementation.md §8 item 16).
+changed the question (docs/generation.md#subtypes).
 """
 
 from __future__ import annotations

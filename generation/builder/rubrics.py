@@ -1,6 +1,6 @@
 """Rubric items for a digested topic: EN text, ZH text and a machine-checkable form.
 
-Sizes follow the paper (official-implementation.md §1.5): IL 3, DG 4-5, CR 5-6, WU 4-6.
+Sizes follow the paper (docs/generation.md#rubric-sizes): IL 3, DG 4-5, CR 5-6, WU 4-6.
 Every item carries a check (ARCHITECTURE.md §4) so the offline rules judge decides every
 item; each check is satisfied by the gold answer (or, for write checks, the gold call).
 """

@@ -1,6 +1,6 @@
 """The three quality gates of a generated turn.
 
-Gate 1: rule checks of the plan (official-implementation.md §6.3), then an LLM check.
+Gate 1: rule checks of the plan (docs/generation.md#gates), then an LLM check.
 Gate 2: every executed call returned something usable.
 Gate 3: an LLM clinical check of the answer against the tool results and the record at the
 cutoff (each result's ``record``, the admission's ``course``: ``physassist.timeline``); a

@@ -1,6 +1,6 @@
 """Physician questions: stage 1 explicit, stage 2 implicit rewrite by subtype.
 
-The subtype is recorded only when the rewrite really changed the question (§8 item 16). A
+The subtype is recorded only when the rewrite really changed the question (docs/generation.md#subtypes). A
 rewrite that drifts off topic (no content word shared with the explicit question) is
 replaced by a predicate-ellipsis fragment built from the explicit question's topic words,
 or, when none can be built, by the explicit question with no subtype.

@@ -1,7 +1,7 @@
 """Typed, lossless model of one PhysAssistBench session (one line of the released JSONL).
 
-The released files are the canonical format (official-implementation.md §1): the model reads
-every key of §1.1 unchanged, both the main-pipeline and the discharge-planning-pipeline shapes,
+The released files are the canonical format (docs/data.md#the-released-session-format): the model reads
+every key of docs/data.md#keys-of-a-session unchanged, both the main-pipeline and the discharge-planning-pipeline shapes,
 keeps unknown keys and the original key order, and dumps back to semantically identical JSON.
 Accessors implement the released fallbacks (`tasks_en` -> `tasks`, `answer_list_zh` ->
 `answer_list`, ...) in one place so that no caller re-implements them.
@@ -144,7 +144,7 @@ class ToolAction(_OrderedModel):
 
 
 class GoldAction(_OrderedModel):
-    """One item of `answer_list[t]` (official-implementation.md §1.3)."""
+    """One item of `answer_list[t]` (docs/data.md#gold-trajectories)."""
 
     action: ToolAction
     observation: dict[str, Any] | str | None = None

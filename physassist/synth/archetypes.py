@@ -5,7 +5,7 @@ home/inpatient/discharge medications, lab trajectories at the anchor admission, 
 imaging, and the key facts a session builder needs (e.g. the admission potassium of a
 hyperkalemia patient, which drug explains it). Tier (1 sparse .. 3 rich) scales length of stay,
 panels, imaging, diagnoses and drug counts so every scenario has patients at every tier
-(the reference pre-filter thresholds of official-implementation.md §6.1).
+(the reference pre-filter thresholds of docs/generation.md#pre-filter).
 """
 
 from __future__ import annotations

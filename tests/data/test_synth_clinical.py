@@ -1,5 +1,5 @@
 """Clinical consistency of the committed sample cohort: values, drugs, notes and the
-reference pre-filter criteria (official-implementation.md §6.1) per scenario x tier."""
+reference pre-filter criteria (docs/generation.md#pre-filter) per scenario x tier."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""compat semantics: one test per reference behaviour of official-implementation.md §2.3-§2.8.
+"""compat semantics: one test per reference behaviour of docs/compat.md#the-quirks-once-each.
 
 Most tests use the tiny cohort of ``fixtures_tools`` (values known by construction); the
 MIMIC-IV demo tests check the same behaviours on real tables.
@@ -42,7 +42,7 @@ def is_outcome(result: dict) -> bool:
     return result["resourceType"] == "OperationOutcome"
 
 
-# ----------------------------------------------------------------------------- §2.3 call path
+# ----------------------------------------------------------------------------- call path
 
 
 def test_compat_date_gate_excludes_current_day(tiny_store) -> None:
@@ -224,7 +224,7 @@ def test_compat_api_names_accepted(tiny_store) -> None:
     assert values(got) == [5.9]
 
 
-# ----------------------------------------------------------------------------- §2.4 per tool
+# ----------------------------------------------------------------------------- per tool
 
 
 def test_compat_unmatched_code_returns_unfiltered_labs(tiny_store) -> None:

@@ -1,4 +1,4 @@
-"""Renderers: the reference's compact view (§2.8), our full view, raw JSON."""
+"""Renderers: the reference's compact view (docs/compat.md#text-shown-to-the-model-renderresult-compat), our full view, raw JSON."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool names, API-name mapping and parameter schemas (official-implementation.md §2.2, §2.9)."""
+"""Tool names, API-name mapping and parameter schemas (docs/compat.md#the-tools-offered)."""
 
 from __future__ import annotations
 

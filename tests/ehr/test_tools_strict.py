@@ -1,4 +1,4 @@
-"""strict semantics: the fixes of official-implementation.md §8 items 1-7, with exact values."""
+"""strict semantics: the fixes of docs/compat.md#what-strict-does-instead (items 1-7), with exact values."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def outcome(result: dict) -> str:
     return result["issue"][0]["diagnostics"]
 
 
-# ----------------------------------------------------------------------------- §8.1 cutoff
+# ----------------------------------------------------------------------------- fix 1: cutoff
 
 
 def test_strict_cutoff_is_inclusive_of_current_day(tiny_store) -> None:
@@ -250,7 +250,7 @@ def test_strict_no_timestamp_after_cutoff_demo(demo_store) -> None:
                 assert stamp[:10] <= str(disch), (tool, r["id"], stamp)
 
 
-# ----------------------------------------------------------------------------- §8.2 labels
+# ----------------------------------------------------------------------------- fix 2: labels
 
 
 def test_strict_synonym_wbc_finds_white_blood_cells(tiny_store) -> None:
@@ -330,7 +330,7 @@ def test_strict_vitals_omr_fallback_with_cutoff(tiny_store) -> None:
     assert vals(weight) == [180.0] and entries(weight)[0]["valueQuantity"]["unit"] == "Lbs"
 
 
-# ----------------------------------------------------------------------------- §8.3 totals, filters
+# ----------------------------------------------------------------------------- fix 3: totals, filters
 
 
 def test_strict_total_is_number_of_matches(tiny_store) -> None:
@@ -449,7 +449,7 @@ def test_strict_condition_codes_with_or_without_dots_and_status(tiny_store) -> N
     ] == ["I4891"]
 
 
-# ----------------------------------------------------------------------------- §8.4 shapes
+# ----------------------------------------------------------------------------- fix 4: shapes
 
 
 def test_strict_mar_given_vs_not_given_and_dose(tiny_store) -> None:

@@ -1,6 +1,6 @@
 """``compat`` semantics: the reference implementation's behaviour, reproduced on our store.
 
-Every quirk listed in official-implementation.md §2.3-§2.5 that our tables allow is kept on
+Every quirk listed in docs/compat.md#the-quirks-once-each that our tables allow is kept on
 purpose (lab-only day-exclusive date gate, dictionary-wide substring matching with its
 "no dictionary match -> unfiltered" rule, default 20, OperationOutcome on empty results, the
 ``.0`` encounter reference, ...), so replaying a released gold trajectory returns the released

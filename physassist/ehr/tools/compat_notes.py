@@ -1,7 +1,7 @@
 """compat note-based tools: radiology reports (synonyms, top 5) plus microbiology reports (up to
 10 in all), notes (top 5 per table, 4000 characters, keyword as a regular expression) and
 care-plan fragments, each read from the note text as the reference's regular expressions read
-it (official-implementation.md, "Note text parsing")."""
+it (docs/compat.md#per-tool)."""
 
 from __future__ import annotations
 

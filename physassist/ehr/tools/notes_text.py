@@ -115,7 +115,7 @@ def impression(text: str) -> str | None:
 
 
 #: note_grounding key -> the discharge-summary section it is read from (the released
-#: discharge-planning sessions' ``note_grounding``, official-implementation.md §1.1).
+#: discharge-planning sessions' ``note_grounding``, docs/data.md#keys-of-a-session).
 GROUNDING_SECTIONS = {
     "chief_complaint": "Chief Complaint",
     "medications_on_admission": "Medications on Admission",

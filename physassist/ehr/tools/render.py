@@ -1,6 +1,6 @@
 """What a model sees of a tool result.
 
-* ``compat``: the reference's compact text (official-implementation.md §2.8): a bundle header,
+* ``compat``: the reference's compact text (docs/compat.md#text-shown-to-the-model-renderresult-compat): a bundle header,
   at most 15 entry lines then ``... (M more)``, reference ranges / MAR event text / care-plan
   bodies dropped, 4000-character cap.
 * ``full``: complete but concise: every returned entry, reference ranges and H/L flags, MAR

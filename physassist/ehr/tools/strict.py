@@ -1,4 +1,4 @@
-"""``strict`` semantics: the project's own tools, fixing official-implementation.md §8 items 1-7.
+"""``strict`` semantics: the project's own tools, fixing docs/compat.md#what-strict-does-instead (items 1-7).
 
 * One inclusive cutoff (``ctx.effective_cutoff()``) on every time-bearing table; a caller's
   ``date_to`` can narrow it but never extend it. A lab value or a microbiology result is shown
