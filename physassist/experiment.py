@@ -31,13 +31,21 @@ class ModelSpec:
     api_key_env: str | None = None
     args: Mapping[str, Any] = field(default_factory=dict)
     provider: str | None = None  # e.g. openai-api/compatible: ``name`` is what the server serves
-    max_tokens: int | None = None  # output tokens per call of this model (a generation role's budget)
+    max_tokens: int | None = (
+        None  # output tokens per call of this model (a generation role's budget)
+    )
 
     def where(self, role: str) -> str:
         """How lines name this model's endpoint: ``model endpoint http://...`` (or the model)."""
-        return f"{role} endpoint {self.base_url}" if self.base_url else f"{role} {inspect_model_name(self.name, self.provider)}"
+        return (
+            f"{role} endpoint {self.base_url}"
+            if self.base_url
+            else f"{role} {inspect_model_name(self.name, self.provider)}"
+        )
 
-    def build(self, role: str = "model", bounds: Mapping[str, Any] | None = None):  # -> inspect_ai.model.Model
+    def build(
+        self, role: str = "model", bounds: Mapping[str, Any] | None = None
+    ):  # -> inspect_ai.model.Model
         """The Inspect model, each call bounded by ``bounds`` (``GenerateConfig`` fields: the
         run's retries and time limits) and ``max_tokens``, and watched (``physassist.calls``)."""
         from inspect_ai.model import GenerateConfig, get_model
@@ -49,7 +57,9 @@ class ModelSpec:
         if self.api_key_env:
             kwargs["api_key"] = os.environ[self.api_key_env]
         name = inspect_model_name(self.name, self.provider)
-        config = GenerateConfig(**{**(bounds or {}), **({"max_tokens": self.max_tokens} if self.max_tokens else {})})
+        config = GenerateConfig(
+            **{**(bounds or {}), **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+        )
         model = get_model(name, base_url=self.base_url, memoize=False, config=config, **kwargs)
         # The arguments Inspect's log records (its provider keeps its own copy, with the secrets).
         model.model_args = redact(kwargs)
@@ -60,11 +70,19 @@ class ModelSpec:
 Role = ModelSpec | list[ModelSpec]
 
 
-def build_role(spec: Role, role: str = "model", bounds: Mapping[str, Any] | None = None):  # -> Model | list[Model]
-    return [s.build(role, bounds) for s in spec] if isinstance(spec, list) else spec.build(role, bounds)
+def build_role(
+    spec: Role, role: str = "model", bounds: Mapping[str, Any] | None = None
+):  # -> Model | list[Model]
+    return (
+        [s.build(role, bounds) for s in spec]
+        if isinstance(spec, list)
+        else spec.build(role, bounds)
+    )
 
 
-def build_models(model: ModelSpec, roles: Mapping[str, Role], bounds: Mapping[str, Any] | None = None):  # -> (Model, {role: Model | list[Model]})
+def build_models(
+    model: ModelSpec, roles: Mapping[str, Role], bounds: Mapping[str, Any] | None = None
+):  # -> (Model, {role: Model | list[Model]})
     """The assistant and every role's model(s), each call bounded by ``bounds`` (Inspect gives
     an eval's per-attempt time limit to the assistant only); one that cannot be created (unknown
     provider, missing package, bad args) is a ``ConfigError`` naming its role and model."""
@@ -168,7 +186,9 @@ class Generation:
     generator: ModelSpec  # the model behind every agent without a role of its own
     roles: Mapping[str, ModelSpec]  # agent role -> its model
     inspect: InspectSettings  # the eval's ``inspect`` group: the calls' bounds, the progress lines
-    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    eval_options: Mapping[
+        str, Any
+    ]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
     log_dir: str
     output_dir: Path
     overwrite: bool
@@ -181,12 +201,16 @@ class Generation:
 class Experiment:
     """One composition of ``physassist-eval``, checked: everything a run needs after it."""
 
-    task: Mapping[str, Any]  # the task's arguments (``tasks.physassistbench``), checked by ``options``
+    task: Mapping[
+        str, Any
+    ]  # the task's arguments (``tasks.physassistbench``), checked by ``options``
     model: ModelSpec  # the assistant
     roles: Mapping[str, Role]  # ``grader`` (judge=llm: one; panel: a list), ``patient`` (live)
     inspect: InspectSettings
     log_dir: Path  # ``inspect.log_dir``, expanded (a sweep job's: ``sweeps/<sweep>/<job>`` in it)
-    eval_options: Mapping[str, Any]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
+    eval_options: Mapping[
+        str, Any
+    ]  # ``inspect_ai.eval`` keyword arguments (Inspect's keys, display)
     tracking: TrackingSettings
     prices: Mapping[str, Any]  # Inspect model string -> {input, output} USD per 1M tokens
     run_name: str

@@ -25,9 +25,21 @@ PANEL_SPIKES = 2
 REVERT = dt.timedelta(hours=12)
 #: The analytes read together in one draw (chemistry panel, blood count), for the panel rule.
 PANEL_LABS: tuple[str, ...] = (
-    "Glucose", "Sodium", "Potassium", "Chloride", "Bicarbonate", "Phosphate", "Calcium, Total",
-    "Magnesium", "Urea Nitrogen", "Creatinine", "Hemoglobin", "Hematocrit", "Platelet Count",
-    "White Blood Cells")
+    "Glucose",
+    "Sodium",
+    "Potassium",
+    "Chloride",
+    "Bicarbonate",
+    "Phosphate",
+    "Calcium, Total",
+    "Magnesium",
+    "Urea Nitrogen",
+    "Creatinine",
+    "Hemoglobin",
+    "Hematocrit",
+    "Platelet Count",
+    "White Blood Cells",
+)
 #: (label, the spike's direction) -> drug words (eMAR medication or ICU item label) that,
 #: given between the draws before and after the spike, could have made it real: a transfusion
 #: raises a count that falls again, insulin brings a high glucose down and dextrose a low one
@@ -36,17 +48,30 @@ PANEL_LABS: tuple[str, ...] = (
 _RBC = ("red blood cell", "packed", "prbc")
 _STEROIDS = ("dexamethasone", "methylprednisolone", "prednisone", "hydrocortisone")
 INTERVENTIONS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("Hemoglobin", "low"): _RBC, ("Hemoglobin", "high"): _RBC,
-    ("Hematocrit", "low"): _RBC, ("Hematocrit", "high"): _RBC,
-    ("Platelet Count", "low"): ("platelet",), ("Platelet Count", "high"): ("platelet",),
+    ("Hemoglobin", "low"): _RBC,
+    ("Hemoglobin", "high"): _RBC,
+    ("Hematocrit", "low"): _RBC,
+    ("Hematocrit", "high"): _RBC,
+    ("Platelet Count", "low"): ("platelet",),
+    ("Platelet Count", "high"): ("platelet",),
     ("Glucose", "high"): ("insulin",),
     ("Glucose", "low"): ("dextrose", "glucagon", "d50", "insulin"),
-    ("Potassium", "high"): ("insulin", "calcium", "polystyrene", "patiromer", "zirconium",
-                            "albuterol", "bicarbonate", "furosemide", "potassium"),
+    ("Potassium", "high"): (
+        "insulin",
+        "calcium",
+        "polystyrene",
+        "patiromer",
+        "zirconium",
+        "albuterol",
+        "bicarbonate",
+        "furosemide",
+        "potassium",
+    ),
     ("Potassium", "low"): ("potassium", "insulin", "albuterol"),
     ("Sodium", "low"): ("sodium chloride 3%", "hypertonic", "desmopressin"),
     ("Sodium", "high"): ("tolvaptan", "hypertonic", "desmopressin"),
-    ("Magnesium", "low"): ("magnesium",), ("Calcium, Total", "low"): ("calcium",),
+    ("Magnesium", "low"): ("magnesium",),
+    ("Calcium, Total", "low"): ("calcium",),
     ("Phosphate", "low"): ("phosph",),
     ("White Blood Cells", "low"): ("filgrastim", "hydroxyurea", *_STEROIDS),
     ("White Blood Cells", "high"): ("filgrastim", "hydroxyurea", *_STEROIDS),
@@ -73,7 +98,10 @@ def spikes(points: Sequence[Point]) -> list[tuple[int, str]]:
     out = []
     for i in range(1, len(points) - 1):
         before, p, after = points[i - 1], points[i], points[i + 1]
-        up, down = p.value > max(before.value, after.value), p.value < min(before.value, after.value)
+        up, down = (
+            p.value > max(before.value, after.value),
+            p.value < min(before.value, after.value),
+        )
         if not (up or down) or after.time - p.time > REVERT:
             continue
         if min(_apart(p.value, before.value), _apart(p.value, after.value)) < SPIKE:
@@ -91,5 +119,7 @@ def stands_apart(points: Sequence[Point], when: dt.datetime) -> bool:
             continue
         before, p, after = points[i - 1], points[i], points[i + 1]
         same_side = (p.value - before.value) * (p.value - after.value) > 0
-        return same_side and min(_apart(p.value, before.value), _apart(p.value, after.value)) >= PANEL
+        return (
+            same_side and min(_apart(p.value, before.value), _apart(p.value, after.value)) >= PANEL
+        )
     return False

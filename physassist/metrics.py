@@ -174,7 +174,9 @@ def _session_aggregates(df: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame
         passed = scored & (score >= tau - 1e-12)
         trial_pass = (np.bincount(t_idx, weights=passed, minlength=n_t) == rows_t) & all_scored
         columns[f"turn_pass_{tau}"] = np.bincount(s_idx, weights=passed, minlength=n_s)
-        columns[f"session_pass_{tau}"] = np.bincount(trial_session, weights=trial_pass, minlength=n_s)
+        columns[f"session_pass_{tau}"] = np.bincount(
+            trial_session, weights=trial_pass, minlength=n_s
+        )
     # one frame built at once: a column inserted per tau cost more than the arithmetic
     return pd.DataFrame(columns, index=pd.Index(sessions, name="session_id"))
 
@@ -367,10 +369,16 @@ def _count(value: object) -> float | None:
 def grounding_summary(turns: Iterable[Mapping[str, object]]) -> dict[str, float]:
     """The grounding metrics (module docstring) of per-turn counts (``GROUNDING_COLUMNS``);
     {} when no turn carries them."""
-    rows = [[_count(t.get(c)) or 0.0 for c in GROUNDING_COLUMNS] for t in turns if _count(t.get("facts")) is not None]
+    rows = [
+        [_count(t.get(c)) or 0.0 for c in GROUNDING_COLUMNS]
+        for t in turns
+        if _count(t.get("facts")) is not None
+    ]
     if not rows:
         return {}
-    facts, grounded, contradicted, unsupported = (float(sum(column)) for column in zip(*rows, strict=True))
+    facts, grounded, contradicted, unsupported = (
+        float(sum(column)) for column in zip(*rows, strict=True)
+    )
 
     def pct(count: float) -> float:
         return count / facts * RATE_SCALE if facts else math.nan

@@ -84,7 +84,9 @@ class Option:
     expects: str = ""  # what ``rule`` accepts, for the message
     many: bool = False  # a list of values (None = all)
     identity: bool = False  # what its group selects (the rule of ``mlflow``)
-    kind: type | None = None  # the value's type where a null default does not show it (the schema's)
+    kind: type | None = (
+        None  # the value's type where a null default does not show it (the schema's)
+    )
 
     @property
     def mlflow(self) -> str | None:
@@ -137,31 +139,200 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("dataset.source", "dataset", "sample", "sessions: sample, a released JSONL file/directory, Parquet, or hf:<id>", rule=_text, expects="a path or hf:<id>", identity=True),
-    Option("ehr.source", "ehr_source", "sample", "EHR: sample, a MIMIC-IV / cohort directory, or a built .duckdb store", rule=_text, expects="a path"),
-    Option("ehr.semantics", "semantics", "strict", "tool semantics: strict (leak-free) or compat (the reference code)", Semantics, identity=True),
-    Option("ehr.render", "render", "full", "what the model sees of a tool result: full text, compat text, raw json", Render),
-    Option("language.code", "language", "en", "language of questions, rubrics and prompts", Language, identity=True),
-    Option("query.mode", "query", "implicit", "physician questions as asked (implicit) or their explicit paraphrases", Query, identity=True),
-    Option("menu.mode", "menu", "on", "tools offered each turn: all, none, the scenario's, the gold turn's", Menu, identity=True),
-    Option("observations.mode", "observations", "keep", "tool results kept, replaced by a placeholder, or earlier turns' traffic dropped", Observations, identity=True),
-    Option("terminal.mode", "terminal", "prepare_to_answer", "how a turn ends (solvers/terminal: one module per strategy)", Terminal, identity=True),
-    Option("terminal.budget", "tool_budget", 16, "tool calls allowed per turn (paper: 16)", rule=_positive_int, expects="a positive integer"),
-    Option("terminal.nudge", "nudge", True, "ask once for a plain-text answer when a turn ends without one", (True, False)),
-    Option("patient.mode", "patient", "replay", "patient tools answered from the gold trajectory (replay) or by an LLM (live, role patient)", PatientMode, identity=True),
-    Option("patient.literacy", "literacy", "high", "replayed patient's health-literacy variant", Literacy),
-    Option("patient.miss", "patient_miss", "unknown", "replay of a question the gold has no reply for: a fixed unknown, or the same tool's reply", PatientMiss),
-    Option("patient.seed", "patient_seed", None, "live patient's sampling seed (null: the provider's); runs differing only in it measure the patient's noise", rule=_seed, expects="null or an integer >= 0", kind=int),
-    Option("judge.mode", "judge", "rules", "rubric judge (scorers/: one module per judge; the judges table)", Judge, identity=True),
-    Option("judge.context", "judge_context", "gold_answer", "what the llm judge verifies against: the gold answer or the EHR evidence", JudgeContext),
-    Option("judge.repeats", "judge_repeats", 1, "times each turn is judged; a turn's score is their mean, and their spread is the judge's noise", rule=_positive_int, expects="a positive integer"),
-    Option("grounding.mode", "grounding", "on", "the judge-free grounding check: every fact an answer states matched against what the assistant received (scorer physassist_grounding)", GroundingMode, identity=True),
-    Option("history.mode", "history", "free", "what turn t starts from: the model's own turns < t (free, the paper's) or the gold ones, gold tool calls executed (gold)", History, identity=True),
-    Option("taus", "taus", [0.6, 0.75], "Pass@Turn / Pass@Session thresholds", rule=_threshold, expects="thresholds in (0, 1]", many=True),
-    Option("scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True),
-    Option("tiers", "tiers", None, "data-richness tiers to evaluate (null = all)", TIERS, many=True),
-    Option("model.temperature", "temperature", 0.2, "assistant sampling temperature (paper: 0.2)", rule=_temperature, expects="a number >= 0"),
-    Option("model.name", None, "physassist/oracle", "the assistant: any Inspect model string, or a preset (model=openai)", rule=_text, expects="a model name", identity=True),
+    Option(
+        "dataset.source",
+        "dataset",
+        "sample",
+        "sessions: sample, a released JSONL file/directory, Parquet, or hf:<id>",
+        rule=_text,
+        expects="a path or hf:<id>",
+        identity=True,
+    ),
+    Option(
+        "ehr.source",
+        "ehr_source",
+        "sample",
+        "EHR: sample, a MIMIC-IV / cohort directory, or a built .duckdb store",
+        rule=_text,
+        expects="a path",
+    ),
+    Option(
+        "ehr.semantics",
+        "semantics",
+        "strict",
+        "tool semantics: strict (leak-free) or compat (the reference code)",
+        Semantics,
+        identity=True,
+    ),
+    Option(
+        "ehr.render",
+        "render",
+        "full",
+        "what the model sees of a tool result: full text, compat text, raw json",
+        Render,
+    ),
+    Option(
+        "language.code",
+        "language",
+        "en",
+        "language of questions, rubrics and prompts",
+        Language,
+        identity=True,
+    ),
+    Option(
+        "query.mode",
+        "query",
+        "implicit",
+        "physician questions as asked (implicit) or their explicit paraphrases",
+        Query,
+        identity=True,
+    ),
+    Option(
+        "menu.mode",
+        "menu",
+        "on",
+        "tools offered each turn: all, none, the scenario's, the gold turn's",
+        Menu,
+        identity=True,
+    ),
+    Option(
+        "observations.mode",
+        "observations",
+        "keep",
+        "tool results kept, replaced by a placeholder, or earlier turns' traffic dropped",
+        Observations,
+        identity=True,
+    ),
+    Option(
+        "terminal.mode",
+        "terminal",
+        "prepare_to_answer",
+        "how a turn ends (solvers/terminal: one module per strategy)",
+        Terminal,
+        identity=True,
+    ),
+    Option(
+        "terminal.budget",
+        "tool_budget",
+        16,
+        "tool calls allowed per turn (paper: 16)",
+        rule=_positive_int,
+        expects="a positive integer",
+    ),
+    Option(
+        "terminal.nudge",
+        "nudge",
+        True,
+        "ask once for a plain-text answer when a turn ends without one",
+        (True, False),
+    ),
+    Option(
+        "patient.mode",
+        "patient",
+        "replay",
+        "patient tools answered from the gold trajectory (replay) or by an LLM (live, role "
+        "patient)",
+        PatientMode,
+        identity=True,
+    ),
+    Option(
+        "patient.literacy",
+        "literacy",
+        "high",
+        "replayed patient's health-literacy variant",
+        Literacy,
+    ),
+    Option(
+        "patient.miss",
+        "patient_miss",
+        "unknown",
+        "replay of a question the gold has no reply for: a fixed unknown, or the same tool's reply",
+        PatientMiss,
+    ),
+    Option(
+        "patient.seed",
+        "patient_seed",
+        None,
+        "live patient's sampling seed (null: the provider's); runs differing only in it measure "
+        "the patient's noise",
+        rule=_seed,
+        expects="null or an integer >= 0",
+        kind=int,
+    ),
+    Option(
+        "judge.mode",
+        "judge",
+        "rules",
+        "rubric judge (scorers/: one module per judge; the judges table)",
+        Judge,
+        identity=True,
+    ),
+    Option(
+        "judge.context",
+        "judge_context",
+        "gold_answer",
+        "what the llm judge verifies against: the gold answer or the EHR evidence",
+        JudgeContext,
+    ),
+    Option(
+        "judge.repeats",
+        "judge_repeats",
+        1,
+        "times each turn is judged; a turn's score is their mean, and their spread is the judge's "
+        "noise",
+        rule=_positive_int,
+        expects="a positive integer",
+    ),
+    Option(
+        "grounding.mode",
+        "grounding",
+        "on",
+        "the judge-free grounding check: every fact an answer states matched against what the "
+        "assistant received (scorer physassist_grounding)",
+        GroundingMode,
+        identity=True,
+    ),
+    Option(
+        "history.mode",
+        "history",
+        "free",
+        "what turn t starts from: the model's own turns < t (free, the paper's) or the gold ones, "
+        "gold tool calls executed (gold)",
+        History,
+        identity=True,
+    ),
+    Option(
+        "taus",
+        "taus",
+        [0.6, 0.75],
+        "Pass@Turn / Pass@Session thresholds",
+        rule=_threshold,
+        expects="thresholds in (0, 1]",
+        many=True,
+    ),
+    Option(
+        "scenarios", "scenarios", None, "scenarios to evaluate (null = all)", SCENARIOS, many=True
+    ),
+    Option(
+        "tiers", "tiers", None, "data-richness tiers to evaluate (null = all)", TIERS, many=True
+    ),
+    Option(
+        "model.temperature",
+        "temperature",
+        0.2,
+        "assistant sampling temperature (paper: 0.2)",
+        rule=_temperature,
+        expects="a number >= 0",
+    ),
+    Option(
+        "model.name",
+        None,
+        "physassist/oracle",
+        "the assistant: any Inspect model string, or a preset (model=openai)",
+        rule=_text,
+        expects="a model name",
+        identity=True,
+    ),
 )
 
 BY_PARAM: dict[str, Option] = {o.param: o for o in OPTIONS if o.param}
@@ -223,7 +394,10 @@ def markdown_table() -> str:
     rows = ["| config key | task parameter | values | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
         accepted = ", ".join(map(_yaml, o.values)) if o.values else o.expects
-        rows.append(f"| `{o.key}` | {f'`{o.param}`' if o.param else '-'} | {accepted} | `{_yaml(o.default)}` | {o.meaning} |")
+        rows.append(
+            f"| `{o.key}` | {f'`{o.param}`' if o.param else '-'} | {accepted} | "
+            f"`{_yaml(o.default)}` | {o.meaning} |"
+        )
     return "\n".join(rows)
 
 

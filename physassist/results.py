@@ -107,7 +107,9 @@ class _SessionJson:
     @cached_property
     def parsed(self) -> Mapping[str, Any] | None:
         raw = self.raw
-        return json.loads(raw) if isinstance(raw, str) else raw if isinstance(raw, Mapping) else None
+        return (
+            json.loads(raw) if isinstance(raw, str) else raw if isinstance(raw, Mapping) else None
+        )
 
     def get(self, key: str) -> Any:
         return (self.parsed or {}).get(key)
@@ -149,7 +151,9 @@ def turn_rows(
                 "session_id": str(sample_id),
                 "epoch": int(epoch),
                 "turn": t,
-                "scenario": md["scenario"] if "scenario" in md else session.get("clinical_scenario"),
+                "scenario": md["scenario"]
+                if "scenario" in md
+                else session.get("clinical_scenario"),
                 "tier": int(tier) if tier is not None else None,
                 "language": md.get("language", "en"),
                 "query": md.get("query", "implicit"),
@@ -177,7 +181,10 @@ def turn_rows(
                 "tokens_out": rec.tokens_out if rec else None,
                 "seconds": rec.seconds if rec else None,
                 "history": rec.history if rec else None,
-                **{k: grounding.get(t, {}).get(k) for k in ("facts", "grounded", "contradicted", "unsupported")},
+                **{
+                    k: grounding.get(t, {}).get(k)
+                    for k in ("facts", "grounded", "contradicted", "unsupported")
+                },
             }
         )
     return rows
@@ -200,15 +207,35 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
         turns = (score.metadata or {}).get("turns")
         if not isinstance(turns, list):
             raise ValueError(
-                f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no metadata['turns']"
+                f"turn_table: sample {sample.id!r} epoch {sample.epoch}: score {scorer!r} has no "
+                "metadata['turns']"
             )
         grounding = (sample.scores or {}).get(GROUNDING_SCORER)
         grounded = (grounding.metadata or {}).get("turns") if grounding is not None else None
-        rows.extend(turn_rows(sample.id, sample.epoch, sample.metadata, turns, stored_turns(sample.store), grounded))
+        rows.extend(
+            turn_rows(
+                sample.id,
+                sample.epoch,
+                sample.metadata,
+                turns,
+                stored_turns(sample.store),
+                grounded,
+            )
+        )
     return pd.DataFrame(rows, columns=TURN_COLUMNS)
 
 
-ITEM_COLUMNS = ["session_id", "epoch", "turn", "item", "passed", "task_type", "subtype", "judge", "status"]
+ITEM_COLUMNS = [
+    "session_id",
+    "epoch",
+    "turn",
+    "item",
+    "passed",
+    "task_type",
+    "subtype",
+    "judge",
+    "status",
+]
 
 
 def read_log(eval_log: EvalLog | str | Path) -> EvalLog:
@@ -270,7 +297,9 @@ def _keep_finished_samples() -> None:
 
     init_hooks()  # Inspect's once-per-process hook load first: it would print a banner naming ours
 
-    @hooks(name="physassist_samples", description="keeps finished samples in memory for the turn table")
+    @hooks(
+        name="physassist_samples", description="keeps finished samples in memory for the turn table"
+    )
     class KeepSamples(Hooks):
         def enabled(self) -> bool:
             return bool(_SINKS)
@@ -307,7 +336,9 @@ def with_samples(log: EvalLog, kept: list[Any]) -> EvalLog:
     if not log.location:
         return log
     summaries = read_eval_log_sample_summaries(log.location)
-    if sorted((str(s.id), s.epoch) for s in summaries) == sorted((str(s.id), s.epoch) for s in kept):
+    if sorted((str(s.id), s.epoch) for s in summaries) == sorted(
+        (str(s.id), s.epoch) for s in kept
+    ):
         samples = list(kept)
         sort_samples(samples)  # the order reading the log gives
         return log.model_copy(update={"samples": samples})

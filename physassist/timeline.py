@@ -94,8 +94,11 @@ START_SKEW = dt.timedelta(hours=1)
 #: Words of a drug name (or routes) that make it line care, not a treatment: flushes, locks,
 #: catheter clearance, dialysis and pump priming (MIMIC-IV: "Heparin Flush (10 units/ml)",
 #: "Sodium Chloride 0.9%  Flush", "Alteplase (Catheter Clearance)", "Heparin Dwell").
-LINE_CARE = re.compile(r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|"
-                       r"iabp|picc|midline", re.IGNORECASE)
+LINE_CARE = re.compile(
+    r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|"
+    r"iabp|picc|midline",
+    re.IGNORECASE,
+)
 LINE_CARE_ROUTES = frozenset({"DWELL", "DIALYS", "IJ"})
 #: Pharmacy frequencies of a one-time order (MIMIC-IV ``pharmacy.frequency``).
 ONE_TIME = frozenset({"ONCE", "1X", "X1", "NOW", "ONCE/PRN", "ASDIR ONCE", "STAT"})
@@ -184,10 +187,16 @@ class Order:
     def scheduled(self) -> bool:
         """A fixed numeric dose on a schedule (see the module rules)."""
         dose = self.dose
-        return (dose is not None and dose > 0 and bool(self.unit)
-                and self.unit.strip().lower() not in NOT_A_UNIT and not self.sliding_scale
-                and not self.prn and not self.one_time
-                and self.frequency.upper().strip() not in AS_DIRECTED)
+        return (
+            dose is not None
+            and dose > 0
+            and bool(self.unit)
+            and self.unit.strip().lower() not in NOT_A_UNIT
+            and not self.sliding_scale
+            and not self.prn
+            and not self.one_time
+            and self.frequency.upper().strip() not in AS_DIRECTED
+        )
 
     def current_at(self, ref: dt.datetime) -> bool:
         started = self.start is None or self.start <= ref
@@ -339,9 +348,13 @@ class Timeline:
         """The admission's window for specimens without ``hadm_id`` (``reported.Stay``)."""
         row = self.con.execute(
             "SELECT hadm_id, admittime, dischtime, edregtime FROM admissions WHERE hadm_id = ?",
-            [self.hadm_id]).fetchone()
-        found = stays([dict(zip(("hadm_id", "admittime", "dischtime", "edregtime"), row,
-                                strict=True))]) if row else []
+            [self.hadm_id],
+        ).fetchone()
+        found = (
+            stays([dict(zip(("hadm_id", "admittime", "dischtime", "edregtime"), row, strict=True))])
+            if row
+            else []
+        )
         return found[0] if found else None
 
     def _reported(self, table: str) -> Expression:
@@ -359,16 +372,20 @@ class Timeline:
         reported, _ = self._reported("labevents")
         stay = self.stay
         window = [stay.start, stay.end] if stay is not None else [self.cutoff, self.cutoff]
-        sql = (f"{alias}.subject_id = ? AND ({alias}.hadm_id = ? OR ({alias}.hadm_id IS NULL "
-               f"AND {alias}.charttime BETWEEN ? AND ?)) AND {alias}.charttime < ? "
-               f"AND {reported} < ?")
+        sql = (
+            f"{alias}.subject_id = ? AND ({alias}.hadm_id = ? OR ({alias}.hadm_id IS NULL "
+            f"AND {alias}.charttime BETWEEN ? AND ?)) AND {alias}.charttime < ? "
+            f"AND {reported} < ?"
+        )
         return sql, [self.subject_id, self.hadm_id, *window, self.cutoff, self.cutoff]
 
     @cached_property
     def _admission(self) -> tuple:
         row = self.con.execute(
             "SELECT admittime, dischtime, deathtime, discharge_location, hospital_expire_flag "
-            "FROM admissions WHERE hadm_id = ?", [self.hadm_id]).fetchone()
+            "FROM admissions WHERE hadm_id = ?",
+            [self.hadm_id],
+        ).fetchone()
         return row or (None, None, None, None, None)
 
     @property
@@ -414,13 +431,26 @@ class Timeline:
             WHERE p.subject_id = ? AND p.hadm_id = ? AND p.drug IS NOT NULL
               AND (p.starttime IS NULL OR p.starttime < ?)
             ORDER BY p.starttime DESC NULLS LAST, p.drug
-            """, [self.subject_id, self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+            """,
+            [self.subject_id, self.subject_id, self.hadm_id, self.cutoff],
+        ).fetchall()
         groups: dict[tuple, list[tuple]] = {}
         for i, (d, dose, unit, route, s, e, freq, ss, per_day, poe) in enumerate(rows):
-            key = ((poe, d, s, route, unit, freq, ss) if poe else (i,))
+            key = (poe, d, s, route, unit, freq, ss) if poe else (i,)
             groups.setdefault(key, []).append(
-                (str(d), str(dose or "").strip(), str(unit or ""), str(route or ""), s, e,
-                 str(freq or ""), bool(ss), _num(per_day), str(poe) if poe else None))
+                (
+                    str(d),
+                    str(dose or "").strip(),
+                    str(unit or ""),
+                    str(route or ""),
+                    s,
+                    e,
+                    str(freq or ""),
+                    bool(ss),
+                    _num(per_day),
+                    str(poe) if poe else None,
+                )
+            )
         return tuple(self._merged(g) for g in groups.values())
 
     def _merged(self, rows: list[tuple]) -> Order:
@@ -430,8 +460,19 @@ class Timeline:
         stop = None if any(t is None for t in stops) else max(stops)
         doses = [r[1] for r in rows]
         dose = order_dose(doses, self._dose_due.get(poe) if poe else None)
-        return Order(drug, dose, unit, route, start, stop, freq, sliding, per_day, poe,
-                     tuple(doses) if len(rows) > 1 else ())
+        return Order(
+            drug,
+            dose,
+            unit,
+            route,
+            start,
+            stop,
+            freq,
+            sliding,
+            per_day,
+            poe,
+            tuple(doses) if len(rows) > 1 else (),
+        )
 
     @cached_property
     def _dose_due(self) -> dict[str, str]:
@@ -442,7 +483,8 @@ class Timeline:
             "WHERE e.subject_id = ? AND e.hadm_id = ? AND e.charttime < ? "
             "AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT NULL "
             "AND e.poe_id IS NOT NULL ORDER BY e.charttime",
-            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+            [self.subject_id, self.hadm_id, self.cutoff],
+        ).fetchall()
         return {str(poe): str(due) for poe, due in rows}
 
     def orders_for(self, word: str) -> list[Order]:
@@ -472,13 +514,17 @@ class Timeline:
         emar = self.con.execute(
             "SELECT DISTINCT lower(medication), event_txt FROM emar WHERE subject_id = ? "
             "AND hadm_id = ? AND charttime < ? AND medication IS NOT NULL",
-            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
+            [self.subject_id, self.hadm_id, self.cutoff],
+        ).fetchall()
         icu = self.con.execute(
             "SELECT DISTINCT lower(d.label) FROM inputevents i JOIN d_items d USING (itemid) "
             "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime < ?",
-            [self.subject_id, self.hadm_id, self.cutoff]).fetchall()
-        return frozenset({m for m, ev in emar if dose_event(ev) == "given"}
-                         | {label for (label,) in icu if label})
+            [self.subject_id, self.hadm_id, self.cutoff],
+        ).fetchall()
+        return frozenset(
+            {m for m, ev in emar if dose_event(ev) == "given"}
+            | {label for (label,) in icu if label}
+        )
 
     def administrations(self, word: str) -> Administrations:
         """Doses of a drug word: eMAR dose events and ICU rows (see the module rules)."""
@@ -491,15 +537,19 @@ class Timeline:
         emar = self.con.execute(
             "SELECT charttime, event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
             "AND charttime < ? AND contains(lower(medication), ?)",
-            [self.subject_id, self.hadm_id, self.cutoff, w]).fetchall()
+            [self.subject_id, self.hadm_id, self.cutoff, w],
+        ).fetchall()
         icu = self.con.execute(
             "SELECT i.starttime, i.endtime, i.statusdescription FROM inputevents i "
             "JOIN d_items d USING (itemid) WHERE i.subject_id = ? AND i.hadm_id = ? "
             "AND i.starttime < ? AND contains(lower(d.label), ?)",
-            [self.subject_id, self.hadm_id, self.cutoff, w]).fetchall()
+            [self.subject_id, self.hadm_id, self.cutoff, w],
+        ).fetchall()
         kinds = [(t, dose_event(event)) for t, event in emar]
-        kinds += [(t, ICU_KIND.get(icu_status(status, end is None or end >= self.cutoff)))
-                  for t, end, status in icu]
+        kinds += [
+            (t, ICU_KIND.get(icu_status(status, end is None or end >= self.cutoff)))
+            for t, end, status in icu
+        ]
         return self._counted(kinds, len(icu))
 
     def order_administrations(self, order: Order) -> Administrations:
@@ -509,26 +559,41 @@ class Timeline:
             "SELECT emar_id, charttime, medication, event_txt, poe_id FROM emar "
             "WHERE subject_id = ? AND hadm_id = ? AND charttime < ? "
             "AND (poe_id = ? OR lower(medication) = lower(?))",
-            [self.subject_id, self.hadm_id, self.cutoff, order.poe_id, order.drug]).fetchall()
-        doses = [(i, t, med, kind, poe) for i, t, med, ev, poe in rows
-                 if (kind := dose_event(ev)) is not None]
-        mine = [(t, kind) for i, t, _, kind, poe in doses if poe is not None and poe == order.poe_id]
+            [self.subject_id, self.hadm_id, self.cutoff, order.poe_id, order.drug],
+        ).fetchall()
+        doses = [
+            (i, t, med, kind, poe)
+            for i, t, med, ev, poe in rows
+            if (kind := dose_event(ev)) is not None
+        ]
+        mine = [
+            (t, kind) for i, t, _, kind, poe in doses if poe is not None and poe == order.poe_id
+        ]
         since = order.start - START_SKEW if order.start is not None else None
-        named = {i for i, t, med, _, _ in doses
-                 if str(med).lower() == order.drug.lower() and (since is None or t >= since)}
+        named = {
+            i
+            for i, t, med, _, _ in doses
+            if str(med).lower() == order.drug.lower() and (since is None or t >= since)
+        }
         ours = {i for i, *_, poe in doses if poe is not None and poe == order.poe_id}
         icu = self.administrations(order.word).icu
         return self._counted(mine, icu, by_name=bool(ours) and ours == named)
 
-    def _counted(self, kinds: list[tuple[dt.datetime, str | None]], icu: int,
-                 by_name: bool = True) -> Administrations:
+    def _counted(
+        self, kinds: list[tuple[dt.datetime, str | None]], icu: int, by_name: bool = True
+    ) -> Administrations:
         disch = self._admission[1]
         window = disch - DISCHARGE_WINDOW if disch is not None else None
         given = sorted(t for t, kind in kinds if kind == "given")
         withheld = sorted(t for t, kind in kinds if kind == "not_given")
         expected = [t for t in withheld if window is not None and t >= window]
-        return Administrations(tuple(given), tuple(t for t in withheld if t not in expected),
-                               len(expected), icu, by_name)
+        return Administrations(
+            tuple(given),
+            tuple(t for t in withheld if t not in expected),
+            len(expected),
+            icu,
+            by_name,
+        )
 
     def lab(self, label: str) -> LabSeries | None:
         """The lab concept ``label`` over the admission (see the module rules) with its
@@ -566,13 +631,14 @@ class Timeline:
         series = self._raw_lab(label)
         points = series.points if series is not None else ()
         own = {points[i].time for i, d in spikes(points) if not self._treated(label, d, points, i)}
-        panel = {t for t, labels in self._spikes.items()
-                 if len(labels) >= PANEL_SPIKES and not all(labels.values())
-                 and stands_apart(points, t)}
+        panel = {
+            t
+            for t, labels in self._spikes.items()
+            if len(labels) >= PANEL_SPIKES and not all(labels.values()) and stands_apart(points, t)
+        }
         return frozenset(own | panel)
 
-    def _given_between(self, words: tuple[str, ...], start: dt.datetime,
-                       end: dt.datetime) -> bool:
+    def _given_between(self, words: tuple[str, ...], start: dt.datetime, end: dt.datetime) -> bool:
         """Whether a drug named by one of ``words`` was given in [start, end]: an eMAR dose
         event or an ICU input."""
         if not words:
@@ -581,14 +647,19 @@ class Timeline:
         emar = self.con.execute(
             "SELECT event_txt FROM emar WHERE subject_id = ? AND hadm_id = ? "
             "AND charttime BETWEEN ? AND ? AND regexp_matches(lower(medication), ?)",
-            [self.subject_id, self.hadm_id, start, end, pattern]).fetchall()
+            [self.subject_id, self.hadm_id, start, end, pattern],
+        ).fetchall()
         if any(dose_event(e) == "given" for (e,) in emar):
             return True
-        return self.con.execute(
-            "SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
-            "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime <= ? "
-            "AND COALESCE(i.endtime, i.starttime) >= ? AND regexp_matches(lower(d.label), ?)",
-            [self.subject_id, self.hadm_id, end, start, pattern]).fetchone()[0] > 0
+        return (
+            self.con.execute(
+                "SELECT count(*) FROM inputevents i JOIN d_items d USING (itemid) "
+                "WHERE i.subject_id = ? AND i.hadm_id = ? AND i.starttime <= ? "
+                "AND COALESCE(i.endtime, i.starttime) >= ? AND regexp_matches(lower(d.label), ?)",
+                [self.subject_id, self.hadm_id, end, start, pattern],
+            ).fetchone()[0]
+            > 0
+        )
 
     def _load_lab(self, label: str) -> LabSeries | None:
         scope, params = self.lab_scope()
@@ -601,7 +672,9 @@ class Timeline:
               AND l.valuenum IS NOT NULL AND d.label = ?
               AND (d.fluid IS NULL OR lower(d.fluid) = 'blood')
             ORDER BY l.charttime, l.labevent_id
-            """, [*params, label]).fetchall()
+            """,
+            [*params, label],
+        ).fetchall()
         if any(cat != BLOOD_GAS for _, cat, *_ in rows):
             rows = [r for r in rows if r[1] != BLOOD_GAS]
         if not rows:
@@ -615,8 +688,10 @@ class Timeline:
             kept = by_time.get(r[2])
             if kept is None or rank[int(r[0])] < rank[int(kept[0])]:
                 by_time[r[2]] = r
-        points = tuple(LabPoint(t, float(v), str(u or ""), _num(lo), _num(hi), int(item))
-                       for t, (item, _, _, v, u, lo, hi) in sorted(by_time.items()))
+        points = tuple(
+            LabPoint(t, float(v), str(u or ""), _num(lo), _num(hi), int(item))
+            for t, (item, _, _, v, u, lo, hi) in sorted(by_time.items())
+        )
         return LabSeries(label, tuple(sorted(counts)), points)
 
     @cached_property
@@ -634,11 +709,14 @@ class Timeline:
                    (charttime IS NOT NULL AND charttime BETWEEN ? AND ?)
                    OR (charttime IS NULL AND CAST(chartdate AS DATE) BETWEEN ? AND ?))))
             ORDER BY COALESCE(charttime, chartdate), micro_specimen_id, test_seq
-            """, [self.subject_id, self.cutoff, self.hadm_id, *window]).fetchall()
+            """,
+            [self.subject_id, self.cutoff, self.hadm_id, *window],
+        ).fetchall()
         rows = [dict(zip(MICRO_COLUMNS, r, strict=True)) for r in found]
         _, when = self._reported("microbiologyevents")
-        known = specimens(rows, self.cutoff - dt.timedelta(microseconds=1), when,
-                          [stay] if stay else [])
+        known = specimens(
+            rows, self.cutoff - dt.timedelta(microseconds=1), when, [stay] if stay else []
+        )
         return tuple(Culture(s.specimen, s.drawn, s) for s in known)
 
     @property
@@ -652,8 +730,13 @@ class Timeline:
         return tuple(c for c in self.cultures if c.organisms)
 
 
-def load_timeline(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
-                  current_date: str, until: dt.datetime | None = None) -> Timeline:
+def load_timeline(
+    con: duckdb.DuckDBPyConnection,
+    subject_id: int,
+    hadm_id: int,
+    current_date: str,
+    until: dt.datetime | None = None,
+) -> Timeline:
     """The timeline of one admission at ``current_date``, or at the instant ``until`` of that
     date (queries run lazily, once each)."""
     return Timeline(con, int(subject_id), int(hadm_id), str(current_date)[:10], until)

@@ -128,7 +128,9 @@ class TurnRecord:
         known = {f.name: value[f.name] for f in fields(cls) if f.name in value}
         known["turn"] = int(value["turn"])
         known["calls"] = tuple(CallRecord.from_stored(c) for c in value.get("calls") or ())
-        known["gold_calls"] = tuple(CallRecord.from_stored(c) for c in value.get("gold_calls") or ())
+        known["gold_calls"] = tuple(
+            CallRecord.from_stored(c) for c in value.get("gold_calls") or ()
+        )
         return cls(**known)
 
 

@@ -33,7 +33,9 @@ class TurnInput:
     record: TurnRecord
     items: list[str]
     checks: list[dict[str, Any] | None]
-    history: list[dict[str, str]] = field(default_factory=list)  # the earlier turns it was given (own, or gold)
+    history: list[dict[str, str]] = field(
+        default_factory=list
+    )  # the earlier turns it was given (own, or gold)
 
     @property
     def turn(self) -> int:
@@ -157,7 +159,12 @@ def combined(judgements: Sequence[TurnJudgement]) -> TurnJudgement:
         passed = sum(1 for v in verdicts if v.passed)
         failed = len(verdicts) - passed
         verdict = None if passed == failed else passed > failed
-        items.append(ItemResult(verdict, f"{passed} of {len(verdicts)} judgings pass it; first: {verdicts[0].reason}"))
+        items.append(
+            ItemResult(
+                verdict,
+                f"{passed} of {len(verdicts)} judgings pass it; first: {verdicts[0].reason}",
+            )
+        )
     scores = tuple(float(j.score) for j in judgements if j.score is not None)
     return TurnJudgement(items=items, judge=worst.judge, status="scored", repeat_scores=scores)
 

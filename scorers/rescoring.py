@@ -29,7 +29,16 @@ RESCORE_OF_TAG = "physassist.rescore_of"
 RESCORE_KEY_TAG = "physassist.rescore_key"
 JOBS_DIR = "rescore_jobs"
 #: Source tags that describe the source run itself, not what it measured: never copied.
-_OWN_TAGS = ("mlflow.", "physassist.sweep_id", "physassist.job_key", "physassist.kind", "physassist.run_name", INSPECT_LOG_TAG, "physassist.overrides", "physassist.rescore")
+_OWN_TAGS = (
+    "mlflow.",
+    "physassist.sweep_id",
+    "physassist.job_key",
+    "physassist.kind",
+    "physassist.run_name",
+    INSPECT_LOG_TAG,
+    "physassist.overrides",
+    "physassist.rescore",
+)
 
 
 class RescoreError(ConfigError):
@@ -65,7 +74,9 @@ def _from_run(run, tracker) -> Source:
     from physassist.tracking.runs import RUN_NAME_TAG  # the name without its headline
 
     name = run.data.tags.get(RUN_NAME_TAG, run.info.run_name)
-    return Source(_log_of(run, tracker), run.info.run_id, name, dict(run.data.params), dict(run.data.tags))
+    return Source(
+        _log_of(run, tracker), run.info.run_id, name, dict(run.data.params), dict(run.data.tags)
+    )
 
 
 def find_sources(source: str, tracker) -> list[Source]:
@@ -80,21 +91,29 @@ def find_sources(source: str, tracker) -> list[Source]:
         found = [r for r in found if RESCORE_OF_TAG not in r.data.tags]
         return [_from_run(found[0], tracker) if found else Source(path)]
     if tracker is None:
-        raise RescoreError(f"source={source}: not a log file, and tracking is off (a run or sweep id needs MLflow)")
+        raise RescoreError(
+            f"source={source}: not a log file, and tracking is off (a run or sweep id needs MLflow)"
+        )
     if not ids.is_id(source):
         raise RescoreError(f"source={source}: not a log file, run id or sweep id")
     try:  # the whole id or a unique prefix, as a table printed it
-        match = ids.resolve(tracker.client, [tracker.experiment_id], source, where=f"tags.`{KIND_TAG}` != 'sweep'")
+        match = ids.resolve(
+            tracker.client, [tracker.experiment_id], source, where=f"tags.`{KIND_TAG}` != 'sweep'"
+        )
     except ids.IdError as exc:
         raise RescoreError(f"source={exc} (in {tracker.uri})") from exc
     if match.kind == "run":
         run = tracker.client.get_run(match.id)
         if run.info.status != "FINISHED":
-            raise RescoreError(f"source={source}: run status is {run.info.status}, only FINISHED runs are rescored")
+            raise RescoreError(
+                f"source={source}: run status is {run.info.status}, only FINISHED runs are rescored"
+            )
         return [_from_run(run, tracker)]
     children = tracker.find_runs({SWEEP_TAG: match.id, KIND_TAG: "job"}, status="FINISHED")
     if not children:
-        raise RescoreError(f"source={source}: sweep {match.id} has no FINISHED runs in {tracker.uri}")
+        raise RescoreError(
+            f"source={source}: sweep {match.id} has no FINISHED runs in {tracker.uri}"
+        )
     return [_from_run(run, tracker) for run in children]
 
 
@@ -104,11 +123,18 @@ def judge_spec(judge: JudgeSettings) -> dict[str, Any]:
     mode alone."""
     mode = judge.mode
     graders = judges.graders(mode)
-    repeats = {"repeats": judge.repeats} if judge.repeats > 1 else {}  # one judging: the key as before
+    repeats = (
+        {"repeats": judge.repeats} if judge.repeats > 1 else {}
+    )  # one judging: the key as before
     if graders == "none":
         return {"mode": mode, **repeats}
     if graders == "many":
-        return {"mode": mode, "models": list(judge.models or []), "context": judge.context, **repeats}
+        return {
+            "mode": mode,
+            "models": list(judge.models or []),
+            "context": judge.context,
+            **repeats,
+        }
     return {"mode": mode, "model": judge.model, "context": judge.context, **repeats}
 
 
@@ -118,7 +144,9 @@ def judge_label(judge: JudgeSettings) -> str:
     if "context" not in spec:
         return spec["mode"] + times
     models = spec.get("models") or [spec.get("model")]
-    return f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}{times}"
+    return (
+        f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}{times}"
+    )
 
 
 def grader_roles(spec: Role | None) -> dict[str, Any]:
@@ -127,12 +155,18 @@ def grader_roles(spec: Role | None) -> dict[str, Any]:
         return {}
     for one in spec if isinstance(spec, list) else [spec]:
         if one.api_key_env and not os.environ.get(one.api_key_env):
-            raise RescoreError(f"judge {one.name} needs the environment variable {one.api_key_env} (an API key)")
+            raise RescoreError(
+                f"judge {one.name} needs the environment variable {one.api_key_env} (an API key)"
+            )
     return {"grader": build_role(spec)}
 
 
 def rescore_log(
-    log, judge: JudgeSettings, taus: list[float], roles: Mapping[str, Any] | None = None, grounding: str = "on"
+    log,
+    judge: JudgeSettings,
+    taus: list[float],
+    roles: Mapping[str, Any] | None = None,
+    grounding: str = "on",
 ):
     """The log scored again by ``judge`` and, with ``grounding`` on, grounded again (Inspect's
     post-hoc scoring; no model generates: a log written before the grounding check gets one).
@@ -146,14 +180,30 @@ def rescore_log(
     from scorers import physassist_grounding, physassist_scorer
 
     if log.status != "success":
-        raise RescoreError(f"{log.location}: the source eval did not finish (status {log.status}); rescore a finished run")
+        raise RescoreError(
+            f"{log.location}: the source eval did not finish (status {log.status}); rescore a "
+            "finished run"
+        )
     roles = dict(roles or {})
     log.eval.model_roles = None  # the source's roles are not rebuilt (its keys may be absent here)
     scorers = [
-        physassist_scorer(judge=judge.mode, context=judge.context or "gold_answer", taus=tuple(taus), repeats=judge.repeats)
+        physassist_scorer(
+            judge=judge.mode,
+            context=judge.context or "gold_answer",
+            taus=tuple(taus),
+            repeats=judge.repeats,
+        )
     ]
     scorers += [physassist_grounding()] if grounding == "on" else []
-    new = score(log, scorers, action="overwrite", model=get_model("none"), model_roles=roles or None, display="none", copy=False)
+    new = score(
+        log,
+        scorers,
+        action="overwrite",
+        model=get_model("none"),
+        model_roles=roles or None,
+        display="none",
+        copy=False,
+    )
     new.eval.task_args = {
         **(new.eval.task_args or {}),
         "judge": judge.mode,
@@ -162,9 +212,14 @@ def rescore_log(
         "grounding": grounding,
     }
     label = judge_label(judge)  # Inspect View: a rescoring is no copy of its source
-    new.eval.task_display_name = f"{new.eval.task_display_name or new.eval.task} [rescored: judge={label}]"
+    new.eval.task_display_name = (
+        f"{new.eval.task_display_name or new.eval.task} [rescored: judge={label}]"
+    )
     new.eval.tags = [f"rescore judge={label}", *(new.eval.tags or [])]
-    new.eval.metadata = {**(new.eval.metadata or {}), "physassist_rescore": {"source": log.location, "judge": judge_spec(judge)}}
+    new.eval.metadata = {
+        **(new.eval.metadata or {}),
+        "physassist_rescore": {"source": log.location, "judge": judge_spec(judge)},
+    }
     return new
 
 
@@ -198,7 +253,9 @@ def _tags(source: Source, judge: JudgeSettings, key: str, log_path: str) -> dict
 
     tags = {k: v for k, v in source.tags.items() if not k.startswith(_OWN_TAGS)}
     tags.update({**git_tags(), **package_versions()})
-    tags.update({RESCORE_KEY_TAG: key, INSPECT_LOG_TAG: log_path, "choice.judge": judge_label(judge)})
+    tags.update(
+        {RESCORE_KEY_TAG: key, INSPECT_LOG_TAG: log_path, "choice.judge": judge_label(judge)}
+    )
     if source.run_id:
         tags[RESCORE_OF_TAG] = source.run_id
     if source.tags.get("physassist.sweep_id"):
@@ -211,11 +268,15 @@ def _human_verdicts(source: Source, tracker):  # -> pd.DataFrame
     from physassist.tracking.human import human_verdicts
 
     if tracker is None or source.run_id is None:
-        raise RescoreError(f"judge=human needs an MLflow run as source (the verdicts live on its traces), got {source.key}")
+        raise RescoreError(
+            "judge=human needs an MLflow run as source (the verdicts live on its traces), got "
+            f"{source.key}"
+        )
     verdicts = human_verdicts(tracker.uri, source.run_id)
     if verdicts.empty:
         raise RescoreError(
-            f"run {source.run_id}: no human verdicts on its traces (feedback from source HUMAN named T<turn>.<item>)"
+            f"run {source.run_id}: no human verdicts on its traces (feedback from source HUMAN "
+            "named T<turn>.<item>)"
         )
     return verdicts
 
@@ -237,12 +298,25 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
     taus = source_taus(log, rescore.taus)
     verdicts = _human_verdicts(source, tracker) if judge.mode == "human" else None
     digest = None if verdicts is None else [len(verdicts), int(verdicts["time_ms"].max())]
-    key = runs.stable_hash(source.key, judge_spec(judge), taus, {"grounding": rescore.grounding}, *([digest] if digest else []))
+    key = runs.stable_hash(
+        source.key,
+        judge_spec(judge),
+        taus,
+        {"grounding": rescore.grounding},
+        *([digest] if digest else []),
+    )
     if tracker is not None:
         done = tracker.find_runs({RESCORE_KEY_TAG: key}, status="FINISHED")
         if done:
             run = done[0]
-            return Rescored(source, label, run.data.tags.get(INSPECT_LOG_TAG, ""), run.info.run_id, summary_names(run.data.metrics), skipped=True)
+            return Rescored(
+                source,
+                label,
+                run.data.tags.get(INSPECT_LOG_TAG, ""),
+                run.info.run_id,
+                summary_names(run.data.metrics),
+                skipped=True,
+            )
     before_items, before_turns = item_table(log), turn_table(log)
     if verdicts is not None:
         from inspect_ai.log import recompute_metrics
@@ -260,13 +334,19 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
     new = read_eval_log(str(out_path))
     turns, metrics = results(new, taus)
     warning = degenerate.summary(turns)
-    metrics.update(compare(before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."))
+    metrics.update(
+        compare(
+            before_items, item_table(new), before_turns, turns, taus, prefix="agreement.vs_source."
+        )
+    )
     faults = fault_summary(turns)
     run_id = None
     if tracker is not None:
         staging = runs.staging_dir()
         try:
-            files = [(out_path, "inspect")] + [(p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")]
+            files = [(out_path, "inspect")] + [
+                (p, "tables") for p in runs.write_turn_tables(turns, staging / "tables")
+            ]
             resolved = staging / "rescore.yaml"
             resolved.write_text(rescore.resolved)
             files.append((resolved, "config"))
@@ -289,9 +369,9 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
             )
         finally:
             runs.remove_dir(staging)
-    return Rescored(source, label, str(out_path), run_id, metrics, degenerate=warning, faults=faults)
-
-
+    return Rescored(
+        source, label, str(out_path), run_id, metrics, degenerate=warning, faults=faults
+    )
 
 
 def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -309,5 +389,3 @@ def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float
             continue
         out[source] = panel({name: item_table(path) for name, path in logs.items()})
     return out
-
-

@@ -30,7 +30,9 @@ from scorers.metrics import physassist_metrics
 from scorers.session_view import SessionView
 
 
-def validate_options(judge: str, context: str, taus: Sequence[float], max_attempts: int, repeats: int = 1) -> None:
+def validate_options(
+    judge: str, context: str, taus: Sequence[float], max_attempts: int, repeats: int = 1
+) -> None:
     """Fail early, naming the option, on a bad scorer configuration (``physassist.options``)."""
     check("judge", judge)
     check("judge_repeats", repeats)
@@ -80,7 +82,10 @@ def turn_inputs(metadata: dict[str, Any], records: Sequence[TurnRecord]) -> list
         )
         # what the next turn was given: its own answer, or the gold one (history=gold)
         given = session.gold_answer(turn, language) if rec.history == "gold" else rec.answer
-        history += [{"role": "user", "content": rec.question}, {"role": "assistant", "content": given}]
+        history += [
+            {"role": "user", "content": rec.question},
+            {"role": "assistant", "content": given},
+        ]
     return out
 
 
@@ -113,7 +118,10 @@ def _explanation(inputs: Sequence[TurnInput], turns: list[dict[str, Any]]) -> st
     for ti, t in zip(inputs, turns, strict=False):
         passed = sum(1 for i in t["items"] if i["passed"] is True)
         score = "unscored" if t["score"] is None else f"{t['score']:.2f}"
-        lines.append(f"**T{t['turn']}** {score} ({passed}/{len(t['items'])} items, {t['status']}, {t['end']})\n")
+        lines.append(
+            f"**T{t['turn']}** {score} ({passed}/{len(t['items'])} items, {t['status']}, "
+            f"{t['end']})\n"
+        )
         for k, (text, item) in enumerate(zip(ti.items, t["items"], strict=False), start=1):
             reason = f" ({item['reason']})" if item.get("reason") else ""
             lines.append(f"- {k}. {_VERDICT.get(item['passed'], item['passed'])}: {text}{reason}")
@@ -121,13 +129,17 @@ def _explanation(inputs: Sequence[TurnInput], turns: list[dict[str, Any]]) -> st
     return "\n".join(lines).strip()
 
 
-def _grader_models(grader: Sequence[str | Model] | str | Model | None, name: str, graders: Graders) -> list[Model]:
+def _grader_models(
+    grader: Sequence[str | Model] | str | Model | None, name: str, graders: Graders
+) -> list[Model]:
     """The models a judge grades with (``Judge.graders``): none; one (the given one, else the
     role ``grader``); a list of at least two (the given ones, else every model of the role)."""
     if graders == "none":
         return []
     if graders == "one":
-        return [get_model(grader) if grader is not None else get_model(role="grader", required=True)]
+        return [
+            get_model(grader) if grader is not None else get_model(role="grader", required=True)
+        ]
     if grader is None:
         bound = model_roles().get("grader")
         models = bound if isinstance(bound, list) else [bound] if bound is not None else []
@@ -135,7 +147,8 @@ def _grader_models(grader: Sequence[str | Model] | str | Model | None, name: str
         models = [get_model(g) for g in (grader if isinstance(grader, list | tuple) else [grader])]
     if len(models) < 2:
         raise ValueError(
-            f"judge={name} needs at least two graders (role 'grader' bound to a list), got {len(models)}"
+            f"judge={name} needs at least two graders (role 'grader' bound to a list), got "
+            f"{len(models)}"
         )
     return list(models)
 
@@ -179,13 +192,20 @@ def physassist_scorer(
     async def score(state: TaskState, target: Target) -> Score:
         inputs = turn_inputs(state.metadata, stored_turns(state.store))
         spec = JUDGES[judge]
-        graders = [Grader(m, max_attempts, max_tokens, structured) for m in _grader_models(grader, judge, spec.graders)]
+        graders = [
+            Grader(m, max_attempts, max_tokens, structured)
+            for m in _grader_models(grader, judge, spec.graders)
+        ]
 
         async def judge_one(ti: TurnInput) -> TurnJudgement:
             fault = judged(ti)
             if fault is not None:
                 return fault
-            return combined(await asyncio.gather(*(spec.judge_turn(ti, graders, context) for _ in range(repeats))))
+            return combined(
+                await asyncio.gather(
+                    *(spec.judge_turn(ti, graders, context) for _ in range(repeats))
+                )
+            )
 
         judgements = list(await asyncio.gather(*(judge_one(ti) for ti in inputs)))
         turns = [turn_metadata(ti, j) for ti, j in zip(inputs, judgements, strict=True)]
@@ -194,7 +214,9 @@ def physassist_scorer(
         statuses = {t["status"] for t in turns}
         return Score(
             value=value,
-            answer="\n\n".join(f"T{ti.turn}: {ti.answer}" for ti in inputs),  # each turn's final answer
+            answer="\n\n".join(
+                f"T{ti.turn}: {ti.answer}" for ti in inputs
+            ),  # each turn's final answer
             explanation=_explanation(inputs, turns),
             reason=None
             if scored
@@ -203,7 +225,14 @@ def physassist_scorer(
             else "grader_failed"
             if "failed" in statuses
             else "undecided",
-            metadata={"turns": turns, "taus": list(taus), "judge": judge, "graders": spec.graders, "context": context, "repeats": repeats},
+            metadata={
+                "turns": turns,
+                "taus": list(taus),
+                "judge": judge,
+                "graders": spec.graders,
+                "context": context,
+                "repeats": repeats,
+            },
         )
 
     return score

@@ -63,7 +63,9 @@ class GoldHistory:
         exchange: list[ChatMessage] = [ChatMessageUser(content=question)]
         if records:
             calls = [
-                ToolCall(id=f"gold_{turn}_{i}", function=to_api_name(r.name), arguments=dict(r.arguments))
+                ToolCall(
+                    id=f"gold_{turn}_{i}", function=to_api_name(r.name), arguments=dict(r.arguments)
+                )
                 for i, r in enumerate(records)
             ]
             exchange.append(ChatMessageAssistant(content="", tool_calls=calls))

@@ -191,7 +191,9 @@ class SessionRun:
         self._set_allowed(frozenset(names))
         return self._tooldefs[key]
 
-    async def nudge(self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnDraft) -> str:
+    async def nudge(
+        self, messages: list[ChatMessage], tools: list[ToolDef], result: TurnDraft
+    ) -> str:
         """Ask for a plain-text final answer without tools; the request is not kept."""
         request = [*messages, ChatMessageUser(content=nudge_message(self.settings.language))]
         for _ in range(NUDGE_TRIES):
@@ -271,9 +273,10 @@ def answered(output: ModelOutput) -> ModelOutput:
 
 
 def _summary(record: TurnRecord) -> str:
-    calls = "\n".join(
-        f"  - `{c.name}` {c.arguments} -> {c.text[:160]!r}" for c in record.calls
-    ) or "  - (no tool calls)"
+    calls = (
+        "\n".join(f"  - `{c.name}` {c.arguments} -> {c.text[:160]!r}" for c in record.calls)
+        or "  - (no tool calls)"
+    )
     return (
         f"### Turn {record.turn} ({record.end}, {record.seconds:.2f}s, "
         f"{record.tokens_in}/{record.tokens_out} tokens)\n\n"
@@ -325,7 +328,11 @@ def physassist_session(**options: Any) -> Solver:
         ]
         messages = list(start)
         explicit = settings.query == "explicit"
-        gold = GoldHistory(session, language, explicit, toolbox, set_allowed) if settings.history == "gold" else None
+        gold = (
+            GoldHistory(session, language, explicit, toolbox, set_allowed)
+            if settings.history == "gold"
+            else None
+        )
         broken: str | None = None  # why the gold history could not be built (a system fault)
         turns: list[TurnRecord] = []
         errors: list[dict[str, Any]] = []
@@ -347,7 +354,10 @@ def physassist_session(**options: Any) -> Solver:
                     if broken is not None:
                         raise SystemFault(f"the gold history could not be built: {broken}")
                     await run.run_turn(messages, result)
-                except (LimitExceededError, EndpointDown):  # a limit; an endpoint the run gave up on
+                except (
+                    LimitExceededError,
+                    EndpointDown,
+                ):  # a limit; an endpoint the run gave up on
                     raise
                 except Exception as ex:  # a system fault: the turn is unscored, the session goes on
                     del messages[start_len + 1 :]
@@ -355,7 +365,10 @@ def physassist_session(**options: Any) -> Solver:
                     result.answer, result.end, result.error = "", ERROR_STATUS, message
                     errors.append({"turn": turn, "error": message})
                     transcript().info(f"Turn {turn} ended by a system fault: {message}")
-                record = replace(result.record(seconds=round(time.perf_counter() - started, 4)), history=settings.history)
+                record = replace(
+                    result.record(seconds=round(time.perf_counter() - started, 4)),
+                    history=settings.history,
+                )
                 transcript().info(_summary(record), source="physassist")
             if gold is not None and broken is None and turn < session.n_tasks - 1:
                 try:

@@ -73,7 +73,9 @@ def _load(
     from physassist.ehr.store import default_cache_dir
 
     cache = default_cache_dir() / "sessions"
-    return tuple(verified_sessions(dataset, language=language, scenarios=scenarios, cache_dir=cache))
+    return tuple(
+        verified_sessions(dataset, language=language, scenarios=scenarios, cache_dir=cache)
+    )
 
 
 def session_sample(
@@ -94,7 +96,9 @@ def session_sample(
     return Sample(
         id=session.id,
         input=opening_message(data, language),
-        target=[f"T{t}: {session.gold_answer(t, language)}" for t in range(n)],  # Inspect View's TARGET
+        target=[
+            f"T{t}: {session.gold_answer(t, language)}" for t in range(n)
+        ],  # Inspect View's TARGET
         metadata={
             # One JSON string, not the dict: Inspect copies, dumps and walks every sample's
             # metadata node by node several times per sample (set-up copy, init event, log
@@ -175,8 +179,15 @@ def physassistbench(
     tier_list = as_list(tiers, "tiers", int)
     tau_list = as_list(taus, "taus", float) or list(D["taus"])
     scenario_list = as_list(scenarios, "scenarios")
-    for name, value in (("judge", judge), ("judge_context", judge_context), ("judge_repeats", judge_repeats), ("taus", tau_list),
-                        ("scenarios", scenario_list), ("tiers", tier_list), ("temperature", temperature)):
+    for name, value in (
+        ("judge", judge),
+        ("judge_context", judge_context),
+        ("judge_repeats", judge_repeats),
+        ("taus", tau_list),
+        ("scenarios", scenario_list),
+        ("tiers", tier_list),
+        ("temperature", temperature),
+    ):
         check(name, value)
     grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
     settings = LoopSettings(  # each value checked (and spelled) by its option
@@ -220,7 +231,9 @@ def physassistbench(
         dataset=samples,
         solver=physassist_session(**settings.as_dict()),
         scorer=[
-            physassist_scorer(judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats),
+            physassist_scorer(
+                judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats
+            ),
             *([physassist_grounding()] if grounding == "on" else []),
         ],
         config=GenerateConfig(temperature=float(temperature)),

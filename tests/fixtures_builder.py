@@ -54,8 +54,13 @@ def gold_check_failures(entry: dict[str, Any]) -> list[str]:
     for lang, key in (("en", "answer_list"), ("zh", "answer_list_zh")):
         for t, actions in enumerate(entry[key]):
             calls = tuple(
-                CallRecord.from_stored({"name": a["action"]["name"], "arguments": a["action"]["arguments"],
-                                        "raw": a["observation"]})
+                CallRecord.from_stored(
+                    {
+                        "name": a["action"]["name"],
+                        "arguments": a["action"]["arguments"],
+                        "raw": a["observation"],
+                    }
+                )
                 for a in actions
                 if a["action"]["name"] != "prepare_to_answer"
             )
@@ -74,8 +79,13 @@ def gold_check_failures(entry: dict[str, Any]) -> list[str]:
     return failures
 
 
-def timeline_of(rows: dict[str, list[dict[str, Any]]], subject_id: int = 1, hadm_id: int = 2,
-                current_date: str = "2150-03-06", until: Any = None):
+def timeline_of(
+    rows: dict[str, list[dict[str, Any]]],
+    subject_id: int = 1,
+    hadm_id: int = 2,
+    current_date: str = "2150-03-06",
+    until: Any = None,
+):
     """A clinical timeline over a tiny in-memory store: the canonical (empty) tables of
     ``physassist.ehr.tables`` plus ``rows`` per table (columns by name, others NULL); at the
     end of ``current_date``, or at the instant ``until``."""

@@ -44,18 +44,35 @@ from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
 #: Line care, never a drug of a session: flushes, locks, catheter clearance, dialysis priming.
-LINE_CARE = re.compile(r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|iabp|picc|"
-                       r"midline", re.IGNORECASE)
+LINE_CARE = re.compile(
+    r"flush|dwell|lock\b|catheter|clearance|cathflo|crrt|dialys|priming|iabp|picc|"
+    r"midline",
+    re.IGNORECASE,
+)
 NO_FIXED_DOSE = ("PRN", "ONCE", "1X", "X1", "NOW", "STAT", "ASDIR", "AS DIRECTED", "INFUSION")
 #: Turn intents (session_plan) that state a dose count or the last dose given.
 DOSE_COUNT_KINDS = ("med_and_admin(", "admin_reliability(", "abx_response(")
-CATEGORIES = ("current_orders", "zero_doses", "latest_values", "cultures", "reported_after",
-              "culture_kinds", "administrations", "end_of_life", "artifacts", "trends", "repeats")
+CATEGORIES = (
+    "current_orders",
+    "zero_doses",
+    "latest_values",
+    "cultures",
+    "reported_after",
+    "culture_kinds",
+    "administrations",
+    "end_of_life",
+    "artifacts",
+    "trends",
+    "repeats",
+)
 #: A culture, by its test name (a surveillance screen is one); an antigen test, a PCR, a
 #: serology or a stain is not, whatever its name holds.
 CULTURE_TEST = re.compile(r"CULTURE|SCREEN|^TISSUE$|R/O ", re.IGNORECASE)
-NOT_CULTURE = re.compile(r"ANTIGEN|PCR|ANTIBOD|SEROLOGY|REAGIN|STAIN|SMEAR|VIRAL LOAD|NUCLEIC|\bDNA\b"
-                         r"|\bIG[GM]\b|\(DFA\)", re.IGNORECASE)
+NOT_CULTURE = re.compile(
+    r"ANTIGEN|PCR|ANTIBOD|SEROLOGY|REAGIN|STAIN|SMEAR|VIRAL LOAD|NUCLEIC|\bDNA\b"
+    r"|\bIG[GM]\b|\(DFA\)",
+    re.IGNORECASE,
+)
 #: A specimen line of a culture answer: "- <specimen> (<YYYY-MM-DD HH:MM>...".
 SPECIMEN_LINE = re.compile(r"^- (.+?) \((\d{4}-\d{2}-\d{2} \d{2}:\d{2})")
 
@@ -69,19 +86,36 @@ def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str)
     path = source / module / f"{name}.csv.gz"
     if path.is_file():
         # a table, not a view: a view would parse the whole gzipped CSV again for each query
-        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', header=true, "
-                    "all_varchar=true)")
+        con.execute(
+            f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', header=true, "
+            "all_varchar=true)"
+        )
     else:
-        con.execute(f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS hadm_id, "
-                    "NULL::VARCHAR AS itemid, NULL::VARCHAR AS label WHERE false")
+        con.execute(
+            f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS hadm_id, "
+            "NULL::VARCHAR AS itemid, NULL::VARCHAR AS label WHERE false"
+        )
 
 
 @functools.cache  # the tables are only read: one copy per process for every test
 def raw(source: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    for module, names in (("hosp", ("admissions", "prescriptions", "pharmacy", "labevents",
-                                    "d_labitems", "emar", "emar_detail", "microbiologyevents")),
-                          ("icu", ("icustays", "inputevents", "d_items"))):
+    for module, names in (
+        (
+            "hosp",
+            (
+                "admissions",
+                "prescriptions",
+                "pharmacy",
+                "labevents",
+                "d_labitems",
+                "emar",
+                "emar_detail",
+                "microbiologyevents",
+            ),
+        ),
+        ("icu", ("icustays", "inputevents", "d_items")),
+    ):
         for name in names:
             _table(con, source, module, name)
     return con
@@ -101,15 +135,26 @@ def _num(text: Any) -> float | None:
 class Record:
     """One admission's raw rows, read on demand."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, hadm_id: int, current_date: str,
-                 cutoff: str | None = None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        hadm_id: int,
+        current_date: str,
+        cutoff: str | None = None,
+    ) -> None:
         self.con, self.hadm = con, str(hadm_id)
         # the first instant not known: after the session's cutoff, else the end of its date
-        self.cutoff = (dt.datetime.fromisoformat(cutoff) + dt.timedelta(microseconds=1) if cutoff
-                       else dt.datetime.fromisoformat(current_date) + dt.timedelta(days=1))
-        adm = con.execute("SELECT dischtime, deathtime, discharge_location, hospital_expire_flag, "
-                          "subject_id, coalesce(edregtime, admittime), admittime "
-                          "FROM admissions WHERE hadm_id = ?", [self.hadm]).fetchone()
+        self.cutoff = (
+            dt.datetime.fromisoformat(cutoff) + dt.timedelta(microseconds=1)
+            if cutoff
+            else dt.datetime.fromisoformat(current_date) + dt.timedelta(days=1)
+        )
+        adm = con.execute(
+            "SELECT dischtime, deathtime, discharge_location, hospital_expire_flag, "
+            "subject_id, coalesce(edregtime, admittime), admittime "
+            "FROM admissions WHERE hadm_id = ?",
+            [self.hadm],
+        ).fetchone()
         self.disch, self.death, self.location, self.expired, self.subject, start, admit = adm
         self.start = min(_ts(start) or _ts(admit), _ts(admit))  # the stay's window, ED first
         self.end = _ts(self.disch) or dt.datetime.max
@@ -130,11 +175,15 @@ class Record:
         no fixed dose."""
         ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
         groups: dict[tuple, list[tuple]] = defaultdict(list)
-        for i, (drug, start, stop, dose, unit, route, freq, sliding, poe) in enumerate(self.rows(
+        for i, (drug, start, stop, dose, unit, route, freq, sliding, poe) in enumerate(
+            self.rows(
                 "SELECT p.drug, p.starttime, p.stoptime, p.dose_val_rx, p.dose_unit_rx, p.route, "
                 "ph.frequency, ph.sliding_scale, p.poe_id FROM prescriptions p "
                 "LEFT JOIN pharmacy ph USING (pharmacy_id) "
-                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)", word.lower())):
+                "WHERE p.hadm_id = ? AND contains(lower(p.drug), ?)",
+                word.lower(),
+            )
+        ):
             s, e = _ts(start), _ts(stop)
             if (s is not None and s > ref) or (e is not None and e < ref - GRACE):
                 continue
@@ -143,16 +192,30 @@ class Record:
             f = str(freq or "").upper()
             if sliding == "Y" or any(w in f for w in NO_FIXED_DOSE) or not _num(dose):
                 return None
-            groups[(poe, drug, start, unit, f) if poe else (i,)].append((drug, start, float(dose), poe))
+            groups[(poe, drug, start, unit, f) if poe else (i,)].append(
+                (drug, start, float(dose), poe)
+            )
         return [self._order(rows) for rows in groups.values()]
 
     def _order(self, rows: list[tuple]) -> dict[str, Any]:
         drug, start, _, poe = rows[0]
         doses = [d for _, _, d, _ in rows]
-        due = [_num(d) for (d,) in self.rows(
-            "SELECT d.dose_due FROM emar e JOIN emar_detail d USING (emar_id) WHERE e.hadm_id = ? "
-            "AND e.poe_id = ? AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT NULL "
-            "AND e.charttime < ? ORDER BY e.charttime DESC LIMIT 1", poe, str(self.cutoff))] if poe else []
+        due = (
+            [
+                _num(d)
+                for (d,) in self.rows(
+                    "SELECT d.dose_due FROM emar e JOIN emar_detail d USING (emar_id) WHERE "
+                    "e.hadm_id = ? "
+                    "AND e.poe_id = ? AND d.parent_field_ordinal IS NULL AND d.dose_due IS NOT "
+                    "NULL "
+                    "AND e.charttime < ? ORDER BY e.charttime DESC LIMIT 1",
+                    poe,
+                    str(self.cutoff),
+                )
+            ]
+            if poe
+            else []
+        )
         total = round(sum(doses), 6)
         if due and due[0] is not None and (due[0] in doses or abs(due[0] - total) < 1e-6):
             dose = due[0]
@@ -164,9 +227,16 @@ class Record:
         """The dose of the newest warfarin order, when it ran within 36 h of discharge:
         MIMIC-IV orders warfarin a dose a day ("ONCE"), by the INR."""
         ref = min(_ts(self.disch) or self.cutoff, self.cutoff)
-        rows = sorted(((_ts(s), _ts(e), _num(d)) for s, e, d in self.rows(
-            "SELECT starttime, stoptime, dose_val_rx FROM prescriptions WHERE hadm_id = ? "
-            "AND contains(lower(drug), 'warfarin')")), key=lambda r: r[0] or ref)
+        rows = sorted(
+            (
+                (_ts(s), _ts(e), _num(d))
+                for s, e, d in self.rows(
+                    "SELECT starttime, stoptime, dose_val_rx FROM prescriptions WHERE hadm_id = ? "
+                    "AND contains(lower(drug), 'warfarin')"
+                )
+            ),
+            key=lambda r: r[0] or ref,
+        )
         rows = [r for r in rows if r[2] and (r[0] is None or r[0] <= ref)]
         recent = rows and (rows[-1][1] is None or rows[-1][1] >= ref - dt.timedelta(hours=36))
         return {rows[-1][2]} if recent else set()
@@ -185,10 +255,13 @@ class Record:
         out = []
         for order in self.current_orders(word) or []:
             given = missed = 0
-            for event, t in self.rows("SELECT event_txt, charttime FROM emar WHERE hadm_id = ? "
-                                      "AND poe_id = ?", order["poe"]):
-                text = " ".join(str(event or "").lower().replace("delayed ", "")
-                                .replace("partial ", "").split())
+            for event, t in self.rows(
+                "SELECT event_txt, charttime FROM emar WHERE hadm_id = ? AND poe_id = ?",
+                order["poe"],
+            ):
+                text = " ".join(
+                    str(event or "").lower().replace("delayed ", "").replace("partial ", "").split()
+                )
                 when = _ts(t)
                 if when >= self.cutoff:
                     continue
@@ -216,11 +289,18 @@ class Record:
         rows = self.con.execute(
             "SELECT l.hadm_id, l.charttime, l.storetime, l.valuenum, "
             "lower(coalesce(d.category, '')) FROM labevents l JOIN d_labitems d USING (itemid) "
-            "WHERE l.subject_id = ? AND d.label = ? AND lower(coalesce(d.fluid, 'blood')) = 'blood' "
-            "AND l.valuenum IS NOT NULL", [self.subject, label]).fetchall()
-        rows = [(_ts(t), float(v), c) for h, t, stored, v, c in rows
-                if self._stays(h, _ts(t)) and _ts(t) < self.cutoff
-                and (not reported or (stored not in (None, "") and _ts(stored) < self.cutoff))]
+            "WHERE l.subject_id = ? AND d.label = ? AND lower(coalesce(d.fluid, 'blood')) = "
+            "'blood' "
+            "AND l.valuenum IS NOT NULL",
+            [self.subject, label],
+        ).fetchall()
+        rows = [
+            (_ts(t), float(v), c)
+            for h, t, stored, v, c in rows
+            if self._stays(h, _ts(t))
+            and _ts(t) < self.cutoff
+            and (not reported or (stored not in (None, "") and _ts(stored) < self.cutoff))
+        ]
         if any(c != "blood gas" for *_, c in rows):
             rows = [r for r in rows if r[2] != "blood gas"]
         return sorted((t, v) for t, v, _ in rows)
@@ -230,18 +310,31 @@ class Record:
         or ICU input), within two days of it: a treatment's baseline."""
         if not words:
             return None
-        given = [_ts(t) for (t,) in self.rows(
-            "SELECT charttime FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) "
-            "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'", words[0])]
-        given += [_ts(t) for (t,) in self.rows(
-            "SELECT i.starttime FROM inputevents i JOIN d_items d USING (itemid) "
-            "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)", words[0])]
+        given = [
+            _ts(t)
+            for (t,) in self.rows(
+                "SELECT charttime FROM emar WHERE hadm_id = ? AND contains(lower(medication), ?) "
+                "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'",
+                words[0],
+            )
+        ]
+        given += [
+            _ts(t)
+            for (t,) in self.rows(
+                "SELECT i.starttime FROM inputevents i JOIN d_items d USING (itemid) "
+                "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
+                words[0],
+            )
+        ]
         given = [t for t in given if t is not None and t < self.cutoff]
         if not given:
             return None
         first, suspect = min(given), self.suspect(label)
-        before = [v for t, v in self.lab_series(label)
-                  if first - dt.timedelta(days=2) <= t <= first and t not in suspect]
+        before = [
+            v
+            for t, v in self.lab_series(label)
+            if first - dt.timedelta(days=2) <= t <= first and t not in suspect
+        ]
         return before[-1] if before else None
 
     def latest_range(self, label: str) -> tuple[float | None, float | None]:
@@ -251,7 +344,10 @@ class Record:
             "USING (itemid) WHERE l.hadm_id = ? AND d.label = ? AND l.valuenum IS NOT NULL "
             "AND lower(coalesce(d.fluid, 'blood')) = 'blood' AND l.charttime < ? "
             "AND lower(coalesce(d.category, '')) <> 'blood gas' "
-            "ORDER BY l.charttime DESC LIMIT 1", label, str(self.cutoff))
+            "ORDER BY l.charttime DESC LIMIT 1",
+            label,
+            str(self.cutoff),
+        )
         return (_num(rows[0][0]), _num(rows[0][1])) if rows else (None, None)
 
     def suspect(self, label: str) -> set[dt.datetime]:
@@ -265,10 +361,16 @@ class Record:
             for t, treated in self._spikes(other).items():
                 panel[t].append(treated)
         series = self.lab_series(label)
-        apart = {t for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
-                 if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15}
-        return own | {t for t, treated in panel.items()
-                      if len(treated) >= 2 and not all(treated) and t in apart}
+        apart = {
+            t
+            for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
+            if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15
+        }
+        return own | {
+            t
+            for t, treated in panel.items()
+            if len(treated) >= 2 and not all(treated) and t in apart
+        }
 
     @functools.cache  # noqa: B019 (one Record per session, a few labels each)
     def _spikes(self, label: str) -> dict[dt.datetime, bool]:
@@ -292,10 +394,15 @@ class Record:
         given = self.rows(
             "SELECT medication FROM emar WHERE hadm_id = ? AND charttime BETWEEN ? AND ? "
             "AND lower(event_txt) SIMILAR TO '(delayed )?(administered|applied).*'",
-            str(start), str(end))
+            str(start),
+            str(end),
+        )
         given += self.rows(
             "SELECT d.label FROM inputevents i JOIN d_items d USING (itemid) WHERE i.hadm_id = ? "
-            "AND i.starttime <= ? AND coalesce(i.endtime, i.starttime) >= ?", str(end), str(start))
+            "AND i.starttime <= ? AND coalesce(i.endtime, i.starttime) >= ?",
+            str(end),
+            str(start),
+        )
         return any(w in str(m).lower() for (m,) in given for w in words)
 
     @functools.cached_property
@@ -305,33 +412,58 @@ class Record:
         rows = self.con.execute(
             "SELECT hadm_id, spec_type_desc, coalesce(charttime, chartdate) AS drawn, "
             "charttime IS NULL AS day_only, test_name, org_name, storetime, storedate "
-            "FROM microbiologyevents WHERE subject_id = ?", [self.subject]).fetchall()
+            "FROM microbiologyevents WHERE subject_id = ?",
+            [self.subject],
+        ).fetchall()
         out = []
         for h, spec, drawn, day_only, test, org, stored, store_day in rows:
             when = _ts(drawn)
             if when is None or when >= self.cutoff or not self._stays(h, when, day_only):
                 continue
-            known = (_ts(stored) < self.cutoff if stored not in (None, "") else
-                     store_day not in (None, "") and _ts(store_day) + dt.timedelta(days=1)
-                     <= self.cutoff)
-            out.append({"specimen": " ".join(str(spec or "").split()), "drawn": when,
-                        "test": test, "organism": org, "known": known})
+            known = (
+                _ts(stored) < self.cutoff
+                if stored not in (None, "")
+                else store_day not in (None, "")
+                and _ts(store_day) + dt.timedelta(days=1) <= self.cutoff
+            )
+            out.append(
+                {
+                    "specimen": " ".join(str(spec or "").split()),
+                    "drawn": when,
+                    "test": test,
+                    "organism": org,
+                    "known": known,
+                }
+            )
         return out
 
     def organisms(self) -> set[str]:
         """Organisms the stay's cultures grew, reported by the cutoff."""
-        return {r["organism"] for r in self.micro
-                if r["organism"] and r["known"] and is_culture(r["test"])
-                and r["organism"] not in ("CANCELLED", "POSITIVE")}
+        return {
+            r["organism"]
+            for r in self.micro
+            if r["organism"]
+            and r["known"]
+            and is_culture(r["test"])
+            and r["organism"] not in ("CANCELLED", "POSITIVE")
+        }
 
     def icu_counts(self, word: str) -> tuple[int, int]:
         """(ICU rows, of them given) of ``word`` before the cutoff."""
-        rows = [(s, e) for s, e, t in self.rows(
-            "SELECT i.statusdescription, i.endtime, i.starttime FROM inputevents i "
-            "JOIN d_items d USING (itemid) WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
-            word.lower()) if _ts(t) < self.cutoff]
-        given = sum(str(s).lower() in ("finishedrunning", "changedose/rate") or
-                    (_ts(e) or self.cutoff) >= self.cutoff for s, e in rows)
+        rows = [
+            (s, e)
+            for s, e, t in self.rows(
+                "SELECT i.statusdescription, i.endtime, i.starttime FROM inputevents i "
+                "JOIN d_items d USING (itemid) WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
+                word.lower(),
+            )
+            if _ts(t) < self.cutoff
+        ]
+        given = sum(
+            str(s).lower() in ("finishedrunning", "changedose/rate")
+            or (_ts(e) or self.cutoff) >= self.cutoff
+            for s, e in rows
+        )
         return len(rows), given
 
 
@@ -341,8 +473,11 @@ def _away(value: float, other: float) -> float:
 
 
 def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    return [(a["action"]["name"], a["action"]["arguments"]) for a in turn
-            if a["action"]["name"] != "prepare_to_answer"]
+    return [
+        (a["action"]["name"], a["action"]["arguments"])
+        for a in turn
+        if a["action"]["name"] != "prepare_to_answer"
+    ]
 
 
 def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]:
@@ -356,8 +491,11 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
         for t, (turn, checks) in enumerate(zip(e["answer_list"], e["rubric_checks"], strict=True)):
             where = f"{e['id']} turn {t}"
             calls = _calls(turn)
-            drugs = {a["medication"].lower() for n, a in calls
-                     if n in ("MedicationRequest.search", "MedicationAdministration.search")}
+            drugs = {
+                a["medication"].lower()
+                for n, a in calls
+                if n in ("MedicationRequest.search", "MedicationAdministration.search")
+            }
             writes = [a for n, a in calls if n == "MedicationRequest.create"]
             for a in writes:
                 if not rec.current_doses(str(a["medication"]).split()[0].lower()):
@@ -365,8 +503,11 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
             intents = e.get("session_plan", {}).get("turn_intents", [])
             intent = intents[t] if t < len(intents) else ""
             labs = {a["code"] for n, a in calls if n == "Observation.search" and a.get("code")}
-            drugs_given = [a["medication"].lower() for n, a in calls
-                           if n == "MedicationAdministration.search" and a.get("medication")]
+            drugs_given = [
+                a["medication"].lower()
+                for n, a in calls
+                if n == "MedicationAdministration.search" and a.get("medication")
+            ]
             for c in checks:
                 if c["kind"] != "value":
                     continue
@@ -374,31 +515,47 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 if label in drugs:
                     if value == 0:
                         out["zero_doses"].append(f"{where}: {label} dose 0")
-                    doses = (rec.current_doses(label) if not intent.startswith("anticoag_bridge(")
-                             or label != "warfarin" else rec.warfarin_dose())
+                    doses = (
+                        rec.current_doses(label)
+                        if not intent.startswith("anticoag_bridge(") or label != "warfarin"
+                        else rec.warfarin_dose()
+                    )
                     if not doses or value not in doses:
                         out["current_orders"].append(
-                            f"{where}: {label} {value} not a current scheduled dose ({doses})")
+                            f"{where}: {label} {value} not a current scheduled dose ({doses})"
+                        )
                 elif label in labs:
                     series = rec.lab_series(label)
                     suspect = rec.suspect(label)
                     values = [v for t, v in series if t not in suspect]
                     if any(v == value and t in suspect for t, v in series) and value not in values:
-                        out["artifacts"].append(f"{where}: {label} {value} cited, a spurious "
-                                                "value reversed within hours")
+                        out["artifacts"].append(
+                            f"{where}: {label} {value} cited, a spurious "
+                            "value reversed within hours"
+                        )
                     elif value not in [v for _, v in series] and value in [
-                            v for _, v in rec.lab_series(label, False)]:
+                        v for _, v in rec.lab_series(label, False)
+                    ]:
                         out["reported_after"].append(
-                            f"{where}: {label} {value} was drawn by the cutoff, reported after it")
+                            f"{where}: {label} {value} was drawn by the cutoff, reported after it"
+                        )
                     elif not series:
                         out["latest_values"].append(f"{where}: no {label} in the record")
                     elif e["task_types"][t] != "Clinical Reasoning" and value != values[-1]:
                         out["latest_values"].append(
-                            f"{where}: {label} {value}, latest is {values[-1]}")
-                    elif value not in (values[0], values[-1], max(values), min(values),
-                                       rec.before_treatment(label, drugs_given)):
-                        out["latest_values"].append(f"{where}: {label} {value} is not first, "
-                                                    "last, peak, nadir or before the treatment")
+                            f"{where}: {label} {value}, latest is {values[-1]}"
+                        )
+                    elif value not in (
+                        values[0],
+                        values[-1],
+                        max(values),
+                        min(values),
+                        rec.before_treatment(label, drugs_given),
+                    ):
+                        out["latest_values"].append(
+                            f"{where}: {label} {value} is not first, "
+                            "last, peak, nadir or before the treatment"
+                        )
                 elif label in ("given", "not given") and drugs:
                     word = next(iter(drugs))
                     counts = rec.order_counts(word)
@@ -406,26 +563,36 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     if value not in said:
                         out["administrations"].append(
                             f"{where}: {label} {value}, the record's current orders say "
-                            f"(given, not given) {counts}")
+                            f"(given, not given) {counts}"
+                        )
             if intent.startswith(DOSE_COUNT_KINDS):
                 word = intent.split("(", 1)[1].rstrip(")")
                 icu_rows, icu_given = rec.icu_counts(word)
                 if icu_rows:
                     out["administrations"].append(
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
-                        f"({icu_given} given) that compat cannot show")
+                        f"({icu_given} given) that compat cannot show"
+                    )
             if intent.startswith("lab_trend(") and len(labs) == 1:
-                out["trends"] += _trend_defects(rec, where, next(iter(labs)), e["rubrics"][t],
-                                                checks)
-            if any(a.get("report_type") == "culture" for n, a in calls
-                   if n == "DiagnosticReport.search"):
+                out["trends"] += _trend_defects(
+                    rec, where, next(iter(labs)), e["rubrics"][t], checks
+                )
+            if any(
+                a.get("report_type") == "culture"
+                for n, a in calls
+                if n == "DiagnosticReport.search"
+            ):
                 orgs = rec.organisms()
                 answer = turn[-1]["observation"]
                 named = {o for o in orgs if o in answer}
                 if orgs and not named:
                     out["cultures"].append(f"{where}: answer names none of {sorted(orgs)}")
-                if orgs and any("no organism" in w for c in checks if c["kind"] == "concept"
-                                for w in c["any"]["en"]):
+                if orgs and any(
+                    "no organism" in w
+                    for c in checks
+                    if c["kind"] == "concept"
+                    for w in c["any"]["en"]
+                ):
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
                 for kind, problem in _culture_lines(rec, answer):
                     out[kind].append(f"{where}: {problem}")
@@ -449,8 +616,10 @@ def _repeats(entries: list[dict[str, Any]]) -> list[str]:
             found.append(f"{e['id']}: admission {e['hadm_id']} already used by {seen[key]}")
         seen.setdefault(key, e["id"])
         intents = e.get("session_plan", {}).get("turn_intents", [])
-        labs = [{a["code"] for n, a in _calls(turn) if n == "Observation.search" and a.get("code")}
-                for turn in e["answer_list"]]
+        labs = [
+            {a["code"] for n, a in _calls(turn) if n == "Observation.search" and a.get("code")}
+            for turn in e["answer_list"]
+        ]
         for t, text in enumerate(e.get("tasks_en", [])):
             if text in asked:
                 found.append(f"{e['id']} turn {t}: {text!r} already asked in {asked[text]}")
@@ -460,8 +629,9 @@ def _repeats(entries: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def _trend_defects(rec: Record, where: str, label: str, items: list[str],
-                   checks: list[dict[str, Any]]) -> list[str]:
+def _trend_defects(
+    rec: Record, where: str, label: str, items: list[str], checks: list[dict[str, Any]]
+) -> list[str]:
     """The trend words a turn accepts, against the documented table (``vocab.TRENDS``, read
     here on the record's values without its spurious ones)."""
     rule = TRENDS.get(label)
@@ -475,8 +645,10 @@ def _trend_defects(rec: Record, where: str, label: str, items: list[str],
     fair = {direction} | ({"stable"} if size == "slight" else set())
     unfair = {"rising", "falling", "stable"} - fair
     if not fair <= words or unfair & words:
-        return [f"{where}: {label} {[v for _, v in points]} is {size} {direction} by the table; "
-                f"the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"]
+        return [
+            f"{where}: {label} {[v for _, v in points]} is {size} {direction} by the table; "
+            f"the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"
+        ]
     return []
 
 
@@ -489,18 +661,25 @@ def _size(a: float, b: float, rule: Any, limits: tuple[float | None, ...] = ()) 
     return "none" if diff < rule.delta / 2 and rel < rule.rel and not crossed else "slight"
 
 
-def _reviewer_trend(values: list[float], rule: Any,
-                    limits: tuple[float | None, float | None]) -> tuple[str, str]:
+def _reviewer_trend(
+    values: list[float], rule: Any, limits: tuple[float | None, float | None]
+) -> tuple[str, str]:
     """Direction and size: since the later of a clear interior peak or nadir, else last vs
     first, a move across the reference range at least slight (the documented rule)."""
     first, last = values[0], values[-1]
     top, bottom = values.index(max(values)), values.index(min(values))
     turns = []
-    if max(values) > max(first, last) and _size(max(values), last, rule) == "clear" and _size(
-            first, max(values), rule) != "none":
+    if (
+        max(values) > max(first, last)
+        and _size(max(values), last, rule) == "clear"
+        and _size(first, max(values), rule) != "none"
+    ):
         turns.append((top, "falling"))
-    if min(values) < min(first, last) and _size(min(values), last, rule) == "clear" and _size(
-            first, min(values), rule) != "none":
+    if (
+        min(values) < min(first, last)
+        and _size(min(values), last, rule) == "clear"
+        and _size(first, min(values), rule) != "none"
+    ):
         turns.append((bottom, "rising"))
     if turns:
         return max(turns)[1], "clear"
@@ -519,23 +698,36 @@ def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:
         if m is None:
             continue
         title, minute = m.group(1), m.group(2)
-        rows = [r for r in rec.micro if r["specimen"] == " ".join(title.split())
-                and str(r["drawn"])[:16] == minute]
+        rows = [
+            r
+            for r in rec.micro
+            if r["specimen"] == " ".join(title.split()) and str(r["drawn"])[:16] == minute
+        ]
         if not rows:
             found.append(("cultures", f"{title} {minute}: no such specimen of the stay"))
             continue
         if not any(is_culture(r["test"]) for r in rows):
-            found.append(("culture_kinds", f"{title} {minute}: no culture was sent "
-                          f"({sorted({r['test'] for r in rows})})"))
+            found.append(
+                (
+                    "culture_kinds",
+                    f"{title} {minute}: no culture was sent ({sorted({r['test'] for r in rows})})",
+                )
+            )
         for org in sorted(o for o in every if o in line):
             grew = [r for r in rows if r["organism"] == org]
             cultured = [r for r in grew if is_culture(r["test"])]
             if grew and not cultured:
-                found.append(("culture_kinds", f"{title} {minute}: {org} is a "
-                              f"{grew[0]['test']} result, not a culture's growth"))
+                found.append(
+                    (
+                        "culture_kinds",
+                        f"{title} {minute}: {org} is a "
+                        f"{grew[0]['test']} result, not a culture's growth",
+                    )
+                )
             elif cultured and not any(r["known"] for r in cultured):
-                found.append(("reported_after", f"{title} {minute}: {org} reported after the "
-                              "cutoff"))
+                found.append(
+                    ("reported_after", f"{title} {minute}: {org} reported after the cutoff")
+                )
             elif not cultured and not any(org in o and org != o for o in every if o in line):
                 found.append(("cultures", f"{title} {minute}: {org} did not grow there"))
     return found

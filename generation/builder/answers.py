@@ -68,7 +68,9 @@ class LabFact:
     status: str  # against the reference range: high | low | normal | abnormal
     time: str
     day: str
-    word: str = ""  # the label in context (interpret.label): "subtherapeutic" for an INR on warfarin
+    word: str = (
+        ""  # the label in context (interpret.label): "subtherapeutic" for an INR on warfarin
+    )
     low: float | None = None
     high: float | None = None
 
@@ -80,8 +82,9 @@ class LabFact:
 
 def _lab_fact(p: F.LabPoint, ctx: Context | None = None) -> LabFact:
     word = label_in_context(p.label, p.value, p.status, ctx or Context())
-    return LabFact(p.label, p.value, p.unit, p.status, F.minute(p.time), F.day(p.time), word,
-                   p.low, p.high)
+    return LabFact(
+        p.label, p.value, p.unit, p.status, F.minute(p.time), F.day(p.time), word, p.low, p.high
+    )
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ class Digest:
     reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
     home: dict[str, Any] = field(default_factory=dict)
     symptom: dict[str, Any] = field(default_factory=dict)
-    said: frozenset[str] = frozenset()  # numbers the patient's own reply states: severity, pain_score
+    said: frozenset[str] = (
+        frozenset()
+    )  # numbers the patient's own reply states: severity, pain_score
     pain: dict[str, Any] = field(default_factory=dict)
     write: dict[str, Any] = field(default_factory=dict)  # the write call's arguments
     write_result: dict[str, Any] = field(default_factory=dict)
@@ -136,8 +141,7 @@ class Digest:
 
 #: Safety-signal kinds whose digest, answer and rubric live in :mod:`.safety`, and the
 #: treatment-response kinds whose live in :mod:`.response` (:mod:`.gold` dispatches them).
-SIGNAL_KINDS = frozenset({"duplicate_therapy", "duplicate_class", "interaction",
-                          "anticoag_bridge"})
+SIGNAL_KINDS = frozenset({"duplicate_therapy", "duplicate_class", "interaction", "anticoag_bridge"})
 RESPONSE_KINDS = frozenset({"abx_response", "treatment_effect"})
 
 #: Context labels that lie above / below the patient's target (interpret.label).
@@ -157,8 +161,9 @@ def course(last: LabFact, trend: Trend, ctx: Context) -> str:
     if last.said in OFF_TARGET:
         return "off_target"
     clear = trend.size == "clear" and last.status != "abnormal"
-    worse = ((last.said in _HIGH_SIDE and trend.direction == "rising")
-             or (last.said in _LOW_SIDE and trend.direction == "falling"))
+    worse = (last.said in _HIGH_SIDE and trend.direction == "rising") or (
+        last.said in _LOW_SIDE and trend.direction == "falling"
+    )
     if clear and worse:
         return "worsening"
     if not actionable(last.label, last.value, last.status, last.said, (last.low, last.high), ctx):
@@ -166,7 +171,9 @@ def course(last: LabFact, trend: Trend, ctx: Context) -> str:
     return "improving" if clear else "abnormal_stable"
 
 
-def trend_points(pts: list[F.LabPoint], prof: Profile) -> tuple[list[F.LabPoint], F.LabPoint | None]:
+def trend_points(
+    pts: list[F.LabPoint], prof: Profile
+) -> tuple[list[F.LabPoint], F.LabPoint | None]:
     """The series a trend is judged on: the timeline's suspect values left out; and the
     suspect value that would otherwise have been its peak or nadir (an answer calls it
     spurious), if any."""
@@ -206,14 +213,21 @@ def order_fact(observation: Any, order: Order, word: str) -> MedFact | None:
     if order.start is None or order.dose is None:
         return None
     start = order.start.strftime("%Y-%m-%d %H:%M")
-    rows = [o for o in F.med_orders(observation, word) if o.drug == order.drug
-            and F.minute(o.start) == start and o.unit == order.unit and o.dose is not None]
+    rows = [
+        o
+        for o in F.med_orders(observation, word)
+        if o.drug == order.drug
+        and F.minute(o.start) == start
+        and o.unit == order.unit
+        and o.dose is not None
+    ]
     doses = [o.dose for o in rows if o.dose is not None]
     if not doses or not any(abs(order.dose - v) < 1e-6 for v in [*doses, sum(doses)]):
         return None
     parts = order.components if len(set(order.components)) > 1 else ()
-    return MedFact(word, order.drug, order.dose, order.unit, rows[0].route or "",
-                   F.day(rows[0].start), parts)
+    return MedFact(
+        word, order.drug, order.dose, order.unit, rows[0].route or "", F.day(rows[0].start), parts
+    )
 
 
 def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
@@ -225,8 +239,11 @@ def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
     if order is None or order.start is None or _truncated(observation):
         return False
     since = order.start - START_SKEW
-    events = [(e, dose_event(e.event)) for e in F.admin_events(observation)
-              if e.drug.lower() == order.drug.lower() and e.time and _at(e.time) >= since]
+    events = [
+        (e, dose_event(e.event))
+        for e in F.admin_events(observation)
+        if e.drug.lower() == order.drug.lower() and e.time and _at(e.time) >= since
+    ]
     given = [e for e, kind in events if kind == "given"]
     withheld = [e for e, kind in events if kind == "not_given"]
     disch = tl.discharged_at if tl is not None else None
@@ -235,7 +252,10 @@ def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
     if not given:
         return False
     d.admin_count, d.admin_first, d.admin_last = (
-        len(given), F.day(given[0].time), F.minute(given[-1].time))
+        len(given),
+        F.day(given[0].time),
+        F.minute(given[-1].time),
+    )
     d.admin_missed, d.admin_expected = len(withheld) - len(expected), len(expected)
     d.admin_total = d.admin_count + len(withheld)
     d.admin_since = order.start.strftime("%Y-%m-%d %H:%M")
@@ -253,8 +273,12 @@ def new_digest(topic: Topic, prof: Profile) -> Digest:
     return Digest(topic, context=prof.context, at_discharge=prof.at_discharge)
 
 
-def digest(topic: Topic, observations: list[Any], prof: Profile,
-           arguments: list[dict[str, Any]] | None = None) -> Digest | None:
+def digest(
+    topic: Topic,
+    observations: list[Any],
+    prof: Profile,
+    arguments: list[dict[str, Any]] | None = None,
+) -> Digest | None:
     """Read the gold observations of one topic of the common kinds (:mod:`.gold` reads every
     kind); None when they cannot support an answer."""
     d = new_digest(topic, prof)
@@ -279,8 +303,13 @@ def digest(topic: Topic, observations: list[Any], prof: Profile,
         if a is None or b is None:
             return None
         d.labs = [a, b]
-    elif k in ("med_current", "lab_and_med", "med_and_admin", "drug_lab_safety",
-               "admin_reliability"):
+    elif k in (
+        "med_current",
+        "lab_and_med",
+        "med_and_admin",
+        "drug_lab_safety",
+        "admin_reliability",
+    ):
         med_obs = obs[1] if k == "lab_and_med" else obs[0]
         d.med = _med(med_obs, topic.drug or "", prof)
         if d.med is None:
@@ -406,8 +435,10 @@ def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
 def _states(observation: Any, number: Any) -> bool:
     """The patient's reply states ``number`` as a number ("7/10", "about a 7")."""
     text = str((observation or {}).get("patient_response") or "")
-    return number is not None and re.search(rf"(?<![\d.]){re.escape(str(number))}(?![\d.])",
-                                            text) is not None
+    return (
+        number is not None
+        and re.search(rf"(?<![\d.]){re.escape(str(number))}(?![\d.])", text) is not None
+    )
 
 
 def _patient_answer(d: Digest, lang: str) -> str:
@@ -415,29 +446,56 @@ def _patient_answer(d: Digest, lang: str) -> str:
     if k == "adherence_check":
         assert d.med is not None
         status = say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
-        reason = (say(lang, "answers.patient.reason", reason=d.reason[lang])
-                  if d.reason and d.reason.get(lang) else "")
-        return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
-                          say(lang, "answers.patient.report", word=d.topic.drug, status=status,
-                              reason=reason)])
+        reason = (
+            say(lang, "answers.patient.reason", reason=d.reason[lang])
+            if d.reason and d.reason.get(lang)
+            else ""
+        )
+        return "\n".join(
+            [
+                say(lang, "answers.med_bullet", **_med_vars(d.med)),
+                say(
+                    lang, "answers.patient.report", word=d.topic.drug, status=status, reason=reason
+                ),
+            ]
+        )
     if k == "home_function":
         h = d.home
         living = say(lang, f"answers.patient.living.{'alone' if h['alone'] else 'spouse'}")
         smoking = say(lang, f"answers.patient.smoking.{h['smoking']}")
         device = say(lang, f"answers.patient.device.{h['device']}")
         falls = say(lang, f"answers.patient.falls.{'yes' if h['fell'] else 'no'}")
-        return "\n".join([say(lang, "answers.patient.home", living=living, smoking=smoking),
-                          say(lang, "answers.patient.mobility", blocks=h["blocks"], device=device,
-                              falls=falls)])
+        return "\n".join(
+            [
+                say(lang, "answers.patient.home", living=living, smoking=smoking),
+                say(
+                    lang, "answers.patient.mobility", blocks=h["blocks"], device=device, falls=falls
+                ),
+            ]
+        )
     if k == "symptom_pain":
         s, p = d.symptom, d.pain
         symptom = "symptom" if "severity" in d.said else "symptom_unscored"
-        lines = [say(lang, f"answers.patient.{symptom}", term=s["term"][lang],
-                     onset=onset_phrase(s["onset"], lang), severity=s["severity"])]
+        lines = [
+            say(
+                lang,
+                f"answers.patient.{symptom}",
+                term=s["term"][lang],
+                onset=onset_phrase(s["onset"], lang),
+                severity=s["severity"],
+            )
+        ]
         if p.get("present"):
             pain = "pain" if "pain_score" in d.said else "pain_unscored"
-            lines.append(say(lang, f"answers.patient.{pain}", score=p["score"],
-                             location=p["location"][lang], quality=p["quality"][lang]))
+            lines.append(
+                say(
+                    lang,
+                    f"answers.patient.{pain}",
+                    score=p["score"],
+                    location=p["location"][lang],
+                    quality=p["quality"][lang],
+                )
+            )
         else:
             lines.append(say(lang, "answers.patient.no_pain"))
         return "\n".join(lines)
@@ -449,14 +507,26 @@ def _status(lang: str, status: str) -> str:
 
 
 def _lab_vars(f: LabFact, lang: str) -> dict[str, Any]:
-    return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
-            "status": _status(lang, f.said), "time": f.time}
+    return {
+        "label": lab_name(f.label, lang),
+        "value": fmt(f.value),
+        "unit": f.unit,
+        "status": _status(lang, f.said),
+        "time": f.time,
+    }
 
 
 def _med_vars(m: MedFact) -> dict[str, Any]:
     parts = f" ({' + '.join(f'{p} {m.unit}' for p in m.parts)})" if m.parts else ""
-    return {"drug": m.drug, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "",
-            "start": m.start or "?", "drug_word": m.word, "parts": parts}
+    return {
+        "drug": m.drug,
+        "dose": fmt(m.dose),
+        "unit": m.unit,
+        "route": m.route or "",
+        "start": m.start or "?",
+        "drug_word": m.word,
+        "parts": parts,
+    }
 
 
 def meaning(d: Digest) -> Meaning | None:
@@ -479,20 +549,44 @@ def answer(d: Digest, lang: str) -> str:
         return say(lang, "answers.med_line", **_med_vars(d.med))
     if k == "lab_and_med":
         assert d.med is not None
-        return "\n".join([say(lang, "answers.lab_bullet", **_lab_vars(d.labs[0], lang)),
-                          say(lang, "answers.med_bullet", **_med_vars(d.med))])
+        return "\n".join(
+            [
+                say(lang, "answers.lab_bullet", **_lab_vars(d.labs[0], lang)),
+                say(lang, "answers.med_bullet", **_med_vars(d.med)),
+            ]
+        )
     if k == "med_and_admin":
         assert d.med is not None
-        return "\n".join([say(lang, "answers.med_bullet", **_med_vars(d.med)),
-                          say(lang, "answers.admin_bullet", time=d.admin_last,
-                              count=d.admin_count, since=d.admin_since)])
+        return "\n".join(
+            [
+                say(lang, "answers.med_bullet", **_med_vars(d.med)),
+                say(
+                    lang,
+                    "answers.admin_bullet",
+                    time=d.admin_last,
+                    count=d.admin_count,
+                    since=d.admin_since,
+                ),
+            ]
+        )
     if k == "admin_reliability":
         assert d.med is not None
-        expected = (say(lang, "answers.reliability_expected", n=d.admin_expected)
-                    if d.admin_expected else "")
-        first = say(lang, "answers.reliability", **_med_vars(d.med), total=d.admin_total,
-                    given=d.admin_count, missed=d.admin_missed, last=d.admin_last,
-                    since=d.admin_since, expected=expected)
+        expected = (
+            say(lang, "answers.reliability_expected", n=d.admin_expected)
+            if d.admin_expected
+            else ""
+        )
+        first = say(
+            lang,
+            "answers.reliability",
+            **_med_vars(d.med),
+            total=d.admin_total,
+            given=d.admin_count,
+            missed=d.admin_missed,
+            last=d.admin_last,
+            since=d.admin_since,
+            expected=expected,
+        )
         second = say(lang, f"answers.reliability_{d.verdict}")
         return f"{first} {second}" if lang == "en" else f"{first}{second}"
     if k == "dx_primary":
@@ -500,16 +594,25 @@ def answer(d: Digest, lang: str) -> str:
         return say(lang, "answers.dx_line", title=d.dx.title, code=d.dx.code)
     if k == "encounter_info":
         assert d.stay is not None
-        return say(lang, "answers.encounter_line", admit=F.minute(d.stay.start),
-                   admission_type=d.stay.admission_type or "-",
-                   discharge=F.minute(d.stay.end),
-                   destination=d.stay.discharge_location or say(lang, "answers.no_dest"))
+        return say(
+            lang,
+            "answers.encounter_line",
+            admit=F.minute(d.stay.start),
+            admission_type=d.stay.admission_type or "-",
+            discharge=F.minute(d.stay.end),
+            destination=d.stay.discharge_location or say(lang, "answers.no_dest"),
+        )
     if k == "culture_latest":
         return "\n".join(culture_line(r, lang) for r in d.reports)
     if k == "imaging_latest":
         r = d.reports[0]
-        return say(lang, "answers.report_line", title=r.title, time=F.minute(r.time),
-                   conclusion=r.conclusion)
+        return say(
+            lang,
+            "answers.report_line",
+            title=r.title,
+            time=F.minute(r.time),
+            conclusion=r.conclusion,
+        )
     if k == "lab_trend":
         return _trend_answer(d, lang)
     if d.topic.source == "write":
@@ -540,11 +643,20 @@ def _trend_answer(d: Digest, lang: str) -> str:
     else:
         extra = f"，提示{m.zh}"
     template = "answers.trend" if d.anchor == "first" else "answers.trend_turn"
-    text = say(lang, template, label=lab_name(last.label, lang), first=fmt(first.value),
-               last=fmt(last.value), unit=last.unit, first_time=first.day, last_time=last.day,
-               trend_word=trend_word(d, lang), status=_status(lang, last.said), meaning=extra,
-               anchor_word=say(lang, f"answers.anchor_word.{d.anchor}")
-               if d.anchor != "first" else "")
+    text = say(
+        lang,
+        template,
+        label=lab_name(last.label, lang),
+        first=fmt(first.value),
+        last=fmt(last.value),
+        unit=last.unit,
+        first_time=first.day,
+        last_time=last.day,
+        trend_word=trend_word(d, lang),
+        status=_status(lang, last.said),
+        meaning=extra,
+        anchor_word=say(lang, f"answers.anchor_word.{d.anchor}") if d.anchor != "first" else "",
+    )
     if d.artifact is not None:
         a = d.artifact
         text += say(lang, "answers.artifact", value=fmt(a.value), unit=a.unit, time=a.time)
@@ -556,11 +668,22 @@ def _write_answer(d: Digest, lang: str) -> str:
     args = d.write
     name = d.topic.tools[0]
     if name == "ServiceRequest.create":
-        return say(lang, "answers.write.service", service=args["service_type"],
-                   priority=args["priority"], date=args.get("target_date", ""))
+        return say(
+            lang,
+            "answers.write.service",
+            service=args["service_type"],
+            priority=args["priority"],
+            date=args.get("target_date", ""),
+        )
     if name == "MedicationRequest.create":
-        return say(lang, "answers.write.medication", drug=args["medication"], dose=args["dose"],
-                   route=args["route"], frequency=args["frequency"])
+        return say(
+            lang,
+            "answers.write.medication",
+            drug=args["medication"],
+            dose=args["dose"],
+            route=args["route"],
+            frequency=args["frequency"],
+        )
     if name == "Flag.create":
         return say(lang, "answers.write.flag", category=args["category"], code=args["code"])
     raise ValueError(f"no write answer for tool {name!r}")
@@ -580,16 +703,27 @@ def culture_line(r: F.Report, lang: str) -> str:
         if t.pending:
             parts.append(say(lang, "answers.culture.pending", test=t.test))
         elif t.grown:
-            parts.append(say(lang, "answers.culture.grew", test=t.test,
-                             organism=_isolate(t, lang)))
+            parts.append(say(lang, "answers.culture.grew", test=t.test, organism=_isolate(t, lang)))
         elif t.status == "cancelled":
             parts.append(say(lang, "answers.culture.rejected", test=t.test))
         elif not t.organism:
-            parts.append(say(lang, "answers.culture.result", test=t.test,
-                             result=t.value or say(lang, "answers.culture.no_growth")))
+            parts.append(
+                say(
+                    lang,
+                    "answers.culture.result",
+                    test=t.test,
+                    result=t.value or say(lang, "answers.culture.no_growth"),
+                )
+            )
     origin = say(lang, "answers.culture.from_ed") if r.origin == "emergency department" else ""
-    return say(lang, "answers.culture.bullet", specimen=r.title, time=F.minute(r.time),
-               origin=origin, results="; ".join(dict.fromkeys(parts)))
+    return say(
+        lang,
+        "answers.culture.bullet",
+        specimen=r.title,
+        time=F.minute(r.time),
+        origin=origin,
+        results="; ".join(dict.fromkeys(parts)),
+    )
 
 
 def _isolate(t: F.MicroResult, lang: str) -> str:

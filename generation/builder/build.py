@@ -70,16 +70,24 @@ class BuildReport:
         lines = ["scenario             tier  qualifying  built"]
         for s in self.qualifying:
             for t in sorted(self.qualifying[s]):
-                lines.append(f"{s:<20} L{t:<4} {self.qualifying[s][t]:>10}  "
-                             f"{self.built.get(s, {}).get(t, 0):>5}")
-        lines.append(f"total sessions: {self.n_sessions} in {self.seconds:.1f} s"
-                     + (f" -> {self.files[0].parent}" if self.files else ""))
+                lines.append(
+                    f"{s:<20} L{t:<4} {self.qualifying[s][t]:>10}  "
+                    f"{self.built.get(s, {}).get(t, 0):>5}"
+                )
+        lines.append(
+            f"total sessions: {self.n_sessions} in {self.seconds:.1f} s"
+            + (f" -> {self.files[0].parent}" if self.files else "")
+        )
         rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(self.rejects.items()))
-        lines.append(f"rejected by the record check: {sum(self.rejects.values())}"
-                     + (f" ({rejected})" if rejected else ""))
+        lines.append(
+            f"rejected by the record check: {sum(self.rejects.values())}"
+            + (f" ({rejected})" if rejected else "")
+        )
         unfit = ", ".join(f"{scenario} {n}" for scenario, n in sorted(self.unfit.items()))
-        lines.append(f"charts without a safety signal or a measured treatment response: "
-                     f"{sum(self.unfit.values())}" + (f" ({unfit})" if unfit else ""))
+        lines.append(
+            f"charts without a safety signal or a measured treatment response: "
+            f"{sum(self.unfit.values())}" + (f" ({unfit})" if unfit else "")
+        )
         return "\n".join(lines)
 
 
@@ -138,8 +146,9 @@ def session_persona(phm: dict[str, Any] | None, rng: random.Random) -> dict[str,
     }
 
 
-def _execute(topic: Topic, prof: Profile, ctx: ToolContext, zh_patient: Any
-             ) -> tuple[list[tuple[str, dict]], list[Any], list[Any]]:
+def _execute(
+    topic: Topic, prof: Profile, ctx: ToolContext, zh_patient: Any
+) -> tuple[list[tuple[str, dict]], list[Any], list[Any]]:
     """Run a topic's gold calls; returns the calls and the EN and ZH observations (they
     differ only for patient tools, whose replies are in the session language)."""
     planned = calls(topic, prof, ctx.session_id or "")
@@ -166,45 +175,79 @@ def _responders(phm: dict[str, Any] | None, literacy: str) -> tuple[Any, Any]:
     return PHMResponder(phm, literacy, "en"), PHMResponder(phm, literacy, "zh")
 
 
-def patient_annotations(turn: int, planned: list[tuple[str, dict]], observations: list[Any]
-                 ) -> list[dict[str, Any]]:
+def patient_annotations(
+    turn: int, planned: list[tuple[str, dict]], observations: list[Any]
+) -> list[dict[str, Any]]:
     """`patient_agent_annotations` entries for the patient-tool calls of one turn."""
     out = []
     for (name, args), obs in zip(planned, observations, strict=True):
         if not name.startswith("patient."):
             continue
-        extra = {k: v for k, v in obs.items()
-                 if k not in ("patient_response", "patient_responses_all_literacy")}
-        out.append({"turn": turn, "query_type": name.split(".", 1)[1],
-                    "query": args.get("query"), "drug": args.get("drug"),
-                    "patient_response": obs.get("patient_response"), "annotation": extra})
+        extra = {
+            k: v
+            for k, v in obs.items()
+            if k not in ("patient_response", "patient_responses_all_literacy")
+        }
+        out.append(
+            {
+                "turn": turn,
+                "query_type": name.split(".", 1)[1],
+                "query": args.get("query"),
+                "drug": args.get("drug"),
+                "patient_response": obs.get("patient_response"),
+                "annotation": extra,
+            }
+        )
     return out
 
 
-def answer_list_items(planned: list[tuple[str, dict]], observations: list[Any], final: str) -> list[dict]:
+def answer_list_items(
+    planned: list[tuple[str, dict]], observations: list[Any], final: str
+) -> list[dict]:
     """One turn's `answer_list`: the executed calls, then `prepare_to_answer` carrying the answer."""
-    items = [{"action": {"name": n, "arguments": a}, "observation": o, "dependency_list": [],
-              "idx": i} for i, ((n, a), o) in enumerate(zip(planned, observations, strict=True))]
-    items.append({"action": {"name": "prepare_to_answer",
-                             "arguments": {"answer_type": "tool" if items else "chat"}},
-                  "observation": final, "dependency_list": list(range(len(items))),
-                  "idx": len(items)})
+    items = [
+        {"action": {"name": n, "arguments": a}, "observation": o, "dependency_list": [], "idx": i}
+        for i, ((n, a), o) in enumerate(zip(planned, observations, strict=True))
+    ]
+    items.append(
+        {
+            "action": {
+                "name": "prepare_to_answer",
+                "arguments": {"answer_type": "tool" if items else "chat"},
+            },
+            "observation": final,
+            "dependency_list": list(range(len(items))),
+            "idx": len(items),
+        }
+    )
     return items
 
 
 def _situation(scenario: str, prof: Profile, until: dt.datetime | None) -> str:
     sex = "woman" if prof.gender.upper().startswith("F") else "man"
     stay = prof.timeline.stay if prof.timeline is not None else None
-    when = (f"discharged {prof.current_date}" if until is None or stay is None else
-            f"on hospital day {(until.date() - stay.admitted.date()).days + 1} "
-            f"({until:%Y-%m-%d %H:%M})")
-    return (f"{prof.age}-year-old {sex}, admission {prof.hadm_id} {when}; "
-            f"{scenario.replace('_', ' ')} session over {len(prof.labs)} lab types, "
-            f"{len(prof.drugs)} drugs, {prof.n_dx} coded diagnoses.")
+    when = (
+        f"discharged {prof.current_date}"
+        if until is None or stay is None
+        else f"on hospital day {(until.date() - stay.admitted.date()).days + 1} "
+        f"({until:%Y-%m-%d %H:%M})"
+    )
+    return (
+        f"{prof.age}-year-old {sex}, admission {prof.hadm_id} {when}; "
+        f"{scenario.replace('_', ' ')} session over {len(prof.labs)} lab types, "
+        f"{len(prof.drugs)} drugs, {prof.n_dx} coded diagnoses."
+    )
 
 
-def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index: int,
-                 rng: random.Random, index: int) -> dict[str, Any] | None:
+def _try_session(
+    env: _Env,
+    scenario: str,
+    tier: int,
+    cand: Candidate,
+    arc_index: int,
+    rng: random.Random,
+    index: int,
+) -> dict[str, Any] | None:
     con = env.store.cursor()
     until = None
     if env.timepoint == "in-stay":
@@ -225,17 +268,27 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
     banned: set[Topic] = set()
     session_id = f"physassistbench_{scenario}_{index}"
     for _ in range(MAX_REPLANS):
-        topics = choose_topics(arc_index, [[p for p in pool if p not in banned] for pool in pools],
-                               rng, prefer_patient=prefer_patient,
-                               focus=SCENARIO_FOCUS[scenario],
-                               require=frozenset(t for t in musts if t not in banned)
-                               if musts else None)
+        topics = choose_topics(
+            arc_index,
+            [[p for p in pool if p not in banned] for pool in pools],
+            rng,
+            prefer_patient=prefer_patient,
+            focus=SCENARIO_FOCUS[scenario],
+            require=frozenset(t for t in musts if t not in banned) if musts else None,
+        )
         if topics is None:
             return None
         responder_en, responder_zh = _responders(prof.phm, literacy)  # fresh state per attempt
-        ctx = ToolContext(store=env.store, subject_id=prof.subject_id, hadm_id=prof.hadm_id,
-                          current_date=prof.current_date, cutoff=until, semantics="strict",
-                          session_id=session_id, patient=responder_en)
+        ctx = ToolContext(
+            store=env.store,
+            subject_id=prof.subject_id,
+            hadm_id=prof.hadm_id,
+            current_date=prof.current_date,
+            cutoff=until,
+            semantics="strict",
+            session_id=session_id,
+            patient=responder_en,
+        )
         used_before = dict(env.subtype_use)
         try:
             turns = _build_turns(env, topics, prof, ctx, rng, responder_zh)
@@ -250,19 +303,38 @@ def _try_session(env: _Env, scenario: str, tier: int, cand: Candidate, arc_index
             env.subtype_use.update(used_before)
             return None
         env.global_index += 1
-        session = encode(scenario=scenario, tier=tier, index=index, subject_id=prof.subject_id,
-                         hadm_id=prof.hadm_id, current_date=prof.current_date, age=prof.age,
-                         gender=prof.gender, arc_index=arc_index, turns=turns, persona=persona,
-                         patient_model=phm, situation=_situation(scenario, prof, until),
-                         seed=env.seed, global_index=env.global_index, cutoff=until)
+        session = encode(
+            scenario=scenario,
+            tier=tier,
+            index=index,
+            subject_id=prof.subject_id,
+            hadm_id=prof.hadm_id,
+            current_date=prof.current_date,
+            age=prof.age,
+            gender=prof.gender,
+            arc_index=arc_index,
+            turns=turns,
+            persona=persona,
+            patient_model=phm,
+            situation=_situation(scenario, prof, until),
+            seed=env.seed,
+            global_index=env.global_index,
+            cutoff=until,
+        )
         if scenario == "discharge_planning":
             session["note_grounding"] = anchor_note_grounding(con, prof.subject_id, prof.hadm_id)
         return session
     return None
 
 
-def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext,
-                 rng: random.Random, zh_patient: Any) -> list[BuiltTurn]:
+def _build_turns(
+    env: _Env,
+    topics: list[Topic],
+    prof: Profile,
+    ctx: ToolContext,
+    rng: random.Random,
+    zh_patient: Any,
+) -> list[BuiltTurn]:
     turns: list[BuiltTurn] = []
     held: set[str] = set()  # drugs an earlier turn advised holding: never renewed later
     asked: set[str] = set()  # this session's questions (the build's are in env.asked)
@@ -279,8 +351,17 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             held.add(topic.drug)
         previous = topics[t - 1] if t else None
         referents = antecedents(previous)
-        question = new_question(topic, t, referents, builds_on(previous, topic), prof.gender,
-                                env.subtype_use, rng, env.asked | asked, prof.at_discharge)
+        question = new_question(
+            topic,
+            t,
+            referents,
+            builds_on(previous, topic),
+            prof.gender,
+            env.subtype_use,
+            rng,
+            env.asked | asked,
+            prof.at_discharge,
+        )
         if question is None:
             raise _Replan(topic)
         asked.add(question.implicit_en)
@@ -288,23 +369,38 @@ def _build_turns(env: _Env, topics: list[Topic], prof: Profile, ctx: ToolContext
             count_subtype(env.subtype_use, question.subtype, t)
         en, zh = answer(d, "en"), answer(d, "zh")
         items = rubric(d)
-        turns.append(BuiltTurn(
-            task_type=topic.task_type, source=topic.source, topic=topic.label(),
-            entities=list(topic.entities), question=question,
-            actions_en=answer_list_items(planned, observations, en),
-            actions_zh=answer_list_items(planned, observations_zh, zh),
-            answer_en=en, answer_zh=zh, items=items,
-            tool_hint=", ".join(n for n, _ in planned),
-            annotations=patient_annotations(t, planned, observations)))
+        turns.append(
+            BuiltTurn(
+                task_type=topic.task_type,
+                source=topic.source,
+                topic=topic.label(),
+                entities=list(topic.entities),
+                question=question,
+                actions_en=answer_list_items(planned, observations, en),
+                actions_zh=answer_list_items(planned, observations_zh, zh),
+                answer_en=en,
+                answer_zh=zh,
+                items=items,
+                tool_hint=", ".join(n for n, _ in planned),
+                annotations=patient_annotations(t, planned, observations),
+            )
+        )
     return turns
 
 
-def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
-                   sessions_per_slot: int = 3, seed: int = 0,
-                   scenarios: Sequence[str] | None = None, tiers: Sequence[int] | None = None,
-                   cache_dir: str | Path | None = None, timepoint: str = "discharge",
-                   force: bool = False, store_record: Mapping[str, Any] | None = None
-                   ) -> BuildReport:
+def build_sessions(
+    store_source: str | Path | EHRStore,
+    out_dir: str | Path,
+    *,
+    sessions_per_slot: int = 3,
+    seed: int = 0,
+    scenarios: Sequence[str] | None = None,
+    tiers: Sequence[int] | None = None,
+    cache_dir: str | Path | None = None,
+    timepoint: str = "discharge",
+    force: bool = False,
+    store_record: Mapping[str, Any] | None = None,
+) -> BuildReport:
     """Build sessions from a store into the folder ``out_dir`` (``<scenario>.jsonl`` and
     ``manifest.json``; see the module docstring).
 
@@ -319,7 +415,10 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
     """
     out = Path(out_dir)
     if holds_sessions(out) and not force:
-        raise FolderError(f"{out} already exists and holds files; pass --force to replace it, or choose another folder")
+        raise FolderError(
+            f"{out} already exists and holds files; pass --force to replace it, or choose another "
+            "folder"
+        )
     started = time.perf_counter()
     scen = tuple(scenarios) if scenarios else SCENARIOS
     tier_list = tuple(tiers) if tiers else TIERS
@@ -327,12 +426,19 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
         raise ValueError(f"sessions_per_slot must be >= 1, got {sessions_per_slot}")
     if timepoint not in TIMEPOINTS:
         raise ValueError(f"timepoint must be one of {', '.join(TIMEPOINTS)}, got {timepoint!r}")
-    store = (store_source if isinstance(store_source, EHRStore)
-             else open_store(store_source, cache_dir=cache_dir))
+    store = (
+        store_source
+        if isinstance(store_source, EHRStore)
+        else open_store(store_source, cache_dir=cache_dir)
+    )
     qualified = qualify(store.cursor(), scen, tier_list)
     source = Path(store.source)
-    env = _Env(store=store, seed=seed, cohort=source if (source / "phm").is_dir() else None,
-               timepoint=timepoint)
+    env = _Env(
+        store=store,
+        seed=seed,
+        cohort=source if (source / "phm").is_dir() else None,
+        timepoint=timepoint,
+    )
     report = BuildReport()
     files: dict[str, list[dict[str, Any]]] = {}
     for scenario in scen:
@@ -352,11 +458,19 @@ def build_sessions(store_source: str | Path | EHRStore, out_dir: str | Path, *,
         files[scenario] = sorted(entries, key=lambda e: e["difficulty_level"])
     # Written only once every slot is built, as one new folder: a failed or killed build leaves
     # the folder as it was.
-    texts = {f"{s}.jsonl": "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries) for s, entries in files.items()}
+    texts = {
+        f"{s}.jsonl": "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        for s, entries in files.items()
+    }
     manifest = {
         "code": f"physassist {_version()}",
-        "store": dict(store_record) if store_record is not None else {"source": str(store.source), "fingerprint": store.fingerprint},
-        "seed": seed, "per_slot": sessions_per_slot, "scenarios": list(scen), "tiers": list(tier_list),
+        "store": dict(store_record)
+        if store_record is not None
+        else {"source": str(store.source), "fingerprint": store.fingerprint},
+        "seed": seed,
+        "per_slot": sessions_per_slot,
+        "scenarios": list(scen),
+        "tiers": list(tier_list),
         "timepoint": timepoint,
         "sessions": sum(len(e) for e in files.values()),
         "fingerprint": fingerprint([e for entries in files.values() for e in entries]),
@@ -375,8 +489,9 @@ def viable_arcs(arcs: list[int], scenario: str, prof: Profile) -> list[int]:
     types = {tt for arc in arcs for tt in ARCS[arc]}
     offered = {tt for tt in types if candidates(scenario, tt, prof)}
     needed = {t.task_type for t in required(scenario, prof)}
-    return [a for a in arcs if set(ARCS[a]) <= offered
-            and (not needed or needed & set(ARCS[a][1:]))]
+    return [
+        a for a in arcs if set(ARCS[a]) <= offered and (not needed or needed & set(ARCS[a][1:]))
+    ]
 
 
 def _version() -> str:
@@ -388,8 +503,15 @@ def _version() -> str:
         return "unknown"
 
 
-def _fill_slot(env: _Env, scenario: str, tier: int, pool: list[Candidate], wanted: int,
-               entries: list[dict[str, Any]], report: BuildReport) -> tuple[int, int]:
+def _fill_slot(
+    env: _Env,
+    scenario: str,
+    tier: int,
+    pool: list[Candidate],
+    wanted: int,
+    entries: list[dict[str, Any]],
+    report: BuildReport,
+) -> tuple[int, int]:
     """Build up to ``wanted`` sessions for one slot from charts that fit the scenario
     (:func:`.topics.fits`); an admission serves a scenario once per build, so a slot with too
     few qualified charts left builds fewer sessions."""

@@ -28,13 +28,21 @@ DOMAINS: dict[str, str] = {
     "discharge_planning": "MedRecon",
 }
 _RESOURCE_SHORT = {
-    "Observation": "Obs", "MedicationRequest": "MedReq", "MedicationAdministration": "MedAdmin",
-    "Condition": "Condition", "DiagnosticReport": "DiagReport", "Encounter": "Encounter",
-    "CarePlan": "CarePlan", "DocumentReference": "DocRef", "Patient": "Patient",
+    "Observation": "Obs",
+    "MedicationRequest": "MedReq",
+    "MedicationAdministration": "MedAdmin",
+    "Condition": "Condition",
+    "DiagnosticReport": "DiagReport",
+    "Encounter": "Encounter",
+    "CarePlan": "CarePlan",
+    "DocumentReference": "DocRef",
+    "Patient": "Patient",
 }
 _EVENT_WORDS = re.compile(
     r"\b(order|ordered|hold|holding|stop|start|continue|recheck|repeat|reduce|adjust|flag|"
-    r"broaden|re-culture|narrow)\b|暂停|停用|继续|复查|减量|已下|标记|扩大", re.IGNORECASE)
+    r"broaden|re-culture|narrow)\b|暂停|停用|继续|复查|减量|已下|标记|扩大",
+    re.IGNORECASE,
+)
 # Sentence ends: ". " / "? " / "! " / newline / Chinese full stop; never the "." of a decimal.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[。！？])")
 
@@ -63,12 +71,16 @@ def sentences(text: str) -> list[str]:
 
 
 def _tools_of(turn: BuiltTurn) -> list[str]:
-    return [a["action"]["name"] for a in turn.actions_en if a["action"]["name"] != "prepare_to_answer"]
+    return [
+        a["action"]["name"] for a in turn.actions_en if a["action"]["name"] != "prepare_to_answer"
+    ]
 
 
 def workup_pattern(tools: list[str]) -> str | None:
-    names = [_RESOURCE_SHORT.get(t.split(".")[0], "Patient" if t.startswith("patient.") else t)
-             for t in tools]
+    names = [
+        _RESOURCE_SHORT.get(t.split(".")[0], "Patient" if t.startswith("patient.") else t)
+        for t in tools
+    ]
     if len(names) < 2:
         return None
     return "3-tool" if len(names) > 2 else "×".join(names)
@@ -93,8 +105,11 @@ def dep_graph(turns: list[BuiltTurn]) -> dict[str, Any]:
         for earlier in range(t):
             shared = sorted(set(turns[earlier].entities) & set(turn.entities))
             for entity in shared:
-                kind = "NA" if (turn.question.subtype == "NA"
-                                and turn.question.antecedent == entity) else "entity"
+                kind = (
+                    "NA"
+                    if (turn.question.subtype == "NA" and turn.question.antecedent == entity)
+                    else "entity"
+                )
                 edges.append({"from": earlier, "to": t, "type": kind, "entity": entity})
         if turn.question.subtype == "AE":
             edges += [{"from": earlier, "to": t, "type": "AE"} for earlier in range(t)]
@@ -121,10 +136,25 @@ def generated_at(seed: int, index: int) -> str:
     return (base + dt.timedelta(days=seed % 3650, seconds=index)).isoformat()
 
 
-def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: int,
-           current_date: str, age: int, gender: str, arc_index: int, turns: list[BuiltTurn],
-           persona: dict[str, Any], patient_model: dict[str, Any] | None, situation: str,
-           seed: int, global_index: int, cutoff: dt.datetime | None = None) -> dict[str, Any]:
+def encode(
+    *,
+    scenario: str,
+    tier: int,
+    index: int,
+    subject_id: int,
+    hadm_id: int,
+    current_date: str,
+    age: int,
+    gender: str,
+    arc_index: int,
+    turns: list[BuiltTurn],
+    persona: dict[str, Any],
+    patient_model: dict[str, Any] | None,
+    situation: str,
+    seed: int,
+    global_index: int,
+    cutoff: dt.datetime | None = None,
+) -> dict[str, Any]:
     """The session as one released-format JSON object (key order as in the released data).
     A session at an instant inside ``current_date`` (``cutoff``; the in-stay timepoint) says
     its time in ``env_info`` and carries it as ``cutoff``, after ``current_date``."""
@@ -138,8 +168,13 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
     sources = [t.source for t in turns]
     plan_turns = []
     for i, t in enumerate(turns):
-        row: dict[str, Any] = {"turn": i, "task_type": t.task_type, "topic": t.topic,
-                               "tool_hint": t.tool_hint, "tool_source": t.source}
+        row: dict[str, Any] = {
+            "turn": i,
+            "task_type": t.task_type,
+            "topic": t.topic,
+            "tool_hint": t.tool_hint,
+            "tool_source": t.source,
+        }
         pattern = workup_pattern(_tools_of(t)) if t.task_type == DG else None
         if pattern:
             row["workup_pattern"] = pattern
@@ -147,8 +182,10 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
     time = f"Current time: {cutoff:%H:%M}. " if cutoff is not None else ""
     entry = {
         "id": f"physassistbench_{domain}_{scenario}_{index}_L{tier}",
-        "env_info": (f"session_id: {session_id}\nCurrent date: {current_date}. {time}"
-                     f"Patient is a {age}-year-old {gender}"),
+        "env_info": (
+            f"session_id: {session_id}\nCurrent date: {current_date}. {time}"
+            f"Patient is a {age}-year-old {gender}"
+        ),
         "tools": tools,
         "tools_en": tools,
         "tasks": tasks_en,
@@ -177,8 +214,9 @@ def encode(*, scenario: str, tier: int, index: int, subject_id: int, hadm_id: in
         "dep_graph": dep_graph(turns),
         "session_plan": {
             "clinical_situation": situation,
-            "investigation_arc": " -> ".join(f"T{i}[{TASK_ABBREVIATIONS[t.task_type]}]"
-                                             for i, t in enumerate(turns)),
+            "investigation_arc": " -> ".join(
+                f"T{i}[{TASK_ABBREVIATIONS[t.task_type]}]" for i, t in enumerate(turns)
+            ),
             "turn_intents": [t.topic for t in turns],
             "turns": plan_turns,
         },

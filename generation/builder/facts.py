@@ -26,8 +26,11 @@ def resources(observation: Any, resource_type: str | None = None) -> list[dict[s
         found = [e.get("resource") for e in observation.get("entry") or [] if isinstance(e, dict)]
     else:
         found = [observation]
-    out = [r for r in found if isinstance(r, dict) and r.get("resourceType")
-           not in (None, "OperationOutcome", "Bundle")]
+    out = [
+        r
+        for r in found
+        if isinstance(r, dict) and r.get("resourceType") not in (None, "OperationOutcome", "Bundle")
+    ]
     if resource_type is not None:
         out = [r for r in out if r.get("resourceType") == resource_type]
     return out
@@ -59,7 +62,11 @@ def _text(concept: Any) -> str:
 def _codes(concept: Any) -> list[str]:
     if not isinstance(concept, dict):
         return []
-    return [str(c.get("code")) for c in concept.get("coding") or [] if isinstance(c, dict) and c.get("code")]
+    return [
+        str(c.get("code"))
+        for c in concept.get("coding") or []
+        if isinstance(c, dict) and c.get("code")
+    ]
 
 
 def day(ts: str | None) -> str:
@@ -96,8 +103,9 @@ class LabPoint:
         return "abnormal" if self.flagged else "normal"
 
 
-def lab_points(observation: Any, label: str,
-               itemids: tuple[int, ...] | None = None) -> list[LabPoint]:
+def lab_points(
+    observation: Any, label: str, itemids: tuple[int, ...] | None = None
+) -> list[LabPoint]:
     """Numeric lab values for exactly `label`, oldest first, one value per chart time.
 
     ``itemids`` is the lab concept's items (``physassist.timeline``: blood gas items left
@@ -125,9 +133,18 @@ def lab_points(observation: Any, label: str,
                 if str(c.get("code", "")).upper() in {"A", "H", "L", "HH", "LL", "AA"}:
                     flagged = True
         codes = _codes(r.get("code"))
-        points.append(LabPoint(name, value, str(q.get("unit") or ""),
-                               str(r.get("effectiveDateTime") or ""), low, high, flagged,
-                               codes[0] if codes else ""))
+        points.append(
+            LabPoint(
+                name,
+                value,
+                str(q.get("unit") or ""),
+                str(r.get("effectiveDateTime") or ""),
+                low,
+                high,
+                flagged,
+                codes[0] if codes else "",
+            )
+        )
     if itemids is not None:
         wanted = {str(i) for i in itemids}
         points = [p for p in points if p.code in wanted]
@@ -148,7 +165,9 @@ def lab_points(observation: Any, label: str,
     return [by_time[t] for t in sorted(by_time)]
 
 
-def _naming(observation: Any, resource_type: str, word: str | None) -> Iterator[tuple[dict[str, Any], str]]:
+def _naming(
+    observation: Any, resource_type: str, word: str | None
+) -> Iterator[tuple[dict[str, Any], str]]:
     """(resource, drug text) of the medication resources whose drug names `word` (all when None)."""
     for r in resources(observation, resource_type):
         drug = _text(r.get("medicationCodeableConcept"))
@@ -200,7 +219,9 @@ def admin_events(observation: Any, word: str | None = None) -> list[AdminEvent]:
     """MedicationAdministrations (oldest first), optionally only those naming `word`."""
     out: list[AdminEvent] = []
     for r, drug in _naming(observation, "MedicationAdministration", word):
-        time = str(r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start") or "")
+        time = str(
+            r.get("effectiveDateTime") or (r.get("effectivePeriod") or {}).get("start") or ""
+        )
         event = str(r.get("_event_txt") or "")
         if not event:
             for note in r.get("note") or []:
@@ -228,8 +249,13 @@ def diagnoses(observation: Any) -> list[Diagnosis]:
         for ext in r.get("extension") or []:
             if "seq" in str(ext.get("url", "")).lower():
                 seq = ext.get("valueInteger", seq)
-        out.append(Diagnosis(codes[0] if codes else "", _text(r.get("code")),
-                             int(seq) if _num(seq) is not None else i + 1))
+        out.append(
+            Diagnosis(
+                codes[0] if codes else "",
+                _text(r.get("code")),
+                int(seq) if _num(seq) is not None else i + 1,
+            )
+        )
     return sorted(out, key=lambda d: d.seq)
 
 
@@ -252,8 +278,9 @@ def stays(observation: Any) -> list[Stay]:
         mimic = r.get("_mimic") or {}
         adm_type = adm_type or str(mimic.get("admission_type") or "")
         dest = dest or str(mimic.get("discharge_location") or "")
-        out.append(Stay(str(period.get("start") or ""), str(period.get("end") or ""),
-                        adm_type, dest))
+        out.append(
+            Stay(str(period.get("start") or ""), str(period.get("end") or ""), adm_type, dest)
+        )
     return sorted(out, key=lambda s: s.start, reverse=True)
 
 
@@ -289,7 +316,9 @@ class MicroResult:
     @property
     def grown(self) -> bool:
         """An organism a reported culture grew (not a result written as one)."""
-        return self.culture and not self.pending and bool(self.organism) and "result" not in self.flags
+        return (
+            self.culture and not self.pending and bool(self.organism) and "result" not in self.flags
+        )
 
     @property
     def significant(self) -> bool:
@@ -298,9 +327,11 @@ class MicroResult:
 
 
 def _extensions(resource: dict[str, Any], name: str) -> list[Any]:
-    return [next((v for k, v in e.items() if k.startswith("value")), None)
-            for e in resource.get("extension") or []
-            if isinstance(e, dict) and str(e.get("url", "")).endswith("/" + name)]
+    return [
+        next((v for k, v in e.items() if k.startswith("value")), None)
+        for e in resource.get("extension") or []
+        if isinstance(e, dict) and str(e.get("url", "")).endswith("/" + name)
+    ]
 
 
 def micro_results(report: dict[str, Any], specimen: str) -> tuple[MicroResult, ...]:
@@ -312,14 +343,24 @@ def micro_results(report: dict[str, Any], specimen: str) -> tuple[MicroResult, .
         test = _text(o.get("code")).removesuffix(f" ({specimen})")
         kind = next(iter(_extensions(o, "microbiology-test-kind")), "") or ""
         organism = next(iter(_extensions(o, "microbiology-organism")), "") or ""
-        panel = tuple((str((c.get("code") or {}).get("text") or ""), code)
-                      for c in o.get("component") or [] if isinstance(c, dict)
-                      for code in (_codes((c.get("interpretation") or [{}])[0]) or [""])[:1])
-        out.append(MicroResult(test, str(kind), str(o.get("status") or ""), str(organism),
-                               str(o.get("valueString") or ""),
-                               tuple(str(f) for f in _extensions(o, "microbiology-flag")),
-                               tuple(str(r) for r in _extensions(o, "microbiology-resistance")),
-                               panel))
+        panel = tuple(
+            (str((c.get("code") or {}).get("text") or ""), code)
+            for c in o.get("component") or []
+            if isinstance(c, dict)
+            for code in (_codes((c.get("interpretation") or [{}])[0]) or [""])[:1]
+        )
+        out.append(
+            MicroResult(
+                test,
+                str(kind),
+                str(o.get("status") or ""),
+                str(organism),
+                str(o.get("valueString") or ""),
+                tuple(str(f) for f in _extensions(o, "microbiology-flag")),
+                tuple(str(r) for r in _extensions(o, "microbiology-resistance")),
+                panel,
+            )
+        )
     return tuple(out)
 
 
@@ -356,16 +397,29 @@ def reports(observation: Any) -> list[Report]:
     """DiagnosticReports (newest first) with their conclusion (impression or organisms)."""
     out: list[Report] = []
     for r in resources(observation, "DiagnosticReport"):
-        cats = " ".join(c.get("display", "") for cat in r.get("category") or []
-                        for c in cat.get("coding") or [])
+        cats = " ".join(
+            c.get("display", "") for cat in r.get("category") or [] for c in cat.get("coding") or []
+        )
         title = _text(r.get("code")).replace("EXAMINATION:", "").strip()
         micro = "micro" in cats.lower()
         if micro:
             title = title.replace(" microbiology", "").strip()
         results = micro_results(r, title) if micro else ()
-        origins = {str(v) for o in r.get("contained") or [] if isinstance(o, dict)
-                   for v in _extensions(o, "specimen-origin")}
-        out.append(Report(" ".join(title.split()), str(r.get("conclusion") or "").strip(),
-                          str(r.get("effectiveDateTime") or ""), micro,
-                          str(r.get("status") or "final"), results, next(iter(origins), "")))
+        origins = {
+            str(v)
+            for o in r.get("contained") or []
+            if isinstance(o, dict)
+            for v in _extensions(o, "specimen-origin")
+        }
+        out.append(
+            Report(
+                " ".join(title.split()),
+                str(r.get("conclusion") or "").strip(),
+                str(r.get("effectiveDateTime") or ""),
+                micro,
+                str(r.get("status") or "final"),
+                results,
+                next(iter(origins), ""),
+            )
+        )
     return sorted(out, key=lambda x: x.time, reverse=True)

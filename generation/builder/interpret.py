@@ -42,13 +42,28 @@ INR, A1C = "INR(PT)", "% Hemoglobin A1c"
 AT_GOAL = frozenset({"normal", "therapeutic"})
 #: Labels off a drug's target: the dose is the question, not a condition.
 OFF_TARGET = frozenset({"subtherapeutic", "supratherapeutic"})
-_ESRD = Meaning("known end-stage renal disease", "已知终末期肾病", ("end-stage", "ESRD", "dialysis"),
-                ("终末期肾病", "透析"), MEANINGS[("Creatinine", "high")].limit)
-_HEME = Meaning("the known haematological malignancy (infection still possible)",
-                "已知的血液系统恶性肿瘤（仍需排除感染）",
-                ("leukemia", "leukaemia", "myelodysplastic", "MDS", "myeloproliferative",
-                 "malignancy", "blast"), ("白血病", "骨髓增生", "恶性"),
-                MEANINGS[("White Blood Cells", "high")].limit)
+_ESRD = Meaning(
+    "known end-stage renal disease",
+    "已知终末期肾病",
+    ("end-stage", "ESRD", "dialysis"),
+    ("终末期肾病", "透析"),
+    MEANINGS[("Creatinine", "high")].limit,
+)
+_HEME = Meaning(
+    "the known haematological malignancy (infection still possible)",
+    "已知的血液系统恶性肿瘤（仍需排除感染）",
+    (
+        "leukemia",
+        "leukaemia",
+        "myelodysplastic",
+        "MDS",
+        "myeloproliferative",
+        "malignancy",
+        "blast",
+    ),
+    ("白血病", "骨髓增生", "恶性"),
+    MEANINGS[("White Blood Cells", "high")].limit,
+)
 
 
 #: A warfarin dose given this long before discharge means the patient goes home on it.
@@ -60,11 +75,15 @@ def warfarin_order(tl: Timeline) -> Order | None:
     dose a day ("ONCE", dosed by the INR), so the newest order counts when it ran or a dose was
     given within :data:`ON_WARFARIN` of discharge."""
     given = tl.administrations(WARFARIN).given
-    orders = [o for o in tl.orders_for(WARFARIN) if o.dose is not None and o.dose > 0
-              and (o.start is None or o.start <= tl.ref)]
+    orders = [
+        o
+        for o in tl.orders_for(WARFARIN)
+        if o.dose is not None and o.dose > 0 and (o.start is None or o.start <= tl.ref)
+    ]
     since = tl.ref - ON_WARFARIN
     recent = (bool(given) and given[-1] >= since) or any(
-        o.stop is None or o.stop >= since for o in orders)
+        o.stop is None or o.stop >= since for o in orders
+    )
     return orders[0] if orders and recent else None
 
 
@@ -81,13 +100,21 @@ class Context:
 def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
     """The context of one admission: warfarin at discharge or stopped in it, and its coded
     diagnoses."""
-    codes = [str(c).replace(".", "").upper() for (c,) in con.execute(
-        "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?",
-        [tl.subject_id, tl.hadm_id]).fetchall() if c is not None]
+    codes = [
+        str(c).replace(".", "").upper()
+        for (c,) in con.execute(
+            "SELECT icd_code FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?",
+            [tl.subject_id, tl.hadm_id],
+        ).fetchall()
+        if c is not None
+    ]
     on = warfarin_order(tl) is not None
-    return Context(on_warfarin=on, off_warfarin=not on and bool(tl.orders_for(WARFARIN)),
-                   esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
-                   heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes))
+    return Context(
+        on_warfarin=on,
+        off_warfarin=not on and bool(tl.orders_for(WARFARIN)),
+        esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
+        heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes),
+    )
 
 
 def label(lab: str, value: float, status: str, ctx: Context) -> str:
@@ -103,8 +130,14 @@ def label(lab: str, value: float, status: str, ctx: Context) -> str:
     return status
 
 
-def actionable(lab: str, value: float, status: str, word: str, limits: tuple[float | None, float | None],
-               ctx: Context) -> bool:
+def actionable(
+    lab: str,
+    value: float,
+    status: str,
+    word: str,
+    limits: tuple[float | None, float | None],
+    ctx: Context,
+) -> bool:
     """Whether the value calls for a recheck (see the module rules); ``word`` is its
     :func:`label`, ``limits`` its reference range."""
     if word in AT_GOAL:

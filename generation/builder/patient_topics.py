@@ -35,7 +35,9 @@ def phm_medication(phm: dict[str, Any] | None, word: str) -> dict[str, Any] | No
         return None
     medications: list[dict[str, Any]] = phm.get("medications") or []
     for med in medications:
-        names = [str(n).lower() for n in med.get("names") or []] + [str(med.get("drug", "")).lower()]
+        names = [str(n).lower() for n in med.get("names") or []] + [
+            str(med.get("drug", "")).lower()
+        ]
         if any(word == drug_word(n) or word in n.split() for n in names if n):
             return med
     return None
@@ -49,7 +51,11 @@ def adherence_drugs(prof: Profile) -> list[str]:
     out: list[tuple[int, str]] = []
     for word in sorted(prof.drugs):
         med = phm_medication(phm, word)
-        if med is None or med.get("adherence") not in ADHERENCE_CLASS or not prof.drugs[word].numeric_dose:
+        if (
+            med is None
+            or med.get("adherence") not in ADHERENCE_CLASS
+            or not prof.drugs[word].numeric_dose
+        ):
             continue
         out.append((0 if med.get("adherence") != "good" else 1, word))
     return [w for _, w in sorted(out)]
@@ -64,8 +70,11 @@ def has_home_function(prof: Profile) -> bool:
 def has_symptoms(prof: Profile) -> bool:
     phm = prof.phm or {}
     symptoms = phm.get("symptoms") or []
-    return bool(symptoms) and isinstance(symptoms[0].get("severity"), int | float) \
+    return (
+        bool(symptoms)
+        and isinstance(symptoms[0].get("severity"), int | float)
         and isinstance(phm.get("pain"), dict)
+    )
 
 
 def primary_symptom(phm: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +101,11 @@ def home_facts(phm: dict[str, Any]) -> dict[str, Any]:
 _ONSET_EN = re.compile(
     r"(?:about |over the (?:past|last) )?(?:a|an|one|two|three|four|five|six|seven|ten|\d+) "
     r"(?:days?|weeks?|months?)(?: ago)?|yesterday(?: morning| evening)?|this morning|last night",
-    re.IGNORECASE)
-_ONSET_ZH = re.compile(r"(?:大约|大概)?[一二两三四五六七八九十\d]+(?:天|周|个星期|个月)前|最近[一二两三四五六七八九十\d]+(?:天|周|个月)|昨天(?:早上|晚上)?|今天早上")
+    re.IGNORECASE,
+)
+_ONSET_ZH = re.compile(
+    r"(?:大约|大概)?[一二两三四五六七八九十\d]+(?:天|周|个星期|个月)前|最近[一二两三四五六七八九十\d]+(?:天|周|个月)|昨天(?:早上|晚上)?|今天早上"
+)
 
 
 def onset_phrase(onset: dict[str, str], lang: str) -> str:

@@ -38,8 +38,12 @@ def resource_types(tools: Sequence[str]) -> set[str]:
     return {t.split(".")[0] for t in tools if "." in t and not t.startswith("patient.")}
 
 
-def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence[str]],
-                        tool_sources: Sequence[str], tier: int) -> list[str]:
+def check_session_rules(
+    task_types: Sequence[str],
+    turn_tools: Sequence[Sequence[str]],
+    tool_sources: Sequence[str],
+    tier: int,
+) -> list[str]:
     """Violations of the arc, tier and diversity rules by a built session (empty when valid)."""
     problems = check_positions(list(task_types))
     if not problems and not arc_allowed(tuple(task_types), tier):
@@ -51,17 +55,24 @@ def check_session_rules(task_types: Sequence[str], turn_tools: Sequence[Sequence
     for rtype in sorted(every):
         n = sum(rtype in turn for turn in per_turn)
         if n > MAX_TURNS_PER_RESOURCE:
-            problems.append(f"resource type {rtype} used in {n} turns (max {MAX_TURNS_PER_RESOURCE})")
+            problems.append(
+                f"resource type {rtype} used in {n} turns (max {MAX_TURNS_PER_RESOURCE})"
+            )
     n_patient = sum(s in ("patient", "mixed") for s in tool_sources)
     if n_patient > MAX_PATIENT_TURNS:
         problems.append(f"{n_patient} patient/mixed turns (max {MAX_PATIENT_TURNS})")
     return problems
 
 
-def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
-           prefer_patient: bool = False, focus: frozenset[str] = frozenset(),
-           ahead: frozenset[str] = frozenset(),
-           require: frozenset[Topic] = frozenset()) -> list[Topic]:
+def _order(
+    pool: list[Topic],
+    chosen: list[Topic],
+    rng: random.Random,
+    prefer_patient: bool = False,
+    focus: frozenset[str] = frozenset(),
+    ahead: frozenset[str] = frozenset(),
+    require: frozenset[Topic] = frozenset(),
+) -> list[Topic]:
     """Seeded order of one turn's candidates: shuffled, then a required topic not asked yet,
     then continuity/variety preferences."""
     items = list(pool)
@@ -80,16 +91,26 @@ def _order(pool: list[Topic], chosen: list[Topic], rng: random.Random,
         required_first = 0 if (needed and t in require) else 1
         patient_first = 0 if (prefer_patient and t.source in ("patient", "mixed")) else 1
         focus_first = 0 if (prefer_focus and t.kind in focus) else 1
-        return (required_first, patient_first, 0 if linked == prefer_link else 1, focus_first,
-                1 if t.kind in kinds else 0)
+        return (
+            required_first,
+            patient_first,
+            0 if linked == prefer_link else 1,
+            focus_first,
+            1 if t.kind in kinds else 0,
+        )
 
     return sorted(items, key=key)
 
 
-def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
-                  patient_ok: bool = True, prefer_patient: bool = False,
-                  focus: frozenset[str] = frozenset(),
-                  require: frozenset[Topic] | None = None) -> list[Topic] | None:
+def choose_topics(
+    arc_index: int,
+    pools: list[list[Topic]],
+    rng: random.Random,
+    patient_ok: bool = True,
+    prefer_patient: bool = False,
+    focus: frozenset[str] = frozenset(),
+    require: frozenset[Topic] | None = None,
+) -> list[Topic] | None:
     """Topics for the four turns of an arc satisfying the diversity rules, or None.
 
     ``prefer_patient`` tries patient-interview topics first (the session then has one
@@ -125,10 +146,25 @@ def choose_topics(arc_index: int, pools: list[list[Topic]], rng: random.Random,
                 yield list(chosen)
             return
         t = len(chosen)
-        ahead = frozenset(e for p in (pools[t + 1] if t + 1 < len(pools) else [])
-                          if p.task_type == arc[t + 1] for e in p.entities) if t == 0 else frozenset()
-        for topic in _order([p for p in pools[t] if p.task_type == arc[t]], chosen, rng,
-                            prefer_patient, focus, ahead, require or frozenset()):
+        ahead = (
+            frozenset(
+                e
+                for p in (pools[t + 1] if t + 1 < len(pools) else [])
+                if p.task_type == arc[t + 1]
+                for e in p.entities
+            )
+            if t == 0
+            else frozenset()
+        )
+        for topic in _order(
+            [p for p in pools[t] if p.task_type == arc[t]],
+            chosen,
+            rng,
+            prefer_patient,
+            focus,
+            ahead,
+            require or frozenset(),
+        ):
             budget[0] -= 1
             if budget[0] < 0:
                 return

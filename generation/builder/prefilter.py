@@ -40,8 +40,10 @@ class Candidate:
 
 def _values(rows: list[tuple[str, ...]]) -> str:
     """A SQL VALUES list of string tuples (the vocabulary is ours, but quote anyway)."""
+
     def q(s: str) -> str:
         return "'" + s.replace("'", "''") + "'"
+
     return ", ".join("(" + ", ".join(q(c) for c in row) + ")" for row in rows)
 
 
@@ -176,9 +178,9 @@ RULES: dict[str, dict[int, str]] = {
     "diagnostic_workup": {
         1: _DW_BASE.format(s=2, r=1, d=3),
         2: f"{_DW_BASE.format(s=2, r=1, d=3)} AND ({_DW_BASE.format(s=3, r=2, d=5)} "
-           f"OR {_CURB65} OR {_CHILD_PUGH})",
+        f"OR {_CURB65} OR {_CHILD_PUGH})",
         3: f"{_DW_BASE.format(s=2, r=1, d=3)} AND ({_DW_BASE.format(s=4, r=3, d=8)} "
-           f"OR {_CHILD_PUGH} OR (has_sepsis AND n_marker > 0))",
+        f"OR {_CHILD_PUGH} OR (has_sepsis AND n_marker > 0))",
     },
     "med_safety": {
         1: "n_monitor >= 1 AND n_rx >= 3",
@@ -189,21 +191,21 @@ RULES: dict[str, dict[int, str]] = {
         1: "n_marker > 0 AND n_emar > 0",
         2: "n_marker > 0 AND n_emar > 0 AND n_wbc >= 2 AND n_abx_classes >= 1",
         3: "n_marker > 0 AND n_emar > 0 AND n_wbc >= 3 AND n_abx_classes >= 2 AND n_dx >= 5 "
-           "AND (has_sofa_labs OR has_sepsis)",
+        "AND (has_sofa_labs OR has_sepsis)",
     },
     "discharge_planning": {
-        1: "n_discharge > 0 AND n_drugs >= 10 AND n_dx >= 5 "
-           "AND n_lab_rows > 0",
-        2: "n_discharge > 0 AND n_drugs >= 20 AND n_dx >= 12 "
-           "AND n_lab_rows > 50",
-        3: "n_discharge > 0 AND n_drugs >= 30 AND n_dx >= 18 "
-           "AND n_lab_rows > 150",
+        1: "n_discharge > 0 AND n_drugs >= 10 AND n_dx >= 5 AND n_lab_rows > 0",
+        2: "n_discharge > 0 AND n_drugs >= 20 AND n_dx >= 12 AND n_lab_rows > 50",
+        3: "n_discharge > 0 AND n_drugs >= 30 AND n_dx >= 18 AND n_lab_rows > 150",
     },
 }
 
 
-def qualify(con: duckdb.DuckDBPyConnection, scenarios: tuple[str, ...] | list[str] = SCENARIOS,
-            tiers: tuple[int, ...] | list[int] = TIERS) -> dict[tuple[str, int], list[Candidate]]:
+def qualify(
+    con: duckdb.DuckDBPyConnection,
+    scenarios: tuple[str, ...] | list[str] = SCENARIOS,
+    tiers: tuple[int, ...] | list[int] = TIERS,
+) -> dict[tuple[str, int], list[Candidate]]:
     """Qualified candidates per (scenario, tier), each list sorted by subject_id."""
     for s in scenarios:
         if s not in RULES:

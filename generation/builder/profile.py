@@ -20,11 +20,28 @@ from .vocab import LABS
 
 #: First words of prescriptions that name a fluid, salt or vaccine rather than a drug a
 #: clinician would ask about by that word.
-NOT_A_DRUG_WORD = frozenset({
-    "sodium", "potassium", "calcium", "magnesium", "dextrose", "influenza", "syringe", "bag",
-    "sterile", "water", "lactated", "heparin flush", "neutra-phos", "multivitamins", "senna",
-    "docusate", "bisacodyl", "polyethylene",
-})
+NOT_A_DRUG_WORD = frozenset(
+    {
+        "sodium",
+        "potassium",
+        "calcium",
+        "magnesium",
+        "dextrose",
+        "influenza",
+        "syringe",
+        "bag",
+        "sterile",
+        "water",
+        "lactated",
+        "heparin flush",
+        "neutra-phos",
+        "multivitamins",
+        "senna",
+        "docusate",
+        "bisacodyl",
+        "polyethylene",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +107,13 @@ def _finite(x: object) -> float | None:
     return v if v is not None and v > 0 else None
 
 
-def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
-                 current_date: str, until: dt.datetime | None = None) -> Profile:
+def load_profile(
+    con: duckdb.DuckDBPyConnection,
+    subject_id: int,
+    hadm_id: int,
+    current_date: str,
+    until: dt.datetime | None = None,
+) -> Profile:
     """Profile of the admission at the session cutoff: the end of `current_date`, or the
     instant `until` of that date (the builder's in-stay timepoint)."""
     tl = load_timeline(con, subject_id, hadm_id, current_date, until)
@@ -100,7 +122,9 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
     ).fetchone()
     gender, anchor_age, anchor_year = row if row else ("U", None, None)
     year = int(current_date[:4])
-    age = int(anchor_age) + (year - int(anchor_year)) if anchor_age is not None and anchor_year else 0
+    age = (
+        int(anchor_age) + (year - int(anchor_year)) if anchor_age is not None and anchor_year else 0
+    )
     prof = Profile(subject_id, hadm_id, current_date, str(gender or "U"), age)
 
     labels = list(LABS)
@@ -136,17 +160,27 @@ def load_profile(con: duckdb.DuckDBPyConnection, subject_id: int, hadm_id: int,
         if current is None or current.word != word:
             continue
         admins = tl.order_administrations(current)
-        prof.drugs[word] = DrugSummary(word, current.drug, current.dose_text, current.unit,
-                                       current.route, _finite(current.per_day),
-                                       len(admins.given), admins.countable)
+        prof.drugs[word] = DrugSummary(
+            word,
+            current.drug,
+            current.dose_text,
+            current.unit,
+            current.route,
+            _finite(current.per_day),
+            len(admins.given),
+            admins.countable,
+        )
 
     def count(sql: str) -> int:
         return int(con.execute(sql, [subject_id, hadm_id]).fetchone()[0])
 
     prof.n_dx = count("SELECT count(*) FROM diagnoses_icd WHERE subject_id = ? AND hadm_id = ?")
     prof.n_micro = len(tl.cultures)  # specimens a culture was sent from, drawn by the cutoff
-    prof.n_radiology = int(con.execute(
-        "SELECT count(*) FROM radiology WHERE subject_id = ? AND hadm_id = ? AND charttime < ?",
-        [subject_id, hadm_id, tl.cutoff]).fetchone()[0])
+    prof.n_radiology = int(
+        con.execute(
+            "SELECT count(*) FROM radiology WHERE subject_id = ? AND hadm_id = ? AND charttime < ?",
+            [subject_id, hadm_id, tl.cutoff],
+        ).fetchone()[0]
+    )
     prof.n_discharge = count("SELECT count(*) FROM discharge WHERE subject_id = ? AND hadm_id = ?")
     return prof

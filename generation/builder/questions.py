@@ -103,8 +103,9 @@ def builds_on(previous: Topic | None, topic: Topic) -> bool:
     return any(cls is not None and labs & set(cls.labs) for cls in map(drug_class_of, drugs))
 
 
-def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str],
-                      linked: bool = True) -> list[str]:
+def feasible_subtypes(
+    topic: Topic, turn: int, prior_entities: set[str], linked: bool = True
+) -> list[str]:
     """Subtypes whose rewrite is possible here, in SUBTYPES order; AE's connector ("Given all
     this, ...") only where the turn builds on the previous one (``linked``)."""
     if turn == 0 or topic.task_type == WU:
@@ -119,8 +120,9 @@ def feasible_subtypes(topic: Topic, turn: int, prior_entities: set[str],
     return out
 
 
-def choose_subtype(feasible: list[str], used: dict[str, int], rng: random.Random,
-                   turn: int | None = None) -> str | None:
+def choose_subtype(
+    feasible: list[str], used: dict[str, int], rng: random.Random, turn: int | None = None
+) -> str | None:
     """The least-used feasible subtype so far, counted at this turn position when ``turn`` is
     given (so NA is not crowded out at T1 by the PE-only turns), then overall; remaining
     ties are broken by the seeded generator."""
@@ -140,8 +142,14 @@ def count_subtype(used: dict[str, int], subtype: str, turn: int) -> None:
         used[key] = used.get(key, 0) + 1
 
 
-def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
-                  prior_entities: set[str], at_discharge: bool = False) -> Question:
+def make_question(
+    topic: Topic,
+    subtype: str | None,
+    variant: int,
+    gender: str,
+    prior_entities: set[str],
+    at_discharge: bool = False,
+) -> Question:
     """The explicit and implicit question of a turn in both languages; at the discharge date
     a kind's ``explicit_discharge`` variants, where it has them, speak of discharge."""
     texts: dict[tuple[str, str], str] = {}
@@ -152,28 +160,45 @@ def make_question(topic: Topic, subtype: str | None, variant: int, gender: str,
         if found is None:
             raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
         form, antecedent = found
-    timed = "explicit_discharge" if at_discharge and variants("en", topic.kind,
-                                                               "explicit_discharge") else "explicit"
+    timed = (
+        "explicit_discharge"
+        if at_discharge and variants("en", topic.kind, "explicit_discharge")
+        else "explicit"
+    )
     for lang in LANGUAGES:
         vals = _values(topic, lang, gender)
         explicit = variants(lang, topic.kind, timed)
         implicit = explicit if form == "explicit" else variants(lang, topic.kind, form)
         if not explicit or not implicit:
             raise ValueError(f"templates/{lang}.yaml: questions.{topic.kind}.{form} is empty")
-        texts[(lang, "explicit")] = fill(explicit[variant % len(explicit)],
-                                         f"{lang}:questions.{topic.kind}.explicit", **vals)
-        texts[(lang, "implicit")] = fill(implicit[variant % len(implicit)],
-                                         f"{lang}:questions.{topic.kind}.{form}", **vals)
+        texts[(lang, "explicit")] = fill(
+            explicit[variant % len(explicit)], f"{lang}:questions.{topic.kind}.explicit", **vals
+        )
+        texts[(lang, "implicit")] = fill(
+            implicit[variant % len(implicit)], f"{lang}:questions.{topic.kind}.{form}", **vals
+        )
     changed = texts[("en", "implicit")] != texts[("en", "explicit")]
-    return Question(texts[("en", "explicit")], texts[("zh", "explicit")],
-                    texts[("en", "implicit")], texts[("zh", "implicit")],
-                    subtype if (subtype and changed) else None,
-                    antecedent if (subtype == "NA" and changed) else None)
+    return Question(
+        texts[("en", "explicit")],
+        texts[("zh", "explicit")],
+        texts[("en", "implicit")],
+        texts[("zh", "implicit")],
+        subtype if (subtype and changed) else None,
+        antecedent if (subtype == "NA" and changed) else None,
+    )
 
 
-def new_question(topic: Topic, turn: int, prior_entities: set[str], linked: bool, gender: str,
-                 used: dict[str, int], rng: random.Random, asked: set[str],
-                 at_discharge: bool = False) -> Question | None:
+def new_question(
+    topic: Topic,
+    turn: int,
+    prior_entities: set[str],
+    linked: bool,
+    gender: str,
+    used: dict[str, int],
+    rng: random.Random,
+    asked: set[str],
+    at_discharge: bool = False,
+) -> Question | None:
     """A question for the turn that was not asked before in the build (``asked`` holds the
     physician's English texts): the least-used feasible subtype first, then the others, then
     the explicit form; each from a seeded variant on. None when every one was asked."""

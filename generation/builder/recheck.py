@@ -20,8 +20,18 @@ from .vocab import TRENDS
 _NONE = LabSeries("", (), ())
 
 #: Reasons a session is rejected, in the order they are checked.
-REASONS = ("end_of_life", "order_not_current", "order_mismatch", "lab_latest", "artifact",
-           "response", "trend", "admin_uncountable", "admin_count", "culture")
+REASONS = (
+    "end_of_life",
+    "order_not_current",
+    "order_mismatch",
+    "lab_latest",
+    "artifact",
+    "response",
+    "trend",
+    "admin_uncountable",
+    "admin_count",
+    "culture",
+)
 
 
 def _stamp(t: object) -> str:
@@ -35,7 +45,12 @@ def _trend_agrees(d: Digest, tl: Timeline) -> bool:
         return False
     t = judge_trend(series.confirmed, rule)
     return (t.direction, t.size, t.anchor, t.ref.value, _stamp(t.ref.time)[:10]) == (
-        d.trend, d.trend_size, d.anchor, d.series[0].value, d.series[0].day)
+        d.trend,
+        d.trend_size,
+        d.anchor,
+        d.series[0].value,
+        d.series[0].day,
+    )
 
 
 def _response_agrees(d: Digest, tl: Timeline) -> bool:
@@ -48,7 +63,11 @@ def _response_agrees(d: Digest, tl: Timeline) -> bool:
         return False
     base, last = found
     return (base.value, _stamp(base.time), last.value, _stamp(last.time)) == (
-        d.series[0].value, d.series[0].time, d.series[1].value, d.series[1].time)
+        d.series[0].value,
+        d.series[0].time,
+        d.series[1].value,
+        d.series[1].time,
+    )
 
 
 def record_check(d: Digest, tl: Timeline) -> str | None:
@@ -60,18 +79,25 @@ def record_check(d: Digest, tl: Timeline) -> str | None:
         order = tl.current_order(word)
         if order is None:
             return "order_not_current"
-        if d.med is not None and (order.dose != d.med.dose or order.unit != d.med.unit
-                                  or day(str(order.start)) != d.med.start):
+        if d.med is not None and (
+            order.dose != d.med.dose
+            or order.unit != d.med.unit
+            or day(str(order.start)) != d.med.start
+        ):
             return "order_mismatch"
         if d.write and d.write.get("dose") != f"{order.dose_text} {order.unit}":
             return "order_mismatch"
     for fact in d.labs:
         series = tl.lab(fact.label)
         if series is None or (series.latest.value, _stamp(series.latest.time)) != (
-                fact.value, fact.time):
+            fact.value,
+            fact.time,
+        ):
             return "lab_latest"
-    if any(fact.time in {_stamp(t) for t in (tl.lab(fact.label) or _NONE).suspect}
-           for fact in [*d.labs, *d.series]):
+    if any(
+        fact.time in {_stamp(t) for t in (tl.lab(fact.label) or _NONE).suspect}
+        for fact in [*d.labs, *d.series]
+    ):
         return "artifact"
     if d.series and d.anchor == "baseline" and not _response_agrees(d, tl):
         return "response"

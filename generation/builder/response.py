@@ -45,8 +45,14 @@ def _at(time: str) -> dt.datetime:
 
 def first_dose(observation: Any) -> str | None:
     """The earliest administration the tool shows as given (eMAR dose event, ICU row)."""
-    times = [e.time for e in F.admin_events(observation) if e.time and (
-        dose_event(e.event) == "given" or (e.event.startswith("ICU") and e.status in _ICU_GIVEN))]
+    times = [
+        e.time
+        for e in F.admin_events(observation)
+        if e.time
+        and (
+            dose_event(e.event) == "given" or (e.event.startswith("ICU") and e.status in _ICU_GIVEN)
+        )
+    ]
     return min(times, key=_at) if times else None
 
 
@@ -67,13 +73,15 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
         return False
     base, last = found
     d.trend_size = change(base.value, last.value, rule, last.low, last.high)
-    d.trend = ("stable" if d.trend_size == "none" else
-               "rising" if last.value > base.value else "falling")
+    d.trend = (
+        "stable" if d.trend_size == "none" else "rising" if last.value > base.value else "falling"
+    )
     d.series = [_lab_fact(base, prof.context), _lab_fact(last, prof.context)]
     d.labs, d.anchor, d.admin_first = [d.series[1]], "baseline", F.minute(first)
     expected = d.trend == treatment.expect
-    d.verdict = ("unclear" if d.trend_size != "clear" else
-                 "responding" if expected else "not_responding")
+    d.verdict = (
+        "unclear" if d.trend_size != "clear" else "responding" if expected else "not_responding"
+    )
     if d.topic.kind == "abx_response" and d.trend == "falling" and last.status == "low":
         d.verdict = "unclear"
     return True
@@ -82,6 +90,7 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
 def baseline_and_last(points: list[Any], first: dt.datetime) -> tuple[Any, Any] | None:
     """The value before the first dose and the latest value after it (module rules); the
     points (a tool's or the timeline's) are oldest first and carry datetime-like times."""
+
     def at(p: Any) -> dt.datetime:
         return p.time if isinstance(p.time, dt.datetime) else _at(p.time)
 
@@ -95,10 +104,18 @@ def answer_response(d: Digest, lang: str) -> str:
     base, last = d.series
     kind = "response" if d.topic.kind == "abx_response" else "effect"
     name = d.topic.name or d.topic.drug or ""
-    values = {"drug_word": name, "Drug_word": name[:1].upper() + name[1:], "since": d.admin_first,
-              "label": lab_name(last.label, lang), "first": fmt(base.value),
-              "last": fmt(last.value), "unit": last.unit, "trend_word": trend_word(d, lang),
-              "next_check": next_check(d, lang), "lab": lab_spoken(last.label, lang)}
+    values = {
+        "drug_word": name,
+        "Drug_word": name[:1].upper() + name[1:],
+        "since": d.admin_first,
+        "label": lab_name(last.label, lang),
+        "first": fmt(base.value),
+        "last": fmt(last.value),
+        "unit": last.unit,
+        "trend_word": trend_word(d, lang),
+        "next_check": next_check(d, lang),
+        "lab": lab_spoken(last.label, lang),
+    }
     first = say(lang, "answers.response.first", **values)
     second = say(lang, f"answers.{kind}.{d.verdict}", **values)
     return f"{first} {second}" if lang == "en" else f"{first}{second}"
@@ -114,14 +131,22 @@ def response_items(d: Digest) -> list[Item]:
     tw = {lang: trend_word(d, lang) for lang in ("en", "zh")}
     items = [
         _item("resp_drug", literal(word, d.topic.name or word), {"drug_word": word}),
-        _item("trend_baseline", value(lab, base.value, base.unit), vals(base, "en"), vals(base, "zh")),
+        _item(
+            "trend_baseline", value(lab, base.value, base.unit), vals(base, "en"), vals(base, "zh")
+        ),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", {"kind": "concept", "any": trend_terms(d)},
-              {"label": lab, "trend_word": tw["en"]},
-              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
+        _item(
+            "trend_dir",
+            {"kind": "concept", "any": trend_terms(d)},
+            {"label": lab, "trend_word": tw["en"]},
+            {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]},
+        ),
     ]
-    verdict_key = {"responding": "resp_verdict_yes", "not_responding": "resp_verdict_no",
-                   "unclear": "resp_verdict_unclear"}[d.verdict]
+    verdict_key = {
+        "responding": "resp_verdict_yes",
+        "not_responding": "resp_verdict_no",
+        "unclear": "resp_verdict_unclear",
+    }[d.verdict]
     items.append(_item(verdict_key, concept(d.verdict), {}))
     if d.topic.kind == "abx_response":
         plan = "escalate" if d.verdict == "not_responding" else "continue"

@@ -41,8 +41,12 @@ class Item:
     check: dict[str, Any]
 
 
-def _item(key: str, check: dict[str, Any], values_en: dict[str, Any],
-          values_zh: dict[str, Any] | None = None) -> Item:
+def _item(
+    key: str,
+    check: dict[str, Any],
+    values_en: dict[str, Any],
+    values_zh: dict[str, Any] | None = None,
+) -> Item:
     en = say("en", f"rubrics.{key}", **values_en)
     zh = say("zh", f"rubrics.{key}", **(values_zh if values_zh is not None else values_en))
     return Item(en, zh, check)
@@ -63,14 +67,24 @@ def literal(*words: str) -> dict[str, Any]:
 
 
 def value(label: str, number: float, unit: str) -> dict[str, Any]:
-    return {"kind": "value", "label": label, "value": float(number), "unit": unit or None,
-            "tolerance": VALUE_TOLERANCE}
+    return {
+        "kind": "value",
+        "label": label,
+        "value": float(number),
+        "unit": unit or None,
+        "tolerance": VALUE_TOLERANCE,
+    }
 
 
 def _lab_values(f: LabFact, lang: str) -> dict[str, Any]:
     status = say(lang, f"answers.status.{f.said}")
-    return {"label": lab_name(f.label, lang), "value": fmt(f.value), "unit": f.unit,
-            "status": status, "day": f.day}
+    return {
+        "label": lab_name(f.label, lang),
+        "value": fmt(f.value),
+        "unit": f.unit,
+        "status": status,
+        "day": f.day,
+    }
 
 
 def _lab_items(f: LabFact, with_time: bool) -> list[Item]:
@@ -92,15 +106,22 @@ def route_check(route: str) -> dict[str, Any]:
         words = ROUTE_WORDS.get(p, {"en": [p], "zh": [p]})
         en += words["en"]
         zh += words["zh"]
-    return {"kind": "concept", "any": {"en": list(dict.fromkeys(en)),
-                                       "zh": list(dict.fromkeys(zh))}}
+    return {
+        "kind": "concept",
+        "any": {"en": list(dict.fromkeys(en)), "zh": list(dict.fromkeys(zh))},
+    }
 
 
 def _med_items(d: Digest, n: int) -> list[Item]:
     m = d.med
     assert m is not None
-    vals = {"drug": m.word, "dose": fmt(m.dose), "unit": m.unit, "route": m.route or "-",
-            "day": m.start}
+    vals = {
+        "drug": m.word,
+        "dose": fmt(m.dose),
+        "unit": m.unit,
+        "route": m.route or "-",
+        "day": m.start,
+    }
     items = [_item("med_dose", value(m.word, m.dose, m.unit), vals)]
     if m.route:
         items.append(_item("med_route", route_check(m.route), vals))
@@ -118,27 +139,47 @@ def rubric(d: Digest) -> list[Item]:
     if k == "med_current":
         items = _med_items(d, 3)
         if len(items) < 3:
-            items.append(_item("safety_drug", literal(d.topic.drug or ""),
-                               {"drug_word": d.topic.drug, "dose": fmt(d.med.dose),  # type: ignore[union-attr]
-                                "unit": d.med.unit}))  # type: ignore[union-attr]
+            items.append(
+                _item(
+                    "safety_drug",
+                    literal(d.topic.drug or ""),
+                    {
+                        "drug_word": d.topic.drug,
+                        "dose": fmt(d.med.dose),  # type: ignore[union-attr]
+                        "unit": d.med.unit,
+                    },
+                )
+            )  # type: ignore[union-attr]
         return items
     if k == "dx_primary":
         assert d.dx is not None
         vals = {"title": d.dx.title, "code": d.dx.code}
-        return [_item("dx_name", literal(d.dx.title), vals),
-                _item("dx_code", literal(d.dx.code), vals),
-                _item("dx_principal", concept("principal"), vals)]
+        return [
+            _item("dx_name", literal(d.dx.title), vals),
+            _item("dx_code", literal(d.dx.code), vals),
+            _item("dx_principal", concept("principal"), vals),
+        ]
     if k == "encounter_info":
         s = d.stay
         assert s is not None
-        items = [_item("enc_admit", literal(day_of(s.start)), {"day": day_of(s.start)}),
-                 _item("enc_discharge", literal(day_of(s.end)), {"day": day_of(s.end)})]
+        items = [
+            _item("enc_admit", literal(day_of(s.start)), {"day": day_of(s.start)}),
+            _item("enc_discharge", literal(day_of(s.end)), {"day": day_of(s.end)}),
+        ]
         if s.discharge_location:
-            items.append(_item("enc_dest", literal(s.discharge_location),
-                               {"destination": s.discharge_location}))
+            items.append(
+                _item(
+                    "enc_dest", literal(s.discharge_location), {"destination": s.discharge_location}
+                )
+            )
         else:
-            items.append(_item("enc_dest", literal(s.admission_type or "-"),
-                               {"destination": s.admission_type or "-"}))
+            items.append(
+                _item(
+                    "enc_dest",
+                    literal(s.admission_type or "-"),
+                    {"destination": s.admission_type or "-"},
+                )
+            )
         return items
     if k == "culture_latest":
         return _culture_items(d)
@@ -171,12 +212,19 @@ def rubric(d: Digest) -> list[Item]:
 
 def _adherence_items(d: Digest) -> list[Item]:
     word = d.topic.drug or ""
-    status = {lang: say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
-              for lang in LANGUAGES}
+    status = {
+        lang: say(lang, f"answers.patient.adherence.{d.adherence}", missed=d.missed)
+        for lang in LANGUAGES
+    }
     items = _med_items(d, 2)
-    items.append(_item("adh_status", concept(f"adh_{d.adherence}"),
-                       {"status": status["en"], "drug_word": word},
-                       {"status": status["zh"], "drug_word": word}))
+    items.append(
+        _item(
+            "adh_status",
+            concept(f"adh_{d.adherence}"),
+            {"status": status["en"], "drug_word": word},
+            {"status": status["zh"], "drug_word": word},
+        )
+    )
     items.append(_item("adh_source", concept("patient_source"), {}))
     wrong = "adh_not_good" if d.adherence == "good" else "adh_not_bad"
     items.append(_item("adh_not", forbidden(wrong), {"drug_word": word}))
@@ -197,12 +245,22 @@ def _home_items(d: Digest) -> list[Item]:
     smoking = both(f"answers.patient.smoking.{h['smoking']}")
     return [
         _item("home_living", concept(living_key), {"living": living[0]}, {"living": living[1]}),
-        _item("home_device", concept(f"device_{h['device']}"), {"device": device[0]},
-              {"device": device[1]}),
+        _item(
+            "home_device",
+            concept(f"device_{h['device']}"),
+            {"device": device[0]},
+            {"device": device[1]},
+        ),
         _item("home_distance", value("Walking distance", h["blocks"], ""), {"blocks": h["blocks"]}),
-        _item("home_falls", concept(f"falls_{falls_key}"), {"falls": falls[0]}, {"falls": falls[1]}),
-        _item("home_smoking", concept(f"smoking_{h['smoking']}"), {"smoking": smoking[0]},
-              {"smoking": smoking[1]}),
+        _item(
+            "home_falls", concept(f"falls_{falls_key}"), {"falls": falls[0]}, {"falls": falls[1]}
+        ),
+        _item(
+            "home_smoking",
+            concept(f"smoking_{h['smoking']}"),
+            {"smoking": smoking[0]},
+            {"smoking": smoking[1]},
+        ),
     ]
 
 
@@ -211,22 +269,38 @@ def _symptom_items(d: Digest) -> list[Item]:
     onset = {lang: onset_phrase(s["onset"], lang) for lang in LANGUAGES}
     # Only what the patient's own reply says: no scores from a low-literacy reply.
     items = [
-        _item("sym_main", {"kind": "concept", "any": {"en": [s["term"]["en"]],
-                                                      "zh": [s["term"]["zh"]]}},
-              {"term": s["term"]["en"]}, {"term": s["term"]["zh"]}),
+        _item(
+            "sym_main",
+            {"kind": "concept", "any": {"en": [s["term"]["en"]], "zh": [s["term"]["zh"]]}},
+            {"term": s["term"]["en"]},
+            {"term": s["term"]["zh"]},
+        ),
     ]
     if "severity" in d.said:
-        items.append(_item("sym_severity", value("severity", s["severity"], ""),
-                           {"severity": s["severity"]}))
+        items.append(
+            _item("sym_severity", value("severity", s["severity"], ""), {"severity": s["severity"]})
+        )
     items += [
-        _item("sym_onset", {"kind": "concept", "any": {"en": [onset["en"]], "zh": [onset["zh"]]}},
-              {"onset": onset["en"]}, {"onset": onset["zh"]}),
+        _item(
+            "sym_onset",
+            {"kind": "concept", "any": {"en": [onset["en"]], "zh": [onset["zh"]]}},
+            {"onset": onset["en"]},
+            {"onset": onset["zh"]},
+        ),
         _item("sym_source", concept("patient_source"), {}),
     ]
     if p.get("present"):
-        items.append(_item("pain_site", {"kind": "concept", "any": {
-            "en": [p["location"]["en"]], "zh": [p["location"]["zh"]]}},
-            {"location": p["location"]["en"]}, {"location": p["location"]["zh"]}))
+        items.append(
+            _item(
+                "pain_site",
+                {
+                    "kind": "concept",
+                    "any": {"en": [p["location"]["en"]], "zh": [p["location"]["zh"]]},
+                },
+                {"location": p["location"]["en"]},
+                {"location": p["location"]["zh"]},
+            )
+        )
         if "pain_score" in d.said:
             items.append(_item("pain_score", value("Pain", p["score"], ""), {"score": p["score"]}))
     else:
@@ -247,8 +321,9 @@ def trend_terms(d: Digest) -> dict[str, list[str]]:
             names.append("improving" if toward else "worsening")
         if first.said not in AT_GOAL and last.said in AT_GOAL:
             names.append("normalised")
-    return {lang: list(dict.fromkeys(w for n in names for w in SYNONYMS[n][lang]))
-            for lang in LANGUAGES}
+    return {
+        lang: list(dict.fromkeys(w for n in names for w in SYNONYMS[n][lang])) for lang in LANGUAGES
+    }
 
 
 def _toward_normal(first: LabFact, last: LabFact) -> bool | None:
@@ -265,9 +340,13 @@ def _not_said(name: str, accepted: list[dict[str, Any]]) -> dict[str, Any]:
     """A forbidden check of concept ``name`` without any word another item accepts ("increased"
     is "high" as well as "rising")."""
     allowed = {w.lower() for c in accepted for words in c["any"].values() for w in words}
-    return {"kind": "forbidden", "any": {lang: [w for w in SYNONYMS[name][lang]
-                                                if w.lower() not in allowed]
-                                         for lang in LANGUAGES}}
+    return {
+        "kind": "forbidden",
+        "any": {
+            lang: [w for w in SYNONYMS[name][lang] if w.lower() not in allowed]
+            for lang in LANGUAGES
+        },
+    }
 
 
 def _trend_items(d: Digest) -> list[Item]:
@@ -283,40 +362,80 @@ def _trend_items(d: Digest) -> list[Item]:
     direction = {"kind": "concept", "any": trend_terms(d)}
     status = concept(last.said)
     items = [
-        _item(f"trend_{d.anchor}", value(lab, first.value, first.unit), vals(first, "en"),
-              vals(first, "zh")),
+        _item(
+            f"trend_{d.anchor}",
+            value(lab, first.value, first.unit),
+            vals(first, "en"),
+            vals(first, "zh"),
+        ),
         _item("trend_last", value(lab, last.value, last.unit), vals(last, "en"), vals(last, "zh")),
-        _item("trend_dir", direction, {"label": lab, "trend_word": tw["en"]},
-              {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]}),
+        _item(
+            "trend_dir",
+            direction,
+            {"label": lab, "trend_word": tw["en"]},
+            {"label": lab_name(lab, "zh"), "trend_word": tw["zh"]},
+        ),
         _item("lab_status", status, _lab_values(last, "en"), _lab_values(last, "zh")),
     ]
     if d.course in ("normal", "minor"):
-        items.append(_item("rec_no_change", concept("no_change"), {"label": lab},
-                           {"label": lab_name(lab, "zh")}))
+        items.append(
+            _item(
+                "rec_no_change",
+                concept("no_change"),
+                {"label": lab},
+                {"label": lab_name(lab, "zh")},
+            )
+        )
     else:
-        items.append(_item("rec_recheck", concept("recheck"), {"label": lab},
-                           {"label": lab_name(lab, "zh")}))
+        items.append(
+            _item("rec_recheck", concept("recheck"), {"label": lab}, {"label": lab_name(lab, "zh")})
+        )
     m = meaning(d) if d.course in ("worsening", "abnormal_stable") else None
     if d.artifact is not None:
         a = d.artifact
-        items.append(_item("trend_artifact", concept("spurious"),
-                           {"label": lab, "value": fmt(a.value), "unit": a.unit},
-                           {"label": lab_name(lab, "zh"), "value": fmt(a.value), "unit": a.unit}))
+        items.append(
+            _item(
+                "trend_artifact",
+                concept("spurious"),
+                {"label": lab, "value": fmt(a.value), "unit": a.unit},
+                {"label": lab_name(lab, "zh"), "value": fmt(a.value), "unit": a.unit},
+            )
+        )
     elif m is not None:
-        items.append(_item("rec_meaning",
-                           {"kind": "concept", "any": {"en": list(m.en_syn), "zh": list(m.zh_syn)}},
-                           {"meaning": m.en}, {"meaning": m.zh}))
+        items.append(
+            _item(
+                "rec_meaning",
+                {"kind": "concept", "any": {"en": list(m.en_syn), "zh": list(m.zh_syn)}},
+                {"meaning": m.en},
+                {"meaning": m.zh},
+            )
+        )
     elif d.trend != "stable":
-        items.append(_item("trend_not", _not_said(opposite, [direction, status]),
-                           {"label": lab, "wrong_word": ww["en"]},
-                           {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]}))
+        items.append(
+            _item(
+                "trend_not",
+                _not_said(opposite, [direction, status]),
+                {"label": lab, "wrong_word": ww["en"]},
+                {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]},
+            )
+        )
     return items
 
 
 def _accept_lab(label: str) -> list[str]:
     spoken = LABS[label].en if label in LABS else label
-    return list(dict.fromkeys([f"Repeat {label}", label, spoken, f"{spoken} level",
-                               f"repeat {spoken}", f"{label} level"]))
+    return list(
+        dict.fromkeys(
+            [
+                f"Repeat {label}",
+                label,
+                spoken,
+                f"{spoken} level",
+                f"repeat {spoken}",
+                f"{label} level",
+            ]
+        )
+    )
 
 
 def _write_items(d: Digest) -> list[Item]:
@@ -325,15 +444,25 @@ def _write_items(d: Digest) -> list[Item]:
     call = {"kind": "write_call", "tool": tool}
 
     def arg(field: str, accepted: list[str]) -> dict[str, Any]:
-        return {"kind": "write_arg", "tool": tool, "field": field,
-                "accepted": list(dict.fromkeys(a for a in accepted if a))}
+        return {
+            "kind": "write_arg",
+            "tool": tool,
+            "field": field,
+            "accepted": list(dict.fromkeys(a for a in accepted if a)),
+        }
 
     confirm = _item("write_confirm", concept("confirm"), {})
     if tool == "ServiceRequest.create":
         target = args["target_date"]
         if d.topic.kind == "followup_visit":
-            service = ["Primary care follow-up", "PCP follow-up", "primary care", "follow-up",
-                       "PCP", "follow up"]
+            service = [
+                "Primary care follow-up",
+                "PCP follow-up",
+                "primary care",
+                "follow-up",
+                "PCP",
+                "follow up",
+            ]
         else:
             service = _accept_lab(d.topic.lab or "")
         # A follow-up a week out may fall on any day around it; a repeat lab tomorrow may not.
@@ -341,8 +470,16 @@ def _write_items(d: Digest) -> list[Item]:
         dates = [next_day(target, delta) for delta in spread]
         return [
             _item("write_call_service", call, {}),
-            _item("write_service_type", arg("service_type", service), {"service": args["service_type"]}),
-            _item("write_priority", arg("priority", [args["priority"]]), {"priority": args["priority"]}),
+            _item(
+                "write_service_type",
+                arg("service_type", service),
+                {"service": args["service_type"]},
+            ),
+            _item(
+                "write_priority",
+                arg("priority", [args["priority"]]),
+                {"priority": args["priority"]},
+            ),
             _item("write_target_date", arg("target_date", dates), {"day": args["target_date"]}),
             confirm,
         ]
@@ -355,7 +492,9 @@ def _write_items(d: Digest) -> list[Item]:
         dose = args["dose"]
         return [
             _item("write_call_med", call, {}),
-            _item("write_med_name", arg("medication", [args["medication"], word]), {"drug_word": word}),
+            _item(
+                "write_med_name", arg("medication", [args["medication"], word]), {"drug_word": word}
+            ),
             _item("write_med_dose", arg("dose", [dose, dose.replace(" ", "")]), {"dose": dose}),
             _item("write_med_route", arg("route", route_ok), {"route": route}),
             _item("write_med_freq", arg("frequency", freq_ok), {"frequency": args["frequency"]}),
@@ -367,16 +506,32 @@ def _write_items(d: Digest) -> list[Item]:
         return [
             _item("write_call_flag", call, {}),
             _item("write_flag_category", arg("category", ["clinical", "safety"]), {}),
-            _item("write_confirm_flag", {"kind": "concept", "any": {
-                "en": [label, spoken], "zh": [label, LABS[label].zh if label in LABS else label]}},
-                {"label": label}, {"label": lab_name(label, "zh")}),
+            _item(
+                "write_confirm_flag",
+                {
+                    "kind": "concept",
+                    "any": {
+                        "en": [label, spoken],
+                        "zh": [label, LABS[label].zh if label in LABS else label],
+                    },
+                },
+                {"label": label},
+                {"label": lab_name(label, "zh")},
+            ),
             _item("write_flag_confirm", concept("flag"), {}),
         ]
     raise ValueError(f"no write rubric for tool {tool!r}")
 
 
-_SPECIMEN_ZH = {"BLOOD": "血培养", "SPUTUM": "痰", "URINE": "尿", "CSF": "脑脊液", "WOUND": "伤口",
-                "PERITONEAL": "腹水", "SWAB": "拭子"}
+_SPECIMEN_ZH = {
+    "BLOOD": "血培养",
+    "SPUTUM": "痰",
+    "URINE": "尿",
+    "CSF": "脑脊液",
+    "WOUND": "伤口",
+    "PERITONEAL": "腹水",
+    "SWAB": "拭子",
+}
 
 
 def _culture_items(d: Digest) -> list[Item]:
@@ -400,15 +555,29 @@ def _culture_items(d: Digest) -> list[Item]:
     elif r.pending:
         first = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
     else:  # nothing grew: in a physician's words, or the laboratory's ("No MRSA isolated.")
-        said = list(dict.fromkeys(t.value.rstrip(". ") for t in r.results
-                                  if t.culture and not t.organism and t.value))
-        first = _item("cult_none", {"kind": "concept", "any": {
-            "en": ["no organism", "no growth", "negative", "no organisms", *said],
-            "zh": ["无菌生长", "阴性", "未培养出", "未见", *said]}}, {})
+        said = list(
+            dict.fromkeys(
+                t.value.rstrip(". ") for t in r.results if t.culture and not t.organism and t.value
+            )
+        )
+        first = _item(
+            "cult_none",
+            {
+                "kind": "concept",
+                "any": {
+                    "en": ["no organism", "no growth", "negative", "no organisms", *said],
+                    "zh": ["无菌生长", "阴性", "未培养出", "未见", *said],
+                },
+            },
+            {},
+        )
     if resistant is not None:
         name = resistant.resistance[0]
-        last = _item("cult_resistance", {"kind": "concept", "any": RESISTANCE_WORDS[name]},
-                     {"resistance": name})
+        last = _item(
+            "cult_resistance",
+            {"kind": "concept", "any": RESISTANCE_WORDS[name]},
+            {"resistance": name},
+        )
     elif r.pending and grown:
         last = _item("cult_pending", concept("pending"), {"test": r.pending[0].test})
     else:
@@ -420,26 +589,37 @@ def _imaging_items(d: Digest) -> list[Item]:
     r = d.reports[0]
     day = r.time[:10]
     exam = next(((en, zh) for key, (en, zh) in EXAMS.items() if key in r.title.upper()), None)
-    exam_check = ({"kind": "concept", "any": {"en": list(exam[0]), "zh": list(exam[1])}}
-                  if exam else literal(r.title))
+    exam_check = (
+        {"kind": "concept", "any": {"en": list(exam[0]), "zh": list(exam[1])}}
+        if exam
+        else literal(r.title)
+    )
     low = r.conclusion.lower()
-    finding = next(((term, en, zh) for term, (en, zh) in FINDINGS.items()
-                    if any(_affirmed(low, w.lower()) for w in en)), None)
+    finding = next(
+        (
+            (term, en, zh)
+            for term, (en, zh) in FINDINGS.items()
+            if any(_affirmed(low, w.lower()) for w in en)
+        ),
+        None,
+    )
     if finding is not None:
         term, en, zh = finding
         finding_check = {"kind": "concept", "any": {"en": list(en), "zh": list(zh)}}
     else:
         term = " ".join(r.conclusion.split()[:4]).rstrip(".,;")
         finding_check = literal(term)
-    return [_item("img_exam", exam_check, {"exam": r.title}),
-            _item("img_finding", finding_check, {"finding": term}),
-            _item("img_date", literal(day), {"day": day})]
+    return [
+        _item("img_exam", exam_check, {"exam": r.title}),
+        _item("img_finding", finding_check, {"finding": term}),
+        _item("img_date", literal(day), {"day": day}),
+    ]
 
 
 def _affirmed(text: str, term: str) -> bool:
     """``term`` occurs in ``text`` at least once not right after a negation ("no new X")."""
     for m in re.finditer(rf"(?<![a-z]){re.escape(term)}(?![a-z])", text):
-        before = text[max(0, m.start() - 12):m.start()]
+        before = text[max(0, m.start() - 12) : m.start()]
         if not re.search(r"\b(no|no new|without|negative for)\s+$", before):
             return True
     return False
@@ -451,8 +631,9 @@ def _reliability_items(d: Digest) -> list[Item]:
     vals = {"drug_word": word, "given": d.admin_count, "missed": missed}
     items = _med_items(d, 1)
     items.append(_item("rel_given", value("given", d.admin_count, ""), vals))
-    items.append(_item("rel_missed" if missed else "rel_missed_none",
-                       value("not given", missed, ""), vals))
+    items.append(
+        _item("rel_missed" if missed else "rel_missed_none", value("not given", missed, ""), vals)
+    )
     if d.verdict == "ok":
         items.append(_item("rel_verdict_ok", concept("rel_ok"), vals))
         items.append(_item("rel_plan_ok", concept("continue"), vals))

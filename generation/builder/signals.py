@@ -95,9 +95,13 @@ def lab_signals(prof: Profile) -> list[Topic]:
             if not inr_settling(tl):
                 out.append(Topic("drug_lab_safety", lab=INR, drug=word))
         else:
-            out += [Topic("drug_lab_safety", lab=lab, drug=word) for lab in prof.labs
-                    if (v := _latest(tl, lab)) is not None and unsafe(word, lab, v)
-                    and not _other_cause(tl, word, lab)][:1]
+            out += [
+                Topic("drug_lab_safety", lab=lab, drug=word)
+                for lab in prof.labs
+                if (v := _latest(tl, lab)) is not None
+                and unsafe(word, lab, v)
+                and not _other_cause(tl, word, lab)
+            ][:1]
     return out
 
 
@@ -124,8 +128,9 @@ def _changed_since_level(tl: Timeline, word: str, lab: str) -> bool:
     dose already changed (vancomycin 1500 mg reduced to 1250 mg after a trough of 21.5)."""
     series = tl.lab(lab)
     drawn = series.latest.time if series is not None else None
-    return drawn is not None and any(o.start is not None and o.start > drawn
-                                     for o in tl.current_orders(word))
+    return drawn is not None and any(
+        o.start is not None and o.start > drawn for o in tl.current_orders(word)
+    )
 
 
 def inr_settling(tl: Timeline) -> bool:
@@ -139,16 +144,21 @@ def inr_settling(tl: Timeline) -> bool:
         return False
     since = tl.ref - WARFARIN_INITIATION
     values = series.confirmed
-    return ((bool(given) and given[0] >= since)
-            or any(p.value > INR_OVERSHOOT for p in values if p.time >= since)
-            or (len(values) >= 2 and values[-1].value > values[-2].value))
+    return (
+        (bool(given) and given[0] >= since)
+        or any(p.value > INR_OVERSHOOT for p in values if p.time >= since)
+        or (len(values) >= 2 and values[-1].value > values[-2].value)
+    )
 
 
 def _other_cause(tl: Timeline, word: str, lab: str) -> bool:
     """Metformin with a low glucose when a sulfonylurea or insulin was given: metformin alone
     does not cause hypoglycaemia (ADA 2024, 9), so the signal would blame the wrong drug."""
-    return (lab == "Glucose" and "metformin" in word
-            and any(c in m for m in tl.medications_given for c in HYPOGLYCAEMICS))
+    return (
+        lab == "Glucose"
+        and "metformin" in word
+        and any(c in m for m in tl.medications_given for c in HYPOGLYCAEMICS)
+    )
 
 
 def duplicate_signals(prof: Profile) -> list[Topic]:
@@ -156,9 +166,18 @@ def duplicate_signals(prof: Profile) -> list[Topic]:
     tl = prof.timeline
     if tl is None:
         return []
-    words = sorted({o.word for o in tl.orders if o.current_at(tl.ref) and not o.line_care
-                    and o.scheduled and len(o.word) >= 4 and o.word.isalpha()}
-                   - NOT_ONE_DRUG)
+    words = sorted(
+        {
+            o.word
+            for o in tl.orders
+            if o.current_at(tl.ref)
+            and not o.line_care
+            and o.scheduled
+            and len(o.word) >= 4
+            and o.word.isalpha()
+        }
+        - NOT_ONE_DRUG
+    )
     out = [Topic("duplicate_therapy", drug=w) for w in words if _twice(tl, w)]
     for cls in DUPLICATE_CLASSES:
         mine = [w for w in sorted(prof.drugs) if any(c in w for c in cls.words)]
@@ -168,8 +187,18 @@ def duplicate_signals(prof: Profile) -> list[Topic]:
 
 #: First words that name no single drug: "Vitamin D" and "Vitamin B12" are two drugs, and
 #: insulin glargine with insulin lispro is one basal-bolus regimen.
-NOT_ONE_DRUG = frozenset({"vitamin", "insulin", "sodium", "potassium", "calcium",
-                          "magnesium", "multivitamins", "multivitamin"})
+NOT_ONE_DRUG = frozenset(
+    {
+        "vitamin",
+        "insulin",
+        "sodium",
+        "potassium",
+        "calcium",
+        "magnesium",
+        "multivitamins",
+        "multivitamin",
+    }
+)
 
 
 def _twice(tl: Timeline, word: str) -> bool:
@@ -181,8 +210,7 @@ def _twice(tl: Timeline, word: str) -> bool:
         return False
     written = {(o.poe_id,) if o.poe_id else (o.drug, o.start) for o in orders}
     together = len({(o.drug, o.start) for o in orders}) == 1
-    return (len(written) > 1 and not together
-            and len({(o.drug, o.dose_text) for o in orders}) > 1)
+    return len(written) > 1 and not together and len({(o.drug, o.dose_text) for o in orders}) > 1
 
 
 def bridge_signals(prof: Profile) -> list[Topic]:
@@ -214,28 +242,41 @@ def interaction_signals(prof: Profile) -> list[Topic]:
         for a in sorted(prof.drugs):
             if not any(x in a for x in rule.first):
                 continue
-            out += [Topic("interaction", drug=a, drug2=b) for b in sorted(prof.drugs)
-                    if b != a and any(x in b for x in rule.second)]
+            out += [
+                Topic("interaction", drug=a, drug2=b)
+                for b in sorted(prof.drugs)
+                if b != a and any(x in b for x in rule.second)
+            ]
     return out
 
 
 def safety_topics(prof: Profile) -> list[Topic]:
     """Every medication-safety signal of the chart, as the topics that ask about it."""
-    return (lab_signals(prof) + duplicate_signals(prof) + bridge_signals(prof)
-            + interaction_signals(prof))
+    return (
+        lab_signals(prof)
+        + duplicate_signals(prof)
+        + bridge_signals(prof)
+        + interaction_signals(prof)
+    )
 
 
 def treatment_of(word: str) -> Treatment | None:
     """The treatment (vocab.TREATMENTS) a drug word gives, antibiotics included."""
     found = next((t for t in TREATMENTS if any(w in word or word in w for w in t.words)), None)
     if found is None and any(n in word for names in ANTIBIOTIC_CLASSES.values() for n in names):
-        return Treatment("antibiotic", (word,), INFECTION_MARKERS[0], "falling",
-                         "clinical response of the white count (Surviving Sepsis Campaign 2021)")
+        return Treatment(
+            "antibiotic",
+            (word,),
+            INFECTION_MARKERS[0],
+            "falling",
+            "clinical response of the white count (Surviving Sepsis Campaign 2021)",
+        )
     return found
 
 
-def measurable(tl: Timeline, word: str, lab: str, corrects: str,
-               treated: float | None = None) -> bool:
+def measurable(
+    tl: Timeline, word: str, lab: str, corrects: str, treated: float | None = None
+) -> bool:
     """A course of the drug (:data:`COURSE_DOSES`) was given, its marker was off
     (``corrects``: low or high; past ``treated`` where the treatment has its own threshold)
     just before the first dose, measured again after it, last within :data:`RESPONSE_WITHIN`
@@ -251,8 +292,11 @@ def measurable(tl: Timeline, word: str, lab: str, corrects: str,
     if not before or not after or not _off(before[-1], corrects, treated):
         return False
     course = [t for t in given if t <= after[-1].time]  # the doses the latest value can show
-    return (len(course) >= COURSE_DOSES and after[-1].time <= course[-1] + RESPONSE_WITHIN
-            and not turned_back(before[-1], after, TRENDS[lab]))
+    return (
+        len(course) >= COURSE_DOSES
+        and after[-1].time <= course[-1] + RESPONSE_WITHIN
+        and not turned_back(before[-1], after, TRENDS[lab])
+    )
 
 
 def active(tl: Timeline, word: str) -> bool:
@@ -278,8 +322,10 @@ def gut_only(tl: Timeline, word: str) -> bool:
     """An order of the antibiotic by mouth that acts only in the gut (oral vancomycin for
     C. difficile): the word's doses then mix it with any IV course, and it moves no systemic
     marker."""
-    return any(GUT_ONLY in o.drug.lower() and str(o.route or "").upper().startswith("PO")
-               for o in tl.orders_for(word))
+    return any(
+        GUT_ONLY in o.drug.lower() and str(o.route or "").upper().startswith("PO")
+        for o in tl.orders_for(word)
+    )
 
 
 def _off(p: Any, corrects: str, treated: float | None) -> bool:
@@ -312,9 +358,15 @@ def response_topics(prof: Profile) -> list[Topic]:
         if t is None or ((t.name, t.lab) in seen and t.name != "antibiotic"):
             continue
         kind = "abx_response" if t.name == "antibiotic" else "treatment_effect"
-        labs = ([m for m in INFECTION_MARKERS if not (prof.context.heme_malignancy
-                                                       and m in ("White Blood Cells", "Neutrophils"))]
-                if kind == "abx_response" else [t.lab])
+        labs = (
+            [
+                m
+                for m in INFECTION_MARKERS
+                if not (prof.context.heme_malignancy and m in ("White Blood Cells", "Neutrophils"))
+            ]
+            if kind == "abx_response"
+            else [t.lab]
+        )
         if kind == "abx_response" and (gut_only(tl, word) or brief_course(tl, word)):
             continue
         lab = next((m for m in labs if measurable(tl, word, m, t.corrects, t.treated)), None)

@@ -27,38 +27,116 @@ from .vocab import (
 
 #: Which kinds each scenario draws from (its clinical focus).
 SCENARIO_KINDS: dict[str, tuple[str, ...]] = {
-    "diagnostic_workup": ("lab_latest", "dx_primary", "imaging_latest", "culture_latest", "lab_pair", "lab_trend", "lab_and_med",
-                          "order_lab_recheck", "flag_abnormal", "symptom_pain"),
-    "med_safety": ("lab_latest", "med_current", "lab_pair", "lab_and_med", "med_and_admin",
-                   "admin_reliability",
-                   "drug_lab_safety", "duplicate_therapy", "duplicate_class", "interaction",
-                   "anticoag_bridge",
-                   "lab_trend", "continue_med", "flag_abnormal",
-                   "order_lab_recheck", "adherence_check"),
-    "treatment_response": ("lab_latest", "med_current", "culture_latest", "lab_pair", "med_and_admin",
-                           "admin_reliability",
-                           "abx_response", "treatment_effect", "lab_trend", "order_lab_recheck",
-                           "continue_med", "symptom_pain"),
-    "discharge_planning": ("encounter_info", "lab_latest", "med_current", "dx_primary",
-                           "med_and_admin", "admin_reliability", "lab_and_med", "lab_trend",
-                           "drug_lab_safety",
-                           "continue_med", "followup_visit", "order_lab_recheck",
-                           "adherence_check", "home_function"),
+    "diagnostic_workup": (
+        "lab_latest",
+        "dx_primary",
+        "imaging_latest",
+        "culture_latest",
+        "lab_pair",
+        "lab_trend",
+        "lab_and_med",
+        "order_lab_recheck",
+        "flag_abnormal",
+        "symptom_pain",
+    ),
+    "med_safety": (
+        "lab_latest",
+        "med_current",
+        "lab_pair",
+        "lab_and_med",
+        "med_and_admin",
+        "admin_reliability",
+        "drug_lab_safety",
+        "duplicate_therapy",
+        "duplicate_class",
+        "interaction",
+        "anticoag_bridge",
+        "lab_trend",
+        "continue_med",
+        "flag_abnormal",
+        "order_lab_recheck",
+        "adherence_check",
+    ),
+    "treatment_response": (
+        "lab_latest",
+        "med_current",
+        "culture_latest",
+        "lab_pair",
+        "med_and_admin",
+        "admin_reliability",
+        "abx_response",
+        "treatment_effect",
+        "lab_trend",
+        "order_lab_recheck",
+        "continue_med",
+        "symptom_pain",
+    ),
+    "discharge_planning": (
+        "encounter_info",
+        "lab_latest",
+        "med_current",
+        "dx_primary",
+        "med_and_admin",
+        "admin_reliability",
+        "lab_and_med",
+        "lab_trend",
+        "drug_lab_safety",
+        "continue_med",
+        "followup_visit",
+        "order_lab_recheck",
+        "adherence_check",
+        "home_function",
+    ),
 }
 
 #: Each scenario's signature kinds (tried first by the planner at most turns).
 SCENARIO_FOCUS: dict[str, frozenset[str]] = {
-    "diagnostic_workup": frozenset({"lab_pair", "imaging_latest", "culture_latest", "dx_primary",
-                                    "flag_abnormal", "symptom_pain"}),
-    "med_safety": frozenset({"drug_lab_safety", "duplicate_therapy", "duplicate_class",
-                             "interaction",
-                             "anticoag_bridge", "adherence_check", "med_and_admin", "lab_and_med",
-                             "admin_reliability", "continue_med", "med_current"}),
-    "treatment_response": frozenset({"abx_response", "treatment_effect", "culture_latest",
-                                     "med_and_admin", "admin_reliability",
-                                     "lab_pair", "continue_med"}),
-    "discharge_planning": frozenset({"encounter_info", "home_function", "followup_visit",
-                                     "continue_med", "adherence_check", "med_and_admin"}),
+    "diagnostic_workup": frozenset(
+        {
+            "lab_pair",
+            "imaging_latest",
+            "culture_latest",
+            "dx_primary",
+            "flag_abnormal",
+            "symptom_pain",
+        }
+    ),
+    "med_safety": frozenset(
+        {
+            "drug_lab_safety",
+            "duplicate_therapy",
+            "duplicate_class",
+            "interaction",
+            "anticoag_bridge",
+            "adherence_check",
+            "med_and_admin",
+            "lab_and_med",
+            "admin_reliability",
+            "continue_med",
+            "med_current",
+        }
+    ),
+    "treatment_response": frozenset(
+        {
+            "abx_response",
+            "treatment_effect",
+            "culture_latest",
+            "med_and_admin",
+            "admin_reliability",
+            "lab_pair",
+            "continue_med",
+        }
+    ),
+    "discharge_planning": frozenset(
+        {
+            "encounter_info",
+            "home_function",
+            "followup_visit",
+            "continue_med",
+            "adherence_check",
+            "med_and_admin",
+        }
+    ),
 }
 
 #: Scenarios built only where the chart has what they ask about (:func:`fits`).
@@ -66,27 +144,77 @@ SIGNAL_SCENARIOS = frozenset({"med_safety", "treatment_response"})
 
 #: Labs each scenario prefers to ask about (others in the profile are used after these).
 SCENARIO_LABS: dict[str, tuple[str, ...]] = {
-    "diagnostic_workup": ("Creatinine", "Urea Nitrogen", "Hemoglobin", "Platelet Count",
-                          "White Blood Cells", "Alanine Aminotransferase (ALT)",
-                          "Bilirubin, Total", "INR(PT)", "Lactate", "Troponin T", "Sodium",
-                          "Potassium", "Glucose", "Albumin"),
-    "med_safety": ("Creatinine", "Potassium", "Glucose", "INR(PT)", "Sodium", "Urea Nitrogen",
-                   "Magnesium"),
-    "treatment_response": ("White Blood Cells", "Lactate", "Neutrophils", "C-Reactive Protein",
-                           "Creatinine", "Platelet Count"),
-    "discharge_planning": ("Creatinine", "Hemoglobin", "Potassium", "Sodium", "Glucose",
-                           "White Blood Cells", "INR(PT)"),
+    "diagnostic_workup": (
+        "Creatinine",
+        "Urea Nitrogen",
+        "Hemoglobin",
+        "Platelet Count",
+        "White Blood Cells",
+        "Alanine Aminotransferase (ALT)",
+        "Bilirubin, Total",
+        "INR(PT)",
+        "Lactate",
+        "Troponin T",
+        "Sodium",
+        "Potassium",
+        "Glucose",
+        "Albumin",
+    ),
+    "med_safety": (
+        "Creatinine",
+        "Potassium",
+        "Glucose",
+        "INR(PT)",
+        "Sodium",
+        "Urea Nitrogen",
+        "Magnesium",
+    ),
+    "treatment_response": (
+        "White Blood Cells",
+        "Lactate",
+        "Neutrophils",
+        "C-Reactive Protein",
+        "Creatinine",
+        "Platelet Count",
+    ),
+    "discharge_planning": (
+        "Creatinine",
+        "Hemoglobin",
+        "Potassium",
+        "Sodium",
+        "Glucose",
+        "White Blood Cells",
+        "INR(PT)",
+    ),
 }
 
 
 #: Kinds whose answer states a lab's latest value, and kinds that only look one up: a lookup
 #: right after a turn that stated that lab asks the same thing again.
-STATES_LAB = frozenset({"lab_latest", "lab_pair", "lab_and_med", "lab_trend", "drug_lab_safety",
-                        "abx_response", "treatment_effect", "anticoag_bridge"})
+STATES_LAB = frozenset(
+    {
+        "lab_latest",
+        "lab_pair",
+        "lab_and_med",
+        "lab_trend",
+        "drug_lab_safety",
+        "abx_response",
+        "treatment_effect",
+        "anticoag_bridge",
+    }
+)
 LAB_LOOKUPS = frozenset({"lab_latest", "lab_pair", "lab_and_med"})
 #: Kinds whose answer states a drug's current order; ``med_current`` only looks one up.
-STATES_ORDER = frozenset({"med_current", "lab_and_med", "med_and_admin", "admin_reliability",
-                          "drug_lab_safety", "adherence_check"})
+STATES_ORDER = frozenset(
+    {
+        "med_current",
+        "lab_and_med",
+        "med_and_admin",
+        "admin_reliability",
+        "drug_lab_safety",
+        "adherence_check",
+    }
+)
 
 
 def labs_of(topic: Topic) -> set[str]:
@@ -98,14 +226,22 @@ def follows(previous: Topic | None, topic: Topic) -> bool:
     previous turn stated (its lab's latest value, its drug's order), and flagging an abnormal
     lab ("flag the abnormal INR") refers to one the previous turn stated."""
     if topic.kind == "flag_abnormal":
-        return (previous is not None and previous.kind in STATES_LAB
-                and topic.lab in labs_of(previous))
+        return (
+            previous is not None and previous.kind in STATES_LAB and topic.lab in labs_of(previous)
+        )
     if previous is None:
         return True
-    if topic.kind in LAB_LOOKUPS and previous.kind in STATES_LAB and labs_of(topic) & labs_of(previous):
+    if (
+        topic.kind in LAB_LOOKUPS
+        and previous.kind in STATES_LAB
+        and labs_of(topic) & labs_of(previous)
+    ):
         return False
-    return not (topic.kind == "med_current" and previous.kind in STATES_ORDER
-                and topic.drug == previous.drug)
+    return not (
+        topic.kind == "med_current"
+        and previous.kind in STATES_ORDER
+        and topic.drug == previous.drug
+    )
 
 
 #: Labs that have no place in an outpatient follow-up (they guide acute care only).
@@ -147,36 +283,56 @@ def pools(scenario: str, prof: Profile) -> Pools:
     """The entities a scenario draws its topics from: medication-safety sessions ask about
     the drugs of the chart's safety signals, treatment-response sessions about its treatments."""
     labs = _lab_order(scenario, prof)
-    trend_labs = [lab for lab in labs if prof.labs[lab].n >= 2 and lab in TRENDS
-                  and not _follows_known_disease(lab, prof)]
+    trend_labs = [
+        lab
+        for lab in labs
+        if prof.labs[lab].n >= 2 and lab in TRENDS and not _follows_known_disease(lab, prof)
+    ]
     drugs = [w for w in sorted(prof.drugs) if _dosable(prof, w)]
-    signals = (safety_topics(prof) if scenario == "med_safety" else
-               response_topics(prof) if scenario == "treatment_response" else [])
+    signals = (
+        safety_topics(prof)
+        if scenario == "med_safety"
+        else response_topics(prof)
+        if scenario == "treatment_response"
+        else []
+    )
     focus = [w for t in signals for w in (t.drug, t.drug2) if w in drugs]
     if scenario == "med_safety":
         monitored = [w for w in drugs if drug_class_of(w) is not None]
-        drugs = list(dict.fromkeys(focus + monitored + drugs))[:max(len(focus) + 2, 4)]
+        drugs = list(dict.fromkeys(focus + monitored + drugs))[: max(len(focus) + 2, 4)]
     elif scenario == "treatment_response":
         drugs = list(dict.fromkeys(focus))
     # Dose counts only where both semantics show the same count (physassist.timeline's rule).
     given = [w for w in drugs if prof.drugs[w].n_admin > 0 and prof.drugs[w].admin_countable]
-    return Pools(labs, trend_labs, [lab for lab in labs if prof.labs[lab].abnormal], drugs,
-                 [w for w in drugs if drug_class_of(w) is not None], given,
-                 list(dict.fromkeys(signals)))
+    return Pools(
+        labs,
+        trend_labs,
+        [lab for lab in labs if prof.labs[lab].abnormal],
+        drugs,
+        [w for w in drugs if drug_class_of(w) is not None],
+        given,
+        list(dict.fromkeys(signals)),
+    )
 
 
 def candidates(scenario: str, task_type: str, prof: Profile) -> list[Topic]:
     """Every topic of this task type the scenario uses and the patient's data supports."""
     pool = pools(scenario, prof)
-    out = [t for kind in SCENARIO_KINDS[scenario] if KINDS[kind][0] == task_type
-           for t in _CANDIDATES[kind](pool, prof)]
+    out = [
+        t
+        for kind in SCENARIO_KINDS[scenario]
+        if KINDS[kind][0] == task_type
+        for t in _CANDIDATES[kind](pool, prof)
+    ]
     return [named(t, prof) for t in out]
 
 
 def named(topic: Topic, prof: Profile) -> Topic:
     """The topic with its drugs as a physician says them (the current order's own name)."""
+
     def say(word: str | None, name: str | None) -> str | None:
         return drug_spoken(prof.drugs[word].drug) if word in prof.drugs else name or word
+
     return replace(topic, name=say(topic.drug, topic.name), name2=say(topic.drug2, topic.name2))
 
 
@@ -199,7 +355,9 @@ def _drug_lab_safety(p: Pools, prof: Profile) -> list[Topic]:
     for w in p.monitored[:4]:
         cls = drug_class_of(w)
         assert cls is not None
-        out += [Topic("drug_lab_safety", lab=lab, drug=w) for lab in cls.labs if lab in prof.labs][:1]
+        out += [Topic("drug_lab_safety", lab=lab, drug=w) for lab in cls.labs if lab in prof.labs][
+            :1
+        ]
     return out
 
 
@@ -219,8 +377,11 @@ _CANDIDATES: dict[str, Callable[[Pools, Profile], list[Topic]]] = {
     "encounter_info": _one("encounter_info", lambda prof: True),
     "culture_latest": _one("culture_latest", lambda prof: prof.n_micro > 0),
     "imaging_latest": _one("imaging_latest", lambda prof: prof.n_radiology > 0),
-    "lab_pair": lambda p, prof: [Topic("lab_pair", lab=a, lab2=b) for i, a in enumerate(p.labs[:5])
-                                 for b in p.labs[:5][i + 1:]],
+    "lab_pair": lambda p, prof: [
+        Topic("lab_pair", lab=a, lab2=b)
+        for i, a in enumerate(p.labs[:5])
+        for b in p.labs[:5][i + 1 :]
+    ],
     "lab_and_med": _lab_and_med,
     "med_and_admin": lambda p, prof: [Topic("med_and_admin", drug=w) for w in p.given[:5]],
     "admin_reliability": lambda p, prof: [Topic("admin_reliability", drug=w) for w in p.given[:5]],
@@ -234,16 +395,21 @@ _CANDIDATES: dict[str, Callable[[Pools, Profile], list[Topic]]] = {
     "treatment_effect": _signals("treatment_effect"),
     # A repeat is ordered for a value that is off, not for a normal one; after discharge not
     # for an acute-care test.
-    "order_lab_recheck": lambda p, prof: [Topic("order_lab_recheck", lab=lab)
-                                          for lab in p.abnormal[:6]
-                                          if not (prof.at_discharge and lab in INPATIENT_ONLY)],
-    "continue_med": lambda p, prof: [Topic("continue_med", drug=w) for w in p.drugs[:6]
-                                     if _frequency(prof, w) is not None
-                                     and _route(prof.drugs[w].route)],
+    "order_lab_recheck": lambda p, prof: [
+        Topic("order_lab_recheck", lab=lab)
+        for lab in p.abnormal[:6]
+        if not (prof.at_discharge and lab in INPATIENT_ONLY)
+    ],
+    "continue_med": lambda p, prof: [
+        Topic("continue_med", drug=w)
+        for w in p.drugs[:6]
+        if _frequency(prof, w) is not None and _route(prof.drugs[w].route)
+    ],
     "flag_abnormal": lambda p, prof: [Topic("flag_abnormal", lab=lab) for lab in p.abnormal[:4]],
     "followup_visit": _one("followup_visit", lambda prof: True),
-    "adherence_check": lambda p, prof: [Topic("adherence_check", drug=w)
-                                        for w in adherence_drugs(prof)[:3]],
+    "adherence_check": lambda p, prof: [
+        Topic("adherence_check", drug=w) for w in adherence_drugs(prof)[:3]
+    ],
     "home_function": _one("home_function", has_home_function),
     "symptom_pain": _one("symptom_pain", has_symptoms),
 }
@@ -298,14 +464,19 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
 
     def lab_call(label: str) -> tuple[str, dict[str, Any]]:
         # The whole admission's series (the tool's default page is the newest 20).
-        return "Observation.search", {**adm, "category": "laboratory", "code": label,
-                                      "_count": LAB_COUNT}
+        return "Observation.search", {
+            **adm,
+            "category": "laboratory",
+            "code": label,
+            "_count": LAB_COUNT,
+        }
 
     k = topic.kind
     if k in ("lab_latest", "lab_trend"):
         return [lab_call(topic.lab or "")]
     if k == "lab_pair":
         return [lab_call(topic.lab or ""), lab_call(topic.lab2 or "")]
+
     def orders(word: str | None) -> tuple[str, dict[str, Any]]:
         return "MedicationRequest.search", {**adm, "medication": word}
 
@@ -326,54 +497,101 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
     if k == "imaging_latest":
         return [("DiagnosticReport.search", {**adm, "report_type": "radiology"})]
     if k == "lab_and_med":
-        return [lab_call(topic.lab or ""),
-                ("MedicationRequest.search", {**adm, "medication": topic.drug})]
+        return [
+            lab_call(topic.lab or ""),
+            ("MedicationRequest.search", {**adm, "medication": topic.drug}),
+        ]
     if k in ("med_and_admin", "admin_reliability"):
-        return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
-                ("MedicationAdministration.search", {**adm, "medication": topic.drug})]
+        return [
+            ("MedicationRequest.search", {**adm, "medication": topic.drug}),
+            ("MedicationAdministration.search", {**adm, "medication": topic.drug}),
+        ]
     if k == "drug_lab_safety":
-        return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
-                lab_call(topic.lab or "")]
+        return [
+            ("MedicationRequest.search", {**adm, "medication": topic.drug}),
+            lab_call(topic.lab or ""),
+        ]
     if k in ("abx_response", "treatment_effect"):
-        return [("MedicationAdministration.search", {**adm, "medication": topic.drug}),
-                lab_call(topic.lab or "")]
+        return [
+            ("MedicationAdministration.search", {**adm, "medication": topic.drug}),
+            lab_call(topic.lab or ""),
+        ]
     if k == "order_lab_recheck":
         lab = LABS[topic.lab or ""] if topic.lab in LABS else None
         name = topic.lab or ""
-        when, days = (("at the follow-up visit after discharge", FOLLOW_UP_DAYS)
-                      if prof.at_discharge else ("in the morning", 1))
-        return [("ServiceRequest.create", {
-            **base, "service_type": f"Repeat {name}", "priority": "routine",
-            "target_date": next_day(prof.current_date, days),
-            "note": f"Recheck {lab.en if lab else name} {when}.",
-        })]
+        when, days = (
+            ("at the follow-up visit after discharge", FOLLOW_UP_DAYS)
+            if prof.at_discharge
+            else ("in the morning", 1)
+        )
+        return [
+            (
+                "ServiceRequest.create",
+                {
+                    **base,
+                    "service_type": f"Repeat {name}",
+                    "priority": "routine",
+                    "target_date": next_day(prof.current_date, days),
+                    "note": f"Recheck {lab.en if lab else name} {when}.",
+                },
+            )
+        ]
     if k == "followup_visit":
-        return [("ServiceRequest.create", {
-            **base, "service_type": "Primary care follow-up", "priority": "routine",
-            "target_date": next_day(prof.current_date, FOLLOW_UP_DAYS),
-            "note": "Post-discharge visit with the primary care physician.",
-        })]
+        return [
+            (
+                "ServiceRequest.create",
+                {
+                    **base,
+                    "service_type": "Primary care follow-up",
+                    "priority": "routine",
+                    "target_date": next_day(prof.current_date, FOLLOW_UP_DAYS),
+                    "note": "Post-discharge visit with the primary care physician.",
+                },
+            )
+        ]
     if k == "continue_med":
         d = prof.drugs[topic.drug or ""]
-        return [("MedicationRequest.create", {
-            **base, "medication": d.drug, "dose": f"{d.dose} {d.unit}",
-            "route": _route(d.route), "frequency": _frequency(prof, d.word),
-        })]
+        return [
+            (
+                "MedicationRequest.create",
+                {
+                    **base,
+                    "medication": d.drug,
+                    "dose": f"{d.dose} {d.unit}",
+                    "route": _route(d.route),
+                    "frequency": _frequency(prof, d.word),
+                },
+            )
+        ]
     if k == "flag_abnormal":
         name = topic.lab or ""
-        return [("Flag.create", {
-            **base, "category": "clinical", "code": f"Abnormal {name}",
-            "detail": f"Latest {name} is outside its reference range; review before next orders.",
-        })]
+        return [
+            (
+                "Flag.create",
+                {
+                    **base,
+                    "category": "clinical",
+                    "code": f"Abnormal {name}",
+                    "detail": f"Latest {name} is outside its reference range; review before next "
+                    "orders.",
+                },
+            )
+        ]
     if k == "adherence_check":
-        return [("MedicationRequest.search", {**adm, "medication": topic.drug}),
-                ("patient.get_medication_adherence", {**pat, "drug": topic.drug})]
+        return [
+            ("MedicationRequest.search", {**adm, "medication": topic.drug}),
+            ("patient.get_medication_adherence", {**pat, "drug": topic.drug}),
+        ]
     if k == "home_function":
-        return [("patient.get_social_history", dict(pat)),
-                ("patient.get_functional_status", dict(pat))]
+        return [
+            ("patient.get_social_history", dict(pat)),
+            ("patient.get_functional_status", dict(pat)),
+        ]
     if k == "symptom_pain":
-        return [("patient.get_symptom_history", dict(pat)),
-                ("patient.get_pain_assessment", dict(pat))]
+        return [
+            ("patient.get_symptom_history", dict(pat)),
+            ("patient.get_pain_assessment", dict(pat)),
+        ]
     raise ValueError(f"unknown topic kind {k!r}")
 
 

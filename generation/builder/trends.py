@@ -34,8 +34,9 @@ class Point(Protocol):
     def high(self) -> float | None: ...
 
 
-def change(a: float, b: float, rule: TrendRule, low: float | None = None,
-           high: float | None = None) -> str:
+def change(
+    a: float, b: float, rule: TrendRule, low: float | None = None, high: float | None = None
+) -> str:
     """'clear', 'slight' or 'none' for a move from ``a`` to ``b`` (see :class:`TrendRule`);
     crossing a reference limit (``low`` / ``high``) is at least slight."""
     diff = abs(b - a)
@@ -55,7 +56,7 @@ def turned_back(base: Point, after: Sequence[Point], rule: TrendRule, recent: in
     before insulin, 78 a week later, then 148, 195, 239: "falling" end to end, rising now)."""
     if len(after) < 2:
         return False
-    last, window = after[-1], after[-1 - recent:-1]
+    last, window = after[-1], after[-1 - recent : -1]
     if last.value == base.value:
         return False
     falling = last.value < base.value
@@ -81,12 +82,17 @@ def judge_trend(points: Sequence[Point], rule: TrendRule) -> Trend:
     peak = max(points, key=lambda p: p.value)
     nadir = min(points, key=lambda p: p.value)
     turns = []
-    if (peak.value > max(first.value, last.value) and change(peak.value, last.value, rule) == "clear"
-            and change(first.value, peak.value, rule) != "none"):
+    if (
+        peak.value > max(first.value, last.value)
+        and change(peak.value, last.value, rule) == "clear"
+        and change(first.value, peak.value, rule) != "none"
+    ):
         turns.append(Trend("falling", "clear", peak, "peak"))
-    if (nadir.value < min(first.value, last.value)
-            and change(nadir.value, last.value, rule) == "clear"
-            and change(first.value, nadir.value, rule) != "none"):
+    if (
+        nadir.value < min(first.value, last.value)
+        and change(nadir.value, last.value, rule) == "clear"
+        and change(first.value, nadir.value, rule) != "none"
+    ):
         turns.append(Trend("rising", "clear", nadir, "nadir"))
     if turns:
         return max(turns, key=lambda t: t.ref.time)

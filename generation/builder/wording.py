@@ -26,8 +26,15 @@ def templates(lang: str) -> dict[str, Any]:
     """The parsed template file of one language."""
     if lang not in LANGUAGES:
         raise TemplateError(f"unknown language {lang!r}; expected one of {LANGUAGES}")
-    text = resources.files(__package__).joinpath("templates").joinpath(f"{lang}.yaml").read_text("utf-8")
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C parser: ~20x faster
+    text = (
+        resources.files(__package__)
+        .joinpath("templates")
+        .joinpath(f"{lang}.yaml")
+        .read_text("utf-8")
+    )
+    data = yaml.load(
+        text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    )  # C parser: ~20x faster
     if not isinstance(data, dict):
         raise TemplateError(f"templates/{lang}.yaml: expected a mapping at the top level")
     return data

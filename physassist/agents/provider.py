@@ -20,7 +20,10 @@ from .floors import EmptyAgent, NoToolsAgent
 from .oracle import OracleAgent
 from .perturbed import PerturbedAgent
 
-AGENTS: dict[str, type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent | PerturbedAgent]] = {
+AGENTS: dict[
+    str,
+    type[OracleAgent | BaselineAgent | ExplorerAgent | EmptyAgent | NoToolsAgent | PerturbedAgent],
+] = {
     "oracle": OracleAgent,
     "baseline": BaselineAgent,
     "explorer": ExplorerAgent,

@@ -72,10 +72,20 @@ _PACKAGE = re.compile(r"\A(?:#.*\n)*#\s*@package\b")  # Hydra's header, in the l
 #: (``max_samples=0``), and tracking writes no traces (``trace_limit=-1``) or cuts them from
 #: the end (``trace_raw_chars=-5``).
 LEAST = {
-    "inspect.limit": 1, "inspect.epochs": 1, "inspect.max_connections": 1, "inspect.max_samples": 1,
-    "inspect.timeout": 1, "inspect.attempt_timeout": 1, "inspect.max_retries": 0,
-    "inspect.retry_on_error": 0, "inspect.progress_s": 1, "model.max_tokens": 1, "generator.max_tokens": 1,
-    "tracking.retries": 0, "tracking.trace_limit": 0, "tracking.trace_raw_chars": 1,
+    "inspect.limit": 1,
+    "inspect.epochs": 1,
+    "inspect.max_connections": 1,
+    "inspect.max_samples": 1,
+    "inspect.timeout": 1,
+    "inspect.attempt_timeout": 1,
+    "inspect.max_retries": 0,
+    "inspect.retry_on_error": 0,
+    "inspect.progress_s": 1,
+    "model.max_tokens": 1,
+    "generator.max_tokens": 1,
+    "tracking.retries": 0,
+    "tracking.trace_limit": 0,
+    "tracking.trace_raw_chars": 1,
 }
 
 
@@ -105,7 +115,9 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
     data.pop("hydra", None)
     for key, where in _required_in_files(runtime):
         if OmegaConf.select(cfg, key) is None:
-            raise ConfigError(f"{key} ({where}) is required but not set: add `{key}=<value>` to the command")
+            raise ConfigError(
+                f"{key} ({where}) is required but not set: add `{key}=<value>` to the command"
+            )
     return data
 
 
@@ -204,8 +216,12 @@ def model_spec(node: Mapping[str, Any], name_key: str = "name") -> ModelSpec:
     ``patient``: ``model``), with its ``base_url``, ``api_key_env``, ``args``, ``provider``,
     ``max_tokens``."""
     return ModelSpec(
-        node[name_key], node.get("base_url"), node.get("api_key_env"), node.get("args") or {},
-        node.get("provider"), node.get("max_tokens"),
+        node[name_key],
+        node.get("base_url"),
+        node.get("api_key_env"),
+        node.get("args") or {},
+        node.get("provider"),
+        node.get("max_tokens"),
     )
 
 
@@ -224,23 +240,34 @@ def grader_spec(judge: Mapping[str, Any]) -> ModelSpec | list[ModelSpec] | None:
     unread = {"one": "models", "many": "model"}.get(graders)
     if unread and judge.get(unread):
         used = "model" if unread == "models" else "models"
-        raise ConfigError(f"judge.{unread}={judge[unread]!r} is not read by judge={mode}; it grades with judge.{used}")
+        raise ConfigError(
+            f"judge.{unread}={judge[unread]!r} is not read by judge={mode}; it grades with "
+            f"judge.{used}"
+        )
     if graders == "one":
         if not judge.get("model"):
-            raise ConfigError(f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)")
+            raise ConfigError(
+                f"judge.model is required for judge={mode} (e.g. openai/gpt-5.4-mini)"
+            )
         return model_spec(judge, "model")
     if graders == "many":
         models = list(judge.get("models") or [])
         if len(models) < 2:
-            raise ConfigError(f"judge.models must list at least two graders for judge={mode}, got {models}")
+            raise ConfigError(
+                f"judge.models must list at least two graders for judge={mode}, got {models}"
+            )
         return [
-            ModelSpec(m, judge.get("base_url"), judge.get("api_key_env"), provider=judge.get("provider"))
+            ModelSpec(
+                m, judge.get("base_url"), judge.get("api_key_env"), provider=judge.get("provider")
+            )
             for m in models
         ]
     return None
 
 
-def model_specs(config: Mapping[str, Any]) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
+def model_specs(
+    config: Mapping[str, Any],
+) -> tuple[ModelSpec, dict[str, ModelSpec | list[ModelSpec]]]:
     """The assistant model and the model roles (``grader`` for judge=llm, a list of them for
     judge=panel, ``patient`` for live)."""
     assistant = model_spec(lookup(config, "model"))
@@ -275,7 +302,9 @@ def check_passed_on(config: Mapping[str, Any]) -> None:
             continue
         choices = _inspect_choices()[key]  # Inspect's import: only when a value is given
         if str(v).lower() not in choices:
-            raise ConfigError(f"{key}={v!r} is not valid; expected one of: {', '.join(choices)} (or null)")
+            raise ConfigError(
+                f"{key}={v!r} is not valid; expected one of: {', '.join(choices)} (or null)"
+            )
 
 
 def _inspect_choices() -> dict[str, tuple[str, ...]]:
@@ -285,33 +314,47 @@ def _inspect_choices() -> dict[str, tuple[str, ...]]:
     from inspect_ai._util.constants import ALL_LOG_LEVELS
     from inspect_ai.util import DisplayType
 
-    return {"inspect.display": get_args(DisplayType), "inspect.log_level": tuple(x.lower() for x in ALL_LOG_LEVELS)}
+    return {
+        "inspect.display": get_args(DisplayType),
+        "inspect.log_level": tuple(x.lower() for x in ALL_LOG_LEVELS),
+    }
 
 
 def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Fail with one message naming the key when the experiment cannot run as configured;
     return the task arguments."""
     if lookup(config, "judge.mode") == "human":
-        raise ConfigError("judge=human judges stored runs: use physassist-rescore source=<run id> judge=human")
+        raise ConfigError(
+            "judge=human judges stored runs: use physassist-rescore source=<run id> judge=human"
+        )
     args = task_args(config)
     check_passed_on(config)
     source = args["dataset"]
     if source != "sample" and not _is_hf(source) and not Path(source).expanduser().exists():
-        raise ConfigError(f"dataset.source: {source} does not exist (expected a directory of session JSONL)")
+        raise ConfigError(
+            f"dataset.source: {source} does not exist (expected a directory of session JSONL)"
+        )
     ehr = args["ehr_source"]
     if ehr != "sample" and not Path(ehr).expanduser().exists():
-        raise ConfigError(f"ehr.source: {ehr} does not exist (expected a MIMIC-IV directory or a built store)")
+        raise ConfigError(
+            f"ehr.source: {ehr} does not exist (expected a MIMIC-IV directory or a built store)"
+        )
     assistant, roles = model_specs(config)
     for role, specs in {"model": assistant, **roles}.items():
         for spec in specs if isinstance(specs, list) else [specs]:
             if spec.api_key_env and not os.environ.get(spec.api_key_env):
-                raise ConfigError(f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API key)")
+                raise ConfigError(
+                    f"{role} {spec.name} needs the environment variable {spec.api_key_env} (an API "
+                    "key)"
+                )
     return args
 
 
 def default_choices() -> dict[str, str]:
     """The option of each group in the defaults list of ``eval.yaml`` (``query: implicit``)."""
-    entries = (_yaml((conf_dir() / "eval.yaml").read_text(encoding="utf-8")) or {}).get("defaults") or []
+    entries = (_yaml((conf_dir() / "eval.yaml").read_text(encoding="utf-8")) or {}).get(
+        "defaults"
+    ) or []
     return {
         str(k): str(v)
         for entry in entries
@@ -321,7 +364,12 @@ def default_choices() -> dict[str, str]:
     }
 
 
-def run_name(config: Mapping[str, Any], choices: Mapping[str, str], overrides: list[str], sweep_arguments: Sequence[str] = ()) -> str:
+def run_name(
+    config: Mapping[str, Any],
+    choices: Mapping[str, str],
+    overrides: list[str],
+    sweep_arguments: Sequence[str] = (),
+) -> str:
     """What differs: ``[<swept values> |] <model> | <non-default choice or override> ... |
     dataset=<name>`` (``physassist.tracking.names``), unless ``tracking.run_name`` sets it.
     ``choices`` and ``overrides`` are the job's (``staging.JobContext``), ``sweep_arguments`` its
@@ -360,7 +408,9 @@ def experiment(cfg: DictConfig, job: JobContext) -> Experiment:
         eval_options=MappingProxyType(eval_options(config)),
         tracking=tracking_settings(config.get("tracking")),
         prices=MappingProxyType(dict((config.get("prices") or {}).get("models") or {})),
-        run_name=redaction.scrub(run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ())),
+        run_name=redaction.scrub(
+            run_name(config, job.choices, job.overrides, sweep.arguments if sweep else ())
+        ),
         dataset_path=dataset_path(config),
         params=MappingProxyType(flatten_config(recorded)),
         resolved=OmegaConf.to_yaml(OmegaConf.create(recorded)),
@@ -381,7 +431,9 @@ def rescoring(cfg: DictConfig) -> Rescore:
     from physassist.tracking.params import flatten_config
 
     try:
-        grounding = options.BY_KEY["grounding.mode"].check(config["grounding"]["mode"], "grounding.mode")
+        grounding = options.BY_KEY["grounding.mode"].check(
+            config["grounding"]["mode"], "grounding.mode"
+        )
     except options.OptionError as exc:
         raise ConfigError(str(exc)) from exc
     return Rescore(
@@ -391,7 +443,11 @@ def rescoring(cfg: DictConfig) -> Rescore:
         taus=tuple(float(t) for t in config["taus"]) if config.get("taus") else None,
         log_dir=Path(str(config["inspect"]["log_dir"])).expanduser(),
         tracking=tracking_settings(config.get("tracking")),
-        params=MappingProxyType(flatten_config(redaction.redact({"judge": config["judge"], "grounding": config["grounding"]}))),
+        params=MappingProxyType(
+            flatten_config(
+                redaction.redact({"judge": config["judge"], "grounding": config["grounding"]})
+            )
+        ),
         resolved=OmegaConf.to_yaml(OmegaConf.create(redaction.redact(dict(config)))),
         grounding=grounding,
     )

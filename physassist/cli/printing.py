@@ -31,7 +31,9 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
         if key in metrics:
             rows.append((key, f"{metrics[key]:.0f}", ""))
     if "grounding.facts" in metrics:  # the grounding check (grounding=on): one line, the budget's
-        counts = ", ".join(f"{metrics['grounding.' + k]:.0f} {k}" for k in ("facts", "contradicted", "unsupported"))
+        counts = ", ".join(
+            f"{metrics['grounding.' + k]:.0f} {k}" for k in ("facts", "contradicted", "unsupported")
+        )
         rows.append(("grounded_pct", pct(metrics.get("grounding.grounded_pct")), f"of {counts}"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
@@ -42,16 +44,27 @@ def result_table(metrics: Mapping[str, float], taus: list[float]) -> str:
 def noise_line(metrics: Mapping[str, float]) -> str:
     """How far the mRS would move between identical runs, and the smallest difference the
     design detects (``physassist.noise``), or why that is unknown."""
-    repeats = {axis: int(metrics.get(f"repeats.{axis}", 1)) for axis in ("patient", "agent", "judge")}
+    repeats = {
+        axis: int(metrics.get(f"repeats.{axis}", 1)) for axis in ("patient", "agent", "judge")
+    }
     shown = {"patient": "patient seeds", "agent": "epochs", "judge": "judgings"}
     some = ", ".join(f"{n} {shown[a]}" for a, n in repeats.items() if n > 1)
     missing = [a for a, n in repeats.items() if n == 1]
     unrepeated = f"; not repeated: {', '.join(missing)}" if missing else ""
     if "mde.mrs" not in metrics:
-        return "noise: unmeasured (one epoch, one judging): inspect.epochs=2 or judge.repeats=2 measures it"
+        return (
+            "noise: unmeasured (one epoch, one judging): inspect.epochs=2 or judge.repeats=2 "
+            "measures it"
+        )
     if metrics["mde.mrs"] < 0.05:
-        return f"noise: none between identical runs ({some} agree{unrepeated}): a difference on these sessions is no noise"
-    return f"noise: +-{metrics['noise.mrs']:.1f} points between identical runs; detects >= {metrics['mde.mrs']:.1f} (mRS, 80% power; {some}{unrepeated})"
+        return (
+            f"noise: none between identical runs ({some} agree{unrepeated}): a difference on "
+            "these sessions is no noise"
+        )
+    return (
+        f"noise: +-{metrics['noise.mrs']:.1f} points between identical runs; detects >= "
+        f"{metrics['mde.mrs']:.1f} (mRS, 80% power; {some}{unrepeated})"
+    )
 
 
 def run_line(params: Mapping[str, str], metrics: Mapping[str, float]) -> str:
@@ -69,7 +82,8 @@ def run_line(params: Mapping[str, str], metrics: Mapping[str, float]) -> str:
         graders = ", ".join(str(g) for g in json.loads(graders))
     judge = params.get("judge", "-") + (f" ({graders})" if graders else "")
     return (
-        f"model {params.get('model', '-')} | dataset {params.get('dataset', '-')}: {sessions}{params.get('language', '-')}"
+        f"model {params.get('model', '-')} | dataset {params.get('dataset', '-')}: "
+        f"{sessions}{params.get('language', '-')}"
         f" | ehr {params.get('ehr', '-')} | judge {judge}"
     )
 
@@ -79,7 +93,10 @@ def job_line(job: str, outcome: Outcome) -> str:
     from physassist.cli.sweep_summary import mrs_text, unscored_text
 
     run = f"; MLflow run {outcome.run_id}" if outcome.run_id else ""
-    return f"job {job}: mRS {mrs_text(outcome.metrics)}, {unscored_text(outcome.metrics)} turns unscored{run}"
+    return (
+        f"job {job}: mRS {mrs_text(outcome.metrics)}, {unscored_text(outcome.metrics)} turns "
+        f"unscored{run}"
+    )
 
 
 def report(outcome: Outcome, job: str | None = None) -> None:
@@ -89,7 +106,10 @@ def report(outcome: Outcome, job: str | None = None) -> None:
         print(f"already finished in MLflow run {outcome.run_id}; skipped (log: {outcome.log_path})")
         return
     if outcome.status == "BUSY":
-        print(f"MLflow run {outcome.run_id} is being evaluated by {outcome.holder}; skipped (not run twice)")
+        print(
+            f"MLflow run {outcome.run_id} is being evaluated by {outcome.holder}; skipped (not run "
+            "twice)"
+        )
         return
     if job is not None:
         print(job_line(job, outcome))
@@ -97,7 +117,10 @@ def report(outcome: Outcome, job: str | None = None) -> None:
         _where(outcome)
     whose = f"job {job}: " if job is not None else ""
     if outcome.tracking_error:
-        print(f"tracking failed: {whose}{outcome.tracking_error}; the Inspect log is complete", file=sys.stderr)
+        print(
+            f"tracking failed: {whose}{outcome.tracking_error}; the Inspect log is complete",
+            file=sys.stderr,
+        )
     if outcome.faults:
         print(f"physassist-eval: system faults: {whose}{outcome.faults}", file=sys.stderr)
     if outcome.degenerate:
@@ -110,12 +133,18 @@ def _where(outcome: Outcome) -> None:
         if exp is not None:
             print(run_line(exp.params, outcome.metrics))
         print(result_table(outcome.metrics, exp.taus if exp is not None else [0.6, 0.75]))
-    print(f"Inspect log: {outcome.log_path}  (inspect view --log-dir {Path(outcome.log_path or '.').parent})")
+    print(
+        f"Inspect log: {outcome.log_path}  (inspect view --log-dir "
+        f"{Path(outcome.log_path or '.').parent})"
+    )
     if outcome.run_id and exp is not None:
         from physassist.tracking.mlflow_store import resolve_tracking_uri
 
         uri = resolve_tracking_uri(exp.tracking.uri)
-        print(f"MLflow run: {outcome.run_id} (experiment {exp.tracking.experiment!r}, status {outcome.run_status}) in {uri}")
+        print(
+            f"MLflow run: {outcome.run_id} (experiment {exp.tracking.experiment!r}, status "
+            f"{outcome.run_status}) in {uri}"
+        )
         print(f"  browse: mlflow ui --backend-store-uri {uri}")
 
 
@@ -123,7 +152,11 @@ def progress_line(done: int, total: int, mrs: float, unscored: int, tail: str = 
     """One short line per finished session, or ``tail`` added: the calls in flight
     (``physassist.cli.progress``, stdout not a TTY)."""
     shown = "-" if mrs != mrs else f"{mrs:.1f}"
-    print(f"sessions {done}/{total}  mRS so far {shown}  unscored turns {unscored}" + (f"  {tail}" if tail else ""), flush=True)
+    print(
+        f"sessions {done}/{total}  mRS so far {shown}  unscored turns {unscored}"
+        + (f"  {tail}" if tail else ""),
+        flush=True,
+    )
 
 
 def fault(message: str, code: int | None = None) -> None:

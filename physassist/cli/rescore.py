@@ -50,7 +50,16 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     if sweep_dir is not None:
         jobs = sweep_dir / JOBS_DIR
         jobs.mkdir(parents=True, exist_ok=True)
-        record = [{"source": r.source.key, "source_log": str(r.source.log_path), "log": r.log_path, "run_id": r.run_id, "judge": r.label} for r in done]
+        record = [
+            {
+                "source": r.source.key,
+                "source_log": str(r.source.log_path),
+                "log": r.log_path,
+                "run_id": r.run_id,
+                "judge": r.label,
+            }
+            for r in done
+        ]
         (jobs / f"{HydraConfig.get().job.num}.json").write_text(json.dumps(record, indent=1))
     return done
 
@@ -58,7 +67,18 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
 def print_results(done: list[Rescored], taus: list[float] | None = None) -> None:
     from physassist.agreement import kappa_text
 
-    rows = [("source", "judge", "mRS", "kappa vs source", "items agree", "unparseable", "grounded", "run")]
+    rows = [
+        (
+            "source",
+            "judge",
+            "mRS",
+            "kappa vs source",
+            "items agree",
+            "unparseable",
+            "grounded",
+            "run",
+        )
+    ]
     for r in done:
         m = r.metrics
         rows.append(
@@ -81,8 +101,10 @@ def print_results(done: list[Rescored], taus: list[float] | None = None) -> None
             print(f"Inspect log: {r.log_path}")
     for r in done:
         if r.degenerate:
-            print(f"physassist-rescore: warning: {r.label} on {r.source.key}: {r.degenerate}", file=sys.stderr)
-
+            print(
+                f"physassist-rescore: warning: {r.label} on {r.source.key}: {r.degenerate}",
+                file=sys.stderr,
+            )
 
 
 class RescoreSweepCallback(Callback):
@@ -92,24 +114,36 @@ class RescoreSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from physassist.cli.sweep import FAULTS_FILE
 
-        (Path(config.hydra.sweep.dir).resolve() / FAULTS_FILE).unlink(missing_ok=True)  # an earlier run's
+        (Path(config.hydra.sweep.dir).resolve() / FAULTS_FILE).unlink(
+            missing_ok=True
+        )  # an earlier run's
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        records = [rec for path in sorted((sweep_dir / JOBS_DIR).glob("*.json")) for rec in json.loads(path.read_text())]
+        records = [
+            rec
+            for path in sorted((sweep_dir / JOBS_DIR).glob("*.json"))
+            for rec in json.loads(path.read_text())
+        ]
         from scorers.rescoring import judges_agreement
 
         self._log_agreement(config, judges_agreement(records), records)
         from physassist.cli.sweep import FAULTS_FILE
 
-        if (sweep_dir / FAULTS_FILE).is_file():  # a job's judge could not grade: as a single rescore
+        if (
+            sweep_dir / FAULTS_FILE
+        ).is_file():  # a job's judge could not grade: as a single rescore
             raise SystemExit(EXIT_FAULTS)
 
     @staticmethod
-    def _log_agreement(config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]) -> None:
+    def _log_agreement(
+        config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]
+    ) -> None:
         if not results:
             return
-        tracking = tracking_settings(OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None)
+        tracking = tracking_settings(
+            OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None
+        )
         from physassist.tracking.metric_names import for_mlflow
         from physassist.tracking.runs import open_tracker
 
@@ -145,7 +179,10 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
     print_results(done)
     faulted = [r for r in done if r.faults]
     for r in faulted:
-        print(f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}", file=sys.stderr)
+        print(
+            f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}",
+            file=sys.stderr,
+        )
     if faulted and sweep_dir is None:
         raise SystemExit(EXIT_FAULTS)
     if faulted:  # a sweep's job: its callback exits EXIT_FAULTS once every job has run

@@ -52,12 +52,34 @@ KEYS: dict[str, dict[str, Any]] = {
 #: ``conf/generate.yaml``'s own keys (``generation/cli.py`` reads them); its ``scenarios`` and
 #: ``tiers`` are the options', its ``inspect`` the eval's group.
 GENERATE: dict[str, Any] = {
-    "store": (str, MISSING), "cache_dir": str | None, "sessions_per_slot": (int, MISSING), "seed": (int, MISSING),
-    "attempts": (int, MISSING), "patient_limit": (int, MISSING), "output_dir": (str, MISSING),
-    "overwrite": (bool, MISSING), "roles": (dict[str, Any], dict),  # role -> null, a model name or a node
+    "store": (str, MISSING),
+    "cache_dir": str | None,
+    "sessions_per_slot": (int, MISSING),
+    "seed": (int, MISSING),
+    "attempts": (int, MISSING),
+    "patient_limit": (int, MISSING),
+    "output_dir": (str, MISSING),
+    "overwrite": (bool, MISSING),
+    "roles": (dict[str, Any], dict),  # role -> null, a model name or a node
 }
 #: The groups of ``conf/eval.yaml``.
-EVAL_GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
+EVAL_GROUPS = (
+    "model",
+    "judge",
+    "grounding",
+    "dataset",
+    "ehr",
+    "query",
+    "menu",
+    "observations",
+    "terminal",
+    "patient",
+    "history",
+    "language",
+    "tracking",
+    "inspect",
+    "prices",
+)
 
 
 def option_type(option: Option) -> Any:
@@ -102,25 +124,42 @@ def rescore_schema() -> type:
     """The schema of ``conf/rescore.yaml``: the eval's judge, grounding and tracking groups, the
     source to judge again, its thresholds (null = the source's) and where the logs go."""
     inspect = make_dataclass("inspect", [("log_dir", str, MISSING)])
-    return make_dataclass("rescore", [
-        _node("judge", group_schema("judge")), _node("grounding", group_schema("grounding")),
-        _node("tracking", group_schema("tracking")),
-        _node("inspect", inspect), ("source", str, MISSING), ("taus", option_type(options.BY_KEY["taus"]) | None, None),
-    ])
+    return make_dataclass(
+        "rescore",
+        [
+            _node("judge", group_schema("judge")),
+            _node("grounding", group_schema("grounding")),
+            _node("tracking", group_schema("tracking")),
+            _node("inspect", inspect),
+            ("source", str, MISSING),
+            ("taus", option_type(options.BY_KEY["taus"]) | None, None),
+        ],
+    )
 
 
 def generate_schema() -> type:
     """The schema of ``conf/generate.yaml`` (``physassist-generate``): its own keys, the role
     node ``generator`` (the model behind every agent), the tracking and inspect groups."""
     options_ = [(key, option_type(options.BY_KEY[key]), MISSING) for key in ("scenarios", "tiers")]
-    generator = make_dataclass("generator", [
-        ("name", str, MISSING), *(_field(k, v) for k, v in ROLE.items()), _field("max_tokens", int | None),
-        _field("args", (dict[str, Any], dict)),
-    ])
-    return make_dataclass("generate", [
-        *(_field(k, v) for k, v in GENERATE.items()), *options_, _node("generator", generator),
-        _node("tracking", group_schema("tracking")), _node("inspect", group_schema("inspect")),
-    ])
+    generator = make_dataclass(
+        "generator",
+        [
+            ("name", str, MISSING),
+            *(_field(k, v) for k, v in ROLE.items()),
+            _field("max_tokens", int | None),
+            _field("args", (dict[str, Any], dict)),
+        ],
+    )
+    return make_dataclass(
+        "generate",
+        [
+            *(_field(k, v) for k, v in GENERATE.items()),
+            *options_,
+            _node("generator", generator),
+            _node("tracking", group_schema("tracking")),
+            _node("inspect", group_schema("inspect")),
+        ],
+    )
 
 
 def register() -> None:

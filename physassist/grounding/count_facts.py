@@ -190,7 +190,8 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
 FACT_TYPE = FactType(
     NAME,
     20,
-    "a count (`3 of 4 doses`, `given: 8`, `8 administrations`, `共记录 9 次给药`, `4 blocks`, `two weeks`); "
+    "a count (`3 of 4 doses`, `given: 8`, `8 administrations`, `共记录 9 次给药`, `4 blocks`, `two "
+    "weeks`); "
     "a dose count is grounded by what the medication-administration results retrieved charted, "
     "gave or did not give (contradicted when they hold other counts), any other by the same "
     "number of the same thing in a text received",

@@ -122,7 +122,8 @@ def match(fact: Fact, evidence: Evidence) -> Verdict:
 FACT_TYPE = FactType(
     NAME,
     40,
-    "an organism, written out (`Streptococcus pneumoniae`), abbreviated (`S. aureus`, `E. coli`) or "
+    "an organism, written out (`Streptococcus pneumoniae`), abbreviated (`S. aureus`, `E. coli`) "
+    "or "
     "by a common name (`MRSA`, `肺炎链球菌`); grounded by the same organism in a text received, "
     "contradicted when the cultures retrieved name only others",
     extract,

@@ -50,7 +50,10 @@ class Report:
 
 
 def resolve_ids(
-    tracking_uri: str | None, experiments: Sequence[str], sweep_id: str | None, run_ids: Sequence[str] | None
+    tracking_uri: str | None,
+    experiments: Sequence[str],
+    sweep_id: str | None,
+    run_ids: Sequence[str] | None,
 ) -> tuple[str | None, list[str] | None]:
     """The whole sweep id and run ids for what the user typed (``physassist.tracking.ids``: a
     unique prefix of >= 6 characters, as the tables print them); ``ReportError`` otherwise."""
@@ -64,7 +67,10 @@ def resolve_ids(
     uri = resolve_tracking_uri(tracking_uri)
     client = mlflow.MlflowClient(uri)
     try:
-        found = [with_retries(lambda name=name: client.get_experiment_by_name(name)) for name in experiments]
+        found = [
+            with_retries(lambda name=name: client.get_experiment_by_name(name))
+            for name in experiments
+        ]
     except Exception as exc:  # noqa: BLE001
         raise ReportError(f"cannot read runs from {uri}: {str(exc).splitlines()[0]}") from exc
     experiment_ids = [e.experiment_id for e in found if e is not None]
@@ -73,7 +79,9 @@ def resolve_ids(
     try:
         sweep = ids.resolve(client, experiment_ids, sweep_id, ("sweep",)).id if sweep_id else None
         where = f"tags.`{KIND_TAG}` = 'job'"  # only experiment runs are reported: a report run is no rival
-        runs = [ids.resolve(client, experiment_ids, r, ("run",), where=where).id for r in run_ids or ()]
+        runs = [
+            ids.resolve(client, experiment_ids, r, ("run",), where=where).id for r in run_ids or ()
+        ]
     except ids.IdError as exc:
         raise ReportError(f"{exc} (experiment(s) {', '.join(experiments)} of {uri})") from exc
     return sweep, runs or None
@@ -113,9 +121,14 @@ def select_runs(
         raise ReportError(f"cannot read runs from {uri}: {str(exc).splitlines()[0]}") from exc
     missing = sorted(set(run_ids or ()) - set(runs["run_id"] if not runs.empty else ()))
     if missing:
-        raise ReportError(f"run(s) {', '.join(missing)} are not FINISHED experiment runs of {', '.join(experiments)} in {uri}")
+        raise ReportError(
+            f"run(s) {', '.join(missing)} are not FINISHED experiment runs of "
+            f"{', '.join(experiments)} in {uri}"
+        )
     if runs.empty:
-        what = f"experiment(s) {', '.join(experiments)}" + (f", sweep {sweep_id}" if sweep_id else "")
+        what = f"experiment(s) {', '.join(experiments)}" + (
+            f", sweep {sweep_id}" if sweep_id else ""
+        )
         what += f", filter {filter_string!r}" if filter_string else ""
         raise ReportError(f"no FINISHED runs in {what} of {uri}")
     return with_summary_names(_plain_names(runs)).reset_index(drop=True)
@@ -136,7 +149,9 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
     """Reads a run's per-turn table (artifact ``tables/turns.csv``); None when it has none."""
     import mlflow
 
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per run otherwise
+    os.environ.setdefault(
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"
+    )  # one bar per run otherwise
     client = mlflow.MlflowClient(resolve_tracking_uri(tracking_uri))
     scratch = Path(tempfile.mkdtemp(prefix="physassist-report-"))
 
@@ -144,7 +159,9 @@ def artifact_turns(tracking_uri: str | None) -> TurnsLoader:
         names = [f.path for f in with_retries(lambda: client.list_artifacts(run_id, "tables"))]
         if "tables/turns.csv" not in names:
             return None
-        path = with_retries(lambda: client.download_artifacts(run_id, "tables/turns.csv", str(scratch / run_id)))
+        path = with_retries(
+            lambda: client.download_artifacts(run_id, "tables/turns.csv", str(scratch / run_id))
+        )
         return pd.read_csv(path, dtype={"session_id": str})
 
     return load
@@ -169,7 +186,11 @@ def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]
         context = str(row["run_id"]) if str(row["run_id"]) in sources else pairing_context(row)
         return (*sorted(experiment_params(values).items()), *(str(row[c]) for c in tags), context)
 
-    ordered = runs.sort_values("start_time", ascending=False, kind="stable") if "start_time" in runs else runs
+    ordered = (
+        runs.sort_values("start_time", ascending=False, kind="stable")
+        if "start_time" in runs
+        else runs
+    )
     keys = ordered.apply(identity, axis=1)
     newest: dict[tuple, str] = {}
     dropped: list[tuple[str, str]] = []
@@ -226,9 +247,17 @@ def _write_files(
         chunks.append(text)
     tables += trusted
     (out_dir / "report.md").write_text("\n".join(chunks))
-    keep = [c for c in runs.columns if c in ("run_id", "status", "start_time") or c.startswith(("params.", "tags.mlflow.runName", "tags.physassist."))]
+    keep = [
+        c
+        for c in runs.columns
+        if c in ("run_id", "status", "start_time")
+        or c.startswith(("params.", "tags.mlflow.runName", "tags.physassist."))
+    ]
     runs[keep].to_csv(out_dir / "runs.csv", index=False)
-    made = [figures.mrs_bars(runs, out_dir / "fig_mrs.png"), figures.channel_bars(runs, out_dir / "fig4_ehr_vs_patient.png")]
+    made = [
+        figures.mrs_bars(runs, out_dir / "fig_mrs.png"),
+        figures.channel_bars(runs, out_dir / "fig4_ehr_vs_patient.png"),
+    ]
     variance = next((t for t in tables if t.name == "variance"), None)
     if variance is not None:
         made.append(figures.variance_shares(variance.frame, out_dir / "fig_variance_shares.png"))
@@ -239,7 +268,9 @@ def _write_files(
     return tables, made
 
 
-def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit: bool) -> list[Table]:
+def comparison_tables(
+    runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit: bool
+) -> list[Table]:
     """Paired comparisons (and free vs gold history per turn), refused pairs and judge
     agreement, for the runs that have them."""
     pairs = run_pairs(runs, explicit)
@@ -247,7 +278,10 @@ def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit
     if turns_of is not None and any(not p.refused for p in pairs):
         taus = [float(t) for t in taus_of(runs)] or [0.6, 0.75]
         frame = comparisons(pairs, turns_of, taus)
-        title = "Paired comparisons on the sessions both runs share (diff = a - b, points; 95% paired bootstrap CI)"
+        title = (
+            "Paired comparisons on the sessions both runs share (diff = a - b, points; 95% "
+            "paired bootstrap CI)"
+        )
         out.append(Table("comparisons", title, frame, column_decimals={"p_value": 3}))
         history = history_table(pairs, turns_of, taus)
         if history is not None:
@@ -261,7 +295,9 @@ def comparison_tables(runs: pd.DataFrame, turns_of: TurnsLoader | None, explicit
     return out
 
 
-def log_report(report: Report, tracking_uri: str | None, experiment: str, sweep_id: str | None) -> str:
+def log_report(
+    report: Report, tracking_uri: str | None, experiment: str, sweep_id: str | None
+) -> str:
     """Log the report's files as a run of ``experiment`` (tag ``physassist.kind=report``).
 
     Goes through ``Tracker.log_run``, so a run whose upload breaks is marked FAILED, never left
@@ -289,4 +325,8 @@ def report_name(runs: pd.DataFrame, sweep_id: str | None, tracker: Tracker) -> s
         return f"report on {parents[0].info.run_name if parents else 'sweep ' + sweep_id}"
     names = [str(n) for n in runs.get("tags.mlflow.runName", runs["run_id"]).tolist()]
     joined = " vs ".join(names)
-    return f"report on {joined}" if len(names) <= 4 and len(joined) <= 200 else f"report on {len(names)} runs"
+    return (
+        f"report on {joined}"
+        if len(names) <= 4 and len(joined) <= 200
+        else f"report on {len(names)} runs"
+    )

@@ -51,7 +51,9 @@ def turn_values(turns: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
     out = pd.DataFrame({"mrs": groups.mean() * RATE_SCALE})
     for tau in taus:
         passed = df.assign(passed=(df["score"] >= tau - 1e-12).astype(float))
-        out[f"pass_turn_{tau_key(tau)}"] = passed.groupby(["session_id", "turn_label"])["passed"].mean() * RATE_SCALE
+        out[f"pass_turn_{tau_key(tau)}"] = (
+            passed.groupby(["session_id", "turn_label"])["passed"].mean() * RATE_SCALE
+        )
     return out
 
 

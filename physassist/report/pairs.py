@@ -81,12 +81,20 @@ class Pair:
 
 
 def _params(row: pd.Series) -> dict[str, str]:
-    params = {c[len("params.") :]: row[c] for c in row.index if c.startswith("params.") and pd.notna(row[c])}
+    params = {
+        c[len("params.") :]: row[c]
+        for c in row.index
+        if c.startswith("params.") and pd.notna(row[c])
+    }
     return {k: v for k, v in experiment_params(params).items() if not k.startswith("rescore.")}
 
 
 def tags_of(row: pd.Series) -> dict[str, str]:
-    return {c[len("tags.") :]: row[c] for c in row.index if c.startswith("tags.") and isinstance(row[c], str)}
+    return {
+        c[len("tags.") :]: row[c]
+        for c in row.index
+        if c.startswith("tags.") and isinstance(row[c], str)
+    }
 
 
 def factor_of(a: pd.Series, b: pd.Series) -> str | None:
@@ -139,7 +147,10 @@ def _apart(x: pd.Series, y: pd.Series, factor: str) -> Pair:
     """Two runs differing in one group that no pairing context holds together."""
     a, b = _orient(x, y, factor)
     where = f"{pairing_context(a)} vs {pairing_context(b)}"
-    reason = f"not in one sweep ({where}): runs are paired only within a sweep; name both with --runs to pair them"
+    reason = (
+        f"not in one sweep ({where}): runs are paired only within a sweep; name both with "
+        "--runs to pair them"
+    )
     return Pair(a, b, factor, reason)
 
 
@@ -163,7 +174,11 @@ def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
             if pa is not None and pb is not None:
                 parts = comparability.differing(pa, pb, factor)
                 if parts:
-                    refused = "comparability key differs in " + ", ".join(parts) + f" (not only in {factor})"
+                    refused = (
+                        "comparability key differs in "
+                        + ", ".join(parts)
+                        + f" (not only in {factor})"
+                    )
             pairs.append(Pair(a, b, factor, refused))
     if not explicit:
         rows = [r for _, r in runs.iterrows()]
@@ -176,16 +191,26 @@ def run_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[Pair]:
 
 def metrics_of(row: pd.Series) -> dict[str, float]:
     """A selected run's logged metrics under summarize's names (``metrics.`` columns)."""
-    return {k[len("metrics.") :]: float(v) for k, v in row.items() if str(k).startswith("metrics.") and pd.notna(v)}
+    return {
+        k[len("metrics.") :]: float(v)
+        for k, v in row.items()
+        if str(k).startswith("metrics.") and pd.notna(v)
+    }
 
 
 def _noise_of(turns: pd.DataFrame, taus: list[float]) -> dict[str, noise.Split]:
     """A run's variance split per compared metric (no intervals: only the components are used)."""
     values = noise.replicates(turns, taus)
-    return {m: noise.split(values, m, n_boot=0) for m in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)] if values[m].notna().any()}
+    return {
+        m: noise.split(values, m, n_boot=0)
+        for m in ["mrs", *(f"pass_session_{tau_key(t)}" for t in taus)]
+        if values[m].notna().any()
+    }
 
 
-def detectable(result: Any, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost) -> dict[str, object]:
+def detectable(
+    result: Any, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost
+) -> dict[str, object]:
     """A comparison's MDE, the designs that would detect each of ``noise.TARGETS``, and the
     note when its difference is within noise. Nothing when nothing was estimated (no spread
     in the differences and no measured noise: e.g. identical runs of a deterministic agent);
@@ -197,8 +222,18 @@ def detectable(result: Any, a: noise.Split | None, b: noise.Split | None, cost: 
     out: dict[str, object] = {"mde": found.mde, "note": ""}
     if a is not None and b is not None and found.mde > 0:
         for delta in noise.TARGETS:
-            design = noise.plan(a, delta, cost, found.interaction, other=b, available=result.n_shared, unshared=found.unshared)
-            out[f"to_detect_{delta:.0f}pt"] = design.text(available=result.n_shared) if design else "out of reach"
+            design = noise.plan(
+                a,
+                delta,
+                cost,
+                found.interaction,
+                other=b,
+                available=result.n_shared,
+                unshared=found.unshared,
+            )
+            out[f"to_detect_{delta:.0f}pt"] = (
+                design.text(available=result.n_shared) if design else "out of reach"
+            )
     if abs(result.diff) < found.mde:
         # below the MDE: noise when its interval holds 0; else found, but by a design too small
         # to find it reliably (such a difference tends to shrink when the runs are repeated)
@@ -216,7 +251,11 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
     def values(run_id: str) -> tuple[pd.DataFrame, dict[str, noise.Split]] | None:
         if run_id not in cache:
             turns = turns_of(run_id)
-            cache[run_id] = (session_values(turns, taus), _noise_of(turns, taus)) if turns is not None and len(turns) else None
+            cache[run_id] = (
+                (session_values(turns, taus), _noise_of(turns, taus))
+                if turns is not None and len(turns)
+                else None
+            )
         return cache[run_id]
 
     for pair in pairs:
@@ -254,7 +293,14 @@ def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> 
 def refusals(pairs: list[Pair]) -> pd.DataFrame:
     """Every pair not compared, with the reason (run ids too: two sweeps reuse run names)."""
     rows = [
-        {"factor": p.factor, "a": label(p.a), "b": label(p.b), "reason": p.refused, "a_run_id": p.a["run_id"], "b_run_id": p.b["run_id"]}
+        {
+            "factor": p.factor,
+            "a": label(p.a),
+            "b": label(p.b),
+            "reason": p.refused,
+            "a_run_id": p.a["run_id"],
+            "b_run_id": p.b["run_id"],
+        }
         for p in pairs
         if p.refused
     ]

@@ -44,6 +44,7 @@ class Table:
             if pd.api.types.is_float_dtype(shown[col]):
                 places = self.column_decimals.get(col, self.decimals)
                 shown[col] = shown[col].map(lambda v, p=places: "-" if pd.isna(v) else f"{v:.{p}f}")
+
         def cell(value: object) -> str:  # run names hold " | " (physassist.tracking.names)
             return str(value).replace("|", "\\|")
 
@@ -74,7 +75,13 @@ def run_labels(runs: pd.DataFrame) -> pd.Series:
 
 
 def _base(runs: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({"run": run_labels(runs).values, "run_id": runs["run_id"].values, "model": _param(runs, "model").values})
+    return pd.DataFrame(
+        {
+            "run": run_labels(runs).values,
+            "run_id": runs["run_id"].values,
+            "model": _param(runs, "model").values,
+        }
+    )
 
 
 def table2(runs: pd.DataFrame, language: str) -> Table:
@@ -88,7 +95,11 @@ def table2(runs: pd.DataFrame, language: str) -> Table:
         short = tau[1:]  # ".60"
         out[f"@T{short}"] = _metric(sel, f"pass_turn_{tau}").values
         out[f"@S{short}"] = _metric(sel, f"pass_session_{tau}").values
-    return Table(f"table2_{language}", f"Table 2 ({language.upper()}): mRS by tier, Pass@Turn (@T) and Pass@Session (@S)", out)
+    return Table(
+        f"table2_{language}",
+        f"Table 2 ({language.upper()}): mRS by tier, Pass@Turn (@T) and Pass@Session (@S)",
+        out,
+    )
 
 
 def query_pairs(runs: pd.DataFrame, explicit: bool = False) -> list[tuple[pd.Series, pd.Series]]:
@@ -121,8 +132,22 @@ def table3(runs: pd.DataFrame, explicit: bool = False) -> Table:
                     "explicit_run_id": exp["run_id"],
                 }
             )
-    columns = ["pair", "model", "language", "subtype", "implicit", "explicit", "delta", "implicit_run_id", "explicit_run_id"]
-    return Table("table3", "Table 3: implicit vs explicit questions by subtype (delta = implicit - explicit)", pd.DataFrame(rows, columns=columns))
+    columns = [
+        "pair",
+        "model",
+        "language",
+        "subtype",
+        "implicit",
+        "explicit",
+        "delta",
+        "implicit_run_id",
+        "explicit_run_id",
+    ]
+    return Table(
+        "table3",
+        "Table 3: implicit vs explicit questions by subtype (delta = implicit - explicit)",
+        pd.DataFrame(rows, columns=columns),
+    )
 
 
 def table_i1(runs: pd.DataFrame) -> Table:
@@ -161,15 +186,36 @@ def floors_table(runs: pd.DataFrame) -> Table:
     floor_runs = [r for _, r in runs.iterrows() if r.get("params.model") in FLOORS]
     rows = []
     for _, run in runs.iterrows():
-        row = {"run": run.get(RUN_NAME) or run["run_id"], "model": run.get("params.model"), "mRS": float(run.get("metrics.mrs", np.nan))}
+        row = {
+            "run": run.get(RUN_NAME) or run["run_id"],
+            "model": run.get("params.model"),
+            "mRS": float(run.get("metrics.mrs", np.nan)),
+        }
         for floor in FLOORS:
-            same = [f for f in floor_runs if f.get("params.model") == floor and (f["run_id"] == run["run_id"] or factor_of(run, f) == "model")]
-            same = [f for f in same if not comparability.differing(comparability.parts_of(tags_of(run)) or {}, comparability.parts_of(tags_of(f)) or {})]
-            row[floor.split("/")[-1]] = float(same[0].get("metrics.mrs", np.nan)) if same else np.nan
+            same = [
+                f
+                for f in floor_runs
+                if f.get("params.model") == floor
+                and (f["run_id"] == run["run_id"] or factor_of(run, f) == "model")
+            ]
+            same = [
+                f
+                for f in same
+                if not comparability.differing(
+                    comparability.parts_of(tags_of(run)) or {},
+                    comparability.parts_of(tags_of(f)) or {},
+                )
+            ]
+            row[floor.split("/")[-1]] = (
+                float(same[0].get("metrics.mrs", np.nan)) if same else np.nan
+            )
         row["above no_tools"] = row["mRS"] - row["no_tools"]
         rows.append(row)
     columns = ["run", "model", "mRS", *(f.split("/")[-1] for f in FLOORS), "above no_tools"]
-    title = "Validity floors: each run's mRS next to empty answers, no tool use, the one-call baseline and the gold replay under the same conditions"
+    title = (
+        "Validity floors: each run's mRS next to empty answers, no tool use, the one-call "
+        "baseline and the gold replay under the same conditions"
+    )
     return Table("validity_floors", title, pd.DataFrame(rows, columns=columns))
 
 
@@ -178,15 +224,28 @@ AGREEMENT = "agreement.vs_source."
 
 def agreement_table(runs: pd.DataFrame) -> Table:
     """Judge agreement of every rescoring with its source run's judging (copied metrics)."""
-    sel = runs[_metric(runs, AGREEMENT + "kappa").notna() | _metric(runs, AGREEMENT + "items_compared").notna()]
+    sel = runs[
+        _metric(runs, AGREEMENT + "kappa").notna()
+        | _metric(runs, AGREEMENT + "items_compared").notna()
+    ]
     out = _base(sel)
     out["judge"] = sel["tags.choice.judge"].values if "tags.choice.judge" in sel.columns else None
-    out["source_run_id"] = sel["tags.physassist.rescore_of"].values if "tags.physassist.rescore_of" in sel.columns else None
+    out["source_run_id"] = (
+        sel["tags.physassist.rescore_of"].values
+        if "tags.physassist.rescore_of" in sel.columns
+        else None
+    )
     out["items"] = _metric(sel, AGREEMENT + "items").values
     out["kappa"] = _metric(sel, AGREEMENT + "kappa").values
-    stats = pd.DataFrame({AGREEMENT + k: _metric(sel, AGREEMENT + k).values for k in ("kappa", "items", "items_compared")})
+    stats = pd.DataFrame(
+        {
+            AGREEMENT + k: _metric(sel, AGREEMENT + k).values
+            for k in ("kappa", "items", "items_compared")
+        }
+    )
     out["kappa note"] = [
-        "" if pd.notna(row[AGREEMENT + "kappa"]) else kappa_text(row.to_dict(), AGREEMENT) for _, row in stats.iterrows()
+        "" if pd.notna(row[AGREEMENT + "kappa"]) else kappa_text(row.to_dict(), AGREEMENT)
+        for _, row in stats.iterrows()
     ]
     out["alpha"] = _metric(sel, AGREEMENT + "alpha").values
     for tau in taus_of(sel):
@@ -198,7 +257,10 @@ def agreement_table(runs: pd.DataFrame) -> Table:
         out[f"kappa {subtype}"] = _metric(sel, f"{AGREEMENT}kappa.implicitness.{subtype}").values
     out["unparseable"] = _metric(sel, "judge_unparseable_rate").values
     out["judges alpha"] = _metric(sel, "agreement.judges.alpha").values
-    title = "Judge agreement with the source run's judge (items and @T agree in points; kappa, alpha, corr in [-1, 1])"
+    title = (
+        "Judge agreement with the source run's judge (items and @T agree in points; kappa, "
+        "alpha, corr in [-1, 1])"
+    )
     points = {c: 1 for c in out.columns if c in ("items", "unparseable") or c.endswith(" agree")}
     return Table("judge_agreement", title, out, decimals=3, column_decimals=points)
 
@@ -209,14 +271,27 @@ def grounding_table(runs: pd.DataFrame) -> Table:
     sel = runs[_metric(runs, "grounding.facts").notna()]
     out = _base(sel)
     out["history"] = _param(sel, "history").values
-    for name in ("facts", "grounded_pct", "contradicted_pct", "unsupported_pct", "contradicted", "unsupported", "turns_contradicted"):
+    for name in (
+        "facts",
+        "grounded_pct",
+        "contradicted_pct",
+        "unsupported_pct",
+        "contradicted",
+        "unsupported",
+        "turns_contradicted",
+    ):
         out[name] = _metric(sel, f"grounding.{name}").values
     counts = {c: 0 for c in ("facts", "contradicted", "unsupported", "turns_contradicted")}
-    title = "Grounding: the facts each run's answers stated, against the tool results they had received (pct in points)"
+    title = (
+        "Grounding: the facts each run's answers stated, against the tool results they had "
+        "received (pct in points)"
+    )
     return Table("grounding", title, out, column_decimals=counts)
 
 
-def all_tables(runs: pd.DataFrame, languages: Sequence[str] | None = None, explicit: bool = False) -> list[Table]:
+def all_tables(
+    runs: pd.DataFrame, languages: Sequence[str] | None = None, explicit: bool = False
+) -> list[Table]:
     """Every table the selected runs support (Table 2 once per language present)."""
     langs = languages or sorted(str(v) for v in _param(runs, "language").dropna().unique())
     tables = [table2(runs, lang) for lang in langs]

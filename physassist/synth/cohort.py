@@ -37,11 +37,38 @@ from physassist.synth.writer import SCHEMAS, Columns, CsvGzWriter, Tables, confo
 
 GENERATOR_VERSION = 1
 DEFAULT_CHUNK = 1000
-PER_CHUNK_TABLES = ("patients", "admissions", "transfers", "diagnoses_icd", "labevents", "prescriptions", "pharmacy",
-                    "emar", "emar_detail", "microbiologyevents", "omr", "icustays", "chartevents", "inputevents",
-                    "discharge", "radiology")
-SUBJECT_COLUMNS = ("subject_id", "archetype", "tier", "anchor_hadm_id", "current_date", "scenarios", "health_literacy",
-                   "adherence", "anxiety_level", "info_completeness", "withheld_drug", "key_drug")
+PER_CHUNK_TABLES = (
+    "patients",
+    "admissions",
+    "transfers",
+    "diagnoses_icd",
+    "labevents",
+    "prescriptions",
+    "pharmacy",
+    "emar",
+    "emar_detail",
+    "microbiologyevents",
+    "omr",
+    "icustays",
+    "chartevents",
+    "inputevents",
+    "discharge",
+    "radiology",
+)
+SUBJECT_COLUMNS = (
+    "subject_id",
+    "archetype",
+    "tier",
+    "anchor_hadm_id",
+    "current_date",
+    "scenarios",
+    "health_literacy",
+    "adherence",
+    "anxiety_level",
+    "info_completeness",
+    "withheld_drug",
+    "key_drug",
+)
 
 
 @dataclass
@@ -53,7 +80,10 @@ class CohortReport:
     archetype_tier: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        big = ", ".join(f"{t} {self.rows.get(t, 0):,}" for t in ("labevents", "emar", "prescriptions", "chartevents"))
+        big = ", ".join(
+            f"{t} {self.rows.get(t, 0):,}"
+            for t in ("labevents", "emar", "prescriptions", "chartevents")
+        )
         return f"{self.n_subjects} subjects (seed {self.seed}) in {self.out_dir}: {big} rows"
 
 
@@ -66,7 +96,9 @@ class _Chunk:
     facts: list[bytes]
 
 
-TEXT_TABLES = frozenset({"discharge", "radiology", "microbiologyevents", "pharmacy", "d_icd_diagnoses"})
+TEXT_TABLES = frozenset(
+    {"discharge", "radiology", "microbiologyevents", "pharmacy", "d_icd_diagnoses"}
+)
 
 
 def _csv_bytes(table: str, data: pa.Table | Columns) -> tuple[bytes, int]:
@@ -78,7 +110,9 @@ def _csv_bytes(table: str, data: pa.Table | Columns) -> tuple[bytes, int]:
     buf = io.BytesIO()
     if table not in TEXT_TABLES:
         try:
-            pacsv.write_csv(tbl, buf, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+            pacsv.write_csv(
+                tbl, buf, pacsv.WriteOptions(include_header=False, quoting_style="none")
+            )
             return buf.getvalue(), tbl.num_rows
         except pa.ArrowInvalid:  # a value holds a comma/quote/newline: quote this chunk's strings
             buf = io.BytesIO()
@@ -90,11 +124,17 @@ def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
     plans = [build_plan(i, seed) for i in range(start, stop)]
     rng = np.random.default_rng([seed, chunk_no, 7])
     tables: Tables = {
-        "patients": records.patients(plans), "admissions": records.admissions(plans),
-        "transfers": records.transfers(plans), "diagnoses_icd": records.diagnoses(plans),
-        "labevents": labs.lab_table(plans, rng), "microbiologyevents": records.microbiology(plans),
-        "omr": records.omr(plans), "icustays": records.icustays(plans), "chartevents": labs.chart_table(plans, rng),
-        "discharge": records.notes_table(plans, "discharge"), "radiology": records.notes_table(plans, "radiology"),
+        "patients": records.patients(plans),
+        "admissions": records.admissions(plans),
+        "transfers": records.transfers(plans),
+        "diagnoses_icd": records.diagnoses(plans),
+        "labevents": labs.lab_table(plans, rng),
+        "microbiologyevents": records.microbiology(plans),
+        "omr": records.omr(plans),
+        "icustays": records.icustays(plans),
+        "chartevents": labs.chart_table(plans, rng),
+        "discharge": records.notes_table(plans, "discharge"),
+        "radiology": records.notes_table(plans, "radiology"),
     }
     tables.update(meds.med_tables(plans, rng))
     quirks.end_of_life(plans, tables["admissions"], tables["patients"])
@@ -106,20 +146,43 @@ def _render_chunk(seed: int, chunk_no: int, start: int, stop: int) -> _Chunk:
     for name in PER_CHUNK_TABLES:
         data = tables.get(name)
         out[name], rows[name] = _csv_bytes(name, data) if data is not None else (b"", 0)
-    phm = [(p.subject_id, json.dumps(p.phm, ensure_ascii=False, sort_keys=True).encode("utf-8")) for p in plans]
-    subjects = [{
-        "subject_id": p.subject_id, "archetype": p.archetype, "tier": p.tier, "anchor_hadm_id": p.anchor.hadm_id,
-        "current_date": p.facts["current_date"], "scenarios": ";".join(p.facts["scenarios"]),
-        **{k: p.phm["persona"][k] for k in ("health_literacy", "adherence", "anxiety_level", "info_completeness")},
-        "withheld_drug": p.facts.get("withheld_drug") or "", "key_drug": p.facts.get("key_drug") or "",
-    } for p in plans]
-    facts = [json.dumps({"subject_id": p.subject_id, "archetype": p.archetype, "tier": p.tier, **p.facts},
-                        ensure_ascii=False, sort_keys=True).encode("utf-8") for p in plans]
+    phm = [
+        (p.subject_id, json.dumps(p.phm, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        for p in plans
+    ]
+    subjects = [
+        {
+            "subject_id": p.subject_id,
+            "archetype": p.archetype,
+            "tier": p.tier,
+            "anchor_hadm_id": p.anchor.hadm_id,
+            "current_date": p.facts["current_date"],
+            "scenarios": ";".join(p.facts["scenarios"]),
+            **{
+                k: p.phm["persona"][k]
+                for k in ("health_literacy", "adherence", "anxiety_level", "info_completeness")
+            },
+            "withheld_drug": p.facts.get("withheld_drug") or "",
+            "key_drug": p.facts.get("key_drug") or "",
+        }
+        for p in plans
+    ]
+    facts = [
+        json.dumps(
+            {"subject_id": p.subject_id, "archetype": p.archetype, "tier": p.tier, **p.facts},
+            ensure_ascii=False,
+            sort_keys=True,
+        ).encode("utf-8")
+        for p in plans
+    ]
     return _Chunk(out, rows, phm, subjects, facts)
 
 
 def _chunks(n_subjects: int, chunk_size: int) -> list[tuple[int, int, int]]:
-    return [(k, s, min(n_subjects, s + chunk_size)) for k, s in enumerate(range(0, n_subjects, chunk_size))]
+    return [
+        (k, s, min(n_subjects, s + chunk_size))
+        for k, s in enumerate(range(0, n_subjects, chunk_size))
+    ]
 
 
 def _rendered(seed: int, spans: list[tuple[int, int, int]], workers: int) -> Iterator[_Chunk]:
@@ -143,12 +206,21 @@ def _check_replaceable(out: Path) -> None:
     except (OSError, ValueError, AttributeError):
         ours = False
     if not ours:
-        raise FileExistsError(f"cohort output {out} is not empty and is not a synthetic cohort "
-                              f"(no {meta} from physassist.synth); choose an empty or new directory")
+        raise FileExistsError(
+            f"cohort output {out} is not empty and is not a synthetic cohort "
+            f"(no {meta} from physassist.synth); choose an empty or new directory"
+        )
 
 
-def generate_cohort(out_dir: str | os.PathLike[str], n_subjects: int, seed: int = 0, *, chunk_size: int = DEFAULT_CHUNK,
-                    workers: int | None = None, compresslevel: int | None = None) -> CohortReport:
+def generate_cohort(
+    out_dir: str | os.PathLike[str],
+    n_subjects: int,
+    seed: int = 0,
+    *,
+    chunk_size: int = DEFAULT_CHUNK,
+    workers: int | None = None,
+    compresslevel: int | None = None,
+) -> CohortReport:
     """Write a synthetic cohort of ``n_subjects`` patients (MIMIC-IV layout) into ``out_dir``.
 
     Same ``(n_subjects, seed, chunk_size, compresslevel)`` -> byte-identical files, whatever
@@ -189,8 +261,10 @@ def generate_cohort(out_dir: str | os.PathLike[str], n_subjects: int, seed: int 
             body, n = _csv_bytes(name, data)
             streams[name].write(body)
             report.rows[name] = n
-        with open(out / "meta" / "subjects.csv", "w", newline="", encoding="utf-8") as sfh, \
-                open(out / "meta" / "facts.jsonl", "wb") as ffh:
+        with (
+            open(out / "meta" / "subjects.csv", "w", newline="", encoding="utf-8") as sfh,
+            open(out / "meta" / "facts.jsonl", "wb") as ffh,
+        ):
             sw = csv.DictWriter(sfh, fieldnames=SUBJECT_COLUMNS, lineterminator="\n")
             sw.writeheader()
             for chunk in _rendered(seed, _chunks(n_subjects, chunk_size), workers):
@@ -208,9 +282,17 @@ def generate_cohort(out_dir: str | os.PathLike[str], n_subjects: int, seed: int 
         for stream in streams.values():
             stream.close()
     report.archetype_tier = dict(sorted(counts.items()))
-    meta = {"generator": "physassist.synth", "version": GENERATOR_VERSION, "seed": seed, "n_subjects": n_subjects,
-            "chunk_size": chunk_size, "compresslevel": compresslevel, "archetype_tier": report.archetype_tier,
-            "rows": report.rows}
-    (out / "meta" / "cohort.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    meta = {
+        "generator": "physassist.synth",
+        "version": GENERATOR_VERSION,
+        "seed": seed,
+        "n_subjects": n_subjects,
+        "chunk_size": chunk_size,
+        "compresslevel": compresslevel,
+        "archetype_tier": report.archetype_tier,
+        "rows": report.rows,
+    }
+    (out / "meta" / "cohort.json").write_text(
+        json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return report
-

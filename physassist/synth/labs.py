@@ -27,8 +27,18 @@ _LAB_DEC = np.array([LABS[c].decimals for c in LAB_CODES])
 _LAB_ITEMID = np.array([LABS[c].itemid for c in LAB_CODES], dtype=np.int64)
 _LAB_PANEL = np.array([PANEL_CODE[LABS[c].panel] for c in LAB_CODES], dtype=np.int64)
 _LAB_UNIT = pa.array([LABS[c].unit for c in LAB_CODES], pa.string())
-_LO = np.array([[np.nan if LABS[c].ref_range(s)[0] is None else LABS[c].ref_range(s)[0] for s in ("M", "F")] for c in LAB_CODES])
-_HI = np.array([[np.nan if LABS[c].ref_range(s)[1] is None else LABS[c].ref_range(s)[1] for s in ("M", "F")] for c in LAB_CODES])
+_LO = np.array(
+    [
+        [np.nan if LABS[c].ref_range(s)[0] is None else LABS[c].ref_range(s)[0] for s in ("M", "F")]
+        for c in LAB_CODES
+    ]
+)
+_HI = np.array(
+    [
+        [np.nan if LABS[c].ref_range(s)[1] is None else LABS[c].ref_range(s)[1] for s in ("M", "F")]
+        for c in LAB_CODES
+    ]
+)
 _CH_DEC = np.array([CHART[c].decimals for c in CHART_CODES])
 _CH_ITEMID = np.array([CHART[c].itemid for c in CHART_CODES], dtype=np.int64)
 _CH_UNIT = pa.array([CHART[c].unit for c in CHART_CODES], pa.string())
@@ -36,9 +46,16 @@ _PROVIDERS = pa.array(PROVIDERS, pa.string())
 _FAST_NORM = 1.0 - np.exp(-3.0)
 
 
-def _expand(first: np.ndarray, stride: np.ndarray, n: np.ndarray, start: np.ndarray, end: np.ndarray,
-            shape: np.ndarray, noise: np.ndarray, rng: np.random.Generator,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _expand(
+    first: np.ndarray,
+    stride: np.ndarray,
+    n: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    shape: np.ndarray,
+    noise: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows of all series: (series index, position k, draw index, value before rounding)."""
     total = int(n.sum())
     sid = np.repeat(np.arange(len(n)), n)
@@ -48,7 +65,11 @@ def _expand(first: np.ndarray, stride: np.ndarray, n: np.ndarray, start: np.ndar
     nn = n[sid]
     p = k / np.maximum(nn - 1, 1)
     sh = shape[sid]
-    g = np.where(sh == SHAPE_FAST, (1.0 - np.exp(-3.0 * p)) / _FAST_NORM, np.where(sh == SHAPE_LATE, p * p, p))
+    g = np.where(
+        sh == SHAPE_FAST,
+        (1.0 - np.exp(-3.0 * p)) / _FAST_NORM,
+        np.where(sh == SHAPE_LATE, p * p, p),
+    )
     g = np.where(sh == SHAPE_NOISY, 0.0, g)
     base = start[sid] + (end[sid] - start[sid]) * g
     noisy = ((k > 0) & (k < nn - 1)) | (sh == SHAPE_NOISY)
@@ -56,24 +77,32 @@ def _expand(first: np.ndarray, stride: np.ndarray, n: np.ndarray, start: np.ndar
     return sid, k, draw, val
 
 
-def _expand_series(specs: list[tuple[int, Series]], rng: np.random.Generator,
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _expand_series(
+    specs: list[tuple[int, Series]],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`_expand` over (offset of the plan's first draw, series) pairs gathered from many plans."""
-    return _expand(np.asarray([base + s.first for base, s in specs]), np.asarray([s.stride for _, s in specs]),
-                   np.asarray([s.n for _, s in specs], dtype=np.int64), np.asarray([s.start for _, s in specs], float),
-                   np.asarray([s.end for _, s in specs], float), np.asarray([s.shape for _, s in specs]),
-                   np.asarray([s.noise for _, s in specs], float), rng)
+    return _expand(
+        np.asarray([base + s.first for base, s in specs]),
+        np.asarray([s.stride for _, s in specs]),
+        np.asarray([s.n for _, s in specs], dtype=np.int64),
+        np.asarray([s.start for _, s in specs], float),
+        np.asarray([s.end for _, s in specs], float),
+        np.asarray([s.shape for _, s in specs]),
+        np.asarray([s.noise for _, s in specs], float),
+        rng,
+    )
 
 
 def _round(val: np.ndarray, dec: np.ndarray) -> np.ndarray:
-    scale = 10.0 ** dec
+    scale = 10.0**dec
     return np.round(val * scale) / scale
 
 
 def _value_text_fast(val: np.ndarray, dec: np.ndarray) -> pa.Array:
     """MIMIC's `value` text: fixed decimals per item ('2.0'), unlike `valuenum` ('2')."""
-    scaled = np.round(val * 10.0 ** dec).astype(np.int64)
-    div = (10 ** dec).astype(np.int64)
+    scaled = np.round(val * 10.0**dec).astype(np.int64)
+    div = (10**dec).astype(np.int64)
     whole = pc.cast(pa.array(scaled // div), pa.string())
     frac = pc.utf8_lpad(pc.cast(pa.array(scaled % div), pa.string()), 1, "0")
     # pad to the item's decimals: only 0, 1 and 2 decimals occur
@@ -120,7 +149,7 @@ def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     sid, k, draw, val = _expand_series(specs, rng)
     code = np.asarray(s_code)[sid]
     dec = _LAB_DEC[code]
-    val = _round(np.maximum(val, 10.0 ** -dec), dec)
+    val = _round(np.maximum(val, 10.0**-dec), dec)
     subj = np.asarray(s_subj)[sid]
     female = np.asarray(subj_female)[subj]
     # derived items from the same draw
@@ -140,17 +169,22 @@ def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     m = code == LAB_IDX["egfr"]
     age = np.asarray(subj_age, float)[subj[m]]
     with np.errstate(invalid="ignore", divide="ignore"):
-        val[m] = np.round(175.0 * cr[draw[m]] ** -1.154 * age ** -0.203 * np.where(female[m], 0.742, 1.0))
+        val[m] = np.round(
+            175.0 * cr[draw[m]] ** -1.154 * age**-0.203 * np.where(female[m], 0.742, 1.0)
+        )
     keep = ~np.isnan(val)
     if not keep.all():
-        sid, k, draw, val, code, dec, subj, female = (a[keep] for a in (sid, k, draw, val, code, dec, subj, female))
+        sid, k, draw, val, code, dec, subj, female = (
+            a[keep] for a in (sid, k, draw, val, code, dec, subj, female)
+        )
     dtime = np.asarray(draw_time, dtype=np.int64)
     charttime = dtime[draw]
     itemid = _LAB_ITEMID[code]
     subject_id = np.asarray(subj_ids, dtype=np.int64)[subj]
     order = np.lexsort((itemid, charttime, subject_id))
     sid, draw, val, code, dec, subj, female, charttime, itemid, subject_id = (
-        a[order] for a in (sid, draw, val, code, dec, subj, female, charttime, itemid, subject_id))
+        a[order] for a in (sid, draw, val, code, dec, subj, female, charttime, itemid, subject_id)
+    )
     total = len(val)
     hadm = np.asarray(s_hadm, dtype=np.int64)[sid]
     # per-draw attributes (shared by a panel): result delay, provider, priority
@@ -160,15 +194,24 @@ def lab_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     lo = _LO[code, female.astype(int)]
     hi = _HI[code, female.astype(int)]
     abnormal = (val < lo) | (val > hi)
-    specimen = np.asarray(draw_local)[draw] * 8 + _LAB_PANEL[code] + (np.asarray([p.idx for p in plans])[subj] * 1000 + 10_000_000)
+    specimen = (
+        np.asarray(draw_local)[draw] * 8
+        + _LAB_PANEL[code]
+        + (np.asarray([p.idx for p in plans])[subj] * 1000 + 10_000_000)
+    )
     prio = np.asarray(draw_prio)[draw]
     cols = {
-        "labevent_id": pa.array((np.asarray([p.idx for p in plans], dtype=np.int64)[subj] + 1) * 10_000 + _cumcount(subject_id)),
+        "labevent_id": pa.array(
+            (np.asarray([p.idx for p in plans], dtype=np.int64)[subj] + 1) * 10_000
+            + _cumcount(subject_id)
+        ),
         "subject_id": pa.array(subject_id),
         "hadm_id": pa.array(hadm, mask=hadm == 0),
         "specimen_id": pa.array(specimen.astype(np.int64)),
         "itemid": pa.array(itemid),
-        "order_provider_id": pc.take(_PROVIDERS, pa.array(provider_ix[draw], mask=provider_null[draw])),
+        "order_provider_id": pc.take(
+            _PROVIDERS, pa.array(provider_ix[draw], mask=provider_null[draw])
+        ),
         "charttime": pa.array(charttime.astype("datetime64[s]")),
         "storetime": pa.array((charttime + delay[draw]).astype("datetime64[s]")),
         "value": _value_text_fast(val, dec),
@@ -217,21 +260,27 @@ def chart_table(plans: list[SubjectPlan], rng: np.random.Generator) -> pa.Table:
     subject_id = np.asarray(s_subj, dtype=np.int64)[sid]
     itemid = _CH_ITEMID[code]
     order = np.lexsort((itemid, charttime, subject_id))
-    sid, val, code, dec, charttime, itemid, subject_id = (a[order] for a in (sid, val, code, dec, charttime, itemid, subject_id))
+    sid, val, code, dec, charttime, itemid, subject_id = (
+        a[order] for a in (sid, val, code, dec, charttime, itemid, subject_id)
+    )
     total = len(val)
-    return pa.table({
-        "subject_id": pa.array(subject_id),
-        "hadm_id": pa.array(np.asarray(s_hadm, dtype=np.int64)[sid]),
-        "stay_id": pa.array(np.asarray(s_stay, dtype=np.int64)[sid]),
-        "caregiver_id": pa.array(rng.integers(10000, 99999, total)),
-        "charttime": pa.array(charttime.astype("datetime64[s]")),
-        "storetime": pa.array((charttime + rng.integers(1, 30, total) * 60).astype("datetime64[s]")),
-        "itemid": pa.array(itemid),
-        "value": _value_text_fast(val, dec),
-        "valuenum": pa.array(val),
-        "valueuom": pc.take(_CH_UNIT, pa.array(code)),
-        "warning": pa.array(np.zeros(total, dtype=np.int64)),
-    })
+    return pa.table(
+        {
+            "subject_id": pa.array(subject_id),
+            "hadm_id": pa.array(np.asarray(s_hadm, dtype=np.int64)[sid]),
+            "stay_id": pa.array(np.asarray(s_stay, dtype=np.int64)[sid]),
+            "caregiver_id": pa.array(rng.integers(10000, 99999, total)),
+            "charttime": pa.array(charttime.astype("datetime64[s]")),
+            "storetime": pa.array(
+                (charttime + rng.integers(1, 30, total) * 60).astype("datetime64[s]")
+            ),
+            "itemid": pa.array(itemid),
+            "value": _value_text_fast(val, dec),
+            "valuenum": pa.array(val),
+            "valueuom": pc.take(_CH_UNIT, pa.array(code)),
+            "warning": pa.array(np.zeros(total, dtype=np.int64)),
+        }
+    )
 
 
 def empty_chart() -> pa.Table:

@@ -193,14 +193,41 @@ RADIOLOGY: dict[str, tuple[str, str, str, str, str]] = {
 }
 
 
-LAB_ABBR = {"White Blood Cells": "WBC", "Hemoglobin": "Hgb", "Hematocrit": "Hct", "Platelet Count": "Plt",
-            "Urea Nitrogen": "UreaN", "Creatinine": "Creat", "Sodium": "Na", "Potassium": "K", "Chloride": "Cl",
-            "Bicarbonate": "HCO3", "Anion Gap": "AnGap", "Glucose": "Glucose", "Calcium, Total": "Calcium",
-            "Magnesium": "Mg", "Phosphate": "Phos", "Asparate Aminotransferase (AST)": "AST",
-            "Alanine Aminotransferase (ALT)": "ALT", "Alkaline Phosphatase": "AlkPhos", "Bilirubin, Total": "TotBili",
-            "Albumin": "Albumin", "INR(PT)": "INR(PT)", "PT": "PT", "PTT": "PTT", "Lactate": "Lactate",
-            "NTproBNP": "NTproBNP", "Troponin T": "cTropnT", "% Hemoglobin A1c": "%HbA1c", "C-Reactive Protein": "CRP",
-            "Ammonia": "Ammonia", "Neutrophils": "Neuts", "Estimated GFR (MDRD equation)": "eGFR", "MCV": "MCV", "RDW": "RDW"}
+LAB_ABBR = {
+    "White Blood Cells": "WBC",
+    "Hemoglobin": "Hgb",
+    "Hematocrit": "Hct",
+    "Platelet Count": "Plt",
+    "Urea Nitrogen": "UreaN",
+    "Creatinine": "Creat",
+    "Sodium": "Na",
+    "Potassium": "K",
+    "Chloride": "Cl",
+    "Bicarbonate": "HCO3",
+    "Anion Gap": "AnGap",
+    "Glucose": "Glucose",
+    "Calcium, Total": "Calcium",
+    "Magnesium": "Mg",
+    "Phosphate": "Phos",
+    "Asparate Aminotransferase (AST)": "AST",
+    "Alanine Aminotransferase (ALT)": "ALT",
+    "Alkaline Phosphatase": "AlkPhos",
+    "Bilirubin, Total": "TotBili",
+    "Albumin": "Albumin",
+    "INR(PT)": "INR(PT)",
+    "PT": "PT",
+    "PTT": "PTT",
+    "Lactate": "Lactate",
+    "NTproBNP": "NTproBNP",
+    "Troponin T": "cTropnT",
+    "% Hemoglobin A1c": "%HbA1c",
+    "C-Reactive Protein": "CRP",
+    "Ammonia": "Ammonia",
+    "Neutrophils": "Neuts",
+    "Estimated GFR (MDRD equation)": "eGFR",
+    "MCV": "MCV",
+    "RDW": "RDW",
+}
 
 
 _BY_LABEL = {lab.label: lab for lab in LABS.values()}
@@ -241,8 +268,13 @@ class Layout:
     radiology: str  # how a radiology report starts (RADIOLOGY_STARTS)
 
 
-FOLLOWUP_SPELLINGS = ("Followup Instructions", "Follow-up Instructions", "Follow up instructions",
-                      "FOLLOW UP INSTRUCTIONS", "Follow-Up Instruction")
+FOLLOWUP_SPELLINGS = (
+    "Followup Instructions",
+    "Follow-up Instructions",
+    "Follow up instructions",
+    "FOLLOW UP INSTRUCTIONS",
+    "Follow-Up Instruction",
+)
 #: plan style -> the hospital-course lines ({plan} = what is continued).
 PLAN_STYLES = {
     "none": "",
@@ -257,26 +289,61 @@ PLAN_STYLES = {
 }
 #: How a radiology report may start: the exam line, its indication (in capitals, indented or not,
 #: in title case, or as HISTORY), an old FINAL REPORT banner or the bare exam title.
-RADIOLOGY_STARTS = ("examination", "indication", "indented", "titlecase", "history", "final", "title")
+RADIOLOGY_STARTS = (
+    "examination",
+    "indication",
+    "indented",
+    "titlecase",
+    "history",
+    "final",
+    "title",
+)
 #: Headers that keep their colon in every note (the header block's fields).
-_ALWAYS_COLON = ("Name", "Unit No", "Admission Date", "Discharge Date", "Date of Birth", "Sex",
-                 "Service", "Allergies", "Attending")
+_ALWAYS_COLON = (
+    "Name",
+    "Unit No",
+    "Admission Date",
+    "Discharge Date",
+    "Date of Birth",
+    "Sex",
+    "Service",
+    "Allergies",
+    "Attending",
+)
 
 
 def draw_layout(r: random.Random) -> Layout:
     """Mostly the common layout (one-space separators, Title Case headers with colons), with
     the variants real notes show."""
+
     def some(headers: tuple[str, ...], p: float) -> frozenset[str]:
         return frozenset(h for h in headers if r.random() < p)
 
-    sections = ("Chief Complaint", "History of Present Illness", "Past Medical History", "Social History",
-                "Brief Hospital Course", "Medications on Admission", "Discharge Medications",
-                "Discharge Disposition", "Discharge Diagnosis", "Discharge Condition", "Discharge Instructions")
+    sections = (
+        "Chief Complaint",
+        "History of Present Illness",
+        "Past Medical History",
+        "Social History",
+        "Brief Hospital Course",
+        "Medications on Admission",
+        "Discharge Medications",
+        "Discharge Disposition",
+        "Discharge Diagnosis",
+        "Discharge Condition",
+        "Discharge Instructions",
+    )
     return Layout(
         separator=r.choices((" \n", "\n", ""), weights=(7, 2, 1))[0],
         caps=some(sections, 0.08),
-        bare=some(("Brief Hospital Course", "Discharge Diagnosis", "Discharge Condition",
-                   "Discharge Instructions"), 0.12),
+        bare=some(
+            (
+                "Brief Hospital Course",
+                "Discharge Diagnosis",
+                "Discharge Condition",
+                "Discharge Instructions",
+            ),
+            0.12,
+        ),
         followup=r.choices(FOLLOWUP_SPELLINGS, weights=(12, 3, 2, 2, 1))[0],
         plan=r.choices(list(PLAN_STYLES), weights=(8, 3, 2, 2, 1, 1, 1, 1, 1))[0],
         condition=r.choices(("lines", "line", "indented", "word"), weights=(6, 2, 1, 1))[0],
@@ -319,12 +386,19 @@ def _condition(text: str, style: str) -> str:
     return "\n".join(lines)
 
 
-def radiology_text(kind: str, plan: SubjectPlan, chief_complaint: str, params: dict,
-                   start: str = "examination") -> str:
+def radiology_text(
+    kind: str, plan: SubjectPlan, chief_complaint: str, params: dict, start: str = "examination"
+) -> str:
     title, indication, technique, findings, impression = RADIOLOGY[kind]
     fill = {"cc_lower": chief_complaint.lower(), "ef": params.get("ef", 30)}
-    dose = ("\nDOSE:  Acquisition sequence: 1) Spiral Acquisition 4.8 s, 38.2 cm; CTDIvol = 11.9 mGy (Body) "
-            "DLP = 455.1 mGy-cm. Total DLP (Body) = 455 mGy-cm.\n") if title.startswith("CT") else ""
+    dose = (
+        (
+            "\nDOSE:  Acquisition sequence: 1) Spiral Acquisition 4.8 s, 38.2 cm; CTDIvol = 11.9 mGy (Body) "
+            "DLP = 455.1 mGy-cm. Total DLP (Body) = 455 mGy-cm.\n"
+        )
+        if title.startswith("CT")
+        else ""
+    )
     why = indication.format(**fill)
     head = {
         "examination": f"EXAMINATION:  {title}\n\nINDICATION:  {why}",
@@ -335,10 +409,12 @@ def radiology_text(kind: str, plan: SubjectPlan, chief_complaint: str, params: d
         "final": f"FINAL REPORT\n{title}\n\nINDICATION:  {why}",
         "title": f"{title}\n\nINDICATION:  {why}",
     }[start]
-    return (f"{head}\n\nTECHNIQUE:  {technique}\n{dose}\n"
-            f"COMPARISON:  ___\n\nFINDINGS: \n\n{findings.format(**fill)}\n\nIMPRESSION: \n\n{impression.format(**fill)}\n\n"
-            "NOTIFICATION:  The findings were discussed with ___, M.D. by ___, M.D. on the telephone on ___ at ___, "
-            "within 30 minutes of discovery of the findings.\n")
+    return (
+        f"{head}\n\nTECHNIQUE:  {technique}\n{dose}\n"
+        f"COMPARISON:  ___\n\nFINDINGS: \n\n{findings.format(**fill)}\n\nIMPRESSION: \n\n{impression.format(**fill)}\n\n"
+        "NOTIFICATION:  The findings were discussed with ___, M.D. by ___, M.D. on the telephone on ___ at ___, "
+        "within 30 minutes of discovery of the findings.\n"
+    )
 
 
 def _med_list(codes: list[str]) -> str:
@@ -350,22 +426,28 @@ def _pmh(codes: list[str]) -> str:
 
 
 def _header_block(sex: str) -> list[str]:
-    return ["Name:  ___                 Unit No:   ___",
-            "Admission Date:  ___              Discharge Date:   ___",
-            f"Date of Birth:  ___             Sex:   {sex}",
-            "Service: MEDICINE",
-            "Allergies: \nNo Known Allergies / Adverse Drug Reactions",
-            "Attending: ___."]
+    return [
+        "Name:  ___                 Unit No:   ___",
+        "Admission Date:  ___              Discharge Date:   ___",
+        f"Date of Birth:  ___             Sex:   {sex}",
+        "Service: MEDICINE",
+        "Allergies: \nNo Known Allergies / Adverse Drug Reactions",
+        "Attending: ___.",
+    ]
 
 
 def _letter(sex: str, why: str, happened: str, changes: str) -> str:
-    return (f"Dear {'Ms.' if sex == 'F' else 'Mr.'} ___,\n\nIt was a privilege caring for you at ___.\n\n"
-            f"WHY WERE YOU IN THE HOSPITAL?\n- {why}.\n\nWHAT HAPPENED IN THE HOSPITAL?\n- {happened}\n\n"
-            f"MEDICATION CHANGES:\n{changes}\n\nWHAT SHOULD YOU DO WHEN YOU GET HOME?\n- Take your medicines as listed.\n"
-            "- Keep your follow-up appointments.\n\nWe wish you the best!\nYour ___ Care Team")
+    return (
+        f"Dear {'Ms.' if sex == 'F' else 'Mr.'} ___,\n\nIt was a privilege caring for you at ___.\n\n"
+        f"WHY WERE YOU IN THE HOSPITAL?\n- {why}.\n\nWHAT HAPPENED IN THE HOSPITAL?\n- {happened}\n\n"
+        f"MEDICATION CHANGES:\n{changes}\n\nWHAT SHOULD YOU DO WHEN YOU GET HOME?\n- Take your medicines as listed.\n"
+        "- Keep your follow-up appointments.\n\nWe wish you the best!\nYour ___ Care Team"
+    )
 
 
-def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str], layout: Layout) -> str:
+def discharge_text(
+    plan: SubjectPlan, case, social: dict, imaging: list[str], layout: Layout
+) -> str:
     a = plan.anchor
     f = plan.facts
     sex = "F" if plan.sex == "F" else "M"
@@ -375,111 +457,217 @@ def discharge_text(plan: SubjectPlan, case, social: dict, imaging: list[str], la
     if stopped:
         changes.append("STOPPED: " + ", ".join(DRUGS[c].drug for c in stopped))
     if new:
-        changes.append("STARTED: " + ", ".join(f"{DRUGS[c].drug} {DRUGS[c].dose} {DRUGS[c].unit} {DRUGS[c].freq}" for c in new))
+        changes.append(
+            "STARTED: "
+            + ", ".join(
+                f"{DRUGS[c].drug} {DRUGS[c].dose} {DRUGS[c].unit} {DRUGS[c].freq}" for c in new
+            )
+        )
     change_txt = "\n".join(changes) if changes else "No changes to your home medications."
     micro_txt = ""
     if plan.micro:
         rows = []
         for m in plan.micro:
-            spec = {"blood": "BLOOD CULTURE", "urine": "URINE CULTURE", "sputum": "SPUTUM CULTURE",
-                    "peritoneal": "PERITONEAL FLUID CULTURE", "mrsa": "MRSA SCREEN"}[m.specimen]
-            res = {"spneumo": "STREPTOCOCCUS PNEUMONIAE (sensitive to penicillin, ceftriaxone, levofloxacin)",
-                   "ecoli": "ESCHERICHIA COLI",
-                   "saureus": "STAPH AUREUS COAG + (MRSA: oxacillin resistant, vancomycin sensitive)",
-                   }.get(m.organism or "", "NO GROWTH" if m.specimen != "mrsa" else "Negative")
+            spec = {
+                "blood": "BLOOD CULTURE",
+                "urine": "URINE CULTURE",
+                "sputum": "SPUTUM CULTURE",
+                "peritoneal": "PERITONEAL FLUID CULTURE",
+                "mrsa": "MRSA SCREEN",
+            }[m.specimen]
+            res = {
+                "spneumo": "STREPTOCOCCUS PNEUMONIAE (sensitive to penicillin, ceftriaxone, levofloxacin)",
+                "ecoli": "ESCHERICHIA COLI",
+                "saureus": "STAPH AUREUS COAG + (MRSA: oxacillin resistant, vancomycin sensitive)",
+            }.get(m.organism or "", "NO GROWTH" if m.specimen != "mrsa" else "Negative")
             rows.append(f"___ {spec}: {res}")
         micro_txt = "\nMICROBIOLOGY:\n" + "\n".join(rows) + "\n"
-    exam_adm = ("VS: see flowsheet. GEN: " + ("uncomfortable, mildly tachypneic" if case.archetype in ("pneumonia_sepsis", "hf_discharge") else "no acute distress")
-                + ". HEENT: MMM, no JVD" + (" (JVP to angle of jaw)" if case.archetype == "hf_discharge" else "")
-                + ". CV: " + ("irregularly irregular, tachycardic" if case.archetype == "afib_apixaban" else "regular rate and rhythm, no murmurs")
-                + ". LUNGS: " + ("decreased breath sounds and crackles at the right base" if case.archetype == "pneumonia_sepsis" else "bibasilar crackles" if case.archetype == "hf_discharge" else "clear to auscultation bilaterally")
-                + ". ABD: " + ("distended, shifting dullness, non-tender" if case.archetype == "cirrhosis_ascites" else "soft, non-tender, non-distended")
-                + ". EXT: " + ("2+ pitting edema to the knees bilaterally" if case.archetype in ("hf_discharge", "htn_amlodipine_edema") else "warm, no edema")
-                + ". NEURO: " + ("asterixis present, oriented x2" if case.archetype == "cirrhosis_ascites" and f.get("encephalopathy_points") == 2 else "alert and oriented x3, nonfocal") + ".")
+    exam_adm = (
+        "VS: see flowsheet. GEN: "
+        + (
+            "uncomfortable, mildly tachypneic"
+            if case.archetype in ("pneumonia_sepsis", "hf_discharge")
+            else "no acute distress"
+        )
+        + ". HEENT: MMM, no JVD"
+        + (" (JVP to angle of jaw)" if case.archetype == "hf_discharge" else "")
+        + ". CV: "
+        + (
+            "irregularly irregular, tachycardic"
+            if case.archetype == "afib_apixaban"
+            else "regular rate and rhythm, no murmurs"
+        )
+        + ". LUNGS: "
+        + (
+            "decreased breath sounds and crackles at the right base"
+            if case.archetype == "pneumonia_sepsis"
+            else "bibasilar crackles"
+            if case.archetype == "hf_discharge"
+            else "clear to auscultation bilaterally"
+        )
+        + ". ABD: "
+        + (
+            "distended, shifting dullness, non-tender"
+            if case.archetype == "cirrhosis_ascites"
+            else "soft, non-tender, non-distended"
+        )
+        + ". EXT: "
+        + (
+            "2+ pitting edema to the knees bilaterally"
+            if case.archetype in ("hf_discharge", "htn_amlodipine_edema")
+            else "warm, no edema"
+        )
+        + ". NEURO: "
+        + (
+            "asterixis present, oriented x2"
+            if case.archetype == "cirrhosis_ascites" and f.get("encephalopathy_points") == 2
+            else "alert and oriented x3, nonfocal"
+        )
+        + "."
+    )
     adm_labs = _lab_line(plan, f["labs_admission"], a.admit + HOUR)
     dis_labs = _lab_line(plan, f["labs_discharge"], a.disch - a.disch % DAY + 5 * HOUR)
     transitional = [f"- Follow up {x}" for x in case.followup.split(". ") if x]
     if case.tier >= 2:
-        transitional += [f"- Home medications reconciled: {len(plan.discharge_meds)} discharge medications.",
-                         "- Code status: Full code (presumed).", "- Contact: ___ (family) ___"]
+        transitional += [
+            f"- Home medications reconciled: {len(plan.discharge_meds)} discharge medications.",
+            "- Code status: Full code (presumed).",
+            "- Contact: ___ (family) ___",
+        ]
     if case.archetype == "hf_discharge":
-        transitional += [f"- Discharge (dry) weight: {f['discharge_weight_kg']} kg.",
-                         "- Diuretic: torsemide 20 mg daily; adjust for weight gain > 1 kg/day or 2 kg/week.",
-                         "- Repeat BMP within 1 week (creatinine, potassium on diuretic and spironolactone).",
-                         "- Consider up-titration of guideline-directed medical therapy as blood pressure and renal function allow.",
-                         "- Fluid restriction 1.5 L/day and 2 g sodium diet reinforced with patient and family."]
+        transitional += [
+            f"- Discharge (dry) weight: {f['discharge_weight_kg']} kg.",
+            "- Diuretic: torsemide 20 mg daily; adjust for weight gain > 1 kg/day or 2 kg/week.",
+            "- Repeat BMP within 1 week (creatinine, potassium on diuretic and spironolactone).",
+            "- Consider up-titration of guideline-directed medical therapy as blood pressure and renal function allow.",
+            "- Fluid restriction 1.5 L/day and 2 g sodium diet reinforced with patient and family.",
+        ]
     extra = ""
     if case.tier == 3:  # rich notes: per-problem course with chronic issues spelled out
         chronic = [c for c in a.diagnoses[3:] if c[0] not in "ZR"]
         extra = "\n\nCHRONIC ISSUES:\n" + "\n".join(
             f"# {ICD10[c]}: stable during this admission; home regimen continued where applicable, follow up with PCP."
-            for c in chronic)
+            for c in chronic
+        )
     if case.archetype == "hf_discharge":
-        extra += ("\n\nDIURESIS SUMMARY:\nThe patient was diuresed with IV furosemide 40 mg BID with good urine output "
-                  f"(net negative 1-2 L daily). Weight trended from {f['admission_weight_kg']} kg on admission to "
-                  f"{f['discharge_weight_kg']} kg on discharge. Creatinine rose modestly with diuresis and was monitored daily. "
-                  "Potassium and magnesium were repleted as needed. Oxygen was weaned to room air by hospital day 2.")
+        extra += (
+            "\n\nDIURESIS SUMMARY:\nThe patient was diuresed with IV furosemide 40 mg BID with good urine output "
+            f"(net negative 1-2 L daily). Weight trended from {f['admission_weight_kg']} kg on admission to "
+            f"{f['discharge_weight_kg']} kg on discharge. Creatinine rose modestly with diuresis and was monitored daily. "
+            "Potassium and magnesium were repleted as needed. Oxygen was weaned to room air by hospital day 2."
+        )
         if case.tier >= 2:
-            extra += ("\n\nGOALS OF CARE / DISPOSITION:\nPhysical therapy evaluated the patient and recommended "
-                      + ("rehab at a skilled nursing facility" if a.discharge_location == "SKILLED NURSING FACILITY" else
-                         "home with services" if a.discharge_location == "HOME HEALTH CARE" else "home without services")
-                      + ". Teaching on daily weights, low-salt diet, fluid restriction and symptom recognition was completed "
-                      "with teach-back. The patient verbalized understanding of the medication changes.")
+            extra += (
+                "\n\nGOALS OF CARE / DISPOSITION:\nPhysical therapy evaluated the patient and recommended "
+                + (
+                    "rehab at a skilled nursing facility"
+                    if a.discharge_location == "SKILLED NURSING FACILITY"
+                    else "home with services"
+                    if a.discharge_location == "HOME HEALTH CARE"
+                    else "home without services"
+                )
+                + ". Teaching on daily weights, low-salt diet, fluid restriction and symptom recognition was completed "
+                "with teach-back. The patient verbalized understanding of the medication changes."
+            )
     course = f"{case.course}{extra}"
     if layout.plan != "none":
         keep = "; ".join(DRUGS[c].sig for c in plan.discharge_meds[:2]) or "home medications"
-        course += "\n\n" + PLAN_STYLES[layout.plan].format(plan=f"continue {keep}; repeat labs at PCP visit.")
+        course += "\n\n" + PLAN_STYLES[layout.plan].format(
+            plan=f"continue {keep}; repeat labs at PCP visit."
+        )
     if layout.mentions:
-        course += ("\n\nDischarge instructions were reviewed with the patient and family. "
-                   "Discharge condition was discussed with the primary team.")
+        course += (
+            "\n\nDischarge instructions were reviewed with the patient and family. "
+            "Discharge condition was discussed with the primary team."
+        )
     course += "\n\nTRANSITIONAL ISSUES:\n" + "\n".join(transitional)
     imaging_lines = "\n".join(
         f"___ {RADIOLOGY[k][0]}: {RADIOLOGY[k][4].format(cc_lower='', ef=case.radiology_params.get('ef', 30))}"
-        for k in imaging)
-    disposition = ("Home" if a.discharge_location == "HOME" else
-                   "Home With Service" if a.discharge_location == "HOME HEALTH CARE" else "Extended Care")
-    diagnosis = f"PRIMARY:\n{ICD10[a.diagnoses[0]]}\n\nSECONDARY:\n" + "\n".join(ICD10[c] for c in a.diagnoses[1:])
+        for k in imaging
+    )
+    disposition = (
+        "Home"
+        if a.discharge_location == "HOME"
+        else "Home With Service"
+        if a.discharge_location == "HOME HEALTH CARE"
+        else "Extended Care"
+    )
+    diagnosis = f"PRIMARY:\n{ICD10[a.diagnoses[0]]}\n\nSECONDARY:\n" + "\n".join(
+        ICD10[c] for c in a.diagnoses[1:]
+    )
     procedure = "Paracentesis" if case.archetype == "cirrhosis_ascites" else "None"
-    results = (f"ADMISSION LABS:\n{adm_labs}\n\nDISCHARGE LABS:\n{dis_labs}\n{micro_txt}\nIMAGING:\n{imaging_lines}")
-    exam = (f"ADMISSION PHYSICAL EXAM:\n{exam_adm}\n\n"
-            "DISCHARGE PHYSICAL EXAM:\nAfebrile, vital signs stable. Exam improved from admission.")
+    results = f"ADMISSION LABS:\n{adm_labs}\n\nDISCHARGE LABS:\n{dis_labs}\n{micro_txt}\nIMAGING:\n{imaging_lines}"
+    exam = (
+        f"ADMISSION PHYSICAL EXAM:\n{exam_adm}\n\n"
+        "DISCHARGE PHYSICAL EXAM:\nAfebrile, vital signs stable. Exam improved from admission."
+    )
     s = _section
-    return _note(_header_block(sex) + [
-        s("Chief Complaint", case.chief_complaint, layout),
-        s("Major Surgical or Invasive Procedure", procedure, layout),
-        s("History of Present Illness", case.hpi, layout),
-        s("Past Medical History", _pmh(a.diagnoses[1:]), layout),
-        s("Social History", social["note"], layout),
-        s("Family History", "Non-contributory.", layout),
-        s("Physical Exam", exam, layout),
-        s("Pertinent Results", results, layout),
-        s("Brief Hospital Course", course, layout),
-        s("Medications on Admission",
-          f"The Preadmission Medication list is accurate and complete.\n{_med_list(plan.home_meds)}", layout),
-        s("Discharge Medications", _med_list(plan.discharge_meds), layout),
-        s("Discharge Disposition", disposition, layout),
-        s("Discharge Diagnosis", diagnosis, layout),
-        s("Discharge Condition", _condition(case.discharge_condition, layout.condition), layout),
-        s("Discharge Instructions", _letter(sex, case.chief_complaint, case.instructions, change_txt), layout),
-        f"{layout.followup}:\n{case.followup}",
-    ], layout)
+    return _note(
+        _header_block(sex)
+        + [
+            s("Chief Complaint", case.chief_complaint, layout),
+            s("Major Surgical or Invasive Procedure", procedure, layout),
+            s("History of Present Illness", case.hpi, layout),
+            s("Past Medical History", _pmh(a.diagnoses[1:]), layout),
+            s("Social History", social["note"], layout),
+            s("Family History", "Non-contributory.", layout),
+            s("Physical Exam", exam, layout),
+            s("Pertinent Results", results, layout),
+            s("Brief Hospital Course", course, layout),
+            s(
+                "Medications on Admission",
+                f"The Preadmission Medication list is accurate and complete.\n{_med_list(plan.home_meds)}",
+                layout,
+            ),
+            s("Discharge Medications", _med_list(plan.discharge_meds), layout),
+            s("Discharge Disposition", disposition, layout),
+            s("Discharge Diagnosis", diagnosis, layout),
+            s(
+                "Discharge Condition",
+                _condition(case.discharge_condition, layout.condition),
+                layout,
+            ),
+            s(
+                "Discharge Instructions",
+                _letter(sex, case.chief_complaint, case.instructions, change_txt),
+                layout,
+            ),
+            f"{layout.followup}:\n{case.followup}",
+        ],
+        layout,
+    )
 
 
 def prior_discharge_text(plan: SubjectPlan, case, adm, layout: Layout) -> str:
-    meds = [o.drug for o in plan.orders if o.hadm_id == adm.hadm_id and o.drug in DRUGS and o.drug != "ns_flush"]
+    meds = [
+        o.drug
+        for o in plan.orders
+        if o.hadm_id == adm.hadm_id and o.drug in DRUGS and o.drug != "ns_flush"
+    ]
     reason = ICD10[adm.diagnoses[0]].lower()
     s = _section
-    return _note(_header_block(plan.sex) + [
-        s("Chief Complaint", f"Routine admission for {reason}", layout),
-        s("History of Present Illness", f"Admitted for management of {reason}. Stable course.", layout),
-        s("Brief Hospital Course", "Labs at baseline. Home medications continued. Discharged in stable condition.",
-          layout),
-        s("Discharge Medications", _med_list(meds), layout),
-        s("Discharge Diagnosis", "\n".join(ICD10[c] for c in adm.diagnoses), layout),
-        s("Discharge Condition", "Stable.", layout),
-        s("Discharge Instructions", "Continue your home medications.", layout),
-        f"{layout.followup}:\nPCP in 2 weeks.",
-    ], layout)
+    return _note(
+        _header_block(plan.sex)
+        + [
+            s("Chief Complaint", f"Routine admission for {reason}", layout),
+            s(
+                "History of Present Illness",
+                f"Admitted for management of {reason}. Stable course.",
+                layout,
+            ),
+            s(
+                "Brief Hospital Course",
+                "Labs at baseline. Home medications continued. Discharged in stable condition.",
+                layout,
+            ),
+            s("Discharge Medications", _med_list(meds), layout),
+            s("Discharge Diagnosis", "\n".join(ICD10[c] for c in adm.diagnoses), layout),
+            s("Discharge Condition", "Stable.", layout),
+            s("Discharge Instructions", "Continue your home medications.", layout),
+            f"{layout.followup}:\nPCP in 2 weeks.",
+        ],
+        layout,
+    )
 
 
 def add_notes(plan: SubjectPlan, case, r: random.Random, social: dict) -> None:
@@ -491,11 +679,15 @@ def add_notes(plan: SubjectPlan, case, r: random.Random, social: dict) -> None:
     for i, kind in enumerate(kinds):
         t = a.admit + (r.randint(60, 180) * 60 if i == 0 else i * DAY + r.randint(9, 15) * HOUR)
         t = min(t, a.disch - HOUR)
-        text = radiology_text(kind, plan, case.chief_complaint, case.radiology_params, draw_layout(lr).radiology)
+        text = radiology_text(
+            kind, plan, case.chief_complaint, case.radiology_params, draw_layout(lr).radiology
+        )
         plan.radiology.append((a.hadm_id, t, text))
     for adm in plan.admissions:
         if not adm.anchor and case.tier == 3:
-            text = radiology_text("cxr_clear", plan, "shortness of breath", {}, draw_layout(lr).radiology)
+            text = radiology_text(
+                "cxr_clear", plan, "shortness of breath", {}, draw_layout(lr).radiology
+            )
             plan.radiology.append((adm.hadm_id, adm.admit + 2 * HOUR, text))
     for adm in plan.admissions:
         if adm.anchor:

@@ -38,8 +38,12 @@ if TYPE_CHECKING:
 MINUTE_S = 60
 
 CHEMISTRY_GLUCOSE, BLOOD_GAS_GLUCOSE = 50931, 50809
-BLOOD_GAS_ITEM = {"itemid": BLOOD_GAS_GLUCOSE, "label": "Glucose", "fluid": "Blood",
-                  "category": "Blood Gas"}
+BLOOD_GAS_ITEM = {
+    "itemid": BLOOD_GAS_GLUCOSE,
+    "label": "Glucose",
+    "fluid": "Blood",
+    "category": "Blood Gas",
+}
 BLOOD_GAS_DELAY_S = 90 * 60
 BLOOD_GAS_OFFSET = 25.0  # mg/dL: a point-of-care value above the lab's
 TWIN_ID_OFFSET = 9_000_000_000  # twin labevent_id = its chemistry row's + this (no collision)
@@ -55,14 +59,18 @@ def course(plan: SubjectPlan) -> str:
 
 def end_of_life(plans: list[SubjectPlan], admissions: Columns, patients: Columns) -> None:
     """Mark the latest admission of the subjects :func:`course` picks (in place)."""
-    ends = {p.subject_id: (course(p), max(p.admissions, key=lambda a: a.admit).hadm_id)
-            for p in plans if p.admissions}
+    ends = {
+        p.subject_id: (course(p), max(p.admissions, key=lambda a: a.admit).hadm_id)
+        for p in plans
+        if p.admissions
+    }
     for p in plans:
         if course(p) != "discharged":  # the plan's facts follow the record
             p.facts["course"] = course(p)
             p.facts["discharge_location"] = "DIED" if course(p) == "died" else "HOSPICE"
-    for i, (sid, hadm) in enumerate(zip(admissions["subject_id"], admissions["hadm_id"],
-                                        strict=True)):
+    for i, (sid, hadm) in enumerate(
+        zip(admissions["subject_id"], admissions["hadm_id"], strict=True)
+    ):
         kind, last = ends.get(sid, ("discharged", None))
         if hadm != last or kind == "discharged":
             continue
@@ -99,9 +107,11 @@ def blood_gas_twins(labevents: pa.Table) -> pa.Table:
         "labevent_id": pc.add(twins["labevent_id"], TWIN_ID_OFFSET),
         "itemid": pa.array(np.full(len(idx), BLOOD_GAS_GLUCOSE), labevents["itemid"].type),
         "charttime": pc.add(twins["charttime"].cast(pa.timestamp("us")), delay).cast(
-            labevents["charttime"].type),
+            labevents["charttime"].type
+        ),
         "storetime": pc.add(twins["storetime"].cast(pa.timestamp("us")), delay).cast(
-            labevents["storetime"].type),
+            labevents["storetime"].type
+        ),
         "valuenum": value,
         "value": pc.cast(pc.round(value, 0).cast(pa.int64()), pa.string()),
         "ref_range_lower": pa.nulls(len(idx), labevents["ref_range_lower"].type),
@@ -111,8 +121,9 @@ def blood_gas_twins(labevents: pa.Table) -> pa.Table:
     for name, column in shifted.items():
         twins = twins.set_column(twins.schema.get_field_index(name), name, column)
     both = pa.concat_tables([labevents, twins])
-    order = pc.sort_indices(both, [("subject_id", "ascending"), ("charttime", "ascending"),
-                                   ("itemid", "ascending")])
+    order = pc.sort_indices(
+        both, [("subject_id", "ascending"), ("charttime", "ascending"), ("itemid", "ascending")]
+    )
     return both.take(order)
 
 
@@ -131,14 +142,36 @@ class IcuMed:
 
 #: Formulary code (``prescriptions.formulary_drug_cd``) -> its ICU charting (module docstring).
 ICU_MEDS: dict[str, IcuMed] = {
-    "VANC1F": IcuMed(225798, "Vancomycin", "Antibiotics", "dose", 1.0, "08-Antibiotics (IV)",
-                     "02-Fluids (Crystalloids)"),
-    "PTZ4.5F": IcuMed(225893, "Piperacillin/Tazobactam (Zosyn)", "Antibiotics", "dose", 1.0,
-                      "08-Antibiotics (IV)", "02-Fluids (Crystalloids)"),
-    "FURO40I": IcuMed(221794, "Furosemide (Lasix)", "Medications", "mg", 40.0, "05-Med Bolus",
-                      None),
-    "HEPA5I": IcuMed(225975, "Heparin Sodium (Prophylaxis)", "Medications", "dose", 1.0,
-                     "11-Prophylaxis (Non IV)", None),
+    "VANC1F": IcuMed(
+        225798,
+        "Vancomycin",
+        "Antibiotics",
+        "dose",
+        1.0,
+        "08-Antibiotics (IV)",
+        "02-Fluids (Crystalloids)",
+    ),
+    "PTZ4.5F": IcuMed(
+        225893,
+        "Piperacillin/Tazobactam (Zosyn)",
+        "Antibiotics",
+        "dose",
+        1.0,
+        "08-Antibiotics (IV)",
+        "02-Fluids (Crystalloids)",
+    ),
+    "FURO40I": IcuMed(
+        221794, "Furosemide (Lasix)", "Medications", "mg", 40.0, "05-Med Bolus", None
+    ),
+    "HEPA5I": IcuMed(
+        225975,
+        "Heparin Sodium (Prophylaxis)",
+        "Medications",
+        "dose",
+        1.0,
+        "11-Prophylaxis (Non IV)",
+        None,
+    ),
 }
 
 
@@ -149,19 +182,36 @@ def icu_doses(tables: Tables, plans: list[SubjectPlan]) -> None:
     if emar is None or rx is None or not stays["hadm_id"]:
         tables["inputevents"] = None
         return
-    code_of = dict(zip(np.asarray(rx["pharmacy_id"]).tolist(),
-                       pa.array(rx["formulary_drug_cd"]).to_pylist(), strict=True))
-    stay_of = {h: (s, i, o) for h, s, i, o in zip(
-        stays["hadm_id"], stays["stay_id"], stays["intime"].to_pylist(),
-        stays["outtime"].to_pylist(), strict=True)}
+    code_of = dict(
+        zip(
+            np.asarray(rx["pharmacy_id"]).tolist(),
+            pa.array(rx["formulary_drug_cd"]).to_pylist(),
+            strict=True,
+        )
+    )
+    stay_of = {
+        h: (s, i, o)
+        for h, s, i, o in zip(
+            stays["hadm_id"],
+            stays["stay_id"],
+            stays["intime"].to_pylist(),
+            stays["outtime"].to_pylist(),
+            strict=True,
+        )
+    }
     weight = {p.subject_id: p.weight_kg for p in plans}
     chart = pa.array(emar["charttime"]).to_pylist()
     event = pa.array(emar["event_txt"]).to_pylist()
     move = np.zeros(len(chart), dtype=bool)
     rows: list[tuple[int, IcuMed, int, dt.datetime]] = []
-    for i, (pid, hadm, t) in enumerate(zip(np.asarray(emar["pharmacy_id"]).tolist(),
-                                          np.asarray(emar["hadm_id"]).tolist(), chart,
-                                          strict=True)):
+    for i, (pid, hadm, t) in enumerate(
+        zip(
+            np.asarray(emar["pharmacy_id"]).tolist(),
+            np.asarray(emar["hadm_id"]).tolist(),
+            chart,
+            strict=True,
+        )
+    ):
         med, stay = ICU_MEDS.get(code_of.get(pid, "")), stay_of.get(hadm)
         if med is None or stay is None or not stay[1] <= t < stay[2]:
             continue
@@ -172,15 +222,21 @@ def icu_doses(tables: Tables, plans: list[SubjectPlan]) -> None:
     moved = set(pa.array(emar["emar_id"]).filter(pa.array(move)).to_pylist())
     subject = np.asarray(emar["subject_id"])
     tables["inputevents"] = _inputevents(rows, subject, np.asarray(emar["hadm_id"]), weight)
-    tables["emar"] = {k: (v[~move] if isinstance(v, np.ndarray) else pa.array(v).filter(keep))
-                      for k, v in emar.items()}
+    tables["emar"] = {
+        k: (v[~move] if isinstance(v, np.ndarray) else pa.array(v).filter(keep))
+        for k, v in emar.items()
+    }
     detail = tables["emar_detail"]
     gone = pa.array(pc.is_in(detail["emar_id"], pa.array(sorted(moved), pa.string())))
     tables["emar_detail"] = {k: v.filter(pc.invert(gone)) for k, v in detail.items()}
 
 
-def _inputevents(rows: list[tuple[int, IcuMed, int, dt.datetime]], subject: np.ndarray, hadm: np.ndarray,
-                 weight: dict[int, float]) -> Columns:
+def _inputevents(
+    rows: list[tuple[int, IcuMed, int, dt.datetime]],
+    subject: np.ndarray,
+    hadm: np.ndarray,
+    weight: dict[int, float],
+) -> Columns:
     delta = dt.timedelta(seconds=MINUTE_S)
     sid = [int(subject[i]) for i, *_ in rows]
     # one ICU order per dose, numbered within its subject (inputevents.orderid)
@@ -189,18 +245,30 @@ def _inputevents(rows: list[tuple[int, IcuMed, int, dt.datetime]], subject: np.n
     amount = [m.amount for m in meds]
     n = len(rows)
     return {
-        "subject_id": sid, "hadm_id": [int(hadm[i]) for i, *_ in rows],
-        "stay_id": [s for *_, s, _ in rows], "caregiver_id": [None] * n,
-        "starttime": [t for *_, t in rows], "endtime": [t + delta for *_, t in rows],
-        "storetime": [t for *_, t in rows], "itemid": [m.itemid for m in meds],
-        "amount": amount, "amountuom": [m.unit for m in meds], "rate": [None] * n,
-        "rateuom": [None] * n, "orderid": order, "linkorderid": order,
+        "subject_id": sid,
+        "hadm_id": [int(hadm[i]) for i, *_ in rows],
+        "stay_id": [s for *_, s, _ in rows],
+        "caregiver_id": [None] * n,
+        "starttime": [t for *_, t in rows],
+        "endtime": [t + delta for *_, t in rows],
+        "storetime": [t for *_, t in rows],
+        "itemid": [m.itemid for m in meds],
+        "amount": amount,
+        "amountuom": [m.unit for m in meds],
+        "rate": [None] * n,
+        "rateuom": [None] * n,
+        "orderid": order,
+        "linkorderid": order,
         "ordercategoryname": [m.ordercategoryname for m in meds],
         "secondaryordercategoryname": [m.secondaryordercategoryname for m in meds],
         "ordercomponenttypedescription": ["Main order parameter"] * n,
         "ordercategorydescription": ["Drug Push"] * n,
-        "patientweight": [weight.get(s) for s in sid], "totalamount": [None] * n,
-        "totalamountuom": [None] * n, "isopenbag": [0] * n, "continueinnextdept": [0] * n,
-        "statusdescription": ["FinishedRunning"] * n, "originalamount": amount,
+        "patientweight": [weight.get(s) for s in sid],
+        "totalamount": [None] * n,
+        "totalamountuom": [None] * n,
+        "isopenbag": [0] * n,
+        "continueinnextdept": [0] * n,
+        "statusdescription": ["FinishedRunning"] * n,
+        "originalamount": amount,
         "originalrate": amount,
     }

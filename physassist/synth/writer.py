@@ -19,21 +19,44 @@ Tables = dict[str, Any]
 
 #: DuckDB type in the store's table declarations -> the Arrow type the generator writes.
 _ARROW_TYPES: dict[str, pa.DataType] = {
-    "BIGINT": pa.int64(), "INTEGER": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
-    "TIMESTAMP": pa.timestamp("s"), "DATE": pa.date32(),
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "VARCHAR": pa.string(),
+    "TIMESTAMP": pa.timestamp("s"),
+    "DATE": pa.date32(),
 }
 
 #: The MIMIC-IV tables a synthetic cohort holds (a table the store adds later is not written).
 WRITTEN_TABLES = (
-    "patients", "admissions", "transfers", "diagnoses_icd", "d_icd_diagnoses", "labevents", "d_labitems",
-    "prescriptions", "pharmacy", "emar", "emar_detail", "microbiologyevents", "omr", "icustays",
-    "chartevents", "inputevents", "d_items", "discharge", "radiology",
+    "patients",
+    "admissions",
+    "transfers",
+    "diagnoses_icd",
+    "d_icd_diagnoses",
+    "labevents",
+    "d_labitems",
+    "prescriptions",
+    "pharmacy",
+    "emar",
+    "emar_detail",
+    "microbiologyevents",
+    "omr",
+    "icustays",
+    "chartevents",
+    "inputevents",
+    "d_items",
+    "discharge",
+    "radiology",
 )
 
 # table -> (module, [(column, type)]): names, module and column order are the store's own
 # declarations (physassist.ehr.tables), so what the generator writes is what the store reads.
 SCHEMAS: dict[str, tuple[str, list[tuple[str, pa.DataType]]]] = {
-    name: (TABLES[name].module, [(col, _ARROW_TYPES[typ]) for col, typ in TABLES[name].columns.items()])
+    name: (
+        TABLES[name].module,
+        [(col, _ARROW_TYPES[typ]) for col, typ in TABLES[name].columns.items()],
+    )
     for name in WRITTEN_TABLES
 }
 
@@ -59,8 +82,12 @@ def conform(table: str, data: pa.Table | Columns) -> pa.Table:
         extra = [k for k in data if k not in sch.names]
         if missing or extra:
             raise ValueError(f"{table}: missing columns {missing}, unexpected columns {extra}")
-        arrays = [pa.array(data[f.name], f.type) if not isinstance(data[f.name], pa.Array | pa.ChunkedArray)
-                  else data[f.name].cast(f.type) for f in sch]
+        arrays = [
+            pa.array(data[f.name], f.type)
+            if not isinstance(data[f.name], pa.Array | pa.ChunkedArray)
+            else data[f.name].cast(f.type)
+            for f in sch
+        ]
         return pa.Table.from_arrays(arrays, schema=sch)
     if data.column_names != sch.names:
         raise ValueError(f"{table}: columns {data.column_names} != {sch.names}")
@@ -75,7 +102,9 @@ class CsvGzWriter:
         header = (",".join(schema(table).names) + "\n").encode()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
-        self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=compresslevel)
+        self._gz = gzip.GzipFile(
+            filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=compresslevel
+        )
         self._gz.write(header)
 
     def write(self, body: bytes) -> None:

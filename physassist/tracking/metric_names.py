@@ -39,9 +39,13 @@ import pandas as pd
 
 from physassist.metrics import SESSION_DIMENSIONS, TURN_DIMENSIONS, is_headline
 
-_DIMENSIONS = sorted((*SESSION_DIMENSIONS, *TURN_DIMENSIONS), key=len, reverse=True)  # longest first
+_DIMENSIONS = sorted(
+    (*SESSION_DIMENSIONS, *TURN_DIMENSIONS), key=len, reverse=True
+)  # longest first
 _BREAKDOWN = re.compile(
-    r"^(?:mrs|pass_(?:turn|session)_\d\.\d\d|n_turns|unscored_turns)\.(" + "|".join(_DIMENSIONS) + r")\."
+    r"^(?:mrs|pass_(?:turn|session)_\d\.\d\d|n_turns|unscored_turns)\.("
+    + "|".join(_DIMENSIONS)
+    + r")\."
 )
 _SECTIONS = (
     ("tokens", ("tokens", "cost_usd")),
@@ -126,7 +130,11 @@ def with_summary_names(runs: pd.DataFrame) -> pd.DataFrame:
     both alike."""
     columns: dict[str, pd.Series] = {}  # built whole, then one frame: no column inserted one by one
     for column in runs.columns:
-        name = "metrics." + summary_name(column[len("metrics.") :]) if column.startswith("metrics.") else column
+        name = (
+            "metrics." + summary_name(column[len("metrics.") :])
+            if column.startswith("metrics.")
+            else column
+        )
         seen = columns.get(name)
         columns[name] = runs[column] if seen is None else seen.combine_first(runs[column])
     return pd.DataFrame(columns, index=runs.index)

@@ -101,7 +101,9 @@ def _judge_source(score_md: dict, grader: str | None):
     """``LLM_JUDGE`` (the grader model) for a judge that grades with models, else ``CODE``."""
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
-    graders = score_md.get("graders") or ("one" if score_md.get("judge") == "llm" else "none")  # logs before "graders"
+    graders = score_md.get("graders") or (
+        "one" if score_md.get("judge") == "llm" else "none"
+    )  # logs before "graders"
     if graders != "none":
         return AssessmentSource(AssessmentSourceType.LLM_JUDGE, grader or "grader")
     return AssessmentSource(AssessmentSourceType.CODE, RULES_SOURCE_ID)
@@ -137,8 +139,18 @@ class _Spans:
         self.trace_id = trace_id
         self.spans: list = []
 
-    def add(self, name: str, span_type: str, start_ns: int, end_ns: int, *, parent: str | None = None,
-            inputs: Any = None, outputs: Any = None, attributes: Mapping[str, Any] | None = None) -> str:
+    def add(
+        self,
+        name: str,
+        span_type: str,
+        start_ns: int,
+        end_ns: int,
+        *,
+        parent: str | None = None,
+        inputs: Any = None,
+        outputs: Any = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> str:
         """Add a finished span; returns its id. Values are stored as MLflow does (JSON text)."""
         from mlflow.entities import Span
         from mlflow.tracing.constant import SpanAttributeKey
@@ -170,7 +182,14 @@ class _Spans:
 
 
 def _build_trace(
-    sample, score_md: Mapping[str, Any], source, *, experiment_id: str, run_id: str, start_ns: int, raw_chars: int
+    sample,
+    score_md: Mapping[str, Any],
+    source,
+    *,
+    experiment_id: str,
+    run_id: str,
+    start_ns: int,
+    raw_chars: int,
 ):  # -> mlflow.entities.Trace
     """One session's trace with its verdicts (its ``TraceInfo.assessments``, written with it:
     ``log_feedback`` per verdict cost ~18 ms each, about 20 per session)."""
@@ -188,7 +207,10 @@ def _build_trace(
     language = str(md.get("language", "en"))
     records = {r.turn: r for r in stored_turns(sample.store)}
     grounding_score = (sample.scores or {}).get(GROUNDING_SCORER)
-    grounding = {g.get("turn"): g for g in ((grounding_score.metadata or {}).get("turns") or [] if grounding_score else [])}
+    grounding = {
+        g.get("turn"): g
+        for g in ((grounding_score.metadata or {}).get("turns") or [] if grounding_score else [])
+    }
     rows = turn_rows(sample.id, sample.epoch, md, score_md["turns"], list(records.values()))
     turns = [records.get(int(row["turn"])) for row in rows]
     windows = _windows(turns, start_ns)
@@ -200,11 +222,14 @@ def _build_trace(
         SpanType.AGENT,
         start_ns,
         clock,
-        inputs={k: md.get(k) for k in ("scenario", "tier", "language", "query")} | {"epoch": sample.epoch},
+        inputs={k: md.get(k) for k in ("scenario", "tier", "language", "query")}
+        | {"epoch": sample.epoch},
         outputs={"turn_scores": [st.get("score") for st in score_md["turns"]]},
         attributes={"mlflow.experimentId": experiment_id},
     )
-    for row, st, rec, (turn_start, turn_end) in zip(rows, score_md["turns"], turns, windows, strict=True):
+    for row, st, rec, (turn_start, turn_end) in zip(
+        rows, score_md["turns"], turns, windows, strict=True
+    ):
         turn = int(row["turn"])
         rubric = session.rubric(turn, language) if session is not None else []
         span_id = spans.add(
@@ -213,7 +238,10 @@ def _build_trace(
             turn_start,
             turn_end,
             parent=root_id,
-            inputs={"question": row["question"], "rubric": [f"{k + 1}. {text}" for k, text in enumerate(rubric)]},
+            inputs={
+                "question": row["question"],
+                "rubric": [f"{k + 1}. {text}" for k, text in enumerate(rubric)],
+            },
             outputs={"answer": rec.answer if rec else ""},
             attributes={
                 "end": str(row["end"]),
@@ -227,7 +255,9 @@ def _build_trace(
             },
         )
         for call in rec.calls if rec else ():
-            called = _ns(call.started, turn_start)  # logs without it: an instant at the turn's start
+            called = _ns(
+                call.started, turn_start
+            )  # logs without it: an instant at the turn's start
             spans.add(
                 call.name,
                 SpanType.TOOL,
@@ -290,14 +320,18 @@ def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:
             Feedback(
                 name=item_name(turn, k),
                 value=passed,
-                error=None if passed is not None else AssessmentError("UNDECIDED", item.get("reason") or "undecided"),
+                error=None
+                if passed is not None
+                else AssessmentError("UNDECIDED", item.get("reason") or "undecided"),
                 rationale=item.get("reason") or None,
                 source=source,
                 span_id=span_id,
             )
         )
     score = st.get("score")
-    unscored = AssessmentError(str(st.get("status") or "unscored").upper(), st.get("error") or "turn not scored")
+    unscored = AssessmentError(
+        str(st.get("status") or "unscored").upper(), st.get("error") or "turn not scored"
+    )
     out.append(
         Feedback(
             name=score_name(turn),
@@ -315,10 +349,13 @@ def _grounding(turn: int, g: Mapping[str, Any], span_id: str):  # -> mlflow.enti
     from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback
 
     facts = int(g.get("facts") or 0)
-    counts = {k: str(int(g.get(k) or 0)) for k in ("facts", "grounded", "contradicted", "unsupported")}
+    counts = {
+        k: str(int(g.get(k) or 0)) for k in ("facts", "grounded", "contradicted", "unsupported")
+    }
     missed = [v for v in g.get("verdicts") or [] if v.get("status") != "grounded"]
     lines = [
-        f"{counts['facts']} facts: {counts['grounded']} grounded, {counts['contradicted']} contradicted, {counts['unsupported']} unsupported"
+        f"{counts['facts']} facts: {counts['grounded']} grounded, {counts['contradicted']} "
+        f"contradicted, {counts['unsupported']} unsupported"
         if facts
         else "no facts stated"
     ]
@@ -446,11 +483,15 @@ def write_traces(
     kept = samples if limit is None else samples[: max(0, int(limit))]
     done = streamed.keys if streamed is not None else frozenset()
     todo = [(sample, md) for sample, md in kept if sample_key(sample) not in done]
-    traces = build_traces(todo, log.eval, experiment_id=experiment_id, run_id=run_id, raw_chars=raw_chars)
+    traces = build_traces(
+        todo, log.eval, experiment_id=experiment_id, run_id=run_id, raw_chars=raw_chars
+    )
     store_traces(uri, experiment_id, run_id, traces)
     stored = len(_run_trace_ids(experiment_id, run_id))
     if stored != len(kept):
-        raise RuntimeError(f"traces: {len(kept)} written but {stored} in the store for run {run_id}")
+        raise RuntimeError(
+            f"traces: {len(kept)} written but {stored} in the store for run {run_id}"
+        )
     assessments = sum(len(trace.info.assessments) for trace in traces)
     seconds = time.perf_counter() - started
     if streamed is not None:

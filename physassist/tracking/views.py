@@ -57,7 +57,11 @@ def sample_view(sample) -> SampleView:
         epoch=sample.epoch,
         metadata=dict(sample.metadata or {}),
         store={TURNS_KEY: (sample.store or {}).get(TURNS_KEY)},
-        scores={name: ScoreView(dict(scores[name].metadata or {})) for name in (SCORER_NAME, GROUNDING_SCORER) if name in scores},
+        scores={
+            name: ScoreView(dict(scores[name].metadata or {}))
+            for name in (SCORER_NAME, GROUNDING_SCORER)
+            if name in scores
+        },
         started_at=getattr(sample, "started_at", None),
     )
 
@@ -65,9 +69,13 @@ def sample_view(sample) -> SampleView:
 def spec_view(spec) -> SpecView:
     """The parts of an ``EvalSpec`` tracking reads: its start and the role's models."""
     roles = getattr(spec, "model_roles", None) or {}
-    return SpecView(str(spec.created), {k: RoleView(getattr(v, "model", None)) for k, v in roles.items()})
+    return SpecView(
+        str(spec.created), {k: RoleView(getattr(v, "model", None)) for k, v in roles.items()}
+    )
 
 
 def log_view(log) -> LogView:
     """The parts of an ``EvalLog`` tracking reads (every sample)."""
-    return LogView(str(log.status), spec_view(log.eval), [sample_view(s) for s in log.samples or []])
+    return LogView(
+        str(log.status), spec_view(log.eval), [sample_view(s) for s in log.samples or []]
+    )

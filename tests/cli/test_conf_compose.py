@@ -21,9 +21,39 @@ from physassist.cli.config import (
 )
 from physassist.options import BY_KEY
 
-GROUPS = ("model", "judge", "grounding", "dataset", "ehr", "query", "menu", "observations", "terminal", "patient", "history", "language", "tracking", "inspect", "prices")
-EXPERIMENTS = ("paper_main", "paper_explicit", "paper_patient", "ablation_menu", "ablation_observations", "ablation_terminal", "ablation_history", "compat_vs_strict", "validity_floors")
-KEYS = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
+GROUPS = (
+    "model",
+    "judge",
+    "grounding",
+    "dataset",
+    "ehr",
+    "query",
+    "menu",
+    "observations",
+    "terminal",
+    "patient",
+    "history",
+    "language",
+    "tracking",
+    "inspect",
+    "prices",
+)
+EXPERIMENTS = (
+    "paper_main",
+    "paper_explicit",
+    "paper_patient",
+    "ablation_menu",
+    "ablation_observations",
+    "ablation_terminal",
+    "ablation_history",
+    "compat_vs_strict",
+    "validity_floors",
+)
+KEYS = {
+    "OPENAI_API_KEY": "sk-test",
+    "ANTHROPIC_API_KEY": "sk-test",
+    "OPENAI_COMPATIBLE_API_KEY": "EMPTY",
+}
 
 
 def options(group: str) -> list[str]:
@@ -47,7 +77,9 @@ def test_every_group_has_its_documented_options() -> None:
     assert set(options("menu")) == {"on", "off", "scenario", "gold"}
     assert set(options("observations")) == {"keep", "removed", "history_removed"}
     assert set(options("terminal")) == {"prepare_to_answer", "natural", "submit"}
-    assert {"oracle", "baseline", "openai", "anthropic", "openai_compatible", "mockllm"} <= set(options("model"))
+    assert {"oracle", "baseline", "openai", "anthropic", "openai_compatible", "mockllm"} <= set(
+        options("model")
+    )
     assert set(options("dataset")) == {"sample", "physassistbench", "hf"}
     assert set(options("experiment")) == set(EXPERIMENTS)
 
@@ -63,17 +95,25 @@ def test_every_option_maps_to_valid_task_arguments(group: str, tmp_path: Path, m
                 check_config(resolve(compose(["judge=human"])))
             continue
         source = f"hf:{tmp_path}" if option == "hf" else str(tmp_path)
-        extra = [f"dataset.source={source}", f"dataset.ehr_source={tmp_path}"] if group == "dataset" and option != "sample" else []
+        extra = (
+            [f"dataset.source={source}", f"dataset.ehr_source={tmp_path}"]
+            if group == "dataset" and option != "sample"
+            else []
+        )
         config = resolve(compose([f"{group}={option}", *extra]))
         check_config(config)
         args = task_args(config)
         assert set(args) <= params, f"{group}={option}: unknown task args {set(args) - params}"
-        inspect.signature(__import__("tasks.physassistbench", fromlist=["x"]).physassistbench).bind(**args)
+        inspect.signature(__import__("tasks.physassistbench", fromlist=["x"]).physassistbench).bind(
+            **args
+        )
         for key, option in BY_KEY.items():
             if option.values and "." in key:
                 group_name, field = key.split(".")
                 assert config[group_name][field] in option.values
-        assert args["tool_budget"] == 16 and args["temperature"] == 0.2 and args["taus"] == [0.6, 0.75]
+        assert (
+            args["tool_budget"] == 16 and args["temperature"] == 0.2 and args["taus"] == [0.6, 0.75]
+        )
         model, roles = model_specs(config)
         assert model.name
         if group == "judge" and option == "llm":
@@ -89,7 +129,9 @@ def test_default_is_the_offline_experiment() -> None:
     assert config["model"]["name"] == "physassist/oracle"
     assert args["dataset"] == "sample" and args["ehr_source"] == "sample"
     assert args["judge"] == "rules" and args["menu"] == "on" and args["query"] == "implicit"
-    assert config["tracking"]["uri"] == "sqlite:///mlruns/mlflow.db" and config["tracking"]["enabled"]
+    assert (
+        config["tracking"]["uri"] == "sqlite:///mlruns/mlflow.db" and config["tracking"]["enabled"]
+    )
     check_config(config)  # no API key needed
 
 
@@ -155,7 +197,9 @@ def test_launchers_compose(launcher: str, target: str) -> None:
     cfg = compose([f"hydra/launcher={launcher}"], hydra=True)
     assert cfg.hydra.launcher._target_ == target
     if launcher == "submitit_slurm":
-        assert cfg.hydra.launcher.timeout_min > 0 and "submitit" in cfg.hydra.launcher.submitit_folder
+        assert (
+            cfg.hydra.launcher.timeout_min > 0 and "submitit" in cfg.hydra.launcher.submitit_folder
+        )
     if launcher == "ray":
         assert "init" in cfg.hydra.launcher and cfg.hydra.launcher.num_cpus == 1
 
@@ -177,7 +221,15 @@ def test_mandatory_data_paths_are_named(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="dataset.source"):
         resolve(compose(["dataset=physassistbench"]))
-    config = resolve(compose(["dataset=physassistbench", f"dataset.source={tmp_path / 'nope'}", f"dataset.ehr_source={tmp_path}"]))
+    config = resolve(
+        compose(
+            [
+                "dataset=physassistbench",
+                f"dataset.source={tmp_path / 'nope'}",
+                f"dataset.ehr_source={tmp_path}",
+            ]
+        )
+    )
     with pytest.raises(ConfigError, match="nope"):
         check_config(config)
 
@@ -195,7 +247,10 @@ def test_bad_values_are_named(monkeypatch) -> None:
     with pytest.raises(ConfigError, match="scenarios"):
         check_config(resolve(compose(["scenarios=[med_safty]"])))
     # every judge node has model and models (one schema): the key its judge does not read is refused
-    with pytest.raises(ConfigError, match=r"^judge.models=\['a', 'b'\] is not read by judge=llm; it grades with judge.model$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^judge.models=\['a', 'b'\] is not read by judge=llm; it grades with judge.model$",
+    ):
         check_config(resolve(compose(["judge=llm", "judge.models=[a,b]"])))
     with pytest.raises(ConfigError, match=r"^judge.model='a' is not read by judge=panel"):
         check_config(resolve(compose(["judge=panel", "judge.model=a"])))
@@ -204,13 +259,21 @@ def test_bad_values_are_named(monkeypatch) -> None:
 def test_a_key_a_users_file_marks_required_must_be_given(tmp_path: Path) -> None:
     """``base_url: ???`` in the user's model file: OmegaConf alone would keep the schema's null."""
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "mine.yaml").write_text("name: openai/x\nbase_url: ???\ntemperature: 0.2\n")
+    (tmp_path / "model" / "mine.yaml").write_text(
+        "name: openai/x\nbase_url: ???\ntemperature: 0.2\n"
+    )
     user = [f"hydra.searchpath=[file://{tmp_path}]", "model=mine"]
-    with pytest.raises(ConfigError, match=r"^model\.base_url \(model/mine\.yaml\) is required but not set: add `model\.base_url=<value>`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^model\.base_url \(model/mine\.yaml\) is required but not set: add "
+        r"`model\.base_url=<value>`",
+    ):
         resolve(compose(user, hydra=True))
     given = resolve(compose([*user, "model.base_url=http://127.0.0.1:9/v1"], hydra=True))
     assert given["model"]["base_url"] == "http://127.0.0.1:9/v1"
-    assert resolve(compose(["model=oracle", f"hydra.searchpath=[file://{tmp_path}]"], hydra=True))  # not chosen
+    assert resolve(
+        compose(["model=oracle", f"hydra.searchpath=[file://{tmp_path}]"], hydra=True)
+    )  # not chosen
 
 
 @pytest.mark.parametrize("key", sorted(LEAST))
@@ -219,21 +282,32 @@ def test_integer_keys_below_their_least_are_refused_before_inspect(key: str) -> 
     least = LEAST[key]
     kind = "a positive integer" if least else "an integer >= 0"
 
-    def check(value: int) -> object:  # physassist-generate's key in its composition, the others in the eval's
+    def check(
+        value: int,
+    ) -> object:  # physassist-generate's key in its composition, the others in the eval's
         if key.startswith("generator."):
             from generation.cli import generation_of
 
-            return generation_of(resolve(compose(["generator=scripted", f"{key}={value}"], name="generate")))
+            return generation_of(
+                resolve(compose(["generator=scripted", f"{key}={value}"], name="generate"))
+            )
         return check_config(resolve(compose([f"{key}={value}"])))
 
-    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}={least - 1} must be {kind} \(or null\)$"):
+    with pytest.raises(
+        ConfigError, match=rf"^{re.escape(key)}={least - 1} must be {kind} \(or null\)$"
+    ):
         check(least - 1)
     assert check(least)
 
 
-@pytest.mark.parametrize(("key", "good"), [("inspect.display", "plain"), ("inspect.log_level", "WARNING")])
+@pytest.mark.parametrize(
+    ("key", "good"), [("inspect.display", "plain"), ("inspect.log_level", "WARNING")]
+)
 def test_inspect_display_and_log_level_are_inspects_own_choices(key: str, good: str) -> None:
-    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}='foo' is not valid; expected one of: .*{good.lower()}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(key)}='foo' is not valid; expected one of: .*{good.lower()}",
+    ):
         check_config(resolve(compose([f"{key}=foo"])))
     assert check_config(resolve(compose([f"{key}={good}"])))
 

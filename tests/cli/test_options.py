@@ -37,12 +37,16 @@ def test_the_composed_defaults_are_the_declared_defaults() -> None:
         assert node == option.default, option.key
 
 
-@pytest.mark.parametrize("option", [o for o in OPTIONS if o.values and o.identity], ids=lambda o: o.key)
+@pytest.mark.parametrize(
+    "option", [o for o in OPTIONS if o.values and o.identity], ids=lambda o: o.key
+)
 def test_every_choice_of_a_group_is_one_yaml_file_and_nothing_else(option) -> None:
     group, field = option.key.split(".")
     files = {p.stem: p for p in (CONF / group).glob("*.yaml")}
     declared = {str(v) for v in option.values} | RESCORE_ONLY.get(group, set())
-    assert set(files) == declared, f"conf/{group}/ holds {sorted(files)}; {option.key} declares {sorted(declared)}"
+    assert set(files) == declared, (
+        f"conf/{group}/ holds {sorted(files)}; {option.key} declares {sorted(declared)}"
+    )
     for name in files:
         assert resolve(compose([f"{group}={name}"]))[group][field] == name
     for name in RESCORE_ONLY.get(group, ()):
@@ -58,12 +62,18 @@ def test_every_yaml_value_of_an_option_is_accepted() -> None:
             if path.stem in RESCORE_ONLY.get(group, ()):
                 continue
             if path not in composed:
-                composed[path] = resolve(compose([f"{group}={path.stem}", *_data(group, path.stem)]))
+                composed[path] = resolve(
+                    compose([f"{group}={path.stem}", *_data(group, path.stem)])
+                )
             option.check(composed[path][group][field], option.key)
 
 
 def _data(group: str, name: str) -> list[str]:
-    return ["dataset.source=/", "dataset.ehr_source=/"] if group == "dataset" and name != "sample" else []
+    return (
+        ["dataset.source=/", "dataset.ehr_source=/"]
+        if group == "dataset" and name != "sample"
+        else []
+    )
 
 
 def test_the_task_signature_is_the_table() -> None:
@@ -107,15 +117,24 @@ def test_the_loop_settings_are_the_table() -> None:
 
 
 def test_one_check_one_message_for_config_and_task() -> None:
-    with pytest.raises(ConfigError, match=r"^terminal.budget=0 is not valid; expected: a positive integer$"):
+    with pytest.raises(
+        ConfigError, match=r"^terminal.budget=0 is not valid; expected: a positive integer$"
+    ):
         check_config(resolve(compose(["terminal.budget=0"])))
-    with pytest.raises(OptionError, match=r"^tool_budget=0 is not valid; expected: a positive integer$"):
+    with pytest.raises(
+        OptionError, match=r"^tool_budget=0 is not valid; expected: a positive integer$"
+    ):
         check("tool_budget", 0)
-    with pytest.raises(ConfigError, match=r"^taus: 0.0 is not valid; expected: thresholds in \(0, 1\]$"):  # typed float by the schema
+    with pytest.raises(
+        ConfigError, match=r"^taus: 0.0 is not valid; expected: thresholds in \(0, 1\]$"
+    ):  # typed float by the schema
         task_args(resolve(compose(["taus=[0,0.6]"])))
     with pytest.raises(OptionError, match=r"^taus: 0 is not valid"):
         check("taus", [0])  # the scorer's check is the same rule
-    with pytest.raises(ConfigError, match=r"^menu.mode='sometimes' is not valid; valid options: on, off, scenario, gold$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^menu.mode='sometimes' is not valid; valid options: on, off, scenario, gold$",
+    ):
         task_args(resolve(compose(["menu.mode=sometimes"])))
 
 
@@ -126,7 +145,10 @@ def test_names_follow_the_one_rule() -> None:
         group = option.key.split(".")[0]
         assert option.mlflow == (group if option.identity else None), option.key
         if option.identity and option.param is not None:
-            assert option.param == group or (option.key, option.param) == ("ehr.semantics", "semantics"), option.key
+            assert option.param == group or (option.key, option.param) == (
+                "ehr.semantics",
+                "semantics",
+            ), option.key
 
 
 def test_mlflow_param_names_come_from_the_table() -> None:
@@ -145,8 +167,12 @@ def test_config_reference_and_help_show_the_tables() -> None:
     from scorers.judges import markdown_table as judges_table
 
     page = CONFIG_PAGE.read_text(encoding="utf-8")
-    assert markdown_table() in page, "docs/config.md options table is stale: paste `python -m physassist.options`"
-    assert judges_table() in page, "docs/config.md judges table is stale: paste it from `physassist-eval --help`"
+    assert markdown_table() in page, (
+        "docs/config.md options table is stale: paste `python -m physassist.options`"
+    )
+    assert judges_table() in page, (
+        "docs/config.md judges table is stale: paste it from `physassist-eval --help`"
+    )
     cfg = compose(hydra=True)
     assert markdown_table() in cfg.hydra.help.footer and judges_table() in cfg.hydra.help.footer
 
@@ -170,40 +196,62 @@ def test_config_reference_lists_each_groups_keys(group: str) -> None:
 def test_every_declared_judge_is_one_registered_module() -> None:
     from scorers.judges import JUDGES
 
-    assert sorted(JUDGES) == sorted(values("judge")), "a value of options.Judge has no scorers/<x>_judge.py JUDGE (or one too many)"
+    assert sorted(JUDGES) == sorted(values("judge")), (
+        "a value of options.Judge has no scorers/<x>_judge.py JUDGE (or one too many)"
+    )
 
 
 #: Keys and values the groups' schema (physassist/cli/schema.py, from OPTIONS) refuses while
 #: Hydra composes: (overrides, a user's group files, the one line physassist-eval prints).
 REFUSED = {
     "typo in a user's group file": (
-        ["terminal=mine"], {"terminal/mine.yaml": "mode: natural\nbudget: 16\nnudge: true\nnudg: false\n"},
-        "terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?",
+        ["terminal=mine"],
+        {"terminal/mine.yaml": "mode: natural\nbudget: 16\nnudge: true\nnudg: false\n"},
+        "terminal.nudg (terminal/mine.yaml): no such key; terminal has mode, budget, nudge; did "
+        "you mean terminal.nudge?",
     ),
     "mistyped value in a user's group file": (
-        ["terminal=tight"], {"terminal/tight.yaml": "mode: natural\nbudget: lots\nnudge: true\n"},
-        "terminal.budget (terminal/tight.yaml): Value 'lots' of type 'str' could not be converted to Integer",
+        ["terminal=tight"],
+        {"terminal/tight.yaml": "mode: natural\nbudget: lots\nnudge: true\n"},
+        "terminal.budget (terminal/tight.yaml): Value 'lots' of type 'str' could not be converted "
+        "to Integer",
     ),
     "typo on the command line": (
-        ["terminal.nudg=false"], {},
-        "terminal.nudg (command line): no such key; terminal has mode, budget, nudge; did you mean terminal.nudge?",
+        ["terminal.nudg=false"],
+        {},
+        "terminal.nudg (command line): no such key; terminal has mode, budget, nudge; did you mean "
+        "terminal.nudge?",
     ),
     "typo in a role key": (
-        ["judge=llm", "judge.api_key=X"], {},
-        "judge.api_key (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.api_key_env?",
+        ["judge=llm", "judge.api_key=X"],
+        {},
+        "judge.api_key (command line): no such key; judge has mode, context, repeats, provider, "
+        "base_url, api_key_env, model, models; did you mean judge.api_key_env?",
     ),
     "mistyped value on the command line": (
-        ["terminal.budget=many"], {}, "terminal.budget (command line): Value 'many' of type 'str' could not be converted to Integer",
+        ["terminal.budget=many"],
+        {},
+        "terminal.budget (command line): Value 'many' of type 'str' could not be converted to "
+        "Integer",
     ),
-    "null for a required option": (["terminal.budget=null"], {}, "terminal.budget (command line): may not be null"),
+    "null for a required option": (
+        ["terminal.budget=null"],
+        {},
+        "terminal.budget (command line): may not be null",
+    ),
     "a key added to an open node without +": (
-        ["model.args.seed=1"], {}, "model.args.seed (command line): no such key; add a key to model.args with +model.args.seed=<value>",
+        ["model.args.seed=1"],
+        {},
+        "model.args.seed (command line): no such key; add a key to model.args with "
+        "+model.args.seed=<value>",
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
-def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, tmp_path: Path) -> None:
+def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(
+    case: str, tmp_path: Path
+) -> None:
     from physassist.cli.hydra_errors import one_line
 
     overrides, files, line = REFUSED[case]
@@ -218,10 +266,31 @@ def test_the_schema_refuses_unknown_keys_and_wrong_types_in_one_line(case: str, 
 @pytest.mark.parametrize(
     ("name", "overrides", "line"),  # the first override makes the shipped config complete
     [
-        ("rescore", ["source=x", "judge.modle=y"], "judge.modle (command line): no such key; judge has mode, context, repeats, provider, base_url, api_key_env, model, models; did you mean judge.mode?"),
-        ("rescore", ["source=x", "sorce=x"], "sorce (command line): no such key; rescore has judge, grounding, tracking, inspect, source, taus; did you mean source?"),
-        ("generate", ["generator.name=x", "inspect.limt=2"], "inspect.limt (command line): no such key; inspect has log_dir, max_connections, max_samples, limit, epochs, fail_on_error, retry_on_error, seed, max_retries, timeout, attempt_timeout, display, log_level, log_realtime, progress_s; did you mean inspect.limit?"),
-        ("generate", ["generator.name=x", "seed=abc"], "seed (command line): Value 'abc' of type 'str' could not be converted to Integer"),
+        (
+            "rescore",
+            ["source=x", "judge.modle=y"],
+            "judge.modle (command line): no such key; judge has mode, context, repeats, provider, "
+            "base_url, api_key_env, model, models; did you mean judge.mode?",
+        ),
+        (
+            "rescore",
+            ["source=x", "sorce=x"],
+            "sorce (command line): no such key; rescore has judge, grounding, tracking, inspect, "
+            "source, taus; did you mean source?",
+        ),
+        (
+            "generate",
+            ["generator.name=x", "inspect.limt=2"],
+            "inspect.limt (command line): no such key; inspect has log_dir, max_connections, "
+            "max_samples, limit, epochs, fail_on_error, retry_on_error, seed, max_retries, "
+            "timeout, attempt_timeout, display, log_level, log_realtime, progress_s; did you mean "
+            "inspect.limit?",
+        ),
+        (
+            "generate",
+            ["generator.name=x", "seed=abc"],
+            "seed (command line): Value 'abc' of type 'str' could not be converted to Integer",
+        ),
     ],
 )
 def test_rescore_and_generate_have_their_schema(name: str, overrides: list[str], line: str) -> None:
@@ -235,10 +304,21 @@ def test_rescore_and_generate_have_their_schema(name: str, overrides: list[str],
 
 def test_open_nodes_stay_open_and_a_users_complete_group_file_composes(tmp_path: Path) -> None:
     (tmp_path / "prices").mkdir()
-    (tmp_path / "prices" / "mine.yaml").write_text("models:\n  openai/gpt-5.4-mini: {input: 0.25, output: 2.0}\n")
+    (tmp_path / "prices" / "mine.yaml").write_text(
+        "models:\n  openai/gpt-5.4-mini: {input: 0.25, output: 2.0}\n"
+    )
     (tmp_path / "terminal").mkdir()
     (tmp_path / "terminal" / "tight.yaml").write_text("mode: natural\nbudget: 4\nnudge: false\n")
-    config = resolve(compose(["prices=mine", "terminal=tight", "+model.args.seed=1", f"hydra.searchpath=[file://{tmp_path}]"]))
+    config = resolve(
+        compose(
+            [
+                "prices=mine",
+                "terminal=tight",
+                "+model.args.seed=1",
+                f"hydra.searchpath=[file://{tmp_path}]",
+            ]
+        )
+    )
     assert config["prices"]["models"] == {"openai/gpt-5.4-mini": {"input": 0.25, "output": 2.0}}
     assert config["terminal"] == {"mode": "natural", "budget": 4, "nudge": False}
     assert config["model"]["args"] == {"dataset": "sample", "seed": 1}

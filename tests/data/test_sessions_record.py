@@ -39,13 +39,27 @@ def test_the_raw_check_finds_what_the_builder_got_wrong_before() -> None:
     demo = fb.demo_or_skip()
     warfarin = {"id": "w", "hadm_id": 0, "current_date": "", "task_types": ["Information Lookup"]}
     con = fr.raw(demo)
-    hadm, day = con.execute("SELECT hadm_id, dischtime[:10] FROM admissions "
-                            "WHERE subject_id = '10023117' ORDER BY admittime DESC").fetchone()
-    warfarin.update(hadm_id=int(hadm), current_date=day, answer_list=[[
-        {"action": {"name": "MedicationRequest.search",
-                    "arguments": {"medication": "warfarin"}}, "observation": {}},
-        {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
-        rubric_checks=[[{"kind": "value", "label": "warfarin", "value": 2.0}]])
+    hadm, day = con.execute(
+        "SELECT hadm_id, dischtime[:10] FROM admissions "
+        "WHERE subject_id = '10023117' ORDER BY admittime DESC"
+    ).fetchone()
+    warfarin.update(
+        hadm_id=int(hadm),
+        current_date=day,
+        answer_list=[
+            [
+                {
+                    "action": {
+                        "name": "MedicationRequest.search",
+                        "arguments": {"medication": "warfarin"},
+                    },
+                    "observation": {},
+                },
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""},
+            ]
+        ],
+        rubric_checks=[[{"kind": "value", "label": "warfarin", "value": 2.0}]],
+    )
     found = fr.defects([warfarin], demo)
     assert found["end_of_life"] and found["current_orders"]
 
@@ -55,16 +69,31 @@ def test_the_raw_check_counts_icu_doses() -> None:
     (icu/inputevents only). The count is wrong, and a dose count of a drug with ICU doses is
     one compat cannot show."""
     demo = fb.demo_or_skip()
-    day = fr.raw(demo).execute("SELECT dischtime[:10] FROM admissions "
-                               "WHERE hadm_id = '24982426'").fetchone()[0]
-    claim = {"id": "m", "hadm_id": 24982426, "current_date": day,
-             "task_types": ["Clinical Reasoning"],
-             "session_plan": {"turn_intents": ["admin_reliability(metronidazole)"]},
-             "answer_list": [[
-                 {"action": {"name": "MedicationAdministration.search",
-                             "arguments": {"medication": "metronidazole"}}, "observation": {}},
-                 {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
-             "rubric_checks": [[{"kind": "value", "label": "given", "value": 2.0}]]}
+    day = (
+        fr.raw(demo)
+        .execute("SELECT dischtime[:10] FROM admissions WHERE hadm_id = '24982426'")
+        .fetchone()[0]
+    )
+    claim = {
+        "id": "m",
+        "hadm_id": 24982426,
+        "current_date": day,
+        "task_types": ["Clinical Reasoning"],
+        "session_plan": {"turn_intents": ["admin_reliability(metronidazole)"]},
+        "answer_list": [
+            [
+                {
+                    "action": {
+                        "name": "MedicationAdministration.search",
+                        "arguments": {"medication": "metronidazole"},
+                    },
+                    "observation": {},
+                },
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""},
+            ]
+        ],
+        "rubric_checks": [[{"kind": "value", "label": "given", "value": 2.0}]],
+    }
     found = fr.defects([claim], demo)["administrations"]
     assert len(found) == 2
     assert "current orders say (given, not given) []" in found[0]  # stopped before discharge
@@ -72,14 +101,31 @@ def test_the_raw_check_counts_icu_doses() -> None:
 
 
 def _reliability_claim(hadm: int, day: str, word: str, given: float, missed: float) -> dict:
-    return {"id": "r", "hadm_id": hadm, "current_date": day, "task_types": ["Clinical Reasoning"],
-            "session_plan": {"turn_intents": [f"admin_reliability({word})"]},
-            "answer_list": [[
-                {"action": {"name": "MedicationAdministration.search",
-                            "arguments": {"medication": word}}, "observation": {}},
-                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
-            "rubric_checks": [[{"kind": "value", "label": "given", "value": given},
-                               {"kind": "value", "label": "not given", "value": missed}]]}
+    return {
+        "id": "r",
+        "hadm_id": hadm,
+        "current_date": day,
+        "task_types": ["Clinical Reasoning"],
+        "session_plan": {"turn_intents": [f"admin_reliability({word})"]},
+        "answer_list": [
+            [
+                {
+                    "action": {
+                        "name": "MedicationAdministration.search",
+                        "arguments": {"medication": word},
+                    },
+                    "observation": {},
+                },
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""},
+            ]
+        ],
+        "rubric_checks": [
+            [
+                {"kind": "value", "label": "given", "value": given},
+                {"kind": "value", "label": "not given", "value": missed},
+            ]
+        ],
+    }
 
 
 def test_the_raw_check_counts_doses_per_order() -> None:
@@ -92,9 +138,16 @@ def test_the_raw_check_counts_doses_per_order() -> None:
     assert len(found) == 2 and "[(2, 0)]" in found[0]
     right = _reliability_claim(29974575, "2131-03-13", "metoprolol", 2.0, 0.0)
     right["rubric_checks"][0].append({"kind": "value", "label": "metoprolol", "value": 75.0})
-    right["answer_list"][0].insert(0, {"action": {"name": "MedicationRequest.search",
-                                                  "arguments": {"medication": "metoprolol"}},
-                                       "observation": {}})
+    right["answer_list"][0].insert(
+        0,
+        {
+            "action": {
+                "name": "MedicationRequest.search",
+                "arguments": {"medication": "metoprolol"},
+            },
+            "observation": {},
+        },
+    )
     assert fr.defects([right], demo) == {k: [] for k in fr.CATEGORIES}
 
 
@@ -103,19 +156,39 @@ def test_the_raw_check_finds_a_spurious_peak_and_a_trend_the_table_contradicts()
     contaminated line sample, back to 178 within two hours), and the trend words of a turn
     against the documented table."""
     demo = fb.demo_or_skip()
-    day = fr.raw(demo).execute("SELECT dischtime[:10] FROM admissions "
-                               "WHERE hadm_id = '20338077'").fetchone()[0]
-    claim = {"id": "g", "hadm_id": 20338077, "current_date": day,
-             "task_types": ["Clinical Reasoning"],
-             "session_plan": {"turn_intents": ["lab_trend(Glucose)"]},
-             "answer_list": [[
-                 {"action": {"name": "Observation.search", "arguments": {"code": "Glucose"}},
-                  "observation": {}},
-                 {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}]],
-             "rubrics": [["The answer cites the admission's peak Glucose of 942 mg/dL.",
-                          "The answer describes the Glucose as stable."]],
-             "rubric_checks": [[{"kind": "value", "label": "Glucose", "value": 942.0},
-                                {"kind": "concept", "any": {"en": ["stable"], "zh": ["稳定"]}}]]}
+    day = (
+        fr.raw(demo)
+        .execute("SELECT dischtime[:10] FROM admissions WHERE hadm_id = '20338077'")
+        .fetchone()[0]
+    )
+    claim = {
+        "id": "g",
+        "hadm_id": 20338077,
+        "current_date": day,
+        "task_types": ["Clinical Reasoning"],
+        "session_plan": {"turn_intents": ["lab_trend(Glucose)"]},
+        "answer_list": [
+            [
+                {
+                    "action": {"name": "Observation.search", "arguments": {"code": "Glucose"}},
+                    "observation": {},
+                },
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""},
+            ]
+        ],
+        "rubrics": [
+            [
+                "The answer cites the admission's peak Glucose of 942 mg/dL.",
+                "The answer describes the Glucose as stable.",
+            ]
+        ],
+        "rubric_checks": [
+            [
+                {"kind": "value", "label": "Glucose", "value": 942.0},
+                {"kind": "concept", "any": {"en": ["stable"], "zh": ["稳定"]}},
+            ]
+        ],
+    }
     found = fr.defects([claim], demo)
     assert len(found["artifacts"]) == 1 and "942" in found["artifacts"][0]
     assert len(found["trends"]) == 1 and "the rubric accepts ['stable']" in found["trends"][0]
@@ -128,10 +201,23 @@ def test_the_reviewers_sheet_shows_sessions_beside_their_record(tmp_path) -> Non
     import sys
 
     out = tmp_path / "sheet.md"
-    subprocess.run([sys.executable, "docs/reviewer_sheet.py", "--source",
-                    str(fb.SAMPLE / "cohort"), "--build", str(fb.SAMPLE / "sessions"),
-                    "--turns", "40", "--out", str(out)], check=True, cwd=fb.REPO,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "docs/reviewer_sheet.py",
+            "--source",
+            str(fb.SAMPLE / "cohort"),
+            "--build",
+            str(fb.SAMPLE / "sessions"),
+            "--turns",
+            "40",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        cwd=fb.REPO,
+        capture_output=True,
+    )
     text = out.read_text(encoding="utf-8")
     assert text.count("\n### ") == 40 and "\n## " in text
     for line in (x for x in text.splitlines() if x.startswith("Subject ")):

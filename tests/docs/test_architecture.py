@@ -16,17 +16,31 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("physassist", "tasks", "generation", "solvers", "scorers")
 #: Entry points sit above everything: the console scripts (physassist/cli, generation/cli),
 #: Inspect's registry module and ``python -m`` mains. They may import everything below.
-ENTRY_POINTS = ("physassist.cli", "generation.cli", "physassist._registry", "physassist.synth.__main__",
-                "physassist.tracking.__main__")
+ENTRY_POINTS = (
+    "physassist.cli",
+    "generation.cli",
+    "physassist._registry",
+    "physassist.synth.__main__",
+    "physassist.tracking.__main__",
+)
 #: Who may import whom: only down (a higher number imports a lower one), and never across
 #: a pair of SIBLINGS.
 #: The entry points themselves: each console script's module (pyproject.toml [project.scripts]),
 #: Inspect's registry module and the ``python -m`` mains. What two of them share lives in the
 #: library or in a CLI-support module of ``physassist/cli`` that is none of these.
 ENTRY_MODULES = (
-    *(spec.split(":")[0] for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"].values()),
+    *(
+        spec.split(":")[0]
+        for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "scripts"
+        ].values()
+    ),
     "physassist._registry",
-    *(".".join(p.relative_to(ROOT).with_suffix("").parts) for package in PACKAGES for p in (ROOT / package).rglob("__main__.py")),
+    *(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for package in PACKAGES
+        for p in (ROOT / package).rglob("__main__.py")
+    ),
 )
 #: What reads a composed config: Hydra and OmegaConf are the command line's (and its support
 #: modules'); below it, code takes the typed ``physassist.experiment`` objects.
@@ -101,7 +115,11 @@ def test_imports_never_run_back_up(graph) -> None:
 def test_no_entry_point_imports_another(graph) -> None:
     """Two commands share code through the library or a CLI-support module, never through
     one of them (``python -m physassist.synth`` runs ``cli/data_commands``, not ``cli/data``)."""
-    assert set(ENTRY_MODULES) >= {"physassist.cli.eval", "generation.cli", "physassist.synth.__main__"}
+    assert set(ENTRY_MODULES) >= {
+        "physassist.cli.eval",
+        "generation.cli",
+        "physassist.synth.__main__",
+    }
     crossing = sorted((a, b) for a in ENTRY_MODULES for b in graph[a] if b in ENTRY_MODULES)
     assert crossing == []
 
@@ -156,20 +174,28 @@ def test_each_strategy_owns_its_control_tool_and_prompt() -> None:
     from physassist.vocab import LANGUAGES, PREPARE_TO_ANSWER
     from solvers.terminal import CONTROL_TOOLS, STRATEGIES
 
-    assert set(STRATEGIES) == set(values("terminal")) == {p.stem for p in (conf_dir() / "terminal").glob("*.yaml")}
+    assert (
+        set(STRATEGIES)
+        == set(values("terminal"))
+        == {p.stem for p in (conf_dir() / "terminal").glob("*.yaml")}
+    )
     for name, cls in STRATEGIES.items():
         strategy = cls()
         for language in LANGUAGES:
             assert strategy.rule(language), f"{name}: no prompts/terminal_{name}_{language}.txt"
         if cls.control is not None:
             assert cls.control.schema["name"] == cls.control.name and cls.control.reply
-    assert CONTROL_TOOLS == {PREPARE_TO_ANSWER} | {c.control.name for c in STRATEGIES.values() if c.control}
+    assert CONTROL_TOOLS == {PREPARE_TO_ANSWER} | {
+        c.control.name for c in STRATEGIES.values() if c.control
+    }
 
 
 def test_the_library_and_scorers_never_name_a_strategy() -> None:
     from solvers.terminal import STRATEGIES
 
-    names = [f'"{n}"' for n in STRATEGIES if n != "prepare_to_answer"]  # that one is also the released format's
+    names = [
+        f'"{n}"' for n in STRATEGIES if n != "prepare_to_answer"
+    ]  # that one is also the released format's
     for package in ("physassist", "scorers", "tasks"):
         for path in (ROOT / package).rglob("*.py"):
             if path.name == "options.py":  # the terminal option's declaration lists them
@@ -182,12 +208,28 @@ def test_the_builder_and_the_pure_library_never_load_inspect() -> None:
     """Sessions, the EHR tools, the cohort, the template builder, the PHM patient and the
     grounding check run without Inspect (``physassist-data build-sample`` never pays for
     importing it; a stored log is grounded by plain functions)."""
-    pure = ("physassist.data", "physassist.ehr.tools", "physassist.synth", "generation.builder.build",
-            "generation.builder.sample", "solvers.patient.phm", "solvers.patient.replay",
-            "physassist.grounding.session")
-    code = (f"import importlib, sys\nfor m in {pure!r}: importlib.import_module(m)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'inspect_ai'))")
+    pure = (
+        "physassist.data",
+        "physassist.ehr.tools",
+        "physassist.synth",
+        "generation.builder.build",
+        "generation.builder.sample",
+        "solvers.patient.phm",
+        "solvers.patient.replay",
+        "physassist.grounding.session",
+    )
+    code = (
+        f"import importlib, sys\nfor m in {pure!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'inspect_ai'))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert out.stdout.strip() == "[]"

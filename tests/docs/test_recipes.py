@@ -50,7 +50,11 @@ def test_recipe_add_an_ablation_option(monkeypatch) -> None:
     """One Option line + the key in the group's YAML files (here an override stands in for them):
     the groups' schema, the CLI check, MLflow and the options table (docs/config.md) follow."""
     option = options.Option(
-        "terminal.max_seconds", None, 60, "wall-clock limit per turn", rule=lambda v: isinstance(v, int) and v > 0,
+        "terminal.max_seconds",
+        None,
+        60,
+        "wall-clock limit per turn",
+        rule=lambda v: isinstance(v, int) and v > 0,
         expects="seconds > 0",
     )
     try:
@@ -61,8 +65,12 @@ def test_recipe_add_an_ablation_option(monkeypatch) -> None:
         config = resolve(compose(["terminal.max_seconds=30"]))  # no `+`: the schema declares it
         check_config(config)  # the CLI checks it ...
         assert flatten_config(config)["terminal.max_seconds"] == "30"  # ... and MLflow logs it
-        assert "`terminal.max_seconds`" in options.markdown_table()  # ... docs/config.md / --help show it
-        with pytest.raises(ConfigError, match=r"^terminal.max_seconds=0 is not valid; expected: seconds > 0$"):
+        assert (
+            "`terminal.max_seconds`" in options.markdown_table()
+        )  # ... docs/config.md / --help show it
+        with pytest.raises(
+            ConfigError, match=r"^terminal.max_seconds=0 is not valid; expected: seconds > 0$"
+        ):
             check_config(resolve(compose(["terminal.max_seconds=0"])))
         with pytest.raises(ConfigCompositionException):  # typed int by the schema
             compose(["terminal.max_seconds=soon"])
@@ -82,7 +90,9 @@ class Finish(TerminalStrategy):
         reply="Finished.",
     )
 
-    def rule(self, language: str) -> str:  # a real strategy ships prompts/terminal_finish_<lang>.txt
+    def rule(
+        self, language: str
+    ) -> str:  # a real strategy ships prompts/terminal_finish_<lang>.txt
         return "Call finish(text=...) with your answer."
 
     def decide(self, message: ChatMessageAssistant) -> Decision:
@@ -96,7 +106,11 @@ def test_recipe_add_a_terminal_strategy(monkeypatch, demo_store, tmp_path: Path)
     """One module (here: the class above) + its value in options.Terminal (+ its YAML)."""
     monkeypatch.setitem(terminal.STRATEGIES, "finish", Finish)
     declared = options.BY_PARAM["terminal"]
-    monkeypatch.setitem(options.BY_PARAM, "terminal", dataclasses.replace(declared, choices=(*declared.values, "finish")))
+    monkeypatch.setitem(
+        options.BY_PARAM,
+        "terminal",
+        dataclasses.replace(declared, choices=(*declared.values, "finish")),
+    )
     session = fe.build_session(demo_store, "strict")
     script = fe.Script([fe.calls(("finish", {"text": "Creatinine 2.9 mg/dL."}))])
     sample = fe.run_sample(session, script.model(), demo_store, tmp_path, terminal="finish")
@@ -126,7 +140,9 @@ PROCEDURE = ToolSchema(
     "read",
     "List the care units the patient was moved through.",
     {
-        "subject_id": Param("integer", "MIMIC-IV subject_id of the patient in this session.", required=True),
+        "subject_id": Param(
+            "integer", "MIMIC-IV subject_id of the patient in this session.", required=True
+        ),
         "hadm_id": Param("integer", "Restrict to one hospital admission (MIMIC-IV hadm_id)."),
     },
     scenarios=("med_safety",),
@@ -154,13 +170,17 @@ def register_procedure_search() -> None:
         rows = keep(subject_rows(ctx, "transfers", args["subject_id"]), hadm_id=args.get("hadm_id"))
         found = [r for r in rows if r["careunit"] and window.keeps(r["intime"])]
         sid = args["subject_id"]
-        return bundle([_procedure(sid, r["careunit"], fhir.fhir_datetime(text(r["intime"]))) for r in found])
+        return bundle(
+            [_procedure(sid, r["careunit"], fhir.fhir_datetime(text(r["intime"]))) for r in found]
+        )
 
     @read_tool("compat", "Procedure.search", reads=TRANSFERS)
     def compat_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         sid = subject_key("Procedure.search", args)
         rows = () if sid is None else frame(ctx.store, "transfers", sid)
-        found = [_procedure(sid, r["careunit"], r["intime"]) for r in rows if r["careunit"] is not None]
+        found = [
+            _procedure(sid, r["careunit"], r["intime"]) for r in rows if r["careunit"] is not None
+        ]
         return fhir.compat_bundle("Procedure", found) if found else empty("Procedure", args)
 
 
@@ -170,19 +190,30 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     register_procedure_search()
     assert "Procedure.search" in TOOL_NAMES and "Procedure.search" in EHR_READ_TOOLS
     assert tool_schemas()[-1]["function"]["name"] == "Procedure.search"
-    assert registry.COLUMNS["transfers"] == ("hadm_id", "careunit", "intime") and registry.unimplemented() == []
+    assert (
+        registry.COLUMNS["transfers"] == ("hadm_id", "careunit", "intime")
+        and registry.unimplemented() == []
+    )
 
-    session = fe.build_session(demo_store, "strict")  # its tools: tool_schemas(), as a released session lists them
+    session = fe.build_session(
+        demo_store, "strict"
+    )  # its tools: tool_schemas(), as a released session lists them
     sid = session["subject_id"]
-    script = fe.Script([fe.calls(("Procedure.search", {"subject_id": sid})), fe.text("Seen in the ICU.")])
-    sample = fe.run_sample(session, script.model(), demo_store, tmp_path, menu="scenario")  # a med_safety session
+    script = fe.Script(
+        [fe.calls(("Procedure.search", {"subject_id": sid})), fe.text("Seen in the ICU.")]
+    )
+    sample = fe.run_sample(
+        session, script.model(), demo_store, tmp_path, menu="scenario"
+    )  # a med_safety session
     assert "Procedure__search" in script.requests[0][1]
     call = fe.turns_of(sample)[0].calls[0]
     assert call.name == "Procedure.search" and call.raw["resourceType"] == "Bundle"
     units = [e["resource"]["code"]["text"] for e in call.raw["entry"]]
     assert units and all(u in call.text for u in units)  # rendered (full) for the model
 
-    ctx = ToolContext(store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat")
+    ctx = ToolContext(
+        store=demo_store, subject_id=sid, hadm_id=None, current_date=None, semantics="compat"
+    )
     raw = call_tool(ctx, "Procedure__search", {"subject_id": sid})
     assert set(units) <= {e["resource"]["code"]["text"] for e in raw["entry"]}  # compat: no cutoff
     assert units[0] in render(raw, "compat") and units[0] in render(raw, "full")
@@ -192,12 +223,18 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
 
 async def _second_opinion(ti: TurnInput, graders: Any, context: str) -> TurnJudgement:
     """A judge of one grader: every item passes when the grader says yes to the answer."""
-    reply = (await graders[0].model.generate(f"Is this a good answer to {ti.question!r}? {ti.answer}")).completion
-    return TurnJudgement.from_items([ItemResult(reply.startswith("yes"), f"grader: {reply}")] * len(ti.items), "second")
+    reply = (
+        await graders[0].model.generate(f"Is this a good answer to {ti.question!r}? {ti.answer}")
+    ).completion
+    return TurnJudgement.from_items(
+        [ItemResult(reply.startswith("yes"), f"grader: {reply}")] * len(ti.items), "second"
+    )
 
 
 #: What the module ``scorers/second_judge.py`` would declare.
-SECOND = Judge("second", "one grader model says yes or no to the whole answer", "one", _second_opinion)
+SECOND = Judge(
+    "second", "one grader model says yes or no to the whole answer", "one", _second_opinion
+)
 
 
 def test_recipe_add_a_judge(monkeypatch, demo_store, tmp_path: Path) -> None:
@@ -205,7 +242,11 @@ def test_recipe_add_a_judge(monkeypatch, demo_store, tmp_path: Path) -> None:
     the scorer dispatches to it, the CLI binds the role it declares, the tables list it."""
     monkeypatch.setitem(JUDGES, "second", SECOND)  # what scorers/judges.py does for the module
     declared = options.BY_PARAM["judge"]
-    monkeypatch.setitem(options.BY_PARAM, "judge", dataclasses.replace(declared, choices=(*declared.values, "second")))
+    monkeypatch.setitem(
+        options.BY_PARAM,
+        "judge",
+        dataclasses.replace(declared, choices=(*declared.values, "second")),
+    )
     spec = grader_spec({"mode": "second", "model": "mockllm/model", "api_key_env": None})
     assert not isinstance(spec, list) and spec is not None and spec.name == "mockllm/model"
     with pytest.raises(ConfigError, match=r"^judge.model is required for judge=second"):
@@ -215,9 +256,18 @@ def test_recipe_add_a_judge(monkeypatch, demo_store, tmp_path: Path) -> None:
     session = fe.build_session(demo_store, "strict")
     grader = get_model("mockllm/model", custom_outputs=[fe.text("yes")] * 8)
     assistant = fe.Script([], default="Creatinine 2.9 mg/dL.").model()
-    sample = fe.run_sample(session, assistant, demo_store, tmp_path, model_roles={"grader": grader}, scorer=physassist_scorer(judge="second"))
+    sample = fe.run_sample(
+        session,
+        assistant,
+        demo_store,
+        tmp_path,
+        model_roles={"grader": grader},
+        scorer=physassist_scorer(judge="second"),
+    )
     turns = next(iter(sample.scores.values())).metadata["turns"]
-    assert [t["judge"] for t in turns] == ["second"] * len(turns) and all(t["score"] == 1.0 for t in turns)
+    assert [t["judge"] for t in turns] == ["second"] * len(turns) and all(
+        t["score"] == 1.0 for t in turns
+    )
     assert turns[0]["items"][0]["reason"] == "grader: yes"
 
 
@@ -226,8 +276,10 @@ def _pressure_extract(reading):  # what physassist/grounding/pressure_facts.py w
 
     from physassist.grounding.facts import Fact
 
-    return [Fact("pressure", m.group(0), m.start(), m.end(), m.group(0).replace(" ", ""))
-            for m in re.finditer(r"\b\d{2,3}\s*/\s*\d{2,3}\b", reading.text)]
+    return [
+        Fact("pressure", m.group(0), m.start(), m.end(), m.group(0).replace(" ", ""))
+        for m in re.finditer(r"\b\d{2,3}\s*/\s*\d{2,3}\b", reading.text)
+    ]
 
 
 def _pressure_match(fact, evidence):
@@ -244,10 +296,32 @@ def test_recipe_add_a_fact_type_to_the_grounding_check(monkeypatch) -> None:
     ``order``, counted, and listed in the fact-type table."""
     from physassist.grounding import Evidence, FactType, Source, ground, registry
 
-    pressure = FactType("pressure", 25, "a blood pressure, systolic/diastolic (`120/80`)", _pressure_extract, _pressure_match)
-    monkeypatch.setattr(registry, "FACT_TYPES", tuple(sorted((*registry.FACT_TYPES, pressure), key=lambda t: t.order)))
-    record = Evidence([Source("tool", "- 2157-07-02 06:00 Blood Pressure: 120/80 mmHg", turn=0, call=1, tool="Observation.search")])
+    pressure = FactType(
+        "pressure",
+        25,
+        "a blood pressure, systolic/diastolic (`120/80`)",
+        _pressure_extract,
+        _pressure_match,
+    )
+    monkeypatch.setattr(
+        registry,
+        "FACT_TYPES",
+        tuple(sorted((*registry.FACT_TYPES, pressure), key=lambda t: t.order)),
+    )
+    record = Evidence(
+        [
+            Source(
+                "tool",
+                "- 2157-07-02 06:00 Blood Pressure: 120/80 mmHg",
+                turn=0,
+                call=1,
+                tool="Observation.search",
+            )
+        ]
+    )
     g = ground("BP 120/80 this morning; 130/85 yesterday.", record)
     assert [(v.fact.kind, v.fact.text, v.status) for v in g.verdicts] == [
-        ("pressure", "120/80", "grounded"), ("pressure", "130/85", "unsupported")]
+        ("pressure", "120/80", "grounded"),
+        ("pressure", "130/85", "unsupported"),
+    ]
     assert "| `pressure` | a blood pressure" in registry.markdown_table()

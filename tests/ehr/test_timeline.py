@@ -20,16 +20,44 @@ from physassist.timeline import load_timeline, order_dose
 store_cache = fx.store_cache
 demo_store = fx.demo_store
 
-ADMISSION = {"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
-             "dischtime": "2150-03-06 12:00:00", "discharge_location": "HOME"}
+ADMISSION = {
+    "subject_id": 1,
+    "hadm_id": 2,
+    "admittime": "2150-03-01 07:00:00",
+    "dischtime": "2150-03-06 12:00:00",
+    "discharge_location": "HOME",
+}
 
 
-def _rx(pid: int, drug: str, dose: str, start: str, stop: str | None, freq: str,
-        sliding: str | None = None) -> tuple[dict, dict]:
-    return ({"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "drug": drug, "dose_val_rx": dose,
-             "dose_unit_rx": "mg", "route": "PO", "starttime": start, "stoptime": stop},
-            {"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "frequency": freq,
-             "sliding_scale": sliding})
+def _rx(
+    pid: int,
+    drug: str,
+    dose: str,
+    start: str,
+    stop: str | None,
+    freq: str,
+    sliding: str | None = None,
+) -> tuple[dict, dict]:
+    return (
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "pharmacy_id": pid,
+            "drug": drug,
+            "dose_val_rx": dose,
+            "dose_unit_rx": "mg",
+            "route": "PO",
+            "starttime": start,
+            "stoptime": stop,
+        },
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "pharmacy_id": pid,
+            "frequency": freq,
+            "sliding_scale": sliding,
+        },
+    )
 
 
 def _record(**extra: list[dict]) -> dict[str, list[dict]]:
@@ -41,8 +69,11 @@ def _record(**extra: list[dict]) -> dict[str, list[dict]]:
         _rx(4, "Acetaminophen", "650", "2150-03-01 09:00:00", None, "Q6H:PRN"),
         _rx(5, "Furosemide", "40", "2150-03-05 09:00:00", "2150-03-05 09:01:00", "ONCE"),
     ]
-    rows = {"admissions": [ADMISSION], "prescriptions": [o for o, _ in orders],
-            "pharmacy": [p for _, p in orders]}
+    rows = {
+        "admissions": [ADMISSION],
+        "prescriptions": [o for o, _ in orders],
+        "pharmacy": [p for _, p in orders],
+    }
     rows.update(extra)
     return rows
 
@@ -59,14 +90,29 @@ def test_current_orders_leave_out_stopped_sliding_scale_prn_and_one_time() -> No
 
 
 def test_labs_prefer_chemistry_over_blood_gas_and_merge_one_time() -> None:
-    items = [{"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
-             {"itemid": 50809, "label": "Glucose", "fluid": "Blood", "category": "Blood Gas"},
-             {"itemid": 50811, "label": "Hemoglobin", "fluid": "Blood", "category": "Blood Gas"}]
-    values = [(50931, "2150-03-02 06:00:00", 140.0), (50931, "2150-03-04 06:00:00", 114.0),
-              (50809, "2150-03-05 06:00:00", 173.0), (50931, "2150-03-02 06:00:00", 140.0),
-              (50811, "2150-03-05 06:00:00", 9.1)]
-    labs = [{"labevent_id": i, "subject_id": 1, "hadm_id": 2, "itemid": item, "charttime": t,
-             "valuenum": v} for i, (item, t, v) in enumerate(values)]
+    items = [
+        {"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
+        {"itemid": 50809, "label": "Glucose", "fluid": "Blood", "category": "Blood Gas"},
+        {"itemid": 50811, "label": "Hemoglobin", "fluid": "Blood", "category": "Blood Gas"},
+    ]
+    values = [
+        (50931, "2150-03-02 06:00:00", 140.0),
+        (50931, "2150-03-04 06:00:00", 114.0),
+        (50809, "2150-03-05 06:00:00", 173.0),
+        (50931, "2150-03-02 06:00:00", 140.0),
+        (50811, "2150-03-05 06:00:00", 9.1),
+    ]
+    labs = [
+        {
+            "labevent_id": i,
+            "subject_id": 1,
+            "hadm_id": 2,
+            "itemid": item,
+            "charttime": t,
+            "valuenum": v,
+        }
+        for i, (item, t, v) in enumerate(values)
+    ]
     tl = fb.timeline_of(_record(d_labitems=items, labevents=labs))
     glucose = tl.lab("Glucose")
     assert glucose is not None and glucose.itemids == (50931,)
@@ -79,11 +125,27 @@ def test_labs_prefer_chemistry_over_blood_gas_and_merge_one_time() -> None:
 def test_only_dose_events_count_and_icu_doses_make_a_drug_uncountable() -> None:
     """As a nurse counts doses: Administered gives one and Not Given / Hold Dose withhold one;
     an empty, Confirmed, Started or Flushed event is no dose."""
-    texts = ["Administered", None, "Not Given", "Hold Dose", "Confirmed", "Started", "Flushed",
-             "Delayed Administered"]
-    events = [{"subject_id": 1, "hadm_id": 2, "emar_id": f"e{i}", "medication": "Metoprolol",
-               "charttime": f"2150-03-0{2 + i // 4} 0{i % 4 + 1}:00:00", "event_txt": text}
-              for i, text in enumerate(texts)]
+    texts = [
+        "Administered",
+        None,
+        "Not Given",
+        "Hold Dose",
+        "Confirmed",
+        "Started",
+        "Flushed",
+        "Delayed Administered",
+    ]
+    events = [
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "emar_id": f"e{i}",
+            "medication": "Metoprolol",
+            "charttime": f"2150-03-0{2 + i // 4} 0{i % 4 + 1}:00:00",
+            "event_txt": text,
+        }
+        for i, text in enumerate(texts)
+    ]
     tl = fb.timeline_of(_record(emar=events))
     admins = tl.administrations("metoprolol")
     assert (len(admins.given), len(admins.not_given), admins.at_discharge) == (2, 2, 0)
@@ -91,18 +153,32 @@ def test_only_dose_events_count_and_icu_doses_make_a_drug_uncountable() -> None:
     # ICU doses of the drug (d_items label "Metoprolol") count (given, paused = not given,
     # rewritten = nothing, running at the cutoff = given) and make its count one that only
     # strict shows.
-    items = [{"itemid": 225974, "label": "Metoprolol"}, {"itemid": 221794, "label": "Furosemide (Lasix)"}]
-    icu = [{"subject_id": 1, "hadm_id": 2, "stay_id": 9, "itemid": item, "starttime": start,
-            "endtime": end, "statusdescription": status}
-           for item, start, end, status in [
-               (225974, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning"),
-               (225974, "2150-03-03 20:00:00", "2150-03-03 21:00:00", "Paused"),
-               (225974, "2150-03-04 20:00:00", "2150-03-04 20:01:00", "Rewritten"),
-               (225974, "2150-03-06 23:00:00", "2150-03-07 02:00:00", "FinishedRunning"),
-               (225974, "2150-03-07 08:00:00", "2150-03-07 08:01:00", "FinishedRunning"),
-               (221794, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning")]]
+    items = [
+        {"itemid": 225974, "label": "Metoprolol"},
+        {"itemid": 221794, "label": "Furosemide (Lasix)"},
+    ]
+    icu = [
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "stay_id": 9,
+            "itemid": item,
+            "starttime": start,
+            "endtime": end,
+            "statusdescription": status,
+        }
+        for item, start, end, status in [
+            (225974, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning"),
+            (225974, "2150-03-03 20:00:00", "2150-03-03 21:00:00", "Paused"),
+            (225974, "2150-03-04 20:00:00", "2150-03-04 20:01:00", "Rewritten"),
+            (225974, "2150-03-06 23:00:00", "2150-03-07 02:00:00", "FinishedRunning"),
+            (225974, "2150-03-07 08:00:00", "2150-03-07 08:01:00", "FinishedRunning"),
+            (221794, "2150-03-02 20:00:00", "2150-03-02 20:01:00", "FinishedRunning"),
+        ]
+    ]
     admins = fb.timeline_of(_record(emar=events, d_items=items, inputevents=icu)).administrations(
-        "metoprolol")
+        "metoprolol"
+    )
     assert (len(admins.given), len(admins.not_given), admins.icu) == (4, 3, 4)
     assert admins.given[-1].hour == 23 and not admins.countable
     d = Digest(Topic("admin_reliability", drug="metoprolol"))
@@ -113,9 +189,20 @@ def test_only_dose_events_count_and_icu_doses_make_a_drug_uncountable() -> None:
 
 def _xl_order(poe: str = "p-358") -> tuple[list[dict], list[dict]]:
     """The issue's metoprolol XL: one order written as a 25 mg and a 50 mg row."""
-    rx, ph = zip(*(_rx(pid, "Metoprolol Succinate XL", dose, "2150-03-04 17:00:00",
-                       "2150-03-06 16:00:00", "DAILY") for pid, dose in ((11, "25"), (12, "50"))),
-                 strict=True)
+    rx, ph = zip(
+        *(
+            _rx(
+                pid,
+                "Metoprolol Succinate XL",
+                dose,
+                "2150-03-04 17:00:00",
+                "2150-03-06 16:00:00",
+                "DAILY",
+            )
+            for pid, dose in ((11, "25"), (12, "50"))
+        ),
+        strict=True,
+    )
     return [{**r, "poe_id": poe} for r in rx], list(ph)
 
 
@@ -126,17 +213,32 @@ def test_an_order_is_its_rows_and_its_doses_are_its_poe_events() -> None:
     xl, xl_ph = _xl_order()
     record = _record()
     record["prescriptions"] = [o for o in record["prescriptions"] if "Metoprolol" not in o["drug"]]
-    tartrate = {**_rx(7, "Metoprolol Tartrate", "12.5", "2150-03-01 12:00:00",
-                      "2150-03-03 10:00:00", "TID")[0], "poe_id": "p-350"}
+    tartrate = {
+        **_rx(
+            7, "Metoprolol Tartrate", "12.5", "2150-03-01 12:00:00", "2150-03-03 10:00:00", "TID"
+        )[0],
+        "poe_id": "p-350",
+    }
     record["prescriptions"] += [*xl, tartrate]
     record["pharmacy"] += [*xl_ph, _rx(7, "x", "1", "", None, "TID")[1]]
-    emar = [("e1", "p-350", "Metoprolol Tartrate", "2150-03-02 14:00:00", "Not Given"),
-            ("e2", "p-358", "Metoprolol Succinate XL", "2150-03-04 16:45:00", "Administered"),
-            ("e3", "p-358", "Metoprolol Succinate XL", "2150-03-05 09:40:00", "Administered"),
-            ("e4", "p-358", "Metoprolol Succinate XL", "2150-03-06 09:00:00", "Hold Dose")]
-    record["emar"] = [{"subject_id": 1, "hadm_id": 2, "emar_id": i, "poe_id": poe,
-                       "medication": med, "charttime": t, "event_txt": ev}
-                      for i, poe, med, t, ev in emar]
+    emar = [
+        ("e1", "p-350", "Metoprolol Tartrate", "2150-03-02 14:00:00", "Not Given"),
+        ("e2", "p-358", "Metoprolol Succinate XL", "2150-03-04 16:45:00", "Administered"),
+        ("e3", "p-358", "Metoprolol Succinate XL", "2150-03-05 09:40:00", "Administered"),
+        ("e4", "p-358", "Metoprolol Succinate XL", "2150-03-06 09:00:00", "Hold Dose"),
+    ]
+    record["emar"] = [
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "emar_id": i,
+            "poe_id": poe,
+            "medication": med,
+            "charttime": t,
+            "event_txt": ev,
+        }
+        for i, poe, med, t, ev in emar
+    ]
     record["emar_detail"] = [{"subject_id": 1, "emar_id": "e2", "dose_due": "75"}]
     tl = fb.timeline_of(record)
     order = tl.current_order("metoprolol")
@@ -156,8 +258,16 @@ def test_order_dose_and_line_care() -> None:
     assert order_dose(["250", "500"]) == "750"
     assert order_dose(["5", "2.5", "7.5"], "7.5") == "7.5"
     assert order_dose(["0.1", "0.2"]) == "0.3"
-    flush = {**_rx(9, "Heparin Flush (10 units/ml)", "1", "2150-03-02 20:00:00",
-                   "2150-03-06 17:00:00", "DAILY")[0]}
+    flush = {
+        **_rx(
+            9,
+            "Heparin Flush (10 units/ml)",
+            "1",
+            "2150-03-02 20:00:00",
+            "2150-03-06 17:00:00",
+            "DAILY",
+        )[0]
+    }
     record = _record()
     record["prescriptions"].append(flush)
     record["pharmacy"].append(_rx(9, "x", "1", "", None, "DAILY")[1])
@@ -173,7 +283,9 @@ def test_icu_doses_match_their_orders_by_name_on_the_demo(demo_store) -> None:
     demo = fb.demo_or_skip()
     con = duckdb.connect()
     for module, name in (("icu", "inputevents"), ("icu", "d_items"), ("hosp", "prescriptions")):
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_csv('{demo}/{module}/{name}.csv.gz')")
+        con.execute(
+            f"CREATE VIEW {name} AS SELECT * FROM read_csv('{demo}/{module}/{name}.csv.gz')"
+        )
     matched, in_window = con.execute(
         """
         WITH o AS (SELECT hadm_id, lower(trim(split_part(trim(drug), ' ', 1), ',;:()')) AS w,
@@ -186,7 +298,9 @@ def test_icu_doses_match_their_orders_by_name_on_the_demo(demo_store) -> None:
             SELECT 1 FROM o WHERE o.hadm_id = m.hadm_id AND o.w = m.w
               AND m.starttime BETWEEN o.starttime - INTERVAL 1 HOUR
                                   AND o.stoptime + INTERVAL 1 HOUR)) FROM m
-        """, [sorted(NOT_A_DRUG_WORD)]).fetchone()
+        """,
+        [sorted(NOT_A_DRUG_WORD)],
+    ).fetchone()
     assert matched > 5000 and in_window >= 0.95 * matched, (matched, in_window)
     tl = load_timeline(demo_store.cursor(), 10002495, 24982426, "2141-05-29")
     admins = tl.administrations("metronidazole")
@@ -204,11 +318,14 @@ def test_the_issues_metoprolol_xl_on_the_demo(demo_store) -> None:
     assert order is not None and order.drug == "Metoprolol Succinate XL" and order.dose == 75
     admins = tl.order_administrations(order)
     assert (len(admins.given), len(admins.not_given), admins.countable) == (2, 0, True)
-    ctx = ToolContext(store=demo_store, subject_id=10020944, hadm_id=29974575,
-                      current_date="2131-03-13")
+    ctx = ToolContext(
+        store=demo_store, subject_id=10020944, hadm_id=29974575, current_date="2131-03-13"
+    )
     args = {"subject_id": 10020944, "hadm_id": 29974575, "medication": "metoprolol succinate"}
-    doses = [r["resource"]["dosage"]["dose"]["value"]
-             for r in call_tool(ctx, "MedicationAdministration.search", args)["entry"]]
+    doses = [
+        r["resource"]["dosage"]["dose"]["value"]
+        for r in call_tool(ctx, "MedicationAdministration.search", args)["entry"]
+    ]
     assert doses == [75, 75]
     orders = call_tool(ctx, "MedicationRequest.search", args)["entry"]
     assert {r["resource"]["status"] for r in orders} == {"active"}
@@ -220,12 +337,25 @@ def test_course_and_cultures() -> None:
     assert fb.timeline_of({"admissions": [died]}).course == "died"
     assert fb.timeline_of({"admissions": [hospice]}).end_of_life
     assert fb.timeline_of({"admissions": [ADMISSION]}).course == "discharged"
-    micro = [{"microevent_id": i, "subject_id": 1, "hadm_id": 2, "micro_specimen_id": spec,
-              "spec_type_desc": kind, "test_name": test, "charttime": t, "org_name": org}
-             for i, (spec, kind, test, t, org) in enumerate([
-                 (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "PSEUDOMONAS AERUGINOSA"),
-                 (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "YEAST"),
-                 (2, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-05 10:00:00", None)])]
+    micro = [
+        {
+            "microevent_id": i,
+            "subject_id": 1,
+            "hadm_id": 2,
+            "micro_specimen_id": spec,
+            "spec_type_desc": kind,
+            "test_name": test,
+            "charttime": t,
+            "org_name": org,
+        }
+        for i, (spec, kind, test, t, org) in enumerate(
+            [
+                (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "PSEUDOMONAS AERUGINOSA"),
+                (1, "URINE", "URINE CULTURE", "2150-03-02 10:00:00", "YEAST"),
+                (2, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-05 10:00:00", None),
+            ]
+        )
+    ]
     tl = fb.timeline_of(_record(microbiologyevents=micro))
     assert [c.specimen for c in tl.cultures] == ["BLOOD CULTURE", "URINE"]
     assert tl.positive_cultures[0].organisms == ("PSEUDOMONAS AERUGINOSA", "YEAST")
@@ -235,12 +365,31 @@ def test_course_and_cultures() -> None:
 ED_ADMISSION = {**ADMISSION, "edregtime": "2150-03-01 05:00:00"}
 
 
-def _micro(spec: int, hadm: int | None, kind: str, test: str, drawn: str, stored: str,
-           org: str | None = None, panel: tuple[tuple[str, str], ...] = (),
-           comment: str | None = None) -> list[dict]:
-    base = {"subject_id": 1, "hadm_id": hadm, "micro_specimen_id": spec, "spec_type_desc": kind,
-            "test_seq": 1, "test_name": test, "charttime": drawn, "chartdate": drawn[:10],
-            "storetime": stored, "storedate": stored[:10], "org_name": org, "comments": comment}
+def _micro(
+    spec: int,
+    hadm: int | None,
+    kind: str,
+    test: str,
+    drawn: str,
+    stored: str,
+    org: str | None = None,
+    panel: tuple[tuple[str, str], ...] = (),
+    comment: str | None = None,
+) -> list[dict]:
+    base = {
+        "subject_id": 1,
+        "hadm_id": hadm,
+        "micro_specimen_id": spec,
+        "spec_type_desc": kind,
+        "test_seq": 1,
+        "test_name": test,
+        "charttime": drawn,
+        "chartdate": drawn[:10],
+        "storetime": stored,
+        "storedate": stored[:10],
+        "org_name": org,
+        "comments": comment,
+    }
     rows = [{**base, "ab_name": ab, "interpretation": sir} for ab, sir in panel] or [base]
     return [{**r, "microevent_id": spec * 100 + i} for i, r in enumerate(rows)]
 
@@ -250,17 +399,53 @@ def test_cultures_are_known_from_their_report_time_with_the_stays_ed_specimens()
     ED drew before admission (no hadm_id) is the stay's; an oxacillin-resistant S. aureus is
     MRSA; a serology is no culture; a sputum's yeast is commensal flora."""
     micro = [
-        *_micro(1, None, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-01 06:00:00",
-                "2150-03-03 12:00:00", "STAPH AUREUS COAG +",
-                (("OXACILLIN", "R"), ("VANCOMYCIN", "S"))),
-        *_micro(2, 2, "SPUTUM", "RESPIRATORY CULTURE", "2150-03-02 10:00:00",
-                "2150-03-04 09:00:00", "YEAST"),
-        *_micro(3, 2, "BLOOD CULTURE", "Blood Culture, Routine", "2150-03-05 10:00:00",
-                "2150-03-10 08:00:00", "ESCHERICHIA COLI", (("CEFTRIAXONE", "R"),)),
-        *_micro(4, 2, "SEROLOGY/BLOOD", "RAPID PLASMA REAGIN TEST", "2150-03-02 11:00:00",
-                "2150-03-03 09:00:00", comment="NONREACTIVE."),
-        *_micro(5, None, "URINE", "URINE CULTURE", "2150-02-20 10:00:00",
-                "2150-02-22 10:00:00", "ESCHERICHIA COLI"),  # a clinic visit: another stay
+        *_micro(
+            1,
+            None,
+            "BLOOD CULTURE",
+            "Blood Culture, Routine",
+            "2150-03-01 06:00:00",
+            "2150-03-03 12:00:00",
+            "STAPH AUREUS COAG +",
+            (("OXACILLIN", "R"), ("VANCOMYCIN", "S")),
+        ),
+        *_micro(
+            2,
+            2,
+            "SPUTUM",
+            "RESPIRATORY CULTURE",
+            "2150-03-02 10:00:00",
+            "2150-03-04 09:00:00",
+            "YEAST",
+        ),
+        *_micro(
+            3,
+            2,
+            "BLOOD CULTURE",
+            "Blood Culture, Routine",
+            "2150-03-05 10:00:00",
+            "2150-03-10 08:00:00",
+            "ESCHERICHIA COLI",
+            (("CEFTRIAXONE", "R"),),
+        ),
+        *_micro(
+            4,
+            2,
+            "SEROLOGY/BLOOD",
+            "RAPID PLASMA REAGIN TEST",
+            "2150-03-02 11:00:00",
+            "2150-03-03 09:00:00",
+            comment="NONREACTIVE.",
+        ),
+        *_micro(
+            5,
+            None,
+            "URINE",
+            "URINE CULTURE",
+            "2150-02-20 10:00:00",
+            "2150-02-22 10:00:00",
+            "ESCHERICHIA COLI",
+        ),  # a clinic visit: another stay
     ]
     record = {**_record(microbiologyevents=micro), "admissions": [ED_ADMISSION]}
     tl = fb.timeline_of(record)  # at discharge
@@ -271,13 +456,15 @@ def test_cultures_are_known_from_their_report_time_with_the_stays_ed_specimens()
     (mrsa,) = ed.significant
     assert mrsa.resistance == ("MRSA",)
     assert [(s.antibiotic, s.interpretation) for s in mrsa.susceptibilities] == [
-        ("OXACILLIN", "R"), ("VANCOMYCIN", "S")]
+        ("OXACILLIN", "R"),
+        ("VANCOMYCIN", "S"),
+    ]
     assert sputum.organisms == ("YEAST",) and not sputum.significant  # commensal flora
     assert pending.organisms == () and [t.name for t in pending.pending] == [
-        "Blood Culture, Routine"]  # reported four days after discharge: nothing of it known
+        "Blood Culture, Routine"
+    ]  # reported four days after discharge: nothing of it known
     assert [c.record.specimen_id for c in tl.positive_cultures] == [2, 1]
-    morning = fb.timeline_of(record, current_date="2150-03-03",
-                             until=dt.datetime(2150, 3, 3, 8, 0))
+    morning = fb.timeline_of(record, current_date="2150-03-03", until=dt.datetime(2150, 3, 3, 8, 0))
     assert [c.record.specimen_id for c in morning.cultures] == [2, 1]
     assert all(c.pending and not c.organisms for c in morning.cultures)
 
@@ -286,16 +473,31 @@ def test_labs_are_known_from_their_report_time_with_the_stays_ed_draws() -> None
     """A creatinine drawn before midnight and reported after it belongs to the next day; the
     ED's draw before admission (no hadm_id) opens the series; a session inside the stay sees
     only what was reported by its instant."""
+
     def lab(i: int, hadm: int | None, drawn: str, stored: str | None, value: float) -> dict:
-        return {"labevent_id": i, "subject_id": 1, "hadm_id": hadm, "itemid": 50912,
-                "charttime": drawn, "storetime": stored, "valuenum": value}
-    labs = [lab(1, None, "2150-03-01 05:30:00", "2150-03-01 06:10:00", 2.4),
-            lab(2, 2, "2150-03-03 04:00:00", "2150-03-03 07:30:00", 1.9),
-            lab(3, 2, "2150-03-05 23:00:00", "2150-03-06 01:00:00", 1.4),
-            lab(4, None, "2150-02-20 10:00:00", "2150-02-20 11:00:00", 1.0)]  # another visit
-    record = {**_record(labevents=labs), "admissions": [ED_ADMISSION],
-              "d_labitems": [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood",
-                              "category": "Chemistry"}]}
+        return {
+            "labevent_id": i,
+            "subject_id": 1,
+            "hadm_id": hadm,
+            "itemid": 50912,
+            "charttime": drawn,
+            "storetime": stored,
+            "valuenum": value,
+        }
+
+    labs = [
+        lab(1, None, "2150-03-01 05:30:00", "2150-03-01 06:10:00", 2.4),
+        lab(2, 2, "2150-03-03 04:00:00", "2150-03-03 07:30:00", 1.9),
+        lab(3, 2, "2150-03-05 23:00:00", "2150-03-06 01:00:00", 1.4),
+        lab(4, None, "2150-02-20 10:00:00", "2150-02-20 11:00:00", 1.0),
+    ]  # another visit
+    record = {
+        **_record(labevents=labs),
+        "admissions": [ED_ADMISSION],
+        "d_labitems": [
+            {"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"}
+        ],
+    }
     series = fb.timeline_of(record, current_date="2150-03-05").lab("Creatinine")
     assert series is not None and [p.value for p in series.points] == [2.4, 1.9]
     assert [p.value for p in fb.timeline_of(record).lab("Creatinine").points] == [2.4, 1.9, 1.4]
@@ -305,8 +507,16 @@ def test_labs_are_known_from_their_report_time_with_the_stays_ed_draws() -> None
 
 def test_record_check_rejects_what_the_record_contradicts() -> None:
     items = [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"}]
-    labs = [{"labevent_id": 1, "subject_id": 1, "hadm_id": 2, "itemid": 50912,
-             "charttime": "2150-03-05 06:00:00", "valuenum": 1.9}]
+    labs = [
+        {
+            "labevent_id": 1,
+            "subject_id": 1,
+            "hadm_id": 2,
+            "itemid": 50912,
+            "charttime": "2150-03-05 06:00:00",
+            "valuenum": 1.9,
+        }
+    ]
     tl = fb.timeline_of(_record(d_labitems=items, labevents=labs))
     d = Digest(Topic("lab_latest", lab="Creatinine"))
     d.labs = [LabFact("Creatinine", 1.9, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")]
@@ -333,8 +543,10 @@ def test_the_sample_meets_current_orders_with_icu_doses(store_cache) -> None:
     with open_store("sample", cache_dir=store_cache) as store:
         con = store.cursor()
         stays = con.execute(
-            "SELECT DISTINCT i.subject_id, i.hadm_id, a.dischtime::DATE::VARCHAR FROM inputevents i "
-            "JOIN admissions a USING (hadm_id) ORDER BY 1").fetchall()
+            "SELECT DISTINCT i.subject_id, i.hadm_id, a.dischtime::DATE::VARCHAR FROM inputevents "
+            "i "
+            "JOIN admissions a USING (hadm_id) ORDER BY 1"
+        ).fetchall()
         heparin = [load_profile(con, *s).drugs.get("heparin") for s in stays]
     current = [d for d in heparin if d is not None]
     assert current and all(d.n_admin > 0 and not d.admin_countable for d in current)

@@ -18,59 +18,129 @@ from generation.builder.vocab import drug_spoken
 store_cache = fx.store_cache
 demo_store = fx.demo_store
 
-ADMISSION = {"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
-             "dischtime": "2150-03-06 12:00:00", "discharge_location": "HOME"}
-ITEMS = [{"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"},
-         {"itemid": 51237, "label": "INR(PT)", "fluid": "Blood", "category": "Hematology"},
-         {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"},
-         {"itemid": 51009, "label": "Vancomycin", "fluid": "Blood", "category": "Chemistry"}]
+ADMISSION = {
+    "subject_id": 1,
+    "hadm_id": 2,
+    "admittime": "2150-03-01 07:00:00",
+    "dischtime": "2150-03-06 12:00:00",
+    "discharge_location": "HOME",
+}
+ITEMS = [
+    {"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"},
+    {"itemid": 51237, "label": "INR(PT)", "fluid": "Blood", "category": "Hematology"},
+    {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"},
+    {"itemid": 51009, "label": "Vancomycin", "fluid": "Blood", "category": "Chemistry"},
+]
 
 
-def _rx(pid: int, drug: str, dose: str, freq: str, start: str = "2150-03-02 09:00:00",
-        poe: str | None = None, per_day: float = 1) -> tuple[dict, dict]:
-    return ({"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "poe_id": poe or f"p{pid}",
-             "drug": drug, "dose_val_rx": dose, "dose_unit_rx": "mg", "route": "PO",
-             "starttime": start, "stoptime": "2150-03-06 16:00:00", "doses_per_24_hrs": per_day},
-            {"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "frequency": freq})
+def _rx(
+    pid: int,
+    drug: str,
+    dose: str,
+    freq: str,
+    start: str = "2150-03-02 09:00:00",
+    poe: str | None = None,
+    per_day: float = 1,
+) -> tuple[dict, dict]:
+    return (
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "pharmacy_id": pid,
+            "poe_id": poe or f"p{pid}",
+            "drug": drug,
+            "dose_val_rx": dose,
+            "dose_unit_rx": "mg",
+            "route": "PO",
+            "starttime": start,
+            "stoptime": "2150-03-06 16:00:00",
+            "doses_per_24_hrs": per_day,
+        },
+        {"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "frequency": freq},
+    )
 
 
 def _labs(*rows: tuple[int, str, float, float, float]) -> list[dict]:
-    return [{"labevent_id": i, "subject_id": 1, "hadm_id": 2, "itemid": item, "charttime": t,
-             "valuenum": v, "ref_range_lower": lo, "ref_range_upper": hi}
-            for i, (item, t, v, lo, hi) in enumerate(rows)]
+    return [
+        {
+            "labevent_id": i,
+            "subject_id": 1,
+            "hadm_id": 2,
+            "itemid": item,
+            "charttime": t,
+            "valuenum": v,
+            "ref_range_lower": lo,
+            "ref_range_upper": hi,
+        }
+        for i, (item, t, v, lo, hi) in enumerate(rows)
+    ]
 
 
 def _profile(orders: list[tuple[dict, dict]], labs: list[dict], **extra: list[dict]) -> Profile:
-    record = {"admissions": [ADMISSION], "prescriptions": [o for o, _ in orders],
-              "pharmacy": [p for _, p in orders], "d_labitems": ITEMS, "labevents": labs, **extra}
+    record = {
+        "admissions": [ADMISSION],
+        "prescriptions": [o for o, _ in orders],
+        "pharmacy": [p for _, p in orders],
+        "d_labitems": ITEMS,
+        "labevents": labs,
+        **extra,
+    }
     tl = fb.timeline_of(record)
     drugs = {}
     for o, _ in orders:
         current = tl.current_order(o["drug"].split()[0].lower())
         if current is not None:
-            drugs[current.word] = DrugSummary(current.word, current.drug, current.dose_text,
-                                              current.unit, current.route, current.per_day, 0)
-    return Profile(1, 2, "2150-03-06", "F", 70, drugs=drugs, timeline=tl,
-                   labs={i["label"]: LabSummary(i["label"], 2, True) for i in ITEMS})
+            drugs[current.word] = DrugSummary(
+                current.word,
+                current.drug,
+                current.dose_text,
+                current.unit,
+                current.route,
+                current.per_day,
+                0,
+            )
+    return Profile(
+        1,
+        2,
+        "2150-03-06",
+        "F",
+        70,
+        drugs=drugs,
+        timeline=tl,
+        labs={i["label"]: LabSummary(i["label"], 2, True) for i in ITEMS},
+    )
 
 
 def test_safety_signals_from_the_chart() -> None:
     """The issue's signals: allopurinol with a creatinine of 2.3, a vancomycin trough of 21.5,
     two diltiazem orders, warfarin bridged by enoxaparin 80 mg twice daily, warfarin with
     amiodarone; none where the chart has no risk."""
-    labs = _labs((50912, "2150-03-05 06:00:00", 2.3, 0.5, 1.1),
-                 (51009, "2150-03-05 06:00:00", 21.5, 10, 20),
-                 (51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
-    orders = [_rx(1, "Allopurinol", "300", "DAILY"), _rx(2, "Vancomycin", "1250", "Q12H"),
-              _rx(3, "Diltiazem", "30", "QID"), _rx(4, "Diltiazem Extended-Release", "120", "DAILY"),
-              _rx(5, "Warfarin", "5", "DAILY"), _rx(6, "Enoxaparin Sodium", "80", "BID", per_day=2),
-              _rx(7, "Amiodarone", "200", "DAILY")]
+    labs = _labs(
+        (50912, "2150-03-05 06:00:00", 2.3, 0.5, 1.1),
+        (51009, "2150-03-05 06:00:00", 21.5, 10, 20),
+        (51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1),
+    )
+    orders = [
+        _rx(1, "Allopurinol", "300", "DAILY"),
+        _rx(2, "Vancomycin", "1250", "Q12H"),
+        _rx(3, "Diltiazem", "30", "QID"),
+        _rx(4, "Diltiazem Extended-Release", "120", "DAILY"),
+        _rx(5, "Warfarin", "5", "DAILY"),
+        _rx(6, "Enoxaparin Sodium", "80", "BID", per_day=2),
+        _rx(7, "Amiodarone", "200", "DAILY"),
+    ]
     found = {t.label() for t in safety_topics(_profile(orders, labs))}
-    assert {"drug_lab_safety(Creatinine, allopurinol)", "drug_lab_safety(Vancomycin, vancomycin)",
-            "duplicate_therapy(diltiazem)", "anticoag_bridge(INR(PT), warfarin, enoxaparin)",
-            "interaction(warfarin, amiodarone)"} <= found
-    quiet = _profile([_rx(1, "Allopurinol", "300", "DAILY")],
-                     _labs((50912, "2150-03-05 06:00:00", 0.8, 0.5, 1.1)))
+    assert {
+        "drug_lab_safety(Creatinine, allopurinol)",
+        "drug_lab_safety(Vancomycin, vancomycin)",
+        "duplicate_therapy(diltiazem)",
+        "anticoag_bridge(INR(PT), warfarin, enoxaparin)",
+        "interaction(warfarin, amiodarone)",
+    } <= found
+    quiet = _profile(
+        [_rx(1, "Allopurinol", "300", "DAILY")],
+        _labs((50912, "2150-03-05 06:00:00", 0.8, 0.5, 1.1)),
+    )
     assert safety_topics(quiet) == [] and not fits("med_safety", quiet)
 
 
@@ -78,8 +148,12 @@ def test_one_prescription_and_prophylaxis_are_no_signal() -> None:
     """Rows of one poe_id at different doses are one regimen, not duplicate therapy; heparin
     5000 units SC (or enoxaparin 40 mg daily) is prophylaxis, not a bridge."""
     labs = _labs((51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
-    orders = [_rx(1, "ALPRAZolam", "2", "BID", poe="p9"), _rx(2, "ALPRAZolam", "1", "DAILY", poe="p9"),
-              _rx(5, "Warfarin", "5", "DAILY"), _rx(6, "Enoxaparin Sodium", "40", "DAILY")]
+    orders = [
+        _rx(1, "ALPRAZolam", "2", "BID", poe="p9"),
+        _rx(2, "ALPRAZolam", "1", "DAILY", poe="p9"),
+        _rx(5, "Warfarin", "5", "DAILY"),
+        _rx(6, "Enoxaparin Sodium", "40", "DAILY"),
+    ]
     found = {t.label() for t in safety_topics(_profile(orders, labs))}
     assert found == {"drug_lab_safety(INR(PT), warfarin)"}  # the INR on warfarin, nothing else
 
@@ -87,11 +161,23 @@ def test_one_prescription_and_prophylaxis_are_no_signal() -> None:
 def test_a_response_needs_a_treated_value_before_and_after() -> None:
     """Potassium chloride after a low potassium, measured again: a response to ask about; the
     same repletion of a normal potassium is maintenance."""
-    emar = [{"subject_id": 1, "hadm_id": 2, "emar_id": f"e{i}", "medication": "Potassium Chloride",
-             "charttime": t, "event_txt": "Administered"}
-            for i, t in enumerate(("2150-03-03 10:00:00", "2150-03-03 14:00:00"))]
-    low = _labs((50971, "2150-03-03 06:00:00", 3.1, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.0, 3.5, 5.1))
-    normal = _labs((50971, "2150-03-03 06:00:00", 3.9, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.2, 3.5, 5.1))
+    emar = [
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "emar_id": f"e{i}",
+            "medication": "Potassium Chloride",
+            "charttime": t,
+            "event_txt": "Administered",
+        }
+        for i, t in enumerate(("2150-03-03 10:00:00", "2150-03-03 14:00:00"))
+    ]
+    low = _labs(
+        (50971, "2150-03-03 06:00:00", 3.1, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.0, 3.5, 5.1)
+    )
+    normal = _labs(
+        (50971, "2150-03-03 06:00:00", 3.9, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.2, 3.5, 5.1)
+    )
     topics = response_topics(_profile([], low, emar=emar))
     assert [t.label() for t in topics] == ["treatment_effect(Potassium, potassium chloride)"]
     assert topics[0].name == "potassium chloride"
@@ -106,7 +192,10 @@ def test_turns_follow_each_other() -> None:
     assert not follows(Topic("med_and_admin", drug="aspirin"), Topic("med_current", drug="aspirin"))
     assert follows(Topic("lab_latest", lab="Creatinine"), Topic("lab_trend", lab="Creatinine"))
     # "Given all this, ..." only where the turn builds on the one before
-    laxative, labs = Topic("med_current", drug="senna"), Topic("lab_pair", lab="Creatinine", lab2="Glucose")
+    laxative, labs = (
+        Topic("med_current", drug="senna"),
+        Topic("lab_pair", lab="Creatinine", lab2="Glucose"),
+    )
     assert not builds_on(laxative, labs) and "AE" not in feasible_subtypes(labs, 2, set(), False)
     assert builds_on(Topic("med_current", drug="lisinopril"), Topic("lab_latest", lab="Potassium"))
 
@@ -137,8 +226,10 @@ def test_the_issues_medication_safety_charts_on_the_demo(demo_store) -> None:
     warfarin-enoxaparin bridge (10039831). (Its vancomycin trough of 21.5, 10014729, was drawn
     on a dose the team then reduced: see the test below.)"""
     con = demo_store.cursor()
-    expected = {(10022880, 27708593, "2177-03-19"): "duplicate_therapy(diltiazem)",
-                (10039831, 26924951, "2116-01-02"): "anticoag_bridge(INR(PT), warfarin, enoxaparin)"}
+    expected = {
+        (10022880, 27708593, "2177-03-19"): "duplicate_therapy(diltiazem)",
+        (10039831, 26924951, "2116-01-02"): "anticoag_bridge(INR(PT), warfarin, enoxaparin)",
+    }
     for (sid, hadm, day), signal in expected.items():
         prof = load_profile(con, sid, hadm, day)
         assert signal in {t.label() for t in safety_topics(prof)}, (sid, signal)
@@ -157,19 +248,22 @@ def test_a_response_is_a_running_course_measured_after_it_on_the_demo(demo_store
     glucose "falling" on insulin while it rose over the last 5 days (22205327). MRSA pneumonia
     on vancomycin at discharge (28829452) still measures a response."""
     con = demo_store.cursor()
-    none_of = {(10035185, 22580999, "2120-05-17"): ("cefazolin", "vancomycin"),
-               (10022017, 22342963, "2189-09-16"): ("cefazolin",),
-               (10018423, 29366372, "2167-05-11"): ("cefazolin", "vancomycin"),
-               (10016810, 20973395, "2185-06-21"): ("metronidazole",),
-               (10005866, 20364112, "2149-10-25"): ("calcium gluconate",),
-               (10020306, 23052851, "2135-02-07"): ("cefepime", "vancomycin"),
-               (10020786, 23488445, "2189-06-13"): ("cefpodoxime",),
-               (10029291, 22205327, "2123-03-10"): ("insulin", "vancomycin")}
+    none_of = {
+        (10035185, 22580999, "2120-05-17"): ("cefazolin", "vancomycin"),
+        (10022017, 22342963, "2189-09-16"): ("cefazolin",),
+        (10018423, 29366372, "2167-05-11"): ("cefazolin", "vancomycin"),
+        (10016810, 20973395, "2185-06-21"): ("metronidazole",),
+        (10005866, 20364112, "2149-10-25"): ("calcium gluconate",),
+        (10020306, 23052851, "2135-02-07"): ("cefepime", "vancomycin"),
+        (10020786, 23488445, "2189-06-13"): ("cefpodoxime",),
+        (10029291, 22205327, "2123-03-10"): ("insulin", "vancomycin"),
+    }
     for (sid, hadm, day), drugs in none_of.items():
         found = _topics(con, sid, hadm, day, response_topics)
         assert not [t for t in found for d in drugs if f", {d})" in t], (hadm, found)
     assert "abx_response(White Blood Cells, vancomycin)" in _topics(
-        con, 10021312, 28829452, "2113-09-20", response_topics)
+        con, 10021312, 28829452, "2113-09-20", response_topics
+    )
 
 
 def test_a_trend_turned_back_is_not_a_response_on_the_demo(demo_store) -> None:
@@ -196,12 +290,14 @@ def test_med_safety_skips_what_the_team_already_handled_on_the_demo(demo_store) 
     metformin blamed for hypoglycaemia on glipizide and insulin (25926192); an INR after
     warfarin was stopped (21255400) is not judged against the warfarin target."""
     con = demo_store.cursor()
-    none_of = {(10039708, 29488258, "2144-01-21"): "drug_lab_safety(Creatinine, allopurinol)",
-               (10014729, 23300884, "2125-03-28"): "drug_lab_safety(Vancomycin, vancomycin)",
-               (10016150, 29374560, "2142-05-15"): "drug_lab_safety(INR(PT), warfarin)",
-               (10022880, 27708593, "2177-03-19"): "drug_lab_safety(INR(PT), warfarin)",
-               (10029291, 22205327, "2123-03-10"): "drug_lab_safety(INR(PT), warfarin)",
-               (10009628, 25926192, "2153-09-25"): "drug_lab_safety(Glucose, metformin)"}
+    none_of = {
+        (10039708, 29488258, "2144-01-21"): "drug_lab_safety(Creatinine, allopurinol)",
+        (10014729, 23300884, "2125-03-28"): "drug_lab_safety(Vancomycin, vancomycin)",
+        (10016150, 29374560, "2142-05-15"): "drug_lab_safety(INR(PT), warfarin)",
+        (10022880, 27708593, "2177-03-19"): "drug_lab_safety(INR(PT), warfarin)",
+        (10029291, 22205327, "2123-03-10"): "drug_lab_safety(INR(PT), warfarin)",
+        (10009628, 25926192, "2153-09-25"): "drug_lab_safety(Glucose, metformin)",
+    }
     for (sid, hadm, day), signal in none_of.items():
         assert signal not in _topics(con, sid, hadm, day, safety_topics), hadm
     ctx = load_profile(con, 10004422, 21255400, "2111-01-25").context

@@ -33,8 +33,9 @@ class P:
     high: float | None = None
 
 
-def series(*values: float, hours: float = 24, low: float | None = None,
-           high: float | None = None) -> list[P]:
+def series(
+    *values: float, hours: float = 24, low: float | None = None, high: float | None = None
+) -> list[P]:
     start = dt.datetime(2150, 3, 1)
     return [P(v, start + dt.timedelta(hours=hours * i), low, high) for i, v in enumerate(values)]
 
@@ -81,8 +82,9 @@ def test_labels_in_context() -> None:
     assert "end-stage" in meaning("Creatinine", 6.2, "high", Context(esrd=True)).en
 
 
-def _fact(value: float, status: str, day: str, low: float, high: float,
-          lab: str = "Urea Nitrogen") -> LabFact:
+def _fact(
+    value: float, status: str, day: str, low: float, high: float, lab: str = "Urea Nitrogen"
+) -> LabFact:
     return LabFact(lab, value, "mg/dL", status, f"{day} 06:00", day, status, low, high)
 
 
@@ -108,8 +110,10 @@ def test_trivial_deviations_get_no_recheck_and_words_do_not_contradict() -> None
 
 def test_forward_words_at_discharge_speak_of_follow_up() -> None:
     d = Digest(Topic("lab_trend", lab="Creatinine"))
-    d.series = [_fact(1.1, "normal", "2150-03-01", 0.5, 1.2, "Creatinine"),
-                _fact(1.9, "high", "2150-03-03", 0.5, 1.2, "Creatinine")]
+    d.series = [
+        _fact(1.1, "normal", "2150-03-01", 0.5, 1.2, "Creatinine"),
+        _fact(1.9, "high", "2150-03-03", 0.5, 1.2, "Creatinine"),
+    ]
     d.labs, d.trend, d.trend_size, d.course = [d.series[1]], "rising", "clear", "worsening"
     assert "tomorrow" not in answer(d, "en") and "follow-up" in answer(d, "en")
     assert "明天" not in answer(d, "zh") and "随访" in answer(d, "zh")
@@ -124,23 +128,45 @@ def test_spikes_reverse_within_hours() -> None:
     assert spikes(series(2, 4, 6, 8, hours=2)) == []
 
 
-ADMISSION = {"subject_id": 1, "hadm_id": 2, "admittime": "2150-03-01 07:00:00",
-             "dischtime": "2150-03-04 12:00:00", "discharge_location": "HOME"}
-ITEMS = [{"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
-         {"itemid": 50882, "label": "Bicarbonate", "fluid": "Blood", "category": "Chemistry"},
-         {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"}]
+ADMISSION = {
+    "subject_id": 1,
+    "hadm_id": 2,
+    "admittime": "2150-03-01 07:00:00",
+    "dischtime": "2150-03-04 12:00:00",
+    "discharge_location": "HOME",
+}
+ITEMS = [
+    {"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
+    {"itemid": 50882, "label": "Bicarbonate", "fluid": "Blood", "category": "Chemistry"},
+    {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"},
+]
 #: The issue's 10007928 draw: glucose 942, bicarbonate 46 and potassium 2.3 in one sample,
 #: each back within two hours, with dextrose running (no insulin).
-DRAWS = [("2150-03-02 17:15:00", 83, 10, 4.1), ("2150-03-02 23:18:00", 942, 46, 2.3),
-         ("2150-03-03 01:00:00", 178, 23, 3.3), ("2150-03-03 11:42:00", 112, 24, 3.9)]
+DRAWS = [
+    ("2150-03-02 17:15:00", 83, 10, 4.1),
+    ("2150-03-02 23:18:00", 942, 46, 2.3),
+    ("2150-03-03 01:00:00", 178, 23, 3.3),
+    ("2150-03-03 11:42:00", 112, 24, 3.9),
+]
 
 
 def _record(**extra: list[dict]) -> dict[str, list[dict]]:
-    labs = [{"labevent_id": 10 * i + j, "subject_id": 1, "hadm_id": 2, "itemid": item,
-             "charttime": t, "valuenum": v, "ref_range_lower": lo, "ref_range_upper": hi}
-            for i, (t, *values) in enumerate(DRAWS)
-            for j, (item, v, lo, hi) in enumerate(zip((50931, 50882, 50971), values,
-                                                       (70, 22, 3.5), (100, 32, 5.1), strict=True))]
+    labs = [
+        {
+            "labevent_id": 10 * i + j,
+            "subject_id": 1,
+            "hadm_id": 2,
+            "itemid": item,
+            "charttime": t,
+            "valuenum": v,
+            "ref_range_lower": lo,
+            "ref_range_upper": hi,
+        }
+        for i, (t, *values) in enumerate(DRAWS)
+        for j, (item, v, lo, hi) in enumerate(
+            zip((50931, 50882, 50971), values, (70, 22, 3.5), (100, 32, 5.1), strict=True)
+        )
+    ]
     return {"admissions": [ADMISSION], "d_labitems": ITEMS, "labevents": labs, **extra}
 
 
@@ -152,8 +178,16 @@ def test_a_contaminated_draw_is_suspect_and_never_a_peak() -> None:
     assert potassium.suspect == {drawn} and potassium.nadir.value == 3.3  # the panel rule
     # insulin given between the draws could make a high glucose alone real: no longer
     # suspect; it does not explain the bicarbonate of 46 of the same draw (the panel rule)
-    insulin = [{"subject_id": 1, "hadm_id": 2, "emar_id": "e1", "medication": "Insulin",
-                "charttime": "2150-03-03 00:00:00", "event_txt": "Administered"}]
+    insulin = [
+        {
+            "subject_id": 1,
+            "hadm_id": 2,
+            "emar_id": "e1",
+            "medication": "Insulin",
+            "charttime": "2150-03-03 00:00:00",
+            "event_txt": "Administered",
+        }
+    ]
     treated = fb.timeline_of(_record(emar=insulin), current_date="2150-03-04")
     assert treated.lab("Glucose").suspect == {drawn}
     alone = _record(emar=insulin)
@@ -162,26 +196,43 @@ def test_a_contaminated_draw_is_suspect_and_never_a_peak() -> None:
 
 
 def _bundle(label: str, rows: list[tuple[str, float]], low: float, high: float) -> dict:
-    return {"resourceType": "Bundle", "type": "searchset", "total": len(rows), "entry": [
-        {"resource": {"resourceType": "Observation",
-                      "code": {"coding": [{"code": "50931"}], "text": label},
-                      "effectiveDateTime": t.replace(" ", "T"), "valueQuantity": {"value": v},
-                      "referenceRange": [{"low": {"value": low}, "high": {"value": high}}]}}
-        for t, v in rows]}
+    return {
+        "resourceType": "Bundle",
+        "type": "searchset",
+        "total": len(rows),
+        "entry": [
+            {
+                "resource": {
+                    "resourceType": "Observation",
+                    "code": {"coding": [{"code": "50931"}], "text": label},
+                    "effectiveDateTime": t.replace(" ", "T"),
+                    "valueQuantity": {"value": v},
+                    "referenceRange": [{"low": {"value": low}, "high": {"value": high}}],
+                }
+            }
+            for t, v in rows
+        ],
+    }
 
 
 def test_a_trend_leaves_the_artifact_out_and_the_rubric_may_call_it_spurious() -> None:
     tl = fb.timeline_of(_record(), current_date="2150-03-04")
-    prof = Profile(1, 2, "2150-03-04", "F", 70, labs={"Glucose": LabSummary("Glucose", 4, True)},
-                   timeline=tl)
+    prof = Profile(
+        1, 2, "2150-03-04", "F", 70, labs={"Glucose": LabSummary("Glucose", 4, True)}, timeline=tl
+    )
     obs = _bundle("Glucose", [(t, g) for t, g, *_ in DRAWS], 70, 100)
     d = digest(Topic("lab_trend", lab="Glucose"), [obs], prof)
     assert d is not None and d.artifact is not None and d.artifact.value == 942
     assert d.series[0].value != 942 and record_check(d, tl) is None
     assert "spurious" in answer(d, "en")
     assert any(i.check["any"]["en"][0] == "spurious" for i in rubric(d) if i.check.get("any"))
-    cited = replace(d, series=[replace(d.series[0], value=942.0, time="2150-03-02 23:18",
-                                       day="2150-03-02"), d.series[1]])
+    cited = replace(
+        d,
+        series=[
+            replace(d.series[0], value=942.0, time="2150-03-02 23:18", day="2150-03-02"),
+            d.series[1],
+        ],
+    )
     assert record_check(cited, tl) == "artifact"
 
 
@@ -190,8 +241,9 @@ def test_the_issues_artifacts_on_the_demo(demo_store) -> None:
     sample); 10014729 / 23300884: a haemoglobin of 3.3 with platelets 462, 7.8 two and a half
     hours later with no transfusion. Neither is the admission's extreme any more."""
     con = demo_store.cursor()
-    day = str(con.execute("SELECT dischtime::DATE FROM admissions WHERE hadm_id = 20338077")
-              .fetchone()[0])
+    day = str(
+        con.execute("SELECT dischtime::DATE FROM admissions WHERE hadm_id = 20338077").fetchone()[0]
+    )
     tl = load_timeline(con, 10007928, 20338077, day)
     drawn = dt.datetime(2129, 4, 6, 23, 18)
     for lab in ("Glucose", "Bicarbonate", "Potassium"):

@@ -11,7 +11,10 @@ from physassist.ehr.tools import render
 from physassist.grounding import FACT_TYPES, Evidence, Source, answer_facts, ground, markdown_table
 from physassist.grounding.session import Call, Turn, ground_session
 
-OPENING = "[Environment]\nCurrent date: 2157-07-02. Patient is a 73-year-old M\ncurrent_date: 2157-07-02\n"
+OPENING = (
+    "[Environment]\nCurrent date: 2157-07-02. Patient is a 73-year-old M\ncurrent_date: "
+    "2157-07-02\n"
+)
 
 
 def _obs(
@@ -281,7 +284,10 @@ def test_medication_doses_and_names_from_the_record() -> None:
 
 def test_chinese_answers() -> None:
     ev = evidence(CREATININE, POTASSIUM, DOSES)
-    answer = "肌酐（Creatinine）从 1.3 变为 1.8 mg/dL（2157-06-24 至 2157-07-02，上升）。钾 3.9 mEq/L。共记录 4 次给药，已给（given）：3，未给（not given）：1（最后一次给药 2157-07-02 06:09）。"
+    answer = (
+        "肌酐（Creatinine）从 1.3 变为 1.8 mg/dL（2157-06-24 至 2157-07-02，上升）。钾 3.9 mEq/L。共记录 4 "
+        "次给药，已给（given）：3，未给（not given）：1（最后一次给药 2157-07-02 06:09）。"
+    )
     found = statuses(answer, ev)
     assert all(s == "grounded" for *_, s in found), found
     assert [k for k, *_ in found].count("count") == 3

@@ -81,7 +81,9 @@ def test_prepare_to_answer_records_calls_and_answer(run, session) -> None:
         "started",
         "seconds",
     ]
-    assert TurnRecord.from_stored(stored) == t0 and t0.history == "free" and stored["gold_calls"] == []
+    assert (
+        TurnRecord.from_stored(stored) == t0 and t0.history == "free" and stored["gold_calls"] == []
+    )
     assert t0.error is None
     assert t0.started <= call.started <= call.started + call.seconds <= t0.started + t0.seconds
     # API-safe names are offered, with the control tool

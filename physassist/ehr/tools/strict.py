@@ -193,9 +193,15 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         )
     hint = None
     if not out and status == "resolved":
-        hint = "MIMIC-IV records no resolution of diagnoses; use clinical_status 'active' (latest admission) or 'inactive'."
+        hint = (
+            "MIMIC-IV records no resolution of diagnoses; use clinical_status 'active' (latest "
+            "admission) or 'inactive'."
+        )
     elif not out and code is not None:
-        hint = f"No diagnosis code starting with '{code}' (dots ignored) or title containing it for this patient."
+        hint = (
+            f"No diagnosis code starting with '{code}' (dots ignored) or title containing it "
+            "for this patient."
+        )
     return bundle(out, hint=hint)
 
 

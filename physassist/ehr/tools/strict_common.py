@@ -50,7 +50,6 @@ class Window:
         return when is not None and (self.cutoff is None or when <= self.cutoff)
 
 
-
 class Where:
     """Conditions on one subject's rows, twice: as SQL with its parameters (``EHRStore.select``)
     for a big chart, whose search keeps a few dozen of its hundreds of thousands of rows, and
@@ -105,8 +104,10 @@ class Where:
         window = (found.start, found.end, found.start.date(), found.end.date())
         return self.add(
             term,
-            lambda r: r["hadm_id"] == hadm
-            or (r["hadm_id"] is None and found.holds(get(r), r[timed] is None)),
+            lambda r: (
+                r["hadm_id"] == hadm
+                or (r["hadm_id"] is None and found.holds(get(r), r[timed] is None))
+            ),
             hadm,
             *window,
         )
@@ -205,11 +206,15 @@ def _select(
     """``EHRStore.select`` of a big chart, asked once per session (``EHRStore.remembered``)."""
     key = (table, *columns, where.sql, repr(where.params), order_by, str(count))
     return ctx.store.remembered(  # type: ignore[return-value]
-        sid, key, lambda: ctx.store.select(table, sid, columns, where.sql, where.params, order_by, count)
+        sid,
+        key,
+        lambda: ctx.store.select(table, sid, columns, where.sql, where.params, order_by, count),
     )
 
 
-def _aggregate(ctx: ToolContext, table: str, sid: int, expression: str, where: Where) -> Sequence[Any]:
+def _aggregate(
+    ctx: ToolContext, table: str, sid: int, expression: str, where: Where
+) -> Sequence[Any]:
     """``EHRStore.aggregate`` of a big chart, asked once per session (``EHRStore.remembered``)."""
     key = (table, expression, where.sql, repr(where.params))
     return ctx.store.remembered(

@@ -60,8 +60,12 @@ def _discharged_at(ctx: ToolContext, sid: int, window: Window) -> dict[Any, dt.d
     """The session's admission -> its discharge time, when the cutoff is after it."""
     for a in subject_rows(ctx, "admissions", sid):
         disch = stamp(a["dischtime"])
-        if (a["hadm_id"] == ctx.hadm_id and disch is not None and window.cutoff is not None
-                and disch <= window.cutoff):
+        if (
+            a["hadm_id"] == ctx.hadm_id
+            and disch is not None
+            and window.cutoff is not None
+            and disch <= window.cutoff
+        ):
             return {a["hadm_id"]: disch}
     return {}
 
@@ -72,8 +76,9 @@ def _halted(pharmacy_status: Any) -> bool:
     return status.startswith(_STOPPED) and "discharge" not in status
 
 
-def _rx_status(stop: Any, pharmacy_status: Any, window: Window,
-               at: dt.datetime | None = None) -> str:
+def _rx_status(
+    stop: Any, pharmacy_status: Any, window: Window, at: dt.datetime | None = None
+) -> str:
     if _running(stop, window, at):
         return "active"
     return "stopped" if _halted(pharmacy_status) else "completed"
@@ -167,12 +172,21 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         )
     hint = None
     if not out and args.get("medication"):
-        hint = f"No medication order whose drug name contains '{args['medication']}' for this patient up to the current date."
+        hint = (
+            f"No medication order whose drug name contains '{args['medication']}' for this "
+            "patient up to the current date."
+        )
     return bundle(out, total, hint)
 
 
-def _with_status(ctx: ToolContext, sid: int, where: Where, status: str, window: Window,
-                 discharged: dict[Any, dt.datetime]) -> None:
+def _with_status(
+    ctx: ToolContext,
+    sid: int,
+    where: Where,
+    status: str,
+    window: Window,
+    discharged: dict[Any, dt.datetime],
+) -> None:
     """Keep in ``where`` the orders ``_rx_status`` gives ``status`` (the total counts all of
     them): active by the stop time alone (and the session's discharge time); stopped or
     completed also by the order's first pharmacy status (``first_non_null``), read from the
@@ -257,19 +271,29 @@ def _dose(details: list[dict[str, Any]] | None) -> dict[str, Any]:
     a 25 mg and a 50 mg tablet of one 75 mg dose) summed over the first component's unit, each
     listed in ``components``; the route of the first component that records one. All None when
     the administration has no dose given."""
-    parts = sorted((d for d in details or () if d["dose_given"] is not None
-                    and d["parent_field_ordinal"] is not None),
-                   key=lambda d: d["parent_field_ordinal"])
-    out: dict[str, Any] = {"dose_given": None, "dose_given_unit": None, "route": None,
-                           "components": []}
+    parts = sorted(
+        (
+            d
+            for d in details or ()
+            if d["dose_given"] is not None and d["parent_field_ordinal"] is not None
+        ),
+        key=lambda d: d["parent_field_ordinal"],
+    )
+    out: dict[str, Any] = {
+        "dose_given": None,
+        "dose_given_unit": None,
+        "route": None,
+        "components": [],
+    }
     routed = [d["route"] for d in parts if d["route"] is not None]
     out["route"] = routed[0] if routed else None
     if not parts:
         return out
     unit = parts[0]["dose_given_unit"]
     out["dose_given_unit"] = unit
-    out["components"] = [" ".join(str(x) for x in (d["dose_given"], d["dose_given_unit"]) if x)
-                         for d in parts]
+    out["components"] = [
+        " ".join(str(x) for x in (d["dose_given"], d["dose_given_unit"]) if x) for d in parts
+    ]
     values = [fhir.as_number(d["dose_given"]) for d in parts if d["dose_given_unit"] == unit]
     if len(parts) == 1 or any(v is None for v in values):
         out["dose_given"] = parts[0]["dose_given"]
@@ -374,7 +398,8 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     for d in rows(ctx, "emar_detail", sid, given_dose.among("emar_id", shown, "VARCHAR")):
         details.setdefault(d["emar_id"], []).append(d)
     out = [
-        _icu_administration(r, sid, window) if r["icu"]
+        _icu_administration(r, sid, window)
+        if r["icu"]
         else _emar_administration({**r, **_dose(details.get(r["emar_id"]))}, sid)
         for r in found
     ]
@@ -422,17 +447,23 @@ def _icu_administration(r: dict[str, Any], sid: int, window: Window) -> dict[str
     method = str(r["ordercategorydescription"] or "")
     amount = None if running else fhir.as_number(r["amount"])
     rate = fhir.as_number(r["rate"])
-    parts = [f"{amount:g} {r['amountuom'] or ''}".strip() if amount is not None else "",
-             f"at {rate:g} {r['rateuom'] or ''}".strip() if rate is not None else "", method]
+    parts = [
+        f"{amount:g} {r['amountuom'] or ''}".strip() if amount is not None else "",
+        f"at {rate:g} {r['rateuom'] or ''}".strip() if rate is not None else "",
+        method,
+    ]
     label = r["label"]
     return {
         "resourceType": "MedicationAdministration",
-        "id": fhir.stable_id("icu", sid, r["stay_id"], r["orderid"], r["itemid"], text(r["starttime"])),
+        "id": fhir.stable_id(
+            "icu", sid, r["stay_id"], r["orderid"], r["itemid"], text(r["starttime"])
+        ),
         "status": status,
         "category": {"text": r["ordercategoryname"]} if r["ordercategoryname"] else None,
         "medicationCodeableConcept": {
-            "coding": [{"system": "mimic-iv/d_items", "code": str(r["itemid"]),
-                        "display": label}] if label else None,
+            "coding": [{"system": "mimic-iv/d_items", "code": str(r["itemid"]), "display": label}]
+            if label
+            else None,
             "text": label or f"(ICU item {r['itemid']})",
         },
         "subject": fhir.patient_ref(sid),
@@ -442,7 +473,8 @@ def _icu_administration(r: dict[str, Any], sid: int, window: Window) -> dict[str
             "end": None if running else fhir.fhir_datetime(text(r["endtime"])),
         },
         "note": [{"text": f"ICU ({r['statusdescription']})"}]
-        if r["statusdescription"] and not running else [{"text": "ICU (running)"}],
+        if r["statusdescription"] and not running
+        else [{"text": "ICU (running)"}],
         "dosage": {
             "text": " ".join(p for p in parts if p) or None,
             "method": {"text": method} if method else None,

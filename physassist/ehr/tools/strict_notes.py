@@ -126,8 +126,10 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     hint = None
     if not total and wanted:
         hint = (
-            f"No report of type '{args['report_type']}' for this patient. Types understood: x-ray, CT, MRI, "
-            "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, wound)."
+            f"No report of type '{args['report_type']}' for this patient. Types understood: x-ray, "
+            "CT, MRI, "
+            "ultrasound, echo, radiology, or microbiology (culture, blood, urine, sputum, csf, "
+            "wound)."
         )
     return bundle([make() for _, make in reports[:REPORT_LIMIT]], total, hint)
 
@@ -152,9 +154,7 @@ def micro_report(s: Specimen, sid: int) -> dict[str, Any]:
     """One specimen as a report: its tests' results (pending ones named as pending), the
     antibiotics tested on each isolate, the resistances and flags; the tests themselves are
     ``contained`` Observations (as ``Observation.search`` gives them)."""
-    tests = [
-        micro_observation(s, t, i, sid) for t in s.tests for i in (t.isolates or (None,))
-    ]
+    tests = [micro_observation(s, t, i, sid) for t in s.tests for i in (t.isolates or (None,))]
     return {
         "resourceType": "DiagnosticReport",
         "id": fhir.safe_id(f"micro-{s.specimen_id}"),
@@ -213,7 +213,9 @@ def _micro_lines(s: Specimen) -> list[str]:
         reported = f" (reported {text(t.reported)})"
         if not t.isolates:
             rejected = " [test cancelled / specimen rejected]" if t.rejected else ""
-            lines.append(f"{t.name}{kind}: {t.comment or 'no organism reported'}{rejected}{reported}")
+            lines.append(
+                f"{t.name}{kind}: {t.comment or 'no organism reported'}{rejected}{reported}"
+            )
         for i in t.isolates:
             lines.append(f"{t.name}{kind}: {describe(i)}{reported}")
             lines += [f"  {x.antibiotic}: {x.text}" for x in i.susceptibilities]

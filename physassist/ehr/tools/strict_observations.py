@@ -57,7 +57,8 @@ from .strict_common import (
 
 #: The microbiology columns ``micro_rows``' callers read (here and ``DiagnosticReport.search``).
 MICRO_COLUMNS = ("hadm_id", "micro_specimen_id", "chartdate", "charttime", "spec_type_desc", "test_seq",
-                 "storedate", "storetime", "test_itemid", "test_name", "org_name", "isolate_num", "ab_name",
+                 "storedate", "storetime", "test_itemid", "test_name", "org_name", "isolate_num",
+                 "ab_name",
                  "dilution_text", "interpretation", "comments")  # fmt: skip
 #: What a pending result says.
 PENDING_NOTE = "result pending: not reported yet"
@@ -303,8 +304,10 @@ def micro_where(
             "("
             + " OR ".join(Where.IN.format(k, "VARCHAR") for k in _MICRO_TEXT)
             + f" OR ({Where.IN.format('org_name', 'VARCHAR')} AND {when_sql} <= ?))",
-            lambda r: any(contains(r[k], needle) for k in _MICRO_TEXT)
-            or (contains(r["org_name"], needle) and known(when(r), window.cutoff)),
+            lambda r: (
+                any(contains(r[k], needle) for k in _MICRO_TEXT)
+                or (contains(r["org_name"], needle) and known(when(r), window.cutoff))
+            ),
             *names,
             organisms,
             window.cutoff or _NEVER,
@@ -359,8 +362,20 @@ def micro_observation(
     (pending, rejected, kind, flags, resistance, origin) as notes and as extensions."""
     organism = isolate.organism if isolate is not None else None
     number = isolate.number if isolate is not None and isolate.number is not None else 0
-    status = "registered" if test.pending else "cancelled" if test.rejected and not test.isolates else "final"
-    notes = [PENDING_NOTE] if test.pending else ["test cancelled / specimen rejected"] if test.rejected else []
+    status = (
+        "registered"
+        if test.pending
+        else "cancelled"
+        if test.rejected and not test.isolates
+        else "final"
+    )
+    notes = (
+        [PENDING_NOTE]
+        if test.pending
+        else ["test cancelled / specimen rejected"]
+        if test.rejected
+        else []
+    )
     if not test.culture:
         notes.append(f"{KIND_NAMES[test.kind]}, not a culture")
     codes = [fhir.extension("microbiology-test-kind", valueCode=test.kind)]
@@ -368,13 +383,17 @@ def micro_observation(
         codes.append(fhir.extension("microbiology-organism", valueString=isolate.organism))
         notes += [RESISTANCE_NAMES[r] for r in isolate.resistance]
         notes += [FLAG_NOTES[f] for f in isolate.flags if f in FLAG_NOTES]
-        codes += [fhir.extension("microbiology-resistance", valueCode=r) for r in isolate.resistance]
+        codes += [
+            fhir.extension("microbiology-resistance", valueCode=r) for r in isolate.resistance
+        ]
         codes += [fhir.extension("microbiology-flag", valueCode=f) for f in isolate.flags]
     if specimen.origin:
         notes.append(ORIGIN_NOTE[specimen.origin])
         codes.append(fhir.extension("specimen-origin", valueCode=specimen.origin))
     if test.reported is not None:
-        codes.append(fhir.extension("reported", valueDateTime=fhir.fhir_datetime(text(test.reported))))
+        codes.append(
+            fhir.extension("reported", valueDateTime=fhir.fhir_datetime(text(test.reported)))
+        )
     value = None if test.pending else organism or test.comment or "No organism reported"
     return {
         **fhir.observation(
