@@ -36,20 +36,45 @@ USAGE = ModelUsage(input_tokens=50, output_tokens=20, total_tokens=70)
 LLM = JudgeSettings("llm", "gold_answer")
 
 
+SAMPLE_SESSIONS = Path(__file__).resolve().parents[2] / "data" / "sample" / "sessions"
+
+
+def _slice() -> tuple[str, int, list[int]]:
+    """The sample's first (scenario, tier) whose first session has no Write/Update turn (every
+    turn judged item by item), and its rubric sizes: read from the sessions, so the hand
+    computations below follow a rebuilt sample."""
+    for path in sorted(SAMPLE_SESSIONS.glob("*.jsonl")):
+        firsts: dict[int, dict] = {}
+        for line in path.read_text().splitlines():
+            session = json.loads(line)
+            firsts.setdefault(session["difficulty_level"], session)
+        for tier, session in sorted(firsts.items()):
+            if not {"write", "mixed"} & set(session["tool_sources"]):
+                return path.stem, tier, [len(r) for r in session["rubrics"]]
+    raise AssertionError(f"every first session of {SAMPLE_SESSIONS} writes")
+
+
+SCENARIO, TIER, SIZES = _slice()
+
+
 @pytest.fixture(scope="module")
 def source_log(tmp_path_factory) -> Path:
-    """The baseline agent on session treatment_response_0_L1 (rubrics of 3, 3, 3, 4 items; no
-    Write/Update turn), judged by rules."""
+    """The baseline agent on the first session of ``_slice()``, judged by rules."""
     from physassist.agents import provider  # noqa: F401  (registers physassist/baseline)
     from tasks.physassistbench import physassistbench
 
-    task = physassistbench(scenarios=["treatment_response"], tiers=[1])
+    task = physassistbench(scenarios=[SCENARIO], tiers=[TIER])
     log_dir = tmp_path_factory.mktemp("logs")
     [log] = inspect_eval(
         task, model="physassist/baseline", limit=1, log_dir=str(log_dir), display="none"
     )
     assert log.status == "success"
     return Path(log.location)
+
+
+def expected(rule) -> list[bool]:
+    """What a scripted grader following ``rule`` passes, item by item, over ``SIZES``."""
+    return [rule(i, n) for n in SIZES for i in range(1, n + 1)]
 
 
 def _reply(passes: list[bool]) -> ModelOutput:
@@ -103,7 +128,7 @@ def test_rules_rescore_reproduces_the_scores(source_log):
     assert summarize(after_turns, n_boot=200) == summarize(before_turns, n_boot=200)
     m = compare(before_items, item_table(new), before_turns, after_turns)
     assert m["agreement.kappa"] == 1.0 and m["agreement.items"] == 100.0
-    assert m["agreement.items_compared"] == 13  # nothing re-generated: the same 13 items
+    assert m["agreement.items_compared"] == sum(SIZES)  # nothing re-generated: the same items
     # the turns the agent produced are untouched: same store, same answers
     old = read_eval_log(str(source_log)).samples[0].store[TURNS_KEY]
     assert new.samples[0].store[TURNS_KEY] == old
@@ -117,15 +142,20 @@ def test_two_scripted_graders_give_the_hand_computed_kappa_and_alpha(source_log)
         read_eval_log(str(source_log)), LLM, [0.6, 0.75], roles={"grader": grader(odd_and_one)}
     )
     items_a, items_b = item_table(a), item_table(b)
-    assert items_a["passed"].tolist() == [True, True, False] * 3 + [True, True, False, False]
-    # 3-item turns: A = TTF, B = TFT (agree on item 1); 4-item turn: A = TTFF, B = TFTF
-    # (items 1, 4). p_o = 5/13; both pass 8/13 -> p_e = (8/13)^2 + (5/13)^2 = 89/169;
-    # kappa = (65-89)/(169-89) = -0.3
+    pa, pb = expected(first_two), expected(odd_and_one)
+    assert items_a["passed"].tolist() == pa and items_b["passed"].tolist() == pb
+    # by hand: Cohen's kappa from each grader's own marginals; Krippendorff's nominal alpha from
+    # the coincidences (every disagreeing item adds one T-F and one F-T pair)
+    units, agree = len(pa), sum(x == y for x, y in zip(pa, pb, strict=True))
+    ta, tb = sum(pa) / units, sum(pb) / units
+    p_e = ta * tb + (1 - ta) * (1 - tb)
+    kappa = (agree / units - p_e) / (1 - p_e)
+    n, n_t = 2 * units, sum(pa) + sum(pb)
+    alpha = 1 - (n - 1) * 2 * (units - agree) / (2 * n_t * (n - n_t))
     m = compare(items_a, items_b, turn_table(a), turn_table(b))
-    assert m["agreement.kappa"] == pytest.approx(-0.3)
-    # coincidences o_TT = 8, o_FF = 2, o_TF = o_FT = 8; n_T = 16, n_F = 10: 1 - 25*16/320 = -0.25
-    assert m["agreement.alpha"] == pytest.approx(-0.25)
-    assert panel({"a": items_a, "b": items_b})["agreement.judges.alpha"] == pytest.approx(-0.25)
+    assert m["agreement.kappa"] == pytest.approx(kappa)
+    assert m["agreement.alpha"] == pytest.approx(alpha)
+    assert panel({"a": items_a, "b": items_b})["agreement.judges.alpha"] == pytest.approx(alpha)
     assert summarize(turn_table(a))["judge_unparseable_rate"] == 0.0
 
 
@@ -156,9 +186,12 @@ def test_panel_takes_the_majority_and_leaves_ties_unscored(source_log):
     ]
     new = rescore_log(log, JudgeSettings("panel", "gold_answer"), [0.6], roles={"grader": graders})
     turns = turn_table(new)
-    # T0, T2: votes TTT, TFT, FTT -> all pass; T3 adds item 4 FFF -> 3/4. T1: the third grader
-    # did not parse, so item 2 is T vs F: a tie, undecided, and the turn is unscored.
-    assert turns["score"].tolist()[0] == 1.0 and turns["score"].tolist()[2:] == [1.0, 0.75]
+    # items 1-3 vote TTT, TFT, FTT -> pass; items 4+ FFF -> fail: a turn of n items scores
+    # min(3, n) / n. T1: the third grader did not parse, so item 2 is T vs F: a tie, undecided,
+    # and the turn is unscored.
+    scores = [min(3, n) / n for n in SIZES]
+    assert turns["score"].tolist()[0] == scores[0]
+    assert turns["score"].tolist()[2:] == pytest.approx(scores[2:])
     assert turns["status"].tolist()[1] == "undecided" and math.isnan(turns["score"].tolist()[1])
     reasons = [
         i["reason"]
