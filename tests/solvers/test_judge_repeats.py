@@ -59,7 +59,8 @@ def _reply(text: str) -> ModelOutput:
 
 
 def changing_grader(garbage_after_first: str | None = None):
-    """Call k passes the first k mod 3 items... of each rubric: verdicts differ between calls.
+    """Call k passes the first (k mod 3 + 1) thirds of each rubric's items (of 3 items: 1, 2,
+    3), so the turn's score differs between calls at any rubric size.
     With ``garbage_after_first``, every call on that question after the first answers prose."""
     calls = itertools.count()
     seen: dict[str, int] = {}
@@ -76,7 +77,8 @@ def changing_grader(garbage_after_first: str | None = None):
             json.dumps(
                 {
                     "items": [
-                        {"id": i, "pass": i <= k + 1, "reason": "scripted"} for i in range(1, n + 1)
+                        {"id": i, "pass": 3 * i <= (k + 1) * n, "reason": "scripted"}
+                        for i in range(1, n + 1)
                     ]
                 }
             )
