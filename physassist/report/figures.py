@@ -71,7 +71,8 @@ def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
     floors, shown = runs[model.isin(lines)], runs[~model.isin(lines)]
     mrs = _col(shown, "mrs")
     low, high = _col(shown, "mrs_ci_low"), _col(shown, "mrs_ci_high")
-    err = np.vstack([np.nan_to_num(mrs - low), np.nan_to_num(high - mrs)])
+    # clipped: a bootstrap interval over sessions need not hold the turn-level point estimate
+    err = np.vstack([np.nan_to_num(mrs - low).clip(0), np.nan_to_num(high - mrs).clip(0)])
     labels = _labels(shown)
     fig = _figure(8, _rows_height(labels, 0.12) + 1.6)
     ax = fig.add_subplot()
@@ -144,7 +145,9 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
         xerr = None
         if subtype == "all" and intervals is not None:
             low, high = intervals
-            xerr = np.vstack([np.nan_to_num(delta - low), np.nan_to_num(high - delta)])
+            xerr = np.vstack(
+                [np.nan_to_num(delta - low).clip(0), np.nan_to_num(high - delta).clip(0)]
+            )
         ax.barh(y, np.nan_to_num(delta), color=colours, xerr=xerr, capsize=3)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_title(
