@@ -278,7 +278,7 @@ class Time:  # joblib's wait for its jobs, in a library that catches the first i
         return getattr(time, name)
 
 joblib.parallel.time = Time()
-main()
+sys.exit(main())  # as the console script does
 """
 
 
@@ -461,7 +461,7 @@ def physassistbench(**args):
 
 tasks.physassistbench.physassistbench = physassistbench
 from physassist.cli.eval import main
-main()
+sys.exit(main())  # as the console script does
 """
 
 
