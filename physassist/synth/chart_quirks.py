@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from physassist.synth.catalog import LABS
 from physassist.synth.plan import SubjectPlan
 from physassist.synth.writer import Tables, conform
 
@@ -33,11 +34,12 @@ DRAW_AT = 4
 DRAW_BEFORE = dt.timedelta(hours=2)
 DRAW_ID_OFFSET = 8_000_000_000  # labevent_id / specimen_id offset of the contaminated rows
 #: itemid -> the contaminated value from the next draw's value (glucose from a dextrose line).
+GLUCOSE = LABS["glu"].itemid
 CONTAMINATED: dict[int, Callable[[float], float]] = {
-    50931: lambda v: round(v * 8.0),
-    50882: lambda v: 45.0,
-    50971: lambda v: round(v * 0.55, 1),
-    50902: lambda v: round(v * 0.8),
+    GLUCOSE: lambda v: round(v * 8.0),
+    LABS["hco3"].itemid: lambda v: 45.0,
+    LABS["k"].itemid: lambda v: round(v * 0.55, 1),
+    LABS["cl"].itemid: lambda v: round(v * 0.8),
 }
 
 
@@ -108,7 +110,7 @@ def contaminated_draws(labevents: pa.Table, plans: list[SubjectPlan]) -> pa.Tabl
     added = []
     for hadm in sorted(by_hadm):
         mine = by_hadm[hadm]
-        times = sorted({r["charttime"] for r in mine if r["itemid"] == 50931})
+        times = sorted({r["charttime"] for r in mine if r["itemid"] == GLUCOSE})
         if len(times) < 3:
             continue
         after = times[-2]  # a draw with one before it and one after it
