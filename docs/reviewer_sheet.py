@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 
 from generation.builder import build_sessions
+from generation.builder.answers import RESPONSE_KINDS, SIGNAL_KINDS
 from physassist.lab_artifacts import spikes
 
 DOCS = Path(__file__).resolve().parent
@@ -47,15 +48,7 @@ TABLES = (
 )
 SERIES_SHOWN = 6  # lab rows shown per series: the newest ones, plus the first, peak and nadir
 #: Turn kinds a session of these scenarios is built on (the chart's signal or response).
-SIGNAL_KINDS = (
-    "drug_lab_safety",
-    "duplicate_therapy",
-    "duplicate_class",
-    "interaction",
-    "anticoag_bridge",
-    "abx_response",
-    "treatment_effect",
-)
+BUILT_ON = tuple(sorted({"drug_lab_safety", *SIGNAL_KINDS, *RESPONSE_KINDS}))
 
 
 def _connect(source: Path) -> duckdb.DuckDBPyConnection:
@@ -225,7 +218,7 @@ def _session(con: duckdb.DuckDBPyConnection, e: dict[str, Any]) -> list[str]:
         [e["hadm_id"]],
     ).fetchone()
     intents = e.get("session_plan", {}).get("turn_intents", [])
-    built_on = [i for i in intents if i.startswith(SIGNAL_KINDS)]
+    built_on = [i for i in intents if i.startswith(BUILT_ON)]
     outcome = "died" if adm[5] or str(adm[6]) == "1" else f"discharged to {adm[4]}"
     fit = (
         ("built on " + "; ".join(built_on))
