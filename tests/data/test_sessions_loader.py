@@ -28,7 +28,7 @@ from physassist.data import (
     save_sessions,
     turns_frame,
 )
-from physassist.data.folder import FolderError
+from physassist.data.folder import HASHES, MANIFEST, FolderError
 from physassist.data.hf import sessions_to_dataset
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.vocab import SCENARIOS
@@ -279,3 +279,14 @@ def test_a_built_folder_is_checked_against_its_manifest_however_it_is_named(
     shutil.copy(out / "med_safety.jsonl", out / "extra.jsonl")
     with pytest.raises(FolderError, match="extra.jsonl was not built with it"):
         load_sessions(source)
+
+
+def test_a_manifest_whose_hashes_are_damaged_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "sessions"
+    shutil.copytree(SAMPLE_SESSIONS, out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    (out / MANIFEST).write_text(json.dumps({**manifest, HASHES: sorted(manifest[HASHES])}))
+    with pytest.raises(FolderError, match=f"{HASHES} is not a mapping"):
+        load_sessions(out)
+    (out / MANIFEST).write_text(json.dumps({"name": "another tool's manifest"}))
+    assert len(load_sessions(out)) == 36  # no hashes of ours: read as it is
