@@ -257,3 +257,19 @@ def test_sample_strict_shows_results_from_their_report_time_and_pending_specimen
 ) -> None:
     seen = sweep(sample_store, fx.SAMPLE)
     assert seen["stays"] >= 60 and seen["labs pending"] > 0 and seen["tests pending"] > 0, seen
+
+
+def test_a_report_time_of_another_type_is_raised_not_read_as_never_reported() -> None:
+    """A store whose time columns do not hold the declared types is a fault (``call_tool``
+    makes it a SystemFault), never every result shown as pending."""
+    from physassist.ehr.tools.reported import reported_at, stays
+
+    when = dt.datetime(2150, 1, 2, 8)
+    get = reported_at("microbiologyevents", True)[1]
+    assert get({"storetime": None, "storedate": when.date()}) == dt.datetime.combine(
+        when.date(), dt.time.max
+    )
+    with pytest.raises(TypeError, match="got str '2150-01-02 08:00:00'"):
+        get({"storetime": str(when), "storedate": None})
+    with pytest.raises(TypeError, match="got str"):
+        stays([{"hadm_id": 1, "admittime": str(when), "dischtime": None, "edregtime": None}])
