@@ -133,7 +133,9 @@ def test_a_slow_endpoint_shows_progress_within_30_s_with_the_default_interval(tm
     the run's first call: the command's start-up is ~5 s, ~20 s on a machine loaded 5x)."""
     with _oracle(latency=20.0) as server:
         run = Running(_eval(tmp_path, server.base_url), cwd=tmp_path, env=KEY)
-        run.wait_for(lambda out: any(line.startswith("sessions ") for _, line in out), timeout=90)
+        # the line and the call it speaks of (on a loaded machine the client can count a call in
+        # flight seconds before the server's handler runs)
+        run.until(lambda: bool(server.log) and bool(run.lines("sessions ")), timeout=90)
         run.proc.send_signal(signal.SIGTERM)
         code = run.finish(timeout=150)
         first_call = server.log[0].started - run.start
