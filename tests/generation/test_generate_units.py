@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from generation.builder.arcs import CR, DG, IL, WU
 from generation.pipeline.answer import check_format, evidence, lab_values
-from generation.pipeline.gates import plan_rule_problems
+from generation.pipeline.gates import GateFailure, GateStats, gate3, plan_rule_problems
 from generation.pipeline.llm import AgentOutputError, parse_object
 from generation.pipeline.planner import PlanTurn, parse_plan
 from generation.pipeline.questions import choose_subtype, settle
@@ -58,6 +59,27 @@ def test_gate1_rules() -> None:
     )
     assert any("not the session" in p for p in plan_rule_problems(turn(IL), [obs(8)], 7))
     assert any("write tool" in p for p in plan_rule_problems(turn(WU, "write"), [], 7))
+
+
+def test_a_checker_call_that_raises_is_a_fault_not_a_rejection() -> None:
+    """A provider outage (or our own bug) in the checker's call ends the slot as an error,
+    like every other stage's; only an off-format reply is a gate verdict."""
+
+    class Outage:
+        async def ask(self, role: str, kind: str, payload: dict[str, object]) -> dict[str, object]:
+            raise RuntimeError("provider outage")
+
+    class OffFormat:
+        async def ask(self, role: str, kind: str, payload: dict[str, object]) -> dict[str, object]:
+            raise AgentOutputError(f"{kind}: reply is not JSON")
+
+    stats = GateStats()
+    with pytest.raises(RuntimeError, match="provider outage"):
+        asyncio.run(gate3(Outage(), "q", "a", [], [], stats))  # type: ignore[arg-type]  # a fake Caller
+    assert stats.checked["gate3"] == stats.failed["gate3"] == 0
+    with pytest.raises(GateFailure, match="checker error: clinical_check: reply is not JSON"):
+        asyncio.run(gate3(OffFormat(), "q", "a", [], [], stats))  # type: ignore[arg-type]  # a fake Caller
+    assert stats.checked["gate3"] == stats.failed["gate3"] == 1
 
 
 def test_plan_rules() -> None:
