@@ -318,3 +318,14 @@ def test_evidence_carries_the_record_at_the_cutoff() -> None:
         and ev[0]["record"]["peak"]["value"] == "210.0"
     )
     assert ev[1]["record"]["current_scheduled_order"] is None
+
+
+def test_the_line_that_ends_generate_masks_a_secret(monkeypatch, capsys) -> None:
+    from generation.cli import _stop
+    from physassist import redaction
+
+    monkeypatch.setattr(redaction, "_remembered", {"sk-generate-7b3e1f0a"})
+    with pytest.raises(SystemExit) as ended:
+        _stop("error: header sk-generate-7b3e1f0a refused", 2)
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == "physassist-generate: error: header *** refused\n"
