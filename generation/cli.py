@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 import hydra
 from omegaconf import DictConfig
@@ -165,6 +165,12 @@ def summary(manifest: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _stop(line: str, code: int) -> NoReturn:
+    """End the command with one line on stderr, masked (an error may quote a secret)."""
+    print(f"physassist-generate: {redaction.scrub(line)}", file=sys.stderr)
+    raise SystemExit(code)
+
+
 @hydra.main(config_path=str(conf_dir()), config_name="generate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     from generation.run import GenerationFailed, Interrupted
@@ -186,25 +192,20 @@ def _hydra_main(cfg: DictConfig) -> None:
             if isinstance(exc, Interrupted)
             else ""
         )
-        print(f"physassist-generate: {signals.reason()}; nothing written{kept}", file=sys.stderr)
-        raise SystemExit(signals.exit_code()) from None
+        _stop(f"{signals.reason()}; nothing written{kept}", signals.exit_code())
     except ConfigError as exc:
         signals.interrupt_instead(exc)
-        print(f"physassist-generate: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        _stop(f"error: {exc}", 2)
     except (
         EndpointError,
         EndpointDown,
     ) as exc:  # a system fault: before any run, or the run FAILED
-        print(f"physassist-generate: fault: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_FAULTS) from None
+        _stop(f"fault: {exc}", EXIT_FAULTS)
     except (SessionFormatError, GenerationFailed) as exc:
-        print(f"physassist-generate: error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
+        _stop(f"error: {exc}", 1)
     print(summary(manifest))
     if manifest.get("tracking_error"):
-        print(f"physassist-generate: {manifest['tracking_error']}", file=sys.stderr)
-        raise SystemExit(3)
+        _stop(manifest["tracking_error"], 3)
 
 
 def main() -> int:

@@ -318,5 +318,7 @@ class _Tracked:
                 run_id=self.run_id,
             )
         except Exception as exc:  # noqa: BLE001 - the sessions are written; tracking must not lose them
-            return f"MLflow logging failed: {str(exc).splitlines()[0] if str(exc) else repr(exc)}"
+            from physassist.tracking.mlflow_store import error_line
+
+            return f"MLflow logging failed: {error_line(exc)}"
         return None

@@ -53,13 +53,15 @@ class EndpointDown(SystemFault):
 
 
 def cause(exc: BaseException | None) -> str:
-    """What failed, in a few words: the HTTP status, or the error's type and first words."""
+    """What failed, in a few words: the HTTP status, or the error's type and first words; no
+    secret (a provider's error may quote a header it was sent)."""
     from physassist.faults import describe
+    from physassist.redaction import scrub
 
     if exc is None or not isinstance(exc, Exception):
         return "no answer within the attempt's time limit"
     status = getattr(exc, "status_code", None)
-    text = describe(exc, limit=160)
+    text = scrub(describe(exc, limit=160))
     return f"HTTP {status} ({text})" if status else text
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from generation.builder import facts as F
-from physassist.calls import EndpointDown
 from physassist.vocab import CLINICAL_REASONING as CR
 from physassist.vocab import DATA_GATHERING as DG
 from physassist.vocab import INFORMATION_LOOKUP as IL
@@ -133,12 +132,12 @@ async def _verdict(
     passes: Callable[[dict[str, Any]], bool],
     key: str,
 ) -> tuple[bool, str]:
-    """(passed, reason); an exception or a reply without ``key`` is a FAIL."""
+    """(passed, reason); an off-format reply (or a model error) or one without ``key`` is a
+    FAIL. A raised call (a provider outage, ``EndpointDown``, our own bug) is a fault, not a
+    verdict: it ends the slot, as it does at every other stage."""
     try:
         reply = await caller.ask("checker", kind, payload)
-    except EndpointDown:  # the run gave up on the checker's endpoint: it ends
-        raise
-    except Exception as exc:  # noqa: BLE001 - any checker failure rejects the attempt
+    except AgentOutputError as exc:
         return False, f"checker error: {exc}"
     if key not in reply:
         return False, f"checker reply lacks {key!r}"

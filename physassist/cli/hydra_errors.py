@@ -225,8 +225,10 @@ def reported(entry: Callable[[], Any], program: str = "physassist-eval") -> Any:
             raise
         print(f"{program}: error: {one_line(exc, program)}", file=sys.stderr)
         raise SystemExit(2) from None
-    except JobFailed as exc:
-        print(f"{program}: error: {exc}", file=sys.stderr)
+    except JobFailed as exc:  # after the config was read: masked (an error may quote a secret)
+        from physassist.redaction import scrub
+
+        print(f"{program}: error: {scrub(str(exc))}", file=sys.stderr)
         raise SystemExit(exc.code) from None
     except (OSError, ValueError) as exc:
         # Hydra's output dir (.hydra/*.yaml, the job log) on a full disk, not writable or no

@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from physassist import redaction
 from physassist.tracking.mlflow_store import TrackingError
 
 if TYPE_CHECKING:  # the command's process never imports MLflow: these are for the checker only
@@ -84,6 +85,9 @@ WARM_FOR_PLOTS = (
     "PIL.PngImagePlugin",
 )
 _spare: Agent | None = None  # started by ``prestart``, for the command's first run
+#: The operation that hands the agent the command's secret values (``redaction.remember``), so
+#: what it writes (tags, a run's end reason, its log records, its one-line errors) masks them.
+REMEMBER = "remember"
 
 #: How a run's figures are drawn: (turns, out_dir, taus, title) -> the wait for their files.
 Draw = Callable[["pd.DataFrame", Path, Sequence[float], str], Callable[[], list[Path]]]
@@ -124,6 +128,7 @@ class Agent:
         self._answered = threading.Condition()
         self._next = 0
         self._gone = False
+        self._told: frozenset[str] = frozenset()  # the secrets it was given (``REMEMBER``)
         threading.Thread(target=self._collect, name="physassist-agent-replies", daemon=True).start()
 
     @classmethod
@@ -183,6 +188,10 @@ class Agent:
     def _send(self, operation: str, args: tuple[Any, ...], number: int = -1) -> None:
         try:
             with self._lock:
+                secrets = redaction.remembered()
+                if secrets - self._told:  # learnt after it started: before what it writes next
+                    _write(self._requests, (-1, REMEMBER, (sorted(secrets - self._told),)))
+                    self._told = secrets
                 _write(self._requests, (number, operation, args))
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise TrackingError(f"the tracking process ended (exit {self._proc.poll()})") from exc
@@ -421,12 +430,15 @@ def serve(reply_fd: int, role: str = "tracking") -> None:
     failed: str | None = None  # a posted operation's failure, for the next call's answer
     while (frame := inbox.get()) is not _GONE:
         number, operation, args = frame
+        if operation == REMEMBER:
+            redaction.remember(*args)
+            continue
         try:
             ok, value = True, getattr(session, operation)(*args)
         except Exception as exc:  # noqa: BLE001 - every failure is answered, in one line
             from physassist.tracking.mlflow_store import error_line
 
-            ok, value = False, f"{operation}: {error_line(exc)}"
+            ok, value = False, redaction.scrub(f"{operation}: {error_line(exc)}")
         if number < 0:
             failed = failed or (None if ok else value)
             continue

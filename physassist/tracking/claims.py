@@ -245,7 +245,7 @@ def live_children(tracker: Tracker, sweep_id: str) -> list[Run]:
 
 def end_run(tracker: Tracker, run_id: str, status: str, reason: str) -> None:
     """End ``run_id`` ``status`` (KILLED, FAILED) with ``reason`` in its end tag."""
-    tracker.set_tags(run_id, {END_TAG: reason[:5000]})
+    tracker.set_tags(run_id, {END_TAG: reason})  # masked and cut as every tag (set_tags)
     tracker.terminate(run_id, status)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pandas as pd
 
+from physassist import redaction
 from physassist.tracking.inputs import RunInput
 from physassist.tracking.mlflow_store import (
     TrackingError,
@@ -359,7 +360,7 @@ class Tracker:
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         from mlflow.entities import RunTag
 
-        batch = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
+        batch = [RunTag(k, _tag_value(v)) for k, v in tags.items()]
         self._write(lambda: self.client.log_batch(run_id, tags=batch))
 
     def terminate(self, run_id: str, status: str) -> None:
@@ -477,6 +478,7 @@ class Tracker:
         all_tags = {KIND_TAG: "job", RUN_NAME_TAG: run_name, **tags}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
+        all_tags = {k: _tag_value(v) for k, v in all_tags.items()}
         if run_id is None:
             run = self._write(
                 lambda: self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
@@ -491,7 +493,7 @@ class Tracker:
             now = int(time.time() * 1000)
             batches = _batches(
                 [Param(k, v) for k, v in params.items() if k not in existing],
-                [RunTag(k, str(v)[:5000]) for k, v in all_tags.items()],
+                [RunTag(k, v) for k, v in all_tags.items()],
                 [_metric(k, v, now) for k, v in clean_metrics(metrics).items()],
             )
             for (
@@ -581,6 +583,12 @@ def open_tracker(
         artifact_root=tracking.artifact_root,
         retries=int(tracking.retries or 0) if retries is None else retries,
     )
+
+
+def _tag_value(value: Any) -> str:
+    """A tag's value as written: no secret (an end reason or an error may quote one), at most
+    MLflow's length."""
+    return redaction.scrub(str(value))[:5000]
 
 
 def _metric(key: str, value: float, timestamp: int | None = None) -> Metric:

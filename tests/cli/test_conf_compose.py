@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fixtures_tracking import CONF, compose
 from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf import DictConfig, OmegaConf
 
 from physassist.cli.config import (
     LEAST,
@@ -19,25 +20,23 @@ from physassist.cli.config import (
     resolve,
     task_args,
 )
+from physassist.cli.schema import EVAL_GROUPS
 from physassist.options import BY_KEY
 
-GROUPS = (
-    "model",
-    "judge",
-    "grounding",
-    "dataset",
-    "ehr",
-    "query",
-    "menu",
-    "observations",
-    "terminal",
-    "patient",
-    "history",
-    "language",
-    "tracking",
-    "inspect",
-    "prices",
-)
+
+def eval_groups() -> tuple[str, ...]:
+    """The groups ``conf/eval.yaml`` composes: its defaults list, read from the file."""
+    defaults = OmegaConf.load(CONF / "eval.yaml")["defaults"]
+    return tuple(
+        str(key)
+        for entry in defaults
+        if isinstance(entry, DictConfig)
+        for key, value in entry.items()
+        if value is not None and not str(key).startswith("override ")
+    )
+
+
+GROUPS = eval_groups()
 EXPERIMENTS = (
     "paper_main",
     "paper_explicit",
@@ -71,6 +70,10 @@ def data_overrides(group: str, tmp_path: Path) -> list[str]:
     if group == "dataset":
         return [f"dataset.source={tmp_path}", f"dataset.ehr_source={tmp_path}"]
     return []
+
+
+def test_the_schema_types_every_group_eval_composes() -> None:
+    assert GROUPS == EVAL_GROUPS
 
 
 def test_every_group_has_its_documented_options() -> None:

@@ -26,9 +26,11 @@ from fixtures_running import Running
 from fixtures_tracking import search_runs, store_uri
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+from physassist import redaction
 from physassist.agents.oracle import OracleAgent
-from physassist.calls import BREAK_AFTER, BREAK_S, Endpoint, _counts
+from physassist.calls import BREAK_AFTER, BREAK_S, Endpoint, _counts, cause
 from physassist.faults import EXIT_FAULTS, FAULT_TAG
+from physassist.redaction import MASK
 
 KEY = {"OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
 
@@ -202,3 +204,23 @@ def test_the_breaker_needs_failures_over_its_whole_window_and_ignores_a_refused_
         "model endpoint http://x/v1: every call failed for 20 s (4 attempts, none answered): "
         "HTTP 503"
     )
+
+
+def test_a_failure_that_quotes_a_secret_is_masked_in_the_retry_line_and_the_breaker(
+    monkeypatch,
+) -> None:
+    """A provider's error may quote a header it was sent (h11's "Illegal header value"): the
+    retry lines and the breaker's message (printed, and the run's fault tag) mask it."""
+    secret = "sk-header-value-5c1e9a7d"
+    monkeypatch.setattr(redaction, "_remembered", {secret})
+
+    class Failed(Exception):
+        status_code = 502
+
+    line = cause(Failed(f"Illegal header value b'Bearer {secret}'"))
+    assert line == f"HTTP 502 (Failed: Illegal header value b'Bearer {MASK}')"
+    endpoint = Endpoint("model endpoint http://x/v1")
+    for _ in range(BREAK_AFTER):
+        endpoint.failed(Failed(f"Illegal header value b'Bearer {secret}'"))
+    assert endpoint.breaks(endpoint.first + BREAK_S) and secret not in str(endpoint.down)
+    assert endpoint.down.endswith(line)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from generation.builder.arcs import CR, DG, IL, WU
 from generation.pipeline.answer import check_format, evidence, lab_values
-from generation.pipeline.gates import plan_rule_problems
+from generation.pipeline.gates import GateFailure, GateStats, gate3, plan_rule_problems
 from generation.pipeline.llm import AgentOutputError, parse_object
 from generation.pipeline.planner import PlanTurn, parse_plan
 from generation.pipeline.questions import choose_subtype, settle
@@ -58,6 +59,27 @@ def test_gate1_rules() -> None:
     )
     assert any("not the session" in p for p in plan_rule_problems(turn(IL), [obs(8)], 7))
     assert any("write tool" in p for p in plan_rule_problems(turn(WU, "write"), [], 7))
+
+
+def test_a_checker_call_that_raises_is_a_fault_not_a_rejection() -> None:
+    """A provider outage (or our own bug) in the checker's call ends the slot as an error,
+    like every other stage's; only an off-format reply is a gate verdict."""
+
+    class Outage:
+        async def ask(self, role: str, kind: str, payload: dict[str, object]) -> dict[str, object]:
+            raise RuntimeError("provider outage")
+
+    class OffFormat:
+        async def ask(self, role: str, kind: str, payload: dict[str, object]) -> dict[str, object]:
+            raise AgentOutputError(f"{kind}: reply is not JSON")
+
+    stats = GateStats()
+    with pytest.raises(RuntimeError, match="provider outage"):
+        asyncio.run(gate3(Outage(), "q", "a", [], [], stats))  # type: ignore[arg-type]  # a fake Caller
+    assert stats.checked["gate3"] == stats.failed["gate3"] == 0
+    with pytest.raises(GateFailure, match="checker error: clinical_check: reply is not JSON"):
+        asyncio.run(gate3(OffFormat(), "q", "a", [], [], stats))  # type: ignore[arg-type]  # a fake Caller
+    assert stats.checked["gate3"] == stats.failed["gate3"] == 1
 
 
 def test_plan_rules() -> None:
@@ -296,3 +318,14 @@ def test_evidence_carries_the_record_at_the_cutoff() -> None:
         and ev[0]["record"]["peak"]["value"] == "210.0"
     )
     assert ev[1]["record"]["current_scheduled_order"] is None
+
+
+def test_the_line_that_ends_generate_masks_a_secret(monkeypatch, capsys) -> None:
+    from generation.cli import _stop
+    from physassist import redaction
+
+    monkeypatch.setattr(redaction, "_remembered", {"sk-generate-7b3e1f0a"})
+    with pytest.raises(SystemExit) as ended:
+        _stop("error: header sk-generate-7b3e1f0a refused", 2)
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == "physassist-generate: error: header *** refused\n"

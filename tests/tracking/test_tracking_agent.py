@@ -16,9 +16,11 @@ import pytest
 from fixtures_tracking import compose, store_uri, tiny_task
 
 import physassist.cli.eval as ev
-from physassist import staging
+from physassist import redaction, staging
 from physassist.experiment import TrackingSettings
+from physassist.redaction import MASK
 from physassist.tracking.agent import Agent
+from physassist.tracking.claims import END_TAG
 from physassist.tracking.mlflow_store import TrackingError
 
 
@@ -170,3 +172,24 @@ def test_a_run_held_with_plots_has_a_plotter_until_it_ends(tmp_path: Path) -> No
     assert plotter is not None and plotter.alive
     session.end(claim.run_id, "KILLED", "interrupted (SIGTERM)")  # a signal: nothing drawn
     assert session.plotter is None and plotter._proc.poll() == 0
+
+
+def test_an_end_reason_that_quotes_a_secret_is_masked_in_the_run(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The agent starts before the command reads its config: the secrets it learns later reach
+    the agent before its next write, so a FAILED run's reason (an exception's text) masks them."""
+    secret = "sk-agent-secret-4f2a9c17"
+    monkeypatch.setattr(redaction, "_remembered", set())
+    uri = store_uri(tmp_path)
+    agent = Agent.start()
+    try:
+        agent.call("open", _settings(uri))
+        claim = agent.call("claim", "run", {}, None, None)
+        redaction.remember([secret])
+        agent.call("end", claim.run_id, "FAILED", f"ValueError: bad header {secret}")
+    finally:
+        agent.close()
+    run = mlflow.MlflowClient(uri).get_run(claim.run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.tags[END_TAG] == f"ValueError: bad header {MASK}"
