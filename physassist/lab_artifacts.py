@@ -145,8 +145,9 @@ def within_course(points: Sequence[Point], i: int) -> bool:
 def stands_apart(points: Sequence[Point], when: dt.datetime, label: str = "") -> bool:
     """Whether the value drawn at ``when`` breaks from both neighbours by :data:`PANEL` in the
     direction a bad draw predicts for ``label`` (down, or up for one of
-    :data:`RAISED_BY_BAD_DRAW`), is reversed by a next draw within :data:`REVERT` (back at least half way to the
-    draw before) and lies outside the rest of its course (the panel rule)."""
+    :data:`RAISED_BY_BAD_DRAW`), is reversed by a next draw within :data:`REVERT` (back at
+    least half way to the draw before) and lies outside the rest of its course (the panel
+    rule)."""
     for i in range(1, len(points) - 1):
         if points[i].time != when:
             continue
