@@ -627,7 +627,8 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
                         f"({icu_given} given) that compat cannot show"
                     )
-            for item in e["rubrics"][t]:
+            items = e["rubrics"][t] if "rubrics" in e else []
+            for item in items:
                 m = CALLED_SPURIOUS.match(item)
                 if m is None:
                     continue
@@ -674,8 +675,7 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 for kind, problem in _culture_lines(rec, answer):
                     out[kind].append(f"{where}: {problem}")
                 out["contaminated_cultures"] += [
-                    f"{where}: {problem}"
-                    for problem in _doubted_lines(rec, answer, e["rubrics"][t])
+                    f"{where}: {problem}" for problem in _doubted_lines(rec, answer, items)
                 ]
     out["repeats"] = _repeats(entries)
     return {k: out.get(k, []) for k in CATEGORIES}
