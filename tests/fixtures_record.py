@@ -14,7 +14,12 @@ else the end of ``storedate``; a row without one was never reported), and the st
 specimens include those without ``hadm_id`` drawn between ``edregtime`` (else ``admittime``)
 and ``dischtime``. ``reported_after`` counts a stated lab value or organism that was drawn by
 the cutoff but reported after it; ``culture_kinds`` a culture answer's specimen from which no
-culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test.
+culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test;
+``contaminated_cultures`` an organism whose laboratory comment reports contamination, mixed
+flora or uncertain significance, named without that caveat or required as the organism grown;
+``spurious_in_course`` a value called spurious that its own series reaches elsewhere;
+``known_cause_worked_up`` a severe cytopenia with a coded marrow disease sent to "look for the
+cause".
 
 Administrations are counted per order, as a nurse counts them: the eMAR events of the current
 order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
