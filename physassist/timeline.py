@@ -83,6 +83,7 @@ from physassist.lab_artifacts import (
     PANEL_SPIKES,
     spikes,
     stands_apart,
+    within_course,
 )
 
 #: A dose held or not given this close to discharge (or after it) is expected, not missed: the
@@ -247,14 +248,27 @@ class LabSeries:
         return min(self.confirmed, key=lambda p: (p.value, p.time.timestamp()))
 
 
+#: A laboratory comment on a grown isolate that doubts it: MIMIC-IV writes "Further incubation
+#: showed contamination with mixed skin/genital flora. Clinical significance of isolate(s)
+#: uncertain" on every row of an E. coli whose workup it discontinued. Such an isolate is not a
+#: pathogen to treat by its susceptibilities (IDSA 2019 asymptomatic bacteriuria guideline: a
+#: contaminated, mixed-flora urine is recollected, not treated).
+DOUBTED_COMMENT = re.compile(
+    r"contaminat|mixed (bacterial |skin|.{0,20}flora)|significance .{0,20}uncertain",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class Culture:
     """One microbiology specimen of the stay at the cutoff (``record``: its tests, pending or
-    reported, as the strict tools show them)."""
+    reported, as the strict tools show them; ``doubted``: its grown organisms whose laboratory
+    comment doubts them, :data:`DOUBTED_COMMENT`)."""
 
     specimen: str
     time: dt.datetime
     record: Specimen
+    doubted: frozenset[str] = frozenset()
 
     @property
     def organisms(self) -> tuple[str, ...]:
@@ -264,8 +278,11 @@ class Culture:
 
     @property
     def significant(self) -> tuple[Isolate, ...]:
-        """The isolates of clinical weight: no commensal flora, no possible contaminant."""
-        return tuple(i for i in self.record.isolates if i.significant)
+        """The isolates of clinical weight: no commensal flora, no possible contaminant, none
+        the laboratory's comment doubts."""
+        return tuple(
+            i for i in self.record.isolates if i.significant and i.organism not in self.doubted
+        )
 
     @property
     def pending(self) -> tuple[MicroTest, ...]:
@@ -627,14 +644,20 @@ class Timeline:
     def _suspect(self, label: str) -> frozenset[dt.datetime]:
         """Chart times of ``label``'s own untreated spikes, and of its values that stand apart
         in a draw where several analytes spiked, one at least with no treatment to explain it
-        (the panel rule)."""
+        (the panel rule); never a value within the rest of its course."""
         series = self._raw_lab(label)
         points = series.points if series is not None else ()
-        own = {points[i].time for i, d in spikes(points) if not self._treated(label, d, points, i)}
+        own = {
+            points[i].time
+            for i, d in spikes(points)
+            if not self._treated(label, d, points, i) and not within_course(points, i)
+        }
         panel = {
             t
             for t, labels in self._spikes.items()
-            if len(labels) >= PANEL_SPIKES and not all(labels.values()) and stands_apart(points, t)
+            if len(labels) >= PANEL_SPIKES
+            and not all(labels.values())
+            and stands_apart(points, t, label)
         }
         return frozenset(own | panel)
 
@@ -717,7 +740,22 @@ class Timeline:
         known = specimens(
             rows, self.cutoff - dt.timedelta(microseconds=1), when, [stay] if stay else []
         )
-        return tuple(Culture(s.specimen, s.drawn, s) for s in known)
+        doubted: dict[int, set[str]] = {}
+        for r in rows:
+            if r["org_name"] and DOUBTED_COMMENT.search(str(r["comments"] or "")):
+                doubted.setdefault(int(r["micro_specimen_id"]), set()).add(str(r["org_name"]))
+        out = []
+        for s in known:
+            grown = {i.organism for i in s.isolates}  # reported by the cutoff
+            out.append(
+                Culture(
+                    s.specimen,
+                    s.drawn,
+                    s,
+                    frozenset(doubted.get(s.specimen_id, ())) & frozenset(grown),
+                )
+            )
+        return tuple(out)
 
     @property
     def cultures(self) -> tuple[Culture, ...]:

@@ -14,7 +14,12 @@ else the end of ``storedate``; a row without one was never reported), and the st
 specimens include those without ``hadm_id`` drawn between ``edregtime`` (else ``admittime``)
 and ``dischtime``. ``reported_after`` counts a stated lab value or organism that was drawn by
 the cutoff but reported after it; ``culture_kinds`` a culture answer's specimen from which no
-culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test.
+culture was sent (a serology, a PCR, an antigen test) or an organism it names from such a test;
+``contaminated_cultures`` an organism whose laboratory comment reports contamination, mixed
+flora or uncertain significance, named without that caveat or required as the organism grown;
+``spurious_in_course`` a value called spurious that its own series reaches elsewhere;
+``known_cause_worked_up`` a severe cytopenia with a coded marrow disease sent to "look for the
+cause".
 
 Administrations are counted per order, as a nurse counts them: the eMAR events of the current
 order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
@@ -37,9 +42,29 @@ from typing import Any
 
 import duckdb
 
-from generation.builder.vocab import TRENDS
+from generation.builder.vocab import (
+    HEME_MALIGNANCY_ICD_PREFIXES,
+    MARROW_FAILURE_ICD_PREFIXES,
+    SEVERE_CYTOPENIA,
+    TRENDS,
+)
 from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
 
+#: What a bad draw can raise: a line's fluid in a sample drawn from it (dextrose, saline,
+#: bicarbonate, electrolyte replacement), the platelets of an unmixed tube; it can only dilute
+#: the rest.
+RAISED_IN_BAD_DRAW = (
+    "Platelet Count",
+    "Glucose",
+    "Sodium",
+    "Chloride",
+    "Bicarbonate",
+    "Potassium",
+    "Calcium, Total",
+    "Magnesium",
+    "Phosphate",
+)
+MARROW_CODES = HEME_MALIGNANCY_ICD_PREFIXES + MARROW_FAILURE_ICD_PREFIXES
 #: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
 GRACE = dt.timedelta(hours=1)
@@ -62,6 +87,9 @@ CATEGORIES = (
     "administrations",
     "end_of_life",
     "artifacts",
+    "spurious_in_course",
+    "contaminated_cultures",
+    "known_cause_worked_up",
     "trends",
     "repeats",
 )
@@ -71,6 +99,14 @@ CULTURE_TEST = re.compile(r"CULTURE|SCREEN|^TISSUE$|R/O ", re.IGNORECASE)
 NOT_CULTURE = re.compile(
     r"ANTIGEN|PCR|ANTIBOD|SEROLOGY|REAGIN|STAIN|SMEAR|VIRAL LOAD|NUCLEIC|\bDNA\b"
     r"|\bIG[GM]\b|\(DFA\)",
+    re.IGNORECASE,
+)
+#: A rubric item that calls a lab value spurious (``trend_artifact``).
+CALLED_SPURIOUS = re.compile(r"^The answer treats the (.+) of (-?[\d.]+) \S* ?as spurious")
+#: A laboratory comment on a culture's isolate that doubts it: contamination, mixed flora, a
+#: significance the laboratory calls uncertain.
+DOUBTED = re.compile(
+    r"contaminat|mixed (bacterial |skin|.{0,20}flora)|significance .{0,20}uncertain",
     re.IGNORECASE,
 )
 #: A specimen line of a culture answer: "- <specimen> (<YYYY-MM-DD HH:MM>...".
@@ -112,6 +148,7 @@ def raw(source: Path) -> duckdb.DuckDBPyConnection:
                 "emar",
                 "emar_detail",
                 "microbiologyevents",
+                "diagnoses_icd",
             ),
         ),
         ("icu", ("icustays", "inputevents", "d_items")),
@@ -166,6 +203,13 @@ class Record:
     def end_of_life(self) -> bool:
         loc = str(self.location or "").upper()
         return self.expired == "1" or bool(self.death) or "DIED" in loc or "HOSPICE" in loc
+
+    @functools.cached_property
+    def marrow_disease(self) -> bool:
+        """A coded haematological malignancy or marrow failure (leukaemia, MDS, MPN, aplastic
+        anaemia): the known cause of a severe cytopenia."""
+        codes = self.rows("SELECT icd_code FROM diagnoses_icd WHERE hadm_id = ?")
+        return any(str(c).replace(".", "").upper().startswith(MARROW_CODES) for (c,) in codes if c)
 
     def current_orders(self, word: str) -> list[dict[str, Any]] | None:
         """The current orders of ``word`` as a pharmacist reads them: the prescription rows of
@@ -353,8 +397,10 @@ class Record:
     def suspect(self, label: str) -> set[dt.datetime]:
         """Chart times of ``label``'s spurious values: a spike 40% away from both neighbours,
         back within 12 h, with no treatment given around it; and, in a draw where two panel
-        analytes spiked (one at least untreated), a value 15% apart from both neighbours
-        (physassist/lab_artifacts.py)."""
+        analytes spiked (one at least untreated), a value 15% below both neighbours (or above,
+        for what a bad draw can raise) that the next draw within 12 h brings back half way
+        (physassist/lab_artifacts.py). Never a value inside the range of the rest of its
+        series: one the course reaches elsewhere is consistent with it."""
         own = {t for t, treated in self._spikes(label).items() if not treated}
         panel = defaultdict(list)
         for other in PANEL_LABS:
@@ -363,14 +409,25 @@ class Record:
         series = self.lab_series(label)
         apart = {
             t
-            for (_, a), (t, v), (_, b) in zip(series, series[1:], series[2:], strict=False)
-            if (v - a) * (v - b) > 0 and min(_away(v, a), _away(v, b)) >= 0.15
+            for (_, a), (t, v), (tb, b) in zip(series, series[1:], series[2:], strict=False)
+            if (v < min(a, b) or (v > max(a, b) and label in RAISED_IN_BAD_DRAW))
+            and min(_away(v, a), _away(v, b)) >= 0.15
+            and tb - t <= dt.timedelta(hours=12)
+            and abs(b - a) <= abs(v - a) / 2
         }
-        return own | {
+        found = own | {
             t
             for t, treated in panel.items()
             if len(treated) >= 2 and not all(treated) and t in apart
         }
+        return {t for t in found if not self.in_course(label, t)}
+
+    def in_course(self, label: str, when: dt.datetime) -> bool:
+        """Whether ``label``'s value at ``when`` lies within the range of its other values."""
+        series = self.lab_series(label)
+        others = [v for t, v in series if t != when]
+        value = next((v for t, v in series if t == when), None)
+        return value is not None and bool(others) and min(others) <= value <= max(others)
 
     @functools.cache  # noqa: B019 (one Record per session, a few labels each)
     def _spikes(self, label: str) -> dict[dt.datetime, bool]:
@@ -411,12 +468,13 @@ class Record:
         result reported by then."""
         rows = self.con.execute(
             "SELECT hadm_id, spec_type_desc, coalesce(charttime, chartdate) AS drawn, "
-            "charttime IS NULL AS day_only, test_name, org_name, storetime, storedate "
+            "charttime IS NULL AS day_only, test_name, org_name, storetime, storedate, "
+            "comments "
             "FROM microbiologyevents WHERE subject_id = ?",
             [self.subject],
         ).fetchall()
         out = []
-        for h, spec, drawn, day_only, test, org, stored, store_day in rows:
+        for h, spec, drawn, day_only, test, org, stored, store_day, comment in rows:
             when = _ts(drawn)
             if when is None or when >= self.cutoff or not self._stays(h, when, day_only):
                 continue
@@ -433,6 +491,7 @@ class Record:
                     "test": test,
                     "organism": org,
                     "known": known,
+                    "doubted": bool(org) and bool(DOUBTED.search(str(comment or ""))),
                 }
             )
         return out
@@ -573,6 +632,30 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                         f"{where}: {intent} while {word} has {icu_rows} ICU administrations "
                         f"({icu_given} given) that compat cannot show"
                     )
+            items = e["rubrics"][t] if "rubrics" in e else []
+            for item in items:
+                m = CALLED_SPURIOUS.match(item)
+                if m is None:
+                    continue
+                label, said = m.group(1), float(m.group(2))
+                if any(
+                    v == said and rec.in_course(label, when) for when, v in rec.lab_series(label)
+                ):
+                    out["spurious_in_course"].append(
+                        f"{where}: {label} {m.group(2)} called spurious, within its own course"
+                    )
+            severe = {
+                lab
+                for lab in labs
+                if lab in SEVERE_CYTOPENIA
+                and rec.lab_series(lab)
+                and rec.lab_series(lab)[-1][1] < SEVERE_CYTOPENIA[lab].value
+            }
+            if severe and rec.marrow_disease and "look for the cause" in turn[-1]["observation"]:
+                out["known_cause_worked_up"].append(
+                    f"{where}: a severe {sorted(severe)} with a coded marrow disease, "
+                    "told to look for the cause"
+                )
             if intent.startswith("lab_trend(") and len(labs) == 1:
                 out["trends"] += _trend_defects(
                     rec, where, next(iter(labs)), e["rubrics"][t], checks
@@ -596,6 +679,9 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
                 for kind, problem in _culture_lines(rec, answer):
                     out[kind].append(f"{where}: {problem}")
+                out["contaminated_cultures"] += [
+                    f"{where}: {problem}" for problem in _doubted_lines(rec, answer, items)
+                ]
     out["repeats"] = _repeats(entries)
     return {k: out.get(k, []) for k in CATEGORIES}
 
@@ -730,4 +816,35 @@ def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:
                 )
             elif not cultured and not any(org in o and org != o for o in every if o in line):
                 found.append(("cultures", f"{title} {minute}: {org} did not grow there"))
+    return found
+
+
+#: How an answer keeps a doubted isolate's caveat.
+CAVEAT = re.compile(r"contaminat|mixed|uncertain|commensal|not a pathogen", re.IGNORECASE)
+
+
+def _doubted_lines(rec: Record, answer: str, items: list[str]) -> list[str]:
+    """An organism whose laboratory comment doubts it (contamination, mixed flora, uncertain
+    significance) named on a culture answer's line without that caveat, or required by the
+    rubric as the organism grown."""
+    found = []
+    for n, line in enumerate(answer.splitlines()):
+        m = SPECIMEN_LINE.match(line)
+        if m is None:
+            continue
+        doubted = {
+            r["organism"]
+            for r in rec.micro
+            if r["doubted"]
+            and r["known"]
+            and r["specimen"] == " ".join(m.group(1).split())
+            and str(r["drawn"])[:16] == m.group(2)
+        }
+        for org in sorted(o for o in doubted if o in line):
+            if not CAVEAT.search(line.split(org, 1)[1]):
+                found.append(f"{m.group(1)} {m.group(2)}: {org} presented as a pathogen")
+            if n == 0 and any(
+                i.startswith(f"The answer reports the organism grown ({org}") for i in items
+            ):
+                found.append(f"{m.group(1)} {m.group(2)}: the rubric requires {org} as a pathogen")
     return found

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from physassist.ehr.tools.microbiology import RESISTANCE_NAMES
 from physassist.lab_artifacts import REVERT, SPIKE
-from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Order, dose_event
+from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Culture, Order, dose_event
 
 from . import facts as F
-from .interpret import AT_GOAL, OFF_TARGET, Context, actionable
+from .interpret import AT_GOAL, OFF_TARGET, Context, actionable, marrow_cytopenia
 from .interpret import label as label_in_context
 from .interpret import meaning as condition
 from .patient_topics import (
@@ -33,7 +34,7 @@ from .patient_topics import (
 from .profile import Profile
 from .topics import Topic
 from .trends import Trend, judge_trend
-from .vocab import LABS, TRENDS, Meaning
+from .vocab import LABS, SEVERE_CYTOPENIA, TRENDS, Meaning
 from .wording import say
 
 
@@ -108,6 +109,7 @@ class Digest:
     anchor: str = "first"  # what series[0] is: first | peak | nadir (of the admission)
     trend_size: str = ""  # clear | slight | none (trends.change)
     artifact: LabFact | None = None  # a suspect extreme left out of the trend (lab_artifacts)
+    band: tuple[float, float] = (0.0, 0.0)  # trend: the lowest and highest value judged
     context: Context = field(default_factory=Context)  # what changes a value's meaning
     meds: list[MedFact] = field(default_factory=list)  # the orders a safety signal involves
     rule: Any = None  # the vocab rule behind a safety signal (an Interaction, a DuplicateClass)
@@ -126,6 +128,7 @@ class Digest:
     course: str = ""  # worsening | improving | normal | off_target | minor | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
     reports: list[F.Report] = field(default_factory=list)  # newest first
+    pending_left: list[F.Report] = field(default_factory=list)  # pending, not in ``reports``
     adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
     missed: int = 0
     reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
@@ -155,11 +158,15 @@ def course(last: LabFact, trend: Trend, ctx: Context) -> str:
     from goal is worsening (a KDIGO-sized creatinine rise counts before the
     value names a condition); otherwise a deviation that calls for nothing
     (interpret.actionable: a low BUN of 4) is minor, a clear move toward goal is improving, and
-    a slight or no move needs a recheck."""
+    a slight or no move needs a recheck. A severe cytopenia with a coded marrow disease
+    (interpret.marrow_cytopenia) is that disease's known course (known_cause), whatever its
+    move: no cause is left to look for."""
     if last.said in AT_GOAL:
         return "normal"
     if last.said in OFF_TARGET:
         return "off_target"
+    if marrow_cytopenia(last.label, last.value, last.status, ctx) is not None:
+        return "known_cause"
     clear = trend.size == "clear" and last.status != "abnormal"
     worse = (last.said in _HIGH_SIDE and trend.direction == "rising") or (
         last.said in _LOW_SIDE and trend.direction == "falling"
@@ -340,6 +347,7 @@ def digest(
         d.reports = _cultures(obs[0], prof)
         if not d.reports:
             return None
+        d.pending_left = pending_left(obs[0], d.reports)
     elif k == "imaging_latest":
         found = [r for r in F.reports(obs[0]) if not r.micro and r.conclusion and r.time]
         d.reports = found[:1]
@@ -371,11 +379,14 @@ def _trend_digest(d: Digest, pts: list[F.LabPoint], prof: Profile) -> bool:
     d.series, d.labs = [_lab_fact(trend.ref, prof.context), last], [last]
     d.artifact = _lab_fact(artifact, prof.context) if artifact is not None else None
     d.course = course(last, trend, prof.context)
+    d.band = (min(p.value for p in pts), max(p.value for p in pts))
     return True
 
 
 #: Specimens a culture answer states: the key one first (:func:`key_culture`).
 CULTURES_SAID = 3
+#: The flag of an isolate whose laboratory comment doubts it (:func:`doubt`).
+DOUBTED = "doubted"
 
 
 def _cultures(observation: Any, prof: Profile) -> list[F.Report]:
@@ -393,11 +404,39 @@ def _cultures(observation: Any, prof: Profile) -> list[F.Report]:
         screen = all(t.kind == "screen" for t in r.results if t.culture)
         return group, screen, not resistant
 
-    ranked = sorted(found, key=rank)  # stable: newest first within a rank
     record = prof.timeline.cultures if prof.timeline is not None else ()
+    ranked = sorted((doubt(r, record) for r in found), key=rank)  # newest first within a rank
     if any(c.significant for c in record) and not (ranked and ranked[0].significant):
         return []
     return ranked[:CULTURES_SAID]
+
+
+def doubt(r: F.Report, record: Sequence[Culture]) -> F.Report:
+    """The report with :data:`DOUBTED` on each isolate the laboratory's comment doubts
+    (contamination, mixed flora, uncertain significance: ``Culture.doubted``): the tool's page
+    does not carry that comment, the record does. A doubted isolate is no pathogen: it does not
+    lead the answer, and its susceptibilities are not read as a treatment guide."""
+    same = [c for c in record if F.minute(str(c.time)) == F.minute(r.time)]
+    doubted = {o for c in same if " ".join(c.specimen.split()) == r.title for o in c.doubted}
+    if not doubted:
+        return r
+    results = tuple(
+        replace(t, flags=(*t.flags, DOUBTED)) if t.grown and t.organism in doubted else t
+        for t in r.results
+    )
+    return replace(r, results=results)
+
+
+def pending_left(observation: Any, said: Sequence[F.Report]) -> list[F.Report]:
+    """The specimens with a culture still pending that a culture answer does not list (it
+    lists :data:`CULTURES_SAID`): named in one closing line, so an answer that lists a send-out
+    as pending never leaves out the routine blood cultures still incubating."""
+    listed = {(r.title, r.time) for r in said}
+    return [
+        r
+        for r in F.reports(observation)
+        if r.micro and r.time and r.pending and (r.title, r.time) not in listed
+    ]
 
 
 def _patient_digest(d: Digest, obs: list[Any], prof: Profile) -> bool:
@@ -603,7 +642,10 @@ def answer(d: Digest, lang: str) -> str:
             destination=d.stay.discharge_location or say(lang, "answers.no_dest"),
         )
     if k == "culture_latest":
-        return "\n".join(culture_line(r, lang) for r in d.reports)
+        lines = [culture_line(r, lang) for r in d.reports]
+        if d.pending_left:
+            lines.append(say(lang, "answers.culture.also_pending", specimens=_left(d, lang)))
+        return "\n".join(lines)
     if k == "imaging_latest":
         r = d.reports[0]
         return say(
@@ -622,8 +664,18 @@ def answer(d: Digest, lang: str) -> str:
     raise ValueError(f"no answer template for topic kind {k!r}")
 
 
+def severe_band(d: Digest) -> bool:
+    """A known-cause cytopenia (:func:`course`) whose every judged value stayed below the severe
+    limit: a chronically severe band, where a small move is no trend."""
+    limit = SEVERE_CYTOPENIA.get(d.series[-1].label) if d.series else None
+    return d.course == "known_cause" and limit is not None and d.band[1] < limit.value
+
+
 def trend_word(d: Digest, lang: str) -> str:
-    """The answer's word for the trend: "slightly falling" for a slight move."""
+    """The answer's word for the trend: "slightly falling" for a slight move; "stable" for a
+    slight move within a chronically severe band (:func:`severe_band`)."""
+    if d.trend_size == "slight" and severe_band(d):
+        return say(lang, "answers.trend_word.stable")
     key = f"slight_{d.trend}" if d.trend_size == "slight" else d.trend
     return say(lang, f"answers.trend_word.{key}")
 
@@ -642,7 +694,10 @@ def _trend_answer(d: Digest, lang: str) -> str:
         extra = f", consistent with {m.en}"
     else:
         extra = f"，提示{m.zh}"
+    same_day = first.day == last.day
     template = "answers.trend" if d.anchor == "first" else "answers.trend_turn"
+    if same_day and d.anchor == "first":
+        template = "answers.trend_day"
     text = say(
         lang,
         template,
@@ -650,8 +705,11 @@ def _trend_answer(d: Digest, lang: str) -> str:
         first=fmt(first.value),
         last=fmt(last.value),
         unit=last.unit,
-        first_time=first.day,
-        last_time=last.day,
+        first_time=first.time if same_day else first.day,
+        last_time=last.time if same_day else last.day,
+        day=first.day,
+        first_hm=first.time[11:16],
+        last_hm=last.time[11:16],
         trend_word=trend_word(d, lang),
         status=_status(lang, last.said),
         meaning=extra,
@@ -660,7 +718,14 @@ def _trend_answer(d: Digest, lang: str) -> str:
     if d.artifact is not None:
         a = d.artifact
         text += say(lang, "answers.artifact", value=fmt(a.value), unit=a.unit, time=a.time)
-    rec = say(lang, f"answers.rec.{d.course}", next_check=next_check(d, lang))
+    known = marrow_cytopenia(last.label, last.value, last.status, d.context)
+    cause = "" if known is None else known.en if lang == "en" else known.zh
+    rec = say(lang, f"answers.rec.{d.course}", next_check=next_check(d, lang), meaning=cause)
+    if severe_band(d):
+        band = say(
+            lang, "answers.severe_band", low=fmt(d.band[0]), high=fmt(d.band[1]), unit=last.unit
+        )
+        rec = f"{band} {rec}" if lang == "en" else f"{band}{rec}"
     return f"{text} {rec}" if lang == "en" else f"{text}{rec}"
 
 
@@ -726,10 +791,28 @@ def culture_line(r: F.Report, lang: str) -> str:
     )
 
 
+def _left(d: Digest, lang: str) -> str:
+    """``BLOOD CULTURE x4 (2129-04-06 to 2129-04-08)``: the pending specimens an answer does
+    not list, by specimen."""
+    days: dict[str, list[str]] = {}
+    for r in d.pending_left:
+        days.setdefault(r.title, []).append(r.time[:10])
+    parts = []
+    for title, drawn in days.items():
+        span = min(drawn) if min(drawn) == max(drawn) else f"{min(drawn)} - {max(drawn)}"
+        parts.append(f"{title} x{len(drawn)} ({span})")
+    return ("; " if lang == "en" else "；").join(parts)
+
+
 def _isolate(t: F.MicroResult, lang: str) -> str:
-    """``STAPH AUREUS COAG + (MRSA ...; resistant to OXACILLIN; susceptible to VANCOMYCIN)``."""
-    said = [RESISTANCE_NAMES[r] for r in t.resistance]
+    """``STAPH AUREUS COAG + (MRSA ...; resistant to OXACILLIN; susceptible to VANCOMYCIN)``;
+    an isolate the laboratory doubts (:data:`DOUBTED`) with that caveat and no susceptibility
+    panel (its workup was not meant to guide treatment)."""
+    said = [RESISTANCE_NAMES[r] for r in t.resistance if DOUBTED not in t.flags]
     said += [say(lang, f"answers.culture.flag.{f}") for f in t.flags if f != "result"]
+    if DOUBTED in t.flags:
+        sep = "; " if lang == "en" else "；"
+        return f"{t.organism} ({sep.join(said)})"
     for sir, key in (("R", "resistant"), ("S", "susceptible")):
         drugs = [ab for ab, code in t.susceptibilities if code == sir]
         if drugs:

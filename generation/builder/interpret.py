@@ -31,7 +31,9 @@ from .vocab import (
     HEME_MALIGNANCY_ICD_PREFIXES,
     INR_TARGET,
     INR_TARGET_HIGH,
+    MARROW_FAILURE_ICD_PREFIXES,
     MEANINGS,
+    SEVERE_CYTOPENIA,
     TRENDS,
     WARFARIN,
     Meaning,
@@ -95,6 +97,7 @@ class Context:
     off_warfarin: bool = False  # warfarin ordered in the admission, stopped before discharge
     esrd: bool = False
     heme_malignancy: bool = False
+    marrow_failure: bool = False  # aplastic anaemia (a coded marrow failure, not a malignancy)
 
 
 def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
@@ -114,6 +117,7 @@ def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
         off_warfarin=not on and bool(tl.orders_for(WARFARIN)),
         esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
         heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes),
+        marrow_failure=any(c.startswith(MARROW_FAILURE_ICD_PREFIXES) for c in codes),
     )
 
 
@@ -167,3 +171,35 @@ def meaning(lab: str, value: float, status: str, ctx: Context) -> Meaning | None
         return _HEME
     m = MEANINGS.get((lab, status))
     return m if m is not None and m.limit.passed(value, status) else None
+
+
+_MARROW = Meaning(
+    "the known marrow disease",
+    "已知的骨髓疾病",
+    (
+        "known",
+        "marrow",
+        "myelodysplastic",
+        "MDS",
+        "leukemia",
+        "leukaemia",
+        "myeloproliferative",
+        "aplastic",
+        "hematolog",
+        "haematolog",
+    ),
+    ("骨髓", "已知", "白血病", "血液科"),
+    SEVERE_CYTOPENIA["Platelet Count"],
+)
+
+
+def marrow_cytopenia(lab: str, value: float, status: str, ctx: Context) -> Meaning | None:
+    """The known marrow disease, for a severe cytopenia (:data:`~.vocab.SEVERE_CYTOPENIA`) in a
+    patient with a coded haematological malignancy or marrow failure: a platelet count of 12 in
+    myelodysplastic syndrome is the disease's course (transfusion thresholds, haematology), not
+    a finding whose cause is still to be found."""
+    limit = SEVERE_CYTOPENIA.get(lab)
+    marrow = ctx.heme_malignancy or ctx.marrow_failure
+    if not marrow or status != "low" or limit is None or not limit.passed(value, "low"):
+        return None
+    return _MARROW

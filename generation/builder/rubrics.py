@@ -14,6 +14,7 @@ from typing import Any
 from physassist.vocab import LANGUAGES
 
 from .answers import (
+    DOUBTED,
     Digest,
     LabFact,
     MedFact,
@@ -24,7 +25,7 @@ from .answers import (
     trend_word,
 )
 from .facts import day as day_of
-from .interpret import AT_GOAL
+from .interpret import AT_GOAL, marrow_cytopenia
 from .patient_topics import onset_phrase
 from .topics import next_day
 from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
@@ -421,6 +422,16 @@ def _trend_items(d: Digest) -> list[Item]:
                 {"label": lab_name(lab, "zh"), "wrong_word": ww["zh"]},
             )
         )
+    known = marrow_cytopenia(lab, last.value, last.status, d.context)
+    if d.course == "known_cause" and known is not None:
+        items.append(
+            _item(
+                "rec_known_cause",
+                {"kind": "concept", "any": {"en": list(known.en_syn), "zh": list(known.zh_syn)}},
+                {"label": lab, "meaning": known.en},
+                {"label": lab_name(lab, "zh"), "meaning": known.zh},
+            )
+        )
     return items
 
 
@@ -546,12 +557,15 @@ def _culture_items(d: Digest) -> list[Item]:
     zh_spec = [z for k, z in _SPECIMEN_ZH.items() if k in r.title.upper()]
     spec_check = {"kind": "concept", "any": {"en": [r.title], "zh": [r.title, *zh_spec]}}
     grown = r.significant or r.grown
-    resistant = next((t for t in grown if t.resistance), None)
+    doubted = [t for t in r.grown if DOUBTED in t.flags]
+    resistant = next((t for t in grown if t.resistance and t not in doubted), None)
     if r.significant:
         org = r.significant[0].organism
         words = org.split()
         short = f"{words[0][0]}. {' '.join(words[1:])}" if len(words) > 1 else org
         first = _item("cult_org", literal(org, short), {"organism": org})
+    elif doubted:  # the laboratory's own caveat (answers.doubt) is what the answer must keep
+        first = _item("cult_doubted", concept("doubted"), {"organism": doubted[0].organism})
     elif r.grown:
         first = _item("cult_commensal", concept("commensal"), {"organism": r.grown[0].organism})
     elif r.pending:

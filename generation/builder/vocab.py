@@ -690,6 +690,22 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
         ],
         "zh": ["待回报", "尚未回报", "未出结果", "等待结果"],
     },
+    # An isolate the laboratory's comment doubts (contamination, mixed flora, uncertain
+    # significance: answers.doubt).
+    "doubted": {
+        "en": [
+            "contaminat",
+            "mixed flora",
+            "mixed skin",
+            "uncertain",
+            "questionable",
+            "not a true pathogen",
+            "not a pathogen",
+            "recollect",
+            "repeat the culture",
+        ],
+        "zh": ["污染", "混合菌群", "意义不确定", "非病原", "重新留取"],
+    },
     "commensal": {
         "en": [
             "commensal",
@@ -1050,6 +1066,22 @@ HEME_MALIGNANCY_ICD_PREFIXES: tuple[str, ...] = (
     "2384",
     "2387",
 )
+#: Bone-marrow failure that is not a malignancy (aplastic anaemia, ICD-10 D61 / ICD-9 284): like
+#: :data:`HEME_MALIGNANCY_ICD_PREFIXES`, a known cause of a chronic cytopenia.
+MARROW_FAILURE_ICD_PREFIXES: tuple[str, ...] = ("D61", "284")
+#: Lab -> the limit below which a cytopenia is severe (CTCAE grade 3 or worse). With a coded
+#: marrow disease such a value is that disease's known course (interpret.marrow_cytopenia):
+#: managed by transfusion thresholds and haematology follow-up, not worked up for a cause,
+#: and small moves inside that band are no trend.
+SEVERE_CYTOPENIA: dict[str, Limit] = {
+    "Platelet Count": Limit(
+        50.0, "NCI CTCAE v5.0: platelet count decreased grade 3 < 50,000/mm3 (50 K/uL)"
+    ),
+    "Hemoglobin": Limit(8.0, "NCI CTCAE v5.0: anemia grade 3, haemoglobin < 8.0 g/dL"),
+    "White Blood Cells": Limit(
+        2.0, "NCI CTCAE v5.0: white blood cell decreased grade 3 < 2,000/mm3 (2 K/uL)"
+    ),
+}
 #: Drug words of anticoagulants (the INR's meaning on warfarin: :data:`INR_TARGET`).
 WARFARIN = "warfarin"
 

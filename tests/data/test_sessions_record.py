@@ -224,3 +224,77 @@ def test_the_reviewers_sheet_shows_sessions_beside_their_record(tmp_path) -> Non
         assert "discharged to" in line or "died" in line
         assert "built on" in line or "no signal required" in line, line
     assert "labevents, " in text and "emar events" in text
+
+
+def _s131_claim(hadm: int, intent: str, call: dict, gold: str, rubric: list[str]) -> dict:
+    day = (
+        fr.raw(fb.demo_or_skip())
+        .execute("SELECT dischtime[:10] FROM admissions WHERE hadm_id = ?", [str(hadm)])
+        .fetchone()[0]
+    )
+    return {
+        "id": intent,
+        "hadm_id": hadm,
+        "current_date": day,
+        "task_types": ["Clinical Reasoning"],
+        "session_plan": {"turn_intents": [intent]},
+        "answer_list": [
+            [
+                {"action": call, "observation": {}},
+                {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": gold},
+            ]
+        ],
+        "rubrics": [rubric],
+        "rubric_checks": [[]],
+    }
+
+
+def test_the_raw_check_finds_the_seed_131_rejects() -> None:
+    """Issue 40's seed-131 review, as main built it: 10007928's urine E. coli (every row says
+    "contamination with mixed skin/genital flora ... significance uncertain") presented with its
+    susceptibilities and required as the organism grown; the BUN of 8 of its line sample, a
+    value its course reaches twice more, called spurious; 10019003's platelets of 12 in
+    myelodysplastic syndrome sent to "look for the cause"."""
+    demo = fb.demo_or_skip()
+    culture = _s131_claim(
+        20338077,
+        "culture_latest()",
+        {"name": "DiagnosticReport.search", "arguments": {"report_type": "culture"}},
+        "- URINE (2129-04-06 02:24): URINE CULTURE grew ESCHERICHIA COLI (susceptible to "
+        "GENTAMICIN, CEFAZOLIN)",
+        [
+            "The answer reports the organism grown (ESCHERICHIA COLI).",
+            "The answer names the specimen (URINE).",
+        ],
+    )
+    bun = _s131_claim(
+        20338077,
+        "lab_latest(Urea Nitrogen)",
+        {"name": "Observation.search", "arguments": {"code": "Urea Nitrogen"}},
+        "",
+        [
+            "The answer treats the Urea Nitrogen of 8 mg/dL as spurious (or asks to repeat the "
+            "draw) rather than as a real value."
+        ],
+    )
+    platelets = _s131_claim(
+        26226543,
+        "lab_latest(Platelet Count)",
+        {"name": "Observation.search", "arguments": {"code": "Platelet Count"}},
+        "Platelet Count went from 16 to 12 K/uL (slightly falling). I'd recheck it at the "
+        "follow-up visit after discharge and look for the cause.",
+        [],
+    )
+    found = fr.defects([culture, bun, platelets], demo)
+    assert len(found["contaminated_cultures"]) == 2
+    assert "presented as a pathogen" in found["contaminated_cultures"][0]
+    assert found["spurious_in_course"] == [
+        "lab_latest(Urea Nitrogen) turn 0: Urea Nitrogen 8 called spurious, within its own course"
+    ]
+    assert len(found["known_cause_worked_up"]) == 1
+    culture["answer_list"][0][1]["observation"] = (
+        "- URINE (2129-04-06 02:24): URINE CULTURE grew ESCHERICHIA COLI (the laboratory "
+        "reports contamination with mixed flora: clinical significance uncertain)"
+    )
+    culture["rubrics"] = [["The answer says the laboratory doubts the ESCHERICHIA COLI."]]
+    assert fr.defects([culture], demo)["contaminated_cultures"] == []
