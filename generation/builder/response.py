@@ -51,9 +51,9 @@ def _at(time: str) -> dt.datetime:
     return dt.datetime.fromisoformat(time[:19])
 
 
-def first_dose(observation: Any) -> str | None:
-    """The earliest administration the tool shows as given (eMAR dose event, ICU row)."""
-    times = [
+def _given(observation: Any) -> list[str]:
+    """The times of the administrations the tool shows as given (eMAR dose event, ICU row)."""
+    return [
         e.time
         for e in F.admin_events(observation)
         if e.time
@@ -61,7 +61,18 @@ def first_dose(observation: Any) -> str | None:
             dose_event(e.event) == "given" or (e.event.startswith("ICU") and e.status in _ICU_GIVEN)
         )
     ]
+
+
+def first_dose(observation: Any) -> str | None:
+    """The earliest administration the tool shows as given."""
+    times = _given(observation)
     return min(times, key=_at) if times else None
+
+
+def last_dose(observation: Any) -> str | None:
+    """The latest administration the tool shows as given (the end of a finished course)."""
+    times = _given(observation)
+    return max(times, key=_at) if times else None
 
 
 def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
@@ -100,19 +111,6 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
     if d.topic.kind == "abx_response" and d.trend == "falling" and last.status == "low":
         d.verdict = "unclear"
     return True
-
-
-def last_dose(observation: Any) -> str | None:
-    """The latest administration the tool shows as given (the end of a finished course)."""
-    times = [
-        e.time
-        for e in F.admin_events(observation)
-        if e.time
-        and (
-            dose_event(e.event) == "given" or (e.event.startswith("ICU") and e.status in _ICU_GIVEN)
-        )
-    ]
-    return max(times, key=_at) if times else None
 
 
 def baseline_and_last(points: list[Any], first: dt.datetime) -> tuple[Any, Any] | None:
