@@ -8,6 +8,15 @@ rubric accepts are the documented table's (``generation/builder/vocab.py`` TREND
 on the raw values); and that a build uses an admission once per scenario, asks no question
 twice and looks no lab up right after the turn that gave it. ``defects`` lists every disagreement by category; a clinically sound build has none.
 
+A treatment-response turn (``responses``) says a drug "is being given" or is to be continued
+only while it still runs at the session's reference moment (discharge, or the cutoff if
+earlier; a finished course is asked as one): a dose given within
+``vocab.ACTING_WITHIN_HOURS`` of it, or an order of it not stopped before then (give or take
+:data:`GRACE`; without any order, ICU or eMAR doses only) and a dose given within
+``vocab.RUNNING_WITHIN_HOURS`` of it. Its answer calls the latest value
+"now" only when drawn within ``vocab.CURRENT_VALUE_HOURS`` of that moment, and reviews an
+antibiotic "against the culture results" only where a culture was sent in the stay.
+
 What a session may state is what was known at its cutoff (its ``cutoff``, else the end of its
 ``current_date``): a lab value or a culture result counts from its report time (``storetime``,
 else the end of ``storedate``; a row without one was never reported), and the stay's
@@ -43,8 +52,13 @@ from typing import Any
 import duckdb
 
 from generation.builder.vocab import (
+    ACTING_WITHIN_HOURS,
+    CURRENT_VALUE_HOURS,
     HEME_MALIGNANCY_ICD_PREFIXES,
     MARROW_FAILURE_ICD_PREFIXES,
+    PLATEAU_DRAWS,
+    RECENT_COURSE_HOURS,
+    RUNNING_WITHIN_HOURS,
     SEVERE_CYTOPENIA,
     TRENDS,
 )
@@ -91,8 +105,11 @@ CATEGORIES = (
     "contaminated_cultures",
     "known_cause_worked_up",
     "trends",
+    "responses",
     "repeats",
 )
+#: Turn intents that ask whether a treatment works ("is the X working?": it must still run).
+RESPONSE_INTENTS = ("abx_response(", "treatment_effect(")
 #: A culture, by its test name (a surveillance screen is one); an antigen test, a PCR, a
 #: serology or a stain is not, whatever its name holds.
 CULTURE_TEST = re.compile(r"CULTURE|SCREEN|^TISSUE$|R/O ", re.IGNORECASE)
@@ -507,6 +524,59 @@ class Record:
             and r["organism"] not in ("CANCELLED", "POSITIVE")
         }
 
+    @property
+    def ref(self) -> dt.datetime:
+        """The moment orders are judged at: discharge, or the cutoff if earlier."""
+        return min(_ts(self.disch) or self.cutoff, self.cutoff)
+
+    def running(self, word: str) -> bool:
+        """The drug runs at :attr:`ref` (module docstring): a dose within ACTING_WITHIN_HOURS,
+        or an order of it not stopped by then (without any order, its doses alone) and a dose
+        within RUNNING_WITHIN_HOURS."""
+        ref, w = self.ref, word.lower()
+        orders = [
+            (_ts(s), _ts(e))
+            for drug, s, e in self.rows(
+                "SELECT drug, starttime, stoptime FROM prescriptions "
+                "WHERE hadm_id = ? AND contains(lower(drug), ?)",
+                w,
+            )
+            if not LINE_CARE.search(str(drug))
+        ]
+        current = any(
+            (s is None or s <= ref) and (e is None or e >= ref - GRACE) for s, e in orders
+        )
+        doses = [
+            _ts(t)
+            for t, event in self.rows(
+                "SELECT charttime, event_txt FROM emar WHERE hadm_id = ? "
+                "AND contains(lower(medication), ?)",
+                w,
+            )
+            if str(event or "")
+            .lower()
+            .replace("delayed ", "")
+            .startswith(("administered", "applied"))
+        ] + [
+            _ts(t)
+            for (t,) in self.rows(
+                "SELECT i.starttime FROM inputevents i JOIN d_items d USING (itemid) "
+                "WHERE i.hadm_id = ? AND contains(lower(d.label), ?)",
+                w,
+            )
+        ]
+        doses = [t for t in doses if t is not None and t < self.cutoff]
+        if not doses:
+            return False
+        since = ref - max(doses)
+        if since <= dt.timedelta(hours=ACTING_WITHIN_HOURS):
+            return True
+        return since <= dt.timedelta(hours=RUNNING_WITHIN_HOURS) and (current or not orders)
+
+    def cultured(self) -> bool:
+        """A culture was sent in the stay by the cutoff (not only a PCR, antigen or serology)."""
+        return any(is_culture(r["test"]) for r in self.micro)
+
     def icu_counts(self, word: str) -> tuple[int, int]:
         """(ICU rows, of them given) of ``word`` before the cutoff."""
         rows = [
@@ -656,6 +726,10 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     f"{where}: a severe {sorted(severe)} with a coded marrow disease, "
                     "told to look for the cause"
                 )
+            if intent.startswith(RESPONSE_INTENTS) and len(labs) == 1:
+                out["responses"] += _response_defects(
+                    rec, where, intent, next(iter(labs)), turn[-1]["observation"], e["rubrics"][t]
+                )
             if intent.startswith("lab_trend(") and len(labs) == 1:
                 out["trends"] += _trend_defects(
                     rec, where, next(iter(labs)), e["rubrics"][t], checks
@@ -715,6 +789,29 @@ def _repeats(entries: list[dict[str, Any]]) -> list[str]:
     return found
 
 
+def _response_defects(
+    rec: Record, where: str, intent: str, label: str, answer: str, items: list[str]
+) -> list[str]:
+    """A treatment-response turn against the record (module docstring)."""
+    word = intent.split("(", 1)[1].rstrip(")").split(", ")[-1]  # kind(lab, drug)
+    found = []
+    said = [i for i in items if "being given" in i or "continuing" in i] + [
+        a for a in (answer,) if "continue" in a.lower()
+    ]
+    if said and not rec.running(word):
+        found.append(
+            f"{where}: {intent}: {word} not running at {rec.ref:%Y-%m-%d %H:%M}, yet {said[0]!r}"
+        )
+    suspect = rec.suspect(label)
+    series = [t for t, _ in rec.lab_series(label) if t not in suspect]
+    stale = bool(series) and series[-1] < rec.ref - dt.timedelta(hours=CURRENT_VALUE_HOURS)
+    if stale and " now (" in answer:
+        found.append(f"{where}: {label} of {series[-1]:%Y-%m-%d %H:%M} called now")
+    if "culture results" in answer and not rec.cultured():
+        found.append(f"{where}: reviewed against cultures, none sent in the stay")
+    return found
+
+
 def _trend_defects(
     rec: Record, where: str, label: str, items: list[str], checks: list[dict[str, Any]]
 ) -> list[str]:
@@ -726,14 +823,20 @@ def _trend_defects(
     said = [c for i, c in zip(items, checks, strict=True) if i.startswith("The answer describes")]
     if rule is None or len(points) < 2 or not said:
         return [f"{where}: a {label} trend the table cannot judge"]
-    direction, size = _reviewer_trend([v for _, v in points], rule, rec.latest_range(label))
+    direction, size, shape = _reviewer_trend(points, rule, rec.latest_range(label))
     words = {w.lower() for w in said[0]["any"]["en"]}
-    fair = {direction} | ({"stable"} if size == "slight" else set())
+    opposite = {"rising": "falling", "falling": "rising"}.get(direction, "")
+    if shape == "plateau":  # levelled off after its turn: stable, neither direction required
+        fair = {"stable"}
+    elif shape == "turned":  # the last days move against the course: every word is fair
+        fair = {direction, opposite, "stable"}
+    else:
+        fair = {direction} | ({"stable"} if size == "slight" else set())
     unfair = {"rising", "falling", "stable"} - fair
     if not fair <= words or unfair & words:
         return [
-            f"{where}: {label} {[v for _, v in points]} is {size} {direction} by the table; "
-            f"the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"
+            f"{where}: {label} {[v for _, v in points]} is {size} {direction} {shape} by the "
+            f"table; the rubric accepts {sorted(words & {'rising', 'falling', 'stable'})}"
         ]
     return []
 
@@ -748,10 +851,16 @@ def _size(a: float, b: float, rule: Any, limits: tuple[float | None, ...] = ()) 
 
 
 def _reviewer_trend(
-    values: list[float], rule: Any, limits: tuple[float | None, float | None]
-) -> tuple[str, str]:
-    """Direction and size: since the later of a clear interior peak or nadir, else last vs
-    first, a move across the reference range at least slight (the documented rule)."""
+    points: list[tuple[dt.datetime, float]], rule: Any, limits: tuple[float | None, float | None]
+) -> tuple[str, str, str]:
+    """Direction, size and shape: since the later of a clear interior peak or nadir, else last
+    vs first, a move across the reference range at least slight (the documented rule). After a
+    turn, a course whose furthest value came before its last PLATEAU_DRAWS values, which lie
+    within no clear move, is a plateau; without a clear move end to end, an interior extreme
+    beyond both ends, more than no move from the other extreme before it and from the last
+    value, is a bump coming back (a slight move from it); a course whose
+    values of the last RECENT_COURSE_HOURS move against its direction has turned."""
+    values = [v for _, v in points]
     first, last = values[0], values[-1]
     top, bottom = values.index(max(values)), values.index(min(values))
     turns = []
@@ -768,9 +877,48 @@ def _reviewer_trend(
     ):
         turns.append((bottom, "rising"))
     if turns:
-        return max(turns)[1], "clear"
+        at, direction = max(turns)
+        since = values[at + 1 :]
+        far = since.index(max(since) if direction == "rising" else min(since))
+        tail = since[-PLATEAU_DRAWS:]
+        if (
+            len(since) >= PLATEAU_DRAWS
+            and far != len(since) - 1
+            and _size(min(tail), max(tail), rule) != "clear"
+        ):
+            return direction, "slight", "plateau"
+        return _reviewer_turned(points[at:], direction, "clear", rule)
     size = _size(first, last, rule, limits)
-    return ("stable" if size == "none" else "rising" if last > first else "falling"), size
+    if size != "clear":
+        bumps = [
+            (i, direction)
+            for i, direction, beyond, back in (
+                (top, "falling", max(values) > max(first, last), min),
+                (bottom, "rising", min(values) < min(first, last), max),
+            )
+            if beyond
+            and i > 0
+            and _size(back(values[:i]), values[i], rule) != "none"
+            and _size(values[i], last, rule) != "none"
+        ]
+        if bumps:
+            return max(bumps)[1], "slight", ""
+    if size == "none":
+        return "stable", "none", ""
+    return _reviewer_turned(points, "rising" if last > first else "falling", size, rule)
+
+
+def _reviewer_turned(
+    points: list[tuple[dt.datetime, float]], direction: str, size: str, rule: Any
+) -> tuple[str, str, str]:
+    t_last, last = points[-1]
+    window = [v for t, v in points[:-1] if t_last - t <= dt.timedelta(hours=RECENT_COURSE_HOURS)]
+    if window:
+        back = min(window) if direction == "falling" else max(window)
+        against = last > back if direction == "falling" else last < back
+        if against and _size(back, last, rule) != "none":
+            return direction, "slight", "turned"
+    return direction, size, ""
 
 
 def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:

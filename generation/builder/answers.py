@@ -125,6 +125,9 @@ class Digest:
     dx: F.Diagnosis | None = None
     stay: F.Stay | None = None
     trend: str = ""  # rising | falling | stable
+    shape: str = ""  # "" | plateau | turned (trends.Trend.shape)
+    dated: bool = False  # the response's latest value is too old to call "now" (response.py)
+    cultured: bool = True  # a culture was sent in the stay (an antibiotic is reviewed against it)
     course: str = ""  # worsening | improving | normal | off_target | minor | abnormal_stable
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
     reports: list[F.Report] = field(default_factory=list)  # newest first
@@ -375,6 +378,7 @@ def _trend_digest(d: Digest, pts: list[F.LabPoint], prof: Profile) -> bool:
         return False
     trend = judge_trend(pts, rule)
     d.trend, d.trend_size, d.anchor = trend.direction, trend.size, trend.anchor
+    d.shape = trend.shape
     last = _lab_fact(pts[-1], prof.context)
     d.series, d.labs = [_lab_fact(trend.ref, prof.context), last], [last]
     d.artifact = _lab_fact(artifact, prof.context) if artifact is not None else None
@@ -672,11 +676,18 @@ def severe_band(d: Digest) -> bool:
 
 
 def trend_word(d: Digest, lang: str) -> str:
-    """The answer's word for the trend: "slightly falling" for a slight move; "stable" for a
-    slight move within a chronically severe band (:func:`severe_band`)."""
+    """The answer's word for the trend: "stable" for a slight move within a chronically severe
+    band (:func:`severe_band`); the course's shape where it has one (levelled off, back from a
+    bump); "slightly falling" for a slight move."""
     if d.trend_size == "slight" and severe_band(d):
         return say(lang, "answers.trend_word.stable")
-    key = f"slight_{d.trend}" if d.trend_size == "slight" else d.trend
+    key = (
+        f"{d.shape}_{d.trend}"
+        if d.shape
+        else f"slight_{d.trend}"
+        if d.trend_size == "slight"
+        else d.trend
+    )
     return say(lang, f"answers.trend_word.{key}")
 
 

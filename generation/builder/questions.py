@@ -160,22 +160,24 @@ def make_question(
         if found is None:
             raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
         form, antecedent = found
+    # a finished treatment course is asked as one ("did the WBC respond to the course?")
+    kind = f"{topic.kind}_done" if topic.done else topic.kind
     timed = (
         "explicit_discharge"
-        if at_discharge and variants("en", topic.kind, "explicit_discharge")
+        if at_discharge and variants("en", kind, "explicit_discharge")
         else "explicit"
     )
     for lang in LANGUAGES:
         vals = _values(topic, lang, gender)
-        explicit = variants(lang, topic.kind, timed)
-        implicit = explicit if form == "explicit" else variants(lang, topic.kind, form)
+        explicit = variants(lang, kind, timed)
+        implicit = explicit if form == "explicit" else variants(lang, kind, form)
         if not explicit or not implicit:
-            raise ValueError(f"templates/{lang}.yaml: questions.{topic.kind}.{form} is empty")
+            raise ValueError(f"templates/{lang}.yaml: questions.{kind}.{form} is empty")
         texts[(lang, "explicit")] = fill(
-            explicit[variant % len(explicit)], f"{lang}:questions.{topic.kind}.explicit", **vals
+            explicit[variant % len(explicit)], f"{lang}:questions.{kind}.explicit", **vals
         )
         texts[(lang, "implicit")] = fill(
-            implicit[variant % len(implicit)], f"{lang}:questions.{topic.kind}.{form}", **vals
+            implicit[variant % len(implicit)], f"{lang}:questions.{kind}.{form}", **vals
         )
     changed = texts[("en", "implicit")] != texts[("en", "explicit")]
     return Question(

@@ -7,6 +7,14 @@ is the last value drawn before it (at most :data:`~.signals.BASELINE_WITHIN` bef
 response the latest value drawn at least :data:`~.signals.EFFECT_AFTER` after it; suspect
 values (artifacts) are left out. No dose count is stated: the compat tools do not show ICU
 doses, so the answer says only when the treatment started.
+
+A treatment that no longer runs at the session is asked as a finished course
+(:mod:`.running`): given from its first to its last dose, nothing to continue. A latest value
+drawn more than :data:`~.vocab.CURRENT_VALUE_HOURS` before the session's reference moment is
+cited with its date, not as "now". A course whose last days move against its direction since
+the first dose (:func:`.trends.recent_turn`: WBC 15.0 -> 11.3 -> 12.7 on vancomycin) is no
+clear response. An antibiotic is reviewed "against the culture results" only where a culture
+was sent in the stay (not a C. difficile test, a PCR or a serology alone).
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ from .answers import (
 from .profile import Profile
 from .rubrics import Item, _item, concept, literal, trend_terms, value
 from .signals import BASELINE_WITHIN, EFFECT_AFTER, treatment_of
-from .trends import change
-from .vocab import TRENDS
+from .trends import change, recent_turn
+from .vocab import CURRENT_VALUE_HOURS, TRENDS
 from .wording import say
 
 #: ICU administration statuses that gave a dose (the strict tool's, as the timeline counts them).
@@ -43,9 +51,9 @@ def _at(time: str) -> dt.datetime:
     return dt.datetime.fromisoformat(time[:19])
 
 
-def first_dose(observation: Any) -> str | None:
-    """The earliest administration the tool shows as given (eMAR dose event, ICU row)."""
-    times = [
+def _given(observation: Any) -> list[str]:
+    """The times of the administrations the tool shows as given (eMAR dose event, ICU row)."""
+    return [
         e.time
         for e in F.admin_events(observation)
         if e.time
@@ -53,7 +61,18 @@ def first_dose(observation: Any) -> str | None:
             dose_event(e.event) == "given" or (e.event.startswith("ICU") and e.status in _ICU_GIVEN)
         )
     ]
+
+
+def first_dose(observation: Any) -> str | None:
+    """The earliest administration the tool shows as given."""
+    times = _given(observation)
     return min(times, key=_at) if times else None
+
+
+def last_dose(observation: Any) -> str | None:
+    """The latest administration the tool shows as given (the end of a finished course)."""
+    times = _given(observation)
+    return max(times, key=_at) if times else None
 
 
 def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
@@ -76,6 +95,13 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
     d.trend = (
         "stable" if d.trend_size == "none" else "rising" if last.value > base.value else "falling"
     )
+    if recent_turn([p for p in pts if p.time >= base.time], d.trend, rule):
+        d.trend_size, d.shape = "slight", "turned"
+    tl = prof.timeline
+    d.admin_last = F.minute(last_dose(obs[0]) or first)
+    if tl is not None:
+        d.dated = d.topic.done or _at(last.time) < tl.ref - dt.timedelta(hours=CURRENT_VALUE_HOURS)
+        d.cultured = bool(tl.cultures)
     d.series = [_lab_fact(base, prof.context), _lab_fact(last, prof.context)]
     d.labs, d.anchor, d.admin_first = [d.series[1]], "baseline", F.minute(first)
     expected = d.trend == treatment.expect
@@ -108,16 +134,24 @@ def answer_response(d: Digest, lang: str) -> str:
         "drug_word": name,
         "Drug_word": name[:1].upper() + name[1:],
         "since": d.admin_first,
+        "until": d.admin_last,
         "label": lab_name(last.label, lang),
         "first": fmt(base.value),
         "last": fmt(last.value),
+        "last_time": last.time,
         "unit": last.unit,
         "trend_word": trend_word(d, lang),
         "next_check": next_check(d, lang),
         "lab": lab_spoken(last.label, lang),
     }
-    first = say(lang, "answers.response.first", **values)
-    second = say(lang, f"answers.{kind}.{d.verdict}", **values)
+    opening = "done" if d.topic.done else "dated" if d.dated else "first"
+    first = say(lang, f"answers.response.{opening}", **values)
+    verdict = d.verdict
+    if kind == "response" and verdict == "responding" and not d.cultured:
+        verdict = "responding_uncultured"
+    if d.topic.done:
+        kind, verdict = f"{kind}_done", d.verdict
+    second = say(lang, f"answers.{kind}.{verdict}", **values)
     return f"{first} {second}" if lang == "en" else f"{first}{second}"
 
 
@@ -130,7 +164,11 @@ def response_items(d: Digest) -> list[Item]:
 
     tw = {lang: trend_word(d, lang) for lang in ("en", "zh")}
     items = [
-        _item("resp_drug", literal(word, d.topic.name or word), {"drug_word": word}),
+        _item(
+            "resp_drug_done" if d.topic.done else "resp_drug",
+            literal(word, d.topic.name or word),
+            {"drug_word": word},
+        ),
         _item(
             "trend_baseline", value(lab, base.value, base.unit), vals(base, "en"), vals(base, "zh")
         ),
@@ -148,7 +186,7 @@ def response_items(d: Digest) -> list[Item]:
         "unclear": "resp_verdict_unclear",
     }[d.verdict]
     items.append(_item(verdict_key, concept(d.verdict), {}))
-    if d.topic.kind == "abx_response":
+    if d.topic.kind == "abx_response" and not d.topic.done:  # nothing to continue after it
         plan = "escalate" if d.verdict == "not_responding" else "continue"
         items.append(_item(f"resp_plan_{plan}", concept(plan), {}))
     return items

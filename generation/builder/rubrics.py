@@ -315,7 +315,11 @@ def trend_terms(d: Digest) -> dict[str, list[str]]:
     """Words that describe the digest's trend fairly: the direction's, the stable ones too for
     a slight move, and "improving" / "normalised" or "worsening" by where the value went."""
     first, last = d.series
+    if d.shape == "plateau":  # levelled off after the turn: not "rising" any more
+        return _words(["stable", "plateau"])
     names = ["stable"] if d.trend == "stable" else [d.trend]
+    if d.shape == "turned":  # the last days move against the course: both directions are fair
+        names.append(_OPPOSITE[d.trend])
     if d.trend_size == "slight":
         names.append("stable")
     if d.trend != "stable" and d.trend_size == "clear":
@@ -324,6 +328,17 @@ def trend_terms(d: Digest) -> dict[str, list[str]]:
             names.append("improving" if toward else "worsening")
         if first.said not in AT_GOAL and last.said in AT_GOAL:
             names.append("normalised")
+    if d.shape == "" and d.anchor != "first" and d.trend_size == "slight":
+        # a bump coming back (creatinine peaked 1.5 after surgery, 1.3 now): "improving"
+        if _toward_normal(first, last):
+            names.append("improving")
+    return _words(names)
+
+
+_OPPOSITE = {"rising": "falling", "falling": "rising"}
+
+
+def _words(names: list[str]) -> dict[str, list[str]]:
     return {
         lang: list(dict.fromkeys(w for n in names for w in SYNONYMS[n][lang])) for lang in LANGUAGES
     }
@@ -413,7 +428,7 @@ def _trend_items(d: Digest) -> list[Item]:
                 {"meaning": m.zh},
             )
         )
-    elif d.trend != "stable":
+    elif d.trend != "stable" and not d.shape:  # a plateau or a turn may be said either way
         items.append(
             _item(
                 "trend_not",

@@ -15,8 +15,10 @@ from typing import Any
 from .kinds import KINDS, Topic
 from .patient_topics import adherence_drugs, has_home_function, has_symptoms
 from .profile import Profile
-from .signals import response_topics, safety_topics
+from .running import running_responses
+from .signals import safety_topics
 from .vocab import (
+    ANC_RANGE,
     DRUG_CLASSES,
     FREQUENCIES,
     LABS,
@@ -258,7 +260,24 @@ LAB_COUNT = 200
 def _lab_order(scenario: str, prof: Profile) -> list[str]:
     preferred = [lab for lab in SCENARIO_LABS[scenario] if lab in prof.labs]
     rest = [lab for lab in sorted(prof.labs) if lab not in preferred and lab in LABS]
-    return preferred + rest
+    return [lab for lab in preferred + rest if not _percent_only(lab, prof)]
+
+
+def _percent_only(lab: str, prof: Profile) -> bool:
+    """The latest neutrophil percentage is off its range while the absolute count of that
+    draw (white count x percentage) is normal (:data:`~.vocab.ANC_RANGE`; CLL, neutrophils 32 %
+    of 8.2 K/uL: 2.6): a physician reads the count, so no question grades the percentage."""
+    tl = prof.timeline
+    pct = tl.lab(lab) if tl is not None and lab == "Neutrophils" else None
+    wbc = tl.lab("White Blood Cells") if tl is not None else None
+    if pct is None or wbc is None or not pct.points:
+        return False
+    last = pct.latest
+    off = (last.low is not None and last.value < last.low) or (
+        last.high is not None and last.value > last.high
+    )
+    count = next((p.value for p in wbc.points if p.time == last.time), None)
+    return off and count is not None and ANC_RANGE[0] <= count * last.value / 100 <= ANC_RANGE[1]
 
 
 def _dosable(prof: Profile, word: str) -> bool:
@@ -292,7 +311,7 @@ def pools(scenario: str, prof: Profile) -> Pools:
     signals = (
         safety_topics(prof)
         if scenario == "med_safety"
-        else response_topics(prof)
+        else running_responses(prof)
         if scenario == "treatment_response"
         else []
     )

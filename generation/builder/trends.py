@@ -6,15 +6,23 @@ rubric accepts both. When the series turned (an interior peak or nadir clearly b
 latest value and beyond the first), the direction is the one since that turn and the turn is
 the reference; the later turn wins when there are two. Otherwise the direction is last versus
 first. Values the timeline marks suspect (artifacts) are left out before judging.
+
+Three shapes are not read from two points alone (a physician reviewing a build rejected
+them): a course that rose after its nadir (a transfusion) and then levelled off is a
+*plateau*, not "rising" (:data:`~.vocab.PLATEAU_DRAWS`); a bump that is coming back (a
+post-operative creatinine 1.4 -> 1.5 -> 1.3) is a slight move from that peak, not "stable";
+and a course whose last days (:data:`~.vocab.RECENT_COURSE_HOURS`) move against its overall
+direction has *turned*: both directions are fair words and neither is a clear response.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .vocab import TRENDS, TrendRule
+from .vocab import PLATEAU_DRAWS, RECENT_COURSE_HOURS, TRENDS, TrendRule
 
 
 class Point(Protocol):
@@ -68,12 +76,15 @@ def turned_back(base: Point, after: Sequence[Point], rule: TrendRule, recent: in
 @dataclass(frozen=True)
 class Trend:
     """A series' direction (rising | falling | stable), how big the move is (clear | slight |
-    none), the reference point and what it is (first | peak | nadir of the admission)."""
+    none), the reference point and what it is (first | peak | nadir of the admission), and its
+    shape: "" (a plain move), "plateau" (levelled off after the turn) or "turned" (the last
+    days move against the direction); see the module rules."""
 
     direction: str
     size: str
     ref: Any  # a Point
     anchor: str
+    shape: str = ""
 
 
 def judge_trend(points: Sequence[Point], rule: TrendRule) -> Trend:
@@ -95,11 +106,90 @@ def judge_trend(points: Sequence[Point], rule: TrendRule) -> Trend:
     ):
         turns.append(Trend("rising", "clear", nadir, "nadir"))
     if turns:
-        return max(turns, key=lambda t: t.ref.time)
+        turn = max(turns, key=lambda t: t.ref.time)
+        since = [p for p in points if p.time > turn.ref.time]
+        if plateaued(since, turn.direction, rule):
+            return Trend(turn.direction, "slight", turn.ref, turn.anchor, "plateau")
+        return _turned(points, turn, rule)
     size = change(first.value, last.value, rule, last.low, last.high)
+    if size != "clear":
+        bump = _bump(points, rule)
+        if bump is not None:
+            return bump
     if size == "none":
         return Trend("stable", "none", first, "first")
-    return Trend("rising" if last.value > first.value else "falling", size, first, "first")
+    return _turned(
+        points,
+        Trend("rising" if last.value > first.value else "falling", size, first, "first"),
+        rule,
+    )
+
+
+def plateaued(since: Sequence[Point], direction: str, rule: TrendRule) -> bool:
+    """The move since a turn has levelled off: its furthest value came before the last one, and
+    the last :data:`~.vocab.PLATEAU_DRAWS` values lie within no clear move of each other (Hgb
+    8.1, 4 units of red cells, 10.1, 9.5, 9.6: a plateau after transfusion, not "rising")."""
+    if len(since) < PLATEAU_DRAWS:
+        return False
+    far = max if direction == "rising" else min
+    tail = [p.value for p in since[-PLATEAU_DRAWS:]]
+    return (
+        far(since, key=lambda p: p.value) is not since[-1]
+        and change(min(tail), max(tail), rule) != "clear"
+    )
+
+
+def _bump(points: Sequence[Point], rule: TrendRule) -> Trend | None:
+    """An interior peak (or nadir) beyond both ends, reached by more than "none" from the
+    lowest (highest) value before it and coming back from it by more than "none": a slight
+    move from it (creatinine 1.4, 1.2, then 1.5 on the second post-operative day, 1.3 now:
+    "peaked and improving", not "stable"); the later one when both."""
+    first, last = points[0], points[-1]
+    found = []
+    for pick, direction, anchor in ((max, "falling", "peak"), (min, "rising", "nadir")):
+        at = points.index(pick(points, key=lambda p: p.value))
+        ext, before = points[at], points[:at]
+        if not before or pick(first.value, last.value, ext.value) != ext.value:
+            continue
+        start = (min if anchor == "peak" else max)(p.value for p in before)
+        if (
+            ext.value not in (first.value, last.value)
+            and change(start, ext.value, rule) != "none"
+            and change(ext.value, last.value, rule) != "none"
+        ):
+            found.append(Trend(direction, "slight", ext, anchor))
+    return max(found, key=lambda t: t.ref.time) if found else None
+
+
+def recent_turn(points: Sequence[Point], direction: str, rule: TrendRule) -> bool:
+    """The values of the last :data:`~.vocab.RECENT_COURSE_HOURS` before the latest move against
+    ``direction`` by more than "none" (WBC 15.0 before vancomycin, 11.3, 11.4, 12.7 over the
+    last 2 days: falling overall, rising now)."""
+    if direction == "stable" or len(points) < 2:
+        return False
+    last = points[-1]
+    window = [p for p in points[:-1] if _hours(last.time, p.time) <= RECENT_COURSE_HOURS]
+    if not window:
+        return False
+    if direction == "falling":
+        low = min(window, key=lambda p: p.value)
+        return last.value > low.value and change(low.value, last.value, rule) != "none"
+    high = max(window, key=lambda p: p.value)
+    return last.value < high.value and change(high.value, last.value, rule) != "none"
+
+
+def _hours(a: Any, b: Any) -> float:
+    """Hours from ``b`` to ``a`` (datetimes, or ISO texts as the tools write them)."""
+    at = [x if not isinstance(x, str) else dt.datetime.fromisoformat(x[:19]) for x in (a, b)]
+    return (at[0] - at[1]).total_seconds() / 3600
+
+
+def _turned(points: Sequence[Point], trend: Trend, rule: TrendRule) -> Trend:
+    """``trend``, marked turned (and no more than slight) when its last days move against it."""
+    since = [p for p in points if p.time >= trend.ref.time]
+    if not recent_turn(since, trend.direction, rule):
+        return trend
+    return Trend(trend.direction, "slight", trend.ref, trend.anchor, "turned")
 
 
 def rule_of(label: str) -> TrendRule | None:

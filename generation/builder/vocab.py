@@ -142,6 +142,15 @@ TRENDS: dict[str, TrendRule] = {
     "Neutrophils": TrendRule(10.0, 0.2, "clinical judgement (percentage points)"),
 }
 
+#: A course has levelled off when its last this many values (two intervals of the daily
+#: morning draw) lie within no clear move of each other after the furthest value since its
+#: turn: the fewest draws that show a level course rather than one noisy pair (a physician's
+#: "plateau after transfusion"; reviewer verdicts of issue 40).
+PLATEAU_DRAWS = 3
+#: The last days a physician reads a course's current direction from: the two most recent
+#: daily draws (routine inpatient labs are drawn each morning), "rising over the last 2 days".
+RECENT_COURSE_HOURS = 48.0
+
 #: Labs a prescriber monitors (med_safety's base criterion).
 MONITORING_LABS: tuple[str, ...] = (
     "Creatinine",
@@ -152,6 +161,11 @@ MONITORING_LABS: tuple[str, ...] = (
     "% Hemoglobin A1c",
 )
 INFECTION_MARKERS: tuple[str, ...] = ("White Blood Cells", "Neutrophils", "Lactate")
+#: The absolute neutrophil count's normal range, K/uL (x10^9/L): neutropenia below 1.5 (NCI
+#: CTCAE v5 grade 2 and up; WHO), neutrophilia above 7.7 (the adult reference interval of
+#: Dacie and Lewis, Practical Haematology). A percentage off its range with a normal count
+#: (a lymphocytosis in CLL lowers it) is no finding of its own.
+ANC_RANGE: tuple[float, float] = (1.5, 7.7)
 
 
 @dataclass(frozen=True)
@@ -367,6 +381,10 @@ SYNONYMS: dict[str, dict[str, list[str]]] = {
         "zh": ["稳定", "无明显变化", "变化不大", "平稳"],
     },
     "improving": {"en": ["improving", "improved", "better", "resolving"], "zh": ["好转", "改善"]},
+    "plateau": {
+        "en": ["plateau", "plateaued", "levelled off", "leveled off", "recovered"],
+        "zh": ["平台", "趋于平稳", "已恢复"],
+    },
     "worsening": {
         "en": ["worsening", "worsened", "worse", "deteriorating"],
         "zh": ["恶化", "加重"],
@@ -1443,6 +1461,20 @@ TREATMENTS: tuple[Treatment, ...] = (
 )
 
 
+#: A treatment runs at the session's reference moment when a dose was given within this many
+#: hours of it (besides a current order): the longest routine inpatient dosing interval of the
+#: treatments above (once daily: ceftriaxone, azithromycin, vancomycin by level) and a day's
+#: grace for a late or held dose (eMAR dose times; Lexicomp/IDSA dosing intervals).
+RUNNING_WITHIN_HOURS = 48.0
+#: A marker value is what a round calls "now" when drawn within this many hours of the
+#: session's reference moment: one of the last two daily morning draws (routine inpatient labs
+#: are drawn each morning); an older one is cited with its date.
+CURRENT_VALUE_HOURS = 48.0
+#: A dose given within this many hours of the reference moment is still acting at it, even
+#: when its order was closed that morning (pip-tazo given 7 h before discharge): the longest
+#: routine dosing interval, once daily. A course whose last dose is older and whose order has
+#: stopped (cefepime 32 h before discharge, stepped down to oral cefpodoxime) has ended.
+ACTING_WITHIN_HOURS = 24.0
 #: Imaging findings a report impression may name: EN term -> (EN synonyms, ZH synonyms).
 FINDINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "no significant change": (

@@ -298,3 +298,68 @@ def test_the_raw_check_finds_the_seed_131_rejects() -> None:
     )
     culture["rubrics"] = [["The answer says the laboratory doubts the ESCHERICHIA COLI."]]
     assert fr.defects([culture], demo)["contaminated_cultures"] == []
+
+
+def _claim(hadm: int, day: str, intent: str, calls: list, answer: str, rubric: list) -> dict:
+    """One turn as a session states it: its intent, tool calls, answer and rubric items
+    (``rubric``: (item text, check) pairs)."""
+    return {
+        "id": "c",
+        "hadm_id": hadm,
+        "current_date": day,
+        "task_types": ["Clinical Reasoning"],
+        "session_plan": {"turn_intents": [intent]},
+        "answer_list": [
+            [{"action": {"name": n, "arguments": a}, "observation": {}} for n, a in calls]
+            + [{"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": answer}]
+        ],
+        "rubrics": [[text for text, _ in rubric]],
+        "rubric_checks": [[check for _, check in rubric]],
+    }
+
+
+def _response(hadm: int, day: str, word: str, lab: str, answer: str) -> dict:
+    calls = [
+        ("MedicationAdministration.search", {"medication": word}),
+        ("Observation.search", {"code": lab}),
+    ]
+    given = f"The answer confirms {word} is being given."
+    check = {"kind": "concept", "any": {"en": [word], "zh": [word]}}
+    return _claim(hadm, day, f"abx_response({lab}, {word})", calls, answer, [(given, check)])
+
+
+def test_the_raw_check_finds_responses_to_a_drug_no_longer_given() -> None:
+    """The second review's treatment-response rejects: cefepime (23488445) stepped down to
+    cefpodoxime the day before, yet "being given"; phenylephrine (29366372) stopped 5 days
+    before, judged by a lactate of 5 days before called "now". Pip-tazo (20973395), still
+    given on the discharge day with its WBC of 3 days before and a culture sent, is sound."""
+    demo = fb.demo_or_skip()
+    now = "WBC: 41.1 K/uL just before it, 13.3 K/uL now (falling); review the culture results."
+    wbc = "White Blood Cells"
+    found = fr.defects([_response(23488445, "2189-06-13", "cefepime", wbc, now)], demo)
+    assert len(found["responses"]) == 1 and "cefepime not running" in found["responses"][0]
+    stale = "Lactate: 3.6 mmol/L just before it, 2.4 mmol/L now (falling)."
+    found = fr.defects([_response(29366372, "2167-05-11", "phenylephrine", "Lactate", stale)], demo)
+    assert len(found["responses"]) == 2 and "called now" in found["responses"][1]
+    ok = "WBC: 16.5 K/uL just before it, 10.5 K/uL on 2185-06-18 15:30, the latest value."
+    found = fr.defects([_response(20973395, "2185-06-21", "piperacillin", wbc, ok)], demo)
+    assert found["responses"] == []
+    # the cefepime asked as the finished course it is: sound
+    done = _response(23488445, "2189-06-13", "cefepime", wbc, "given from 06-09 to 06-12.")
+    done["rubrics"] = [["The answer says cefepime was given and the course has ended."]]
+    assert fr.defects([done], demo)["responses"] == []
+
+
+def test_the_raw_check_reads_a_plateau_after_transfusion() -> None:
+    """The second review's Hgb (28019404): 9.6, 8.1, four units, 10.1, 9.5, 9.6 is a plateau;
+    a rubric that requires "rising" is a defect, one that accepts "stable" is not."""
+    demo = fb.demo_or_skip()
+    calls = [("Observation.search", {"code": "Hemoglobin"})]
+    text = "The answer describes the Hemoglobin trend (rising)."
+
+    def claim(words: list[str]) -> dict:
+        check = {"kind": "concept", "any": {"en": words, "zh": []}}
+        return _claim(28019404, "2157-07-03", "lab_trend(Hemoglobin)", calls, "", [(text, check)])
+
+    assert fr.defects([claim(["rising", "increased"])], demo)["trends"]
+    assert fr.defects([claim(["stable", "plateau", "levelled off"])], demo)["trends"] == []
