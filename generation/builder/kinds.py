@@ -67,6 +67,7 @@ class Topic:
     name: str | None = None  # the drug as a physician says it (vocab.drug_spoken)
     drug2: str | None = None  # a second drug (duplicate therapy, interaction, bridge)
     name2: str | None = None
+    when: str | None = None  # why a repeat lab is ordered (followup.reason); None: follow-up
 
     @property
     def task_type(self) -> str:

@@ -151,7 +151,8 @@ def make_question(
     at_discharge: bool = False,
 ) -> Question:
     """The explicit and implicit question of a turn in both languages; at the discharge date
-    a kind's ``explicit_discharge`` variants, where it has them, speak of discharge."""
+    a kind's ``explicit_discharge`` variants, where it has them, speak of discharge (a repeat
+    lab with its own reason, ``topic.when``, its ``explicit_<when>`` ones)."""
     texts: dict[tuple[str, str], str] = {}
     antecedent = None
     form = {"PE": "pe", "AE": "ae", None: "explicit"}.get(subtype, "explicit")
@@ -160,10 +161,13 @@ def make_question(
         if found is None:
             raise ValueError(f"NA rewrite of {topic.label()} needs an earlier-turn entity")
         form, antecedent = found
-    timed = (
-        "explicit_discharge"
-        if at_discharge and variants("en", topic.kind, "explicit_discharge")
-        else "explicit"
+    timed = next(
+        (
+            form_
+            for form_ in (f"explicit_{topic.when}", "explicit_discharge")
+            if at_discharge and variants("en", topic.kind, form_)
+        ),
+        "explicit",
     )
     for lang in LANGUAGES:
         vals = _values(topic, lang, gender)
