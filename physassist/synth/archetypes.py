@@ -306,7 +306,9 @@ def ckd_metformin(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
             r,
             home,
             5 + tier,
-            ("allopurinol", "aspirin", "pantoprazole", "gabapentin", "tamsulosin"),
+            # gabapentin 600 mg TID (1800 mg/day) is a home dose never adjusted to the CKD:
+            # above the label's 1400 mg/day at a clearance of 30-59 (a real renal signal)
+            ("allopurinol", "aspirin", "pantoprazole", "gabapentin600", "tamsulosin"),
         )
     dx = _fill_dx(
         r,
