@@ -233,7 +233,8 @@ def answer_safety(d: Digest, lang: str) -> str:
     rec_key = f"{d.verdict}_rec"
     if d.renal is not None:
         where = "dialysis" if d.renal.on_dialysis else "crcl"
-        first += say(lang, f"answers.safety.renal_{where}", **values)
+        band = say(lang, f"answers.safety.renal_{where}", **values)
+        first = f"{first} {band}" if lang == "en" else f"{first}{band}"
         if d.verdict == "adjust":
             rec_key = f"adjust_{where}_rec"
     elif d.verdict == "ok" and _dialysis_lab(d):
@@ -292,6 +293,10 @@ def safety_items(d: Digest) -> list[Item]:
         ]
     if d.verdict in ("adjust", "raise"):
         verdict_item = _item(f"safety_verdict_{d.verdict}", concept(d.verdict), vals)
+        if d.renal is not None:  # the band's maximum a reduced dose keeps to
+            most = fmt(d.renal.maximum)
+            band = {"drug_word": m.word, "maximum": most, "unit": d.renal.unit}
+            items += [_item("safety_renal_max", literal(most, f"{d.renal.maximum:,.0f}"), band)]
         return items + [verdict_item] + ([] if _dialysis_lab(d) else [recheck])
     return items + [
         _item("safety_verdict_ok", concept("continue"), vals),
