@@ -54,13 +54,20 @@ import duckdb
 from generation.builder.vocab import (
     ACTING_WITHIN_HOURS,
     CURRENT_VALUE_HOURS,
+    DIALYSIS_LABS,
+    DRUG_CLASSES,
+    DRUG_LEVELS,
+    ESRD_ICD_PREFIXES,
     HEME_MALIGNANCY_ICD_PREFIXES,
     MARROW_FAILURE_ICD_PREFIXES,
     PLATEAU_DRAWS,
     RECENT_COURSE_HOURS,
+    RENAL_DOSING,
     RUNNING_WITHIN_HOURS,
     SEVERE_CYTOPENIA,
+    STALE_DAYS,
     TRENDS,
+    UNSAFE_WHEN,
 )
 from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
 
@@ -107,6 +114,8 @@ CATEGORIES = (
     "trends",
     "responses",
     "repeats",
+    "renal_dose",
+    "rechecks",
 )
 #: Turn intents that ask whether a treatment works ("is the X working?": it must still run).
 RESPONSE_INTENTS = ("abx_response(", "treatment_effect(")
@@ -165,6 +174,8 @@ def raw(source: Path) -> duckdb.DuckDBPyConnection:
                 "emar",
                 "emar_detail",
                 "microbiologyevents",
+                "patients",
+                "omr",
                 "diagnoses_icd",
             ),
         ),
@@ -756,6 +767,8 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                 out["contaminated_cultures"] += [
                     f"{where}: {problem}" for problem in _doubted_lines(rec, answer, items)
                 ]
+        out["renal_dose"] += _renal_defects(rec, e)
+        out["rechecks"] += _recheck_defects(rec, e)
     out["repeats"] = _repeats(entries)
     return {k: out.get(k, []) for k in CATEGORIES}
 
@@ -786,6 +799,30 @@ def _repeats(entries: list[dict[str, Any]]) -> list[str]:
             asked.setdefault(text, f"{e['id']} turn {t}")
             if t and t < len(intents) and intents[t].startswith(LOOKUPS) and labs[t] & labs[t - 1]:
                 found.append(f"{e['id']} turn {t}: asks {sorted(labs[t] & labs[t - 1])} again")
+        found += _earlier_repeats(e, intents, labs)
+    return found
+
+
+def _earlier_repeats(e: dict[str, Any], intents: list[str], labs: list[set[str]]) -> list[str]:
+    """A turn that looks a lab up or trends it after any earlier turn gave it, or looks a
+    drug's orders up after any earlier turn searched them ("enoxaparin bridge?" then
+    "enoxaparin?")."""
+    found = []
+    searched = [
+        {
+            str(a.get("medication", "")).lower()
+            for n, a in _calls(turn)
+            if n == "MedicationRequest.search"
+        }
+        for turn in e["answer_list"]
+    ]
+    for t in range(1, min(len(intents), len(labs))):
+        before_labs = set().union(*labs[:t])
+        before_drugs = set().union(*searched[:t])
+        if intents[t].startswith((*LOOKUPS, "lab_trend(")) and labs[t] & before_labs:
+            found.append(f"{e['id']} turn {t}: {intents[t]} repeats an earlier turn's lab")
+        if intents[t].startswith("med_current(") and searched[t] & before_drugs:
+            found.append(f"{e['id']} turn {t}: {intents[t]} repeats an earlier turn's drug")
     return found
 
 
@@ -996,3 +1033,147 @@ def _doubted_lines(rec: Record, answer: str, items: list[str]) -> list[str]:
             ):
                 found.append(f"{m.group(1)} {m.group(2)}: the rubric requires {org} as a pathogen")
     return found
+
+
+# ------------------------------------------------------------------ renal doses and rechecks
+#: Bridging anticoagulants (a current order beside warfarin makes its INR a bridge's).
+BRIDGING = ("enoxaparin", "fondaparinux")
+#: Days within which a bridge's INR and a dialysed solute in ESRD are repeated.
+SOON_DAYS = 3
+KIDNEY = ("Creatinine", "Urea Nitrogen")
+
+
+def _esrd(rec: Record) -> bool:
+    codes = [
+        str(c).replace(".", "").upper()
+        for (c,) in rec.rows("SELECT icd_code FROM diagnoses_icd WHERE hadm_id = ?")
+    ]
+    return any(c.startswith(ESRD_ICD_PREFIXES) for c in codes)
+
+
+def _clearance(rec: Record) -> float | None:
+    """Cockcroft-Gault from the raw patient, weight and creatinine rows (ICU weight of the
+    stay, else the last outpatient weight by the session date, in pounds)."""
+    row = rec.con.execute(
+        "SELECT gender, anchor_age, anchor_year FROM patients WHERE subject_id = ?",
+        [rec.subject],
+    ).fetchone()
+    weights = rec.rows(
+        "SELECT patientweight FROM inputevents WHERE hadm_id = ? AND starttime < ? "
+        "AND try_cast(patientweight AS DOUBLE) > 0 ORDER BY starttime DESC LIMIT 1",
+        str(rec.cutoff),
+    )
+    kg = _num(weights[0][0]) if weights else None
+    if kg is None:
+        pounds = rec.con.execute(
+            "SELECT result_value FROM omr WHERE subject_id = ? AND result_name ILIKE 'Weight%' "
+            "AND CAST(chartdate AS DATE) < CAST(? AS TIMESTAMP) "
+            "ORDER BY CAST(chartdate AS DATE) DESC, CAST(seq_num AS INTEGER) DESC LIMIT 1",
+            [rec.subject, str(rec.cutoff)],
+        ).fetchone()
+        kg = _num(pounds[0]) / 2.20462 if pounds and _num(pounds[0]) else None
+    creatinine = rec.lab_series("Creatinine")
+    if row is None or kg is None or not creatinine:
+        return None
+    age = int(row[1]) + rec.cutoff.year - int(row[2])
+    crcl = (140 - age) * kg / (72 * creatinine[-1][1])
+    return crcl * 0.85 if str(row[0]).upper().startswith("F") else crcl
+
+
+def _renal_defects(rec: Record, e: dict[str, Any]) -> list[str]:
+    """A turn that asks to adjust a renally cleared drug's dose when its daily dose is within
+    the labelled band for the patient's clearance or dialysis (vocab.RENAL_DOSING), or asks
+    for a creatinine recheck in end-stage renal disease."""
+    out = []
+    esrd = _esrd(rec)
+    for t, items in enumerate(e.get("rubrics", [])):
+        where = f"{e['id']} turn {t}"
+        text = " ".join(items)
+        if esrd and "Creatinine" in text and "recheck" in text.lower():
+            out.append(f"{where}: a creatinine recheck in end-stage renal disease")
+        if "recommends adjusting the" not in text:
+            continue
+        word = next((w for w in RENAL_DOSING if f"adjusting the {w}" in text.lower()), None)
+        if word is None:
+            out.append(f"{where}: a renal adjustment of a drug without a labelled band")
+            continue
+        crcl = None if esrd else _clearance(rec)
+        most = RENAL_DOSING[word].maximum(crcl, esrd)
+        daily = [
+            float(d) * float(n)
+            for d, n, s, stop in rec.rows(
+                "SELECT dose_val_rx, doses_per_24_hrs, starttime, stoptime FROM prescriptions "
+                "WHERE hadm_id = ? AND contains(lower(drug), ?)",
+                word,
+            )
+            if _num(d)
+            and _num(n)
+            and (_ts(s) or rec.cutoff) < rec.cutoff
+            and (_ts(stop) is None or _ts(stop) >= min(rec.end, rec.cutoff) - GRACE)
+        ]
+        if most is None or not daily or max(daily) <= most:
+            out.append(
+                f"{where}: adjust {word} at {daily} a day, the labelled maximum is {most} "
+                f"(CrCl {crcl}, dialysis {esrd})"
+            )
+    return out
+
+
+def _problem_labs(e: dict[str, Any]) -> set[str]:
+    """The labs of a medication-safety session's problem: those its reasoning turns read, and
+    those that monitor the drugs it looks up (vocab: classes, levels, unsafe-when)."""
+    labs: set[str] = set()
+    drugs: set[str] = set()
+    for turn, kind in zip(e["answer_list"], e["task_types"], strict=False):
+        for n, a in _calls(turn):
+            if n == "Observation.search" and kind == "Clinical Reasoning":
+                labs.add(str(a.get("code")))
+            if n == "MedicationRequest.search":
+                drugs.add(str(a.get("medication", "")).lower())
+    for w in drugs:
+        labs |= {lab for c in DRUG_CLASSES if any(p in w for p in c.patterns) for lab in c.labs}
+        labs |= {lv.lab for d, lv in DRUG_LEVELS.items() if d in w}
+        labs |= {lab for pats, lab, _, _ in UNSAFE_WHEN if any(p in w for p in pats)}
+    return labs
+
+
+def _recheck_defects(rec: Record, e: dict[str, Any]) -> list[str]:
+    """A repeat lab ordered for a value last drawn more than STALE_DAYS before discharge, for
+    a drug level of a drug no longer ordered, for a kidney marker in ESRD, for a lab outside a
+    medication-safety session's problem; or dated (any accepted day) later than SOON_DAYS
+    after the session for an INR during a bridge or a dialysed solute in ESRD."""
+    out = []
+    ref = min(rec.end, rec.cutoff)
+    esrd = _esrd(rec)
+    day = dt.date.fromisoformat(e["current_date"][:10])
+    for t, (turn, checks) in enumerate(zip(e["answer_list"], e["rubric_checks"], strict=True)):
+        for n, a in _calls(turn):
+            service = str(a.get("service_type", ""))
+            if n != "ServiceRequest.create" or not service.startswith("Repeat "):
+                continue
+            lab, where = service[len("Repeat ") :], f"{e['id']} turn {t}"
+            series = rec.lab_series(lab)
+            if not series or series[-1][0] < ref - dt.timedelta(days=STALE_DAYS):
+                out.append(f"{where}: repeat {lab}, last drawn {series[-1:]} (stale)")
+            level = [w for w, lv in DRUG_LEVELS.items() if lv.lab == lab]
+            if level and not any(rec.current_orders(w) for w in level):
+                out.append(f"{where}: repeat {lab} of a drug no longer ordered")
+            if esrd and lab in KIDNEY:
+                out.append(f"{where}: repeat {lab} in end-stage renal disease")
+            if e.get("clinical_scenario") == "med_safety" and lab not in _problem_labs(e):
+                out.append(f"{where}: repeat {lab}, unrelated to the session's problem")
+            bridge = (
+                lab == "INR(PT)"
+                and rec.warfarin_dose()
+                and any(rec.current_orders(w) for w in BRIDGING)
+            )
+            dialysed = esrd and lab in DIALYSIS_LABS
+            dates = [
+                dt.date.fromisoformat(str(d)[:10])
+                for c in checks
+                if c.get("kind") == "write_arg" and c.get("field") == "target_date"
+                for d in c.get("accepted", [])
+            ]
+            if (bridge or dialysed) and any((d - day).days > SOON_DAYS for d in dates):
+                out.append(f"{where}: repeat {lab} accepted up to {max(dates)}, due within days")
+    return out

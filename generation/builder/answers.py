@@ -115,6 +115,7 @@ class Digest:
     rule: Any = None  # the vocab rule behind a safety signal (an Interaction, a DuplicateClass)
     at_discharge: bool = True  # the session is at the discharge date (its forward words)
     med: MedFact | None = None
+    renal: Any = None  # an adjusted renal dose against its band (renal.RenalDose)
     admin_count: int = 0  # doses of the order charted given
     admin_total: int = 0  # dose events of the order: given, missed and held at discharge
     admin_missed: int = 0  # held or not given before the discharge window

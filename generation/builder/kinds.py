@@ -68,6 +68,7 @@ class Topic:
     drug2: str | None = None  # a second drug (duplicate therapy, interaction, bridge)
     name2: str | None = None
     done: bool = False  # a treatment course that ended before the session (running.py)
+    when: str | None = None  # why a repeat lab is ordered (followup.reason); None: follow-up
 
     @property
     def task_type(self) -> str:

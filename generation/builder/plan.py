@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from .arcs import ARCS, arc_allowed, check_positions
 from .profile import Profile
-from .topics import Topic, follows
+from .topics import Topic, follows, repeats
 
 MAX_TURNS_PER_RESOURCE = 2
 MIN_RESOURCE_TYPES = 2
@@ -117,7 +117,8 @@ def choose_topics(
     patient/mixed turn whenever the arc and the data allow it); ``focus`` names the
     scenario's signature kinds, tried first at most turns; ``require`` (when given) holds
     topics one of which the plan must ask (the chart's safety signal). Each turn follows the
-    one before it (:func:`.topics.follows`: no lab asked again, no flag of an unnamed lab)."""
+    one before it (:func:`.topics.follows`: no flag of an unnamed lab) and asks nothing an
+    earlier turn answered (:func:`.topics.repeats`)."""
     if require is not None and not require:
         return None
     arc = ARCS[arc_index]
@@ -134,6 +135,8 @@ def choose_topics(
         if n_patient > (MAX_PATIENT_TURNS if patient_ok else 0):
             return False
         if not follows(chosen[-2] if len(chosen) > 1 else None, chosen[-1]):
+            return False
+        if repeats(chosen[:-1], chosen[-1]):
             return False
         if require is not None and len(chosen) == 4 and not require & set(chosen):
             return False

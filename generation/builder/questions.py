@@ -151,7 +151,8 @@ def make_question(
     at_discharge: bool = False,
 ) -> Question:
     """The explicit and implicit question of a turn in both languages; at the discharge date
-    a kind's ``explicit_discharge`` variants, where it has them, speak of discharge."""
+    a kind's ``explicit_discharge`` variants, where it has them, speak of discharge (a repeat
+    lab with its own reason, ``topic.when``, its ``explicit_<when>`` ones)."""
     texts: dict[tuple[str, str], str] = {}
     antecedent = None
     form = {"PE": "pe", "AE": "ae", None: "explicit"}.get(subtype, "explicit")
@@ -162,10 +163,13 @@ def make_question(
         form, antecedent = found
     # a finished treatment course is asked as one ("did the WBC respond to the course?")
     kind = f"{topic.kind}_done" if topic.done else topic.kind
-    timed = (
-        "explicit_discharge"
-        if at_discharge and variants("en", kind, "explicit_discharge")
-        else "explicit"
+    timed = next(
+        (
+            form_
+            for form_ in (f"explicit_{topic.when}", "explicit_discharge")
+            if at_discharge and variants("en", kind, form_)
+        ),
+        "explicit",
     )
     for lang in LANGUAGES:
         vals = _values(topic, lang, gender)

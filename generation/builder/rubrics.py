@@ -25,6 +25,7 @@ from .answers import (
     trend_word,
 )
 from .facts import day as day_of
+from .followup import interval
 from .interpret import AT_GOAL, marrow_cytopenia
 from .patient_topics import onset_phrase
 from .topics import next_day
@@ -493,9 +494,19 @@ def _write_items(d: Digest) -> list[Item]:
             ]
         else:
             service = _accept_lab(d.topic.lab or "")
-        # A follow-up a week out may fall on any day around it; a repeat lab tomorrow may not.
-        spread = (-2, -1, 0, 1, 2) if d.topic.kind == "followup_visit" or d.at_discharge else (0,)
+        # A follow-up a week out may fall on any day around it, a repeat lab after discharge
+        # on any day of its reason's window (followup.interval); a repeat lab tomorrow may not.
+        if d.topic.kind == "order_lab_recheck" and d.at_discharge:
+            iv = interval(d.topic)
+            spread = tuple(range(iv.earliest - iv.days, iv.latest - iv.days + 1))
+        else:
+            spread = (-2, -1, 0, 1, 2) if d.topic.kind == "followup_visit" else (0,)
         dates = [next_day(target, delta) for delta in spread]
+        when = (
+            {"day": target}
+            if len(dates) == 1
+            else {"day": target, "first": dates[0], "last": dates[-1]}
+        )
         return [
             _item("write_call_service", call, {}),
             _item(
@@ -508,7 +519,11 @@ def _write_items(d: Digest) -> list[Item]:
                 arg("priority", [args["priority"]]),
                 {"priority": args["priority"]},
             ),
-            _item("write_target_date", arg("target_date", dates), {"day": args["target_date"]}),
+            _item(
+                "write_target_date" if len(dates) == 1 else "write_target_window",
+                arg("target_date", dates),
+                when,
+            ),
             confirm,
         ]
     if tool == "MedicationRequest.create":

@@ -11,6 +11,7 @@ gold observations, their answer and their rubric.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from . import facts as F
@@ -26,13 +27,14 @@ from .answers import (
     order_fact,
 )
 from .profile import Profile
+from .renal import RenalDose, renal_dose
 from .rubrics import Item, _item, _lab_items, concept, dose_item, forbidden, literal, value
-from .signals import kidney_impaired, warfarin_order
+from .signals import warfarin_order, warfarin_start
+from .topics import RENAL_MARKERS
 from .vocab import (
     DRUG_LEVELS,
     DUPLICATE_CLASSES,
     INTERACTIONS,
-    RENAL_DRUGS,
     WARFARIN,
     unsafe,
 )
@@ -48,8 +50,10 @@ def verdict(d: Digest, prof: Profile) -> str:
     level = next((lv for w, lv in DRUG_LEVELS.items() if w in word and lv.lab == lab.label), None)
     if unsafe(word, lab.label, lab.value) or (level is not None and lab.value > level.high):
         return "hold"
-    if lab.label == "Creatinine" and any(r in word for r in RENAL_DRUGS) and kidney_impaired(prof):
-        return "adjust"
+    renal = renal_dose(prof, word) if lab.label == "Creatinine" else None
+    if renal is not None and renal.excess:
+        d.renal = renal
+        return "hold" if renal.maximum == 0 else "adjust"
     if (level is not None and lab.value < level.low) or lab.said == "subtherapeutic":
         return "raise"
     return "ok"
@@ -76,9 +80,14 @@ def _current_facts(obs: Any, word: str, prof: Profile) -> list[MedFact]:
 
 
 def _warfarin_fact(obs: Any, prof: Profile) -> list[MedFact]:
-    """The warfarin a patient goes home on (signals.warfarin_order) as the tool shows it."""
-    order = warfarin_order(prof.timeline) if prof.timeline is not None else None
+    """The warfarin a patient goes home on (signals.warfarin_order) as the tool shows it,
+    started when its course began (signals.warfarin_start: daily orders are one course)."""
+    tl = prof.timeline
+    order = warfarin_order(tl) if tl is not None else None
     fact = order_fact(obs, order, WARFARIN) if order is not None else None
+    began = warfarin_start(tl) if tl is not None else None
+    if fact is not None and began is not None:
+        fact = replace(fact, start=began.strftime("%Y-%m-%d"))
     return [fact] if fact is not None else []
 
 
@@ -210,11 +219,27 @@ def signal_items(d: Digest) -> list[Item]:
     return items + [_item(plan, concept(plan), vals)]
 
 
+def _dialysis_lab(d: Digest) -> bool:
+    """A kidney marker in end-stage renal disease: dialysis sets it, no recheck follows it."""
+    return d.context.esrd and d.labs[0].label in RENAL_MARKERS
+
+
 def answer_safety(d: Digest, lang: str) -> str:
-    """The gold answer of a drug_lab_safety turn: the drug and its lab, then what to do."""
+    """The gold answer of a drug_lab_safety turn: the drug and its lab, then what to do; a
+    renal dose above its band says the band (:mod:`.renal`), on dialysis without a clearance
+    or a creatinine recheck."""
     values = safety_values(d, lang)
     first = say(lang, f"answers.safety.{d.verdict}", **values)
-    rec = say(lang, f"answers.safety.{d.verdict}_rec", **values)
+    rec_key = f"{d.verdict}_rec"
+    if d.renal is not None:
+        where = "dialysis" if d.renal.on_dialysis else "crcl"
+        band = say(lang, f"answers.safety.renal_{where}", **values)
+        first = f"{first} {band}" if lang == "en" else f"{first}{band}"
+        if d.verdict == "adjust":
+            rec_key = f"adjust_{where}_rec"
+    elif d.verdict == "ok" and _dialysis_lab(d):
+        rec_key = "ok_dialysis_rec"
+    rec = say(lang, f"answers.safety.{rec_key}", **values)
     return f"{first} {rec}" if lang == "en" else f"{first}{rec}"
 
 
@@ -231,6 +256,19 @@ def safety_values(d: Digest, lang: str) -> dict[str, Any]:
         "lab": lab_spoken(lab.label, lang),
         "next_check": next_check(d, lang),
         "target": target(d),
+        **_renal_values(d.renal),
+    }
+
+
+def _renal_values(renal: RenalDose | None) -> dict[str, Any]:
+    if renal is None:
+        return {}
+    return {
+        "frequency": renal.frequency,
+        "daily": fmt(renal.daily),
+        "maximum": fmt(renal.maximum),
+        "crcl": fmt(round(renal.crcl)) if renal.crcl is not None else "",
+        "dose_unit": renal.unit,
     }
 
 
@@ -254,7 +292,12 @@ def safety_items(d: Digest) -> list[Item]:
             recheck,
         ]
     if d.verdict in ("adjust", "raise"):
-        return items + [_item(f"safety_verdict_{d.verdict}", concept(d.verdict), vals), recheck]
+        verdict_item = _item(f"safety_verdict_{d.verdict}", concept(d.verdict), vals)
+        if d.renal is not None:  # the band's maximum a reduced dose keeps to
+            most = fmt(d.renal.maximum)
+            band = {"drug_word": m.word, "maximum": most, "unit": d.renal.unit}
+            items += [_item("safety_renal_max", literal(most, f"{d.renal.maximum:,.0f}"), band)]
+        return items + [verdict_item] + ([] if _dialysis_lab(d) else [recheck])
     return items + [
         _item("safety_verdict_ok", concept("continue"), vals),
         _item("safety_not_hold", forbidden("stop_words"), vals),

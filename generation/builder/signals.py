@@ -1,11 +1,12 @@
 """What in a chart makes a session worth asking: medication-safety signals and measured
 treatment responses, read from the timeline with the tables of :mod:`.vocab`.
 
-A **safety signal** is a renally cleared drug with impaired kidney function, a drug level out
-of its range, an anticoagulant with its monitoring lab, a monitored drug made unsafe by its lab
-(``UNSAFE_WHEN``), two current orders of one drug or class, a warfarin bridge, or a known
-interaction between two current drugs. A **treatment response** is a treatment given (eMAR or
-ICU ``inputevents``) with its marker measured before the first dose and again after it.
+A **safety signal** is a renally cleared drug above its labelled renal range (:mod:`.renal`), a
+drug level out of its range, an anticoagulant with its monitoring lab, a monitored drug made
+unsafe by its lab (``UNSAFE_WHEN``), two current orders of one drug or class, a warfarin bridge,
+or a known interaction between two current drugs. A **treatment response** is a treatment
+given (eMAR or ICU ``inputevents``) with its marker measured before the first dose and again
+after it.
 A medication-safety session is built only where the chart has a signal, and asks about one; a
 treatment-response session only where a response can be measured.
 """
@@ -16,11 +17,12 @@ import datetime as dt
 from itertools import combinations
 from typing import Any
 
-from physassist.timeline import Order, Timeline
+from physassist.timeline import Timeline
 
 from .interpret import ON_WARFARIN, warfarin_order
 from .kinds import Topic
 from .profile import Profile
+from .renal import renal_dose
 from .trends import turned_back
 from .vocab import (
     ANTIBIOTIC_CLASSES,
@@ -29,8 +31,6 @@ from .vocab import (
     DUPLICATE_CLASSES,
     INFECTION_MARKERS,
     INTERACTIONS,
-    MEANINGS,
-    RENAL_DRUGS,
     TREATMENTS,
     TRENDS,
     WARFARIN,
@@ -68,13 +68,6 @@ def _latest(tl: Timeline, label: str) -> float | None:
     return series.latest.value if series is not None else None
 
 
-def kidney_impaired(prof: Profile) -> bool:
-    """ESRD, or a latest creatinine past the CKD threshold (vocab.MEANINGS)."""
-    value = _latest(prof.timeline, "Creatinine") if prof.timeline is not None else None
-    limit = MEANINGS[("Creatinine", "high")].limit
-    return prof.context.esrd or (value is not None and limit.passed(value, "high"))
-
-
 def lab_signals(prof: Profile) -> list[Topic]:
     """drug_lab_safety topics with a real signal: renal dosing, a level out of range, warfarin
     and its INR, a monitored drug made unsafe by its latest lab."""
@@ -88,9 +81,8 @@ def lab_signals(prof: Profile) -> list[Topic]:
         if level is not None and value is not None and not level.low <= value <= level.high:
             if not _changed_since_level(tl, word, level.lab):
                 out.append(Topic("drug_lab_safety", lab=level.lab, drug=word))
-        elif any(r in word for r in RENAL_DRUGS) and kidney_impaired(prof):
-            if not renally_dosed(tl, word, prof.context.esrd):
-                out.append(Topic("drug_lab_safety", lab="Creatinine", drug=word))
+        elif (renal := renal_dose(prof, word)) is not None and renal.excess:
+            out.append(Topic("drug_lab_safety", lab="Creatinine", drug=word))
         elif WARFARIN in word and _latest(tl, INR) is not None:
             if not inr_settling(tl):
                 out.append(Topic("drug_lab_safety", lab=INR, drug=word))
@@ -105,24 +97,6 @@ def lab_signals(prof: Profile) -> list[Topic]:
     return out
 
 
-def _daily(o: Order) -> float | None:
-    return o.dose * (o.per_day or 1.0) if o.dose is not None else None
-
-
-def renally_dosed(tl: Timeline, word: str, esrd: bool) -> bool:
-    """The current order is already a renal dose: given less often than daily in end-stage
-    renal disease (allopurinol 100 mg every other day on dialysis), or lower than an earlier
-    order of the drug (the team already reduced it)."""
-    current = tl.current_orders(word)
-    doses = [d for o in current if (d := _daily(o)) is not None]
-    if not doses:
-        return False
-    if esrd and all(o.per_day is not None and o.per_day < 1 for o in current):
-        return True
-    earlier = [d for o in tl.orders_for(word) if o not in current and (d := _daily(o)) is not None]
-    return bool(earlier) and max(doses) < max(earlier)
-
-
 def _changed_since_level(tl: Timeline, word: str, lab: str) -> bool:
     """A current order of the drug started after its latest level: the level was drawn on a
     dose already changed (vancomycin 1500 mg reduced to 1250 mg after a trough of 21.5)."""
@@ -131,6 +105,26 @@ def _changed_since_level(tl: Timeline, word: str, lab: str) -> bool:
     return drawn is not None and any(
         o.start is not None and o.start > drawn for o in tl.current_orders(word)
     )
+
+
+def warfarin_start(tl: Timeline) -> dt.datetime | None:
+    """When the warfarin course a patient is on began: MIMIC-IV writes warfarin as a dose a
+    day (``ONCE`` orders), so orders that follow each other within :data:`ON_WARFARIN` (from
+    the one's stop, else start, to the next's start) are one course."""
+    orders = sorted(
+        (o for o in tl.orders_for(WARFARIN) if o.start is not None and o.start <= tl.ref),
+        key=lambda o: o.start or tl.ref,
+    )
+    orders = [o for o in orders if o.dose is not None and o.dose > 0]
+    if not orders:
+        return None
+    first = orders[-1]
+    for o in reversed(orders[:-1]):
+        end = max(o.stop or o.start or tl.ref, o.start or tl.ref)
+        if first.start is not None and first.start - end > ON_WARFARIN:
+            break
+        first = o
+    return first.start
 
 
 def inr_settling(tl: Timeline) -> bool:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .followup import interval, problem_labs, reason, relevant
+from .interpret import label as context_label
 from .kinds import KINDS, Topic
 from .patient_topics import adherence_drugs, has_home_function, has_symptoms
 from .profile import Profile
@@ -246,8 +248,36 @@ def follows(previous: Topic | None, topic: Topic) -> bool:
     )
 
 
+#: Kinds that look up a drug's orders (their gold calls search them).
+SEARCHES_ORDERS = STATES_ORDER | {
+    "duplicate_therapy",
+    "duplicate_class",
+    "interaction",
+    "anticoag_bridge",
+}
+
+
+def repeats(earlier: list[Topic], topic: Topic) -> bool:
+    """Whether ``topic`` asks again what an earlier turn of the session answered: a lab looked
+    up or trended after a turn that stated it ("creatinine?" then "trend on the
+    creatinine?"), or a drug's order looked up after a turn that searched it ("enoxaparin
+    bridge?" then "enoxaparin?")."""
+    stated = set().union(*(labs_of(t) for t in earlier if t.kind in STATES_LAB))
+    if topic.kind in LAB_LOOKUPS | {"lab_trend"} and labs_of(topic) & stated:
+        return True
+    searched = {d for t in earlier if t.kind in SEARCHES_ORDERS for d in (t.drug, t.drug2) if d}
+    return topic.kind == "med_current" and topic.drug in searched
+
+
 #: Labs that have no place in an outpatient follow-up (they guide acute care only).
 INPATIENT_ONLY = frozenset({"Lactate", "Troponin T", "Creatine Kinase (CK)"})
+
+#: Why a repeat lab falls before the follow-up visit, as its order's note says it.
+RECHECK_WHY = {
+    "inr_bridge": "warfarin bridge",
+    "inr_warfarin": "warfarin initiation",
+    "dialysis": "with the next dialysis",
+}
 
 #: Days from discharge to the follow-up visit a discharge-date order is dated for (a repeat
 #: lab "at follow-up" and the primary-care visit both fall a week out).
@@ -296,6 +326,9 @@ class Pools:
     monitored: list[str]  # of them, drugs of a monitored class
     given: list[str]  # of them, doses charted and countable in both semantics
     signals: list[Topic]  # the scenario's required topics (signals.py): one must be asked
+    #: The labs of a medication-safety session's problem (followup.problem_labs): a repeat
+    #: lab it orders is one of them; None elsewhere.
+    problem: frozenset[str] | None = None
 
 
 def pools(scenario: str, prof: Profile) -> Pools:
@@ -331,6 +364,7 @@ def pools(scenario: str, prof: Profile) -> Pools:
         [w for w in drugs if drug_class_of(w) is not None],
         given,
         list(dict.fromkeys(signals)),
+        problem_labs(signals, drugs) if scenario == "med_safety" else None,
     )
 
 
@@ -380,6 +414,19 @@ def _drug_lab_safety(p: Pools, prof: Profile) -> list[Topic]:
     return out
 
 
+def _rechecks(p: Pools, prof: Profile) -> list[Topic]:
+    """A repeat is ordered for a value that is off, not for a normal one; after discharge not
+    for an acute-care test; only where it is relevant (:func:`.followup.relevant`), dated by
+    why it is repeated (:func:`.followup.reason`)."""
+    out = []
+    for lab in p.abnormal[:6]:
+        if (prof.at_discharge and lab in INPATIENT_ONLY) or not relevant(prof, lab, p.problem):
+            continue
+        why = reason(prof, lab) if prof.at_discharge else "follow_up"
+        out.append(Topic("order_lab_recheck", lab=lab, when=None if why == "follow_up" else why))
+    return out
+
+
 def _signals(kind: str) -> Callable[[Pools, Profile], list[Topic]]:
     return lambda p, prof: [t for t in p.signals if t.kind == kind]
 
@@ -412,13 +459,7 @@ _CANDIDATES: dict[str, Callable[[Pools, Profile], list[Topic]]] = {
     "anticoag_bridge": _signals("anticoag_bridge"),
     "abx_response": _signals("abx_response"),
     "treatment_effect": _signals("treatment_effect"),
-    # A repeat is ordered for a value that is off, not for a normal one; after discharge not
-    # for an acute-care test.
-    "order_lab_recheck": lambda p, prof: [
-        Topic("order_lab_recheck", lab=lab)
-        for lab in p.abnormal[:6]
-        if not (prof.at_discharge and lab in INPATIENT_ONLY)
-    ],
+    "order_lab_recheck": lambda p, prof: _rechecks(p, prof),
     "continue_med": lambda p, prof: [
         Topic("continue_med", drug=w)
         for w in p.drugs[:6]
@@ -468,6 +509,16 @@ def _frequency(prof: Profile, word: str) -> str | None:
 def _route(route: str) -> str:
     """The first route of a prescription route field ("PO/NG" -> "PO")."""
     return route.replace(" ", "/").split("/")[0].upper() if route else ""
+
+
+def _off_how(prof: Profile, lab: str) -> str:
+    """How a flagged value is off: an INR on warfarin against its target (interpret.label),
+    anything else against its reference range."""
+    series = prof.timeline.lab(lab) if prof.timeline is not None else None
+    if lab == "INR(PT)" and prof.context.on_warfarin and series is not None:
+        said = context_label(lab, series.latest.value, "abnormal", prof.context)
+        return f"{said} on warfarin (target 2-3)"
+    return "outside its reference range"
 
 
 def next_day(day: str, days: int = 1) -> str:
@@ -538,10 +589,13 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
     if k == "order_lab_recheck":
         lab = LABS[topic.lab or ""] if topic.lab in LABS else None
         name = topic.lab or ""
-        when, days = (
-            ("at the follow-up visit after discharge", FOLLOW_UP_DAYS)
-            if prof.at_discharge
-            else ("in the morning", 1)
+        days = interval(topic).days if prof.at_discharge else 1
+        when = (
+            "in the morning"
+            if not prof.at_discharge
+            else f"{days} days after discharge ({RECHECK_WHY[topic.when]})"
+            if topic.when
+            else "at the follow-up visit after discharge"
         )
         return [
             (
@@ -591,7 +645,7 @@ def calls(topic: Topic, prof: Profile, session_id: str = "") -> list[tuple[str, 
                     **base,
                     "category": "clinical",
                     "code": f"Abnormal {name}",
-                    "detail": f"Latest {name} is outside its reference range; review before next "
+                    "detail": f"Latest {name} is {_off_how(prof, name)}; review before next "
                     "orders.",
                 },
             )

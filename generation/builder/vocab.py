@@ -1107,40 +1107,6 @@ WARFARIN = "warfarin"
 # ----------------------------------------------------------------------------- safety signals
 # What makes a medication-safety question worth asking (signals.py): each table keeps its source.
 
-#: Drugs cleared by the kidney whose dose follows kidney function (a creatinine past the CKD
-#: threshold, or ESRD, makes the dose a question). Source: each drug's FDA labelling (dosage
-#: in renal impairment); KDIGO 2012 CKD guideline 4.4 (drug dosing by GFR).
-RENAL_DRUGS: tuple[str, ...] = (
-    "allopurinol",
-    "gabapentin",
-    "pregabalin",
-    "enoxaparin",
-    "vancomycin",
-    "levetiracetam",
-    "famotidine",
-    "ranitidine",
-    "digoxin",
-    "acyclovir",
-    "valacyclovir",
-    "metformin",
-    "cefepime",
-    "meropenem",
-    "piperacillin",
-    "ciprofloxacin",
-    "levofloxacin",
-    "sulfamethoxazole",
-    "dabigatran",
-    "rivaroxaban",
-    "baclofen",
-    "tramadol",
-    "fondaparinux",
-    "lithium",
-)
-RENAL_SOURCE = (
-    "FDA labelling, dosage in renal impairment; KDIGO 2012 CKD guideline 4.4: "
-    "dose renally cleared drugs by GFR"
-)
-
 
 @dataclass(frozen=True)
 class DrugLevel:
@@ -1516,3 +1482,191 @@ EXAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ABD": (("abdomen", "abdominal", "abd"), ("腹",)),
     "CT": (("CT",), ("CT",)),
 }
+
+
+# ------------------------------------------------------------------ renal dosing, rechecks
+# A renally cleared drug is a safety question only when its daily dose exceeds the labelled
+# maximum for the patient's kidney function (renal.py); a follow-up lab is dated by why it is
+# repeated, and repeated only where it still means something (followup.py).
+
+
+@dataclass(frozen=True)
+class RenalDosing:
+    """A drug's labelled maximum daily dose by kidney function: ``bands`` are (the lowest
+    creatinine clearance in mL/min of the band, its maximum daily dose in ``unit``), highest
+    band first; ``dialysis`` the maximum on haemodialysis (supplemental doses after dialysis
+    included; 0 = not to be used), None where the label gives none."""
+
+    unit: str
+    bands: tuple[tuple[float, float], ...]
+    dialysis: float | None
+    source: str
+
+    def maximum(self, crcl: float | None, on_dialysis: bool) -> float | None:
+        """The labelled maximum daily dose at ``crcl`` (or on dialysis); None when unknown."""
+        if on_dialysis:
+            return self.dialysis
+        if crcl is None:
+            return None
+        return next((most for low, most in self.bands if crcl >= low), None)
+
+
+#: The renally cleared drugs a medication-safety session may ask about, by their FDA label's
+#: renal dosing (the maximum of every labelled indication in the band, so that only a dose no
+#: indication allows is a signal). A drug without an entry is never a renal signal.
+RENAL_DOSING: dict[str, RenalDosing] = {
+    "levetiracetam": RenalDosing(
+        "mg",
+        ((80, 3000), (50, 2000), (30, 1500), (0, 1000)),
+        1500,
+        "Keppra FDA label 2.6: CrCl >80 500-1500 mg q12h; 50-80 500-1000 q12h; 30-50 "
+        "250-750 q12h; <30 250-500 q12h; ESRD on dialysis 500-1000 mg q24h plus 250-500 mg "
+        "after dialysis",
+    ),
+    "pregabalin": RenalDosing(
+        "mg",
+        ((60, 600), (30, 300), (15, 150), (0, 75)),
+        225,
+        "Lyrica FDA label 2.5 table 3: CrCl >=60 150-600 mg/day; 30-60 75-300; 15-30 25-150; "
+        "<15 25-75; haemodialysis: the CrCl <15 dose plus a supplemental dose of up to 150 mg",
+    ),
+    "gabapentin": RenalDosing(
+        "mg",
+        ((60, 3600), (30, 1400), (15, 700), (0, 300)),
+        650,
+        "Neurontin FDA label 2.4 table 1: CrCl >=60 900-3600 mg/day; 30-59 400-1400; 15-29 "
+        "200-700; <15 100-300; haemodialysis: plus 125-350 mg after each 4 h session",
+    ),
+    "famotidine": RenalDosing(
+        "mg",
+        ((60, 80), (30, 40), (0, 20)),
+        20,
+        "Pepcid FDA label 2.2 table 2: CrCl 30-60 at most 20 mg daily (40 mg for erosive "
+        "oesophagitis), <30 at most 20 mg daily or every other day; usual 20-40 mg twice daily",
+    ),
+    "ranitidine": RenalDosing(
+        "mg",
+        ((50, 600), (0, 150)),
+        150,
+        "Zantac FDA label, dosage in renal impairment: CrCl <50 150 mg every 24 h (adjust "
+        "the schedule to follow dialysis)",
+    ),
+    "allopurinol": RenalDosing(
+        "mg",
+        ((20, 800), (10, 200), (0, 100)),
+        100,
+        "Zyloprim FDA label, dosage: CrCl 10-20 200 mg/day; <10 at most 100 mg/day; "
+        "haemodialysis as CrCl <10, given after dialysis",
+    ),
+    "valacyclovir": RenalDosing(
+        "mg",
+        ((50, 3000), (30, 2000), (10, 1000), (0, 500)),
+        500,
+        "Valtrex FDA label 2.5 table 1: CrCl 30-49 1 g q12h; 10-29 1 g q24h; <10 500 mg q24h; "
+        "haemodialysis dosed after dialysis as CrCl <10",
+    ),
+    "metformin": RenalDosing(
+        "mg",
+        ((30, 2550), (0, 0)),
+        0,
+        "Glucophage FDA label 2.3 / 4: contraindicated with eGFR <30 mL/min/1.73 m2 "
+        "(and on dialysis); maximum 2550 mg/day",
+    ),
+    "ciprofloxacin": RenalDosing(
+        "mg",
+        ((50, 1500), (30, 1000), (0, 667)),
+        500,
+        "Cipro tablets FDA label 2.3: CrCl 30-50 250-500 mg q12h; 5-29 250-500 mg q18h; "
+        "haemodialysis 250-500 mg q24h after dialysis",
+    ),
+    "levofloxacin": RenalDosing(
+        "mg",
+        ((50, 750), (20, 375), (0, 250)),
+        250,
+        "Levaquin FDA label 2.3 table 2: CrCl 20-49 750 mg q48h; 10-19 500 mg q48h after "
+        "750 mg; haemodialysis 500 mg q48h after 750 mg",
+    ),
+    "cefepime": RenalDosing(
+        "mg",
+        ((60, 6000), (30, 4000), (11, 2000), (0, 1000)),
+        1000,
+        "Maxipime FDA label 2.3 table 2: CrCl 30-60 2 g q12h; 11-29 2 g q24h; <11 1 g q24h; "
+        "haemodialysis 1 g on day 1 then 1 g q24h",
+    ),
+    "tramadol": RenalDosing(
+        "mg",
+        ((30, 400), (0, 200)),
+        200,
+        "Ultram FDA label 2.5: CrCl <30 every 12 h, at most 200 mg/day (dialysis patients "
+        "may take the regular dose on dialysis days)",
+    ),
+    "fondaparinux": RenalDosing(
+        "mg",
+        ((30, 10), (0, 0)),
+        0,
+        "Arixtra FDA label 4: contraindicated with CrCl <30 mL/min",
+    ),
+    "dabigatran": RenalDosing(
+        "mg",
+        ((30, 300), (15, 150), (0, 0)),
+        0,
+        "Pradaxa FDA label 2.3: CrCl 15-30 75 mg twice daily; <15 or on dialysis: no dose",
+    ),
+}
+#: Kidney function for drug dosing is the Cockcroft-Gault creatinine clearance, as the labels
+#: above state it; in end-stage renal disease on dialysis it means nothing (dialysis clears).
+COCKCROFT_GAULT = (
+    "Cockcroft & Gault 1976: CrCl = (140 - age) x weight (kg) / (72 x serum creatinine), "
+    "x 0.85 for women; the FDA renal-dosing guidance (2020) labels use it"
+)
+#: A creatinine for dosing is at most this many days older than the session cutoff.
+DOSING_CREATININE_DAYS = 3
+
+
+@dataclass(frozen=True)
+class RecheckInterval:
+    """When a repeat lab falls after discharge, by why it is repeated: the gold's day
+    (``days`` after the session date) and the window a physician accepts (``earliest`` to
+    ``latest`` days)."""
+
+    days: int
+    earliest: int
+    latest: int
+    source: str
+
+
+RECHECK_INTERVALS: dict[str, RecheckInterval] = {
+    "inr_bridge": RecheckInterval(
+        2,
+        1,
+        3,
+        "CHEST 2012 (Holbrook et al.; Ageno et al.): during a parenteral bridge the INR is "
+        "checked every 1-3 days, the bridge stops once it is >= 2 for 24 h",
+    ),
+    "inr_warfarin": RecheckInterval(
+        3,
+        2,
+        5,
+        "CHEST 2012 (Ageno et al.): in the first week of warfarin the INR is checked every "
+        "few days until two values are in range",
+    ),
+    "dialysis": RecheckInterval(
+        2,
+        1,
+        3,
+        "KDOQI haemodialysis adequacy 2015: thrice-weekly dialysis; potassium and other "
+        "dialysed solutes are drawn with the next session, within 2-3 days",
+    ),
+    "follow_up": RecheckInterval(
+        7,
+        5,
+        9,
+        "a post-discharge visit within 7 days (Hernandez et al., JAMA 2010; TCM 7-14 days)",
+    ),
+}
+#: Labs dialysis sets in end-stage renal disease: repeated with the next session.
+DIALYSIS_LABS: tuple[str, ...] = ("Potassium", "Phosphate", "Bicarbonate", "Sodium")
+#: A lab last drawn this many days before the session date is no longer followed: the team
+#: stopped measuring it, so a repeat after discharge has no question behind it (a lone
+#: neutrophil % four days old, a peri-procedural fibrinogen a week old).
+STALE_DAYS = 3

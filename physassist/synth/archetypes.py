@@ -306,7 +306,9 @@ def ckd_metformin(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
             r,
             home,
             5 + tier,
-            ("allopurinol", "aspirin", "pantoprazole", "gabapentin", "tamsulosin"),
+            # gabapentin 600 mg TID (1800 mg/day) is a home dose never adjusted to the CKD:
+            # above the label's 1400 mg/day at a clearance of 30-59 (a real renal signal)
+            ("allopurinol", "aspirin", "pantoprazole", "gabapentin600", "tamsulosin"),
         )
     dx = _fill_dx(
         r,
@@ -841,7 +843,10 @@ def hf_discharge(r: random.Random, tier: int, sex: str) -> ArchetypeCase:
         r,
         home,
         {1: 10, 2: 14, 3: 17}[tier],
-        CHRONIC_EXTRAS + ("digoxin", "isosorbide", "allopurinol", "tamsulosin"),
+        # with CKD 3 coded, home gabapentin at 600 mg TID is above the label's 1400 mg/day
+        # at a clearance of 30-59 (a real renal signal where the clearance is below 60)
+        tuple(m if m != "gabapentin" else "gabapentin600" for m in CHRONIC_EXTRAS)
+        + ("digoxin", "isosorbide", "allopurinol", "tamsulosin"),
     )
     n_dx = {1: r.randint(6, 7), 2: r.randint(13, 14), 3: r.randint(19, 21)}[tier]
     core_dx = [

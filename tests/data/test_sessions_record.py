@@ -363,3 +363,67 @@ def test_the_raw_check_reads_a_plateau_after_transfusion() -> None:
 
     assert fr.defects([claim(["rising", "increased"])], demo)["trends"]
     assert fr.defects([claim(["stable", "plateau", "levelled off"])], demo)["trends"] == []
+
+
+def _turn(*calls: tuple[str, dict]) -> list[dict]:
+    return [{"action": {"name": n, "arguments": a}, "observation": {}} for n, a in calls] + [
+        {"action": {"name": "prepare_to_answer", "arguments": {}}, "observation": ""}
+    ]
+
+
+def _session(hadm: int, day: str, turns: list[list[dict]], **extra: object) -> dict:
+    n = len(turns)
+    return {
+        "id": f"s{hadm}",
+        "hadm_id": hadm,
+        "current_date": day,
+        "clinical_scenario": "med_safety",
+        "task_types": ["Clinical Reasoning"] * n,
+        "answer_list": turns,
+        "rubrics": [[] for _ in turns],
+        "rubric_checks": [[] for _ in turns],
+        **extra,
+    }
+
+
+def test_the_raw_check_finds_renal_adjustments_in_range_and_rechecks_out_of_place() -> None:
+    """A physician's seed-77 rejects (issue 40): "adjust" famotidine 20 mg daily on dialysis
+    (10021938 / 27154822) with a creatinine recheck, a repeat INR a week out during an
+    enoxaparin bridge (10039831 / 26924951), "Enoxaparin bridge?" then "Enoxaparin?"."""
+    demo = fb.demo_or_skip()
+    famotidine = _session(27154822, "2181-10-27", [_turn()])
+    famotidine["rubrics"] = [
+        [
+            "The answer recommends adjusting the famotidine dose to kidney function.",
+            "The answer recommends a recheck of the Creatinine.",
+        ]
+    ]
+    found = fr.defects([famotidine], demo)["renal_dose"]
+    assert len(found) == 2 and "dialysis True" in found[1], found
+    service = {"service_type": "Repeat INR(PT)", "target_date": "2116-01-09"}
+    late = {"kind": "write_arg", "field": "target_date", "accepted": ["2116-01-07", "2116-01-09"]}
+    search = ("MedicationRequest.search", {"medication": "enoxaparin"})
+    bridge = _session(
+        26924951,
+        "2116-01-02",
+        [
+            _turn(("MedicationRequest.search", {"medication": "warfarin"}), search),
+            _turn(search),
+            _turn(("ServiceRequest.create", service)),
+        ],
+        session_plan={
+            "turn_intents": [
+                "anticoag_bridge(INR(PT), warfarin, enoxaparin)",
+                "med_current(enoxaparin)",
+                "order_lab_recheck(INR(PT))",
+            ]
+        },
+    )
+    bridge["rubric_checks"][2] = [late]
+    found = fr.defects([bridge], demo)
+    assert [f for f in found["rechecks"] if "due within days" in f], found["rechecks"]
+    assert found["repeats"] == [
+        "s26924951 turn 1: med_current(enoxaparin) repeats an earlier turn's drug"
+    ]
+    late["accepted"] = ["2116-01-03", "2116-01-05"]
+    assert fr.defects([bridge], demo)["rechecks"] == []

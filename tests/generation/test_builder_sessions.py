@@ -27,6 +27,18 @@ ITEMS = [
 ]
 
 
+#: An outpatient weight of 60 kg (omr charts pounds).
+WEIGHT = [
+    {
+        "subject_id": 1,
+        "chartdate": "2150-02-01",
+        "seq_num": 1,
+        "result_name": "Weight (Lbs)",
+        "result_value": "132.3",
+    }
+]
+
+
 def _rx(
     pid: int,
     drug: str,
@@ -90,11 +102,12 @@ def _profile(orders: list[tuple[dict, dict]], labs: list[dict], **extra: list[di
 
 
 def test_safety_signals_from_the_chart() -> None:
-    """The issue's signals: allopurinol with a creatinine of 2.3, a vancomycin trough of 21.5,
-    two diltiazem orders, warfarin bridged by enoxaparin 80 mg twice daily, warfarin with
+    """The issue's signals: allopurinol 300 mg a day above its labelled maximum at a clearance
+    of about 11 mL/min (creatinine 4.5, 60 kg, 70 y, F), a vancomycin trough of 21.5, two
+    diltiazem orders, warfarin bridged by enoxaparin 80 mg twice daily, warfarin with
     amiodarone; none where the chart has no risk."""
     labs = fb.labevents(
-        (50912, "2150-03-05 06:00:00", 2.3, 0.5, 1.1),
+        (50912, "2150-03-05 06:00:00", 4.5, 0.5, 1.1),
         (51009, "2150-03-05 06:00:00", 21.5, 10, 20),
         (51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1),
     )
@@ -107,7 +120,7 @@ def test_safety_signals_from_the_chart() -> None:
         _rx(6, "Enoxaparin Sodium", "80", "BID", per_day=2),
         _rx(7, "Amiodarone", "200", "DAILY"),
     ]
-    found = {t.label() for t in safety_topics(_profile(orders, labs))}
+    found = {t.label() for t in safety_topics(_profile(orders, labs, omr=WEIGHT))}
     assert {
         "drug_lab_safety(Creatinine, allopurinol)",
         "drug_lab_safety(Vancomycin, vancomycin)",
@@ -280,3 +293,169 @@ def test_med_safety_skips_what_the_team_already_handled_on_the_demo(demo_store) 
         assert signal not in _topics(con, sid, hadm, day, safety_topics), hadm
     ctx = load_profile(con, 10004422, 21255400, "2111-01-25").context
     assert ctx.off_warfarin and not ctx.on_warfarin
+
+
+# --------------------------------------------------------------- renal dosing and rechecks
+# A physician's rejects of the seed-77 medication-safety packet (issue 40): "adjust the dose"
+# for doses already in the labelled renal range, rechecks a week out whatever their reason,
+# rechecks of stale or unrelated values, turns asking again what an earlier turn answered.
+
+
+def _renal(drug: str, dose: str, freq: str, per_day: float, creatinine: float, **ctx: bool):
+    from generation.builder.interpret import Context
+
+    labs = fb.labevents((50912, "2150-03-05 06:00:00", creatinine, 0.5, 1.1))
+    prof = _profile([_rx(1, drug, dose, freq, per_day=per_day)], labs, omr=WEIGHT)
+    prof.context = Context(**ctx)
+    return prof
+
+
+def test_cockcroft_gault_from_age_sex_weight_and_creatinine() -> None:
+    from generation.builder.renal import clearance, cockcroft_gault
+
+    assert round(cockcroft_gault(72, False, 107, 1.7)) == 59  # the pregabalin patient
+    assert round(cockcroft_gault(70, True, 60, 2.0), 1) == 24.8
+    assert round(clearance(_renal("Pregabalin", "75", "TID", 3, 2.0))) == 25  # omr pounds
+    no_weight = _profile([_rx(1, "Pregabalin", "75", "TID", per_day=3)], [])
+    assert clearance(no_weight) is None
+
+
+def test_a_renal_dose_in_its_labelled_band_is_no_signal() -> None:
+    """Levetiracetam 500 mg BID at a clearance < 30 (max 1000 mg/day), famotidine 20 mg daily
+    on dialysis (max 20), pregabalin 75 mg TID at about 25-60 (max 300 at 30-60): no
+    signal; the same drugs above their band are one, "adjust" (a contraindicated drug:
+    "hold"); a drug without a table entry (baclofen) never is."""
+    from generation.builder.safety import verdict
+
+    def signals(prof: Profile) -> set[str]:
+        return {t.label() for t in safety_topics(prof) if t.lab == "Creatinine"}
+
+    assert signals(_renal("LevETIRAcetam", "500", "BID", 2, 4.6)) == set()
+    assert signals(_renal("Famotidine", "20", "DAILY", 1, 9.2, esrd=True)) == set()
+    assert signals(_renal("Pregabalin", "75", "TID", 3, 1.3)) == set()  # CrCl ~38
+    assert signals(_renal("Baclofen", "20", "TID", 3, 4.6)) == set()
+    high = _renal("LevETIRAcetam", "1000", "BID", 2, 4.6)
+    assert signals(high) == {"drug_lab_safety(Creatinine, levetiracetam)"}
+    on_hd = _renal("Famotidine", "20", "BID", 2, 9.2, esrd=True)
+    assert signals(on_hd) == {"drug_lab_safety(Creatinine, famotidine)"}
+    from generation.builder.answers import Digest, LabFact
+
+    d = Digest(Topic("drug_lab_safety", lab="Creatinine", drug="famotidine"))
+    d.labs = [LabFact("Creatinine", 9.2, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")]
+    assert verdict(d, on_hd) == "adjust" and d.renal.on_dialysis and d.renal.maximum == 20
+    metformin = _renal("MetFORMIN", "500", "BID", 2, 4.6)
+    d = Digest(Topic("drug_lab_safety", lab="Creatinine", drug="metformin"))
+    d.labs = [LabFact("Creatinine", 4.6, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")]
+    assert verdict(d, metformin) == "hold"
+
+
+def test_a_renal_answer_states_the_band_and_no_creatinine_recheck_on_dialysis() -> None:
+    from generation.builder.answers import Digest, LabFact, MedFact
+    from generation.builder.interpret import Context
+    from generation.builder.renal import RenalDose
+    from generation.builder.safety import answer_safety, safety_items
+
+    d = Digest(Topic("drug_lab_safety", lab="Creatinine", drug="famotidine"))
+    d.labs = [LabFact("Creatinine", 9.2, "mg/dL", "high", "2150-03-05 06:00", "2150-03-05")]
+    d.med = MedFact("famotidine", "Famotidine", 20.0, "mg", "PO", "2150-03-02")
+    d.context, d.verdict = Context(esrd=True), "adjust"
+    d.renal = RenalDose("famotidine", 40.0, 20.0, "mg", None, "BID")
+    text = answer_safety(d, "en")
+    assert "40 mg a day" in text and "at most 20 mg" in text and "dialysis" in text
+    assert "recheck" not in text and "clearance of about" not in text
+    assert not [i for i in safety_items(d) if "recheck" in i.en]
+    d.context, d.renal = Context(), RenalDose("famotidine", 40.0, 20.0, "mg", 22.0, "BID")
+    assert "clearance of about 22 mL/min" in answer_safety(d, "en")
+    assert [i for i in safety_items(d) if "recheck" in i.en]
+
+
+def test_a_recheck_is_dated_by_its_reason() -> None:
+    """An INR during an enoxaparin bridge within 1-3 days, potassium in ESRD with the next
+    dialysis; the rubric accepts the window, not one day the physician never asked for."""
+    from generation.builder.followup import reason
+    from generation.builder.interpret import Context
+    from generation.builder.topics import calls, candidates
+
+    labs = fb.labevents((51237, "2150-03-06 06:00:00", 1.7, 0.9, 1.1))
+    orders = [_rx(5, "Warfarin", "5", "DAILY"), _rx(6, "Enoxaparin Sodium", "80", "BID", per_day=2)]
+    prof = _profile(orders, labs)
+    prof.context = Context(on_warfarin=True)
+    assert reason(prof, "INR(PT)") == "inr_bridge"
+    topic = next(
+        t
+        for t in candidates("med_safety", "Write/Update", prof)
+        if t.kind == "order_lab_recheck" and t.lab == "INR(PT)"
+    )
+    assert topic.when == "inr_bridge"
+    assert calls(topic, prof)[0][1]["target_date"] == "2150-03-08"  # discharge + 2 days
+    alone = _profile([_rx(5, "Warfarin", "5", "DAILY")], labs)
+    alone.context = Context(on_warfarin=True)
+    assert reason(alone, "INR(PT)") == "inr_warfarin"
+    k = _profile([], fb.labevents((50971, "2150-03-06 06:00:00", 5.5, 3.3, 5.1)))
+    k.context = Context(esrd=True)
+    assert reason(k, "Potassium") == "dialysis" and reason(_profile([], []), "Potassium") == (
+        "follow_up"
+    )
+
+
+def test_no_recheck_of_a_stale_or_irrelevant_value() -> None:
+    """A lone neutrophil % four days old, a vancomycin level after vancomycin stopped, a
+    creatinine in ESRD, an albumin in a session about warfarin: no repeat is relevant."""
+    from generation.builder.followup import problem_labs, relevant
+    from generation.builder.interpret import Context
+
+    items = ITEMS + [{"itemid": 51256, "label": "Neutrophils", "fluid": "Blood"}]
+    items += [{"itemid": 50862, "label": "Albumin", "fluid": "Blood"}]
+    labs = fb.labevents(
+        (51256, "2150-03-02 06:00:00", 76.8, 34, 71),
+        (51009, "2150-03-05 06:00:00", 5.2, 10, 20),
+        (50912, "2150-03-06 06:00:00", 9.2, 0.5, 1.1),
+        (50862, "2150-03-06 06:00:00", 3.0, 3.5, 5.2),
+        (50971, "2150-03-06 06:00:00", 5.5, 3.3, 5.1),
+    )
+    stopped = _rx(2, "Vancomycin", "1250", "Q12H")
+    stopped[0]["stoptime"] = "2150-03-04 16:00:00"
+    prof = _profile([stopped], labs, d_labitems=items)
+    prof.context = Context(esrd=True)
+    assert not relevant(prof, "Neutrophils")  # stale
+    assert not relevant(prof, "Vancomycin")  # the drug was stopped
+    assert not relevant(prof, "Creatinine")  # dialysis sets it
+    assert relevant(prof, "Potassium") and relevant(prof, "Albumin")
+    warfarin = problem_labs([Topic("anticoag_bridge", lab="INR(PT)", drug="warfarin")], [])
+    assert not relevant(prof, "Albumin", warfarin)
+
+
+def test_no_turn_asks_again_what_an_earlier_turn_answered() -> None:
+    from generation.builder.topics import repeats
+
+    creat = Topic("lab_latest", lab="Creatinine")
+    dup = Topic("duplicate_therapy", drug="metoprolol")
+    assert repeats([creat, dup], Topic("lab_trend", lab="Creatinine"))
+    bridge = Topic("anticoag_bridge", lab="INR(PT)", drug="warfarin", drug2="enoxaparin")
+    assert repeats([bridge], Topic("med_current", drug="enoxaparin"))
+    assert repeats([bridge], Topic("lab_trend", lab="INR(PT)"))
+    assert not repeats([creat], Topic("drug_lab_safety", lab="Creatinine", drug="allopurinol"))
+    assert not repeats([dup], Topic("med_and_admin", drug="metoprolol"))
+
+
+def test_warfarin_starts_with_its_course_and_its_inr_is_flagged_against_the_target() -> None:
+    """Daily ONCE warfarin orders are one course (its start is the first); a flagged INR
+    on warfarin is subtherapeutic, not "outside its reference range"."""
+    from generation.builder.interpret import Context
+    from generation.builder.signals import warfarin_start
+    from generation.builder.topics import calls
+
+    def once(pid: int, day: str) -> tuple[dict, dict]:
+        o = _rx(pid, "Warfarin", "7.5", "ONCE", start=f"{day} 16:00:00")
+        o[0]["stoptime"] = f"{day} 17:00:00"
+        return o
+
+    orders = [once(1, "2150-03-03"), once(2, "2150-03-04"), once(3, "2150-03-05")]
+    old = _rx(9, "Warfarin", "5", "DAILY", start="2150-02-20 16:00:00")  # an earlier course
+    old[0]["admittime"] = None
+    labs = fb.labevents((51237, "2150-03-06 06:00:00", 1.7, 0.9, 1.1))
+    prof = _profile(orders, labs)
+    assert str(warfarin_start(prof.timeline)) == "2150-03-03 16:00:00"
+    prof.context = Context(on_warfarin=True)
+    detail = calls(Topic("flag_abnormal", lab="INR(PT)"), prof)[0][1]["detail"]
+    assert detail.startswith("Latest INR(PT) is subtherapeutic on warfarin (target 2-3)")
