@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 
 from generation.builder import build_sessions
+from generation.builder.answers import RESPONSE_KINDS, SIGNAL_KINDS
 from physassist.lab_artifacts import spikes
 
 DOCS = Path(__file__).resolve().parent
@@ -47,15 +48,7 @@ TABLES = (
 )
 SERIES_SHOWN = 6  # lab rows shown per series: the newest ones, plus the first, peak and nadir
 #: Turn kinds a session of these scenarios is built on (the chart's signal or response).
-SIGNAL_KINDS = (
-    "drug_lab_safety",
-    "duplicate_therapy",
-    "duplicate_class",
-    "interaction",
-    "anticoag_bridge",
-    "abx_response",
-    "treatment_effect",
-)
+BUILT_ON = tuple(sorted({"drug_lab_safety", *SIGNAL_KINDS, *RESPONSE_KINDS}))
 
 
 def _connect(source: Path) -> duckdb.DuckDBPyConnection:
@@ -178,8 +171,9 @@ def _culture_rows(con: duckdb.DuckDBPyConnection, hadm: int, cutoff: str) -> lis
         "SELECT coalesce(m.charttime, m.chartdate) AS t, m.spec_type_desc, m.hadm_id IS NULL, "
         "m.test_name, m.storetime, CASE WHEN m.storetime IS NULL OR m.storetime >= "
         "CAST(? AS DATE) + INTERVAL 1 DAY THEN 'after the session' ELSE '' END, "
-        "string_agg(DISTINCT m.org_name, ', '), "
-        "string_agg(DISTINCT m.ab_name || ' ' || m.interpretation, ', ') "
+        "string_agg(DISTINCT m.org_name, ', ' ORDER BY m.org_name), "
+        "string_agg(DISTINCT m.ab_name || ' ' || m.interpretation, ', ' "
+        "ORDER BY m.ab_name || ' ' || m.interpretation) "
         "FROM microbiologyevents m JOIN admissions a ON a.subject_id = m.subject_id "
         "WHERE a.hadm_id = ? AND (m.hadm_id = a.hadm_id OR (m.hadm_id IS NULL AND "
         "coalesce(m.charttime, m.chartdate) BETWEEN coalesce(a.edregtime, a.admittime) "
@@ -225,7 +219,7 @@ def _session(con: duckdb.DuckDBPyConnection, e: dict[str, Any]) -> list[str]:
         [e["hadm_id"]],
     ).fetchone()
     intents = e.get("session_plan", {}).get("turn_intents", [])
-    built_on = [i for i in intents if i.startswith(SIGNAL_KINDS)]
+    built_on = [i for i in intents if i.startswith(BUILT_ON)]
     outcome = "died" if adm[5] or str(adm[6]) == "1" else f"discharged to {adm[4]}"
     fit = (
         ("built on " + "; ".join(built_on))

@@ -17,6 +17,31 @@ DEMO = DEMO_DIR
 SAMPLE = REPO / "data" / "sample"
 
 
+#: The hand-written records' admission (subject 1, stay 2; discharged home on 2150-03-06).
+ADMISSION = {
+    "subject_id": 1,
+    "hadm_id": 2,
+    "admittime": "2150-03-01 07:00:00",
+    "dischtime": "2150-03-06 12:00:00",
+    "discharge_location": "HOME",
+}
+_LAB_COLUMNS = ("itemid", "charttime", "valuenum", "ref_range_lower", "ref_range_upper")
+
+
+def labevents(*rows: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """``labevents`` rows of the stay in ADMISSION, numbered in order, from tuples
+    ``(itemid, charttime, valuenum[, ref_range_lower, ref_range_upper])``."""
+    return [
+        {
+            "labevent_id": i,
+            "subject_id": 1,
+            "hadm_id": 2,
+            **dict(zip(_LAB_COLUMNS, row, strict=False)),
+        }
+        for i, row in enumerate(rows)
+    ]
+
+
 def demo_or_skip() -> Path:
     if not (DEMO / "hosp").is_dir():
         pytest.skip(f"MIMIC-IV demo not found at {DEMO}")

@@ -30,7 +30,7 @@ from solvers.patient.phm import PHMResponder
 
 from . import facts as F
 from .arcs import ARCS, eligible_arcs
-from .encode import BuiltTurn, encode
+from .encode import BuiltTurn, encode, session_id
 from .gold import answer, digest, rubric
 from .grounding import anchor_note_grounding
 from .plan import choose_topics
@@ -266,7 +266,7 @@ def _try_session(
     pools = [candidates(scenario, arc[t], prof) for t in range(4)]
     musts = required(scenario, prof)
     banned: set[Topic] = set()
-    session_id = f"physassistbench_{scenario}_{index}"
+    sid = session_id(scenario, index)
     for _ in range(MAX_REPLANS):
         topics = choose_topics(
             arc_index,
@@ -286,7 +286,7 @@ def _try_session(
             current_date=prof.current_date,
             cutoff=until,
             semantics="strict",
-            session_id=session_id,
+            session_id=sid,
             patient=responder_en,
         )
         used_before = dict(env.subtype_use)
@@ -307,11 +307,7 @@ def _try_session(
             scenario=scenario,
             tier=tier,
             index=index,
-            subject_id=prof.subject_id,
-            hadm_id=prof.hadm_id,
-            current_date=prof.current_date,
-            age=prof.age,
-            gender=prof.gender,
+            prof=prof,
             arc_index=arc_index,
             turns=turns,
             persona=persona,

@@ -17,6 +17,7 @@ from physassist.ehr.tools import TOOL_NAMES, tool_schemas
 from physassist.vocab import TASK_ABBREVIATIONS, WRITE_TOOLS
 
 from .arcs import DG, WU
+from .profile import Profile
 from .questions import Question
 from .rubrics import Item
 
@@ -136,16 +137,17 @@ def generated_at(seed: int, index: int) -> str:
     return (base + dt.timedelta(days=seed % 3650, seconds=index)).isoformat()
 
 
+def session_id(scenario: str, index: int) -> str:
+    """The id of a scenario's ``index``-th session (its tool calls and JSONL entry carry it)."""
+    return f"physassistbench_{scenario}_{index}"
+
+
 def encode(
     *,
     scenario: str,
     tier: int,
     index: int,
-    subject_id: int,
-    hadm_id: int,
-    current_date: str,
-    age: int,
-    gender: str,
+    prof: Profile,
     arc_index: int,
     turns: list[BuiltTurn],
     persona: dict[str, Any],
@@ -159,7 +161,7 @@ def encode(
     A session at an instant inside ``current_date`` (``cutoff``; the in-stay timepoint) says
     its time in ``env_info`` and carries it as ``cutoff``, after ``current_date``."""
     domain = DOMAINS[scenario]
-    session_id = f"physassistbench_{scenario}_{index}"
+    sid = session_id(scenario, index)
     has_write = any(t.task_type == WU for t in turns)
     names = [n for n in TOOL_NAMES if has_write or n not in WRITE_TOOLS]
     tools = tool_schemas(names)
@@ -183,8 +185,8 @@ def encode(
     entry = {
         "id": f"physassistbench_{domain}_{scenario}_{index}_L{tier}",
         "env_info": (
-            f"session_id: {session_id}\nCurrent date: {current_date}. {time}"
-            f"Patient is a {age}-year-old {gender}"
+            f"session_id: {sid}\nCurrent date: {prof.current_date}. {time}"
+            f"Patient is a {prof.age}-year-old {prof.gender}"
         ),
         "tools": tools,
         "tools_en": tools,
@@ -207,9 +209,9 @@ def encode(
         "workup_modes": ["parallel" if t.task_type == DG else None for t in turns],
         "clinical_task_domain": domain,
         "clinical_scenario": scenario,
-        "subject_id": subject_id,
-        "hadm_id": hadm_id,
-        "session_id": session_id,
+        "subject_id": prof.subject_id,
+        "hadm_id": prof.hadm_id,
+        "session_id": sid,
         "sequence_idx": arc_index,
         "dep_graph": dep_graph(turns),
         "session_plan": {
@@ -222,7 +224,7 @@ def encode(
         },
         "tool_set": "fhir",
         "difficulty_level": tier,
-        "current_date": current_date,
+        "current_date": prof.current_date,
         "generated_at": generated_at(seed, global_index),
         "rubrics": [[item.en for item in t.items] for t in turns],
         "rubrics_zh": [[item.zh for item in t.items] for t in turns],

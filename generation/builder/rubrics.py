@@ -16,6 +16,7 @@ from physassist.vocab import LANGUAGES
 from .answers import (
     Digest,
     LabFact,
+    MedFact,
     fmt,
     key_culture,
     lab_name,
@@ -112,17 +113,26 @@ def route_check(route: str) -> dict[str, Any]:
     }
 
 
-def _med_items(d: Digest, n: int) -> list[Item]:
-    m = d.med
-    assert m is not None
-    vals = {
+def _med_vals(m: MedFact) -> dict[str, Any]:
+    return {
         "drug": m.word,
         "dose": fmt(m.dose),
         "unit": m.unit,
         "route": m.route or "-",
         "day": m.start,
     }
-    items = [_item("med_dose", value(m.word, m.dose, m.unit), vals)]
+
+
+def dose_item(m: MedFact) -> Item:
+    """The item of an order's dose (the drug with its dose and unit)."""
+    return _item("med_dose", value(m.word, m.dose, m.unit), _med_vals(m))
+
+
+def _med_items(d: Digest, n: int) -> list[Item]:
+    m = d.med
+    assert m is not None
+    vals = _med_vals(m)
+    items = [dose_item(m)]
     if m.route:
         items.append(_item("med_route", route_check(m.route), vals))
     if m.start:
@@ -137,19 +147,11 @@ def rubric(d: Digest) -> list[Item]:
     if k == "lab_latest":
         return _lab_items(d.labs[0], with_time=True)
     if k == "med_current":
+        assert d.med is not None
         items = _med_items(d, 3)
         if len(items) < 3:
-            items.append(
-                _item(
-                    "safety_drug",
-                    literal(d.topic.drug or ""),
-                    {
-                        "drug_word": d.topic.drug,
-                        "dose": fmt(d.med.dose),  # type: ignore[union-attr]
-                        "unit": d.med.unit,
-                    },
-                )
-            )  # type: ignore[union-attr]
+            vals = {"drug_word": d.topic.drug, "dose": fmt(d.med.dose), "unit": d.med.unit}
+            items.append(_item("safety_drug", literal(d.topic.drug or ""), vals))
         return items
     if k == "dx_primary":
         assert d.dx is not None

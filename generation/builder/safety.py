@@ -14,9 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from . import facts as F
-from .answers import Digest, MedFact, _med_vars, fmt, lab_name, lab_spoken, next_check, order_fact
+from .answers import (
+    Digest,
+    MedFact,
+    _lab_fact,
+    _med_vars,
+    fmt,
+    lab_name,
+    lab_spoken,
+    next_check,
+    order_fact,
+)
 from .profile import Profile
-from .rubrics import Item, _item, _lab_items, concept, forbidden, literal, value
+from .rubrics import Item, _item, _lab_items, concept, dose_item, forbidden, literal, value
 from .signals import kidney_impaired, warfarin_order
 from .vocab import (
     DRUG_LEVELS,
@@ -114,8 +124,6 @@ def digest_signal(d: Digest, obs: list[Any], prof: Profile) -> bool:
 
 
 def _bridge_inr(d: Digest, obs: Any, prof: Profile) -> bool:
-    from .answers import _lab_fact
-
     series = prof.timeline.lab(d.topic.lab or "") if prof.timeline is not None else None
     pts = F.lab_points(obs, d.topic.lab or "", series.itemids) if series is not None else []
     if not pts:
@@ -166,22 +174,11 @@ def answer_signal(d: Digest, lang: str) -> str:
     return f"{orders}\n{tail}"
 
 
-def _dose_item(m: MedFact) -> Item:
-    vals = {
-        "drug": m.word,
-        "dose": fmt(m.dose),
-        "unit": m.unit,
-        "route": m.route or "-",
-        "day": m.start,
-    }
-    return _item("med_dose", value(m.word, m.dose, m.unit), vals)
-
-
 def signal_items(d: Digest) -> list[Item]:
     """The rubric of a duplicate, interaction or bridge turn."""
     k = d.topic.kind
     drug, drug2 = d.topic.drug or "", d.topic.drug2 or ""
-    items = [_dose_item(m) for m in d.meds[:2]]
+    items = [dose_item(m) for m in d.meds[:2]]
     if k in ("duplicate_therapy", "duplicate_class"):
         vals = {"drug_word": drug, "drug2": drug2 or drug}
         items += [

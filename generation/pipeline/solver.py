@@ -17,7 +17,7 @@ from typing import Any
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from generation.builder.build import answer_list_items, patient_annotations, session_persona
-from generation.builder.encode import BuiltTurn, encode
+from generation.builder.encode import BuiltTurn, encode, session_id
 from generation.builder.profile import Profile, load_profile
 from generation.builder.questions import Question
 from physassist.ehr.store import EHRStore
@@ -257,7 +257,7 @@ async def generate_slot(
             prof,
             phm,
             str(persona["health_literacy"]),
-            f"physassistbench_{scenario}_{index}",
+            session_id(scenario, index),
             attempts,
             rng,
         )
@@ -271,11 +271,7 @@ async def generate_slot(
             scenario=scenario,
             tier=tier,
             index=index,
-            subject_id=prof.subject_id,
-            hadm_id=prof.hadm_id,
-            current_date=prof.current_date,
-            age=prof.age,
-            gender=prof.gender,
+            prof=prof,
             arc_index=arc_index,
             turns=turns,
             persona=persona,

@@ -38,7 +38,10 @@ def parser() -> argparse.ArgumentParser:
         help="MLflow experiment of the run (default physassist)",
     )
     p.add_argument(
-        "--run", default=None, help="the run (default: the newest finished run of the experiment)"
+        "--run",
+        default=None,
+        help="the run: its id or a unique prefix of >= 6 characters (default: the newest "
+        "finished run of the experiment)",
     )
     sub = p.add_subparsers(dest="command", required=True)
     draw = sub.add_parser(
@@ -70,15 +73,27 @@ class LabelError(ValueError):
 
 
 def _run(client: Any, args: argparse.Namespace) -> Any:
-    """The run named by ``--run``, else the newest FINISHED experiment run."""
+    """The experiment run named by ``--run`` (its id or a unique prefix: ``tracking.ids``),
+    else the newest FINISHED one."""
+    from physassist.tracking import ids
     from physassist.tracking.runs import KIND_TAG
 
-    if args.run:
-        try:
-            return client.get_run(args.run)
-        except Exception as exc:  # noqa: BLE001 - an unknown id
-            raise LabelError(f"--run {args.run}: no such run in {args.tracking_uri}") from exc
     experiment = client.get_experiment_by_name(args.experiment)
+    where = f"{args.experiment!r} of {args.tracking_uri}"
+    if args.run:
+        if experiment is None:
+            raise LabelError(f"--run {args.run}: no experiment {where}")
+        try:
+            found_id = ids.resolve(
+                client,
+                [experiment.experiment_id],
+                args.run,
+                ("run",),
+                where=f"tags.`{KIND_TAG}` = 'job'",
+            ).id
+        except ids.IdError as exc:
+            raise LabelError(f"--run {exc} (experiment {where})") from exc
+        return client.get_run(found_id)
     found = client.search_runs(
         [experiment.experiment_id] if experiment else [],
         filter_string=f"tags.`{KIND_TAG}` = 'job' and attributes.status = 'FINISHED'",
@@ -86,10 +101,7 @@ def _run(client: Any, args: argparse.Namespace) -> Any:
         max_results=1,
     )
     if not found:
-        raise LabelError(
-            f"no finished run in experiment {args.experiment!r} of {args.tracking_uri}: name one "
-            "with --run"
-        )
+        raise LabelError(f"no finished run in experiment {where}: name one with --run")
     return found[0]
 
 

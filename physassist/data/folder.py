@@ -61,8 +61,13 @@ def check(directory: Path) -> None:
         raise FolderError(
             f"{manifest_path}: not a readable manifest ({exc}); rebuild the folder"
         ) from None
-    if not isinstance(hashes, dict):
+    if hashes is None:
         return  # another tool's manifest.json, without our file hashes: nothing to check against
+    if not isinstance(hashes, dict):  # ours, damaged: its files cannot be vouched for
+        raise FolderError(
+            f"{manifest_path}: {HASHES} is not a mapping of file name to SHA-256; "
+            "rebuild the folder"
+        )
     present = {p.name: p for p in directory.glob(_SESSION_FILES)}
     problems = [f"{name} is missing" for name in sorted(set(hashes) - set(present))]
     problems += [f"{name} was not built with it" for name in sorted(set(present) - set(hashes))]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from physassist.data import folder
 from physassist.data.models import Session
 from physassist.data.records import RawRecord, read_jsonl
 
@@ -101,6 +102,7 @@ def read_hf_records(source: str) -> list[RawRecord]:
         if path.suffix in (".jsonl", ".json"):
             return read_jsonl(path)
         raise ValueError(f"unsupported dataset file {path}: expected .jsonl or .parquet")
+    folder.check(path)  # a built session folder read as hf:<dir> is checked as the loader does
     if _saved_to_disk(path):
         import datasets
 

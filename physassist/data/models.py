@@ -42,6 +42,9 @@ SEPARATOR = "=" * 60
 _TIER_SUFFIX = re.compile(r"_L(\d+)$")
 _ENV_DATE = re.compile(r"Current date:\s*(\d{4}-\d{2}-\d{2})")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?![0-9])")
+#: A session's ``cutoff``: a local time to the second, as the builder writes it (a bare date
+#: would be its midnight, hiding the whole day; a zone would not compare with the store's times).
+_CUTOFF = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,8 @@ class Session(_OrderedModel):
         if value is None:
             return value
         try:
+            if not _CUTOFF.fullmatch(value):
+                raise ValueError
             when = dt.datetime.fromisoformat(value)
         except ValueError:
             raise ValueError(f"must be a time YYYY-MM-DDTHH:MM:SS, got {value[:40]!r}") from None

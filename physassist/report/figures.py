@@ -4,7 +4,8 @@
   (``physassist/empty``, ``physassist/no_tools``) drawn as labelled reference lines;
 * ``channel_bars``: EHR-only vs patient-interview turns per run (paper Fig. 4);
 * ``delta_bars``: implicit - explicit per subtype for each query pair (Table 3), one panel per
-  subtype, the paired 95% interval on the overall delta when the comparisons have it;
+  subtype; the overall panel shows the paired difference with its 95% interval when the
+  comparisons have it;
 * ``variance_shares``: each axis' share of the mRS variance (session, patient, agent, judge,
   residual) with its 95% interval, per replicate group; an unmeasured axis is marked, not 0.
 
@@ -48,6 +49,14 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _errors(point: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Error bar lengths below and above each point (0 where unknown). A percentile bootstrap
+    interval need not hold its own point estimate (a skewed resample distribution, or rounding:
+    the point and the resamples are summed in different orders), and matplotlib refuses a
+    negative length: the side the point lies beyond is drawn as 0."""
+    return np.vstack([np.nan_to_num(point - low).clip(0), np.nan_to_num(high - point).clip(0)])
+
+
 def _rows_height(labels: list[str], gap: float) -> float:
     """Inches for one row per label: rows are evenly spaced, so each gets the room of the
     longest label (the sum of the lines let a tall name overlap its neighbours)."""
@@ -71,8 +80,7 @@ def mrs_bars(runs: pd.DataFrame, path: Path) -> Path:
     floors, shown = runs[model.isin(lines)], runs[~model.isin(lines)]
     mrs = _col(shown, "mrs")
     low, high = _col(shown, "mrs_ci_low"), _col(shown, "mrs_ci_high")
-    # clipped: a bootstrap interval over sessions need not hold the turn-level point estimate
-    err = np.vstack([np.nan_to_num(mrs - low).clip(0), np.nan_to_num(high - mrs).clip(0)])
+    err = _errors(mrs, low, high)
     labels = _labels(shown)
     fig = _figure(8, _rows_height(labels, 0.12) + 1.6)
     ax = fig.add_subplot()
@@ -124,8 +132,10 @@ def channel_bars(runs: pd.DataFrame, path: Path) -> Path:
 def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = None) -> Path:
     """Implicit - explicit mRS, one panel per subtype, one bar per pair of runs.
 
-    Bars are coloured by sign (implicit costs points / gains points), so no legend is needed;
-    the overall panel carries the paired 95% interval from ``comparisons`` when given.
+    Bars are coloured by sign (implicit costs points / gains points), so no legend is needed.
+    Given ``comparisons``, the overall panel shows each pair's paired difference with its 95%
+    interval: both over the sessions the two runs share (Table 3's delta compares each run's
+    mRS over its own sessions, which that interval is not about).
     """
     frame = table3.frame
     # one bar per pair of runs, keyed by their ids (two pairs may carry the same run name)
@@ -137,17 +147,17 @@ def delta_bars(table3: Table, path: Path, comparisons: pd.DataFrame | None = Non
     fig = _figure(10, _rows_height(labels, 0.12) + 1.8)
     axes = fig.subplots(1, len(subtypes), sharey=True, sharex=True)
     y = np.arange(len(pairs))
-    intervals = _query_intervals(frame, comparisons)
+    intervals = _query_intervals(pairs, comparisons)
     for ax, subtype in zip(axes, subtypes, strict=True):
         rows = frame[frame["subtype"] == subtype].set_index(ids).reindex(pairs)
         delta = rows["delta"].astype(float).to_numpy()
-        colours = [COST_COLOUR if d < 0 else GAIN_COLOUR for d in np.nan_to_num(delta)]
         xerr = None
         if subtype == "all" and intervals is not None:
-            low, high = intervals
-            xerr = np.vstack(
-                [np.nan_to_num(delta - low).clip(0), np.nan_to_num(high - delta).clip(0)]
-            )
+            diff, low, high = intervals
+            # the interval's own estimate (the shared sessions), not the runs' whole-run delta
+            delta = np.where(np.isnan(diff), delta, diff)
+            xerr = _errors(delta, low, high)
+        colours = [COST_COLOUR if d < 0 else GAIN_COLOUR for d in np.nan_to_num(delta)]
         ax.barh(y, np.nan_to_num(delta), color=colours, xerr=xerr, capsize=3)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_title(
@@ -193,7 +203,7 @@ def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> 
             part["ci_low"].astype(float).to_numpy(),
             part["ci_high"].astype(float).to_numpy(),
         )
-        err = np.vstack([np.nan_to_num(share - low).clip(0), np.nan_to_num(high - share).clip(0)])
+        err = _errors(share, low, high)
         ax.barh(
             y,
             np.nan_to_num(share),
@@ -225,19 +235,13 @@ def variance_shares(variance: pd.DataFrame, path: Path, metric: str = "mrs") -> 
 
 
 def _query_intervals(
-    frame: pd.DataFrame, comparisons: pd.DataFrame | None
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The paired CI of each Table 3 pair's overall mRS delta, in the pairs' order."""
+    pairs: list[tuple[str, str]], comparisons: pd.DataFrame | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The paired mRS difference of each (implicit, explicit) pair of run ids and its 95%
+    interval, in the pairs' order (NaN for a pair not compared)."""
     if comparisons is None or comparisons.empty or "a_run_id" not in comparisons.columns:
         return None
     mrs = comparisons[(comparisons["factor"] == "query") & (comparisons["metric"] == "mrs")]
-    by_pair = mrs.set_index(["a_run_id", "b_run_id"])
-    overall = frame[frame["subtype"] == "all"].drop_duplicates(
-        ["implicit_run_id", "explicit_run_id"]
-    )
-    low, high = [], []
-    for _, row in overall.iterrows():
-        key = (row["implicit_run_id"], row["explicit_run_id"])
-        low.append(float(by_pair.loc[key, "ci_low"]) if key in by_pair.index else np.nan)
-        high.append(float(by_pair.loc[key, "ci_high"]) if key in by_pair.index else np.nan)
-    return np.array(low), np.array(high)
+    found = mrs.set_index(["a_run_id", "b_run_id"]).reindex(pairs)
+    diff, low, high = (found[c].astype(float).to_numpy() for c in ("diff", "ci_low", "ci_high"))
+    return diff, low, high

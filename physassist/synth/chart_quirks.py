@@ -18,10 +18,13 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from physassist.synth.catalog import LABS
 from physassist.synth.plan import SubjectPlan
-from physassist.synth.writer import conform
+from physassist.synth.writer import Tables, conform
 
 #: (formulary code of the order, its rows' doses as strengths): the split order.
 SPLIT_CODE, SPLIT_DOSES = "METO50XL", ("25", "50")
@@ -31,84 +34,91 @@ DRAW_AT = 4
 DRAW_BEFORE = dt.timedelta(hours=2)
 DRAW_ID_OFFSET = 8_000_000_000  # labevent_id / specimen_id offset of the contaminated rows
 #: itemid -> the contaminated value from the next draw's value (glucose from a dextrose line).
+GLUCOSE = LABS["glu"].itemid
 CONTAMINATED: dict[int, Callable[[float], float]] = {
-    50931: lambda v: round(v * 8.0),
-    50882: lambda v: 45.0,
-    50971: lambda v: round(v * 0.55, 1),
-    50902: lambda v: round(v * 0.8),
+    GLUCOSE: lambda v: round(v * 8.0),
+    LABS["hco3"].itemid: lambda v: 45.0,
+    LABS["k"].itemid: lambda v: round(v * 0.55, 1),
+    LABS["cl"].itemid: lambda v: round(v * 0.8),
 }
 
 
-def _rows(name: str, data: Any) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = conform(name, data).to_pylist()
-    return rows
+def _replaced(
+    table: pa.Table, mask: pa.ChunkedArray, fix: Callable[[dict[str, Any]], list[dict[str, Any]]]
+) -> pa.Table:
+    """``table`` with each row where ``mask`` holds replaced, in place, by the rows ``fix`` makes
+    of it. Only those rows pass through Python: the quirks touch a few of a chunk's many rows."""
+    hit = np.flatnonzero(pc.fill_null(mask, False).to_numpy())
+    if not len(hit):
+        return table
+    made = [fix(r) for r in table.take(hit).to_pylist()]
+    extra = pa.Table.from_pylist([row for rows in made for row in rows], schema=table.schema)
+    kept = np.ones(table.num_rows, dtype=bool)
+    kept[hit] = False
+    # each made row takes its source row's place; a stable sort keeps the made rows in order
+    place = np.concatenate([np.flatnonzero(kept), np.repeat(hit, [len(rows) for rows in made])])
+    whole = pa.concat_tables([table.filter(pa.array(kept)), extra])
+    return whole.take(np.argsort(place, kind="stable"))
 
 
-def split_orders(tables: dict[str, Any]) -> None:
+def split_orders(tables: Tables) -> None:
     """Write each metoprolol succinate XL order as two rows (module docstring; in place)."""
-    rx = _rows("prescriptions", tables["prescriptions"])
-    first = {r["pharmacy_id"] for r in rx if r["formulary_drug_cd"] == SPLIT_CODE}
-    if not first:
+    rx = conform("prescriptions", tables["prescriptions"])
+    split = pc.equal(rx["formulary_drug_cd"], SPLIT_CODE)
+    first = pc.unique(pc.filter(rx["pharmacy_id"], pc.fill_null(split, False)))
+    if not len(first):
         return
     low, high = SPLIT_DOSES
     total = f"{int(low) + int(high)}"
-    out = []
-    for r in rx:
-        out.append(r)
-        if r["pharmacy_id"] in first:
-            r.update(dose_val_rx=low, prod_strength=f"{low} mg Tablet")
-            out.append(
-                {
-                    **r,
-                    "pharmacy_id": r["pharmacy_id"] + SPLIT_ID_OFFSET,
-                    "dose_val_rx": high,
-                    "prod_strength": f"{high} mg Tablet",
-                }
-            )
-    tables["prescriptions"] = conform("prescriptions", pa.Table.from_pylist(out))
-    ph = _rows("pharmacy", tables["pharmacy"])
-    ph += [
-        {**p, "pharmacy_id": p["pharmacy_id"] + SPLIT_ID_OFFSET}
-        for p in ph
-        if p["pharmacy_id"] in first
-    ]
-    tables["pharmacy"] = conform("pharmacy", pa.Table.from_pylist(ph))
-    events = {e["emar_id"] for e in _rows("emar", tables["emar"]) if e["pharmacy_id"] in first}
-    detail = []
-    for d in _rows("emar_detail", tables["emar_detail"]):
-        detail.append(d)
-        if d["emar_id"] not in events:
-            continue
+
+    def two_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
+        r.update(dose_val_rx=low, prod_strength=f"{low} mg Tablet")
+        second = {"dose_val_rx": high, "prod_strength": f"{high} mg Tablet"}
+        return [r, {**r, "pharmacy_id": r["pharmacy_id"] + SPLIT_ID_OFFSET, **second}]
+
+    tables["prescriptions"] = _replaced(rx, split, two_rows)
+    ph = conform("pharmacy", tables["pharmacy"])
+    copies = ph.filter(pc.is_in(ph["pharmacy_id"], first)).to_pylist()
+    for p in copies:
+        p["pharmacy_id"] += SPLIT_ID_OFFSET
+    tables["pharmacy"] = pa.concat_tables([ph, pa.Table.from_pylist(copies, schema=ph.schema)])
+    emar = conform("emar", tables["emar"])
+    events = pc.unique(pc.filter(emar["emar_id"], pc.is_in(emar["pharmacy_id"], first)))
+
+    def two_components(d: dict[str, Any]) -> list[dict[str, Any]]:
         if d["parent_field_ordinal"] is None:
             d["dose_due"] = total
-        else:
-            d["dose_given"] = low
-            detail.append(
-                {
-                    **d,
-                    "parent_field_ordinal": "2.1",
-                    "dose_given": high,
-                    "pharmacy_id": d["pharmacy_id"] + SPLIT_ID_OFFSET,
-                }
-            )
-    tables["emar_detail"] = conform("emar_detail", pa.Table.from_pylist(detail))
+            return [d]
+        d["dose_given"] = low
+        second = {"parent_field_ordinal": "2.1", "dose_given": high}
+        return [d, {**d, "pharmacy_id": d["pharmacy_id"] + SPLIT_ID_OFFSET, **second}]
+
+    detail = conform("emar_detail", tables["emar_detail"])
+    tables["emar_detail"] = _replaced(detail, pc.is_in(detail["emar_id"], events), two_components)
 
 
 def contaminated_draws(labevents: pa.Table, plans: list[SubjectPlan]) -> pa.Table:
     """``labevents`` plus a contaminated draw in the chosen admissions (module docstring)."""
-    chosen = {p.anchor.hadm_id for p in plans if p.idx % DRAW_EVERY == DRAW_AT}
-    rows = labevents.to_pylist()
+    chosen = pa.array(sorted({p.anchor.hadm_id for p in plans if p.idx % DRAW_EVERY == DRAW_AT}))
+    near = pc.and_(
+        pc.is_in(labevents["hadm_id"], chosen),
+        pc.is_in(labevents["itemid"], pa.array(list(CONTAMINATED), pa.int64())),
+    )
+    by_hadm: dict[int, list[dict[str, Any]]] = {}
+    for r in labevents.filter(near).to_pylist():
+        by_hadm.setdefault(r["hadm_id"], []).append(r)
     added = []
-    for hadm in sorted(chosen):
-        mine = [r for r in rows if r["hadm_id"] == hadm and r["itemid"] in CONTAMINATED]
-        times = sorted({r["charttime"] for r in mine if r["itemid"] == 50931})
+    for hadm in sorted(by_hadm):
+        mine = by_hadm[hadm]
+        times = sorted({r["charttime"] for r in mine if r["itemid"] == GLUCOSE})
         if len(times) < 3:
             continue
         after = times[-2]  # a draw with one before it and one after it
         added += [_contaminated(r) for r in mine if r["charttime"] == after]
     if not added:
         return labevents
-    return pa.Table.from_pylist(rows + added, schema=labevents.schema).sort_by(
+    extra = pa.Table.from_pylist(added, schema=labevents.schema)
+    return pa.concat_tables([labevents, extra]).sort_by(
         [("subject_id", "ascending"), ("charttime", "ascending"), ("itemid", "ascending")]
     )
 

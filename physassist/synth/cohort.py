@@ -33,28 +33,20 @@ import pyarrow.csv as pacsv
 
 from physassist.synth import chart_quirks, labs, meds, quirks, records
 from physassist.synth.planner import build_plan
-from physassist.synth.writer import SCHEMAS, Columns, CsvGzWriter, Tables, conform, table_path
+from physassist.synth.writer import (
+    SCHEMAS,
+    WRITTEN_TABLES,
+    Columns,
+    CsvGzWriter,
+    Tables,
+    conform,
+    table_path,
+)
 
 GENERATOR_VERSION = 1
 DEFAULT_CHUNK = 1000
-PER_CHUNK_TABLES = (
-    "patients",
-    "admissions",
-    "transfers",
-    "diagnoses_icd",
-    "labevents",
-    "prescriptions",
-    "pharmacy",
-    "emar",
-    "emar_detail",
-    "microbiologyevents",
-    "omr",
-    "icustays",
-    "chartevents",
-    "inputevents",
-    "discharge",
-    "radiology",
-)
+#: The tables each chunk renders: all but the d_ dictionaries, written once (records.dictionaries).
+PER_CHUNK_TABLES = tuple(t for t in WRITTEN_TABLES if not t.startswith("d_"))
 SUBJECT_COLUMNS = (
     "subject_id",
     "archetype",

@@ -97,6 +97,32 @@ def test_a_filled_sheet_reads_back_and_a_bad_one_names_the_row(tmp_path: Path) -
         read_sheet(tmp_path / "bare.csv")
 
 
+def test_run_takes_a_unique_prefix_and_names_what_it_cannot_find(tmp_path: Path, capsys) -> None:
+    """``--run`` goes through the one id resolver (``physassist.tracking.ids``): a prefix is
+    enough, an id of no experiment run is one line naming it, and so is a missing experiment."""
+    from physassist.cli import label
+
+    uri = store_uri(tmp_path)
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("physassist")
+    run = client.create_run(experiment, tags={"physassist.kind": "job"})
+    client.set_terminated(run.info.run_id)
+    args = label.parser().parse_args(["--run", run.info.run_id[:8], "calibrate"])
+    args.tracking_uri = uri
+    assert label._run(client, args).info.run_id == run.info.run_id
+    capsys.readouterr()  # the store's creation logs
+    assert label.main(["--tracking-uri", uri, "--run", "0123456789ab", "draw"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "physassist-label: error: --run 0123456789ab: no run id starts with it "
+        f"(experiment 'physassist' of {uri})"
+    )
+    argv = ["--tracking-uri", uri, "--experiment", "nowhere", "--run", "0123456789ab", "draw"]
+    assert label.main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"physassist-label: error: --run 0123456789ab: no experiment 'nowhere' of {uri}"
+    )
+
+
 @pytest.mark.slow
 def test_the_label_round_trip_on_the_sample(tmp_path: Path, capsys, monkeypatch) -> None:
     from hydra import compose, initialize_config_dir

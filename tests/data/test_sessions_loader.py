@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ from physassist.data import (
     save_sessions,
     turns_frame,
 )
+from physassist.data.folder import HASHES, MANIFEST, FolderError
 from physassist.data.hf import sessions_to_dataset
+from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.vocab import SCENARIOS
 
 LOCATION_COLUMNS = ["file", "line"]
@@ -261,3 +264,29 @@ def reference_columns() -> list[str]:
 
 def test_all_scenarios_are_named_in_the_fixtures() -> None:
     assert {p.stem for p in FIXTURES.glob("*.jsonl")} == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("as_hf", [False, True], ids=["dir", "hf-dir"])
+def test_a_built_folder_is_checked_against_its_manifest_however_it_is_named(
+    tmp_path: Path, as_hf: bool
+) -> None:
+    """``hf:<dir>`` reads the same files as ``<dir>``: a file another build left is refused
+    either way, not read into the set."""
+    out = tmp_path / "sessions"
+    shutil.copytree(SAMPLE_SESSIONS, out)
+    source = f"hf:{out}" if as_hf else str(out)
+    assert len(load_sessions(source)) == 36
+    shutil.copy(out / "med_safety.jsonl", out / "extra.jsonl")
+    with pytest.raises(FolderError, match="extra.jsonl was not built with it"):
+        load_sessions(source)
+
+
+def test_a_manifest_whose_hashes_are_damaged_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "sessions"
+    shutil.copytree(SAMPLE_SESSIONS, out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    (out / MANIFEST).write_text(json.dumps({**manifest, HASHES: sorted(manifest[HASHES])}))
+    with pytest.raises(FolderError, match=f"{HASHES} is not a mapping"):
+        load_sessions(out)
+    (out / MANIFEST).write_text(json.dumps({"name": "another tool's manifest"}))
+    assert len(load_sessions(out)) == 36  # no hashes of ours: read as it is

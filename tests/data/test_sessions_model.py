@@ -256,3 +256,17 @@ def test_round_trip_keeps_any_unknown_keys_in_any_order(extras, item_extra, seed
     shuffled = {k: data[k] for k in keys}
     dumped = json.loads(Session.model_validate(shuffled).to_json())
     assert dumped == shuffled and list(dumped) == keys
+
+
+def test_a_cutoff_is_a_local_time_to_the_second_on_the_sessions_date() -> None:
+    """A bare date would put the tools' cutoff at its midnight (the whole day hidden) and a
+    zone would not compare with the store's times: both are refused, naming the field."""
+    data = session_dict(MED_SAFETY)
+    day = data["current_date"][:10]
+    session = Session.model_validate({**data, "cutoff": f"{day}T08:00:00"})
+    assert session.cutoff_time is not None and session.cutoff_time.hour == 8
+    for bad in (day, f"{day}T08:00:00+02:00", f"{day} 08:00:00", f"{day}T08:00"):
+        with pytest.raises(ValidationError, match="cutoff\n.*must be a time YYYY-MM-DDTHH:MM:SS"):
+            Session.model_validate({**data, "cutoff": bad})
+    with pytest.raises(ValidationError, match="is not on the session's current_date"):
+        Session.model_validate({**data, "cutoff": "2000-01-01T08:00:00"})

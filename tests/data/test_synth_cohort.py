@@ -10,9 +10,10 @@ import pytest
 from fixtures_store import require_demo
 from fixtures_synth import SAMPLE, SAMPLE_SUBJECTS
 
-from physassist.synth import generate_cohort, load_phm
+from physassist.synth import generate_cohort, load_phm, records
 from physassist.synth.__main__ import main as cli_main
-from physassist.synth.writer import SCHEMAS, table_path
+from physassist.synth.cohort import PER_CHUNK_TABLES
+from physassist.synth.writer import SCHEMAS, WRITTEN_TABLES, table_path
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -66,6 +67,13 @@ def test_headers_match_the_mimic_iv_demo() -> None:
             assert _header(demo_file) == [c for c, _ in cols], name
             checked += 1
     assert checked >= 15
+
+
+def test_each_table_is_written_once_per_chunk_or_once_as_a_dictionary() -> None:
+    dictionaries = set(records.dictionaries())
+    assert dictionaries == {"d_icd_diagnoses", "d_labitems", "d_items"}
+    assert not dictionaries & set(PER_CHUNK_TABLES)
+    assert sorted(dictionaries | set(PER_CHUNK_TABLES)) == sorted(WRITTEN_TABLES)
 
 
 def test_dictionaries_are_real_mimic_entries() -> None:

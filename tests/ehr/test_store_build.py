@@ -355,3 +355,28 @@ def test_a_failed_prefetch_is_logged_not_lost(
     assert "prefetch for subject 1 failed" in caplog.text and "disk gone" in caplog.text
     monkeypatch.undo()
     store.close()
+
+
+#: What a store of each schema version holds and what a source must hold to be built (a digest of
+#: the tables' DDL, sort keys and ``source_check.needs``, below). A change to any of them leaves a
+#: cached store of the same name stale: bump ``STORE_SCHEMA_VERSION`` (``sources.py``), then
+#: record the new digest here.
+STORE_LAYOUT = {5: "027aad1e594735c1"}
+
+
+def test_a_change_to_what_a_store_holds_or_checks_bumps_its_schema_version() -> None:
+    import hashlib
+    import json
+
+    from physassist.ehr.source_check import needs
+    from physassist.ehr.tables import create_table_sql
+
+    held = {
+        name: [create_table_sql(spec), list(spec.sort_key), sorted(needs(spec))]
+        for name, spec in sorted(TABLES.items())
+    }
+    digest = hashlib.sha256(json.dumps(held, sort_keys=True).encode()).hexdigest()[:16]
+    assert STORE_LAYOUT.get(STORE_SCHEMA_VERSION) == digest, (
+        f"the store's tables or its source checks changed (digest {digest}): bump "
+        f"STORE_SCHEMA_VERSION ({STORE_SCHEMA_VERSION}) so cached stores rebuild, and record it"
+    )

@@ -20,13 +20,7 @@ from physassist.timeline import load_timeline, order_dose
 store_cache = fx.store_cache
 demo_store = fx.demo_store
 
-ADMISSION = {
-    "subject_id": 1,
-    "hadm_id": 2,
-    "admittime": "2150-03-01 07:00:00",
-    "dischtime": "2150-03-06 12:00:00",
-    "discharge_location": "HOME",
-}
+ADMISSION = fb.ADMISSION
 
 
 def _rx(
@@ -102,17 +96,7 @@ def test_labs_prefer_chemistry_over_blood_gas_and_merge_one_time() -> None:
         (50931, "2150-03-02 06:00:00", 140.0),
         (50811, "2150-03-05 06:00:00", 9.1),
     ]
-    labs = [
-        {
-            "labevent_id": i,
-            "subject_id": 1,
-            "hadm_id": 2,
-            "itemid": item,
-            "charttime": t,
-            "valuenum": v,
-        }
-        for i, (item, t, v) in enumerate(values)
-    ]
+    labs = fb.labevents(*values)
     tl = fb.timeline_of(_record(d_labitems=items, labevents=labs))
     glucose = tl.lab("Glucose")
     assert glucose is not None and glucose.itemids == (50931,)

@@ -126,3 +126,34 @@ def test_json_render_is_raw_fhir(tiny_store) -> None:
 def test_unknown_render_mode() -> None:
     with pytest.raises(ValueError, match="render mode"):
         render({}, "fancy")  # type: ignore[arg-type]
+
+
+def test_a_pending_result_reads_pending_in_every_text_view() -> None:
+    """strict's pending lab or culture (``registered``, no value) is said to be pending in the
+    compact view too (``ehr.render=compat`` with ``ehr.semantics=strict``), never shown as a
+    line without a value a model could read as a result."""
+    import datetime as dt
+
+    from physassist.ehr.tools.microbiology import specimens
+    from physassist.ehr.tools.strict_common import bundle
+    from physassist.ehr.tools.strict_observations import micro_observation
+
+    drawn = dt.datetime(2150, 1, 6, 9)
+    row = {"micro_specimen_id": 7, "charttime": drawn, "chartdate": drawn.date(), "hadm_id": 1,
+           "spec_type_desc": "BLOOD CULTURE", "test_seq": 1, "test_itemid": 90201,
+           "test_name": "Blood Culture, Routine", "org_name": "ESCHERICHIA COLI",
+           "isolate_num": 1, "ab_name": None, "dilution_text": None, "interpretation": None,
+           "comments": None}  # fmt: skip
+    [specimen] = specimens([row], drawn + dt.timedelta(hours=1), lambda r: drawn + dt.timedelta(2))
+    [test] = specimen.tests
+    lab = {"resourceType": "Observation", "id": "lab-1", "status": "registered",
+           "code": {"text": "Creatinine"}, "effectiveDateTime": "2150-01-06T09:00:00"}  # fmt: skip
+    result = bundle([micro_observation(specimen, test, None, SID), lab])
+    compat = render(result, "compat").splitlines()[1:]
+    assert compat == [
+        "  - Blood Culture, Routine (BLOOD CULTURE): pending @ 2150-01-06",
+        "  - Creatinine: pending @ 2150-01-06",
+    ]
+    assert "ESCHERICHIA" not in render(result, "full")
+    full = render(result, "full").splitlines()[1:3]
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in full] == ["pending", "pending"]

@@ -257,3 +257,46 @@ def test_sample_strict_shows_results_from_their_report_time_and_pending_specimen
 ) -> None:
     seen = sweep(sample_store, fx.SAMPLE)
     assert seen["stays"] >= 60 and seen["labs pending"] > 0 and seen["tests pending"] > 0, seen
+
+
+def test_a_report_time_of_another_type_is_raised_not_read_as_never_reported() -> None:
+    """A store whose time columns do not hold the declared types is a fault (``call_tool``
+    makes it a SystemFault), never every result shown as pending."""
+    from physassist.ehr.tools.reported import reported_at, stays
+
+    when = dt.datetime(2150, 1, 2, 8)
+    get = reported_at("microbiologyevents", True)[1]
+    assert get({"storetime": None, "storedate": when.date()}) == dt.datetime.combine(
+        when.date(), dt.time.max
+    )
+    with pytest.raises(TypeError, match="got str '2150-01-02 08:00:00'"):
+        get({"storetime": str(when), "storedate": None})
+    with pytest.raises(TypeError, match="got str"):
+        stays([{"hadm_id": 1, "admittime": str(when), "dischtime": None, "edregtime": None}])
+
+
+def test_specimens_are_newest_drawn_first_whatever_the_machines_time_zone(monkeypatch) -> None:
+    """Draw times are wall-clock times of the source: ordered as such, not through the local
+    zone (``timestamp()`` put 02:30 on a spring-forward night after 03:15)."""
+    import time
+
+    from physassist.ehr.tools.microbiology import specimens
+
+    night = dt.date(2150, 3, 8)  # second Sunday of March: New York skips 02:00-03:00
+
+    def row(specimen: int, at: dt.time) -> dict[str, Any]:
+        return {"micro_specimen_id": specimen, "charttime": dt.datetime.combine(night, at),
+                "chartdate": night, "hadm_id": 1, "spec_type_desc": "BLOOD CULTURE",
+                "test_seq": 1, "test_itemid": 90201, "test_name": "Blood Culture, Routine",
+                "org_name": None, "isolate_num": None, "ab_name": None, "dilution_text": None,
+                "interpretation": None, "comments": None}  # fmt: skip
+
+    rows = [row(1, dt.time(2, 30)), row(2, dt.time(3, 15)), row(3, dt.time(3, 15))]
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        found = specimens(rows, None, lambda r: r["charttime"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert [s.specimen_id for s in found] == [2, 3, 1]

@@ -18,13 +18,7 @@ from generation.builder.vocab import drug_spoken
 store_cache = fx.store_cache
 demo_store = fx.demo_store
 
-ADMISSION = {
-    "subject_id": 1,
-    "hadm_id": 2,
-    "admittime": "2150-03-01 07:00:00",
-    "dischtime": "2150-03-06 12:00:00",
-    "discharge_location": "HOME",
-}
+ADMISSION = fb.ADMISSION
 ITEMS = [
     {"itemid": 50912, "label": "Creatinine", "fluid": "Blood", "category": "Chemistry"},
     {"itemid": 51237, "label": "INR(PT)", "fluid": "Blood", "category": "Hematology"},
@@ -58,22 +52,6 @@ def _rx(
         },
         {"subject_id": 1, "hadm_id": 2, "pharmacy_id": pid, "frequency": freq},
     )
-
-
-def _labs(*rows: tuple[int, str, float, float, float]) -> list[dict]:
-    return [
-        {
-            "labevent_id": i,
-            "subject_id": 1,
-            "hadm_id": 2,
-            "itemid": item,
-            "charttime": t,
-            "valuenum": v,
-            "ref_range_lower": lo,
-            "ref_range_upper": hi,
-        }
-        for i, (item, t, v, lo, hi) in enumerate(rows)
-    ]
 
 
 def _profile(orders: list[tuple[dict, dict]], labs: list[dict], **extra: list[dict]) -> Profile:
@@ -115,7 +93,7 @@ def test_safety_signals_from_the_chart() -> None:
     """The issue's signals: allopurinol with a creatinine of 2.3, a vancomycin trough of 21.5,
     two diltiazem orders, warfarin bridged by enoxaparin 80 mg twice daily, warfarin with
     amiodarone; none where the chart has no risk."""
-    labs = _labs(
+    labs = fb.labevents(
         (50912, "2150-03-05 06:00:00", 2.3, 0.5, 1.1),
         (51009, "2150-03-05 06:00:00", 21.5, 10, 20),
         (51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1),
@@ -139,7 +117,7 @@ def test_safety_signals_from_the_chart() -> None:
     } <= found
     quiet = _profile(
         [_rx(1, "Allopurinol", "300", "DAILY")],
-        _labs((50912, "2150-03-05 06:00:00", 0.8, 0.5, 1.1)),
+        fb.labevents((50912, "2150-03-05 06:00:00", 0.8, 0.5, 1.1)),
     )
     assert safety_topics(quiet) == [] and not fits("med_safety", quiet)
 
@@ -147,7 +125,7 @@ def test_safety_signals_from_the_chart() -> None:
 def test_one_prescription_and_prophylaxis_are_no_signal() -> None:
     """Rows of one poe_id at different doses are one regimen, not duplicate therapy; heparin
     5000 units SC (or enoxaparin 40 mg daily) is prophylaxis, not a bridge."""
-    labs = _labs((51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
+    labs = fb.labevents((51237, "2150-03-05 06:00:00", 1.7, 0.9, 1.1))
     orders = [
         _rx(1, "ALPRAZolam", "2", "BID", poe="p9"),
         _rx(2, "ALPRAZolam", "1", "DAILY", poe="p9"),
@@ -172,10 +150,10 @@ def test_a_response_needs_a_treated_value_before_and_after() -> None:
         }
         for i, t in enumerate(("2150-03-03 10:00:00", "2150-03-03 14:00:00"))
     ]
-    low = _labs(
+    low = fb.labevents(
         (50971, "2150-03-03 06:00:00", 3.1, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.0, 3.5, 5.1)
     )
-    normal = _labs(
+    normal = fb.labevents(
         (50971, "2150-03-03 06:00:00", 3.9, 3.5, 5.1), (50971, "2150-03-04 06:00:00", 4.2, 3.5, 5.1)
     )
     topics = response_topics(_profile([], low, emar=emar))

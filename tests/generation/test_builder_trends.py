@@ -128,13 +128,7 @@ def test_spikes_reverse_within_hours() -> None:
     assert spikes(series(2, 4, 6, 8, hours=2)) == []
 
 
-ADMISSION = {
-    "subject_id": 1,
-    "hadm_id": 2,
-    "admittime": "2150-03-01 07:00:00",
-    "dischtime": "2150-03-04 12:00:00",
-    "discharge_location": "HOME",
-}
+ADMISSION = {**fb.ADMISSION, "dischtime": "2150-03-04 12:00:00"}
 ITEMS = [
     {"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
     {"itemid": 50882, "label": "Bicarbonate", "fluid": "Blood", "category": "Chemistry"},
@@ -151,22 +145,15 @@ DRAWS = [
 
 
 def _record(**extra: list[dict]) -> dict[str, list[dict]]:
-    labs = [
-        {
-            "labevent_id": 10 * i + j,
-            "subject_id": 1,
-            "hadm_id": 2,
-            "itemid": item,
-            "charttime": t,
-            "valuenum": v,
-            "ref_range_lower": lo,
-            "ref_range_upper": hi,
-        }
-        for i, (t, *values) in enumerate(DRAWS)
-        for j, (item, v, lo, hi) in enumerate(
-            zip((50931, 50882, 50971), values, (70, 22, 3.5), (100, 32, 5.1), strict=True)
+    labs = fb.labevents(
+        *(
+            (item, t, v, lo, hi)
+            for t, *values in DRAWS
+            for item, v, lo, hi in zip(
+                (50931, 50882, 50971), values, (70, 22, 3.5), (100, 32, 5.1), strict=True
+            )
         )
-    ]
+    )
     return {"admissions": [ADMISSION], "d_labitems": ITEMS, "labevents": labs, **extra}
 
 

@@ -100,24 +100,12 @@ RECORD = {
         {"itemid": 51082, "label": "Creatinine", "fluid": "Urine", "category": "Chemistry"},
         {"itemid": 50971, "label": "Potassium", "fluid": "Blood", "category": "Chemistry"},
     ],
-    "labevents": [
-        {
-            "labevent_id": i,
-            "subject_id": 1,
-            "hadm_id": 2,
-            "itemid": item,
-            "charttime": t,
-            "valuenum": v,
-        }
-        for i, (item, t, v) in enumerate(
-            [
-                (50912, "2150-03-02 06:00:00", 1.1),
-                (50912, "2150-03-05 06:00:00", 1.9),
-                (51082, "2150-03-05 07:00:00", 12.0),
-                (50971, "2150-03-05 06:00:00", 4.2),
-            ]
-        )
-    ],
+    "labevents": fb.labevents(
+        (50912, "2150-03-02 06:00:00", 1.1),
+        (50912, "2150-03-05 06:00:00", 1.9),
+        (51082, "2150-03-05 07:00:00", 12.0),
+        (50971, "2150-03-05 06:00:00", 4.2),
+    ),
 }
 PROFILE = Profile(
     1,

@@ -254,23 +254,11 @@ def test_evidence_carries_the_record_at_the_cutoff() -> None:
             {"itemid": 50931, "label": "Glucose", "fluid": "Blood", "category": "Chemistry"},
             {"itemid": 50809, "label": "Glucose", "fluid": "Blood", "category": "Blood Gas"},
         ],
-        "labevents": [
-            {
-                "labevent_id": i,
-                "subject_id": 1,
-                "hadm_id": 2,
-                "itemid": item,
-                "charttime": t,
-                "valuenum": v,
-            }
-            for i, (item, t, v) in enumerate(
-                [
-                    (50931, "2150-03-02 06:00:00", 210.0),
-                    (50931, "2150-03-05 06:00:00", 114.0),
-                    (50809, "2150-03-05 09:00:00", 173.0),
-                ]
-            )
-        ],
+        "labevents": fb.labevents(
+            (50931, "2150-03-02 06:00:00", 210.0),
+            (50931, "2150-03-05 06:00:00", 114.0),
+            (50809, "2150-03-05 09:00:00", 173.0),
+        ),
         "prescriptions": [
             {
                 "subject_id": 1,

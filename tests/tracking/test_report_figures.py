@@ -6,10 +6,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from fixtures_tracking import synthetic_turns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.container import ErrorbarContainer
 
 from physassist.metrics import summarize
 from physassist.report import figures
@@ -174,3 +176,51 @@ def test_the_report_directory_gets_the_users_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert stat.S_IMODE(report.out_dir.stat().st_mode) == 0o755  # mkdtemp made it 0700
     assert (report.out_dir / "fig_mrs.png").is_file()
+
+
+def _error_spans(ax) -> tuple[list[float], list[float]]:
+    """The left and the right ends of the error bars drawn on ``ax``."""
+    (errors,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    segments = errors.lines[2][0].get_segments()
+    return [float(s[0][0]) for s in segments], [float(s[1][0]) for s in segments]
+
+
+def test_the_overall_delta_is_the_estimate_its_interval_is_about(tmp_path: Path, captured) -> None:
+    """Table 3's delta compares each run's mRS over its own sessions; the paired interval is
+    over the sessions both share. The overall panel draws the paired difference with its
+    interval, even where that interval does not hold Table 3's delta (matplotlib refused the
+    figure: 'xerr must not contain negative values')."""
+    t3 = table3(_runs(2))
+    overall = t3.frame[t3.frame["subtype"] == "all"]
+    ids = list(zip(overall["implicit_run_id"], overall["explicit_run_id"], strict=True))
+    comparisons = pd.DataFrame(
+        {
+            "factor": "query",
+            "metric": "mrs",
+            "a_run_id": [a for a, _ in ids],
+            "b_run_id": [b for _, b in ids],
+            "diff": [d - 20 for d in overall["delta"]],  # far outside [d - 25, d - 15]'s reach
+            "ci_low": [d - 25 for d in overall["delta"]],
+            "ci_high": [d - 15 for d in overall["delta"]],
+        }
+    )
+    figures.delta_bars(t3, tmp_path / "delta.png", comparisons)
+    (fig,) = captured
+    panel = fig.axes[-1]
+    assert panel.get_title() == "overall (95% CI)"
+    widths = [p.get_width() for p in panel.patches]
+    assert widths == pytest.approx(list(comparisons["diff"]))
+    lows, highs = _error_spans(panel)
+    assert lows == pytest.approx(list(comparisons["ci_low"]))
+    assert highs == pytest.approx(list(comparisons["ci_high"]))
+
+
+def test_an_interval_beside_its_point_draws_no_negative_error(tmp_path: Path, captured) -> None:
+    """A percentile interval need not hold its point (here one rounding step above it): the
+    side the point lies beyond is drawn as 0, not refused."""
+    runs = _runs(1)
+    runs["metrics.mrs_ci_low"] = np.nextafter(runs["metrics.mrs"], np.inf)
+    figures.mrs_bars(runs, tmp_path / "mrs.png")
+    (fig,) = captured
+    shown = runs[~runs["params.model"].str.startswith("physassist/")]
+    assert _error_spans(fig.axes[0])[0] == pytest.approx(list(shown["metrics.mrs"]), abs=1e-9)

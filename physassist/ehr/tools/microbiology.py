@@ -303,7 +303,7 @@ def specimens(
                 tuple(made),
             )
         )
-    return sorted(out, key=lambda s: (-s.drawn.timestamp(), s.specimen_id))
+    return sorted(out, key=lambda s: (s.drawn, -s.specimen_id), reverse=True)
 
 
 def _test(

@@ -176,10 +176,9 @@ def _compat_line(r: dict[str, Any]) -> str:
     rt = r.get("resourceType")
     if rt == "Observation":
         flag = " (Abnormal)" if "A" in _interp_codes(r) else ""
-        return (
-            f"{_text_of(r.get('code'))}{_compat_value(r)}{flag}"
-            f" @ {_date(r.get('effectiveDateTime'))}"
-        )
+        # strict's pending result (compat never has one): said so, not a line without a value
+        value = ": pending" if r.get("status") == "registered" else _compat_value(r)
+        return f"{_text_of(r.get('code'))}{value}{flag} @ {_date(r.get('effectiveDateTime'))}"
     if rt == "MedicationRequest":
         dosage = (r.get("dosageInstruction") or [{}])[0]
         return (

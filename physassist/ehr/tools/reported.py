@@ -38,11 +38,13 @@ UNLINKED = "unlinked"
 
 
 def _stamp(value: Any) -> dt.datetime | None:
+    """A TIMESTAMP or DATE value as a datetime (NULL: None). Anything else is a store that does
+    not hold the types the tables declare: raised, never read as "not reported"."""
     if value is None or isinstance(value, dt.datetime):
         return value
     if isinstance(value, dt.date):
         return dt.datetime.combine(value, dt.time.min)
-    return None
+    raise TypeError(f"expected a date or a timestamp, got {type(value).__name__} {value!r}")
 
 
 def day_end(value: Any) -> dt.datetime | None:

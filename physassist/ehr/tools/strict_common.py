@@ -118,6 +118,13 @@ class Where:
             return self
         return self.add(f'"{column}" = ?', lambda r: r[column] == value, value)
 
+    def __and__(self, other: Where) -> Where:
+        """A new ``Where`` keeping what both keep (neither is changed)."""
+        both = Where()
+        both.terms, both.tests = self.terms + other.terms, self.tests + other.tests
+        both.params = self.params + other.params
+        return both
+
     @property
     def sql(self) -> str:
         return " AND ".join(self.terms)

@@ -297,7 +297,7 @@ def micro_where(
         )
         organisms = [
             v
-            for v in distinct(ctx, "microbiologyevents", sid, "org_name", _and(where, reported))
+            for v in distinct(ctx, "microbiologyevents", sid, "org_name", where & reported)
             if contains(v, needle)
         ]
         where.add(
@@ -317,12 +317,6 @@ def micro_where(
 
 #: A cutoff no report comes after (a session without a date).
 _NEVER = dt.datetime.max
-
-
-def _and(a: Where, b: Where) -> Where:
-    both = Where()
-    both.terms, both.params, both.tests = a.terms + b.terms, a.params + b.params, a.tests + b.tests
-    return both
 
 
 def normalize_micro(code: str) -> str:
