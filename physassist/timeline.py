@@ -112,6 +112,12 @@ NOT_A_UNIT = frozenset({"dose", "doses"})
 BLOOD_GAS = "blood gas"
 
 
+def counts_toward(charted: dt.datetime, start: dt.datetime | None) -> bool:
+    """Whether a dose charted at ``charted`` counts toward an order starting at ``start`` (the
+    dose-count rule: from :data:`START_SKEW` before its start on; any dose when it has none)."""
+    return start is None or charted >= start - START_SKEW
+
+
 def _day_end(day: str) -> dt.datetime:
     return dt.datetime.fromisoformat(day[:10]) + dt.timedelta(days=1)
 
@@ -586,11 +592,10 @@ class Timeline:
         mine = [
             (t, kind) for i, t, _, kind, poe in doses if poe is not None and poe == order.poe_id
         ]
-        since = order.start - START_SKEW if order.start is not None else None
         named = {
             i
             for i, t, med, _, _ in doses
-            if str(med).lower() == order.drug.lower() and (since is None or t >= since)
+            if str(med).lower() == order.drug.lower() and counts_toward(t, order.start)
         }
         ours = {i for i, *_, poe in doses if poe is not None and poe == order.poe_id}
         icu = self.administrations(order.word).icu

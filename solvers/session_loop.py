@@ -373,7 +373,7 @@ def physassist_session(**options: Any) -> Solver:
             if gold is not None and broken is None and turn < session.n_tasks - 1:
                 try:
                     record = replace(record, gold_calls=tuple(await gold.add(turn)))
-                except LimitExceededError:
+                except (LimitExceededError, EndpointDown):  # as in a turn: these end the run
                     raise
                 except Exception as ex:  # the next turns have no history to start from
                     broken = describe(ex)

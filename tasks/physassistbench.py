@@ -8,6 +8,7 @@ Run with ``inspect eval physassist/physassistbench`` (registered through the pac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,30 +17,12 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import GenerateConfig
 
+from physassist import options as opt
 from physassist.data import Session
 from physassist.data.loader import SAMPLE_SESSIONS
 from physassist.data.models import session_json
 from physassist.listarg import as_list
-from physassist.options import (
-    DEFAULTS as D,
-)
-from physassist.options import (
-    GroundingMode,
-    History,
-    Judge,
-    JudgeContext,
-    Language,
-    Literacy,
-    Menu,
-    Observations,
-    PatientMiss,
-    PatientMode,
-    Query,
-    Render,
-    Semantics,
-    Terminal,
-    check,
-)
+from physassist.options import DEFAULTS as D
 from physassist.vocab import PATIENT_TOOLS, WRITE_TOOLS
 from scorers import physassist_grounding, physassist_scorer
 from solvers.context import cached_store
@@ -147,24 +130,24 @@ def build_dataset(
 def physassistbench(
     dataset: str = D["dataset"],
     ehr_source: str = D["ehr_source"],
-    language: Language = D["language"],
-    query: Query = D["query"],
-    menu: Menu = D["menu"],
-    observations: Observations = D["observations"],
-    terminal: Terminal = D["terminal"],
+    language: opt.Language = D["language"],
+    query: opt.Query = D["query"],
+    menu: opt.Menu = D["menu"],
+    observations: opt.Observations = D["observations"],
+    terminal: opt.Terminal = D["terminal"],
     tool_budget: int = D["tool_budget"],
     nudge: bool = D["nudge"],
-    patient: PatientMode = D["patient"],
-    literacy: Literacy = D["literacy"],
-    patient_miss: PatientMiss = D["patient_miss"],
+    patient: opt.PatientMode = D["patient"],
+    literacy: opt.Literacy = D["literacy"],
+    patient_miss: opt.PatientMiss = D["patient_miss"],
     patient_seed: int | None = D["patient_seed"],
-    semantics: Semantics = D["semantics"],
-    render: Render = D["render"],
-    judge: Judge = D["judge"],
-    judge_context: JudgeContext = D["judge_context"],
+    semantics: opt.Semantics = D["semantics"],
+    render: opt.Render = D["render"],
+    judge: opt.Judge = D["judge"],
+    judge_context: opt.JudgeContext = D["judge_context"],
     judge_repeats: int = D["judge_repeats"],
-    grounding: GroundingMode = D["grounding"],
-    history: History = D["history"],
+    grounding: opt.GroundingMode = D["grounding"],
+    history: opt.History = D["history"],
     taus: Sequence[float] | str = tuple(D["taus"]),
     scenarios: Sequence[str] | str | None = D["scenarios"],
     tiers: Sequence[int] | str | None = D["tiers"],
@@ -176,53 +159,28 @@ def physassistbench(
     there; ``python -m physassist.options`` prints the table); list parameters also accept a
     comma-separated string (``-T tiers=1,3``).
     """
-    tier_list = as_list(tiers, "tiers", int)
-    tau_list = as_list(taus, "taus", float) or list(D["taus"])
-    scenario_list = as_list(scenarios, "scenarios")
-    for name, value in (
-        ("judge", judge),
-        ("judge_context", judge_context),
-        ("judge_repeats", judge_repeats),
-        ("taus", tau_list),
-        ("scenarios", scenario_list),
-        ("tiers", tier_list),
-        ("temperature", temperature),
-    ):
-        check(name, value)
-    grounding = check("grounding", grounding)  # -T grounding=off arrives as False (YAML 1.1)
-    settings = LoopSettings(  # each value checked (and spelled) by its option
-        language=language,
-        query=query,
-        menu=menu,
-        observations=observations,
-        terminal=terminal,
-        tool_budget=int(tool_budget),
-        nudge=nudge,
-        patient=patient,
-        literacy=literacy,
-        patient_miss=patient_miss,
-        patient_seed=patient_seed,
-        semantics=semantics,
-        render=render,
+    args = dict(locals())  # the parameters as given: nothing else is bound yet
+    args.update(
+        dataset=str(dataset),
         ehr_source=str(ehr_source),
-        history=history,
+        taus=as_list(taus, "taus", float) or list(D["taus"]),
+        scenarios=as_list(scenarios, "scenarios"),
+        tiers=as_list(tiers, "tiers", int),
     )
+    loop = {f.name for f in fields(LoopSettings)}
+    settings = LoopSettings(**{name: args[name] for name in loop})  # checks (and spells) each
+    # the other options, each checked (and spelled: -T grounding=off arrives as False, YAML 1.1)
     options = {
         **settings.as_dict(),
-        "dataset": str(dataset),
-        "judge": judge,
-        "judge_context": judge_context,
-        "judge_repeats": judge_repeats,
-        "grounding": grounding,
-        "taus": tau_list,
+        **{name: opt.check(name, value) for name, value in args.items() if name not in loop},
     }
     samples = build_dataset(
-        str(dataset),
-        language=language,
-        query=query,
+        options["dataset"],
+        language=settings.language,
+        query=settings.query,
         settings=options,
-        scenarios=scenario_list,
-        tiers=tier_list,
+        scenarios=options["scenarios"],
+        tiers=options["tiers"],
     )
     # opened (built, or rebuilt if damaged) here, once per process: a store that cannot be
     # used stops the task before any sample instead of failing every one of them
@@ -232,10 +190,13 @@ def physassistbench(
         solver=physassist_session(**settings.as_dict()),
         scorer=[
             physassist_scorer(
-                judge=judge, context=judge_context, taus=tuple(tau_list), repeats=judge_repeats
+                judge=options["judge"],
+                context=options["judge_context"],
+                taus=tuple(options["taus"]),
+                repeats=options["judge_repeats"],
             ),
-            *([physassist_grounding()] if grounding == "on" else []),
+            *([physassist_grounding()] if options["grounding"] == "on" else []),
         ],
-        config=GenerateConfig(temperature=float(temperature)),
+        config=GenerateConfig(temperature=float(options["temperature"])),
         metadata={"physassist": options},
     )

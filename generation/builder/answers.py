@@ -17,7 +17,7 @@ from typing import Any
 
 from physassist.ehr.tools.microbiology import RESISTANCE_NAMES
 from physassist.lab_artifacts import REVERT, SPIKE
-from physassist.timeline import DISCHARGE_WINDOW, START_SKEW, Culture, Order, dose_event
+from physassist.timeline import DISCHARGE_WINDOW, Culture, Order, counts_toward, dose_event
 
 from . import facts as F
 from .interpret import AT_GOAL, OFF_TARGET, Context, actionable, marrow_cytopenia
@@ -249,11 +249,12 @@ def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
     order = tl.current_order(d.topic.drug or "") if tl is not None else None
     if order is None or order.start is None or _truncated(observation):
         return False
-    since = order.start - START_SKEW
     events = [
         (e, dose_event(e.event))
         for e in F.admin_events(observation)
-        if e.drug.lower() == order.drug.lower() and e.time and _at(e.time) >= since
+        if e.drug.lower() == order.drug.lower()
+        and e.time
+        and counts_toward(_at(e.time), order.start)
     ]
     given = [e for e, kind in events if kind == "given"]
     withheld = [e for e, kind in events if kind == "not_given"]

@@ -3,8 +3,10 @@
 
 A dose count is grounded by the medication-administration results the assistant retrieved
 (how many it charted, how many were given, how many not: ``derive``, from the raw results, with
-``physassist.timeline.dose_event`` reading each event) and contradicted when such results
-were retrieved and none of their counts is the stated one. Any other count (days, weeks,
+``physassist.timeline.dose_event`` reading each event; of the doses that count toward an order
+when its sentence names the order's start, "since <date>", "自 <date> 起", as the builder counts
+them) and contradicted when such results were retrieved and none of their counts is the stated
+one. Any other count (days, weeks,
 blocks, packs) is grounded by the same number of the same thing in a text received (the
 patient's "about two weeks ago" grounds "2 weeks"), else unsupported.
 """
@@ -12,10 +14,11 @@ patient's "about two weeks ago" grounds "2 weeks"), else unsupported.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from physassist.grounding.facts import Evidence, Fact, FactType, Line, Reading, Source, Verdict
 from physassist.grounding.fhir import administrations
-from physassist.grounding.text import find_number_words
+from physassist.grounding.text import find_dates, find_number_words
 
 NAME = "count"
 DOSE = "dose"
@@ -69,6 +72,9 @@ _NOT_GIVEN = re.compile(r"not\s+given|missed|held|refused|未给|漏给|漏服")
 _GIVEN_AFTER = re.compile(r"\s*(?:were\s+|was\s+|have\s+been\s+)?(?:given|administered|received)\b")
 _NOT_GIVEN_AFTER = re.compile(r"\s*(?:were\s+|was\s+)?(?:missed|not\s+given|held|refused)\b")
 _CHARTED_AFTER = re.compile(r"\s*(?:were\s+)?(?:charted|recorded|documented)\b")
+# "ordered since 2189-06-11 00:00; of the 5 doses charted since then", "自 2189-06-11 00:00 起"
+_SINCE = re.compile(r"(?:since|自)\s*$")
+_SENTENCE_END = re.compile(r"[.!?。！？](?:\s|$)|\n")
 
 
 def _role(m: re.Match[str], lower: str, group: str) -> str | None:
@@ -147,36 +153,77 @@ def extract(reading: Reading) -> list[Fact]:
             add(missed, "a", DOSE, NOT_GIVEN)
         elif count := _COUNT.match(lower, at):
             add(count, "a", _family(count, lower))
+    if ("since" in lower or "自" in lower) and any(f.detail == DOSE for f in out):
+        out = _windowed(out, text, lower)
     return sorted(out, key=lambda f: f.start)
 
 
-def derive(source: Source) -> list[Fact]:
-    """How many doses a medication-administration result charted, gave and did not give."""
+def _windowed(facts: list[Fact], text: str, lower: str) -> list[Fact]:
+    """Each dose count with the start of the window it counts in, from its sentence: the date
+    of the last "since <date>" before it ("ordered since <date>; of the 5 doses charted since
+    then"), else of the first after it ("5 doses of this order given since <date>")."""
+    windows = [
+        (d.start, d.end, f"{d.day} {d.time}" if d.time else d.day)
+        for d in find_dates(text)
+        if _SINCE.search(lower[max(0, d.start - 8) : d.start])
+    ]
+    out = []
+    for fact in facts:
+        before = [
+            day
+            for _, end, day in windows
+            if end <= fact.start and not _SENTENCE_END.search(text, end, fact.start)
+        ]
+        after = [
+            day
+            for start, _, day in windows
+            if start >= fact.end and not _SENTENCE_END.search(text, fact.end, start)
+        ]
+        since = before[-1:] or after[:1]
+        out.append(replace(fact, since=since[0]) if since and fact.detail == DOSE else fact)
+    return out
+
+
+def derive(source: Source, since: str | None = None) -> list[Fact]:
+    """How many doses a medication-administration result charted, gave and did not give (of
+    those that count toward an order starting at ``since``, with ``since``)."""
     if source.kind != "tool" or (
         isinstance(source.raw, str) and '"MedicationAdministration"' not in source.raw
     ):
         return []
-    counted = administrations(source.result)
+    counted = administrations(source.result, since)
     if counted is None:
         return []
     charted, given, not_given = counted
-    line = Line(source, 0, f"{charted} charted, {given} given, {not_given} not given")
+    window = f" since {since}" if since else ""
+    line = Line(source, 0, f"{charted} charted, {given} given, {not_given} not given{window}")
     return [
-        Fact(NAME, role, 0, 0, float(n), role, detail=DOSE, line=line)
+        Fact(NAME, role, 0, 0, float(n), role, detail=DOSE, line=line, since=since)
         for role, n in ((CHARTED, charted), (GIVEN, given), (NOT_GIVEN, not_given))
     ]
 
 
 def match(fact: Fact, evidence: Evidence) -> Verdict:
     """A count of doses against the counts the administration results imply (the same one:
-    given, not given or charted, when the answer says which), else against a count of the
-    same thing a text states."""
-    record = evidence.facts(NAME)
+    given, not given or charted, when the answer says which; of the doses charted since the
+    date it counts from, when it says one), else against a count of the same thing a text
+    states."""
+    if fact.since is not None:
+        since = fact.since
+        windowed = evidence.memo(
+            f"{NAME} since {since}", lambda: [o for s in evidence.sources for o in derive(s, since)]
+        )
+        if windowed:
+            return _against(fact, [o for o in windowed if not fact.unit or o.unit == fact.unit])
     same = [
         o
-        for o in record
+        for o in evidence.facts(NAME)
         if o.detail == fact.detail and (not fact.unit or not o.unit or o.unit == fact.unit)
     ]
+    return _against(fact, same)
+
+
+def _against(fact: Fact, same: list[Fact]) -> Verdict:
     for other in same:
         if other.value == fact.value:
             return Verdict(fact, "grounded", other)
@@ -193,8 +240,9 @@ FACT_TYPE = FactType(
     "a count (`3 of 4 doses`, `given: 8`, `8 administrations`, `共记录 9 次给药`, `4 blocks`, `two "
     "weeks`); "
     "a dose count is grounded by what the medication-administration results retrieved charted, "
-    "gave or did not give (contradicted when they hold other counts), any other by the same "
-    "number of the same thing in a text received",
+    "gave or did not give (from the order's start its sentence names, `since <date>`, "
+    "`自 <date> 起`; contradicted when they hold other counts), any other by the same number of "
+    "the same thing in a text received",
     extract,
     match,
     derive,

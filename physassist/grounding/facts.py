@@ -153,6 +153,7 @@ class Fact:
     detail: str | None = None
     approx: bool = False
     line: Line | None = None
+    since: str | None = None  # a dose count's window: the doses charted from this time on
 
     def at(self, line: Line) -> Fact:
         """This fact as read from ``line`` of the evidence (``dataclasses.replace`` cost ~30 us

@@ -3,10 +3,11 @@ carry, and the dose counts of a medication-administration search."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
-from physassist.timeline import dose_event
+from physassist.timeline import counts_toward, dose_event
 
 __all__ = ["DRUG_TYPES", "NAMED_TYPES", "administrations", "concept_text", "named", "resources"]
 
@@ -74,21 +75,32 @@ def _event(resource: dict[str, Any]) -> str:
     return str(resource.get("_event_txt") or notes or "")
 
 
-def administrations(raw: Any) -> tuple[int, int, int] | None:
+def _charted(resource: dict[str, Any]) -> dt.datetime | None:
+    period = resource.get("effectivePeriod")
+    start = period.get("start") if isinstance(period, dict) else None
+    time = resource.get("effectiveDateTime") or start
+    return dt.datetime.fromisoformat(str(time)[:19]) if time else None
+
+
+def administrations(raw: Any, since: str | None = None) -> tuple[int, int, int] | None:
     """(charted, given, not given) of a medication-administration result; None for any other.
     An event is read as the session builder reads it (``physassist.timeline.dose_event``), a
-    resource without event text by its status."""
+    resource without event text by its status. With ``since`` (an order's start,
+    ``YYYY-MM-DD[ HH:MM]``), only the events that count toward that order as the builder
+    counts them (``physassist.timeline.counts_toward``)."""
     found = [r for r in resources(raw) if r.get("resourceType") == "MedicationAdministration"]
     if not found:
         return None
+    if since is not None:
+        start = dt.datetime.fromisoformat(since)
+        found = [r for r in found if (t := _charted(r)) is not None and counts_toward(t, start)]
     kinds = [
         (dose_event(_event(r)) or "unknown")
         if _event(r)
         else _GIVEN_STATUS.get(str(r.get("status")), "unknown")
         for r in found
     ]
-    total = (
-        raw.get("total") if isinstance(raw, dict) and raw.get("resourceType") == "Bundle" else None
-    )
+    whole = since is None and isinstance(raw, dict) and raw.get("resourceType") == "Bundle"
+    total = raw.get("total") if whole else None  # a window counts only the entries listed
     charted = int(total) if isinstance(total, int) and total >= len(found) else len(found)
     return charted, kinds.count("given"), kinds.count("not_given")

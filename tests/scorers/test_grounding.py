@@ -198,6 +198,38 @@ def test_dose_counts_against_the_administrations_retrieved() -> None:
     ]
 
 
+def test_dose_counts_since_a_date_against_the_doses_charted_from_then_on() -> None:
+    """The builder's count of an order ("ordered since <start>; of the N doses charted since
+    then"): the doses charted from an hour before that start, not the whole listing."""
+    ev = evidence(DOSES)  # 2157-07-01 06:27 given, 14:15 given, 21:52 not given, 07-02 given
+    ordered = "Heparin has been ordered since 2157-07-01 16:00; of the {} doses charted since then"
+    # (the order's start is no date the listing holds: its date fact is not the point here)
+    assert statuses(ordered.format(2) + ", given: 1, not given: 1.", ev)[1:] == [
+        ("count", "2 doses", "grounded"),
+        ("count", "given: 1", "grounded"),
+        ("count", "not given: 1", "grounded"),
+    ]
+    [_, verdict] = ground(ordered.format(4) + ".", ev).verdicts  # 4: the whole listing's count
+    assert verdict.status == "contradicted" and verdict.seen == ("2 charted",)
+    skewed = "ordered since 2157-07-01 15:00; of the 3 doses charted since then, given: 2"
+    assert [s for _, _, s in statuses(skewed, ev)[1:]] == ["grounded"] * 2  # 14:15: an hour before
+    zh = "自 2157-07-01 16:00 起执行该医嘱；此后共记录 2 次给药，已给（given）：1。"
+    assert statuses(zh, ev)[1:] == [
+        ("count", "2 次给药", "grounded"),
+        ("count", "已给（given）：1", "grounded"),
+    ]
+    bullet = (
+        "- Last dose given: 2157-07-02 06:09 ({} doses of this order given since 2157-07-01 16:00)"
+    )
+    assert statuses(bullet.format(1), ev)[1] == ("count", "1 doses", "grounded")
+    assert statuses(bullet.format(3), ev)[1] == ("count", "3 doses", "contradicted")
+    # a window ends with its sentence
+    assert statuses("Ordered since 2157-07-01 16:00. Of 4 charted doses, given: 3.", ev)[1:] == [
+        ("count", "4 charted doses", "grounded"),
+        ("count", "given: 3", "grounded"),
+    ]
+
+
 def test_other_counts_by_the_same_number_of_the_same_thing() -> None:
     patient = Source(
         "tool",

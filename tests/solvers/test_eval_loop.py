@@ -284,3 +284,38 @@ def test_fault_after_a_tool_call_keeps_the_calls_and_tokens_spent(run, session) 
     assert t0.error == "ConnectionError: server went away <html>502</html>"  # one line
     assert [c.name for c in t0.calls] == ["Observation.search"]
     assert (t0.tokens_in, t0.tokens_out) == (10, 5)  # the one output before the fault
+
+
+def test_a_gold_history_that_cannot_be_built_leaves_the_later_turns_unscored_errors(
+    run, monkeypatch
+) -> None:
+    """history=gold: a fault while executing turn 0's gold calls ends turns 1-3 as errors
+    naming it (counted, never answered from a history the model was not given)."""
+    from solvers.gold_history import GoldHistory
+
+    async def broken(self, turn):
+        raise RuntimeError("store went away")
+
+    monkeypatch.setattr(GoldHistory, "add", broken)
+    sample, turns = run(fe.Script([]), history="gold")
+    assert [t.end for t in turns] == ["answered", "error", "error", "error"]
+    assert all(
+        t.error == "SystemFault: the gold history could not be built: RuntimeError: store went away"
+        for t in turns[1:]
+    ), [t.error for t in turns]
+
+
+def test_an_endpoint_given_up_on_while_building_the_gold_history_ends_the_sample(
+    session, demo_store, tmp_path, monkeypatch
+) -> None:
+    """EndpointDown (the run gave up on an endpoint) ends the sample as it does inside a turn,
+    instead of being taken for a broken history and leaving three error turns behind."""
+    from physassist.calls import EndpointDown
+    from solvers.gold_history import GoldHistory
+
+    async def down(self, turn):
+        raise EndpointDown("patient endpoint http://127.0.0.1:9/v1: down for 60 s")
+
+    monkeypatch.setattr(GoldHistory, "add", down)
+    with pytest.raises(AssertionError, match="EndpointDown"):
+        fe.run_sample(session, fe.Script([]).model(), demo_store, tmp_path, history="gold")
