@@ -29,12 +29,13 @@ from physassist.ehr.tools import (
     schemas,
     tool_schemas,
 )
+from physassist.ehr.tools.chart import Chart, Window
 from physassist.ehr.tools.compat_common import empty, subject_key
 from physassist.ehr.tools.compat_frames import frame
-from physassist.ehr.tools.records import keep, subject_rows, text
+from physassist.ehr.tools.records import keep, text
 from physassist.ehr.tools.registry import read_tool
 from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
-from physassist.ehr.tools.strict_common import Window, bundle
+from physassist.ehr.tools.strict_common import bundle
 from physassist.tracking.params import flatten_config
 from scorers import physassist_scorer
 from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
@@ -165,9 +166,10 @@ def register_procedure_search() -> None:
     add_schema(PROCEDURE)
 
     @read_tool("strict", "Procedure.search", reads=TRANSFERS)
-    def strict_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        window = Window(ctx, {}, "Procedure.search")
-        rows = keep(subject_rows(ctx, "transfers", args["subject_id"]), hadm_id=args.get("hadm_id"))
+    def strict_procedure_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
+        window = Window(chart.cutoff, {}, "Procedure.search")
+        found = chart.subject_rows("transfers", args["subject_id"])
+        rows = keep(found, hadm_id=args.get("hadm_id"))
         found = [r for r in rows if r["careunit"] and window.keeps(r["intime"])]
         sid = args["subject_id"]
         return bundle(

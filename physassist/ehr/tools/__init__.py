@@ -23,6 +23,7 @@ from physassist.faults import SystemFault, describe
 from physassist.options import Semantics
 
 from .args import compat_arguments, parse_arguments, strict_arguments
+from .chart import Chart
 from .context import PatientResponder, ToolContext, WriteSandbox
 from .errors import ToolError
 from .fhir import capped, operation_outcome
@@ -151,4 +152,4 @@ def _strict(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) 
         return _patient(ctx, tool, args)
     if group == "write":
         return strict_write(ctx, tool, args)
-    return READERS["strict"][tool](ctx, args)
+    return READERS["strict"][tool](Chart.of(ctx), args)

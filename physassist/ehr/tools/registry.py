@@ -4,7 +4,10 @@ A read tool is its schema entry (``schemas.add_schema``, group ``read``) plus on
 semantics, each declaring the per-subject columns it reads::
 
     @read_tool("strict", "Procedure.search", reads={"procedures_icd": ("hadm_id", "icd_code")})
-    def procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]: ...
+    def procedure_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]: ...
+
+A strict function is handed the call's store access (``chart.Chart``: the session's store and
+cutoff), a compat one the session's ``ToolContext``.
 
 The package imports each of its modules, so a new ``strict_*.py`` / ``compat_*.py`` module
 registers its tools by being there. :data:`COLUMNS`, what the store loads per subject and table
@@ -15,20 +18,20 @@ per (subject, table) serves every tool. The declarations themselves are kept in 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from physassist.options import Semantics
 
-from .context import ToolContext
 from .reads import COLUMNS, READS, declare
 from .schemas import SCHEMAS
 
 __all__ = ["COLUMNS", "READERS", "READS", "Reader", "read_tool", "unimplemented"]
 
-Reader = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
+#: A read tool's function: ``(chart.Chart, args)`` in strict, ``(ToolContext, args)`` in compat.
+Reader = TypeVar("Reader", bound=Callable[..., dict[str, Any]])
 
 #: semantics -> tool name -> the function answering it.
-READERS: dict[Semantics, dict[str, Reader]] = {"strict": {}, "compat": {}}
+READERS: dict[Semantics, dict[str, Callable[..., dict[str, Any]]]] = {"strict": {}, "compat": {}}
 
 
 def read_tool(
@@ -36,7 +39,7 @@ def read_tool(
 ) -> Callable[[Reader], Reader]:
     """Register the decorated function as ``name`` in ``semantics``; ``reads`` names every
     per-subject table and column it (and the helpers it calls) reads through
-    ``records.subject_rows`` or ``compat_frames.frame``."""
+    ``chart.Chart`` or ``compat_frames.frame``."""
 
     def register(function: Reader) -> Reader:
         schema = SCHEMAS.get(name)
