@@ -65,9 +65,12 @@ def patient_read(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
         ]
         if p["anchor_age"] is not None
         else None,
-        "deceasedDateTime": text(p["dod"])[:10] if p["dod"] and window.visible(p["dod"]) else None,
+        "deceasedDateTime": (text(p["dod"]) or "")[:10]
+        if p["dod"] and window.visible(p["dod"])
+        else None,
     }
-    return fhir.clean(out)
+    resource: dict[str, Any] = fhir.clean(out)
+    return resource
 
 
 _ENCOUNTER_COLUMNS = ("hadm_id", "admittime", "dischtime", "admission_type", "admission_location",

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import fhir
 from .labels import LabelMatch
-from .records import by, order, stamp
+from .records import Row, by, order, stamp
 from .reported import Stay
 
 if TYPE_CHECKING:  # the chart is handed in: its methods are called, never imported
@@ -45,7 +46,7 @@ def admission_miss(
     ``None`` when no admission was asked for or it is known, so the search goes on."""
     if hadm is None:
         return None
-    admissions = chart.subject_rows("admissions", sid)
+    admissions: Sequence[Row] = chart.subject_rows("admissions", sid)
     if window.cutoff is not None:
         admissions = [
             a for a in admissions if (t := stamp(a["admittime"])) is not None and t <= window.cutoff
@@ -71,7 +72,7 @@ def miss_hint(kind: str, query: str, match: LabelMatch) -> str:
 
 def interpretation(
     value: float | None, low: float | None, high: float | None, flag: Any
-) -> list[dict] | None:
+) -> list[dict[str, Any]] | None:
     code = None
     if value is not None and high is not None and value > high:
         code, display = "H", "High"
