@@ -44,7 +44,7 @@ from .registry import read_tool
 from .strict_common import admission_miss, bundle
 
 
-@read_tool("strict", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
+@read_tool(reads={"patients": ("gender", "anchor_age", "dod")})
 def patient_read(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid = args["subject_id"]
     found = chart.subject_rows("patients", sid)
@@ -77,7 +77,7 @@ _ENCOUNTER_COLUMNS = ("hadm_id", "admittime", "dischtime", "admission_type", "ad
                       "discharge_location", "hospital_expire_flag")  # fmt: skip
 
 
-@read_tool("strict", "Encounter.search", reads={"admissions": _ENCOUNTER_COLUMNS})
+@read_tool(reads={"admissions": _ENCOUNTER_COLUMNS})
 def encounter_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(chart.cutoff, {}, "Encounter.search")
@@ -127,8 +127,6 @@ _ICD_LIKE = re.compile(r"^[A-Za-z]?\d[0-9A-Za-z.]*$|^[A-Za-z]\d*$")
 
 
 @read_tool(
-    "strict",
-    "Condition.search",
     reads={
         "admissions": ("hadm_id", "admittime", "dischtime"),
         "diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version"),

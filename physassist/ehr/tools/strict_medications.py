@@ -77,10 +77,7 @@ def _rx_status(
     return "stopped" if _halted(pharmacy_status) else "completed"
 
 
-@read_tool(
-    "strict",
-    "MedicationRequest.search",
-    reads={
+@read_tool(reads={
         "admissions": ("hadm_id", "admittime", "dischtime"),
         "prescriptions": ("hadm_id", "pharmacy_id", "poe_id", "poe_seq", "starttime", "stoptime", "drug",
                           "dose_val_rx", "dose_unit_rx", "route"),
@@ -328,14 +325,12 @@ def _tiebreak(r: Row) -> str:
     return str(r.get("emar_id") or r.get("orderid"))
 
 
-#: ``_tiebreak`` of each side, in SQL and in Python (``strict_common.newest``).
+#: ``_tiebreak`` of each side, in SQL and in Python (``Chart.newest``).
 _EMAR_TIE = ("""COALESCE(NULLIF("emar_id", ''), 'None')""", _tiebreak)
 _ICU_TIE = ("""COALESCE(CAST(NULLIF("orderid", 0) AS VARCHAR), 'None')""", _tiebreak)
 
 
 @read_tool(
-    "strict",
-    "MedicationAdministration.search",
     reads={
         **ADMISSIONS_CHECKED,
         "emar": ("emar_id", "hadm_id", "charttime", "medication", "event_txt"),

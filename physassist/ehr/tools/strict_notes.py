@@ -68,8 +68,6 @@ _MICRO_WORDS = (
 
 
 @read_tool(
-    "strict",
-    "DiagnosticReport.search",
     reads={
         "admissions": (*ADMISSIONS_CHECKED["admissions"], *STAYS_READ["admissions"]),
         "radiology": NOTE_COLUMNS,
@@ -224,8 +222,6 @@ _DOC_TYPES = (
 
 
 @read_tool(
-    "strict",
-    "DocumentReference.search",
     reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS, "radiology": NOTE_COLUMNS},
 )
 def document_reference_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
@@ -285,7 +281,7 @@ CAREPLAN_CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-@read_tool("strict", "CarePlan.search", reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
+@read_tool(reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
 def careplan_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     window = Window(chart.cutoff, {}, "CarePlan.search")

@@ -57,10 +57,7 @@ MICRO_COLUMNS = ("hadm_id", "micro_specimen_id", "chartdate", "charttime", "spec
 PENDING_NOTE = "result pending: not reported yet"
 
 
-@read_tool(
-    "strict",
-    "Observation.search",
-    reads={
+@read_tool(reads={
         "admissions": STAYS_READ["admissions"],
         "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "storetime", "value", "valuenum",
                       "valueuom", "ref_range_lower", "ref_range_upper", "flag", "comments"),
