@@ -24,17 +24,19 @@ from physassist.ehr.tools import (
     ToolContext,
     call_tool,
     fhir,
+    readers,
     registry,
     render,
     schemas,
     tool_schemas,
 )
+from physassist.ehr.tools.chart import Chart, Window
 from physassist.ehr.tools.compat_common import empty, subject_key
 from physassist.ehr.tools.compat_frames import frame
-from physassist.ehr.tools.records import keep, subject_rows, text
-from physassist.ehr.tools.registry import read_tool
+from physassist.ehr.tools.records import keep, text
+from physassist.ehr.tools.registry import ReadTool, read_tool
 from physassist.ehr.tools.schemas import Param, ToolSchema, add_schema
-from physassist.ehr.tools.strict_common import Window, bundle
+from physassist.ehr.tools.strict_common import bundle
 from physassist.tracking.params import flatten_config
 from scorers import physassist_scorer
 from scorers.judgement import ItemResult, Judge, TurnInput, TurnJudgement
@@ -126,7 +128,10 @@ def test_recipe_add_a_terminal_strategy(monkeypatch, demo_store, tmp_path: Path)
 @pytest.fixture
 def tool_registries() -> Iterator[None]:
     """The tool registries as they were before the test (it adds a tool to them)."""
-    saved = [(d, dict(d)) for d in (schemas.SCHEMAS, registry.COLUMNS, *registry.READERS.values())]
+    saved = [
+        (d, dict(d))
+        for d in (schemas.SCHEMAS, registry.COLUMNS, *registry.READS.values(), readers.READ_TOOLS)
+    ]
     yield
     for registered, before in saved:
         registered.clear()
@@ -161,20 +166,22 @@ def _procedure(sid: int, careunit: str, when: str | None) -> dict[str, Any]:
 
 
 def register_procedure_search() -> None:
-    """The recipe: a schema entry and one function per semantics (here, not in two modules)."""
+    """The recipe: a schema entry, one function per semantics (here, not in two modules) and
+    the tool's line in ``readers.READ_TOOLS`` (here added as a plugin would)."""
     add_schema(PROCEDURE)
 
-    @read_tool("strict", "Procedure.search", reads=TRANSFERS)
-    def strict_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-        window = Window(ctx, {}, "Procedure.search")
-        rows = keep(subject_rows(ctx, "transfers", args["subject_id"]), hadm_id=args.get("hadm_id"))
+    @read_tool(reads=TRANSFERS)
+    def strict_procedure_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
+        window = Window(chart.cutoff, {}, "Procedure.search")
+        found = chart.subject_rows("transfers", args["subject_id"])
+        rows = keep(found, hadm_id=args.get("hadm_id"))
         found = [r for r in rows if r["careunit"] and window.keeps(r["intime"])]
         sid = args["subject_id"]
         return bundle(
             [_procedure(sid, r["careunit"], fhir.fhir_datetime(text(r["intime"]))) for r in found]
         )
 
-    @read_tool("compat", "Procedure.search", reads=TRANSFERS)
+    @read_tool(reads=TRANSFERS)
     def compat_procedure_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         sid = subject_key("Procedure.search", args)
         rows = () if sid is None else frame(ctx.store, "transfers", sid)
@@ -182,6 +189,10 @@ def register_procedure_search() -> None:
             _procedure(sid, r["careunit"], r["intime"]) for r in rows if r["careunit"] is not None
         ]
         return fhir.compat_bundle("Procedure", found) if found else empty("Procedure", args)
+
+    readers.add_read_tool(
+        "Procedure.search", ReadTool(strict_procedure_search, compat_procedure_search)
+    )
 
 
 def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> None:
@@ -192,7 +203,7 @@ def test_recipe_add_a_read_tool(tool_registries, demo_store, tmp_path: Path) -> 
     assert tool_schemas()[-1]["function"]["name"] == "Procedure.search"
     assert (
         registry.COLUMNS["transfers"] == ("hadm_id", "careunit", "intime")
-        and registry.unimplemented() == []
+        and readers.unimplemented() == []
     )
 
     session = fe.build_session(

@@ -186,10 +186,11 @@ def test_api_name_examples_and_pass_through() -> None:
 
 
 def test_both_semantics_implement_every_read_tool_and_nothing_else() -> None:
-    from physassist.ehr.tools.registry import READERS, unimplemented
+    from physassist.ehr.tools.readers import READ_TOOLS, unimplemented
+    from physassist.ehr.tools.reads import READS
 
     assert unimplemented() == []
-    assert set(READERS["compat"]) == set(EHR_READ_TOOLS) == set(READERS["strict"])
+    assert set(READ_TOOLS) == set(EHR_READ_TOOLS) == set(READS["strict"]) == set(READS["compat"])
     assert tuple(EHR_READ_TOOLS)[:9] == tuple(TOOL_NAMES)[:9]
 
 

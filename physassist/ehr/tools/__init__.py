@@ -8,37 +8,32 @@ unscored instead of reaching the model as an EHR answer.
 ``render`` turns a result into the text a model sees.
 
 Every tool is a schema entry (``schemas.SCHEMAS``: name, group, description, parameters); a
-read tool's functions register themselves (``registry.read_tool``) where they are defined;
-every module of the package is imported here, so a new module registers by being there.
+read tool is answered by the functions its line in ``readers.READ_TOOLS`` names: strict ones
+given the call's store access (``chart.Chart``), compat ones the session's ``ToolContext``.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import pkgutil
 from typing import Any
 
 from physassist.faults import SystemFault, describe
 from physassist.options import Semantics
 
 from .args import compat_arguments, parse_arguments, strict_arguments
+from .chart import Chart
 from .context import PatientResponder, ToolContext, WriteSandbox
 from .errors import ToolError
 from .fhir import capped, operation_outcome
 from .names import EHR_READ_TOOLS, TOOL_NAMES, from_api_name, to_api_name
+from .readers import READ_TOOLS, unimplemented
 from .records import open_chart
-from .registry import READERS, unimplemented
 from .render import render
 from .schemas import SCHEMAS, ToolGroup, tool_group, tool_schemas
 from .writes import compat_write, strict_write
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
 if _missing := unimplemented():
-    raise ImportError(
-        f"read tools without exactly one function per semantics: {', '.join(_missing)}"
-    )
+    raise ImportError(f"read tools without their functions in readers.py: {', '.join(_missing)}")
 
 __all__ = [
     "EHR_READ_TOOLS",
@@ -128,7 +123,7 @@ def _compat(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) 
         return _patient(ctx, tool, args)
     if group == "control":
         return _prepare(args)
-    return READERS["compat"][tool](ctx, args)
+    return READ_TOOLS[tool].compat(ctx, args)
 
 
 def _strict(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) -> dict[str, Any]:
@@ -151,4 +146,4 @@ def _strict(ctx: ToolContext, tool: str, group: ToolGroup, raw: dict[str, Any]) 
         return _patient(ctx, tool, args)
     if group == "write":
         return strict_write(ctx, tool, args)
-    return READERS["strict"][tool](ctx, args)
+    return READ_TOOLS[tool].strict(Chart.of(ctx), args)

@@ -26,7 +26,7 @@ _MIMIC = ("admission_type", "admission_location", "discharge_location", "insuran
           "marital_status", "race", "hospital_expire_flag")  # fmt: skip
 
 
-@read_tool("compat", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
+@read_tool(reads={"patients": ("gender", "anchor_age", "dod")})
 def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     sid = subject_key("Patient.read", args)
     found = () if sid is None else frame(ctx.store, "patients", sid)
@@ -46,8 +46,6 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 @read_tool(
-    "compat",
-    "Encounter.search",
     reads={"admissions": ("hadm_id", "admittime", "dischtime", *_MIMIC)},
 )
 def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -76,8 +74,6 @@ def _encounter(r: dict[str, Any], sid: int) -> dict[str, Any]:
 
 
 @read_tool(
-    "compat",
-    "Condition.search",
     reads={"diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version")},
 )
 def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

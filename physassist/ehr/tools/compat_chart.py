@@ -41,9 +41,8 @@ from .compat_frames import (
     typed_cell,
     written_cell,
 )
-from .reads import READS
+from .reads import COLUMNS, READS
 from .records import Row, text
-from .registry import COLUMNS
 
 _MEMO = 64  # big charts kept per store (each holds its line numbers and times: 17 bytes a row)
 _NUMERIC = ("DOUBLE", "BIGINT", "INTEGER")

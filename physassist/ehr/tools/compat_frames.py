@@ -35,8 +35,8 @@ from physassist.ehr.store import EHRStore
 from physassist.ehr.tables import ROW_COLUMN, TABLES
 
 from . import compat_kinds_file as kinds_file
+from .reads import COLUMNS
 from .records import Row, text
-from .registry import COLUMNS
 
 #: pandas' default missing-value strings (``pandas._libs.parsers.STR_NA_VALUES``).
 NA_STRINGS = frozenset(

@@ -29,8 +29,6 @@ MAR_LIMIT = 100  # administrations listed when neither a medication nor an admis
 
 
 @read_tool(
-    "compat",
-    "MedicationRequest.search",
     reads={"prescriptions": ("hadm_id", "starttime", "stoptime", "drug_type", "drug", "dose_val_rx",
                              "dose_unit_rx", "route")},
 )  # fmt: skip
@@ -90,8 +88,6 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
 
 
 @read_tool(
-    "compat",
-    "MedicationAdministration.search",
     reads={"emar": ("hadm_id", "charttime", "medication", "event_txt")},
 )
 def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

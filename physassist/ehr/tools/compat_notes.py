@@ -49,10 +49,7 @@ def report_title(text: str) -> str:
     return "Radiology report"
 
 
-@read_tool(
-    "compat",
-    "DiagnosticReport.search",
-    reads={
+@read_tool(reads={
         "radiology": ("note_id", "hadm_id", "note_type", "charttime", "text"),
         "microbiologyevents": ("hadm_id", "charttime", "spec_type_desc", "org_name", "ab_name",
                                "interpretation"),
@@ -171,8 +168,6 @@ DOC_TYPES = (
 
 
 @read_tool(
-    "compat",
-    "DocumentReference.search",
     reads={
         "discharge": ("note_id", "hadm_id", "charttime", "text"),
         "radiology": ("note_id", "hadm_id", "charttime", "text"),
@@ -240,9 +235,7 @@ _SECTION = {
 }
 
 
-@read_tool(
-    "compat", "CarePlan.search", reads={"discharge": ("note_id", "hadm_id", "charttime", "text")}
-)
+@read_tool(reads={"discharge": ("note_id", "hadm_id", "charttime", "text")})
 def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Sections pulled from the first 3 discharge notes in file order. Always a Bundle."""
     tool = "CarePlan.search"

@@ -57,10 +57,7 @@ def _with_itemids(rows: list[Row], itemids: frozenset[Any] | None) -> list[Row]:
     return [r for r in rows if r["itemid"] is not None and r["itemid"] in itemids]
 
 
-@read_tool(
-    "compat",
-    "Observation.search",
-    reads={
+@read_tool(reads={
         "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "value", "valuenum",
                       "valueuom", "ref_range_lower", "ref_range_upper", "flag"),
         "chartevents": ("hadm_id", "stay_id", "itemid", "charttime", "value", "valuenum",

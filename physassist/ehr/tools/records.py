@@ -18,19 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .context import ToolContext
-from .registry import COLUMNS
+from .reads import COLUMNS
 
 Row = dict[str, Any]
 
 
-def subject_rows(ctx: ToolContext, table: str, sid: int) -> tuple[Row, ...]:
-    """Every row of ``sid`` in ``table`` in source-file order (read-only, shared), with the
-    columns the registered tools read from it (``registry.COLUMNS``)."""
-    return ctx.store.subject_rows(table, sid, COLUMNS[table])
-
-
 #: Tables the strict tools load whole only for a small chart (``EHRStore.small_subject_rows``);
-#: of a big one they ask the store for the rows a call returns (``strict_common.newest``), so a
+#: of a big one they ask the store for the rows a call returns (``chart.Chart.newest``), so a
 #: strict session does not prefetch them (a big ICU chart's hundreds of thousands of rows,
 #: loaded beside the calls, only took the GIL from them).
 STRICT_QUERIED = frozenset(

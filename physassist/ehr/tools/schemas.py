@@ -4,7 +4,7 @@ format with the reference's names and types, in its ``tools`` order; our wording
 :data:`SCHEMAS` is the registry every list of tools is derived from (``names.TOOL_NAMES``, the
 read tools, the function schemas shown to models, the argument validation in
 :mod:`physassist.ehr.tools.args`). A read tool is its entry here plus one function per
-semantics (``registry.read_tool``).
+semantics (``registry.read_tool``), named by its line in ``readers.READ_TOOLS``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ TOOL_GROUPS: tuple[ToolGroup, ...] = ("read", "control", "patient", "write")
 @dataclass(frozen=True)
 class ToolSchema:
     """One tool's schema entry. ``group`` says who answers it: ``read`` the EHR read tools (one
-    function per semantics, ``registry.read_tool``), ``control`` ``prepare_to_answer``,
+    function per semantics, ``readers.READ_TOOLS``), ``control`` ``prepare_to_answer``,
     ``patient`` the interview (``PatientResponder``), ``write`` the sandboxed writes.
     ``scenarios``: the clinical scenarios whose tool families it belongs to (what
     ``menu=scenario`` offers in a session of that scenario)."""

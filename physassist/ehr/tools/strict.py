@@ -1,6 +1,6 @@
 """``strict`` semantics: the project's own tools, fixing docs/compat.md#what-strict-does-instead (items 1-7).
 
-* One inclusive cutoff (``ctx.effective_cutoff()``) on every time-bearing table; a caller's
+* One inclusive cutoff (``ToolContext.effective_cutoff()``) on every time-bearing table; a caller's
   ``date_to`` can narrow it but never extend it. A lab value or a microbiology result is shown
   from its report time, and a specimen drawn by the cutoff but not yet reported as pending; an
   admission's specimens include those without ``hadm_id`` drawn in its window (``reported.py``). Admissions still running at the cutoff show no
@@ -38,20 +38,20 @@ import re
 from typing import Any
 
 from . import fhir
-from .context import ToolContext
-from .records import by, joined, keep, lookup, order, subject_rows, text
+from .chart import Chart, Where, Window
+from .records import by, joined, keep, order, text
 from .registry import read_tool
-from .strict_common import Where, Window, admission_miss, bundle, distinct, rows
+from .strict_common import admission_miss, bundle
 
 
-@read_tool("strict", "Patient.read", reads={"patients": ("gender", "anchor_age", "dod")})
-def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+@read_tool(reads={"patients": ("gender", "anchor_age", "dod")})
+def patient_read(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid = args["subject_id"]
-    found = subject_rows(ctx, "patients", sid)
+    found = chart.subject_rows("patients", sid)
     if not found:
         return fhir.operation_outcome(f"Patient/{sid} not found in this EHR.")
     p = found[0]
-    window = Window(ctx, {}, "Patient.read")
+    window = Window(chart.cutoff, {}, "Patient.read")
     out = {
         "resourceType": "Patient",
         "id": str(sid),
@@ -65,26 +65,29 @@ def patient_read(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         ]
         if p["anchor_age"] is not None
         else None,
-        "deceasedDateTime": text(p["dod"])[:10] if p["dod"] and window.visible(p["dod"]) else None,
+        "deceasedDateTime": (text(p["dod"]) or "")[:10]
+        if p["dod"] and window.visible(p["dod"])
+        else None,
     }
-    return fhir.clean(out)
+    resource: dict[str, Any] = fhir.clean(out)
+    return resource
 
 
 _ENCOUNTER_COLUMNS = ("hadm_id", "admittime", "dischtime", "admission_type", "admission_location",
                       "discharge_location", "hospital_expire_flag")  # fmt: skip
 
 
-@read_tool("strict", "Encounter.search", reads={"admissions": _ENCOUNTER_COLUMNS})
-def encounter_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+@read_tool(reads={"admissions": _ENCOUNTER_COLUMNS})
+def encounter_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "Encounter.search")
-    admissions = keep(subject_rows(ctx, "admissions", sid), hadm_id=hadm)
+    window = Window(chart.cutoff, {}, "Encounter.search")
+    admissions = keep(chart.subject_rows("admissions", sid), hadm_id=hadm)
     found = order(
         (a for a in admissions if window.keeps(a["admittime"])),
         by("admittime", desc=True),
         by("hadm_id"),
     )
-    if not found and (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    if not found and (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     out = []
     for r in found:
@@ -124,33 +127,31 @@ _ICD_LIKE = re.compile(r"^[A-Za-z]?\d[0-9A-Za-z.]*$|^[A-Za-z]\d*$")
 
 
 @read_tool(
-    "strict",
-    "Condition.search",
     reads={
         "admissions": ("hadm_id", "admittime", "dischtime"),
         "diagnoses_icd": ("hadm_id", "seq_num", "icd_code", "icd_version"),
     },
 )
-def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def condition_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
     code, status = args.get("code"), args.get("clinical_status")
-    window = Window(ctx, {}, "Condition.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "Condition.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     # diagnoses are coded at discharge: only admissions discharged by the cutoff
     admitted = {
         a["hadm_id"]: a["admittime"]
-        for a in subject_rows(ctx, "admissions", sid)
+        for a in chart.subject_rows("admissions", sid)
         if window.keeps(a["dischtime"])
     }
     coded = Where().among("hadm_id", list(admitted))
-    latest = _latest_codes(ctx, sid, coded, admitted)
-    titles = lookup(ctx, "d_icd_diagnoses", "icd_code", "icd_version")
+    latest = _latest_codes(chart, sid, coded, admitted)
+    titles = chart.lookup("d_icd_diagnoses", "icd_code", "icd_version")
     where = Where().among("hadm_id", list(admitted)).equal("hadm_id", hadm)
     prefix = None
     if code is not None and _ICD_LIKE.match(code.strip()):
         prefix = code.replace(".", "").replace(" ", "").upper()
-        codes = distinct(ctx, "diagnoses_icd", sid, "icd_code", where)
+        codes = chart.distinct("diagnoses_icd", sid, "icd_code", where)
         matched = {c for c in codes if _undotted(c).startswith(prefix)}  # NULL as "NONE"
         term = f"({'icd_code IS NULL OR ' if None in matched else ''}{Where.IN.format('icd_code', 'VARCHAR')})"
         where.add(term, lambda r: r["icd_code"] in matched, list(matched))
@@ -161,7 +162,7 @@ def condition_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
                 "admittime": admitted[d["hadm_id"]],
                 "long_title": joined(titles, (d["icd_code"], d["icd_version"]), "long_title"),
             }
-            for d in rows(ctx, "diagnoses_icd", sid, where)
+            for d in chart.rows("diagnoses_icd", sid, where)
         ),
         by("admittime", desc=True),
         by("seq_num"),
@@ -210,14 +211,14 @@ def _undotted(code: Any) -> str:
 
 
 def _latest_codes(
-    ctx: ToolContext, sid: int, coded: Where, admitted: dict[Any, Any]
+    chart: Chart, sid: int, coded: Where, admitted: dict[Any, Any]
 ) -> set[tuple[Any, Any]]:
     """The (code, version) pairs of the newest admission with diagnoses (NULL times last), of
     those ``coded`` keeps: what ``clinical_status`` calls active."""
-    with_codes = distinct(ctx, "diagnoses_icd", sid, "hadm_id", coded)
+    with_codes = chart.distinct("diagnoses_icd", sid, "hadm_id", coded)
     times = [admitted[h] for h in with_codes]
     if not times:
         return set()
     newest = max((t for t in times if t is not None), default=None)
     anchor = Where().among("hadm_id", [h for h in with_codes if admitted[h] == newest])
-    return {(r["icd_code"], r["icd_version"]) for r in rows(ctx, "diagnoses_icd", sid, anchor)}
+    return {(r["icd_code"], r["icd_version"]) for r in chart.rows("diagnoses_icd", sid, anchor)}

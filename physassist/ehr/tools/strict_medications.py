@@ -9,31 +9,24 @@ import datetime as dt
 from typing import Any
 
 from . import fhir
-from .context import ToolContext
+from .chart import Chart, Where, Window
 from .records import (
     Row,
     by,
     contains,
     first_non_null,
     joined,
-    lookup,
     order,
     stamp,
-    subject_rows,
     text,
 )
 from .registry import read_tool
 from .schemas import ORDERS_COUNT
 from .strict_common import (
     ADMISSIONS_CHECKED,
-    Where,
-    Window,
     admission_miss,
     bundle,
-    distinct,
-    newest,
     quantity,
-    rows,
 )
 
 MAR_LIMIT = 100
@@ -56,12 +49,12 @@ def _running(stop: Any, window: Window, at: dt.datetime | None = None) -> bool:
     return window.cutoff is not None and stamp(stop) > window.cutoff
 
 
-def _discharged_at(ctx: ToolContext, sid: int, window: Window) -> dict[Any, dt.datetime]:
+def _discharged_at(chart: Chart, sid: int, window: Window) -> dict[Any, dt.datetime]:
     """The session's admission -> its discharge time, when the cutoff is after it."""
-    for a in subject_rows(ctx, "admissions", sid):
+    for a in chart.subject_rows("admissions", sid):
         disch = stamp(a["dischtime"])
         if (
-            a["hadm_id"] == ctx.hadm_id
+            a["hadm_id"] == chart.hadm_id
             and disch is not None
             and window.cutoff is not None
             and disch <= window.cutoff
@@ -84,37 +77,34 @@ def _rx_status(
     return "stopped" if _halted(pharmacy_status) else "completed"
 
 
-@read_tool(
-    "strict",
-    "MedicationRequest.search",
-    reads={
+@read_tool(reads={
         "admissions": ("hadm_id", "admittime", "dischtime"),
         "prescriptions": ("hadm_id", "pharmacy_id", "poe_id", "poe_seq", "starttime", "stoptime", "drug",
                           "dose_val_rx", "dose_unit_rx", "route"),
         "pharmacy": ("pharmacy_id", "status", "frequency"),
     },
 )  # fmt: skip
-def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def medication_request_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "MedicationRequest.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "MedicationRequest.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     medication = args.get("medication")
     where = Where().equal("hadm_id", hadm).within(window, "starttime")
     if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
-        names = distinct(ctx, "prescriptions", sid, "drug", where)
+        names = chart.distinct("prescriptions", sid, "drug", where)
         where.among("drug", [d for d in names if contains(d, medication)], "VARCHAR")
-    discharged = _discharged_at(ctx, sid, window)
+    discharged = _discharged_at(chart, sid, window)
     if args.get("status"):
-        _with_status(ctx, sid, where, args["status"], window, discharged)
+        _with_status(chart, sid, where, args["status"], window, discharged)
     count = args.get("_count", ORDERS_COUNT)
-    total, orders = newest(
-        ctx, "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), count
+    total, orders = chart.newest(
+        "prescriptions", sid, where, "starttime", ("drug", "pharmacy_id"), count
     )
     ids = list({p["pharmacy_id"] for p in orders if p["pharmacy_id"] is not None})
     pharmacy: dict[Any, list[dict[str, Any]]] = {}
     verified = Where().among("pharmacy_id", ids)
-    for ph in rows(ctx, "pharmacy", sid, verified):
+    for ph in chart.rows("pharmacy", sid, verified):
         pharmacy.setdefault(ph["pharmacy_id"], []).append(ph)
     found = []
     for p in orders:
@@ -180,7 +170,7 @@ def medication_request_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
 
 
 def _with_status(
-    ctx: ToolContext,
+    chart: Chart,
     sid: int,
     where: Where,
     status: str,
@@ -209,7 +199,7 @@ def _with_status(
     where.add(f"NOT {sql}", lambda r: not running(r), *params)
     first: dict[Any, Any] = {}
     known = Where().add('"status" IS NOT NULL', lambda ph: ph["status"] is not None)
-    for ph in rows(ctx, "pharmacy", sid, known):
+    for ph in chart.rows("pharmacy", sid, known):
         first.setdefault(ph["pharmacy_id"], ph["status"])
     halted = [i for i, s in first.items() if i is not None and _halted(s)]
     if status == "stopped":
@@ -335,14 +325,12 @@ def _tiebreak(r: Row) -> str:
     return str(r.get("emar_id") or r.get("orderid"))
 
 
-#: ``_tiebreak`` of each side, in SQL and in Python (``strict_common.newest``).
+#: ``_tiebreak`` of each side, in SQL and in Python (``Chart.newest``).
 _EMAR_TIE = ("""COALESCE(NULLIF("emar_id", ''), 'None')""", _tiebreak)
 _ICU_TIE = ("""COALESCE(CAST(NULLIF("orderid", 0) AS VARCHAR), 'None')""", _tiebreak)
 
 
 @read_tool(
-    "strict",
-    "MedicationAdministration.search",
     reads={
         **ADMISSIONS_CHECKED,
         "emar": ("emar_id", "hadm_id", "charttime", "medication", "event_txt"),
@@ -370,23 +358,25 @@ _ICU_TIE = ("""COALESCE(CAST(NULLIF("orderid", 0) AS VARCHAR), 'None')""", _tieb
         ),
     },
 )
-def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def medication_administration_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "MedicationAdministration.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "MedicationAdministration.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     medication = args.get("medication")
     # The MAR_LIMIT newest of the union are among each side's MAR_LIMIT newest (one key).
     where = Where().equal("hadm_id", hadm).within(window, "charttime")
     if medication:  # matched on the distinct names in Python (``contains``), fetched in SQL
-        names = distinct(ctx, "emar", sid, "medication", where)
+        names = chart.distinct("emar", sid, "medication", where)
         where.among("medication", [m for m in names if contains(m, medication)], "VARCHAR")
-    emar_total, emar = newest(ctx, "emar", sid, where, "charttime", (_EMAR_TIE,), MAR_LIMIT)
-    items = lookup(ctx, "d_items", "itemid")
+    emar_total, emar = chart.newest("emar", sid, where, "charttime", (_EMAR_TIE,), MAR_LIMIT)
+    items = chart.lookup("d_items", "itemid")
     icu_where = Where().equal("hadm_id", hadm).within(window, "starttime")
     if medication:  # the items whose d_items label matches (``contains``), fetched in SQL
         icu_where.among("itemid", [i for i, d in items.items() if contains(d["label"], medication)])
-    icu_total, icu = newest(ctx, "inputevents", sid, icu_where, "starttime", (_ICU_TIE,), MAR_LIMIT)
+    icu_total, icu = chart.newest(
+        "inputevents", sid, icu_where, "starttime", (_ICU_TIE,), MAR_LIMIT
+    )
     given = [{**e, "t": e["charttime"], "icu": False} for e in emar] + [
         {**r, "t": r["starttime"], "icu": True, "label": joined(items, r["itemid"], "label")}
         for r in icu
@@ -395,7 +385,7 @@ def medication_administration_search(ctx: ToolContext, args: dict[str, Any]) -> 
     shown = [e["emar_id"] for e in found if not e["icu"]]
     details: dict[Any, list[dict[str, Any]]] = {}
     given_dose = Where().add("dose_given IS NOT NULL", lambda d: d["dose_given"] is not None)
-    for d in rows(ctx, "emar_detail", sid, given_dose.among("emar_id", shown, "VARCHAR")):
+    for d in chart.rows("emar_detail", sid, given_dose.among("emar_id", shown, "VARCHAR")):
         details.setdefault(d["emar_id"], []).append(d)
     out = [
         _icu_administration(r, sid, window)

@@ -8,22 +8,17 @@ from functools import partial
 from typing import Any
 
 from . import fhir
-from .context import ToolContext
+from .chart import Chart, Window
 from .microbiology import KIND_NAMES, Specimen, describe, specimens
 from .notes_text import discharge_sections, impression, radiology_title
-from .records import by, contains, keep, order, subject_rows, text
+from .records import by, contains, keep, order, text
 from .registry import read_tool
 from .reported import MICRO_DRAWN, ORIGIN_NOTE
 from .strict_common import (
     ADMISSIONS_CHECKED,
     STAYS_READ,
-    Window,
     admission_miss,
     bundle,
-    newest_groups,
-    report_time,
-    rows,
-    subject_stays,
 )
 from .strict_observations import MICRO_COLUMNS, micro_observation, micro_where, normalize_micro
 
@@ -73,18 +68,16 @@ _MICRO_WORDS = (
 
 
 @read_tool(
-    "strict",
-    "DiagnosticReport.search",
     reads={
         "admissions": (*ADMISSIONS_CHECKED["admissions"], *STAYS_READ["admissions"]),
         "radiology": NOTE_COLUMNS,
         "microbiologyevents": MICRO_COLUMNS,
     },
 )
-def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def diagnostic_report_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "DiagnosticReport.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "DiagnosticReport.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     wanted = (args.get("report_type") or "").strip().lower()
     modality = _MODALITY_ALIASES.get(wanted, wanted)
@@ -96,7 +89,7 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     # chart has hundreds of radiology reports, each encoded whole)
     reports: list[tuple[str, Callable[[], dict[str, Any]]]] = []
     if want_rad:
-        for n in _notes(ctx, "radiology", sid, hadm, window):
+        for n in _notes(chart, "radiology", sid, hadm, window):
             body = str(n["text"] or "")
             head = f" {n['note_type'] or ''} {body[:200]}".upper()
             if modality in _MODALITIES and not any(k in head for k in _MODALITIES[modality]):
@@ -112,14 +105,14 @@ def diagnostic_report_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str
     total = len(reports)
     if want_micro:  # of the specimens, only the REPORT_LIMIT newest can be shown
         specimen = normalize_micro(wanted) if wanted else None
-        stays = subject_stays(ctx, sid)
-        where = micro_where(ctx, sid, hadm, window, stays, specimen or None)
-        n_specimens, shown = newest_groups(
-            ctx, "microbiologyevents", sid, where, "micro_specimen_id", MICRO_DRAWN, REPORT_LIMIT
+        stays = chart.stays(sid)
+        where = micro_where(chart, sid, hadm, window, stays, specimen or None)
+        n_specimens, shown = chart.newest_groups(
+            "microbiologyevents", sid, where, "micro_specimen_id", MICRO_DRAWN, REPORT_LIMIT
         )
         total += n_specimens
-        found = rows(ctx, "microbiologyevents", sid, where.among("micro_specimen_id", shown))
-        reported = report_time(ctx, "microbiologyevents")[1]
+        found = chart.rows("microbiologyevents", sid, where.among("micro_specimen_id", shown))
+        reported = chart.report_time("microbiologyevents")[1]
         for s in specimens(found, window.cutoff, reported, stays):
             reports.append((str(text(s.drawn)), partial(micro_report, s, sid)))
     reports.sort(key=lambda x: x[0], reverse=True)
@@ -190,10 +183,10 @@ def micro_conclusion(s: Specimen) -> str:
 
 
 def _notes(
-    ctx: ToolContext, table: str, sid: int, hadm: int | None, window: Window
+    chart: Chart, table: str, sid: int, hadm: int | None, window: Window
 ) -> list[dict[str, Any]]:
     """The subject's notes of one table inside the window, newest first."""
-    notes = keep(subject_rows(ctx, table, sid), hadm_id=hadm)
+    notes = keep(chart.subject_rows(table, sid), hadm_id=hadm)
     return order(
         (n for n in notes if window.keeps(n["charttime"])),
         by("charttime", desc=True),
@@ -229,14 +222,12 @@ _DOC_TYPES = (
 
 
 @read_tool(
-    "strict",
-    "DocumentReference.search",
     reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS, "radiology": NOTE_COLUMNS},
 )
-def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def document_reference_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "DocumentReference.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "DocumentReference.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     out: list[dict[str, Any]] = []
     total = 0
@@ -246,7 +237,7 @@ def document_reference_search(ctx: ToolContext, args: dict[str, Any]) -> dict[st
         keyword = args.get("keyword")
         matched = [
             n
-            for n in _notes(ctx, table, sid, hadm, window)
+            for n in _notes(chart, table, sid, hadm, window)
             if not keyword or contains(n["text"], keyword)
         ]
         total += len(matched)
@@ -290,14 +281,14 @@ CAREPLAN_CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-@read_tool("strict", "CarePlan.search", reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
-def careplan_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+@read_tool(reads={**ADMISSIONS_CHECKED, "discharge": NOTE_COLUMNS})
+def careplan_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, {}, "CarePlan.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, {}, "CarePlan.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     out = []
-    for n in _notes(ctx, "discharge", sid, hadm, window)[:3]:
+    for n in _notes(chart, "discharge", sid, hadm, window)[:3]:
         sections = discharge_sections(str(n["text"] or ""))
         for cat, (display, headers) in CAREPLAN_CATEGORIES.items():
             if args.get("category") and args["category"] != cat:

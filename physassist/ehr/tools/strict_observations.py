@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from . import fhir
-from .context import ToolContext
+from .chart import Chart, Where, Window
 from .labels import LabelMatch, match_label
 from .microbiology import (
     FLAG_NOTES,
@@ -27,7 +27,7 @@ from .microbiology import (
     Specimen,
     specimens,
 )
-from .records import by, contains, joined, lookup, order, stamp, subject_rows, text
+from .records import by, contains, joined, order, stamp, text
 from .registry import read_tool
 from .reported import (
     LAB_DRAWN,
@@ -40,19 +40,12 @@ from .reported import (
 from .schemas import DEFAULT_COUNT
 from .strict_common import (
     STAYS_READ,
-    Where,
-    Window,
     admission_miss,
     bundle,
-    distinct,
     interpretation,
     miss_hint,
-    newest,
     quantity,
-    report_time,
-    rows,
     stay_of,
-    subject_stays,
 )
 
 #: The microbiology columns ``micro_rows``' callers read (here and ``DiagnosticReport.search``).
@@ -64,10 +57,7 @@ MICRO_COLUMNS = ("hadm_id", "micro_specimen_id", "chartdate", "charttime", "spec
 PENDING_NOTE = "result pending: not reported yet"
 
 
-@read_tool(
-    "strict",
-    "Observation.search",
-    reads={
+@read_tool(reads={
         "admissions": STAYS_READ["admissions"],
         "labevents": ("labevent_id", "hadm_id", "itemid", "charttime", "storetime", "value", "valuenum",
                       "valueuom", "ref_range_lower", "ref_range_upper", "flag", "comments"),
@@ -77,27 +67,27 @@ PENDING_NOTE = "result pending: not reported yet"
         "microbiologyevents": MICRO_COLUMNS,
     },
 )  # fmt: skip
-def observation_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+def observation_search(chart: Chart, args: dict[str, Any]) -> dict[str, Any]:
     sid, hadm = args["subject_id"], args.get("hadm_id")
-    window = Window(ctx, args, "Observation.search")
-    if (miss := admission_miss(ctx, sid, hadm, window)) is not None:
+    window = Window(chart.cutoff, args, "Observation.search")
+    if (miss := admission_miss(chart, sid, hadm, window)) is not None:
         return miss
     count = args.get("_count", DEFAULT_COUNT)
     category = args.get("category") or "laboratory"
     if category == "vital-signs":
-        return _vitals(ctx, sid, hadm, args.get("code"), window, count)
+        return _vitals(chart, sid, hadm, args.get("code"), window, count)
     if category == "microbiology":
-        return _micro_observations(ctx, sid, hadm, args.get("code"), window, count)
-    return _labs(ctx, sid, hadm, args.get("code"), window, count)
+        return _micro_observations(chart, sid, hadm, args.get("code"), window, count)
+    return _labs(chart, sid, hadm, args.get("code"), window, count)
 
 
 def _labs(
-    ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
+    chart: Chart, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    items = lookup(ctx, "d_labitems", "itemid")
+    items = chart.lookup("d_labitems", "itemid")
     itemids = None
     if code is not None:  # match on the chart's distinct items up to the window's end
-        ids = distinct(ctx, "labevents", sid, "itemid", Where().within(window, "charttime", False))
+        ids = chart.distinct("labevents", sid, "itemid", Where().within(window, "charttime", False))
         label_of = {i: joined(items, i, "label") for i in ids}
         match = match_label(code, label_of.values())
         if not match.matched:
@@ -111,15 +101,15 @@ def _labs(
             and not any(f and f.lower() in code.lower() for f in fluids - {"Blood"})
         ):  # "Creatinine" means serum
             itemids = [i for i in itemids if joined(items, i, "fluid") == "Blood"]
-    stays = subject_stays(ctx, sid)
-    reported = report_time(ctx, "labevents")[1]
+    stays = chart.stays(sid)
+    reported = chart.report_time("labevents")[1]
     where = (
         Where()
         .within(window, "charttime")
         .among("itemid", itemids)
         .stay(hadm, stay_of(stays, hadm), LAB_DRAWN, "charttime")
     )
-    total, rows = newest(ctx, "labevents", sid, where, "charttime", ("labevent_id",), count)
+    total, rows = chart.newest("labevents", sid, where, "charttime", ("labevent_id",), count)
     found = [{**r, "label": joined(items, r["itemid"], "label")} for r in rows]
     out = []
     for r in found:
@@ -166,16 +156,16 @@ def _notes(*texts: str) -> list[dict[str, str]] | None:
 
 
 def _vitals(
-    ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
+    chart: Chart, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    items = lookup(ctx, "d_items", "itemid")
-    ids = distinct(ctx, "chartevents", sid, "itemid", Where().within(window, "charttime", False))
+    items = chart.lookup("d_items", "itemid")
+    ids = chart.distinct("chartevents", sid, "itemid", Where().within(window, "charttime", False))
     label_of = {i: joined(items, i, "label") for i in ids}
     omr = [
-        r for r in subject_rows(ctx, "omr", sid) if window.keeps(r["chartdate"], use_start=False)
+        r for r in chart.subject_rows("omr", sid) if window.keeps(r["chartdate"], use_start=False)
     ]
     if hadm is not None:  # OMR has no admission: keep the admission's days
-        stay = next(a for a in subject_rows(ctx, "admissions", sid) if a["hadm_id"] == hadm)
+        stay = next(a for a in chart.subject_rows("admissions", sid) if a["hadm_id"] == hadm)
         first, last = (stamp(stay[k]) for k in ("admittime", "dischtime"))
         omr = [
             r
@@ -208,10 +198,10 @@ def _vitals(
         return _omr(sid, omr, window, count)
     where = Where().within(window, "charttime").among("itemid", itemids)
     if hadm is not None:  # the admission's rows, or its ICU stays'
-        stays = [s["stay_id"] for s in subject_rows(ctx, "icustays", sid) if s["hadm_id"] == hadm]
+        stays = [s["stay_id"] for s in chart.subject_rows("icustays", sid) if s["hadm_id"] == hadm]
         term, in_stays = f"(hadm_id = ? OR {Where.IN.format('stay_id', 'BIGINT')})", set(stays)
         where.add(term, lambda r: r["hadm_id"] == hadm or r["stay_id"] in in_stays, hadm, stays)
-    total, rows = newest(ctx, "chartevents", sid, where, "charttime", ("itemid",), count)
+    total, rows = chart.newest("chartevents", sid, where, "charttime", ("itemid",), count)
     found = [  # labelled once chosen: a big chart has hundreds of thousands of rows
         {
             **r,
@@ -273,7 +263,7 @@ _MICRO_TEXT = ("spec_type_desc", "test_name")
 
 
 def micro_where(
-    ctx: ToolContext,
+    chart: Chart,
     sid: int,
     hadm: int | None,
     window: Window,
@@ -288,16 +278,16 @@ def micro_where(
     needle = normalize_micro(code) if code is not None else ""
     if needle:
         names = [
-            [v for v in distinct(ctx, "microbiologyevents", sid, k, where) if contains(v, needle)]
+            [v for v in chart.distinct("microbiologyevents", sid, k, where) if contains(v, needle)]
             for k in _MICRO_TEXT
         ]
-        when_sql, when = report_time(ctx, "microbiologyevents")
+        when_sql, when = chart.report_time("microbiologyevents")
         reported = Where().add(
             f"{when_sql} <= ?", lambda r: known(when(r), window.cutoff), window.cutoff or _NEVER
         )
         organisms = [
             v
-            for v in distinct(ctx, "microbiologyevents", sid, "org_name", where & reported)
+            for v in chart.distinct("microbiologyevents", sid, "org_name", where & reported)
             if contains(v, needle)
         ]
         where.add(
@@ -330,12 +320,12 @@ def normalize_micro(code: str) -> str:
 
 
 def _micro_observations(
-    ctx: ToolContext, sid: int, hadm: int | None, code: str | None, window: Window, count: int
+    chart: Chart, sid: int, hadm: int | None, code: str | None, window: Window, count: int
 ) -> dict[str, Any]:
-    stays = subject_stays(ctx, sid)
-    where = micro_where(ctx, sid, hadm, window, stays, code)
-    reported = report_time(ctx, "microbiologyevents")[1]
-    found = specimens(rows(ctx, "microbiologyevents", sid, where), window.cutoff, reported, stays)
+    stays = chart.stays(sid)
+    where = micro_where(chart, sid, hadm, window, stays, code)
+    reported = chart.report_time("microbiologyevents")[1]
+    found = specimens(chart.rows("microbiologyevents", sid, where), window.cutoff, reported, stays)
     out = [
         micro_observation(s, t, i, sid)
         for s in found
