@@ -69,6 +69,7 @@ from generation.builder.vocab import (
     TRENDS,
     UNSAFE_WHEN,
 )
+from physassist.ehr.tables import TABLES
 from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
 
 #: What a bad draw can raise: a line's fluid in a sample drawn from it (dextrose, saline,
@@ -153,10 +154,9 @@ def _table(con: duckdb.DuckDBPyConnection, source: Path, module: str, name: str)
             "all_varchar=true)"
         )
     else:
-        con.execute(
-            f"CREATE VIEW {name} AS SELECT NULL::VARCHAR AS hadm_id, "
-            "NULL::VARCHAR AS itemid, NULL::VARCHAR AS label WHERE false"
-        )
+        # a table the record lacks: empty, with the columns the store's schema gives it
+        columns = ", ".join(f"NULL::VARCHAR AS {c}" for c in TABLES[name].columns)
+        con.execute(f"CREATE VIEW {name} AS SELECT {columns} WHERE false")
 
 
 @functools.cache  # the tables are only read: one copy per process for every test
