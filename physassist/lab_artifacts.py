@@ -17,6 +17,8 @@ platelets of an unmixed tube), so a high urea in that draw is not its doing. The
 the draw, not each of its values: a value that the rest of its series also reaches (a urea
 nitrogen of 8 in a course of 16, 14, 10, 8, 11, 9, 8, 8) is consistent with the patient's
 course and is never called spurious (:func:`within_course`), nor is an own spike that is.
+A **procedural** draw (:func:`procedural`) is one an operation took before a direct
+admission's recorded start, unlike the stay's own values.
 """
 
 from __future__ import annotations
@@ -140,6 +142,30 @@ def within_course(points: Sequence[Point], i: int) -> bool:
     patient's course also reaches elsewhere is consistent with it, not an artifact."""
     others = [p.value for j, p in enumerate(points) if j != i]
     return bool(others) and min(others) <= points[i].value <= max(others)
+
+
+def procedural(
+    points: Sequence[Point], admitted: dt.datetime, ed_registered: bool
+) -> list[dt.datetime]:
+    """Chart times of the values a procedure drew before the stay began: on the day of a
+    direct admission (no emergency-department registration), drawn before its admission time
+    and outside the range of the values drawn after it. Such a draw is the operating room's (an
+    elective cardiac surgery's haemoglobin of 10.3 drawn on bypass at 09:59, admitted 10:15,
+    then 13.0, 13.1, 12.7 after the operation): haemodilution of the pump circuit, not the
+    patient's course, so it is never a trend's start, a peak or a nadir. A draw days before (a
+    pre-operative clinic's) and the emergency department's draws are the patient's own."""
+    if ed_registered:
+        return []
+    after = [p.value for p in points if p.time >= admitted]
+    if not after:
+        return []
+    return [
+        p.time
+        for p in points
+        if p.time.date() == admitted.date()
+        and p.time < admitted
+        and not min(after) <= p.value <= max(after)
+    ]
 
 
 def stands_apart(points: Sequence[Point], when: dt.datetime, label: str = "") -> bool:

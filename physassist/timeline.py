@@ -81,6 +81,7 @@ from physassist.lab_artifacts import (
     INTERVENTIONS,
     PANEL_LABS,
     PANEL_SPIKES,
+    procedural,
     spikes,
     stands_apart,
     within_course,
@@ -229,6 +230,7 @@ class LabSeries:
     itemids: tuple[int, ...]
     points: tuple[LabPoint, ...]
     suspect: frozenset[dt.datetime] = frozenset()
+    procedural: frozenset[dt.datetime] = frozenset()  # of ``suspect``: a procedure's draws
 
     @property
     def latest(self) -> LabPoint:
@@ -619,9 +621,19 @@ class Timeline:
 
     def lab(self, label: str) -> LabSeries | None:
         """The lab concept ``label`` over the admission (see the module rules) with its
-        suspect values; None if absent."""
+        suspect values, among them the values a procedure drew before a direct admission's
+        start, unlike the stay's own (:func:`~physassist.lab_artifacts.procedural`); None if
+        absent."""
         series = self._raw_lab(label)
-        return series if series is None else replace(series, suspect=self._suspect(label))
+        if series is None:
+            return None
+        stay = self.stay
+        drawn = frozenset(
+            procedural(series.points, stay.admitted, stay.start < stay.admitted)
+            if stay is not None
+            else ()
+        )
+        return replace(series, suspect=self._suspect(label) | drawn, procedural=drawn)
 
     def _raw_lab(self, label: str) -> LabSeries | None:
         if label not in self._labs:

@@ -28,7 +28,13 @@ culture was sent (a serology, a PCR, an antigen test) or an organism it names fr
 flora or uncertain significance, named without that caveat or required as the organism grown;
 ``spurious_in_course`` a value called spurious that its own series reaches elsewhere;
 ``known_cause_worked_up`` a severe cytopenia with a coded marrow disease sent to "look for the
-cause".
+cause"; ``procedural_draws`` a lab value cited that an operation drew before a direct
+admission (no ED registration) began, on its day and outside the range of the stay's own values
+(an on-bypass haemoglobin); ``positive_tests`` a culture answer that leaves out a positive
+non-culture test (an organism named by a PCR, antigen or toxin test: a C. difficile PCR)
+reported by the cutoff, or names it as anything but "<test> positive". ``rechecks`` also
+counts a repeat INR without warfarin in the admission or a coded liver failure (an INR on a
+DOAC monitors nothing).
 
 Administrations are counted per order, as a nurse counts them: the eMAR events of the current
 order's ``poe_id`` that gave (Administered, Applied) or withheld (Not Given, Hold Dose) a dose; a
@@ -59,6 +65,7 @@ from generation.builder.vocab import (
     DRUG_LEVELS,
     ESRD_ICD_PREFIXES,
     HEME_MALIGNANCY_ICD_PREFIXES,
+    LIVER_FAILURE_ICD_PREFIXES,
     MARROW_FAILURE_ICD_PREFIXES,
     PLATEAU_DRAWS,
     RECENT_COURSE_HOURS,
@@ -117,6 +124,8 @@ CATEGORIES = (
     "repeats",
     "renal_dose",
     "rechecks",
+    "procedural_draws",
+    "positive_tests",
 )
 #: Turn intents that ask whether a treatment works ("is the X working?": it must still run).
 RESPONSE_INTENTS = ("abx_response(", "treatment_effect(")
@@ -222,6 +231,7 @@ class Record:
         ).fetchone()
         self.disch, self.death, self.location, self.expired, self.subject, start, admit = adm
         self.start = min(_ts(start) or _ts(admit), _ts(admit))  # the stay's window, ED first
+        self.admitted = _ts(admit)
         self.end = _ts(self.disch) or dt.datetime.max
 
     def rows(self, sql: str, *args: Any) -> list[tuple]:
@@ -450,6 +460,46 @@ class Record:
         }
         return {t for t in found if not self.in_course(label, t)}
 
+    def procedural(self, label: str) -> set[dt.datetime]:
+        """Chart times of ``label``'s values an operation drew before a direct admission (no
+        ED registration) began: on its day, before its admission time, outside the range of
+        the values drawn after it (an on-bypass haemoglobin)."""
+        series = self.lab_series(label)
+        after = [v for t, v in series if t >= self.admitted]
+        if self.start < self.admitted or not after:
+            return set()
+        return {
+            t
+            for t, v in series
+            if t.date() == self.admitted.date()
+            and t < self.admitted
+            and not min(after) <= v <= max(after)
+        }
+
+    def liver_failure(self) -> bool:
+        """Cirrhosis or hepatic failure coded: the INR is followed without warfarin."""
+        codes = self.rows("SELECT icd_code FROM diagnoses_icd WHERE hadm_id = ?")
+        return any(
+            str(c).replace(".", "").upper().startswith(LIVER_FAILURE_ICD_PREFIXES) for (c,) in codes
+        )
+
+    def warfarin_ordered(self) -> bool:
+        """Warfarin prescribed in the admission (a vitamin K antagonist the INR monitors)."""
+        rows = self.rows("SELECT drug FROM prescriptions WHERE hadm_id = ?")
+        return any("warfarin" in str(d).lower() for (d,) in rows)
+
+    def positives(self) -> list[dict[str, Any]]:
+        """The stay's non-culture tests (PCR, antigen, toxin, serology) that named an
+        organism, reported by the cutoff."""
+        return [
+            r
+            for r in self.micro
+            if r["organism"]
+            and r["known"]
+            and not is_culture(r["test"])
+            and not re.search(r"STAIN|SMEAR|PREP", str(r["test"]), re.IGNORECASE)
+        ]
+
     def in_course(self, label: str, when: dt.datetime) -> bool:
         """Whether ``label``'s value at ``when`` lies within the range of its other values."""
         series = self.lab_series(label)
@@ -666,9 +716,17 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                         )
                 elif label in labs:
                     series = rec.lab_series(label)
-                    suspect = rec.suspect(label)
+                    drawn = rec.procedural(label)
+                    suspect = rec.suspect(label) | drawn
                     values = [v for t, v in series if t not in suspect]
-                    if any(v == value and t in suspect for t, v in series) and value not in values:
+                    if any(v == value and t in drawn for t, v in series) and value not in values:
+                        out["procedural_draws"].append(
+                            f"{where}: {label} {value} cited, drawn during a procedure before "
+                            "the direct admission began"
+                        )
+                    elif (
+                        any(v == value and t in suspect for t, v in series) and value not in values
+                    ):
                         out["artifacts"].append(
                             f"{where}: {label} {value} cited, a spurious "
                             "value reversed within hours"
@@ -762,6 +820,12 @@ def defects(entries: list[dict[str, Any]], source: Path) -> dict[str, list[str]]
                     for w in c["any"]["en"]
                 ):
                     out["cultures"].append(f"{where}: 'no organism' while {sorted(orgs)} grew")
+                for r in rec.positives():
+                    if f"{str(r['test']).strip()} positive" not in answer:
+                        out["positive_tests"].append(
+                            f"{where}: leaves out the positive {str(r['test']).strip()} "
+                            f"({r['specimen']} {str(r['drawn'])[:16]})"
+                        )
                 for kind, problem in _culture_lines(rec, answer):
                     out[kind].append(f"{where}: {problem}")
                 out["contaminated_cultures"] += [
@@ -853,9 +917,9 @@ def _trend_defects(
     rec: Record, where: str, label: str, items: list[str], checks: list[dict[str, Any]]
 ) -> list[str]:
     """The trend words a turn accepts, against the documented table (``vocab.TRENDS``, read
-    here on the record's values without its spurious ones)."""
+    here on the record's values without its spurious ones and a procedure's draws)."""
     rule = TRENDS.get(label)
-    suspect = rec.suspect(label)
+    suspect = rec.suspect(label) | rec.procedural(label)
     points = [(t, v) for t, v in rec.lab_series(label) if t not in suspect]
     said = [c for i, c in zip(items, checks, strict=True) if i.startswith("The answer describes")]
     if rule is None or len(points) < 2 or not said:
@@ -977,7 +1041,8 @@ def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:
         if not rows:
             found.append(("cultures", f"{title} {minute}: no such specimen of the stay"))
             continue
-        if not any(is_culture(r["test"]) for r in rows):
+        said = [r for r in rows if f"{str(r['test']).strip()} positive" in line]
+        if not any(is_culture(r["test"]) for r in rows) and not said:
             found.append(
                 (
                     "culture_kinds",
@@ -987,6 +1052,8 @@ def _culture_lines(rec: Record, answer: str) -> list[tuple[str, str]]:
         for org in sorted(o for o in every if o in line):
             grew = [r for r in rows if r["organism"] == org]
             cultured = [r for r in grew if is_culture(r["test"])]
+            if any(r["organism"] == org for r in said):
+                continue  # a positive non-culture test, named as the test it is
             if grew and not cultured:
                 found.append(
                     (
@@ -1160,6 +1227,8 @@ def _recheck_defects(rec: Record, e: dict[str, Any]) -> list[str]:
                 out.append(f"{where}: repeat {lab} of a drug no longer ordered")
             if esrd and lab in KIDNEY:
                 out.append(f"{where}: repeat {lab} in end-stage renal disease")
+            if lab == "INR(PT)" and not (rec.warfarin_ordered() or rec.liver_failure()):
+                out.append(f"{where}: repeat INR without a vitamin K antagonist or liver failure")
             if e.get("clinical_scenario") == "med_safety" and lab not in _problem_labs(e):
                 out.append(f"{where}: repeat {lab}, unrelated to the session's problem")
             bridge = (

@@ -97,6 +97,7 @@ class MedFact:
     route: str
     start: str
     parts: tuple[str, ...] = ()  # the order's rows' doses when it has several (25 + 50 mg)
+    frequency: str = ""  # the order's frequency (Q12H): how it is dosed, beside dose and route
 
 
 @dataclass
@@ -109,6 +110,7 @@ class Digest:
     anchor: str = "first"  # what series[0] is: first | peak | nadir (of the admission)
     trend_size: str = ""  # clear | slight | none (trends.change)
     artifact: LabFact | None = None  # a suspect extreme left out of the trend (lab_artifacts)
+    procedural: list[LabFact] = field(default_factory=list)  # a procedure's draws, left out
     band: tuple[float, float] = (0.0, 0.0)  # trend: the lowest and highest value judged
     context: Context = field(default_factory=Context)  # what changes a value's meaning
     meds: list[MedFact] = field(default_factory=list)  # the orders a safety signal involves
@@ -133,6 +135,7 @@ class Digest:
     verdict: str = ""  # hold | ok | responding | not_responding | unclear
     reports: list[F.Report] = field(default_factory=list)  # newest first
     pending_left: list[F.Report] = field(default_factory=list)  # pending, not in ``reports``
+    positive_left: list[F.Report] = field(default_factory=list)  # positive tests, not listed
     adherence: str = ""  # good | stopped | forgets | ran_out (patient's own account)
     missed: int = 0
     reason: dict[str, str] | None = None  # the patient's words, {"en", "zh"}
@@ -190,10 +193,20 @@ def trend_points(
     spurious), if any."""
     series = prof.timeline.lab(pts[0].label) if prof.timeline is not None and pts else None
     suspect = {t.strftime("%Y-%m-%d %H:%M") for t in series.suspect} if series else set()
+    drawn = {t.strftime("%Y-%m-%d %H:%M") for t in series.procedural} if series else set()
     kept = [p for p in pts if F.minute(p.time) not in suspect]
     extremes = (max(pts, key=lambda p: p.value), min(pts, key=lambda p: p.value)) if pts else ()
-    artifact = next((p for p in extremes if F.minute(p.time) in suspect), None)
+    artifact = next((p for p in extremes if F.minute(p.time) in suspect - drawn), None)
     return kept, artifact
+
+
+def procedural_draws(pts: list[F.LabPoint], prof: Profile) -> list[F.LabPoint]:
+    """The values of ``pts`` a procedure drew before a direct admission's start (the timeline's
+    :attr:`~physassist.timeline.LabSeries.procedural`): a trend answer says why it leaves them
+    out (drawn during the procedure), not that they look spurious."""
+    series = prof.timeline.lab(pts[0].label) if prof.timeline is not None and pts else None
+    drawn = {t.strftime("%Y-%m-%d %H:%M") for t in series.procedural} if series else set()
+    return [p for p in pts if F.minute(p.time) in drawn]
 
 
 def confirmed_end(pts: list[F.LabPoint]) -> bool:
@@ -237,8 +250,21 @@ def order_fact(observation: Any, order: Order, word: str) -> MedFact | None:
         return None
     parts = order.components if len(set(order.components)) > 1 else ()
     return MedFact(
-        word, order.drug, order.dose, order.unit, rows[0].route or "", F.day(rows[0].start), parts
+        word,
+        order.drug,
+        order.dose,
+        order.unit,
+        rows[0].route or "",
+        F.day(rows[0].start),
+        parts,
+        spoken_frequency(order.frequency),
     )
+
+
+def spoken_frequency(code: str | None) -> str:
+    """An order's frequency as a physician reads it: MIMIC's hour-stamped codes without the
+    administration hour (``DAILY16`` is daily, given at 16:00)."""
+    return re.sub(r"^(DAILY)\d{1,2}$", r"\1", " ".join(str(code or "").split()))
 
 
 def _order_doses(d: Digest, observation: Any, prof: Profile) -> bool:
@@ -353,6 +379,7 @@ def digest(
         if not d.reports:
             return None
         d.pending_left = pending_left(obs[0], d.reports)
+        d.positive_left = positive_left(obs[0], d.reports)
     elif k == "imaging_latest":
         found = [r for r in F.reports(obs[0]) if not r.micro and r.conclusion and r.time]
         d.reports = found[:1]
@@ -375,6 +402,7 @@ def _trend_digest(d: Digest, pts: list[F.LabPoint], prof: Profile) -> bool:
     """Fill a trend digest: the series without suspect values, judged by the trend table;
     False when it cannot support a trend (fewer than two days, an unconfirmed last value)."""
     rule = TRENDS.get(d.topic.lab or "")
+    raw = pts
     pts, artifact = trend_points(pts, prof)
     if rule is None or len(pts) < 2 or pts[0].time == pts[-1].time or not confirmed_end(pts):
         return False
@@ -384,6 +412,7 @@ def _trend_digest(d: Digest, pts: list[F.LabPoint], prof: Profile) -> bool:
     last = _lab_fact(pts[-1], prof.context)
     d.series, d.labs = [_lab_fact(trend.ref, prof.context), last], [last]
     d.artifact = _lab_fact(artifact, prof.context) if artifact is not None else None
+    d.procedural = [_lab_fact(p, prof.context) for p in procedural_draws(raw, prof)]
     d.course = course(last, trend, prof.context)
     d.band = (min(p.value for p in pts), max(p.value for p in pts))
     return True
@@ -442,6 +471,20 @@ def pending_left(observation: Any, said: Sequence[F.Report]) -> list[F.Report]:
         r
         for r in F.reports(observation)
         if r.micro and r.time and r.pending and (r.title, r.time) not in listed
+    ]
+
+
+def positive_left(observation: Any, said: Sequence[F.Report]) -> list[F.Report]:
+    """The specimens with a positive non-culture test (a C. difficile PCR, a urinary antigen,
+    a reactive serology) that a culture answer does not list: each gets its own line beside
+    the cultures, since such a result may be the stay's diagnosis (a physician reviewing a
+    build rejected a "micro so far" that left out the only positive result, a C. difficile
+    PCR)."""
+    listed = {(r.title, r.time) for r in said}
+    return [
+        r
+        for r in F.reports(observation)
+        if r.micro and r.time and r.positive and (r.title, r.time) not in listed
     ]
 
 
@@ -571,6 +614,7 @@ def _med_vars(m: MedFact) -> dict[str, Any]:
         "start": m.start or "?",
         "drug_word": m.word,
         "parts": parts,
+        "freq": f" {m.frequency}" if m.frequency else "",
     }
 
 
@@ -648,7 +692,7 @@ def answer(d: Digest, lang: str) -> str:
             destination=d.stay.discharge_location or say(lang, "answers.no_dest"),
         )
     if k == "culture_latest":
-        lines = [culture_line(r, lang) for r in d.reports]
+        lines = [culture_line(r, lang) for r in (*d.reports, *d.positive_left)]
         if d.pending_left:
             lines.append(say(lang, "answers.culture.also_pending", specimens=_left(d, lang)))
         return "\n".join(lines)
@@ -728,9 +772,12 @@ def _trend_answer(d: Digest, lang: str) -> str:
         meaning=extra,
         anchor_word=say(lang, f"answers.anchor_word.{d.anchor}") if d.anchor != "first" else "",
     )
+    gap = " " if lang == "en" else ""
+    for p in d.procedural[:1]:  # the earliest: the one that would have started the trend
+        text += gap + say(lang, "answers.procedural", value=fmt(p.value), unit=p.unit, time=p.time)
     if d.artifact is not None:
         a = d.artifact
-        text += say(lang, "answers.artifact", value=fmt(a.value), unit=a.unit, time=a.time)
+        text += gap + say(lang, "answers.artifact", value=fmt(a.value), unit=a.unit, time=a.time)
     known = marrow_cytopenia(last.label, last.value, last.status, d.context)
     cause = "" if known is None else known.en if lang == "en" else known.zh
     rec = say(lang, f"answers.rec.{d.course}", next_check=next_check(d, lang), meaning=cause)
@@ -775,10 +822,13 @@ def key_culture(d: Digest) -> F.Report:
 def culture_line(r: F.Report, lang: str) -> str:
     """One specimen of a culture answer: each culture's organisms (resistances and
     susceptibilities, commensal flags) or its result, its pending and its cancelled cultures
-    (a rejected specimen)."""
+    (a rejected specimen), and its positive non-culture tests, named as the test they are."""
     parts = []
-    for t in (x for x in r.results if x.culture):
-        if t.pending:
+    for t in (x for x in r.results if x.culture or x.positive):
+        if t.positive:
+            found = t.organism or t.value.strip()
+            parts.append(say(lang, "answers.culture.positive", test=t.test, result=found))
+        elif t.pending:
             parts.append(say(lang, "answers.culture.pending", test=t.test))
         elif t.grown:
             parts.append(say(lang, "answers.culture.grew", test=t.test, organism=_isolate(t, lang)))
@@ -820,8 +870,11 @@ def _left(d: Digest, lang: str) -> str:
 def _isolate(t: F.MicroResult, lang: str) -> str:
     """``STAPH AUREUS COAG + (MRSA ...; resistant to OXACILLIN; susceptible to VANCOMYCIN)``;
     an isolate the laboratory doubts (:data:`DOUBTED`) with that caveat and no susceptibility
-    panel (its workup was not meant to guide treatment)."""
-    said = [RESISTANCE_NAMES[r] for r in t.resistance if DOUBTED not in t.flags]
+    panel (its workup was not meant to guide treatment). A surveillance screen's isolate (a
+    rectal VRE swab, an MRSA nares screen) is said to be colonisation: the screen looks for
+    carriage for infection control, not for the cause of an infection."""
+    said = [say(lang, "answers.culture.flag.screen")] if t.kind == "screen" else []
+    said += [RESISTANCE_NAMES[r] for r in t.resistance if DOUBTED not in t.flags]
     said += [say(lang, f"answers.culture.flag.{f}") for f in t.flags if f != "result"]
     if DOUBTED in t.flags:
         sep = "; " if lang == "en" else "；"

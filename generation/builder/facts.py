@@ -14,6 +14,9 @@ from typing import Any
 from physassist.ehr.tools.fhir import as_number
 from physassist.ehr.tools.microbiology import CULTURE_KINDS
 
+#: Non-culture test kinds whose positive result a microbiology answer lists.
+POSITIVE_KINDS = frozenset({"antigen", "molecular", "serology"})
+
 
 def resources(observation: Any, resource_type: str | None = None) -> list[dict[str, Any]]:
     """The resources of a searchset Bundle (or a bare resource), optionally of one type.
@@ -325,6 +328,17 @@ class MicroResult:
         """A grown organism of clinical weight: no commensal, no possible contaminant."""
         return self.grown and not self.flags
 
+    @property
+    def positive(self) -> bool:
+        """A reported non-culture test (PCR, antigen, toxin, serology) that found its target: it
+        names an organism (a C. difficile PCR reports CLOSTRIDIUM DIFFICILE) or reads positive.
+        Such a result can be the diagnosis of the stay, so a microbiology answer lists it, named
+        as the test it is, never as a culture that grew something."""
+        if self.culture or self.pending or self.kind not in POSITIVE_KINDS:
+            return False
+        said = self.value.strip().upper()
+        return bool(self.organism) or said.startswith(("POSITIVE", "DETECTED", "REACTIVE"))
+
 
 def _extensions(resource: dict[str, Any], name: str) -> list[Any]:
     return [
@@ -386,6 +400,11 @@ class Report:
     @property
     def significant(self) -> tuple[MicroResult, ...]:
         return tuple(r for r in self.results if r.significant)
+
+    @property
+    def positive(self) -> tuple[MicroResult, ...]:
+        """Its positive non-culture tests (:attr:`MicroResult.positive`)."""
+        return tuple(r for r in self.results if r.positive)
 
     @property
     def pending(self) -> tuple[MicroResult, ...]:

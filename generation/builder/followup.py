@@ -5,9 +5,12 @@
   problem. It is not relevant when the value is stale (last drawn more than
   :data:`~.vocab.STALE_DAYS` days before the session's reference moment: the team stopped
   measuring it), when it is a drug level of a drug no longer ordered, when it is a kidney
-  marker in end-stage renal disease (dialysis sets it), or, in a medication-safety session,
-  when it is not one of its problem's labs: a signal's lab, or a lab that monitors a drug of
-  the session (a treatment-response session's repeat follows its course, whatever the lab).
+  marker in end-stage renal disease (dialysis sets it), when it is an INR without a reason
+  to follow it (no vitamin K antagonist in the admission, no coded liver failure: an INR of
+  1.3 on rivaroxaban monitors nothing; :data:`~.vocab.LIVER_FAILURE_ICD_PREFIXES`), or, in a
+  medication-safety session, when it is not one of its problem's labs: a signal's lab, or a
+  lab that monitors a drug of the session (a treatment-response session's repeat follows its
+  course, whatever the lab).
 * **When**: after discharge, by why the lab is repeated (:data:`~.vocab.RECHECK_INTERVALS`):
   an INR during a warfarin bridge within days, on warfarin alone within the first week, a
   dialysed solute in end-stage renal disease with the next dialysis, anything else at the
@@ -76,6 +79,9 @@ def relevant(prof: Profile, lab: str, problem: frozenset[str] | None = None) -> 
     if level_of and not any(tl.current_orders(w) for w in level_of):
         return False
     if prof.context.esrd and lab in KIDNEY_MARKERS:
+        return False
+    ctx = prof.context
+    if lab == INR and not (ctx.on_warfarin or ctx.off_warfarin or ctx.liver_failure):
         return False
     return problem is None or lab in problem
 

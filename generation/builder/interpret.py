@@ -31,6 +31,7 @@ from .vocab import (
     HEME_MALIGNANCY_ICD_PREFIXES,
     INR_TARGET,
     INR_TARGET_HIGH,
+    LIVER_FAILURE_ICD_PREFIXES,
     MARROW_FAILURE_ICD_PREFIXES,
     MEANINGS,
     SEVERE_CYTOPENIA,
@@ -98,6 +99,7 @@ class Context:
     esrd: bool = False
     heme_malignancy: bool = False
     marrow_failure: bool = False  # aplastic anaemia (a coded marrow failure, not a malignancy)
+    liver_failure: bool = False  # cirrhosis or hepatic failure coded: the INR is followed
 
 
 def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
@@ -118,6 +120,7 @@ def load_context(con: duckdb.DuckDBPyConnection, tl: Timeline) -> Context:
         esrd=any(c.startswith(ESRD_ICD_PREFIXES) for c in codes),
         heme_malignancy=any(c.startswith(HEME_MALIGNANCY_ICD_PREFIXES) for c in codes),
         marrow_failure=any(c.startswith(MARROW_FAILURE_ICD_PREFIXES) for c in codes),
+        liver_failure=any(c.startswith(LIVER_FAILURE_ICD_PREFIXES) for c in codes),
     )
 
 

@@ -13,7 +13,10 @@ A treatment that no longer runs at the session is asked as a finished course
 drawn more than :data:`~.vocab.CURRENT_VALUE_HOURS` before the session's reference moment is
 cited with its date, not as "now". A course whose last days move against its direction since
 the first dose (:func:`.trends.recent_turn`: WBC 15.0 -> 11.3 -> 12.7 on vancomycin) is no
-clear response. An antibiotic is reviewed "against the culture results" only where a culture
+clear response, unless the marker was back in its reference range by then (neutrophils 82 %
+before azithromycin, 63.3 then 68.7 %, all in range: a physician reads a wobble inside the
+normal range as noise and the course as a response; :func:`.trends.normalised`). An antibiotic
+is reviewed "against the culture results" only where a culture
 was sent in the stay (not a C. difficile test, a PCR or a serology alone).
 """
 
@@ -39,8 +42,8 @@ from .answers import (
 from .profile import Profile
 from .rubrics import Item, _item, concept, literal, trend_terms, value
 from .signals import BASELINE_WITHIN, EFFECT_AFTER, treatment_of
-from .trends import change, recent_turn
-from .vocab import CURRENT_VALUE_HOURS, TRENDS
+from .trends import change, normalised, recent_turn
+from .vocab import CURRENT_VALUE_HOURS, TRENDS, TrendRule
 from .wording import say
 
 #: ICU administration statuses that gave a dose (the strict tool's, as the timeline counts them).
@@ -95,7 +98,8 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
     d.trend = (
         "stable" if d.trend_size == "none" else "rising" if last.value > base.value else "falling"
     )
-    if recent_turn([p for p in pts if p.time >= base.time], d.trend, rule):
+    expected = d.trend == treatment.expect
+    if turned(pts, base, last, d.trend, expected, rule):
         d.trend_size, d.shape = "slight", "turned"
     tl = prof.timeline
     d.admin_last = F.minute(last_dose(obs[0]) or first)
@@ -104,13 +108,23 @@ def digest_response(d: Digest, obs: list[Any], prof: Profile) -> bool:
         d.cultured = bool(tl.cultures)
     d.series = [_lab_fact(base, prof.context), _lab_fact(last, prof.context)]
     d.labs, d.anchor, d.admin_first = [d.series[1]], "baseline", F.minute(first)
-    expected = d.trend == treatment.expect
     d.verdict = (
         "unclear" if d.trend_size != "clear" else "responding" if expected else "not_responding"
     )
     if d.topic.kind == "abx_response" and d.trend == "falling" and last.status == "low":
         d.verdict = "unclear"
     return True
+
+
+def turned(
+    points: list[Any], base: Any, last: Any, direction: str, expected: bool, rule: TrendRule
+) -> bool:
+    """Whether the course's last days move against its direction since ``base`` (no clear
+    response), unless it moved the expected way back into the marker's reference range
+    (:func:`.trends.normalised`): a wobble of normal values is no turn."""
+    if expected and normalised(base, last):
+        return False
+    return recent_turn([p for p in points if p.time >= base.time], direction, rule)
 
 
 def baseline_and_last(points: list[Any], first: dt.datetime) -> tuple[Any, Any] | None:

@@ -178,6 +178,18 @@ def recent_turn(points: Sequence[Point], direction: str, rule: TrendRule) -> boo
     return last.value < high.value and change(high.value, last.value, rule) != "none"
 
 
+def normalised(base: Point, last: Point) -> bool:
+    """Whether a marker off its reference range at ``base`` is back inside it at ``last``: a
+    response a physician reads from the range itself, so later moves inside the range (a
+    wobble of normal values) do not make it unclear."""
+
+    def inside(p: Point) -> bool:
+        return (p.low is None or p.value >= p.low) and (p.high is None or p.value <= p.high)
+
+    has_range = last.low is not None or last.high is not None
+    return has_range and not inside(base) and inside(last)
+
+
 def _hours(a: Any, b: Any) -> float:
     """Hours from ``b`` to ``a`` (datetimes, or ISO texts as the tools write them)."""
     at = [x if not isinstance(x, str) else dt.datetime.fromisoformat(x[:19]) for x in (a, b)]

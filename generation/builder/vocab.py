@@ -1062,6 +1062,15 @@ ESRD_ICD_PREFIXES: tuple[str, ...] = (
     "Z4901",
     "V560",
 )  # ESRD; dependence on or encounter for dialysis
+#: Liver disease in which the INR itself is followed (cirrhosis, hepatic failure): the INR is
+#: the synthetic-function marker of MELD (Kamath et al., Hepatology 2001) and defines acute
+#: liver failure (AASLD position paper 2011); elsewhere, off a vitamin K antagonist, an INR
+#: needs no repeat (a DOAC is not monitored by it: ACC Expert Consensus on DOAC bleeding 2020).
+LIVER_FAILURE_ICD_PREFIXES: tuple[str, ...] = CIRRHOSIS_ICD_PREFIXES + (
+    "K72",  # hepatic failure
+    "5722",  # hepatic encephalopathy (ICD-9)
+    "570",  # acute and subacute necrosis of liver (ICD-9)
+)
 #: Leukaemias, myelodysplastic and myeloproliferative neoplasms: the white count follows the
 #: disease (and its cytoreduction) as much as any infection.
 HEME_MALIGNANCY_ICD_PREFIXES: tuple[str, ...] = (

@@ -427,3 +427,49 @@ def test_the_raw_check_finds_renal_adjustments_in_range_and_rechecks_out_of_plac
     ]
     late["accepted"] = ["2116-01-03", "2116-01-05"]
     assert fr.defects([bridge], demo)["rechecks"] == []
+
+
+def test_the_raw_check_finds_the_second_seed_131_rejects() -> None:
+    """Issue 40's second seed-131 review, as main built it: 10013049's haemoglobin trend from
+    10.3, drawn on bypass before the 10:15 admission; an INR recheck for 10014354 on
+    rivaroxaban (no warfarin, no liver failure); 10002495's "micro so far" without its positive
+    stool C. difficile PCR. Each, stated as the builder now states it, is clean."""
+    demo = fb.demo_or_skip()
+    hb = _s131_claim(
+        22675517,
+        "lab_latest(Hemoglobin)",
+        {"name": "Observation.search", "arguments": {"code": "Hemoglobin"}},
+        "",
+        ["The answer cites the Hemoglobin."],
+    )
+    hb["rubric_checks"] = [[{"kind": "value", "label": "Hemoglobin", "value": 10.3}]]
+    inr = _s131_claim(
+        24357615,
+        "recheck(INR(PT))",
+        {
+            "name": "ServiceRequest.create",
+            "arguments": {"service_type": "Repeat INR(PT)", "priority": "routine"},
+        },
+        "Ordered: Repeat INR(PT) (priority routine).",
+        [],
+    )
+    micro = _s131_claim(
+        24982426,
+        "culture_latest()",
+        {"name": "DiagnosticReport.search", "arguments": {"report_type": "culture"}},
+        "- BLOOD CULTURE (2141-05-23 05:48): Blood Culture, Routine: NO GROWTH.",
+        [],
+    )
+    micro["current_date"] = "2141-05-29"
+    found = fr.defects([hb, inr, micro], demo)
+    assert len(found["procedural_draws"]) == 1 and "10.3" in found["procedural_draws"][0]
+    assert found["rechecks"] == [
+        "recheck(INR(PT)) turn 0: repeat INR without a vitamin K antagonist or liver failure"
+    ]
+    assert len(found["positive_tests"]) == 1 and "C. difficile PCR" in found["positive_tests"][0]
+    hb["rubric_checks"] = [[{"kind": "value", "label": "Hemoglobin", "value": 13.0}]]
+    micro["answer_list"][0][1]["observation"] += (
+        "\n- STOOL (2141-05-22 21:29): C. difficile PCR positive (CLOSTRIDIUM DIFFICILE)"
+    )
+    found = fr.defects([hb, micro], demo)
+    assert found == {k: [] for k in fr.CATEGORIES}
