@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from physassist.experiment import ConfigError, JudgeSettings, Rescore, Role, build_role
 from physassist.faults import FAULT_TAG, fault_summary
@@ -374,12 +374,22 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
     )
 
 
-def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+class JudgingRecord(TypedDict):
+    """One rescoring as a sweep's job notes it for the sweep's callback (another process: JSON)."""
+
+    source: str  # Source.key
+    source_log: str  # the source's Inspect log
+    log: str  # the rescoring's Inspect log
+    run_id: str | None
+    judge: str  # judge_label
+
+
+def judges_agreement(records: list[JudgingRecord]) -> dict[str, dict[str, float]]:
     """Per source: agreement of all its judgings (the source's own and each rescoring)."""
     from physassist.agreement import panel
     from physassist.results import item_table
 
-    by_source: dict[str, list[dict[str, Any]]] = {}
+    by_source: dict[str, list[JudgingRecord]] = {}
     for rec in records:
         by_source.setdefault(rec["source"], []).append(rec)
     out: dict[str, dict[str, float]] = {}
