@@ -9,11 +9,50 @@ names, so the readers (``traces``, ``inputs``) take a view or an Inspect object 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from physassist.results import GROUNDING_SCORER, SCORER_NAME
 from physassist.turn_records import TURNS_KEY
+
+
+class ScoreLike(Protocol):
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+
+
+class SampleLike(Protocol):
+    """What the readers read of a sample: an Inspect ``EvalSample`` or a ``SampleView``
+    (``started_at`` too, where it has one)."""
+
+    @property
+    def id(self) -> int | str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+    @property
+    def store(self) -> Mapping[str, Any]: ...
+    @property
+    def scores(self) -> Mapping[str, ScoreLike] | None: ...
+
+
+class SpecLike(Protocol):
+    """What the readers read of an eval's spec: an Inspect ``EvalSpec`` or a ``SpecView``
+    (``model_roles`` too, where it has them)."""
+
+    @property
+    def created(self) -> str: ...
+
+
+class LogLike(Protocol):
+    """What the readers read of a log: an Inspect ``EvalLog`` or a ``LogView``."""
+
+    @property
+    def eval(self) -> SpecLike: ...
+    @property
+    def samples(self) -> Sequence[SampleLike] | None: ...
 
 
 @dataclass(frozen=True)
