@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from physassist.results import GROUNDING_SCORER, SCORER_NAME
 from physassist.turn_records import TURNS_KEY
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog, EvalSample, EvalSpec
 
 
 class ScoreLike(Protocol):
@@ -88,7 +91,7 @@ class LogView:
     samples: list[SampleView]
 
 
-def sample_view(sample) -> SampleView:
+def sample_view(sample: EvalSample) -> SampleView:
     """The parts of an ``EvalSample`` tracking reads."""
     scores = sample.scores or {}
     return SampleView(
@@ -105,7 +108,7 @@ def sample_view(sample) -> SampleView:
     )
 
 
-def spec_view(spec) -> SpecView:
+def spec_view(spec: EvalSpec) -> SpecView:
     """The parts of an ``EvalSpec`` tracking reads: its start and the role's models."""
     roles = getattr(spec, "model_roles", None) or {}
     return SpecView(
@@ -113,7 +116,7 @@ def spec_view(spec) -> SpecView:
     )
 
 
-def log_view(log) -> LogView:
+def log_view(log: EvalLog) -> LogView:
     """The parts of an ``EvalLog`` tracking reads (every sample)."""
     return LogView(
         str(log.status), spec_view(log.eval), [sample_view(s) for s in log.samples or []]
