@@ -34,9 +34,12 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from physassist.faults import SystemFault
+
+if TYPE_CHECKING:
+    from inspect_ai.model import Model
 
 #: Seconds an endpoint may fail every attempt (no answer in between) before the run gives up on it.
 BREAK_S = 20.0
@@ -224,12 +227,13 @@ class _Wait:
         return wait
 
 
-def watch(model: Any, label: str, key: str) -> Any:
+def watch(model: Model, label: str, key: str) -> Model:
     """``model`` (an Inspect ``Model``) with its attempts and retry waits watched for the run in
     progress; ``label`` names the endpoint in lines, ``key`` identifies it (its base URL)."""
     from tenacity import wait_exponential_jitter
 
-    api = model.api
+    # Any: its generate and retry_wait are replaced below, which mypy does not allow on methods.
+    api: Any = model.api
     generate = api.generate
     base = api.retry_wait() or wait_exponential_jitter(
         multiplier=3, max=30 * 60, jitter=3

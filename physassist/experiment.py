@@ -14,10 +14,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from physassist.options import ConfigError
 from physassist.providers import inspect_model_name, provider_error
+
+if TYPE_CHECKING:
+    from inspect_ai.model import Model
 
 __all__ = ["ConfigError"]  # declared in physassist.options; importable from here as before
 
@@ -43,9 +46,7 @@ class ModelSpec:
             else f"{role} {inspect_model_name(self.name, self.provider)}"
         )
 
-    def build(
-        self, role: str = "model", bounds: Mapping[str, Any] | None = None
-    ):  # -> inspect_ai.model.Model
+    def build(self, role: str = "model", bounds: Mapping[str, Any] | None = None) -> Model:
         """The Inspect model, each call bounded by ``bounds`` (``GenerateConfig`` fields: the
         run's retries and time limits) and ``max_tokens``, and watched (``physassist.calls``)."""
         from inspect_ai.model import GenerateConfig, get_model
@@ -72,7 +73,7 @@ Role = ModelSpec | list[ModelSpec]
 
 def build_role(
     spec: Role, role: str = "model", bounds: Mapping[str, Any] | None = None
-):  # -> Model | list[Model]
+) -> Model | list[Model]:
     return (
         [s.build(role, bounds) for s in spec]
         if isinstance(spec, list)
@@ -82,14 +83,15 @@ def build_role(
 
 def build_models(
     model: ModelSpec, roles: Mapping[str, Role], bounds: Mapping[str, Any] | None = None
-):  # -> (Model, {role: Model | list[Model]})
+) -> tuple[Model, dict[str, Model | list[Model]]]:
     """The assistant and every role's model(s), each call bounded by ``bounds`` (Inspect gives
     an eval's per-attempt time limit to the assistant only); one that cannot be created (unknown
     provider, missing package, bad args) is a ``ConfigError`` naming its role and model."""
-    role, spec = "model", model
+    role: str = "model"  # named in the error: the role being built, and its model(s)
+    spec: Role = model
     try:
         assistant = model.build(role, bounds)
-        built = {}
+        built: dict[str, Model | list[Model]] = {}
         for role, spec in roles.items():
             built[role] = build_role(spec, role, bounds)
     except Exception as exc:  # noqa: BLE001 - unknown provider, missing package, bad args

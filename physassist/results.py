@@ -196,11 +196,12 @@ def turn_table(eval_log: EvalLog | str | Path, scorer: str = SCORER_NAME) -> pd.
     Samples that have no score from `scorer` (e.g. a sample that errored) yield no rows;
     their count is in the log itself (`EvalLog.samples[*].error`).
     """
-    import pandas as pd  # here: the scorers read records with this module's helpers, the CLI loads them
+    # here: the scorers read records with this module's helpers, the CLI loads them
+    import pandas as pd
 
     log = read_log(eval_log)
     rows: list[dict[str, Any]] = []
-    for sample in log.samples:
+    for sample in log.samples or []:  # read_log: never None
         score = (sample.scores or {}).get(scorer)
         if score is None:
             continue

@@ -14,16 +14,23 @@ taus): running it again finds the FINISHED run and skips it. It takes the checke
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from physassist.experiment import ConfigError, JudgeSettings, Rescore, Role, build_role
 from physassist.faults import FAULT_TAG, fault_summary
 from physassist.tracking import ids
 from physassist.tracking.tags import INSPECT_LOG_TAG
 from scorers import judges
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from inspect_ai.log import EvalLog
+    from mlflow.entities import Run
+
+    from physassist.tracking.runs import Tracker
 
 RESCORE_OF_TAG = "physassist.rescore_of"
 RESCORE_KEY_TAG = "physassist.rescore_key"
@@ -60,7 +67,7 @@ class Source:
         return self.run_id or str(self.log_path.resolve())
 
 
-def _log_of(run, tracker) -> Path:
+def _log_of(run: Run, tracker: Tracker) -> Path:
     """The Inspect log of a run: the path in its tag, else its logged ``inspect/`` artifact."""
     from physassist.tracking.runs import inspect_log_of
 
@@ -70,7 +77,7 @@ def _log_of(run, tracker) -> Path:
         raise RescoreError(str(exc)) from exc
 
 
-def _from_run(run, tracker) -> Source:
+def _from_run(run: Run, tracker: Tracker) -> Source:
     from physassist.tracking.runs import RUN_NAME_TAG  # the name without its headline
 
     name = run.data.tags.get(RUN_NAME_TAG, run.info.run_name)
@@ -79,7 +86,7 @@ def _from_run(run, tracker) -> Source:
     )
 
 
-def find_sources(source: str, tracker) -> list[Source]:
+def find_sources(source: str, tracker: Tracker | None) -> list[Source]:
     """The runs ``source`` names: an Inspect log file, an MLflow run id, or a sweep id."""
     from physassist.tracking.runs import KIND_TAG, SWEEP_TAG
 
@@ -117,25 +124,33 @@ def find_sources(source: str, tracker) -> list[Source]:
     return [_from_run(run, tracker) for run in children]
 
 
-def judge_spec(judge: JudgeSettings) -> dict[str, Any]:
+class JudgeSpec(TypedDict, total=False):
+    """What of a judge config changes the scores (``judge_spec``): hashed into a rescoring's
+    key and written into its log's metadata."""
+
+    mode: Required[str]
+    model: str | None  # a judge that grades with one model
+    models: list[str]  # ... with several
+    context: str | None  # either
+    repeats: int  # more than one judging per turn
+
+
+def judge_spec(judge: JudgeSettings) -> JudgeSpec:
     """What of the judge config changes the scores: the model(s) its judge grades with
     (``Judge.graders``) and the context; a judge without graders (``rules``, ``human``) is its
     mode alone."""
     mode = judge.mode
     graders = judges.graders(mode)
-    repeats = (
-        {"repeats": judge.repeats} if judge.repeats > 1 else {}
-    )  # one judging: the key as before
+    spec: JudgeSpec
     if graders == "none":
-        return {"mode": mode, **repeats}
-    if graders == "many":
-        return {
-            "mode": mode,
-            "models": list(judge.models or []),
-            "context": judge.context,
-            **repeats,
-        }
-    return {"mode": mode, "model": judge.model, "context": judge.context, **repeats}
+        spec = {"mode": mode}
+    elif graders == "many":
+        spec = {"mode": mode, "models": list(judge.models or []), "context": judge.context}
+    else:
+        spec = {"mode": mode, "model": judge.model, "context": judge.context}
+    if judge.repeats > 1:  # one judging: the key as before
+        spec["repeats"] = judge.repeats
+    return spec
 
 
 def judge_label(judge: JudgeSettings) -> str:
@@ -143,7 +158,7 @@ def judge_label(judge: JudgeSettings) -> str:
     times = f"x{spec['repeats']}" if "repeats" in spec else ""
     if "context" not in spec:
         return spec["mode"] + times
-    models = spec.get("models") or [spec.get("model")]
+    models: Sequence[str | None] = spec.get("models") or [spec.get("model")]
     return (
         f"{spec['mode']}:{'+'.join(str(m).split('/')[-1] for m in models)}:{spec['context']}{times}"
     )
@@ -162,12 +177,12 @@ def grader_roles(spec: Role | None) -> dict[str, Any]:
 
 
 def rescore_log(
-    log,
+    log: EvalLog,
     judge: JudgeSettings,
     taus: list[float],
     roles: Mapping[str, Any] | None = None,
     grounding: str = "on",
-):
+) -> EvalLog:
     """The log scored again by ``judge`` and, with ``grounding`` on, grounded again (Inspect's
     post-hoc scoring; no model generates: a log written before the grounding check gets one).
 
@@ -223,7 +238,7 @@ def rescore_log(
     return new
 
 
-def source_taus(log, configured: tuple[float, ...] | None) -> list[float]:
+def source_taus(log: EvalLog, configured: tuple[float, ...] | None) -> list[float]:
     if configured:
         return [float(t) for t in configured]
     return [float(t) for t in (log.eval.task_args or {}).get("taus") or (0.6, 0.75)]
@@ -263,7 +278,7 @@ def _tags(source: Source, judge: JudgeSettings, key: str, log_path: str) -> dict
     return tags
 
 
-def _human_verdicts(source: Source, tracker):  # -> pd.DataFrame
+def _human_verdicts(source: Source, tracker: Tracker | None) -> pd.DataFrame:
     """The people's item verdicts on the source run's traces (judge=human)."""
     from physassist.tracking.human import human_verdicts
 
@@ -281,7 +296,7 @@ def _human_verdicts(source: Source, tracker):  # -> pd.DataFrame
     return verdicts
 
 
-def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
+def rescore_source(source: Source, rescore: Rescore, tracker: Tracker | None) -> Rescored:
     """Rescore one source, write its log, log its run (unless one FINISHED already)."""
     from inspect_ai.log import read_eval_log, write_eval_log
 
@@ -374,12 +389,22 @@ def rescore_source(source: Source, rescore: Rescore, tracker) -> Rescored:
     )
 
 
-def judges_agreement(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+class JudgingRecord(TypedDict):
+    """One rescoring as a sweep's job notes it for the sweep's callback (another process: JSON)."""
+
+    source: str  # Source.key
+    source_log: str  # the source's Inspect log
+    log: str  # the rescoring's Inspect log
+    run_id: str | None
+    judge: str  # judge_label
+
+
+def judges_agreement(records: list[JudgingRecord]) -> dict[str, dict[str, float]]:
     """Per source: agreement of all its judgings (the source's own and each rescoring)."""
     from physassist.agreement import panel
     from physassist.results import item_table
 
-    by_source: dict[str, list[dict[str, Any]]] = {}
+    by_source: dict[str, list[JudgingRecord]] = {}
     for rec in records:
         by_source.setdefault(rec["source"], []).append(rec)
     out: dict[str, dict[str, float]] = {}

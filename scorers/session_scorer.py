@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from inspect_ai.model import Model, get_model, model_roles
-from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from physassist.faults import ERROR_STATUS
@@ -137,14 +137,18 @@ def _grader_models(
     if graders == "none":
         return []
     if graders == "one":
-        return [
-            get_model(grader) if grader is not None else get_model(role="grader", required=True)
-        ]
+        if grader is None:
+            return [get_model(role="grader", required=True)]
+        if isinstance(grader, str | Model):
+            return [get_model(grader)]
+        raise ValueError(f"judge={name} grades with one model, got {len(grader)}")
     if grader is None:
         bound = model_roles().get("grader")
         models = bound if isinstance(bound, list) else [bound] if bound is not None else []
-    else:
-        models = [get_model(g) for g in (grader if isinstance(grader, list | tuple) else [grader])]
+    elif isinstance(grader, str | Model):
+        models = [get_model(grader)]
+    else:  # a list (or tuple) of them
+        models = [get_model(g) for g in grader]
     if len(models) < 2:
         raise ValueError(
             f"judge={name} needs at least two graders (role 'grader' bound to a list), got "
@@ -163,7 +167,7 @@ def physassist_scorer(
     max_tokens: int = 2000,
     structured: bool = False,
     repeats: int = 1,
-):
+) -> Scorer:
     """Score a PhysAssistBench session turn by turn.
 
     Args:

@@ -45,6 +45,7 @@ from physassist.calls import EndpointDown
 from physassist.data import Session
 from physassist.data.models import sample_session
 from physassist.ehr.tools import call_tool, render
+from physassist.ehr.tools.fhir import operation_outcome
 from physassist.faults import ERROR_STATUS, SystemFault, describe
 from physassist.options import DEFAULTS as D
 from physassist.options import (
@@ -70,7 +71,7 @@ from .observations import drop_tool_traffic
 from .patient.responder import patient_responder
 from .prompting import nudge_message, system_prompt
 from .terminal import TerminalStrategy, terminal_strategy
-from .tools import SessionToolbox, operation_outcome
+from .tools import SessionToolbox
 
 ERRORS_KEY = "physassist:errors"
 NUDGE_TRIES = 2

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
@@ -37,7 +37,8 @@ from physassist.staging import JobContext, identity_overrides
 from scorers import judges
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# ``physassist-eval --help`` prints the options and judges tables (conf/eval.yaml: hydra.help.footer).
+# ``physassist-eval --help`` prints the options and judges tables
+# (conf/eval.yaml: hydra.help.footer).
 OmegaConf.register_new_resolver("physassist_options", options.markdown_table, replace=True)
 OmegaConf.register_new_resolver("physassist_judges", judges.markdown_table, replace=True)
 
@@ -118,7 +119,9 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
             raise ConfigError(
                 f"{key} ({where}) is required but not set: add `{key}=<value>` to the command"
             )
-    return data
+    # A composed config's keys are YAML mapping keys and dotted overrides: strings (OmegaConf
+    # types them as any DictKeyType, which also admits int, bytes, Enum).
+    return cast(dict[str, Any], data)
 
 
 def _runtime(cfg: DictConfig) -> Any:

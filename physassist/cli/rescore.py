@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -25,13 +25,14 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from physassist.cli.config import ConfigError, conf_dir, rescoring, tracking_settings
+from physassist.cli.config import conf_dir, rescoring, tracking_settings
 from physassist.cli.hydra_errors import reported
+from physassist.experiment import ConfigError
 from physassist.faults import EXIT_FAULTS
 from physassist.staging import end_abandoned
 
 if TYPE_CHECKING:
-    from scorers.rescoring import Rescored
+    from scorers.rescoring import JudgingRecord, Rescored
 
 JOBS_DIR = "rescore_jobs"
 
@@ -50,7 +51,7 @@ def run_rescore(cfg: DictConfig, sweep_dir: Path | None = None) -> list[Rescored
     if sweep_dir is not None:
         jobs = sweep_dir / JOBS_DIR
         jobs.mkdir(parents=True, exist_ok=True)
-        record = [
+        record: list[JudgingRecord] = [
             {
                 "source": r.source.key,
                 "source_log": str(r.source.log_path),
@@ -120,8 +121,9 @@ class RescoreSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        # Each job's file is the list run_rescore wrote (json.dumps of its JudgingRecords).
         records = [
-            rec
+            cast("JudgingRecord", rec)
             for path in sorted((sweep_dir / JOBS_DIR).glob("*.json"))
             for rec in json.loads(path.read_text())
         ]
@@ -137,13 +139,16 @@ class RescoreSweepCallback(Callback):
 
     @staticmethod
     def _log_agreement(
-        config: DictConfig, results: dict[str, dict[str, float]], records: list[dict]
+        config: DictConfig, results: dict[str, dict[str, float]], records: list[JudgingRecord]
     ) -> None:
         if not results:
             return
-        tracking = tracking_settings(
+        node = (
             OmegaConf.to_container(config.tracking, resolve=True) if "tracking" in config else None
         )
+        # config.tracking is the tracking group's node (a DictConfig of the schema's string keys),
+        # so to_container gives a dict.
+        tracking = tracking_settings(cast("dict[str, Any] | None", node))
         from physassist.tracking.metric_names import for_mlflow
         from physassist.tracking.runs import open_tracker
 
@@ -153,8 +158,9 @@ class RescoreSweepCallback(Callback):
             shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:.3f}" for k, v in metrics.items())
             print(f"judges' agreement on {source}: {shown}")
             run_ids = {r["run_id"] for r in records if r["source"] == source and r["run_id"]}
-            for run_id in sorted(run_ids) if tracker is not None else ():
-                tracker.log_metrics(run_id, for_mlflow(metrics))
+            if tracker is not None:
+                for run_id in sorted(run_ids):
+                    tracker.log_metrics(run_id, for_mlflow(metrics))
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -183,9 +189,10 @@ def _hydra_main(cfg: DictConfig) -> list[Rescored] | None:
             f"physassist-rescore: system faults in {r.source.key} [judge={r.label}]: {r.faults}",
             file=sys.stderr,
         )
-    if faulted and sweep_dir is None:
-        raise SystemExit(EXIT_FAULTS)
-    if faulted:  # a sweep's job: its callback exits EXIT_FAULTS once every job has run
+    if faulted:
+        if sweep_dir is None:
+            raise SystemExit(EXIT_FAULTS)
+        # A sweep's job: its callback exits EXIT_FAULTS once every job has run.
         from physassist.cli.sweep import record_faults
 
         for r in faulted:

@@ -9,6 +9,7 @@ figures, ``runs.csv`` (what was selected); optionally logged as a report run.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -68,7 +69,7 @@ def resolve_ids(
     client = mlflow.MlflowClient(uri)
     try:
         found = [
-            with_retries(lambda name=name: client.get_experiment_by_name(name))
+            with_retries(functools.partial(client.get_experiment_by_name, name))
             for name in experiments
         ]
     except Exception as exc:  # noqa: BLE001
@@ -78,13 +79,19 @@ def resolve_ids(
         raise ReportError(f"no experiment {', '.join(experiments)} in {uri}")
     try:
         sweep = ids.resolve(client, experiment_ids, sweep_id, ("sweep",)).id if sweep_id else None
-        where = f"tags.`{KIND_TAG}` = 'job'"  # only experiment runs are reported: a report run is no rival
+        # Only experiment runs are reported: a report run is no rival.
+        where = f"tags.`{KIND_TAG}` = 'job'"
         runs = [
             ids.resolve(client, experiment_ids, r, ("run",), where=where).id for r in run_ids or ()
         ]
     except ids.IdError as exc:
         raise ReportError(f"{exc} (experiment(s) {', '.join(experiments)} of {uri})") from exc
     return sweep, runs or None
+
+
+#: What makes two runs repeats of one another: their experiment params (sorted items), identity
+#: tags and pairing context (``select_runs``).
+RunIdentity = tuple[tuple[str, str] | str, ...]
 
 
 def select_runs(
@@ -181,7 +188,7 @@ def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]
     tags = [c for c in IDENTITY_TAGS if c in runs.columns]
     sources = set(runs[RESCORE_OF].dropna().astype(str)) if RESCORE_OF in runs.columns else set()
 
-    def identity(row: pd.Series) -> tuple:
+    def identity(row: pd.Series) -> RunIdentity:
         values = {c[len("params.") :]: row[c] for c in params if pd.notna(row[c])}
         context = str(row["run_id"]) if str(row["run_id"]) in sources else pairing_context(row)
         return (*sorted(experiment_params(values).items()), *(str(row[c]) for c in tags), context)
@@ -192,7 +199,7 @@ def deduplicate(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]
         else runs
     )
     keys = ordered.apply(identity, axis=1)
-    newest: dict[tuple, str] = {}
+    newest: dict[RunIdentity, str] = {}
     dropped: list[tuple[str, str]] = []
     for run_id, key in zip(ordered["run_id"].astype(str), keys, strict=True):
         if key in newest:

@@ -23,13 +23,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from physassist import comparability, noise
 from physassist.metrics import tau_key
-from physassist.paired import paired, session_values
+from physassist.paired import PairedResult, paired, session_values
 from physassist.tracking.params import experiment_params
 
 SWEEP = "tags.physassist.sweep_id"
@@ -209,7 +208,7 @@ def _noise_of(turns: pd.DataFrame, taus: list[float]) -> dict[str, noise.Split]:
 
 
 def detectable(
-    result: Any, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost
+    result: PairedResult, a: noise.Split | None, b: noise.Split | None, cost: noise.Cost
 ) -> dict[str, object]:
     """A comparison's MDE, the designs that would detect each of ``noise.TARGETS``, and the
     note when its difference is within noise. Nothing when nothing was estimated (no spread
@@ -245,7 +244,7 @@ def detectable(
 
 def comparisons(pairs: list[Pair], turns_of: TurnsLoader, taus: list[float]) -> pd.DataFrame:
     """One row per compared pair and metric (mRS, Pass@Session per tau), paired on sessions."""
-    rows = []
+    rows: list[dict[str, object]] = []
     cache: dict[str, tuple[pd.DataFrame, dict[str, noise.Split]] | None] = {}
 
     def values(run_id: str) -> tuple[pd.DataFrame, dict[str, noise.Split]] | None:

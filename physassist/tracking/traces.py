@@ -24,7 +24,7 @@ Written in batches as the sessions end, while the eval runs (``trace_stream``; w
 ``tracking.trace_limit``, after it: ``write_traces``), and linked to their run, so the run
 page's Traces tab shows that run's sessions only; ``tracking.traces: false`` skips them and
 ``tracking.trace_limit`` caps how many sessions get one.
-"""
+"""  # noqa: E501 - the summary line stays as written (101 chars; wrapping changes the docstring)
 
 from __future__ import annotations
 
@@ -32,15 +32,19 @@ import json
 import random
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from physassist.data.models import Session
 from physassist.results import GROUNDING_SCORER, SCORER_NAME, turn_rows
+from physassist.tracking.views import LogLike, SampleLike, SpecLike
 from physassist.turn_records import TurnRecord, stored_turns
 from physassist.vocab import PREPARE_TO_ANSWER
+
+if TYPE_CHECKING:
+    from mlflow.entities import Assessment, AssessmentSource, Feedback, Span, Trace
 
 ITEM_NAME = re.compile(r"^T(\d+)\.(\d+)$")  # the assessment name of rubric item k of turn n
 RULES_SOURCE_ID = "physassist rules judge"
@@ -64,11 +68,12 @@ def grounding_name(turn: int) -> str:
 class TraceRequest:
     """Traces to write for a run (``Tracker.log_run(traces=...)``); ``summary`` is filled in."""
 
-    log: Any
+    log: LogLike
     limit: int | None = None
     raw_chars: int = 2000
     summary: TraceSummary | None = None
-    stream: Any = None  # trace_stream.TraceStream: the sessions it wrote as the eval ran are not written again
+    # trace_stream.TraceStream: the sessions it wrote as the eval ran are not written again
+    stream: Any = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
 
 
-def _start_ns(sample, fallback: str) -> int:
+def _start_ns(sample: SampleLike, fallback: str) -> int:
     stamp = getattr(sample, "started_at", None) or fallback
     return int(datetime.fromisoformat(str(stamp)).timestamp() * 1e9)
 
@@ -97,7 +102,7 @@ def _ns(started: Any, fallback: int) -> int:
     return int(float(started) * 1e9) if started else fallback
 
 
-def _judge_source(score_md: dict, grader: str | None):
+def _judge_source(score_md: Mapping[str, Any], grader: str | None) -> AssessmentSource:
     """``LLM_JUDGE`` (the grader model) for a judge that grades with models, else ``CODE``."""
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
@@ -109,21 +114,24 @@ def _judge_source(score_md: dict, grader: str | None):
     return AssessmentSource(AssessmentSourceType.CODE, RULES_SOURCE_ID)
 
 
-def _grader(spec) -> str | None:
+def _grader(spec: SpecLike) -> str | None:
     roles = getattr(spec, "model_roles", None) or {}
     grader = roles.get("grader")
-    return getattr(grader, "model", None) if grader is not None else None
+    # A role's config (Inspect's ModelConfig, a RoleView) names its model; a panel's list none.
+    model: str | None = getattr(grader, "model", None) if grader is not None else None
+    return model
 
 
-def scored(samples) -> Iterator[tuple[Any, dict[str, Any]]]:
+def scored(samples: Iterable[SampleLike]) -> Iterator[tuple[SampleLike, dict[str, Any]]]:
     """The samples the scorer scored, with its metadata (the turns): those that get a trace."""
     for sample in samples:
         score = (sample.scores or {}).get(SCORER_NAME)
-        if score is not None and isinstance((score.metadata or {}).get("turns"), list):
-            yield sample, dict(score.metadata)
+        metadata = score.metadata if score is not None else None
+        if metadata is not None and isinstance(metadata.get("turns"), list):
+            yield sample, dict(metadata)
 
 
-def _session(sample) -> Session | None:
+def _session(sample: SampleLike) -> Session | None:
     raw = (sample.metadata or {}).get("session")
     if raw is None:
         return None
@@ -137,7 +145,7 @@ class _Spans:
 
     def __init__(self, trace_id: str) -> None:
         self.trace_id = trace_id
-        self.spans: list = []
+        self.spans: list[Span] = []
 
     def add(
         self,
@@ -182,15 +190,15 @@ class _Spans:
 
 
 def _build_trace(
-    sample,
+    sample: SampleLike,
     score_md: Mapping[str, Any],
-    source,
+    source: AssessmentSource,
     *,
     experiment_id: str,
     run_id: str,
     start_ns: int,
     raw_chars: int,
-):  # -> mlflow.entities.Trace
+) -> Trace:
     """One session's trace with its verdicts (its ``TraceInfo.assessments``, written with it:
     ``log_feedback`` per verdict cost ~18 ms each, about 20 per session)."""
     from mlflow.entities import SpanType, Trace, TraceData, TraceInfo, TraceLocation, TraceState
@@ -215,7 +223,7 @@ def _build_trace(
     turns = [records.get(int(row["turn"])) for row in rows]
     windows = _windows(turns, start_ns)
     spans = _Spans(f"tr-{random.getrandbits(128):032x}")
-    verdicts = []
+    verdicts: list[Assessment] = []
     clock = windows[-1][1] if windows else start_ns
     root_id = spans.add(
         f"session {sample.id}",
@@ -309,11 +317,13 @@ def _windows(turns: list[TurnRecord | None], start_ns: int) -> list[tuple[int, i
     return out
 
 
-def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:
+def _verdicts(
+    turn: int, st: Mapping[str, Any], source: AssessmentSource, span_id: str
+) -> list[Feedback]:
     """The judge's verdicts on one turn as MLflow ``Feedback``: one per rubric item, one score."""
     from mlflow.entities import AssessmentError, Feedback
 
-    out = []
+    out: list[Feedback] = []
     for k, item in enumerate(st.get("items") or []):
         passed = item.get("passed")
         out.append(
@@ -344,7 +354,7 @@ def _verdicts(turn: int, st: Mapping[str, Any], source, span_id: str) -> list:
     return out
 
 
-def _grounding(turn: int, g: Mapping[str, Any], span_id: str):  # -> mlflow.entities.Feedback
+def _grounding(turn: int, g: Mapping[str, Any], span_id: str) -> Feedback:
     """The grounding check of one turn as one ``Feedback`` (see the module docstring)."""
     from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback
 
@@ -397,12 +407,19 @@ SPAN_BATCH = 2000
 LINK_BATCH = 100  # MLflow's limit per link_traces_to_run call
 
 
-def sample_key(sample) -> tuple[str, int]:
+def sample_key(sample: SampleLike) -> tuple[str, int]:
     """A session's trace is one per (sample id, epoch)."""
     return str(sample.id), int(sample.epoch)
 
 
-def build_traces(samples, spec, *, experiment_id: str, run_id: str, raw_chars: int) -> list:
+def build_traces(
+    samples: Iterable[tuple[SampleLike, Mapping[str, Any]]],
+    spec: SpecLike,
+    *,
+    experiment_id: str,
+    run_id: str,
+    raw_chars: int,
+) -> list[Trace]:
     """The traces (MLflow ``Trace``) of the scored ``samples`` (``EvalSample``) of the eval
     ``spec`` (``EvalSpec``: the grader model, the eval's start for logs without sample times)."""
     grader = _grader(spec)
@@ -420,7 +437,7 @@ def build_traces(samples, spec, *, experiment_id: str, run_id: str, raw_chars: i
     ]
 
 
-def store_traces(uri: str, experiment_id: str, run_id: str, traces: list) -> None:
+def store_traces(uri: str, experiment_id: str, run_id: str, traces: list[Trace]) -> None:
     """Write ``traces`` into the store: one trace record (with its verdicts) per session, the
     spans of many sessions per transaction, linked to run ``run_id``."""
     import mlflow
@@ -454,7 +471,7 @@ class Streamed:
 
 
 def write_traces(
-    log,
+    log: LogLike,
     *,
     uri: str,
     experiment_id: str,

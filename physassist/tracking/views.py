@@ -9,11 +9,53 @@ names, so the readers (``traces``, ``inputs``) take a view or an Inspect object 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from physassist.results import GROUNDING_SCORER, SCORER_NAME
 from physassist.turn_records import TURNS_KEY
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog, EvalSample, EvalSpec
+
+
+class ScoreLike(Protocol):
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+
+
+class SampleLike(Protocol):
+    """What the readers read of a sample: an Inspect ``EvalSample`` or a ``SampleView``
+    (``started_at`` too, where it has one)."""
+
+    @property
+    def id(self) -> int | str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+    @property
+    def store(self) -> Mapping[str, Any]: ...
+    @property
+    def scores(self) -> Mapping[str, ScoreLike] | None: ...
+
+
+class SpecLike(Protocol):
+    """What the readers read of an eval's spec: an Inspect ``EvalSpec`` or a ``SpecView``
+    (``model_roles`` too, where it has them)."""
+
+    @property
+    def created(self) -> str: ...
+
+
+class LogLike(Protocol):
+    """What the readers read of a log: an Inspect ``EvalLog`` or a ``LogView``."""
+
+    @property
+    def eval(self) -> SpecLike: ...
+    @property
+    def samples(self) -> Sequence[SampleLike] | None: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +91,7 @@ class LogView:
     samples: list[SampleView]
 
 
-def sample_view(sample) -> SampleView:
+def sample_view(sample: EvalSample) -> SampleView:
     """The parts of an ``EvalSample`` tracking reads."""
     scores = sample.scores or {}
     return SampleView(
@@ -66,7 +108,7 @@ def sample_view(sample) -> SampleView:
     )
 
 
-def spec_view(spec) -> SpecView:
+def spec_view(spec: EvalSpec) -> SpecView:
     """The parts of an ``EvalSpec`` tracking reads: its start and the role's models."""
     roles = getattr(spec, "model_roles", None) or {}
     return SpecView(
@@ -74,7 +116,7 @@ def spec_view(spec) -> SpecView:
     )
 
 
-def log_view(log) -> LogView:
+def log_view(log: EvalLog) -> LogView:
     """The parts of an ``EvalLog`` tracking reads (every sample)."""
     return LogView(
         str(log.status), spec_view(log.eval), [sample_view(s) for s in log.samples or []]
