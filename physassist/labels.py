@@ -9,8 +9,9 @@ functions of a turn table and an Inspect log:
   allows, seeded), so the calibration (``physassist.calibration``) can weight each stratum;
 * ``sheet(drawn, log, run_id)``: the reviewer's sheet, one CSV row per rubric item (the run,
   question, answer, the item, the tool results the answer used; empty ``verdict`` /
-  ``rationale`` / ``reviewer`` columns to fill) and the same turns as Markdown to read. The judge's verdicts are not on it:
-  the physicians judge blind, or their labels would lean on the judge's;
+  ``rationale`` / ``reviewer`` columns to fill) and the same turns as Markdown to read. The
+  judge's verdicts are not on it: the physicians judge blind, or their labels would lean on the
+  judge's;
 * ``sheet_run(path)``: the run the sheet was drawn from (its ``run_id`` column), so its
   verdicts go to that run's traces whichever run finished since;
 * ``read_sheet(path)``: the filled sheet's verdicts (``pass`` / ``fail`` and the usual
