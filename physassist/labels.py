@@ -7,10 +7,13 @@ functions of a turn table and an Inspect log:
 * ``draw(turns, size, seed)``: a random subset of the turns the judge scored, stratified by
   scenario x tier (each stratum in proportion, at least one turn from every stratum the size
   allows, seeded), so the calibration (``physassist.calibration``) can weight each stratum;
-* ``sheet(drawn, log)``: the reviewer's sheet, one CSV row per rubric item (question, answer,
-  the item, the tool results the answer used; empty ``verdict`` / ``rationale`` / ``reviewer``
-  columns to fill) and the same turns as Markdown to read. The judge's verdicts are not on it:
-  the physicians judge blind, or their labels would lean on the judge's;
+* ``sheet(drawn, log, run_id)``: the reviewer's sheet, one CSV row per rubric item (the run,
+  question, answer, the item, the tool results the answer used; empty ``verdict`` /
+  ``rationale`` / ``reviewer`` columns to fill) and the same turns as Markdown to read. The
+  judge's verdicts are not on it: the physicians judge blind, or their labels would lean on the
+  judge's;
+* ``sheet_run(path)``: the run the sheet was drawn from (its ``run_id`` column), so its
+  verdicts go to that run's traces whichever run finished since;
 * ``read_sheet(path)``: the filled sheet's verdicts (``pass`` / ``fail`` and the usual
   spellings; empty: undecided), one clear line naming the row and field for anything else.
 """
@@ -26,12 +29,14 @@ import pandas as pd
 
 from physassist.calibration import strata_of
 
-__all__ = ["SHEET_COLUMNS", "SheetError", "draw", "read_sheet", "sheet", "turn_texts"]
+__all__ = [
+    "SHEET_COLUMNS", "SheetError", "draw", "read_sheet", "sheet", "sheet_run", "turn_texts",
+]  # fmt: skip
 
 KEYS = ["session_id", "epoch", "turn"]
 SHEET_COLUMNS = [
-    "session_id", "epoch", "turn", "item", "scenario", "tier", "question", "answer", "rubric_item",
-    "tool_results", "verdict", "rationale", "reviewer",
+    "run_id", "session_id", "epoch", "turn", "item", "scenario", "tier", "question", "answer",
+    "rubric_item", "tool_results", "verdict", "rationale", "reviewer",
 ]  # fmt: skip
 RESULT_CHARS = 3000  # of each tool result on the sheet (a lab series can run to pages)
 PASS = {"pass", "passed", "yes", "y", "true", "1"}
@@ -127,7 +132,8 @@ def sheet(drawn: pd.DataFrame, log: Any, run_id: str | None = None) -> tuple[pd.
         for k, item in enumerate(items, start=1):
             rows.append(
                 {
-                    "session_id": key[0], "epoch": key[1], "turn": key[2], "item": k,
+                    "run_id": run_id or "", "session_id": key[0], "epoch": key[1],
+                    "turn": key[2], "item": k,
                     "scenario": row.scenario, "tier": row.tier, "question": row.question,
                     "answer": text["answer"], "rubric_item": item,
                     "tool_results": results if k == 1 else "(as item 1)",
@@ -168,6 +174,21 @@ def _verdict(value: Any) -> bool | None:
     if text in FAIL:
         return False
     raise KeyError(text)
+
+
+def sheet_run(path: Path) -> str | None:
+    """The run id of the sheet's ``run_id`` column; None for a sheet without one (drawn before
+    the column existed, or by hand)."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise SheetError(f"{path}: cannot read it as CSV: {exc}") from exc
+    if "run_id" not in frame.columns:
+        return None
+    runs = sorted({r.strip() for r in frame["run_id"]} - {""})
+    if len(runs) > 1:
+        raise SheetError(f"{path}: rows of runs {', '.join(runs)} (a sheet is one run's)")
+    return runs[0] if runs else None
 
 
 def read_sheet(path: Path, reviewer: str | None = None) -> pd.DataFrame:

@@ -39,7 +39,9 @@ runs differ by up to ``1.96 * sqrt(2 * run_noise)`` points (95%, ``noise``) and 
 of ``2.80 * sqrt(2 * run_noise)`` is found 80% of the time. That is a floor: comparing two
 configurations adds how differently they fare per session (the interaction), which only the
 comparison measures (``compared``). ``plan`` finds the cheapest sessions x epochs x judgings
-that reach a target difference, in tokens (and USD when priced) at the run's own usage.
+that reach a target difference, in tokens (and USD when priced) at the run's own usage; a judge
+whose judgings agree (variance 0: the rules judge) gets one judging, its repeats being copies
+that average nothing, the residual included.
 """
 
 from __future__ import annotations
@@ -328,6 +330,13 @@ class Split:
         """Some axis of noise had repeats: the design's noise is known (at least in part)."""
         return any(c.measured for c in self.components if c.axis in NOISE_AXES)
 
+    @property
+    def judge_deterministic(self) -> bool:
+        """Judgings of one answer measured alike (a rules judge): more of them are copies,
+        which average nothing away."""
+        judge = next(c for c in self.components if c.axis == "judge")
+        return judge.measured and judge.variance == 0
+
     def session_noise(self, patients: int, epochs: int, judgings: int) -> float:
         """The noise variance of one session's value averaged over a design's passes."""
         return (
@@ -337,8 +346,10 @@ class Split:
         )
 
     def shift_noise(self, patients: int, epochs: int, judgings: int) -> float:
-        """The residual's variance in a run's score (a mean over its passes)."""
-        return self.variance("residual") / (patients * epochs * judgings)
+        """The residual's variance in a run's score (a mean over its passes; a deterministic
+        judge's judgings are one pass)."""
+        passes = patients * epochs * (1 if self.judge_deterministic else judgings)
+        return self.variance("residual") / passes
 
     def run_noise(self, n_sessions: int | None = None, **design: int) -> float:
         """The variance of a run's score between identical runs of a design (the run's own
@@ -576,9 +587,9 @@ def plan(
     )
     judgings = (
         range(1, MAX_JUDGINGS + 1)
-        if parts.repeats["judge"] > 1 or second.repeats["judge"] > 1
-        else [parts.repeats["judge"]]
-    )
+        if any(s.repeats["judge"] > 1 and not s.judge_deterministic for s in (parts, second))
+        else [1 if parts.judge_deterministic else parts.repeats["judge"]]
+    )  # a deterministic judge's judgings buy nothing: epochs and sessions do
     patients = parts.repeats["patient"]
     best: Plan | None = None
     for n_a in epochs:

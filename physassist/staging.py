@@ -313,8 +313,15 @@ def quiet_display(options: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
     inspect_dir = str(Path(inspect_ai.__file__).parent)
 
-    def held(record: logging.LogRecord) -> bool:  # Inspect's display logs on the root logger
-        return not (record.name == "root" and record.pathname.startswith(inspect_dir))
+    def held(record: logging.LogRecord) -> bool:
+        # Inspect's display logs on the root logger with a ``stacklevel`` that names its caller:
+        # its throttled status line, fired later from the event loop, names asyncio's file, and
+        # Hydra's job logging printed it in every sweep ("[root][INFO] - Task: ..."). So every
+        # root INFO goes (this code logs on named loggers), and all of Inspect's own
+        return not (
+            record.name == "root"
+            and (record.levelno < logging.WARNING or record.pathname.startswith(inspect_dir))
+        )
 
     rich.get_console().quiet = True
     root = logging.getLogger()

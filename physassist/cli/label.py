@@ -4,7 +4,7 @@ calibrated on them.
     physassist-label draw --size 40 --seed 0
         # the newest finished run: labels/<run>/sheet.csv, sheet.md
     physassist-label import labels/<run>/sheet.csv
-        # the filled sheet: HUMAN feedback on the run's traces
+        # the filled sheet: HUMAN feedback on the traces of the run it was drawn from
     physassist-label calibrate --run <run id>
         # after verdicts added in the MLflow UI
 
@@ -27,25 +27,44 @@ from physassist.tracking.mlflow_store import DEFAULT_URI
 RESCORE_OF = "physassist.rescore_of"
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="physassist-label", description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--tracking-uri", default=DEFAULT_URI, help=f"MLflow tracking URI (default {DEFAULT_URI})"
+def _where(defaults: bool) -> argparse.ArgumentParser:
+    """The run and its store, as options of the program (with their defaults) and of each command
+    (without: ``calibrate --run <id>`` works, and a command's parser leaves what came before it
+    alone)."""
+
+    def default(value: str | None) -> str | None:
+        return value if defaults else argparse.SUPPRESS
+
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--tracking-uri",
+        default=default(DEFAULT_URI),
+        help=f"MLflow tracking URI (default {DEFAULT_URI})",
     )
-    p.add_argument(
+    where.add_argument(
         "--experiment",
-        default="physassist",
+        default=default("physassist"),
         help="MLflow experiment of the run (default physassist)",
     )
-    p.add_argument(
+    where.add_argument(
         "--run",
-        default=None,
-        help="the run: its id or a unique prefix of >= 6 characters (default: the newest "
-        "finished run of the experiment)",
+        default=default(None),
+        help="the run: its id or a unique prefix of >= 6 characters (default: for import the "
+        "sheet's run, else the newest finished run of the experiment)",
     )
+    return where
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="physassist-label", description=__doc__.split("\n\n")[0], parents=[_where(True)]
+    )
+    where = _where(False)
     sub = p.add_subparsers(dest="command", required=True)
     draw = sub.add_parser(
-        "draw", help="draw turns to label and write the reviewer's sheet (CSV and Markdown)"
+        "draw",
+        parents=[where],
+        help="draw turns to label and write the reviewer's sheet (CSV and Markdown)",
     )
     draw.add_argument("--size", type=int, default=40, help="turns to draw (default 40)")
     draw.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0)")
@@ -56,14 +75,18 @@ def parser() -> argparse.ArgumentParser:
         help="directory for sheet.csv and sheet.md (default labels/<run id>)",
     )
     filled = sub.add_parser(
-        "import", help="attach a filled sheet's verdicts to the run's traces, then calibrate"
+        "import",
+        parents=[where],
+        help="attach a filled sheet's verdicts to the run's traces, then calibrate",
     )
     filled.add_argument("sheet", type=Path, help="the filled sheet.csv")
     filled.add_argument(
         "--reviewer", default=None, help="who judged, for rows whose reviewer column is empty"
     )
     sub.add_parser(
-        "calibrate", help="calibrate the run's judge on the HUMAN verdicts on its traces"
+        "calibrate",
+        parents=[where],
+        help="calibrate the run's judge on the HUMAN verdicts on its traces",
     )
     return p
 
@@ -207,11 +230,22 @@ def attach(args: argparse.Namespace, client: Any) -> int:
     from physassist import labels
     from physassist.tracking.human import attach_verdicts
 
-    run = _run(client, args)
     try:
+        drawn_from = labels.sheet_run(args.sheet)
         verdicts = labels.read_sheet(args.sheet, args.reviewer)
     except labels.SheetError as exc:
         raise LabelError(str(exc)) from exc
+    if drawn_from is None and not args.run:
+        raise LabelError(
+            f"{args.sheet}: no run_id (a sheet drawn before the column existed): name its run "
+            "with --run"
+        )
+    run = _run(client, argparse.Namespace(**{**vars(args), "run": args.run or drawn_from}))
+    if drawn_from is not None and run.info.run_id != drawn_from:
+        raise LabelError(
+            f"{args.sheet} was drawn from run {drawn_from}, but --run {args.run} names run "
+            f"{run.info.run_id}"
+        )
     if verdicts.empty:
         raise LabelError(
             f"{args.sheet}: no verdict filled in (write pass or fail in the verdict column)"

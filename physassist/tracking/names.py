@@ -1,7 +1,8 @@
 """Run names that say what differs: ``gpt-5.4-mini | query=explicit | menu=off``.
 
 A run is named by its model (the last part of the model string), then every choice that differs
-from the defaults of ``conf/eval.yaml`` and every value set on the command line, then the dataset
+from the defaults of ``conf/eval.yaml`` and every value set on the command line (of the model's
+group, its own settings: ``model.args.seed=1``), then the dataset
 when it is not the embedded sample. A sweep job's name *leads with its swept values*, in the
 sweep's order (a swept model as its bare name), even a default one: MLflow's run list shows a
 name's first ~20 characters, and four ``explorer | menu=...`` children looked alike
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from physassist.redaction import header_name, secret_name
 from physassist.tracking.params import is_execution_param
 
 SEPARATOR = " | "
@@ -33,11 +35,16 @@ def _key(override: str) -> tuple[str, str]:
 
 
 _NAMED_INSPECT = ("inspect.limit", "inspect.epochs")  # they change what a run measured
+# the model's own settings change what it answers (two seeds are two runs); where it is served
+# does not, its name leads, and a credential or header (masked by then) says nothing
+_NAMED_MODEL = ("model.args.", "model.temperature", "model.max_tokens")
 
 
 def _unnamed(key: str) -> bool:
     if key in _NAMED_INSPECT:
         return False
+    if key.startswith(_NAMED_MODEL):
+        return secret_name(key) or header_name(key)
     return key.split(".", 1)[0] in _UNNAMED or is_execution_param(key + ".")
 
 

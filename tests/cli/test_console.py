@@ -169,8 +169,50 @@ def _quiet(lines: list[str]) -> None:
         "total time:",
         "Warning",
         "Completed all tasks",
+        "[root]",  # Inspect's status lines through Hydra's job logging
     ):
         assert noise not in text, noise
+
+
+def test_inspects_status_lines_stay_out_of_a_jobs_console() -> None:
+    """Inspect's log display (what ``display=none`` runs as: ``staging.quiet_display``) logs its
+    status on the root logger; its throttled trailing line fires from the event loop, naming
+    asyncio's file, and Hydra's job logging printed it in every sweep: "[root][INFO] - Task:
+    ..."."""
+    import asyncio
+    import io
+    import logging
+    from types import SimpleNamespace
+
+    from inspect_ai._display.log.display import LogTaskDisplay
+
+    from physassist.staging import quiet_display
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # as Hydra's job logging: the root's console handler
+    handler.setFormatter(logging.Formatter("[%(name)s][%(levelname)s] - %(message)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    profile = SimpleNamespace(name="physassist", model="mockllm/model", steps=1)
+    display = LogTaskDisplay(SimpleNamespace(profile=profile))
+
+    async def samples() -> None:
+        display.sample_complete(1, 3)
+        display.sample_complete(2, 3)  # within Inspect's 5 s window: fired later, by the loop
+        await asyncio.sleep(5.5)
+
+    try:
+        with quiet_display({"display": "none"}):
+            asyncio.run(samples())
+            logging.getLogger().warning("a warning on the root logger still shows")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert stream.getvalue().splitlines() == [
+        "[root][WARNING] - a warning on the root logger still shows"
+    ]
 
 
 @pytest.mark.slow

@@ -107,9 +107,13 @@ def test_run_takes_a_unique_prefix_and_names_what_it_cannot_find(tmp_path: Path,
     experiment = client.create_experiment("physassist")
     run = client.create_run(experiment, tags={"physassist.kind": "job"})
     client.set_terminated(run.info.run_id)
-    args = label.parser().parse_args(["--run", run.info.run_id[:8], "calibrate"])
-    args.tracking_uri = uri
-    assert label._run(client, args).info.run_id == run.info.run_id
+    for argv in (
+        ["--run", run.info.run_id[:8], "calibrate"],
+        ["calibrate", "--run", run.info.run_id[:8]],
+    ):
+        args = label.parser().parse_args(argv)  # before or after the command, as documented
+        args.tracking_uri = uri
+        assert label._run(client, args).info.run_id == run.info.run_id
     capsys.readouterr()  # the store's creation logs
     assert label.main(["--tracking-uri", uri, "--run", "0123456789ab", "draw"]) == 2
     assert capsys.readouterr().err.strip() == (
@@ -121,6 +125,42 @@ def test_run_takes_a_unique_prefix_and_names_what_it_cannot_find(tmp_path: Path,
     assert capsys.readouterr().err.strip() == (
         f"physassist-label: error: --run 0123456789ab: no experiment 'nowhere' of {uri}"
     )
+
+
+def test_import_goes_to_the_sheets_run_not_the_newest(tmp_path: Path, capsys) -> None:
+    """A sheet carries the run it was drawn from: ``import`` goes to that run though another
+    finished since, ``--run`` naming another run is one line naming both, and a sheet without a
+    run (drawn before the column) needs ``--run``."""
+    from physassist.cli import label
+
+    uri = store_uri(tmp_path)
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("physassist")
+    drawn, newer = (client.create_run(experiment, tags={"physassist.kind": "job"}) for _ in "ab")
+    for run in (drawn, newer):
+        client.set_terminated(run.info.run_id)
+    path = _sheet(tmp_path, [{"verdict": "pass", "reviewer": "dr.a"}])
+    pd.read_csv(path).assign(run_id=drawn.info.run_id).to_csv(path, index=False)
+    capsys.readouterr()  # the store's creation logs
+    assert label.main(["--tracking-uri", uri, "import", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (  # no traces here: it went to the sheet's run
+        f"physassist-label: error: run {drawn.info.run_id} has no trace of session s1 epoch 1 "
+        "(written with tracking.trace_limit?)"
+    )
+    other = newer.info.run_id[:8]
+    assert label.main(["--tracking-uri", uri, "import", str(path), "--run", other]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"physassist-label: error: {path} was drawn from run {drawn.info.run_id}, but --run "
+        f"{other} names run {newer.info.run_id}"
+    )
+    pd.read_csv(path).drop(columns="run_id").to_csv(path, index=False)
+    assert label.main(["--tracking-uri", uri, "import", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"physassist-label: error: {path}: no run_id (a sheet drawn before the column existed): "
+        "name its run with --run"
+    )
+    assert label.main(["--tracking-uri", uri, "import", str(path), "--run", other]) == 2
+    assert f"run {newer.info.run_id} has no trace" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -159,6 +199,7 @@ def test_the_label_round_trip_on_the_sample(tmp_path: Path, capsys, monkeypatch)
         and "**Tool results the answer used:**" in markdown
         and "Observation.search" in markdown
     )
+    assert (sheet["run_id"] == out.run_id).all()  # import finds its run on the sheet
     assert (
         "passed" not in sheet.columns and (sheet["verdict"] == "").all()
     )  # the judge's verdicts are not shown

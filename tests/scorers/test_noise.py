@@ -193,6 +193,36 @@ def test_plan_is_the_cheapest_design_that_reaches_the_difference() -> None:
     ) and "(the dataset" not in best.text(available=100)
 
 
+def test_a_deterministic_judge_gets_no_judgings_the_plan_spends_on_epochs_and_sessions() -> None:
+    """A judge whose judgings agree (variance 0: the rules judge, judge.repeats=3) costs no
+    token, but its judgings are copies: they average neither its 0 nor the residual away, so
+    the plan asks for one judging and reaches the difference with epochs and sessions."""
+    variances = {"session": 100.0, "patient": math.nan, "agent": 36.0, "judge": 0.0}
+    parts = noise.Split(
+        "mrs",
+        36,
+        tuple(noise.Component(a, v, 0, 0, 0, 1) for a, v in {**variances, "residual": 4.0}.items()),
+        {"patient": 1, "agent": 3, "judge": 3},
+    )
+    assert parts.judge_deterministic and parts.shift_noise(1, 3, 5) == parts.shift_noise(1, 3, 1)
+    best = plan(parts, 3.0, Cost(tokens_trajectory=10_000, tokens_judging=0))
+    assert best is not None and best.judgings == 1 and best.epochs > 3
+    d = {"patients": 1, "epochs": best.epochs, "judgings": 1}
+    mde = lambda n: noise.Z_MDE * math.sqrt(2 * parts.run_noise(n, **d))  # noqa: E731
+    assert mde(best.sessions) <= 3.0 < mde(best.sessions - 1)
+    varying = noise.Split(  # the same judge with some variance: judgings do buy something
+        "mrs",
+        36,
+        tuple(
+            noise.Component(a, 9.0 if a == "judge" else c.variance, 0, 0, 0, 1)
+            for a, c in ((c.axis, c) for c in parts.components)
+        ),
+        parts.repeats,
+    )
+    judged = plan(varying, 3.0, Cost(10_000, 0))
+    assert not varying.judge_deterministic and judged is not None and judged.judgings > 1
+
+
 def test_a_comparison_within_noise_and_its_interaction() -> None:
     parts = split(planted(np.random.default_rng(6), n=36, design=(1, 3, 1)), n_boot=0)
     found = compared(sd_diff=6.0, n_shared=36, a=parts, b=parts)

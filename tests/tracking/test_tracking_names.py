@@ -59,6 +59,37 @@ def test_a_swept_default_value_is_still_named() -> None:
     )
 
 
+def test_runs_differing_only_in_a_model_setting_are_named_apart() -> None:
+    """``model.args.seed=0,1`` are two runs: their names (the report's labels) say which, while
+    where the model is served stays out of the name."""
+    choices = {**DEFAULTS, "model": "explorer_sampled"}
+    swept = swept_factors(["model=explorer_sampled", "model.args.seed=0,1", "inspect.epochs=3"])
+    named = {
+        run_name(
+            "physassist/explorer",
+            choices,
+            DEFAULTS,
+            ["model=explorer_sampled", f"model.args.seed={seed}", "inspect.epochs=3"],
+            swept=swept,
+        )
+        for seed in (0, 1)
+    }
+    assert named == {
+        "model.args.seed=0 | explorer | inspect.epochs=3",
+        "model.args.seed=1 | explorer | inspect.epochs=3",
+    }
+    served = [
+        "model.base_url=http://127.0.0.1:8000/v1",
+        "model.temperature=0.7",
+        "model.args.api_key='***'",
+        "+model.args.default_headers={X-Api-Key: '***'}",
+    ]
+    assert (
+        run_name("physassist/explorer", choices, DEFAULTS, served)
+        == "explorer | model.temperature=0.7"
+    )
+
+
 def test_sweep_parent_names_the_experiment_and_its_factors() -> None:
     args = [
         "model=oracle,baseline",
