@@ -328,6 +328,60 @@ def test_chinese_answers() -> None:
     ]  # by the Chinese name alone
 
 
+GABAPENTIN = _bundle(
+    {
+        "resourceType": "MedicationRequest",
+        "status": "active",
+        "medicationCodeableConcept": {"text": "Gabapentin"},
+        "authoredOn": "2157-06-25T00:00:00+00:00",
+        "dosageInstruction": [{"text": "600 mg PO TID"}],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "judged"),
+    [
+        (  # 600 mg TID is 1800 mg a day (derived); the clearance and the maximum are not judged
+            "Gabapentin 600 mg TID: at 600 mg TID that is 1800 mg a day; at a creatinine "
+            "clearance of about 50 mL/min (Cockcroft-Gault) the labelled maximum is 1400 mg a "
+            "day. Creatinine 1.8 mg/dL.",
+            [
+                ("value", "600 mg", "grounded"),
+                ("value", "600 mg", "grounded"),
+                ("value", "1800 mg", "grounded"),
+                ("value", "1.8 mg/dL", "grounded"),
+            ],
+        ),
+        (
+            "按 600 mg TID 计每日 1800 mg；肌酐清除率约 50 mL/min（Cockcroft-Gault）时说明书每日上限为 "
+            "1400 mg。",
+            [("value", "600 mg", "grounded"), ("value", "1800 mg", "grounded")],
+        ),
+        (  # a wrong product is judged as any dose: the record's 600 mg contradicts it
+            "Gabapentin 600 mg TID, that is 2400 mg a day; CrCl 50 mL/min.",
+            [("value", "600 mg", "grounded"), ("value", "2400 mg", "contradicted")],
+        ),
+        (
+            "按 600 mg TID 计每日 1200 mg。",
+            [("value", "600 mg", "grounded"), ("value", "1200 mg", "unsupported")],
+        ),
+        (  # a product of nothing the record holds, and a day's dose not written as one
+            "gabapentin 1800 mg TID",
+            [("value", "1800 mg", "contradicted")],
+        ),
+        (  # a maximum stated alone is a criterion
+            "Keep gabapentin within the maximum daily dose of 700 mg.",
+            [],
+        ),
+    ],
+)
+def test_a_daily_dose_is_derived_from_an_order_and_a_maximum_is_not_judged(
+    answer: str, judged: list
+) -> None:
+    assert statuses(answer, evidence(GABAPENTIN, CREATININE)) == judged
+
+
 A1C = _bundle(_obs("% Hemoglobin A1c", 8.4, "%", "2157-07-01T05:08:00+00:00", 4, 6))
 
 
