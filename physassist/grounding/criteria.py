@@ -9,7 +9,9 @@ alike, is an estimated creatinine clearance ("a creatinine clearance of about 50
 a label's band, not a value the record holds; its inputs are judged where stated (the creatinine),
 but the weight it needs is often not among what the assistant received and the formula's
 choices (actual or ideal weight, which creatinine, rounding) differ between correct answers,
-so recomputing it would fail right answers or endorse one convention. No fact of an answer is judged
+so recomputing it would fail right answers or endorse one convention. The window a trend is
+told over ("rising over the last 2 days", "近2天回升") is the span a change is judged over, not
+a count of the record. No fact of an answer is judged
 inside one (``physassist.grounding.answer_facts``); the record value the same sentence states
 ("The latest INR is 1.7 (below the 2-3 target)") still is. A reference range the tools print
 ("[ref 0.9 - 1.1]") is not a criterion here: it is in the record and judged as such.
@@ -64,6 +66,9 @@ _PATTERNS = (
     r"\b" + _MAXIMUM_EN + r"(?:\s+(?:of|is|at))?[\s,:=]*" + _NUM,
     _CLEARANCE + _NUM,
     _CLEARANCE_ZH + _NUM,
+    # the window a trend is told over: "over the last 2 days", "近2天"
+    r"\bover\s+the\s+(?:last|past)\s+" + _NUM,
+    r"(?:近|最近|过去)\s*\d+\s*(?:天|日|小时)",
     # a criterion's own list: "the labelled limit (20 mg with amiodarone, 10 mg with ...)"
     r"\b" + _NOUN_EN + r"\s*" + _PAREN,
     _NOUN_ZH + r"\s*" + _PAREN,

@@ -52,6 +52,8 @@ _FREQUENCY = re.compile(
     + r")(?!\w)",
     re.IGNORECASE,
 )
+#: A clock time without its date ("从 16:15 的 189 变为 23:49 的 132"): its digits are no value.
+_CLOCK = re.compile(r"(?<![\d.:])\d{1,2}:\d{2}(?![\d:])")
 _ID_DIGITS = 5  # a unit-less whole number this long is an identifier, not a value
 
 
@@ -103,9 +105,12 @@ def extract(reading: Reading) -> list[Fact]:
             units[i] = units[i + 1]
     blockers = [(q.start, q.end) for q, unit in zip(found, units, strict=True) if unit is not None]
     references = [(m.start(), m.end()) for m in _REFERENCE.finditer(text)]
+    clocks = [(m.start(), m.end()) for m in _CLOCK.finditer(text)]
     for q, unit in zip(found, units, strict=True):
         written = _as_written(text[q.start : q.end])
         if unit is None:
+            if any(a <= q.start < b for a, b in clocks):
+                continue
             if "." not in written and len(written.lstrip("-−")) >= _ID_DIGITS:
                 continue
             label = reading.label(q.start, q.end, bare=True, blockers=blockers)

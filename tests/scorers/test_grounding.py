@@ -408,6 +408,15 @@ A1C = _bundle(_obs("% Hemoglobin A1c", 8.4, "%", "2157-07-01T05:08:00+00:00", 4,
             "直到 INR 连续 24 小时 ≥ 2。糖化血红蛋白 8.4 %（达到糖尿病范围（6.5% 及以上））。",
             [("value", "1.2", "grounded"), ("value", "8.4 %", "grounded")],
         ),
+        (  # the window a trend is told over; a clock time's digits are no value
+            "Creatinine 1.8 mg/dL (falling overall, but rising over the last 2 days); "
+            "肌酐从 05:20 的 1.6 变为 05:36 的 1.8 mg/dL（总体下降，但近2天回升）。",
+            [
+                ("value", "1.8 mg/dL", "grounded"),
+                ("value", "1.6", "grounded"),
+                ("value", "1.8 mg/dL", "grounded"),
+            ],
+        ),
         (  # a record value beside a criterion is still judged, and a wrong one contradicted
             "INR 1.9, below the 2-3 target; creatinine 1.3 -> 2.4 mg/dL.",
             [
