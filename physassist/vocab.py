@@ -62,3 +62,12 @@ PATIENT_TOOLS: tuple[str, ...] = (
 #: The released format's end-of-gathering action: every gold trajectory ends with it. (The
 #: control tools the assistant is offered belong to the terminal strategies, solvers/terminal.)
 PREPARE_TO_ANSWER = "prepare_to_answer"
+
+#: Doses per 24 h -> (frequency written in orders, accepted spellings): the builder writes
+#: orders' frequencies with it, the grounding check derives a daily dose from it.
+FREQUENCIES: dict[int, tuple[str, list[str]]] = {
+    1: ("daily", ["daily", "qd", "once daily", "q24h", "every 24 hours", "QD"]),
+    2: ("BID", ["BID", "twice daily", "q12h", "every 12 hours"]),
+    3: ("TID", ["TID", "three times daily", "q8h", "every 8 hours"]),
+    4: ("QID", ["QID", "four times daily", "q6h", "every 6 hours"]),
+}

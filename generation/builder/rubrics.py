@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from physassist.vocab import LANGUAGES
+from physassist.vocab import FREQUENCIES, LANGUAGES
 
 from .answers import (
     DOUBTED,
@@ -29,7 +29,7 @@ from .followup import interval
 from .interpret import AT_GOAL, marrow_cytopenia
 from .patient_topics import onset_phrase
 from .topics import next_day
-from .vocab import EXAMS, FINDINGS, FREQUENCIES, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
+from .vocab import EXAMS, FINDINGS, LABS, RESISTANCE_WORDS, ROUTE_WORDS, SYNONYMS
 from .wording import say
 
 VALUE_TOLERANCE = 0.05

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from physassist.vocab import FREQUENCIES
+
 from .followup import interval, problem_labs, reason, relevant
 from .interpret import label as context_label
 from .kinds import KINDS, Topic
@@ -22,7 +24,6 @@ from .signals import safety_topics
 from .vocab import (
     ANC_RANGE,
     DRUG_CLASSES,
-    FREQUENCIES,
     LABS,
     TRENDS,
     drug_class_of,

@@ -797,14 +797,6 @@ ROUTE_WORDS: dict[str, dict[str, list[str]]] = {
     "PR": {"en": ["PR", "rectal", "rectally"], "zh": ["直肠", "PR"]},
 }
 
-#: Doses per 24 h -> (frequency written in orders, accepted spellings).
-FREQUENCIES: dict[int, tuple[str, list[str]]] = {
-    1: ("daily", ["daily", "qd", "once daily", "q24h", "every 24 hours", "QD"]),
-    2: ("BID", ["BID", "twice daily", "q12h", "every 12 hours"]),
-    3: ("TID", ["TID", "three times daily", "q8h", "every 8 hours"]),
-    4: ("QID", ["QID", "four times daily", "q6h", "every 6 hours"]),
-}
-
 
 @dataclass(frozen=True)
 class Limit:

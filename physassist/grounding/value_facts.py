@@ -5,16 +5,22 @@ Matched unit-aware (``physassist.units``: mg/dL and umol/L of creatinine, mEq/L 
 potassium, K/uL and 10^9/L) and rounded the way a person rounds: "1.4" states 1.35 to 1.45,
 so a record value of 1.37 grounds it and 1.46 does not; "about 180" states the tens. A
 record value of the same thing (its name, ``labels.relation``) that differs contradicts it.
+
+A daily dose ("1800 mg a day", "每日 1800 mg") is also grounded by a dose the record holds on a
+line that gives its frequency ("Gabapentin 600 mg PO TID"), times that frequency's doses a day
+(``physassist.vocab.FREQUENCIES``): derived from the record. Any other daily dose is judged as
+any value (a wrong product is contradicted or unsupported).
 """
 
 from __future__ import annotations
 
 import re
 
-from physassist.grounding.facts import Evidence, Fact, FactType, Reading, Verdict
+from physassist.grounding.facts import Evidence, Fact, FactType, Line, Reading, Verdict
 from physassist.grounding.labels import Label, relation
 from physassist.grounding.text import decimals
 from physassist.units import convert, find_quantities
+from physassist.vocab import FREQUENCIES
 
 NAME = "value"
 _SCORE = re.compile(r"(?<![\d.])(?P<n>\d{1,2}(?:\.\d)?)\s*(?:/|out of)\s*10(?!\d|\.\d)")
@@ -31,6 +37,23 @@ _REFERENCE = re.compile(
     re.IGNORECASE,
 )
 REFERENCE = "reference"
+DAILY = "daily"
+#: What marks a stated dose as a day's total: after it ("a day", "per day", "/day", "daily"),
+#: or before it in Chinese ("每日", "每天", "日剂量").
+_DAILY_AFTER = re.compile(r"\s*(?:a\s+day|per\s+day|/\s*day|daily)\b", re.IGNORECASE)
+_DAILY_BEFORE = re.compile(r"(?:每日|每天|日剂量|一天)(?:总量|共|为|是)?\s*$")
+#: A frequency as an order line writes it -> its doses a day.
+_PER_DAY = {
+    spelling.lower(): n for n, (_, spellings) in FREQUENCIES.items() for spelling in spellings
+}
+_FREQUENCY = re.compile(
+    r"(?<![\w])(?:"
+    + "|".join(sorted(map(re.escape, _PER_DAY), key=len, reverse=True))
+    + r")(?!\w)",
+    re.IGNORECASE,
+)
+#: A clock time without its date ("从 16:15 的 189 变为 23:49 的 132"): its digits are no value.
+_CLOCK = re.compile(r"(?<![\d.:])\d{1,2}:\d{2}(?![\d:])")
 _ID_DIGITS = 5  # a unit-less whole number this long is an identifier, not a value
 
 
@@ -82,9 +105,12 @@ def extract(reading: Reading) -> list[Fact]:
             units[i] = units[i + 1]
     blockers = [(q.start, q.end) for q, unit in zip(found, units, strict=True) if unit is not None]
     references = [(m.start(), m.end()) for m in _REFERENCE.finditer(text)]
+    clocks = [(m.start(), m.end()) for m in _CLOCK.finditer(text)]
     for q, unit in zip(found, units, strict=True):
         written = _as_written(text[q.start : q.end])
         if unit is None:
+            if any(a <= q.start < b for a, b in clocks):
+                continue
             if "." not in written and len(written.lstrip("-−")) >= _ID_DIGITS:
                 continue
             label = reading.label(q.start, q.end, bare=True, blockers=blockers)
@@ -94,6 +120,11 @@ def extract(reading: Reading) -> list[Fact]:
             label = reading.label(q.start, q.end)
         approx = bool(_APPROX.search(text[max(0, q.start - 16) : q.start]))
         reference = REFERENCE if any(a <= q.start < b for a, b in references) else None
+        if reference is None and (
+            _DAILY_AFTER.match(text, q.end)
+            or _DAILY_BEFORE.search(text[max(0, q.start - 8) : q.start])
+        ):
+            reference = DAILY
         facts.append(
             Fact(
                 NAME,
@@ -140,8 +171,30 @@ def rounds_to(value: float, fact: Fact) -> bool:
     )
 
 
+def _per_day(line: Line | None) -> int | None:
+    """The doses a day of the one frequency ``line`` gives, None without one or with two."""
+    found = {_PER_DAY[m.group(0).lower()] for m in _FREQUENCY.finditer(line.text)} if line else ()
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _daily(fact: Fact, record: list[Fact]) -> Verdict | None:
+    """A daily dose grounded by a record dose times its line's doses a day (see the module)."""
+    for other in record:
+        if other.unit is None or other.detail == REFERENCE:
+            continue
+        if fact.label and other.label and relation(fact.label, other.label) == "none":
+            continue
+        per_day = _per_day(other.line)
+        value = in_unit(other, fact) if per_day else None
+        if value is not None and per_day is not None and rounds_to(value * per_day, fact):
+            return Verdict(fact, "grounded", other)
+    return None
+
+
 def match(fact: Fact, evidence: Evidence) -> Verdict:
     record = evidence.facts(NAME)
+    if fact.detail == DAILY and (derived := _daily(fact, record)) is not None:
+        return derived
     decisive: list[tuple[Fact, float]] = []
     for other in record:
         how = relation(fact.label, other.label)
@@ -175,7 +228,8 @@ FACT_TYPE = FactType(
     "a number with its unit (lab, vital, dose, rate, `n/10` score), or unit-less right after the "
     "name of what it measures (`INR 1.2`); grounded by a record value of the same thing in any "
     "convertible unit (`physassist.units`) that rounds to it as written; contradicted when the "
-    "record holds only other values for that thing",
+    "record holds only other values for that thing; a daily dose (`1800 mg a day`) is also "
+    "grounded by a record dose times its order's doses a day (`600 mg PO TID`)",
     extract,
     match,
 )

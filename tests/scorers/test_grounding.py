@@ -328,6 +328,60 @@ def test_chinese_answers() -> None:
     ]  # by the Chinese name alone
 
 
+GABAPENTIN = _bundle(
+    {
+        "resourceType": "MedicationRequest",
+        "status": "active",
+        "medicationCodeableConcept": {"text": "Gabapentin"},
+        "authoredOn": "2157-06-25T00:00:00+00:00",
+        "dosageInstruction": [{"text": "600 mg PO TID"}],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "judged"),
+    [
+        (  # 600 mg TID is 1800 mg a day (derived); the clearance and the maximum are not judged
+            "Gabapentin 600 mg TID: at 600 mg TID that is 1800 mg a day; at a creatinine "
+            "clearance of about 50 mL/min (Cockcroft-Gault) the labelled maximum is 1400 mg a "
+            "day. Creatinine 1.8 mg/dL.",
+            [
+                ("value", "600 mg", "grounded"),
+                ("value", "600 mg", "grounded"),
+                ("value", "1800 mg", "grounded"),
+                ("value", "1.8 mg/dL", "grounded"),
+            ],
+        ),
+        (
+            "按 600 mg TID 计每日 1800 mg；肌酐清除率约 50 mL/min（Cockcroft-Gault）时说明书每日上限为 "
+            "1400 mg。",
+            [("value", "600 mg", "grounded"), ("value", "1800 mg", "grounded")],
+        ),
+        (  # a wrong product is judged as any dose: the record's 600 mg contradicts it
+            "Gabapentin 600 mg TID, that is 2400 mg a day; CrCl 50 mL/min.",
+            [("value", "600 mg", "grounded"), ("value", "2400 mg", "contradicted")],
+        ),
+        (
+            "按 600 mg TID 计每日 1200 mg。",
+            [("value", "600 mg", "grounded"), ("value", "1200 mg", "unsupported")],
+        ),
+        (  # a product of nothing the record holds, and a day's dose not written as one
+            "gabapentin 1800 mg TID",
+            [("value", "1800 mg", "contradicted")],
+        ),
+        (  # a maximum stated alone is a criterion
+            "Keep gabapentin within the maximum daily dose of 700 mg.",
+            [],
+        ),
+    ],
+)
+def test_a_daily_dose_is_derived_from_an_order_and_a_maximum_is_not_judged(
+    answer: str, judged: list
+) -> None:
+    assert statuses(answer, evidence(GABAPENTIN, CREATININE)) == judged
+
+
 A1C = _bundle(_obs("% Hemoglobin A1c", 8.4, "%", "2157-07-01T05:08:00+00:00", 4, 6))
 
 
@@ -353,6 +407,15 @@ A1C = _bundle(_obs("% Hemoglobin A1c", 8.4, "%", "2157-07-01T05:08:00+00:00", 4,
             "国际标准化比值（INR(PT)）为 1.2（服用华法林时低于 2-3 的目标范围（未达标）），仍低于 2，"
             "直到 INR 连续 24 小时 ≥ 2。糖化血红蛋白 8.4 %（达到糖尿病范围（6.5% 及以上））。",
             [("value", "1.2", "grounded"), ("value", "8.4 %", "grounded")],
+        ),
+        (  # the window a trend is told over; a clock time's digits are no value
+            "Creatinine 1.8 mg/dL (falling overall, but rising over the last 2 days); "
+            "肌酐从 05:20 的 1.6 变为 05:36 的 1.8 mg/dL（总体下降，但近2天回升）。",
+            [
+                ("value", "1.8 mg/dL", "grounded"),
+                ("value", "1.6", "grounded"),
+                ("value", "1.8 mg/dL", "grounded"),
+            ],
         ),
         (  # a record value beside a criterion is still judged, and a wrong one contradicted
             "INR 1.9, below the 2-3 target; creatinine 1.3 -> 2.4 mg/dL.",
