@@ -128,3 +128,49 @@ def timeline_of(
             marks = ", ".join("?" for _ in record)
             con.execute(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', list(record.values()))
     return load_timeline(con, subject_id, hadm_id, current_date, until)
+
+
+def _as_time(value: Any) -> Any:
+    """A CSV-style time string as the datetime the store would hold."""
+    import datetime as dt
+    import re
+
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?", value):
+        return dt.datetime.fromisoformat(value)
+    return value
+
+
+def culture_digest(
+    rows: list[dict[str, Any]],
+    current_date: str = "2150-03-06",
+    admission: dict[str, Any] = ADMISSION,
+) -> Any:
+    """The ``culture_latest`` digest of microbiology ``rows`` of ``admission`` at the end of
+    ``current_date``, read through the strict tool's specimen view as the builder reads it."""
+    import datetime as dt
+
+    from generation.builder.gold import digest
+    from generation.builder.profile import Profile
+    from generation.builder.topics import Topic
+    from physassist.ehr.tools.microbiology import specimens
+    from physassist.ehr.tools.reported import reported_at, stays
+    from physassist.ehr.tools.strict_notes import micro_report
+
+    record = {"admissions": [admission], "microbiologyevents": rows}
+    prof = Profile(
+        1, 2, current_date, "F", 70, timeline=timeline_of(record, current_date=current_date)
+    )
+    found = specimens(
+        [{k: _as_time(v) for k, v in r.items()} for r in rows],
+        prof.timeline.cutoff - dt.timedelta(microseconds=1),
+        reported_at("microbiologyevents", True)[1],
+        stays([{k: _as_time(v) for k, v in admission.items()}]),
+    )
+    page = {
+        "resourceType": "Bundle",
+        "type": "searchset",
+        "entry": [{"resource": micro_report(s, 1)} for s in found],
+    }
+    d = digest(Topic("culture_latest"), [page], prof)
+    assert d is not None
+    return d

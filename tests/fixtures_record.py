@@ -77,22 +77,8 @@ from generation.builder.vocab import (
     UNSAFE_WHEN,
 )
 from physassist.ehr.tables import TABLES
-from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS
+from physassist.lab_artifacts import INTERVENTIONS, PANEL_LABS, RAISED_BY_BAD_DRAW
 
-#: What a bad draw can raise: a line's fluid in a sample drawn from it (dextrose, saline,
-#: bicarbonate, electrolyte replacement), the platelets of an unmixed tube; it can only dilute
-#: the rest.
-RAISED_IN_BAD_DRAW = (
-    "Platelet Count",
-    "Glucose",
-    "Sodium",
-    "Chloride",
-    "Bicarbonate",
-    "Potassium",
-    "Calcium, Total",
-    "Magnesium",
-    "Phosphate",
-)
 MARROW_CODES = HEME_MALIGNANCY_ICD_PREFIXES + MARROW_FAILURE_ICD_PREFIXES
 #: What a reviewer accepts as "current" on the discharge day: not stopped before discharge
 #: (pharmacy closes orders running at discharge with a stop time after it), give or take an hour.
@@ -448,7 +434,7 @@ class Record:
         apart = {
             t
             for (_, a), (t, v), (tb, b) in zip(series, series[1:], series[2:], strict=False)
-            if (v < min(a, b) or (v > max(a, b) and label in RAISED_IN_BAD_DRAW))
+            if (v < min(a, b) or (v > max(a, b) and label in RAISED_BY_BAD_DRAW))
             and min(_away(v, a), _away(v, b)) >= 0.15
             and tb - t <= dt.timedelta(hours=12)
             and abs(b - a) <= abs(v - a) / 2

@@ -6,14 +6,12 @@ normal neutrophil percentages; a "micro so far" that left out a positive C. diff
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import fixtures_builder as fb
 
-from generation.builder.gold import answer, digest
+from generation.builder.gold import answer
 from generation.builder.interpret import Context
 from generation.builder.profile import Profile
-from generation.builder.topics import Topic
 from physassist.timeline import LabPoint
 
 HB = [{"itemid": 51222, "label": "Hemoglobin", "fluid": "Blood", "category": "Hematology"}]
@@ -122,41 +120,10 @@ BLOOD = {
 }
 
 
-def _time(value: object) -> object:
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?", value):
-        return dt.datetime.fromisoformat(value)
-    return value
-
-
 def test_a_micro_answer_lists_a_positive_pcr_as_the_test_it_is() -> None:
     """The stool C. difficile PCR positive beside the negative blood culture, named as a PCR
     that is positive, never as a culture that grew something."""
-    from physassist.ehr.tools.microbiology import specimens
-    from physassist.ehr.tools.reported import reported_at, stays
-    from physassist.ehr.tools.strict_notes import micro_report
-
-    rows = [CDIFF, BLOOD]
-    prof = Profile(
-        1,
-        2,
-        "2150-03-06",
-        "F",
-        70,
-        timeline=fb.timeline_of({"admissions": [fb.ADMISSION], "microbiologyevents": rows}),
-    )
-    found = specimens(
-        [{k: _time(v) for k, v in r.items()} for r in rows],
-        prof.timeline.cutoff - dt.timedelta(microseconds=1),
-        reported_at("microbiologyevents", True)[1],
-        stays([{k: _time(v) for k, v in fb.ADMISSION.items()}]),
-    )
-    page = {
-        "resourceType": "Bundle",
-        "type": "searchset",
-        "entry": [{"resource": micro_report(s, 1)} for s in found],
-    }
-    d = digest(Topic("culture_latest"), [page], prof)
-    assert d is not None
+    d = fb.culture_digest([CDIFF, BLOOD])
     en = answer(d, "en")
     line = next(x for x in en.splitlines() if "STOOL" in x)
     assert "C. difficile PCR positive (CLOSTRIDIUM DIFFICILE)" in line and "grew" not in line

@@ -7,7 +7,6 @@ cause"; a same-day trend read "between 2114-06-20 and 2114-06-20"."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import fixtures_builder as fb
 import fixtures_record as fr
@@ -185,36 +184,8 @@ MICRO += [
 
 
 def _culture_digest() -> Digest:
-    from physassist.ehr.tools.microbiology import specimens
-    from physassist.ehr.tools.reported import reported_at, stays
-    from physassist.ehr.tools.strict_notes import micro_report
-
-    record = {"admissions": [ADMISSION], "microbiologyevents": MICRO}
-    prof = Profile(
-        1, 2, "2150-03-04", "F", 70, timeline=fb.timeline_of(record, current_date="2150-03-04")
-    )
-    cutoff = prof.timeline.cutoff - dt.timedelta(microseconds=1)
-    rows = [{k: _time(v) for k, v in r.items()} for r in MICRO]
-    found = specimens(
-        rows,
-        cutoff,
-        reported_at("microbiologyevents", True)[1],
-        stays([{k: _time(v) for k, v in ADMISSION.items()}]),
-    )
-    page = {
-        "resourceType": "Bundle",
-        "type": "searchset",
-        "entry": [{"resource": micro_report(s, 1)} for s in found],
-    }
-    d = digest(Topic("culture_latest"), [page], prof)
-    assert d is not None
+    d: Digest = fb.culture_digest(MICRO, "2150-03-04", ADMISSION)
     return d
-
-
-def _time(value: object) -> object:
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}( \d{2}:\d{2}:\d{2})?", value):
-        return dt.datetime.fromisoformat(value)
-    return value
 
 
 def test_a_culture_the_laboratory_doubts_is_no_pathogen() -> None:
